@@ -1,0 +1,31 @@
+// Package sqlstore implements package store on one embedded SQLite file
+// (modernc.org/sqlite, pure Go, no cgo).
+//
+// # Write path
+//
+// All writes of a Store go through one writer goroutine that owns one
+// connection with its statements prepared once. Callers enqueue a request and
+// wait; the writer takes the first request plus whatever is already queued
+// (up to WithMaxBatch), runs them in order in one BEGIN IMMEDIATE … COMMIT,
+// each in its own savepoint so that a failed request rolls back only itself,
+// and answers every caller after the commit has returned: nothing is
+// acknowledged before it is durable, and under concurrency one fsync covers
+// many calls (group commit). Reads use a separate pool of connections.
+//
+// Several processes may share one file. Each write transaction is taken
+// under an OS file lock on "<path>-writer.lock" so that processes queue
+// fairly instead of polling SQLite's lock; a SQLITE_BUSY that outlives the
+// busy timeout (another program writing) is retried as a whole transaction
+// with bounded, jittered backoff.
+//
+// # Durability
+//
+// The database runs in WAL mode with synchronous=FULL by default: a call
+// that returned success survives kill -9 and power loss. WithSynchronous
+// (SyncNormal) trades the last transactions before a power loss (never
+// before a process crash) for speed.
+//
+// # Time
+//
+// Times are stored as UTC unix milliseconds (INTEGER columns named *_ms).
+package sqlstore

@@ -1,0 +1,68 @@
+package sqlstore
+
+import (
+	"errors"
+	"fmt"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// invalidOption reports a bad Option value.
+func invalidOption(name, reason string) error {
+	return store.Invalid("option "+name, reason)
+}
+
+// sqliteCode returns the primary SQLite result code of err, or 0.
+func sqliteCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() & 0xff
+	}
+	return 0
+}
+
+// isBusy reports whether err is SQLITE_BUSY or SQLITE_LOCKED.
+func isBusy(err error) bool {
+	c := sqliteCode(err)
+	return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
+}
+
+// isUniqueViolation reports whether err is a PRIMARY KEY or UNIQUE failure.
+func isUniqueViolation(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	c := se.Code()
+	return c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || c == sqlite3.SQLITE_CONSTRAINT_UNIQUE
+}
+
+// mapErr is the one place where SQLite failures become store errors: the
+// result keeps the driver error in its chain and matches the store sentinel
+// with errors.Is. Errors that are already store errors pass through.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var sentinel error
+	switch sqliteCode(err) {
+	case 0:
+		return err
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		sentinel = store.ErrBusy
+	case sqlite3.SQLITE_FULL:
+		sentinel = store.ErrStorageFull
+	case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH:
+		sentinel = store.ErrReadOnly
+	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+		sentinel = store.ErrCorrupt
+	case sqlite3.SQLITE_CONSTRAINT:
+		sentinel = store.ErrConflict
+	default:
+		return fmt.Errorf("sqlstore: %w", err)
+	}
+	return fmt.Errorf("%w: %w", sentinel, err)
+}

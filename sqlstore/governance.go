@@ -1,0 +1,470 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+var _ store.Governance = (*Governance)(nil)
+
+// Governance is the governed-session facet of a Store (see
+// store.Governance). Obtain it with Store.Governance.
+type Governance struct{ s *Store }
+
+const govColumns = `id, agent_id, delegation_chain, declared_intent, authorized_tools,
+	authorized_credentials, time_limit_ms, call_budget, calls_made, rate_limit,
+	rate_window_ms, rate_window_start_ms, rate_window_calls, sensitivity, status,
+	created_at_ms, expires_at_ms`
+
+// govRow is a governed_sessions row as stored.
+type govRow struct {
+	ID                    string `db:"id"`
+	AgentID               string `db:"agent_id"`
+	DelegationChain       string `db:"delegation_chain"`
+	DeclaredIntent        string `db:"declared_intent"`
+	AuthorizedTools       string `db:"authorized_tools"`
+	AuthorizedCredentials string `db:"authorized_credentials"`
+	TimeLimitMS           int64  `db:"time_limit_ms"`
+	CallBudget            int64  `db:"call_budget"`
+	CallsMade             int64  `db:"calls_made"`
+	RateLimit             int64  `db:"rate_limit"`
+	RateWindowMS          int64  `db:"rate_window_ms"`
+	RateWindowStartMS     int64  `db:"rate_window_start_ms"`
+	RateWindowCalls       int64  `db:"rate_window_calls"`
+	Sensitivity           string `db:"sensitivity"`
+	Status                string `db:"status"`
+	CreatedAtMS           int64  `db:"created_at_ms"`
+	ExpiresAtMS           int64  `db:"expires_at_ms"`
+}
+
+func (r *govRow) session() (store.Session, error) {
+	s := store.Session{
+		ID:              r.ID,
+		AgentID:         r.AgentID,
+		DeclaredIntent:  r.DeclaredIntent,
+		TimeLimit:       time.Duration(r.TimeLimitMS) * time.Millisecond,
+		CallBudget:      r.CallBudget,
+		CallsMade:       r.CallsMade,
+		RateLimit:       r.RateLimit,
+		RateWindow:      time.Duration(r.RateWindowMS) * time.Millisecond,
+		RateWindowStart: store.FromMillis(r.RateWindowStartMS),
+		RateWindowCalls: r.RateWindowCalls,
+		Sensitivity:     store.Sensitivity(r.Sensitivity),
+		Status:          store.Status(r.Status),
+		CreatedAt:       store.FromMillis(r.CreatedAtMS),
+		ExpiresAt:       store.FromMillis(r.ExpiresAtMS),
+	}
+	for _, f := range []struct {
+		name string
+		src  string
+		dst  *[]string
+	}{
+		{"delegation_chain", r.DelegationChain, &s.DelegationChain},
+		{"authorized_tools", r.AuthorizedTools, &s.AuthorizedTools},
+		{"authorized_credentials", r.AuthorizedCredentials, &s.AuthorizedCredentials},
+	} {
+		if err := json.Unmarshal([]byte(f.src), f.dst); err != nil {
+			return store.Session{}, fmt.Errorf("%w: governed session %q: column %s: %w", store.ErrCorrupt, r.ID, f.name, err)
+		}
+		if *f.dst == nil {
+			*f.dst = []string{}
+		}
+	}
+	return s, nil
+}
+
+func mustJSON(v []string) string {
+	if v == nil {
+		v = []string{}
+	}
+	b, err := json.Marshal(v)
+	if err != nil { // []string always marshals
+		panic(err)
+	}
+	return string(b)
+}
+
+const (
+	govCountActiveSQL = `SELECT count(*) FROM governed_sessions
+		WHERE agent_id = ? AND status = 'active' AND expires_at_ms > ?`
+
+	govInsertSQL = `INSERT INTO governed_sessions (` + govColumns + `, any_tool)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+	govGetSQL = `SELECT ` + govColumns + ` FROM governed_sessions WHERE id = ?`
+
+	// govUseSQL is the whole governed check-and-increment in one statement:
+	// it updates the row only if every check passes (agent, status, expiry,
+	// budget, tools, rate window) and returns the new row. When it matches
+	// nothing, the cold path reads the row to tell which check refused.
+	//
+	// Parameters: 1 now_ms, 2 n, 3 id, 4 agent ('' = any), 5 tools JSON.
+	govUseSQL = `UPDATE governed_sessions SET
+		calls_made = calls_made + ?2,
+		rate_window_calls = CASE
+			WHEN rate_limit = 0 THEN rate_window_calls
+			WHEN ?1 >= rate_window_start_ms + rate_window_ms THEN ?2
+			ELSE rate_window_calls + ?2 END,
+		rate_window_start_ms = CASE
+			WHEN rate_limit > 0 AND ?1 >= rate_window_start_ms + rate_window_ms THEN ?1
+			ELSE rate_window_start_ms END
+		WHERE id = ?3
+		AND (?4 = '' OR agent_id = ?4)
+		AND status = 'active' AND ?1 < expires_at_ms
+		AND calls_made + ?2 <= call_budget
+		AND (any_tool = 1 OR NOT EXISTS (
+			SELECT 1 FROM json_each(?5) AS req
+			WHERE req.value NOT IN (SELECT value FROM json_each(authorized_tools))))
+		AND (rate_limit = 0 OR rate_limit >= ?2 + CASE
+			WHEN ?1 >= rate_window_start_ms + rate_window_ms THEN 0
+			ELSE rate_window_calls END)
+		RETURNING ` + govColumns
+
+	govMarkExpiredSQL = `UPDATE governed_sessions SET status = 'expired' WHERE id = ? AND status = 'active'`
+
+	govCloseSQL = `UPDATE governed_sessions SET status = 'closed'
+		WHERE id = ? AND status <> 'closed' RETURNING ` + govColumns
+
+	govCloseAgentSQL = `UPDATE governed_sessions SET status = 'closed'
+		WHERE agent_id = ? AND status = 'active' AND expires_at_ms > ?`
+
+	govCleanupSQL = `DELETE FROM governed_sessions
+		WHERE status IN ('closed', 'expired') OR (status = 'active' AND expires_at_ms <= ?)`
+
+	govRequestGetSQL = `SELECT tools, outcome, detail FROM governed_use_requests
+		WHERE session_id = ? AND request_id = ?`
+
+	govRequestPutSQL = `INSERT INTO governed_use_requests
+		(session_id, request_id, tools, outcome, detail, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)`
+)
+
+// Create creates a governed session (see store.Governance.Create).
+func (g *Governance) Create(ctx context.Context, req store.CreateRequest) (store.Session, error) {
+	req, err := req.Normalize()
+	if err != nil {
+		return store.Session{}, err
+	}
+	id := req.ID
+	if id == "" {
+		id = uuid.NewString()
+	}
+	var out store.Session
+	err = g.s.write(ctx, func(tx *wtx) error {
+		now := g.s.now()
+		if req.MaxActivePerAgent > 0 {
+			var n int64
+			if err := tx.get(&n, govCountActiveSQL, req.AgentID, store.ToMillis(now)); err != nil {
+				return err
+			}
+			if n >= req.MaxActivePerAgent {
+				return &store.TooManySessionsError{AgentID: req.AgentID, Max: req.MaxActivePerAgent, Current: n}
+			}
+		}
+		sess := req.NewSession(id, now)
+		anyTool := 0
+		if slices.Contains(sess.AuthorizedTools, store.AnyTool) {
+			anyTool = 1
+		}
+		_, err := tx.exec(govInsertSQL,
+			sess.ID, sess.AgentID, mustJSON(sess.DelegationChain), sess.DeclaredIntent,
+			mustJSON(sess.AuthorizedTools), mustJSON(sess.AuthorizedCredentials),
+			sess.TimeLimit.Milliseconds(), sess.CallBudget, sess.CallsMade, sess.RateLimit,
+			sess.RateWindow.Milliseconds(), store.ToMillis(sess.RateWindowStart), sess.RateWindowCalls,
+			string(sess.Sensitivity), string(sess.Status),
+			store.ToMillis(sess.CreatedAt), store.ToMillis(sess.ExpiresAt), anyTool)
+		if isUniqueViolation(err) {
+			return &store.ConflictError{Resource: "session", ID: id, Reason: "id exists"}
+		}
+		if err != nil {
+			return err
+		}
+		out = sess
+		return nil
+	})
+	if err != nil {
+		return store.Session{}, err
+	}
+	g.s.cfg.logger.Debug("sqlstore: created governed session", "session_id", out.ID, "agent_id", out.AgentID)
+	return out, nil
+}
+
+// Use checks and records one call per tool (see store.Governance.Use).
+func (g *Governance) Use(ctx context.Context, req store.UseRequest) (store.Session, error) {
+	if err := req.Validate(); err != nil {
+		return store.Session{}, err
+	}
+	tools := mustJSON(req.Tools)
+	var v verdict
+	err := g.s.write(ctx, func(tx *wtx) error {
+		var err error
+		if req.RequestID == "" {
+			v, err = g.decide(tx, req, tools)
+		} else {
+			v, err = g.decideOnce(tx, req, tools)
+		}
+		return err
+	})
+	if err != nil {
+		return store.Session{}, err
+	}
+	if v.refusal != nil {
+		return store.Session{}, v.refusal
+	}
+	return v.sess, nil
+}
+
+// verdict is the outcome of a Use: the updated session, or a refusal.
+type verdict struct {
+	sess    store.Session
+	refusal error
+}
+
+// decide runs the checks and the increment inside the write transaction.
+// A refusal is returned as such (not as err) because its writes, if any,
+// are kept: an expired session is marked expired durably.
+func (g *Governance) decide(tx *wtx, req store.UseRequest, tools string) (verdict, error) {
+	now := g.s.now()
+	nowMS := store.ToMillis(now)
+	n := int64(len(req.Tools))
+	if n > 0 {
+		var row govRow
+		err := tx.get(&row, govUseSQL, nowMS, n, req.SessionID, req.AgentID, tools)
+		if err == nil {
+			s, err := row.session()
+			return verdict{sess: s}, err
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return verdict{}, err
+		}
+	}
+	// Cold path: find out which check refused, in the documented order.
+	var row govRow
+	if err := tx.get(&row, govGetSQL, req.SessionID); errors.Is(err, sql.ErrNoRows) {
+		return verdict{refusal: &store.NotFoundError{Resource: "session", ID: req.SessionID}}, nil
+	} else if err != nil {
+		return verdict{}, err
+	}
+	sess, err := row.session()
+	if err != nil {
+		return verdict{}, err
+	}
+	refusal := sess.CheckUse(req.AgentID, req.Tools, now)
+	if refusal == nil {
+		if n > 0 {
+			// The conditional update and CheckUse disagree: a bug, never
+			// an allowed call that was not counted.
+			return verdict{}, fmt.Errorf("sqlstore: governed use check mismatch for session %q", req.SessionID)
+		}
+		return verdict{sess: sess}, nil
+	}
+	if errors.Is(refusal, store.ErrExpired) && sess.Status == store.StatusActive {
+		if _, err := tx.exec(govMarkExpiredSQL, req.SessionID); err != nil {
+			return verdict{}, err
+		}
+	}
+	return verdict{refusal: refusal}, nil
+}
+
+// useRecord is what is kept of a Use that carried a request id.
+type useRecord struct {
+	Tools   string `db:"tools"`
+	Outcome string `db:"outcome"`
+	Detail  string `db:"detail"`
+}
+
+// decideOnce is decide for a request with an id: a replay returns the
+// recorded outcome and consumes nothing.
+func (g *Governance) decideOnce(tx *wtx, req store.UseRequest, tools string) (verdict, error) {
+	var rec useRecord
+	err := tx.get(&rec, govRequestGetSQL, req.SessionID, req.RequestID)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return verdict{}, err
+	}
+	if err == nil {
+		var row govRow
+		if err := tx.get(&row, govGetSQL, req.SessionID); err != nil {
+			return verdict{}, err
+		}
+		sess, err := row.session()
+		if err != nil {
+			return verdict{}, err
+		}
+		if req.AgentID != "" && req.AgentID != sess.AgentID {
+			return verdict{refusal: &store.AgentMismatchError{SessionID: sess.ID, Expected: sess.AgentID, Actual: req.AgentID}}, nil
+		}
+		if rec.Tools != tools {
+			return verdict{refusal: &store.ConflictError{Resource: "request", ID: req.RequestID, Reason: "request id reused with different tools"}}, nil
+		}
+		if rec.Outcome == outcomeOK {
+			sess.Status = sess.EffectiveStatus(g.s.now())
+			return verdict{sess: sess}, nil
+		}
+		refusal, err := decodeRefusal(rec.Outcome, rec.Detail)
+		return verdict{refusal: refusal}, err
+	}
+	v, err := g.decide(tx, req, tools)
+	if err != nil {
+		return verdict{}, err
+	}
+	// Refusals that do not belong to the session's agent are not recorded:
+	// a missing session has nowhere to keep it, and another agent must not
+	// be able to pin a request id of this one.
+	if errors.Is(v.refusal, store.ErrNotFound) || errors.Is(v.refusal, store.ErrAgentMismatch) {
+		return v, nil
+	}
+	outcome, detail := encodeRefusal(v.refusal)
+	if _, err := tx.exec(govRequestPutSQL, req.SessionID, req.RequestID, tools, outcome, detail, store.ToMillis(g.s.now())); err != nil {
+		return verdict{}, err
+	}
+	return v, nil
+}
+
+// Close closes a session (see store.Governance.Close).
+func (g *Governance) Close(ctx context.Context, id string) (store.Session, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return store.Session{}, err
+	}
+	var out store.Session
+	err := g.s.write(ctx, func(tx *wtx) error {
+		var row govRow
+		err := tx.get(&row, govCloseSQL, id)
+		if errors.Is(err, sql.ErrNoRows) {
+			var n int
+			if err := tx.get(&n, `SELECT count(*) FROM governed_sessions WHERE id = ?`, id); err != nil {
+				return err
+			}
+			if n == 0 {
+				return &store.NotFoundError{Resource: "session", ID: id}
+			}
+			return &store.ClosedError{SessionID: id}
+		}
+		if err != nil {
+			return err
+		}
+		out, err = row.session()
+		return err
+	})
+	return out, err
+}
+
+// Get returns one session with its effective status (see
+// store.Session.EffectiveStatus).
+func (g *Governance) Get(ctx context.Context, id string) (store.Session, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return store.Session{}, err
+	}
+	var row govRow
+	err := g.s.get(ctx, &row, govGetSQL, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Session{}, &store.NotFoundError{Resource: "session", ID: id}
+	}
+	if err != nil {
+		return store.Session{}, mapErr(err)
+	}
+	sess, err := row.session()
+	if err != nil {
+		return store.Session{}, err
+	}
+	sess.Status = sess.EffectiveStatus(g.s.now())
+	return sess, nil
+}
+
+// List returns a page of sessions ordered by id (see store.Governance.List).
+func (g *Governance) List(ctx context.Context, f store.ListFilter) (store.Page[store.Session], error) {
+	f, err := f.Normalize()
+	if err != nil {
+		return store.Page[store.Session]{}, err
+	}
+	now := g.s.now()
+	query := `SELECT ` + govColumns + ` FROM governed_sessions WHERE id > ?`
+	args := []any{f.After}
+	if f.AgentID != "" {
+		query += ` AND agent_id = ?`
+		args = append(args, f.AgentID)
+	}
+	switch f.Status {
+	case store.StatusActive:
+		query += ` AND status = 'active' AND expires_at_ms > ?`
+		args = append(args, store.ToMillis(now))
+	case store.StatusExpired:
+		query += ` AND (status = 'expired' OR (status = 'active' AND expires_at_ms <= ?))`
+		args = append(args, store.ToMillis(now))
+	case store.StatusClosed:
+		query += ` AND status = 'closed'`
+	}
+	query += ` ORDER BY id LIMIT ?`
+	args = append(args, f.Limit+1)
+	var rows []govRow
+	if err := g.s.selectRows(ctx, &rows, query, args...); err != nil {
+		return store.Page[store.Session]{}, err
+	}
+	page := store.Page[store.Session]{Items: make([]store.Session, 0, min(len(rows), f.Limit))}
+	for i := range rows {
+		if i == f.Limit {
+			page.Next = page.Items[len(page.Items)-1].ID
+			break
+		}
+		sess, err := rows[i].session()
+		if err != nil {
+			return store.Page[store.Session]{}, err
+		}
+		sess.Status = sess.EffectiveStatus(now)
+		page.Items = append(page.Items, sess)
+	}
+	return page, nil
+}
+
+// CountActive counts the agent's active sessions.
+func (g *Governance) CountActive(ctx context.Context, agentID string) (int64, error) {
+	if err := store.ValidateID("agent_id", agentID); err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := g.s.get(ctx, &n, govCountActiveSQL, agentID, store.ToMillis(g.s.now())); err != nil {
+		return 0, mapErr(err)
+	}
+	return n, nil
+}
+
+// CloseAllForAgent closes every active session of the agent.
+func (g *Governance) CloseAllForAgent(ctx context.Context, agentID string) (int64, error) {
+	if err := store.ValidateID("agent_id", agentID); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := g.s.write(ctx, func(tx *wtx) error {
+		res, err := tx.exec(govCloseAgentSQL, agentID, store.ToMillis(g.s.now()))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
+// Cleanup deletes expired and closed sessions.
+func (g *Governance) Cleanup(ctx context.Context) (int64, error) {
+	var n int64
+	err := g.s.write(ctx, func(tx *wtx) error {
+		res, err := tx.exec(govCleanupSQL, store.ToMillis(g.s.now()))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err == nil && n > 0 {
+		g.s.cfg.logger.Info("sqlstore: cleaned up governed sessions", "removed", n)
+	}
+	return n, err
+}

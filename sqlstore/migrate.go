@@ -1,0 +1,220 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/pressly/goose/v3"
+
+	"github.com/agentstore/sessionstore/migrations"
+	"github.com/agentstore/sessionstore/store"
+)
+
+const versionTable = migrations.TableName
+
+// probe inspects an existing file before anything is allowed to write to it
+// (a pragma such as journal_mode=WAL already would). It refuses empty
+// files, files that are not SQLite databases, databases of other
+// applications and schemas newer than this binary. A missing file is fine:
+// Open creates it.
+func probe(ctx context.Context, path string) error {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sqlstore: %w: %w", store.ErrReadOnly, err)
+	}
+	if fi.IsDir() {
+		return store.Invalid("path", "is a directory")
+	}
+	if fi.Size() == 0 {
+		return fmt.Errorf("%w: the file is empty (remove it, or give a path that does not exist yet)", store.ErrNotSessionStore)
+	}
+	db, err := sql.Open(driverName, "file:"+escapePath(path)+"?mode=ro")
+	if err != nil {
+		return mapErr(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	return checkSchema(ctx, db)
+}
+
+// checkSchema refuses a database that is not a session store or whose
+// schema is newer than this binary. A database without tables is fresh.
+func checkSchema(ctx context.Context, db *sql.DB) error {
+	rows, err := db.QueryContext(ctx, "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+	if err != nil {
+		if c := sqliteCode(err); c == 26 { // SQLITE_NOTADB
+			return fmt.Errorf("%w: %w", store.ErrNotSessionStore, err)
+		}
+		return mapErr(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return mapErr(err)
+		}
+		tables = append(tables, name)
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return mapErr(err)
+	}
+	rows.Close()
+	if len(tables) == 0 {
+		return nil
+	}
+	hasVersion := false
+	for _, t := range tables {
+		if t == versionTable {
+			hasVersion = true
+		}
+	}
+	if !hasVersion {
+		return fmt.Errorf("%w: the database has tables but no %s table", store.ErrNotSessionStore, versionTable)
+	}
+	current, err := dbVersion(ctx, db)
+	if err != nil {
+		return err
+	}
+	latest, err := migrations.Latest()
+	if err != nil {
+		return err
+	}
+	if current > latest {
+		return &store.SchemaTooNewError{DatabaseVersion: current, BinaryVersion: latest}
+	}
+	return nil
+}
+
+// dbVersion returns the highest applied migration version (0 when none).
+func dbVersion(ctx context.Context, db *sql.DB) (int64, error) {
+	var v sql.NullInt64
+	err := db.QueryRowContext(ctx, "SELECT max(version_id) FROM "+versionTable+" WHERE is_applied").Scan(&v)
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	return v.Int64, nil
+}
+
+// migrate brings the file's schema up to date. It runs under the writer
+// file lock, so that of several processes opening a fresh file only the
+// first migrates, on a pool of its own (goose holds a connection while it
+// runs) whose transactions take SQLite's write lock at BEGIN.
+func (s *Store) migrate(ctx context.Context) error {
+	if s.lock != nil {
+		if err := s.lock.lock(); err != nil {
+			return fmt.Errorf("sqlstore: writer file lock: %w", err)
+		}
+		defer s.lock.unlock()
+	}
+	db, err := sql.Open(driverName, writeDSN(s.path, &s.cfg))
+	if err != nil {
+		return mapErr(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(4)
+	if err := checkSchema(ctx, db); err != nil {
+		return err
+	}
+	return s.migrateDB(ctx, db)
+}
+
+// migrateDB applies pending migrations with a goose Provider. If another
+// process migrated concurrently (no file lock), the version is re-read and
+// an up-to-date database is accepted.
+func (s *Store) migrateDB(ctx context.Context, db *sql.DB) error {
+	latest, err := migrations.Latest()
+	if err != nil {
+		return err
+	}
+	p, err := migrations.NewSQLiteProvider(db)
+	if err != nil {
+		return fmt.Errorf("sqlstore: migrations: %w", err)
+	}
+	results, upErr := p.Up(ctx)
+	for _, r := range results {
+		if r.Error == nil {
+			s.cfg.logger.Info("sqlstore: applied migration", "version", r.Source.Version, "duration", r.Duration)
+		}
+	}
+	if upErr != nil {
+		if v, err := dbVersion(ctx, db); err == nil && v == latest {
+			return nil
+		}
+		return fmt.Errorf("sqlstore: migrate: %w", mapErr(upErr))
+	}
+	return nil
+}
+
+// SchemaVersion returns the database's applied schema version and the
+// latest version this binary knows.
+func (s *Store) SchemaVersion(ctx context.Context) (current, latest int64, err error) {
+	latest, err = migrations.Latest()
+	if err != nil {
+		return 0, 0, err
+	}
+	current, err = dbVersion(ctx, s.reads.DB)
+	return current, latest, err
+}
+
+// NewMigrationProvider returns a goose Provider for the database at path,
+// for tools that show migration status or step through migrations. The
+// caller closes the returned *sql.DB.
+func NewMigrationProvider(path string, opts ...goose.ProviderOption) (*goose.Provider, *sql.DB, error) {
+	cfg := defaultConfig()
+	db, err := sql.Open(driverName, writeDSN(path, &cfg))
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	db.SetMaxOpenConns(4)
+	p, err := migrations.NewSQLiteProvider(db, opts...)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return p, db, nil
+}
+
+// writeDSN configures every connection of a writing pool: busy timeout
+// first (so that switching to WAL waits for a lock), WAL, the synchronous
+// level, foreign keys and write transactions that lock at BEGIN.
+func writeDSN(path string, cfg *config) string {
+	q := []string{
+		fmt.Sprintf("_pragma=busy_timeout(%d)", cfg.busyTimeout.Milliseconds()),
+		"_pragma=journal_mode(WAL)",
+		"_pragma=synchronous(" + string(cfg.sync) + ")",
+		"_pragma=foreign_keys(1)",
+		fmt.Sprintf("_pragma=journal_size_limit(%d)", cfg.journalMax),
+		"_txlock=immediate",
+	}
+	return "file:" + escapePath(path) + "?" + strings.Join(q, "&")
+}
+
+// readDSN configures the read pool: query-only connections.
+func readDSN(path string, cfg *config) string {
+	q := []string{
+		fmt.Sprintf("_pragma=busy_timeout(%d)", cfg.busyTimeout.Milliseconds()),
+		"_pragma=foreign_keys(1)",
+		"_pragma=query_only(1)",
+	}
+	return "file:" + escapePath(path) + "?" + strings.Join(q, "&")
+}
+
+// escapePath makes a file path safe inside a file: URI.
+func escapePath(path string) string {
+	r := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
+	return r.Replace(path)
+}
+
+func hasMemoryMode(path string) bool {
+	return strings.Contains(path, "mode=memory") || strings.HasPrefix(path, "file::memory:")
+}

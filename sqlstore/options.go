@@ -1,0 +1,125 @@
+package sqlstore
+
+import (
+	"io"
+	"log/slog"
+	"runtime"
+	"time"
+)
+
+// Synchronous is SQLite's synchronous level for the write connection.
+type Synchronous string
+
+// Synchronous levels. SyncFull is the default: every acknowledged write
+// survives power loss. SyncNormal in WAL mode survives process crashes but
+// may lose the last commits on power loss. SyncOff is for throwaway data.
+const (
+	SyncFull   Synchronous = "FULL"
+	SyncNormal Synchronous = "NORMAL"
+	SyncOff    Synchronous = "OFF"
+)
+
+// Option configures a Store.
+type Option func(*config)
+
+type config struct {
+	clock       func() time.Time
+	logger      *slog.Logger
+	sync        Synchronous
+	busyTimeout time.Duration
+	busyRetry   time.Duration
+	readers     int
+	maxBatch    int
+	fileLock    bool
+	journalMax  int64
+}
+
+func defaultConfig() config {
+	return config{
+		clock:       time.Now,
+		logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		sync:        SyncFull,
+		busyTimeout: 5 * time.Second,
+		busyRetry:   30 * time.Second,
+		readers:     max(4, 2*runtime.GOMAXPROCS(0)),
+		maxBatch:    256,
+		fileLock:    true,
+		journalMax:  64 << 20,
+	}
+}
+
+// WithClock injects the clock used for creation times, expiry and rate
+// windows. The default is time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) {
+		if now != nil {
+			c.clock = now
+		}
+	}
+}
+
+// WithLogger sets the logger for operational events (retries, migrations).
+// The store is silent by default.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l != nil {
+			c.logger = l
+		}
+	}
+}
+
+// WithSynchronous sets the synchronous level of the write connection. The
+// default, SyncFull, makes every acknowledged write survive power loss.
+func WithSynchronous(s Synchronous) Option {
+	return func(c *config) { c.sync = s }
+}
+
+// WithBusyTimeout sets how long one attempt waits for a lock held by
+// another connection before SQLite reports busy (default 5s).
+func WithBusyTimeout(d time.Duration) Option {
+	return func(c *config) { c.busyTimeout = d }
+}
+
+// WithBusyRetry bounds the total time a write transaction is retried after
+// busy errors before ErrBusy reaches the caller (default 30s). The caller's
+// context still applies.
+func WithBusyRetry(d time.Duration) Option {
+	return func(c *config) { c.busyRetry = d }
+}
+
+// WithReaders sets the size of the read connection pool (default
+// 2 × GOMAXPROCS, at least 4).
+func WithReaders(n int) Option {
+	return func(c *config) { c.readers = n }
+}
+
+// WithMaxBatch bounds how many queued writes one transaction commits
+// together (default 256). 1 disables group commit.
+func WithMaxBatch(n int) Option {
+	return func(c *config) { c.maxBatch = n }
+}
+
+// WithFileLock enables or disables the OS file lock ("<path>-writer.lock")
+// that queues writers of several processes fairly. It is on by default for
+// Open and off for OpenDB.
+func WithFileLock(on bool) Option {
+	return func(c *config) { c.fileLock = on }
+}
+
+func (c *config) validate() error {
+	switch c.sync {
+	case SyncFull, SyncNormal, SyncOff:
+	default:
+		return invalidOption("synchronous", "must be FULL, NORMAL or OFF")
+	}
+	if c.busyTimeout < 0 || c.busyRetry < 0 {
+		return invalidOption("busy_timeout", "must not be negative")
+	}
+	if c.readers < 1 {
+		return invalidOption("readers", "must be at least 1")
+	}
+	if c.maxBatch < 1 {
+		return invalidOption("max_batch", "must be at least 1")
+	}
+	return nil
+}

@@ -1,0 +1,28 @@
+package sqlstore_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentstore/sessionstore/sqlstore"
+	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/store/storetest"
+)
+
+// harness runs the conformance suite on SQLite files in temporary
+// directories.
+var harness = storetest.Harness{
+	NewLocation: func(t testing.TB) string { return filepath.Join(t.TempDir(), "sessions.db") },
+	Open: func(ctx context.Context, loc string, clock store.Clock) (store.Store, error) {
+		return sqlstore.Open(ctx, loc, sqlstore.WithClock(clock))
+	},
+}
+
+func TestMain(m *testing.M) {
+	storetest.RunHelperProcess(harness)
+	os.Exit(m.Run())
+}
+
+func TestConformance(t *testing.T) { storetest.Run(t, harness) }

@@ -1,0 +1,270 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+const driverName = "sqlite"
+
+func init() {
+	// sqlx does not know modernc's driver name; tell it the bind style.
+	sqlx.BindDriver(driverName, sqlx.QUESTION)
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Store is a session store on one SQLite file. It is safe for concurrent
+// use by many goroutines, and several processes may open the same file.
+type Store struct {
+	cfg    config
+	path   string // empty for OpenDB
+	reads  *sqlx.DB
+	writes *sqlx.DB
+	owned  bool // reads and writes were opened by the store
+	w      *writer
+	lock   *fileLock
+
+	readStmts sync.Map // query string -> *sqlx.Stmt
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (creating if needed) the session store in the SQLite file at
+// path and migrates its schema forward. It refuses a file that is not a
+// session store (store.ErrNotSessionStore), a damaged file
+// (store.ErrCorrupt) and a schema newer than this binary
+// (store.ErrSchemaTooNew), without modifying the file.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if path == "" {
+		return nil, store.Invalid("path", "must not be empty")
+	}
+	if path == ":memory:" || hasMemoryMode(path) {
+		return nil, store.Invalid("path", "in-memory databases are not supported; use a temporary file")
+	}
+	if err := probe(ctx, path); err != nil {
+		return nil, err
+	}
+
+	s := &Store{cfg: cfg, path: path, owned: true}
+	if cfg.fileLock {
+		l, err := openFileLock(path + "-writer.lock")
+		if err != nil {
+			cfg.logger.Warn("sqlstore: writer file lock unavailable; relying on busy retries", "err", err)
+		} else {
+			s.lock = l
+		}
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.closeLock()
+		return nil, err
+	}
+
+	var err error
+	s.writes, err = sqlx.Open(driverName, writeDSN(path, &cfg))
+	if err != nil {
+		s.closeLock()
+		return nil, mapErr(err)
+	}
+	s.writes.SetMaxOpenConns(1)
+	s.writes.SetConnMaxIdleTime(0)
+	s.writes.SetConnMaxLifetime(0)
+	s.reads, err = sqlx.Open(driverName, readDSN(path, &cfg))
+	if err != nil {
+		s.writes.Close()
+		s.closeLock()
+		return nil, mapErr(err)
+	}
+	s.reads.SetMaxOpenConns(cfg.readers)
+	s.reads.SetMaxIdleConns(cfg.readers)
+	if err := s.startWriter(ctx); err != nil {
+		s.reads.Close()
+		s.writes.Close()
+		s.closeLock()
+		return nil, err
+	}
+	return s, nil
+}
+
+// OpenDB builds a Store on a *sql.DB the caller opened with the
+// modernc.org/sqlite driver ("sqlite"). The caller keeps ownership: Close
+// does not close db. The DSN should set the store's pragmas (see Open);
+// the store sets foreign_keys and busy_timeout on its write connection
+// itself. db must allow at least two connections: the store keeps one for
+// writing and reads through the others. The schema is migrated forward.
+func OpenDB(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
+	cfg := defaultConfig()
+	cfg.fileLock = false
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if db == nil {
+		return nil, store.Invalid("db", "must not be nil")
+	}
+	if n := db.Stats().MaxOpenConnections; n == 1 {
+		return nil, store.Invalid("db", "needs at least two connections (one writer, readers)")
+	}
+	x := sqlx.NewDb(db, driverName)
+	s := &Store{cfg: cfg, reads: x, writes: x}
+	if err := checkSchema(ctx, db); err != nil {
+		return nil, err
+	}
+	if err := s.migrateDB(ctx, db); err != nil {
+		return nil, err
+	}
+	if err := s.startWriter(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) startWriter(ctx context.Context) error {
+	conn, err := s.writes.Connx(ctx)
+	if err != nil {
+		return mapErr(err)
+	}
+	pragmas := []string{
+		"PRAGMA foreign_keys = ON",
+		fmt.Sprintf("PRAGMA busy_timeout = %d", s.cfg.busyTimeout.Milliseconds()),
+		"PRAGMA synchronous = " + string(s.cfg.sync),
+	}
+	for _, p := range pragmas {
+		if _, err := conn.ExecContext(ctx, p); err != nil {
+			conn.Close()
+			return mapErr(err)
+		}
+	}
+	s.w = newWriter(conn, s.lock, &s.cfg)
+	return nil
+}
+
+// Close stops the writer (after the transaction in progress), then closes
+// the connections. Calls made after Close return store.ErrStoreClosed.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		var errs []error
+		if s.w != nil {
+			s.w.close()
+			errs = append(errs, s.w.conn.Close())
+		}
+		s.readStmts.Range(func(_, v any) bool {
+			v.(*sqlx.Stmt).Close()
+			return true
+		})
+		if s.owned {
+			if s.reads != nil {
+				errs = append(errs, s.reads.Close())
+			}
+			if s.writes != nil {
+				errs = append(errs, s.writes.Close())
+			}
+		}
+		errs = append(errs, s.closeLock())
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+func (s *Store) closeLock() error {
+	if s.lock == nil {
+		return nil
+	}
+	err := s.lock.close()
+	s.lock = nil
+	return err
+}
+
+// Path returns the database file path, or "" for a store built with OpenDB.
+func (s *Store) Path() string { return s.path }
+
+// Backend returns "sqlite".
+func (s *Store) Backend() string { return "sqlite" }
+
+// HealthCheck runs a query on a read connection and checks that the write
+// path answers.
+func (s *Store) HealthCheck(ctx context.Context) error {
+	if s.closed.Load() {
+		return store.ErrStoreClosed
+	}
+	var one int
+	if err := s.reads.GetContext(ctx, &one, "SELECT 1 FROM "+versionTable+" LIMIT 1"); err != nil {
+		return mapErr(err)
+	}
+	return s.write(ctx, func(tx *wtx) error {
+		var n int
+		return tx.get(&n, "SELECT count(*) FROM "+versionTable)
+	})
+}
+
+// Governance returns the governed-session facet.
+func (s *Store) Governance() store.Governance { return &Governance{s: s} }
+
+// now reads the injected clock, truncated to the stored precision.
+func (s *Store) now() time.Time { return store.FromMillis(store.ToMillis(s.cfg.clock())) }
+
+// write runs fn on the writer (group commit) and returns its outcome.
+func (s *Store) write(ctx context.Context, fn writeFunc) error {
+	if s.closed.Load() {
+		return store.ErrStoreClosed
+	}
+	return s.w.do(ctx, fn)
+}
+
+// readStmt returns the read pool's prepared statement for query.
+func (s *Store) readStmt(ctx context.Context, query string) (*sqlx.Stmt, error) {
+	if s.closed.Load() {
+		return nil, store.ErrStoreClosed
+	}
+	if st, ok := s.readStmts.Load(query); ok {
+		return st.(*sqlx.Stmt), nil
+	}
+	st, err := s.reads.PreparexContext(ctx, query)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if prev, loaded := s.readStmts.LoadOrStore(query, st); loaded {
+		st.Close()
+		return prev.(*sqlx.Stmt), nil
+	}
+	return st, nil
+}
+
+// get runs a prepared read returning one row.
+func (s *Store) get(ctx context.Context, dest any, query string, args ...any) error {
+	st, err := s.readStmt(ctx, query)
+	if err != nil {
+		return err
+	}
+	return st.GetContext(ctx, dest, args...)
+}
+
+// selectRows runs a prepared read returning many rows into dest.
+func (s *Store) selectRows(ctx context.Context, dest any, query string, args ...any) error {
+	st, err := s.readStmt(ctx, query)
+	if err != nil {
+		return err
+	}
+	return mapErr(st.SelectContext(ctx, dest, args...))
+}

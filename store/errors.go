@@ -1,0 +1,196 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors. Every error a Store returns matches exactly one of the
+// refusal or input sentinels, or one of the storage sentinels, with errors.Is.
+var (
+	// ErrNotFound: the session (or the named object in it) does not exist.
+	ErrNotFound = errors.New("session not found")
+	// ErrExpired: the governed session is past its time limit.
+	ErrExpired = errors.New("session expired")
+	// ErrBudgetExceeded: the call would exceed the session's call budget.
+	ErrBudgetExceeded = errors.New("session budget exceeded")
+	// ErrToolNotAuthorized: a requested tool is not in the allow-list.
+	ErrToolNotAuthorized = errors.New("tool not authorized in session")
+	// ErrClosed: the session has been closed.
+	ErrClosed = errors.New("session already closed")
+	// ErrRateLimited: the call would exceed the rate limit of the window.
+	ErrRateLimited = errors.New("session rate limit exceeded")
+	// ErrAgentMismatch: the presenting agent is not the session's agent.
+	ErrAgentMismatch = errors.New("agent mismatch")
+	// ErrTooManySessions: a session cap (per agent or global) is reached.
+	ErrTooManySessions = errors.New("too many concurrent sessions")
+	// ErrInvalidInput: the request is malformed; nothing was written.
+	ErrInvalidInput = errors.New("invalid input")
+	// ErrConflict: the object already exists, a request id was reused with
+	// different content, or an optimistic version check failed.
+	ErrConflict = errors.New("conflict")
+	// ErrSchemaTooNew: the database was migrated by a newer binary.
+	ErrSchemaTooNew = errors.New("database schema is newer than this binary")
+	// ErrNotSessionStore: the file is not a session store (another
+	// application's database, or not a database at all).
+	ErrNotSessionStore = errors.New("not a session store database")
+	// ErrStoreClosed: the Store was closed before the call.
+	ErrStoreClosed = errors.New("store is closed")
+
+	// ErrBusy: the database stayed locked by another writer for longer than
+	// the store was willing to wait.
+	ErrBusy = errors.New("database is busy")
+	// ErrStorageFull: the disk (or the configured size limit) is full.
+	ErrStorageFull = errors.New("database storage is full")
+	// ErrReadOnly: the database file or its directory cannot be written.
+	ErrReadOnly = errors.New("database is read-only")
+	// ErrCorrupt: the database file is damaged.
+	ErrCorrupt = errors.New("database file is damaged")
+)
+
+// NotFoundError reports a missing object. Resource is a fixed word such as
+// "session" or "upload".
+type NotFoundError struct {
+	Resource string
+	ID       string
+}
+
+func (e *NotFoundError) Error() string {
+	if e.Resource == "" || e.Resource == "session" {
+		return ErrNotFound.Error()
+	}
+	return e.Resource + " not found"
+}
+
+// Unwrap makes errors.Is(err, ErrNotFound) true.
+func (e *NotFoundError) Unwrap() error { return ErrNotFound }
+
+// ExpiredError reports a governed session past its time limit.
+type ExpiredError struct {
+	SessionID string
+	ExpiresAt time.Time
+}
+
+func (e *ExpiredError) Error() string { return ErrExpired.Error() }
+
+// Unwrap makes errors.Is(err, ErrExpired) true.
+func (e *ExpiredError) Unwrap() error { return ErrExpired }
+
+// ClosedError reports a session that was already closed.
+type ClosedError struct {
+	SessionID string
+}
+
+func (e *ClosedError) Error() string { return ErrClosed.Error() }
+
+// Unwrap makes errors.Is(err, ErrClosed) true.
+func (e *ClosedError) Unwrap() error { return ErrClosed }
+
+// BudgetError reports a call batch that would exceed the call budget.
+type BudgetError struct {
+	SessionID string
+	Limit     int64 // the session's call budget
+	Used      int64 // calls made before this request
+	Requested int64 // calls in the refused batch
+}
+
+func (e *BudgetError) Error() string { return ErrBudgetExceeded.Error() }
+
+// Unwrap makes errors.Is(err, ErrBudgetExceeded) true.
+func (e *BudgetError) Unwrap() error { return ErrBudgetExceeded }
+
+// ToolError reports the first requested tool that is not authorized.
+type ToolError struct {
+	SessionID string
+	Tool      string
+}
+
+func (e *ToolError) Error() string { return ErrToolNotAuthorized.Error() }
+
+// Unwrap makes errors.Is(err, ErrToolNotAuthorized) true.
+func (e *ToolError) Unwrap() error { return ErrToolNotAuthorized }
+
+// RateLimitError reports a batch that would exceed the rate limit.
+type RateLimitError struct {
+	SessionID   string
+	Limit       int64         // calls allowed per window
+	Window      time.Duration // window length
+	WindowCalls int64         // calls already made in the current window
+	Requested   int64         // calls in the refused batch
+}
+
+func (e *RateLimitError) Error() string { return ErrRateLimited.Error() }
+
+// Unwrap makes errors.Is(err, ErrRateLimited) true.
+func (e *RateLimitError) Unwrap() error { return ErrRateLimited }
+
+// AgentMismatchError reports a caller presenting another agent's session.
+type AgentMismatchError struct {
+	SessionID string
+	Expected  string
+	Actual    string
+}
+
+func (e *AgentMismatchError) Error() string { return ErrAgentMismatch.Error() }
+
+// Unwrap makes errors.Is(err, ErrAgentMismatch) true.
+func (e *AgentMismatchError) Unwrap() error { return ErrAgentMismatch }
+
+// TooManySessionsError reports a session cap that is reached. AgentID is
+// empty for the global cap.
+type TooManySessionsError struct {
+	AgentID string
+	Max     int64
+	Current int64
+}
+
+func (e *TooManySessionsError) Error() string { return ErrTooManySessions.Error() }
+
+// Unwrap makes errors.Is(err, ErrTooManySessions) true.
+func (e *TooManySessionsError) Unwrap() error { return ErrTooManySessions }
+
+// InvalidInputError names the field of a request that was rejected and why.
+// Field and Reason describe the shape of the input only, never stored data.
+type InvalidInputError struct {
+	Field  string
+	Reason string
+}
+
+func (e *InvalidInputError) Error() string {
+	return fmt.Sprintf("%s: %s: %s", ErrInvalidInput, e.Field, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrInvalidInput) true.
+func (e *InvalidInputError) Unwrap() error { return ErrInvalidInput }
+
+// Invalid returns an *InvalidInputError for field.
+func Invalid(field, reason string) error {
+	return &InvalidInputError{Field: field, Reason: reason}
+}
+
+// ConflictError reports a write that contradicts what is stored.
+type ConflictError struct {
+	Resource string
+	ID       string
+	Reason   string
+}
+
+func (e *ConflictError) Error() string { return ErrConflict.Error() }
+
+// Unwrap makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// SchemaTooNewError reports a database migrated past what this binary knows.
+type SchemaTooNewError struct {
+	DatabaseVersion int64
+	BinaryVersion   int64
+}
+
+func (e *SchemaTooNewError) Error() string {
+	return fmt.Sprintf("%s (database version %d, binary supports up to %d)",
+		ErrSchemaTooNew, e.DatabaseVersion, e.BinaryVersion)
+}
+
+// Unwrap makes errors.Is(err, ErrSchemaTooNew) true.
+func (e *SchemaTooNewError) Unwrap() error { return ErrSchemaTooNew }

@@ -1,0 +1,35 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Store is a complete session store: one database holding every facet of an
+// agent session. Each facet is reached through its own accessor so that the
+// method sets stay small and names never collide.
+type Store interface {
+	// Governance returns the governed-session facet: budgets, allow-lists,
+	// rate and time limits.
+	Governance() Governance
+
+	// HealthCheck verifies that the backing database answers a real query.
+	HealthCheck(ctx context.Context) error
+
+	// Backend names the implementation, for example "sqlite".
+	Backend() string
+
+	// Close releases the store's resources. Calls made after Close fail.
+	Close() error
+}
+
+// Clock returns the current time. Backends take one so that expiry and rate
+// windows can be tested without sleeping.
+type Clock func() time.Time
+
+// ToMillis converts t to the storage convention: UTC unix milliseconds.
+func ToMillis(t time.Time) int64 { return t.UnixMilli() }
+
+// FromMillis converts a stored UTC unix-millisecond value back to a time.Time
+// in UTC.
+func FromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }

@@ -1,0 +1,101 @@
+// Package storetest is the conformance suite of package store: the
+// executable specification every backend must pass. A backend's tests call
+// Run with a Harness, and call RunHelperProcess from TestMain so that the
+// suite can start second OS processes on the same database:
+//
+//	func TestMain(m *testing.M) {
+//		storetest.RunHelperProcess(harness)
+//		os.Exit(m.Run())
+//	}
+//
+//	func TestConformance(t *testing.T) { storetest.Run(t, harness) }
+//
+// The suite uses only the store interfaces, never SQL, so that every
+// backend runs the same tests.
+package storetest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// Harness opens stores of one backend for the suite.
+type Harness struct {
+	// NewLocation returns the location (file path, URL, ...) of a fresh,
+	// empty database for t. Two stores opened on one location share data.
+	NewLocation func(t testing.TB) string
+	// Open opens the store at loc with the given clock. The suite closes
+	// the stores it opens.
+	Open func(ctx context.Context, loc string, clock store.Clock) (store.Store, error)
+}
+
+// Run runs the whole conformance suite.
+func Run(t *testing.T, h Harness) {
+	t.Run("Governance", func(t *testing.T) { RunGovernance(t, h) })
+}
+
+// Clock is a manual clock for tests: time moves only when told to.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a clock set to a fixed, millisecond-aligned instant.
+func NewClock() *Clock {
+	return &Clock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock by d (which may be negative).
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// env is one test's fresh database, clock and store.
+type env struct {
+	t     *testing.T
+	h     Harness
+	loc   string
+	clock *Clock
+	st    store.Store
+	ctx   context.Context
+}
+
+func newEnv(t *testing.T, h Harness) *env {
+	t.Helper()
+	e := &env{t: t, h: h, loc: h.NewLocation(t), clock: NewClock(), ctx: context.Background()}
+	e.st = e.open()
+	return e
+}
+
+// open opens another store on the env's database, closed at test end.
+func (e *env) open() store.Store {
+	e.t.Helper()
+	st, err := e.h.Open(e.ctx, e.loc, e.clock.Now)
+	if err != nil {
+		e.t.Fatalf("open store: %v", err)
+	}
+	e.t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// reopen closes the env's store and opens it again.
+func (e *env) reopen() {
+	e.t.Helper()
+	if err := e.st.Close(); err != nil {
+		e.t.Fatalf("close store: %v", err)
+	}
+	e.st = e.open()
+}
