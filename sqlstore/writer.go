@@ -119,8 +119,17 @@ func (w *writer) do(ctx context.Context, fn writeFunc) error {
 	}
 }
 
-// lead runs one batch: the oldest queued requests, up to maxBatch.
+// lead runs one batch: the oldest queued requests, up to maxBatch. The
+// cross-process file lock is taken before the queue is drained, so that
+// requests arriving while this process waits its turn join the batch.
 func (w *writer) lead() {
+	if w.lock != nil {
+		if err := w.lock.lock(); err != nil {
+			w.failQueued(fmt.Errorf("sqlstore: writer file lock: %w", err))
+			return
+		}
+		defer w.lock.unlock()
+	}
 	w.batch = w.batch[:0]
 	w.mu.Lock()
 	i := 0
@@ -142,21 +151,28 @@ func (w *writer) lead() {
 	clear(w.batch)
 }
 
+// failQueued answers every queued request with err.
+func (w *writer) failQueued(err error) {
+	w.mu.Lock()
+	queued := w.queue
+	w.queue = nil
+	w.mu.Unlock()
+	for _, r := range queued {
+		if r.state.CompareAndSwap(reqQueued, reqTaken) {
+			r.err = err
+			close(r.done)
+		}
+	}
+}
+
 // close waits for the batch in progress, refuses new requests and answers
 // the queued ones with ErrStoreClosed. The token is never given back.
 func (w *writer) close() {
 	w.token <- struct{}{}
 	w.mu.Lock()
 	w.closed = true
-	queued := w.queue
-	w.queue = nil
 	w.mu.Unlock()
-	for _, r := range queued {
-		if r.state.CompareAndSwap(reqQueued, reqTaken) {
-			r.err = store.ErrStoreClosed
-			close(r.done)
-		}
-	}
+	w.failQueued(store.ErrStoreClosed)
 	for _, st := range w.stmts {
 		st.Close()
 	}
@@ -210,12 +226,6 @@ func (w *writer) run(batch []*writeReq) {
 // when the transaction as a whole failed (nothing committed); per-request
 // errors are left in each request.
 func (w *writer) runOnce(batch []*writeReq) (err error) {
-	if w.lock != nil {
-		if err := w.lock.lock(); err != nil {
-			return fmt.Errorf("sqlstore: writer file lock: %w", err)
-		}
-		defer w.lock.unlock()
-	}
 	tx := &wtx{w: w}
 	if _, err := tx.exec("BEGIN IMMEDIATE"); err != nil {
 		if !strings.Contains(err.Error(), "within a transaction") {
