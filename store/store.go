@@ -13,6 +13,10 @@ type Store interface {
 	// rate and time limits.
 	Governance() Governance
 
+	// AgentSessions returns the agent-session facet: sessions keyed by
+	// (app, user, session), event logs and app/user/session state.
+	AgentSessions() AgentSessions
+
 	// HealthCheck verifies that the backing database answers a real query.
 	HealthCheck(ctx context.Context) error
 

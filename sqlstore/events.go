@@ -1,0 +1,691 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+var _ store.AgentSessions = (*AgentSessions)(nil)
+
+// AgentSessions is the agent-session facet of a Store (see
+// store.AgentSessions): sessions keyed by (app, user, session id), an
+// append-only event log per session and state in app, user and session
+// scopes. Obtain it with Store.AgentSessions.
+type AgentSessions struct{ s *Store }
+
+// AgentSessions returns the agent-session facet.
+func (s *Store) AgentSessions() store.AgentSessions { return &AgentSessions{s: s} }
+
+const (
+	asInsertSQL = `INSERT INTO agent_sessions
+		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms)
+		VALUES (?, ?, ?, 1, 0, ?, ?) RETURNING pk`
+
+	asGetSQL = `SELECT pk, version, event_count, created_at_ms, updated_at_ms
+		FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id = ?`
+
+	// asBumpSQL is the hot path of a conditional append: it moves the
+	// session to its next version only if the caller named the current one
+	// (or none). Parameters: 1 now, 2 app, 3 user, 4 session, 5 expected
+	// version (0 = any), 6 events added (0 or 1).
+	asBumpSQL = `UPDATE agent_sessions
+		SET version = version + 1, event_count = event_count + ?6, updated_at_ms = ?1
+		WHERE app = ?2 AND user_id = ?3 AND session_id = ?4 AND (?5 = 0 OR version = ?5)
+		RETURNING pk, version, event_count`
+
+	asDeleteSQL = `DELETE FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id = ?`
+
+	asListAppSQL = `SELECT pk, user_id, session_id, version, event_count, created_at_ms, updated_at_ms
+		FROM agent_sessions WHERE app = ? AND (user_id, session_id) > (?, ?)
+		ORDER BY user_id, session_id LIMIT ?`
+
+	asListUserSQL = `SELECT pk, user_id, session_id, version, event_count, created_at_ms, updated_at_ms
+		FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id > ?
+		ORDER BY session_id LIMIT ?`
+
+	evInsertSQL = `INSERT INTO agent_events (session_pk, seq, event_id, invocation_id, ts_ms, data)
+		VALUES (?, ?, ?, ?, ?, ?)`
+
+	evColumns = `seq, event_id, invocation_id, ts_ms, data`
+
+	evByIDSQL = `SELECT ` + evColumns + ` FROM agent_events WHERE session_pk = ? AND event_id = ?`
+
+	// Recent events, newest first (the caller reverses); LIMIT -1 is no
+	// limit.
+	evRecentSQL = `SELECT ` + evColumns + ` FROM agent_events
+		WHERE session_pk = ? ORDER BY seq DESC LIMIT ?`
+	evRecentAfterSQL = `SELECT ` + evColumns + ` FROM agent_events
+		WHERE session_pk = ? AND ts_ms >= ? ORDER BY seq DESC LIMIT ?`
+
+	evPageSQL = `SELECT ` + evColumns + ` FROM agent_events
+		WHERE session_pk = ? AND seq > ? ORDER BY seq LIMIT ?`
+	evPageInvocationSQL = `SELECT ` + evColumns + ` FROM agent_events
+		WHERE session_pk = ? AND invocation_id = ? AND seq > ? ORDER BY seq LIMIT ?`
+
+	stAppPutSQL = `INSERT INTO agent_app_state (app, key, value) VALUES (?, ?, ?)
+		ON CONFLICT (app, key) DO UPDATE SET value = excluded.value`
+	stUserPutSQL = `INSERT INTO agent_user_state (app, user_id, key, value) VALUES (?, ?, ?, ?)
+		ON CONFLICT (app, user_id, key) DO UPDATE SET value = excluded.value`
+	stSessionPutSQL = `INSERT INTO agent_session_state (session_pk, key, value) VALUES (?, ?, ?)
+		ON CONFLICT (session_pk, key) DO UPDATE SET value = excluded.value`
+
+	stAppGetSQL     = `SELECT key, value FROM agent_app_state WHERE app = ?`
+	stUserGetSQL    = `SELECT key, value FROM agent_user_state WHERE app = ? AND user_id = ?`
+	stSessionGetSQL = `SELECT key, value FROM agent_session_state WHERE session_pk = ?`
+
+	// States of a page of sessions; the parameter is a JSON array.
+	stUsersGetSQL = `SELECT user_id, key, value FROM agent_user_state
+		WHERE app = ? AND user_id IN (SELECT value FROM json_each(?))`
+	stSessionsGetSQL = `SELECT session_pk, key, value FROM agent_session_state
+		WHERE session_pk IN (SELECT value FROM json_each(?))`
+)
+
+// asRow is an agent_sessions row.
+type asRow struct {
+	PK          int64
+	User        string
+	Session     string
+	Version     int64
+	EventCount  int64
+	CreatedAtMS int64
+	UpdatedAtMS int64
+}
+
+func (r *asRow) session(key store.SessionKey) store.AgentSession {
+	return store.AgentSession{
+		Key:        key,
+		Version:    r.Version,
+		EventCount: r.EventCount,
+		CreatedAt:  store.FromMillis(r.CreatedAtMS),
+		UpdatedAt:  store.FromMillis(r.UpdatedAtMS),
+	}
+}
+
+// kv is one stored state entry.
+type kv struct {
+	Key   string `db:"key"`
+	Value string `db:"value"`
+}
+
+func kvMap(rows []kv) map[string]json.RawMessage {
+	if len(rows) == 0 {
+		return nil
+	}
+	m := make(map[string]json.RawMessage, len(rows))
+	for _, r := range rows {
+		m[r.Key] = json.RawMessage(r.Value)
+	}
+	return m
+}
+
+// putState writes a delta into the scopes of key (pk is the session's
+// row, used when delta has session keys).
+func putState(tx *wtx, key store.SessionKey, pk int64, delta store.ScopedState) error {
+	for k, v := range delta.App {
+		if _, err := tx.exec(stAppPutSQL, key.App, k, string(v)); err != nil {
+			return err
+		}
+	}
+	for k, v := range delta.User {
+		if _, err := tx.exec(stUserPutSQL, key.App, key.User, k, string(v)); err != nil {
+			return err
+		}
+	}
+	for k, v := range delta.Session {
+		if _, err := tx.exec(stSessionPutSQL, pk, k, string(v)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sessionNotFound(key store.SessionKey) error {
+	return &store.NotFoundError{Resource: "session", ID: key.Session}
+}
+
+// CreateSession creates a session (see store.AgentSessions.CreateSession).
+func (a *AgentSessions) CreateSession(ctx context.Context, req store.CreateAgentSessionRequest) (store.AgentSession, error) {
+	if err := req.Validate(); err != nil {
+		return store.AgentSession{}, err
+	}
+	key := req.Key
+	if key.Session == "" {
+		key.Session = uuid.NewString()
+	}
+	var out store.AgentSession
+	err := a.s.write(ctx, func(tx *wtx) error {
+		nowMS := store.ToMillis(a.s.now())
+		var pk int64
+		err := tx.get(&pk, asInsertSQL, key.App, key.User, key.Session, nowMS, nowMS)
+		if isUniqueViolation(err) {
+			return &store.ConflictError{Resource: "session", ID: key.Session, Reason: "session exists"}
+		}
+		if err != nil {
+			return err
+		}
+		if err := putState(tx, key, pk, req.State); err != nil {
+			return err
+		}
+		var app, user []kv
+		if err := tx.selectRows(&app, stAppGetSQL, key.App); err != nil {
+			return err
+		}
+		if err := tx.selectRows(&user, stUserGetSQL, key.App, key.User); err != nil {
+			return err
+		}
+		row := asRow{PK: pk, Version: 1, CreatedAtMS: nowMS, UpdatedAtMS: nowMS}
+		out = row.session(key)
+		out.State = store.ScopedState{App: kvMap(app), User: kvMap(user), Session: req.State.Clone().Session}
+		return nil
+	})
+	if err != nil {
+		return store.AgentSession{}, err
+	}
+	return out, nil
+}
+
+// GetSession returns a session with its state and, if asked, a window of
+// its events, from one snapshot (see store.AgentSessions.GetSession).
+func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessionRequest) (store.AgentSession, error) {
+	if err := req.Validate(); err != nil {
+		return store.AgentSession{}, err
+	}
+	key := req.Key
+	var out store.AgentSession
+	err := a.s.snapshot(ctx, func(r *snap) error {
+		var row asRow
+		err := r.scan(asGetSQL, []any{key.App, key.User, key.Session},
+			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
+		if errors.Is(err, sql.ErrNoRows) {
+			return sessionNotFound(key)
+		}
+		if err != nil {
+			return err
+		}
+		out = row.session(key)
+		if out.State, err = readState(r, key, row.PK); err != nil {
+			return err
+		}
+		if !req.IncludeEvents {
+			return nil
+		}
+		limit := int64(-1)
+		if req.Recent > 0 {
+			limit = int64(req.Recent)
+		}
+		query, args := evRecentSQL, []any{row.PK, limit}
+		if !req.After.IsZero() {
+			query, args = evRecentAfterSQL, []any{row.PK, ceilMillis(req.After), limit}
+		}
+		out.Events, err = readEvents(r, query, args)
+		slices.Reverse(out.Events)
+		return err
+	})
+	if err != nil {
+		return store.AgentSession{}, err
+	}
+	if out.Events == nil && req.IncludeEvents {
+		out.Events = []store.AgentEvent{}
+	}
+	return out, nil
+}
+
+// ceilMillis is the first stored millisecond at or after t: events are
+// stored with millisecond timestamps, so ts_ms >= ceilMillis(t) selects
+// exactly the events at or after t.
+func ceilMillis(t time.Time) int64 {
+	ms := store.ToMillis(t)
+	if !store.FromMillis(ms).Equal(t) {
+		ms++
+	}
+	return ms
+}
+
+// readState reads the three scopes of a session (pk 0: no session scope).
+func readState(r *snap, key store.SessionKey, pk int64) (store.ScopedState, error) {
+	var st store.ScopedState
+	var err error
+	if st.App, err = readKV(r, stAppGetSQL, key.App); err != nil {
+		return st, err
+	}
+	if key.User != "" {
+		if st.User, err = readKV(r, stUserGetSQL, key.App, key.User); err != nil {
+			return st, err
+		}
+	}
+	if pk != 0 {
+		if st.Session, err = readKV(r, stSessionGetSQL, pk); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+func readKV(r *snap, query string, args ...any) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	err := r.query(query, args, func(rows *sql.Rows) error {
+		var k string
+		var v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			return err
+		}
+		if m == nil {
+			m = make(map[string]json.RawMessage)
+		}
+		m[k] = v
+		return nil
+	})
+	return m, err
+}
+
+func readEvents(r *snap, query string, args []any) ([]store.AgentEvent, error) {
+	var evs []store.AgentEvent
+	err := r.query(query, args, func(rows *sql.Rows) error {
+		var ev store.AgentEvent
+		var ts int64
+		var data []byte
+		if err := rows.Scan(&ev.Seq, &ev.ID, &ev.InvocationID, &ts, &data); err != nil {
+			return err
+		}
+		ev.Timestamp = store.FromMillis(ts)
+		ev.Data = data
+		evs = append(evs, ev)
+		return nil
+	})
+	return evs, err
+}
+
+// ListSessions returns a page of sessions with their state, ordered by
+// user and session id (see store.AgentSessions.ListSessions).
+func (a *AgentSessions) ListSessions(ctx context.Context, req store.ListAgentSessionsRequest) (store.Page[store.AgentSession], error) {
+	req, err := req.Normalize()
+	if err != nil {
+		return store.Page[store.AgentSession]{}, err
+	}
+	var cur store.SessionCursor
+	if req.Cursor != "" {
+		cur, _ = store.DecodeSessionCursor(req.Cursor) // validated by Normalize
+	}
+	var page store.Page[store.AgentSession]
+	err = a.s.snapshot(ctx, func(r *snap) error {
+		query, args := asListAppSQL, []any{req.App, cur.User, cur.Session, req.Limit + 1}
+		if req.User != "" {
+			after := ""
+			if cur.User == req.User {
+				after = cur.Session
+			} else if cur.User > req.User {
+				return nil // the cursor is past this user's sessions
+			}
+			query, args = asListUserSQL, []any{req.App, req.User, after, req.Limit + 1}
+		}
+		var rows []asRow
+		err := r.query(query, args, func(rs *sql.Rows) error {
+			var row asRow
+			if err := rs.Scan(&row.PK, &row.User, &row.Session, &row.Version, &row.EventCount,
+				&row.CreatedAtMS, &row.UpdatedAtMS); err != nil {
+				return err
+			}
+			rows = append(rows, row)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if len(rows) > req.Limit {
+			rows = rows[:req.Limit]
+			last := rows[len(rows)-1]
+			page.Next = store.SessionCursor{User: last.User, Session: last.Session}.Encode()
+		}
+		page.Items = make([]store.AgentSession, 0, len(rows))
+		if len(rows) == 0 {
+			return nil
+		}
+		return fillListState(r, req.App, rows, &page)
+	})
+	if err != nil {
+		return store.Page[store.AgentSession]{}, err
+	}
+	return page, nil
+}
+
+// fillListState builds the page's sessions with their three scopes: the
+// app scope once, the user scopes of the page's users and the session
+// scopes of its sessions in one query each.
+func fillListState(r *snap, app string, rows []asRow, page *store.Page[store.AgentSession]) error {
+	appState, err := readKV(r, stAppGetSQL, app)
+	if err != nil {
+		return err
+	}
+	var users []string
+	pks := make([]int64, 0, len(rows))
+	for _, row := range rows {
+		if len(users) == 0 || users[len(users)-1] != row.User {
+			users = append(users, row.User) // rows are ordered by user
+		}
+		pks = append(pks, row.PK)
+	}
+	usersJSON, _ := json.Marshal(users)
+	pksJSON, _ := json.Marshal(pks)
+	userState := map[string]map[string]json.RawMessage{}
+	err = r.query(stUsersGetSQL, []any{app, string(usersJSON)}, func(rs *sql.Rows) error {
+		var u, k string
+		var v []byte
+		if err := rs.Scan(&u, &k, &v); err != nil {
+			return err
+		}
+		if userState[u] == nil {
+			userState[u] = map[string]json.RawMessage{}
+		}
+		userState[u][k] = v
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	sessState := map[int64]map[string]json.RawMessage{}
+	err = r.query(stSessionsGetSQL, []any{string(pksJSON)}, func(rs *sql.Rows) error {
+		var pk int64
+		var k string
+		var v []byte
+		if err := rs.Scan(&pk, &k, &v); err != nil {
+			return err
+		}
+		if sessState[pk] == nil {
+			sessState[pk] = map[string]json.RawMessage{}
+		}
+		sessState[pk][k] = v
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		row := &rows[i]
+		sess := row.session(store.SessionKey{App: app, User: row.User, Session: row.Session})
+		// Clone the shared scopes: every session gets maps of its own.
+		sess.State = store.ScopedState{App: appState, User: userState[row.User]}.Clone()
+		sess.State.Session = sessState[row.PK]
+		page.Items = append(page.Items, sess)
+	}
+	return nil
+}
+
+// DeleteSession deletes a session, its events and its session state (see
+// store.AgentSessions.DeleteSession).
+func (a *AgentSessions) DeleteSession(ctx context.Context, key store.SessionKey) error {
+	if err := key.Validate(); err != nil {
+		return err
+	}
+	return a.s.write(ctx, func(tx *wtx) error {
+		res, err := tx.exec(asDeleteSQL, key.App, key.User, key.Session)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return sessionNotFound(key)
+		}
+		return nil
+	})
+}
+
+// errDuplicateEvent aborts an append whose event id is taken; AppendEvent
+// then tells a replay from a conflict.
+var errDuplicateEvent = errors.New("sqlstore: duplicate event id")
+
+// AppendEvent appends an event and applies its state delta in one
+// transaction (see store.AgentSessions.AppendEvent).
+func (a *AgentSessions) AppendEvent(ctx context.Context, req store.AppendEventRequest) (store.AppendEventResult, error) {
+	if err := req.Validate(); err != nil {
+		return store.AppendEventResult{}, err
+	}
+	key, ev := req.Key, req.Event
+	if ev.ID == "" {
+		ev.ID = uuid.NewString()
+	}
+	data := string(ev.Data)
+	var res store.AppendEventResult
+	err := a.s.write(ctx, func(tx *wtx) error {
+		now := a.s.now()
+		ts := ev.Timestamp
+		if ts.IsZero() {
+			ts = now
+		}
+		tsMS := store.ToMillis(ts)
+		var pk, version, count int64
+		err := tx.scan(asBumpSQL, []any{store.ToMillis(now), key.App, key.User, key.Session, req.ExpectedVersion, 1},
+			&pk, &version, &count)
+		if errors.Is(err, sql.ErrNoRows) {
+			return a.refuseAppend(tx, key, ev, req.ExpectedVersion, &res)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.exec(evInsertSQL, pk, count, ev.ID, ev.InvocationID, tsMS, data)
+		if isUniqueViolation(err) {
+			return errDuplicateEvent
+		}
+		if err != nil {
+			return err
+		}
+		if err := putState(tx, key, pk, req.Delta); err != nil {
+			return err
+		}
+		stored := ev
+		stored.Seq = count
+		stored.Timestamp = store.FromMillis(tsMS)
+		res = store.AppendEventResult{Event: stored, Version: version}
+		return nil
+	})
+	if errors.Is(err, errDuplicateEvent) {
+		return a.replay(ctx, key, ev)
+	}
+	if err != nil {
+		return store.AppendEventResult{}, err
+	}
+	return res, nil
+}
+
+// refuseAppend runs when the conditional bump matched nothing: the session
+// is missing, or the event is already stored (a replay, reported as a
+// success that writes nothing), or the caller's version is stale.
+func (a *AgentSessions) refuseAppend(tx *wtx, key store.SessionKey, ev store.AgentEvent, expected int64, res *store.AppendEventResult) error {
+	var row asRow
+	err := tx.scan(asGetSQL, []any{key.App, key.User, key.Session},
+		&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
+	if errors.Is(err, sql.ErrNoRows) {
+		return sessionNotFound(key)
+	}
+	if err != nil {
+		return err
+	}
+	var stored store.AgentEvent
+	var ts int64
+	var data []byte
+	err = tx.scan(evByIDSQL, []any{row.PK, ev.ID}, &stored.Seq, &stored.ID, &stored.InvocationID, &ts, &data)
+	if err == nil {
+		stored.Timestamp = store.FromMillis(ts)
+		stored.Data = data
+		if !sameEvent(ev, stored) {
+			return &store.ConflictError{Resource: "event", ID: ev.ID, Reason: "event id exists with other content"}
+		}
+		*res = store.AppendEventResult{Event: stored, Version: row.Version, Replayed: true}
+		return nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	return &store.StaleSessionError{Key: key, Expected: expected, Current: row.Version}
+}
+
+// replay answers an append whose event id is already in the log.
+func (a *AgentSessions) replay(ctx context.Context, key store.SessionKey, ev store.AgentEvent) (store.AppendEventResult, error) {
+	var res store.AppendEventResult
+	err := a.s.write(ctx, func(tx *wtx) error {
+		err := a.refuseAppend(tx, key, ev, 0, &res)
+		var stale *store.StaleSessionError
+		if errors.As(err, &stale) {
+			// The event vanished in between (its session was deleted and
+			// recreated): nothing stored conflicts any more.
+			return &store.ConflictError{Resource: "event", ID: ev.ID, Reason: "event id raced"}
+		}
+		return err
+	})
+	return res, err
+}
+
+// sameEvent reports whether a retried append carries the stored event.
+func sameEvent(ev, stored store.AgentEvent) bool {
+	if ev.InvocationID != stored.InvocationID || string(ev.Data) != string(stored.Data) {
+		return false
+	}
+	return ev.Timestamp.IsZero() || store.ToMillis(ev.Timestamp) == store.ToMillis(stored.Timestamp)
+}
+
+// ListEvents returns a page of a session's events in log order (see
+// store.AgentSessions.ListEvents).
+func (a *AgentSessions) ListEvents(ctx context.Context, req store.ListEventsRequest) (store.Page[store.AgentEvent], error) {
+	req, err := req.Normalize()
+	if err != nil {
+		return store.Page[store.AgentEvent]{}, err
+	}
+	var after int64
+	if req.Cursor != "" {
+		after, _ = store.DecodeEventCursor(req.Cursor) // validated by Normalize
+	}
+	key := req.Key
+	var page store.Page[store.AgentEvent]
+	err = a.s.snapshot(ctx, func(r *snap) error {
+		var row asRow
+		err := r.scan(asGetSQL, []any{key.App, key.User, key.Session},
+			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
+		if errors.Is(err, sql.ErrNoRows) {
+			return sessionNotFound(key)
+		}
+		if err != nil {
+			return err
+		}
+		query, args := evPageSQL, []any{row.PK, after, req.Limit + 1}
+		if req.InvocationID != "" {
+			query, args = evPageInvocationSQL, []any{row.PK, req.InvocationID, after, req.Limit + 1}
+		}
+		page.Items, err = readEvents(r, query, args)
+		return err
+	})
+	if err != nil {
+		return store.Page[store.AgentEvent]{}, err
+	}
+	if len(page.Items) > req.Limit {
+		page.Items = page.Items[:req.Limit]
+		page.Next = store.EventCursor(page.Items[len(page.Items)-1].Seq)
+	}
+	if page.Items == nil {
+		page.Items = []store.AgentEvent{}
+	}
+	return page, nil
+}
+
+// GetState returns the scopes named by key (see
+// store.AgentSessions.GetState).
+func (a *AgentSessions) GetState(ctx context.Context, key store.SessionKey) (store.ScopedState, error) {
+	if err := validateScopeKey(key); err != nil {
+		return store.ScopedState{}, err
+	}
+	var out store.ScopedState
+	err := a.s.snapshot(ctx, func(r *snap) error {
+		var pk int64
+		if key.Session != "" {
+			var row asRow
+			err := r.scan(asGetSQL, []any{key.App, key.User, key.Session},
+				&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
+			if errors.Is(err, sql.ErrNoRows) {
+				return sessionNotFound(key)
+			}
+			if err != nil {
+				return err
+			}
+			pk = row.PK
+		}
+		var err error
+		out, err = readState(r, key, pk)
+		return err
+	})
+	return out, err
+}
+
+// validateScopeKey checks a key whose user and session parts are optional
+// (a session needs its user).
+func validateScopeKey(key store.SessionKey) error {
+	if err := store.ValidateID("app", key.App); err != nil {
+		return err
+	}
+	if key.User != "" || key.Session != "" {
+		if err := store.ValidateID("user", key.User); err != nil {
+			return err
+		}
+	}
+	if key.Session != "" {
+		return store.ValidateID("session", key.Session)
+	}
+	return nil
+}
+
+// UpdateState merges a delta into the scopes without an event (see
+// store.AgentSessions.UpdateState).
+func (a *AgentSessions) UpdateState(ctx context.Context, req store.UpdateStateRequest) (int64, error) {
+	if err := req.Validate(); err != nil {
+		return 0, err
+	}
+	key := req.Key
+	var version int64
+	err := a.s.write(ctx, func(tx *wtx) error {
+		version = 0
+		var pk int64
+		if key.Session != "" {
+			var row asRow
+			var err error
+			if len(req.Delta.Session) > 0 {
+				err = tx.scan(asBumpSQL, []any{store.ToMillis(a.s.now()), key.App, key.User, key.Session, req.ExpectedVersion, 0},
+					&row.PK, &row.Version, &row.EventCount)
+			} else {
+				err = tx.scan(asGetSQL, []any{key.App, key.User, key.Session},
+					&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
+				if err == nil && req.ExpectedVersion > 0 && row.Version != req.ExpectedVersion {
+					return &store.StaleSessionError{Key: key, Expected: req.ExpectedVersion, Current: row.Version}
+				}
+			}
+			if errors.Is(err, sql.ErrNoRows) {
+				var cur asRow
+				err := tx.scan(asGetSQL, []any{key.App, key.User, key.Session},
+					&cur.PK, &cur.Version, &cur.EventCount, &cur.CreatedAtMS, &cur.UpdatedAtMS)
+				if errors.Is(err, sql.ErrNoRows) {
+					return sessionNotFound(key)
+				}
+				if err != nil {
+					return err
+				}
+				return &store.StaleSessionError{Key: key, Expected: req.ExpectedVersion, Current: cur.Version}
+			}
+			if err != nil {
+				return err
+			}
+			pk, version = row.PK, row.Version
+		}
+		return putState(tx, key, pk, req.Delta)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return version, nil
+}

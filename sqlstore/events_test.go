@@ -1,0 +1,202 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// evOpen opens a store on a fresh file and fills it with sessions, events
+// and state, so that the planner has something to choose from.
+func evOpen(t *testing.T, sessions, events int) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "events.db")
+	ctx := context.Background()
+	st, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	as := st.AgentSessions()
+	for i := range sessions {
+		k := store.SessionKey{App: "app", User: "u" + strconv.Itoa(i%4), Session: "s" + strconv.Itoa(i)}
+		if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: k,
+			State: store.ScopedState{Session: map[string]json.RawMessage{"k": json.RawMessage(`1`)}}}); err != nil {
+			t.Fatal(err)
+		}
+		for j := range events {
+			ev := store.AgentEvent{InvocationID: "inv-" + strconv.Itoa(j/10), Data: json.RawMessage(`{"j":` + strconv.Itoa(j) + `}`)}
+			if _, err := as.AppendEvent(ctx, store.AppendEventRequest{Key: k, Event: ev,
+				Delta: store.ScopedState{User: map[string]json.RawMessage{"n": json.RawMessage(strconv.Itoa(j))}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return st, path
+}
+
+// evRawDB opens the file read-only, beside the store.
+func evRawDB(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open(driverName, "file:"+escapePath(path)+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func evQueryPlan(t *testing.T, db *sql.DB, query string, args ...any) string {
+	t.Helper()
+	rows, err := db.Query("EXPLAIN QUERY PLAN "+query, args...)
+	if err != nil {
+		t.Fatalf("explain %q: %v", query, err)
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestAgentEventQueriesUseIndexes checks with EXPLAIN QUERY PLAN that the
+// reads of recent events, of time windows, of pages and of sessions search
+// an index instead of scanning a table, before and after ANALYZE has
+// gathered statistics. Only the time-window read sorts, and only the rows
+// inside its window.
+func TestAgentEventQueriesUseIndexes(t *testing.T) {
+	st, path := evOpen(t, 12, 60)
+	cases := []struct {
+		name  string
+		query string
+		args  []any
+		index string // the plan must name this index ("" = any search)
+	}{
+		{"recent events", evRecentSQL, []any{1, 100}, "agent_events_seq (session_pk=?)"},
+		// A time window searches the time index (and sorts only the rows
+		// inside the window into log order, allowed below) or walks the
+		// session's log backwards, as the statistics suggest.
+		{"recent events after a time", evRecentAfterSQL, []any{1, 0, 100}, "SEARCH agent_events USING INDEX agent_events_"},
+		{"event page", evPageSQL, []any{1, 10, 100}, "agent_events_seq (session_pk=? AND seq>?)"},
+		{"event page of an invocation", evPageInvocationSQL, []any{1, "inv-2", 0, 100}, "agent_events_invocation (session_pk=? AND invocation_id=? AND seq>?)"},
+		{"event by id", evByIDSQL, []any{1, "x"}, "agent_events_id (session_pk=? AND event_id=?)"},
+		{"session by key", asGetSQL, []any{"app", "u1", "s1"}, "agent_sessions_key (app=? AND user_id=? AND session_id=?)"},
+		{"list an app", asListAppSQL, []any{"app", "u1", "s1", 10}, "agent_sessions_key"},
+		{"list a user", asListUserSQL, []any{"app", "u1", "s1", 10}, "agent_sessions_key (app=? AND user_id=? AND session_id>?)"},
+		{"app state", stAppGetSQL, []any{"app"}, "PRIMARY KEY (app=?)"},
+		{"user state", stUserGetSQL, []any{"app", "u1"}, "PRIMARY KEY (app=? AND user_id=?)"},
+		{"session state", stSessionGetSQL, []any{1}, "PRIMARY KEY (session_pk=?)"},
+		{"user states of a page", stUsersGetSQL, []any{"app", `["u1","u2"]`}, "PRIMARY KEY (app=? AND user_id=?)"},
+		{"session states of a page", stSessionsGetSQL, []any{`[1,2]`}, "PRIMARY KEY (session_pk=?)"},
+		// What the cascade of a session delete looks up.
+		{"cascade to events", `SELECT 1 FROM agent_events WHERE session_pk = ?`, []any{1}, "(session_pk=?)"},
+		{"cascade to session state", `SELECT 1 FROM agent_session_state WHERE session_pk = ?`, []any{1}, "(session_pk=?)"},
+	}
+	check := func(stage string) {
+		db := evRawDB(t, path)
+		for _, c := range cases {
+			plan := evQueryPlan(t, db, c.query, c.args...)
+			if strings.Contains(plan, "SCAN agent_") {
+				t.Errorf("%s: %s scans a table:\n%s", stage, c.name, plan)
+			}
+			if strings.Contains(plan, "TEMP B-TREE") && c.query != evRecentAfterSQL {
+				t.Errorf("%s: %s sorts in a temporary b-tree:\n%s", stage, c.name, plan)
+			}
+			if c.index != "" && !strings.Contains(plan, c.index) {
+				t.Errorf("%s: %s does not use %q:\n%s", stage, c.name, c.index, plan)
+			}
+		}
+	}
+	check("without statistics")
+	if err := st.write(context.Background(), func(tx *wtx) error {
+		_, err := tx.exec("ANALYZE")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check("after ANALYZE")
+}
+
+// TestAgentSessionDeleteLeavesNoRows checks the cascade at the row level:
+// no event and no session-state row of a deleted session remains, and
+// foreign keys hold.
+func TestAgentSessionDeleteLeavesNoRows(t *testing.T) {
+	st, path := evOpen(t, 3, 40)
+	ctx := context.Background()
+	db := evRawDB(t, path)
+	var pk int64
+	if err := db.QueryRow(`SELECT pk FROM agent_sessions WHERE app = 'app' AND user_id = 'u1' AND session_id = 's1'`).Scan(&pk); err != nil {
+		t.Fatal(err)
+	}
+	count := func(query string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := db.QueryRow(query, args...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(`SELECT count(*) FROM agent_events WHERE session_pk = ?`, pk); n != 40 {
+		t.Fatalf("%d events before delete", n)
+	}
+	if err := st.AgentSessions().DeleteSession(ctx, store.SessionKey{App: "app", User: "u1", Session: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(`SELECT count(*) FROM agent_events WHERE session_pk = ?`, pk); n != 0 {
+		t.Fatalf("%d orphan events after delete", n)
+	}
+	if n := count(`SELECT count(*) FROM agent_session_state WHERE session_pk = ?`, pk); n != 0 {
+		t.Fatalf("%d orphan session state rows after delete", n)
+	}
+	if n := count(`SELECT count(*) FROM agent_events`); n != 80 {
+		t.Fatalf("%d events of the other sessions remain, want 80", n)
+	}
+	if n := count(`SELECT count(*) FROM agent_user_state WHERE app = 'app' AND user_id = 'u1'`); n != 1 {
+		t.Fatalf("user state of the deleted session's user: %d rows, want 1 (it outlives sessions)", n)
+	}
+	rows, err := db.Query(`PRAGMA foreign_key_check`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	if rows.Next() {
+		t.Fatal("foreign_key_check reports violations")
+	}
+}
+
+// TestAgentEventDataStoredAsText checks that event payloads and state
+// values are stored as JSON text (readable by SQLite's JSON functions),
+// not as blobs.
+func TestAgentEventDataStoredAsText(t *testing.T) {
+	_, path := evOpen(t, 1, 3)
+	db := evRawDB(t, path)
+	var typ string
+	var j int
+	if err := db.QueryRow(`SELECT typeof(data), data->>'j' FROM agent_events ORDER BY seq DESC LIMIT 1`).Scan(&typ, &j); err != nil {
+		t.Fatal(err)
+	}
+	if typ != "text" || j != 2 {
+		t.Fatalf("event data stored as %s, j = %d", typ, j)
+	}
+	if err := db.QueryRow(`SELECT typeof(value) FROM agent_user_state LIMIT 1`).Scan(&typ); err != nil {
+		t.Fatal(err)
+	}
+	if typ != "text" {
+		t.Fatalf("state value stored as %s", typ)
+	}
+}
