@@ -1,0 +1,80 @@
+package adk
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"google.golang.org/adk/v2/session"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// prefixes is ADK's state-key convention.
+var prefixes = store.StatePrefixes{App: session.KeyPrefixApp, User: session.KeyPrefixUser, Temp: session.KeyPrefixTemp}
+
+// encodeState splits a flat ADK state map into the store's scopes, JSON
+// encoding each value; temp: keys are dropped.
+func encodeState(field string, flat map[string]any) (store.ScopedState, error) {
+	if len(flat) == 0 {
+		return store.ScopedState{}, nil
+	}
+	enc := make(map[string]json.RawMessage, len(flat))
+	for k, v := range flat {
+		if strings.HasPrefix(k, session.KeyPrefixTemp) {
+			continue
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return store.ScopedState{}, fmt.Errorf("%w: %s: value is not JSON-encodable: %w", store.ErrInvalidInput, field, err)
+		}
+		enc[k] = b
+	}
+	return prefixes.Split(enc), nil
+}
+
+// decodeState returns the merged ADK view of stored scopes.
+func decodeState(st store.ScopedState) (map[string]any, error) {
+	merged := prefixes.Merge(st)
+	out := make(map[string]any, len(merged))
+	for k, v := range merged {
+		var val any
+		if err := json.Unmarshal(v, &val); err != nil {
+			return nil, fmt.Errorf("%w: a stored state value is not JSON: %w", store.ErrCorrupt, err)
+		}
+		out[k] = val
+	}
+	return out, nil
+}
+
+// withoutTemp returns ev without temp: keys in its state delta: ev itself
+// when it has none, else a shallow copy (ev is not changed).
+func withoutTemp(ev *session.Event) *session.Event {
+	hasTemp := false
+	for k := range ev.Actions.StateDelta {
+		if strings.HasPrefix(k, session.KeyPrefixTemp) {
+			hasTemp = true
+			break
+		}
+	}
+	if !hasTemp {
+		return ev
+	}
+	cp := *ev
+	cp.Actions.StateDelta = make(map[string]any, len(ev.Actions.StateDelta))
+	for k, v := range ev.Actions.StateDelta {
+		if !strings.HasPrefix(k, session.KeyPrefixTemp) {
+			cp.Actions.StateDelta[k] = v
+		}
+	}
+	return &cp
+}
+
+// decodeEvent decodes a stored event.
+func decodeEvent(ev store.AgentEvent) (*session.Event, error) {
+	out := new(session.Event)
+	if err := json.Unmarshal(ev.Data, out); err != nil {
+		return nil, fmt.Errorf("%w: stored event %d does not decode as an ADK event: %w", store.ErrCorrupt, ev.Seq, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,3 @@
+package adk_test
+
+func runHelperProcess() {}

@@ -1,0 +1,258 @@
+package adk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/adk/v2/platform"
+	"google.golang.org/adk/v2/session"
+
+	"github.com/agentstore/sessionstore/sqlstore"
+	"github.com/agentstore/sessionstore/store"
+)
+
+// ErrStaleSession matches the error of an append through a session handle
+// that another writer has overtaken. It is store.ErrStaleSession, which
+// also matches store.ErrConflict.
+var ErrStaleSession = store.ErrStaleSession
+
+var _ session.Service = (*Service)(nil)
+
+// Service implements ADK's session.Service on a session store. It is safe
+// for concurrent use, and several processes may use one database.
+type Service struct {
+	st    store.Store
+	as    store.AgentSessions
+	owned bool
+}
+
+// Open opens (creating if needed) the session store in the SQLite file at
+// path and returns an ADK session service on it. Close closes the store.
+func Open(ctx context.Context, path string, opts ...sqlstore.Option) (*Service, error) {
+	st, err := sqlstore.Open(ctx, path, opts...)
+	if err != nil {
+		return nil, err
+	}
+	s := New(st)
+	s.owned = true
+	return s, nil
+}
+
+// New returns an ADK session service on st, which may be shared with the
+// store's other facets (governed sessions, for example). The caller keeps
+// ownership of st: Close does not close it.
+func New(st store.Store) *Service {
+	return &Service{st: st, as: st.AgentSessions()}
+}
+
+// Store returns the underlying store, for its other facets.
+func (s *Service) Store() store.Store { return s.st }
+
+// Close closes the store if the service opened it (Open); otherwise it does
+// nothing.
+func (s *Service) Close() error {
+	if s.owned {
+		return s.st.Close()
+	}
+	return nil
+}
+
+// handle builds a session handle from what the store returned.
+func handle(as store.AgentSession) (*Session, error) {
+	state, err := decodeState(as.State)
+	if err != nil {
+		return nil, err
+	}
+	h := &Session{key: as.Key, version: as.Version, updatedAt: as.UpdatedAt, state: state}
+	if len(as.Events) > 0 {
+		h.events = make([]*session.Event, 0, len(as.Events))
+		for _, ev := range as.Events {
+			dec, err := decodeEvent(ev)
+			if err != nil {
+				return nil, err
+			}
+			h.events = append(h.events, dec)
+		}
+	}
+	return h, nil
+}
+
+// Create creates a session. An empty SessionID is generated (with ADK's
+// platform.NewUUID, so a UUID provider on ctx applies). App and user keys
+// of State update the shared app and user state; temp: keys are dropped. An
+// existing session is an error matching store.ErrConflict.
+func (s *Service) Create(ctx context.Context, req *session.CreateRequest) (*session.CreateResponse, error) {
+	if req == nil {
+		return nil, store.Invalid("request", "must not be nil")
+	}
+	id := req.SessionID
+	if id == "" {
+		id = platform.NewUUID(ctx)
+	}
+	state, err := encodeState("state", req.State)
+	if err != nil {
+		return nil, err
+	}
+	created, err := s.as.CreateSession(ctx, store.CreateAgentSessionRequest{
+		Key:   store.SessionKey{App: req.AppName, User: req.UserID, Session: id},
+		State: state,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("adk: create session: %w", err)
+	}
+	h, err := handle(created)
+	if err != nil {
+		return nil, err
+	}
+	return &session.CreateResponse{Session: h}, nil
+}
+
+// Get returns a session with its merged state and its events, oldest
+// first: all of them, or the NumRecentEvents most recent of those at or
+// after After when those are set. A missing session (also under another
+// user) is an error matching store.ErrNotFound.
+func (s *Service) Get(ctx context.Context, req *session.GetRequest) (*session.GetResponse, error) {
+	if req == nil {
+		return nil, store.Invalid("request", "must not be nil")
+	}
+	h, err := s.get(ctx, store.SessionKey{App: req.AppName, User: req.UserID, Session: req.SessionID},
+		max(req.NumRecentEvents, 0), req.After)
+	if err != nil {
+		return nil, err
+	}
+	return &session.GetResponse{Session: h}, nil
+}
+
+func (s *Service) get(ctx context.Context, key store.SessionKey, recent int, after time.Time) (*Session, error) {
+	got, err := s.as.GetSession(ctx, store.GetAgentSessionRequest{Key: key, IncludeEvents: true, Recent: recent, After: after})
+	if err != nil {
+		return nil, fmt.Errorf("adk: get session: %w", err)
+	}
+	return handle(got)
+}
+
+// Refresh reloads a handle of this service in place (state, all events,
+// version), after an append through it was refused as stale.
+func (s *Service) Refresh(ctx context.Context, sess session.Session) error {
+	h, ok := sess.(*Session)
+	if !ok || h == nil {
+		return store.Invalid("session", "not a session of this service")
+	}
+	h.appendMu.Lock()
+	defer h.appendMu.Unlock()
+	fresh, err := s.get(ctx, h.key, 0, time.Time{})
+	if err != nil {
+		return err
+	}
+	h.replace(fresh)
+	return nil
+}
+
+// List returns the sessions of an app, or of one user of it, with their
+// merged state and without events.
+func (s *Service) List(ctx context.Context, req *session.ListRequest) (*session.ListResponse, error) {
+	if req == nil {
+		return nil, store.Invalid("request", "must not be nil")
+	}
+	out := make([]session.Session, 0)
+	cursor := ""
+	for {
+		page, err := s.as.ListSessions(ctx, store.ListAgentSessionsRequest{
+			App: req.AppName, User: req.UserID, Cursor: cursor, Limit: store.MaxPageSize,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("adk: list sessions: %w", err)
+		}
+		for _, item := range page.Items {
+			h, err := handle(item)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, h)
+		}
+		if page.Next == "" {
+			return &session.ListResponse{Sessions: out}, nil
+		}
+		cursor = page.Next
+	}
+}
+
+// Delete deletes a session with its events and session state; app and
+// user state stay. Deleting a missing session (also one of another user)
+// succeeds and deletes nothing.
+func (s *Service) Delete(ctx context.Context, req *session.DeleteRequest) error {
+	if req == nil {
+		return store.Invalid("request", "must not be nil")
+	}
+	err := s.as.DeleteSession(ctx, store.SessionKey{App: req.AppName, User: req.UserID, Session: req.SessionID})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("adk: delete session: %w", err)
+	}
+	return nil
+}
+
+// AppendEvent appends a non-partial event to the session and applies its
+// state delta, in one transaction; partial events are ignored. An empty
+// event ID is generated and a zero Timestamp set to now (both with ADK's
+// platform providers); the timestamp is truncated to milliseconds, the
+// store's precision, in ev itself. temp: keys of the delta are not
+// persisted (the stored event omits them) but are visible in the handle.
+//
+// Through a handle of this service the append is conditional on the
+// handle's version: if another writer has appended since the handle was
+// read, nothing is written and the error matches ErrStaleSession (see the
+// package documentation for refreshing and retrying). On success the
+// handle holds the new event, state and version.
+func (s *Service) AppendEvent(ctx context.Context, sess session.Session, ev *session.Event) error {
+	if sess == nil {
+		return store.Invalid("session", "must not be nil")
+	}
+	if ev == nil {
+		return store.Invalid("event", "must not be nil")
+	}
+	if ev.Partial {
+		return nil
+	}
+	h, _ := sess.(*Session)
+	if h != nil {
+		h.appendMu.Lock()
+		defer h.appendMu.Unlock()
+	}
+	if ev.ID == "" {
+		ev.ID = platform.NewUUID(ctx)
+	}
+	if ev.Timestamp.IsZero() {
+		ev.Timestamp = platform.Now(ctx)
+	}
+	ev.Timestamp = ev.Timestamp.Truncate(time.Millisecond)
+
+	stored := withoutTemp(ev)
+	data, err := json.Marshal(stored)
+	if err != nil {
+		return fmt.Errorf("%w: event does not encode as JSON: %w", store.ErrInvalidInput, err)
+	}
+	delta, err := encodeState("event.actions.stateDelta", stored.Actions.StateDelta)
+	if err != nil {
+		return err
+	}
+	var expected int64
+	if h != nil {
+		expected = h.Version()
+	}
+	res, err := s.as.AppendEvent(ctx, store.AppendEventRequest{
+		Key:             store.SessionKey{App: sess.AppName(), User: sess.UserID(), Session: sess.ID()},
+		Event:           store.AgentEvent{ID: ev.ID, InvocationID: ev.InvocationID, Timestamp: ev.Timestamp, Data: data},
+		Delta:           delta,
+		ExpectedVersion: expected,
+	})
+	if err != nil {
+		return fmt.Errorf("adk: append event: %w", err)
+	}
+	if h != nil && !res.Replayed {
+		h.applied(res.Version, res.UpdatedAt, ev.Actions.StateDelta, stored)
+	}
+	return nil
+}

@@ -1,0 +1,157 @@
+package adk
+
+import (
+	"iter"
+	"maps"
+	"sync"
+	"time"
+
+	"google.golang.org/adk/v2/session"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+var (
+	_ session.Session = (*Session)(nil)
+	_ session.State   = (*sessionState)(nil)
+	_ session.Events  = events(nil)
+)
+
+// Session is the session.Session handle of this service: the session as it
+// was read or created, kept current by the appends made through it. It is
+// safe for concurrent use.
+type Session struct {
+	key store.SessionKey
+
+	// appendMu serializes appends through this handle, so that they chain
+	// versions instead of refusing each other.
+	appendMu sync.Mutex
+
+	mu        sync.RWMutex // guards the fields below
+	version   int64
+	updatedAt time.Time
+	state     map[string]any
+	events    []*session.Event
+}
+
+// ID returns the session id.
+func (s *Session) ID() string { return s.key.Session }
+
+// AppName returns the application name.
+func (s *Session) AppName() string { return s.key.App }
+
+// UserID returns the user id.
+func (s *Session) UserID() string { return s.key.User }
+
+// State returns the session's merged state: session keys, and app and user
+// keys with their "app:" and "user:" prefixes. Set changes the handle only;
+// state is persisted through event state deltas.
+func (s *Session) State() session.State { return &sessionState{s: s} }
+
+// Events returns the events read with the session and appended through it,
+// oldest first. The view does not change when more events are appended.
+func (s *Session) Events() session.Events {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return events(s.events[:len(s.events):len(s.events)])
+}
+
+// LastUpdateTime returns the time of the session's last update.
+func (s *Session) LastUpdateTime() time.Time {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.updatedAt
+}
+
+// Version returns the store version the handle is at (see
+// store.AgentSession.Version).
+func (s *Session) Version() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.version
+}
+
+// replace loads a freshly read session into the handle.
+func (s *Session) replace(fresh *Session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.version = fresh.version
+	s.updatedAt = fresh.updatedAt
+	s.state = fresh.state
+	s.events = fresh.events
+}
+
+// applied records a successful append in the handle: every key of the
+// delta, temp: keys included, is visible in the handle's state for the rest
+// of the invocation (as in ADK's own services); stored is the event without
+// its temp: keys.
+func (s *Session) applied(version int64, updatedAt time.Time, delta map[string]any, stored *session.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.version = version
+	s.updatedAt = updatedAt
+	if s.state == nil {
+		s.state = make(map[string]any, len(delta))
+	}
+	maps.Copy(s.state, delta)
+	s.events = append(s.events, stored)
+}
+
+// sessionState is the session.State view of a handle. It reads through
+// the handle, so it sees appends and refreshes made after it was taken.
+type sessionState struct{ s *Session }
+
+func (v *sessionState) Get(key string) (any, error) {
+	v.s.mu.RLock()
+	defer v.s.mu.RUnlock()
+	val, ok := v.s.state[key]
+	if !ok {
+		return nil, session.ErrStateKeyNotExist
+	}
+	return val, nil
+}
+
+func (v *sessionState) Set(key string, val any) error {
+	v.s.mu.Lock()
+	defer v.s.mu.Unlock()
+	if v.s.state == nil {
+		v.s.state = make(map[string]any)
+	}
+	v.s.state[key] = val
+	return nil
+}
+
+func (v *sessionState) All() iter.Seq2[string, any] {
+	v.s.mu.RLock()
+	snapshot := maps.Clone(v.s.state)
+	v.s.mu.RUnlock()
+	return func(yield func(string, any) bool) {
+		for k, val := range snapshot {
+			if !yield(k, val) {
+				return
+			}
+		}
+	}
+}
+
+// events is an immutable view of a handle's events.
+type events []*session.Event
+
+func (e events) All() iter.Seq[*session.Event] {
+	return func(yield func(*session.Event) bool) {
+		for _, ev := range e {
+			if !yield(ev) {
+				return
+			}
+		}
+	}
+}
+
+func (e events) Len() int { return len(e) }
+
+func (e events) At(i int) *session.Event {
+	if i >= 0 && i < len(e) {
+		return e[i]
+	}
+	return nil
+}
