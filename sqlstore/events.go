@@ -485,7 +485,7 @@ func (a *AgentSessions) AppendEvent(ctx context.Context, req store.AppendEventRe
 		stored := ev
 		stored.Seq = count
 		stored.Timestamp = store.FromMillis(tsMS)
-		res = store.AppendEventResult{Event: stored, Version: version}
+		res = store.AppendEventResult{Event: stored, Version: version, UpdatedAt: now}
 		return nil
 	})
 	if errors.Is(err, errDuplicateEvent) {
@@ -520,7 +520,8 @@ func (a *AgentSessions) refuseAppend(tx *wtx, key store.SessionKey, ev store.Age
 		if !sameEvent(ev, stored) {
 			return &store.ConflictError{Resource: "event", ID: ev.ID, Reason: "event id exists with other content"}
 		}
-		*res = store.AppendEventResult{Event: stored, Version: row.Version, Replayed: true}
+		*res = store.AppendEventResult{Event: stored, Version: row.Version,
+			UpdatedAt: store.FromMillis(row.UpdatedAtMS), Replayed: true}
 		return nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {

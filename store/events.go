@@ -235,6 +235,8 @@ type AppendEventResult struct {
 	Event AgentEvent
 	// Version is the session's version after the append.
 	Version int64
+	// UpdatedAt is the session's update time after the append.
+	UpdatedAt time.Time
 	// Replayed is true when an event with the same id and the same content
 	// was already in the log: nothing was written (the delta was not
 	// applied again) and Event is the stored one. This makes an append

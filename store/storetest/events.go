@@ -60,6 +60,7 @@ func RunAgentSessions(t *testing.T, h Harness) {
 		{"OpaqueErrorStrings", testASOpaqueErrors},
 		{"InvalidInputWritesNothing", testASInvalidInput},
 		{"CanceledContextWritesNothing", testASCanceled},
+		{"ConcurrentReadsOnAFreshStore", testASConcurrentReads},
 		{"ConcurrentAppendsOneSession", testASConcurrentOneSession},
 		{"ConcurrentAppendsManySessions", testASConcurrentManySessions},
 		{"ConcurrentConditionalAppendsNeverInterleave", testASConcurrentConditional},
@@ -256,7 +257,7 @@ func testASAppendReadBack(t *testing.T, e *env) {
 	payloads := []string{`{"b":1,"a":2}`, `{ "text" : "héllo \u00e9 \"q\"" }`, `[1,2,3]`, `"just a string"`, `{"big":"` + strings.Repeat("x", 100_000) + `"}`}
 	for i, p := range payloads {
 		res := e.asAppend(key, store.AgentEvent{ID: "e" + strconv.Itoa(i), InvocationID: "inv", Data: json.RawMessage(p)}, store.ScopedState{}, int64(i+1))
-		if res.Event.Seq != int64(i+1) || res.Version != int64(i+2) || res.Replayed {
+		if res.Event.Seq != int64(i+1) || res.Version != int64(i+2) || res.Replayed || !res.UpdatedAt.Equal(e.clock.Now()) {
 			t.Fatalf("append %d: %+v", i, res)
 		}
 		e.clock.Advance(time.Millisecond)
@@ -994,6 +995,43 @@ func asCheckLog(t *testing.T, e *env, k store.SessionKey, wantIDs map[string]boo
 		seen[ev.ID] = true
 	}
 	return got.Events
+}
+
+// testASConcurrentReads runs many more concurrent reads than a backend
+// keeps read connections, on a store that has prepared nothing yet: no read
+// may wait for another forever.
+func testASConcurrentReads(t *testing.T, e *env) {
+	k := asKey()
+	e.asCreate(k, store.ScopedState{Session: map[string]json.RawMessage{"s": raw(1)}})
+	for i := range 20 {
+		e.asAppend(k, asEvent("", "w", i), store.ScopedState{}, 0)
+	}
+	fresh := e.open().AgentSessions()
+	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for w := range 64 {
+		wg.Go(func() {
+			for range 5 {
+				var err error
+				switch w % 4 {
+				case 0:
+					_, err = fresh.GetSession(ctx, store.GetAgentSessionRequest{Key: k, IncludeEvents: true, Recent: 10})
+				case 1:
+					_, err = fresh.ListSessions(ctx, store.ListAgentSessionsRequest{App: k.App})
+				case 2:
+					_, err = fresh.ListEvents(ctx, store.ListEventsRequest{Key: k, Limit: 5})
+				case 3:
+					_, err = fresh.GetState(ctx, k)
+				}
+				if err != nil {
+					t.Errorf("concurrent read: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func testASConcurrentOneSession(t *testing.T, e *env) {
