@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -12,46 +12,63 @@ import (
 	"github.com/agentstore/sessionstore/store"
 )
 
-// runDemo creates a fresh database and shows a governed session being
-// spent to its budget, then refused.
+var demoSpec = spec{
+	name: "demo",
+	about: `Shows what the store does, on the database of --db (default ./sessions.db):
+creates a governed session with a budget of 3 calls and spends it (an
+unauthorized tool and the call past the budget are refused), then prints
+what was stored durably. The file is created when it does not exist; an
+existing database is kept and the demo adds its own sessions to it, unless
+--fresh removes it first. Inspect the result with "sessionctl list" and
+"sessionctl show ID".`,
+	examples: []string{
+		"sessionctl demo",
+		"sessionctl --db /tmp/demo.db demo --fresh && sessionctl --db /tmp/demo.db list",
+	},
+}
+
 func runDemo(ctx context.Context, g *globals, args []string) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(g.stderr)
-	db := fs.String("db", "", "database file to create (default: the global --db, else sessions-demo.db)")
-	keep := fs.Bool("keep", false, "reuse the database if it exists instead of starting fresh")
-	fs.Usage = func() {
-		fmt.Fprintln(g.stderr, "Usage: sessionctl demo [--db FILE] [--keep]")
-		fmt.Fprintln(g.stderr, "\nCreates a database, a governed session with a budget of 3 calls, and spends it.")
-		fmt.Fprintln(g.stderr, "\nExample:\n  sessionctl demo --db /tmp/demo.db")
-		fs.PrintDefaults()
+	sp := demoSpec
+	fs := g.newFlags(sp)
+	fresh := fs.Bool("fresh", false, "remove the database file (and its -wal, -shm, -writer.lock) first")
+	pos, code, done := g.parse(fs, sp, args)
+	if done {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
+		return code
 	}
-	path := *db
-	if path == "" {
-		path = g.db
-	}
-	if !*keep {
+	existed := g.mustExist() == nil
+	if *fresh {
 		for _, suffix := range []string{"", "-wal", "-shm", "-writer.lock"} {
-			if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-				fmt.Fprintf(g.stderr, "sessionctl demo: %v\n", err)
-				return exitError
+			if err := os.Remove(g.db + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return g.fail(sp.name, err)
 			}
 		}
+		existed = false
 	}
-	st, err := sqlstore.Open(ctx, path)
+	st, err := g.openOrCreate(ctx)
 	if err != nil {
-		fmt.Fprintf(g.stderr, "sessionctl demo: open %s: %v\n", path, err)
-		return exitError
+		return g.fail(sp.name, err)
 	}
 	defer st.Close()
 	out := g.stdout
-	fmt.Fprintf(out, "database: %s\n", path)
+	if existed {
+		fmt.Fprintf(out, "database: %s (existing; the demo adds its sessions, --fresh starts over)\n", g.db)
+	} else {
+		fmt.Fprintf(out, "database: %s (new)\n", g.db)
+	}
+	id, err := demoGovernance(ctx, out, st)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	fmt.Fprintf(out, "\nnext: sessionctl --db %s show %s\n", g.db, id)
+	return exitOK
+}
 
+// demoGovernance creates a governed session with a budget of 3 and spends
+// it, showing the refusals. It returns the session id.
+func demoGovernance(ctx context.Context, out io.Writer, st *sqlstore.Store) (string, error) {
 	gov := st.Governance()
 	sess, err := gov.Create(ctx, store.CreateRequest{
 		AgentID:         "demo-agent",
@@ -61,24 +78,25 @@ func runDemo(ctx context.Context, g *globals, args []string) int {
 		CallBudget:      3,
 	})
 	if err != nil {
-		fmt.Fprintf(g.stderr, "sessionctl demo: create: %v\n", err)
-		return exitError
+		return "", fmt.Errorf("create: %w", err)
 	}
-	fmt.Fprintf(out, "governed session %s: agent %s, tools %v, budget %d\n",
+	fmt.Fprintf(out, "\ngoverned session %s\n  agent %s, tools %v, budget %d calls, expires in 10m\n",
 		sess.ID, sess.AgentID, sess.AuthorizedTools, sess.CallBudget)
 	for _, tool := range []string{"list_dir", "read_file", "delete_file", "read_file", "read_file"} {
 		s, err := gov.Use(ctx, store.UseRequest{SessionID: sess.ID, AgentID: "demo-agent", Tools: []string{tool}})
-		if err != nil {
-			fmt.Fprintf(out, "  use %-12s refused: %v\n", tool, err)
+		if r, ok := useRefusal(err); ok {
+			fmt.Fprintf(out, "  use %-12s refused (%s): %v\n", tool, r.kind, err)
 			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("use: %w", err)
 		}
 		fmt.Fprintf(out, "  use %-12s allowed: %d of %d calls made\n", tool, s.CallsMade, s.CallBudget)
 	}
 	final, err := gov.Get(ctx, sess.ID)
 	if err != nil {
-		fmt.Fprintf(g.stderr, "sessionctl demo: get: %v\n", err)
-		return exitError
+		return "", fmt.Errorf("get: %w", err)
 	}
-	fmt.Fprintf(out, "stored durably: %d of %d calls made, status %s\n", final.CallsMade, final.CallBudget, final.Status)
-	return exitOK
+	fmt.Fprintf(out, "  stored durably: %d of %d calls made, status %s\n", final.CallsMade, final.CallBudget, final.Status)
+	return sess.ID, nil
 }
