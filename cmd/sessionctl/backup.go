@@ -73,11 +73,12 @@ func runBackup(ctx context.Context, g *globals, args []string) int {
 	return exitOK
 }
 
-// backup runs VACUUM INTO dest on a read-only connection to src and checks
+// backup runs VACUUM INTO dest on a connection to src (a read transaction:
+// src is not written) and checks
 // the copy. A failed copy is removed.
 func backup(ctx context.Context, src, dest string) (doc backupJSON, err error) {
 	doc = backupJSON{Source: src, Backup: dest}
-	db, err := openRaw(src, true)
+	db, err := openRaw(src, false) // query_only would refuse VACUUM INTO
 	if err != nil {
 		return doc, err
 	}

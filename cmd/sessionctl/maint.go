@@ -19,14 +19,16 @@ import (
 	"github.com/agentstore/sessionstore/store"
 )
 
-// openRaw opens a one-connection pool on path; readOnly opens it with
-// mode=ro, which never creates the file or changes it.
-func openRaw(path string, readOnly bool) (*sql.DB, error) {
-	dsn := "file:" + escapeURIPath(path) + "?_pragma=busy_timeout(5000)"
-	if readOnly {
-		dsn += "&mode=ro"
-	} else {
-		dsn += "&mode=rw"
+// openRaw opens a one-connection pool on the existing file path (mode=rw
+// never creates a file; a write-protected file opens read-only). With
+// queryOnly every write is refused (PRAGMA query_only). A read-write
+// connection rather than mode=ro is used so that closing it, as the last
+// connection, removes the -wal and -shm files a read-only one would leave
+// behind.
+func openRaw(path string, queryOnly bool) (*sql.DB, error) {
+	dsn := "file:" + escapeURIPath(path) + "?mode=rw&_pragma=busy_timeout(5000)"
+	if queryOnly {
+		dsn += "&_pragma=query_only(1)"
 	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
