@@ -581,7 +581,7 @@ func TestDatabaseFromEnvironment(t *testing.T) {
 	path := filepath.Join(dir, "from-env.db")
 	t.Setenv("SESSIONCTL_DB", path)
 	var out, errb strings.Builder
-	if code := run(context.Background(), []string{"create", "--agent", "a", "--budget", "1"}, strings.NewReader(""), &out, &errb); code != 0 {
+	if code := run(context.Background(), []string{"create", "--agent", "a", "--budget", "1"}, &out, &errb); code != 0 {
 		t.Fatalf("create: exit %d: %s", code, errb.String())
 	}
 	if _, err := os.Stat(path); err != nil {

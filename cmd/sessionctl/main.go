@@ -57,10 +57,6 @@ const (
 	groupMaintain = "Maintain"
 )
 
-// benchCommand is filled in by bench.go ("sessionctl bench"), which is
-// maintained separately; while it is nil the command is not listed.
-var benchCommand *command
-
 func commands() []command {
 	cmds := []command{
 		{"list", groupInspect, "list sessions (filters, paging)", runList},
@@ -79,24 +75,23 @@ func commands() []command {
 		{"export", groupMaintain, "export sessions to JSON", runExport},
 		{"import", groupMaintain, "import sessions from JSON files", runImport},
 		{"demo", groupMaintain, "create a database and show what the store does", runDemo},
+		{"bench", groupMaintain, "measure the store on this disk (fsync rate, Use, get, list)", runBench},
 		{"version", groupMaintain, "print the binary and schema versions", runVersion},
-	}
-	if benchCommand != nil {
-		cmds = append(cmds, *benchCommand)
 	}
 	return cmds
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
-// run is main without the process: it returns the exit status.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr}
+// run is main without the process (stdin is os.Stdin): it returns the
+// exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	g := &globals{stdin: os.Stdin, stdout: stdout, stderr: stderr}
 	return g.run(ctx, args)
 }
 
