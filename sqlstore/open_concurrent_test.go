@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
@@ -23,7 +24,7 @@ func TestOpenWhileOthersClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Governance().Create(ctx, store.CreateRequest{ID: "s", AgentID: "a", AuthorizedTools: []string{"t"}, CallBudget: 1 << 20}); err != nil {
+	if _, err := st.Governance().Create(ctx, store.CreateRequest{ID: "s", AgentID: "a", AuthorizedTools: []string{"t"}, CallBudget: 1 << 20, TimeLimit: 24 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
