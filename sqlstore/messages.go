@@ -37,8 +37,10 @@ const (
 	msgCountSQL      = `SELECT message_count FROM conversations WHERE id = ?`
 
 	trimCandidatesSQL = `SELECT id FROM conversations WHERE message_count > ? AND id > ? ORDER BY id LIMIT ?`
-	deleteStaleSQL    = `DELETE FROM conversations WHERE id IN (
-		SELECT id FROM conversations WHERE updated_at_ms < ? ORDER BY updated_at_ms, id LIMIT ?)`
+	// staleSQL picks the conversations to delete, oldest first, from the
+	// (updated_at_ms, id) index; each is then deleted by primary key, so
+	// the plan never depends on the table's statistics.
+	staleSQL = `SELECT id FROM conversations WHERE updated_at_ms < ? ORDER BY updated_at_ms, id LIMIT ?`
 )
 
 // appendRow is what an append reads of the conversation.
@@ -378,12 +380,17 @@ func (c *Conversations) DeleteUpdatedBefore(ctx context.Context, t time.Time, li
 	}
 	var n int64
 	err := c.s.write(ctx, func(tx *wtx) error {
-		res, err := tx.exec(deleteStaleSQL, store.ToMillis(t), lim)
-		if err != nil {
+		var ids []string
+		if err := tx.selectRows(&ids, staleSQL, store.ToMillis(t), lim); err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
-		return err
+		for _, id := range ids {
+			if _, err := tx.exec(convDeleteSQL, id); err != nil {
+				return err
+			}
+		}
+		n = int64(len(ids))
+		return nil
 	})
 	if err == nil && n > 0 {
 		c.s.cfg.logger.Info("sqlstore: deleted conversations not updated since", "before", t, "removed", n)

@@ -37,7 +37,7 @@ type a3sSession struct {
 	State           *string          `json:"state"`
 	Messages        []a3sMessage     `json:"messages"`
 	ContextUsage    *a3sContextUsage `json:"context_usage"`
-	TotalUsage      *TokenUsage      `json:"total_usage"`
+	TotalUsage      *a3sUsage        `json:"total_usage"`
 	TotalCost       float64          `json:"total_cost"`
 	ModelName       *string          `json:"model_name,omitempty"`
 	CostRecords     []a3sCostRecord  `json:"cost_records"`
@@ -80,6 +80,15 @@ type a3sContextUsage struct {
 	MaxTokens  *int64  `json:"max_tokens"`
 	Percent    float64 `json:"percent"`
 	Turns      int64   `json:"turns"`
+}
+
+// a3sUsage is TokenUsage as a3s writes it: absent cache counters are null.
+type a3sUsage struct {
+	PromptTokens     int64  `json:"prompt_tokens"`
+	CompletionTokens int64  `json:"completion_tokens"`
+	TotalTokens      int64  `json:"total_tokens"`
+	CacheReadTokens  *int64 `json:"cache_read_tokens"`
+	CacheWriteTokens *int64 `json:"cache_write_tokens"`
 }
 
 type a3sCostRecord struct {
@@ -183,8 +192,9 @@ func DecodeA3S(r io.Reader) (Conversation, error) {
 			c.ContextUsage.MaxTokens = *u.MaxTokens
 		}
 	}
-	if f.TotalUsage != nil {
-		c.TotalUsage = *f.TotalUsage
+	if u := f.TotalUsage; u != nil {
+		c.TotalUsage = TokenUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
+			TotalTokens: u.TotalTokens, CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens}
 	}
 	c.TotalCost = f.TotalCost
 	if f.ModelName != nil {
@@ -288,9 +298,11 @@ const maxUnixSeconds = 253402300799
 // the message's "reasoning_content" (joined with newlines when several).
 func EncodeA3S(c Conversation) ([]byte, error) {
 	f := a3sSession{
-		ID:              &c.ID,
-		State:           ptr(a3sVariant(string(c.State))),
-		TotalUsage:      &c.TotalUsage,
+		ID:    &c.ID,
+		State: ptr(a3sVariant(string(c.State))),
+		TotalUsage: &a3sUsage{PromptTokens: c.TotalUsage.PromptTokens, CompletionTokens: c.TotalUsage.CompletionTokens,
+			TotalTokens: c.TotalUsage.TotalTokens, CacheReadTokens: c.TotalUsage.CacheReadTokens,
+			CacheWriteTokens: c.TotalUsage.CacheWriteTokens},
 		TotalCost:       c.TotalCost,
 		ThinkingEnabled: c.ThinkingEnabled,
 		ThinkingBudget:  c.ThinkingBudget,
@@ -334,7 +346,7 @@ func EncodeA3S(c Conversation) ([]byte, error) {
 	for _, r := range c.CostRecords {
 		f.CostRecords = append(f.CostRecords, a3sCostRecord{Model: r.Model, Provider: r.Provider,
 			PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, TotalTokens: r.TotalTokens,
-			CostUSD: r.CostUSD, Timestamp: r.Timestamp.UTC().Format(time.RFC3339Nano), SessionID: optString(r.SessionID)})
+			CostUSD: r.CostUSD, Timestamp: a3sTime(r.Timestamp), SessionID: optString(r.SessionID)})
 	}
 	if c.LLMConfig != nil {
 		f.LLMConfig = &a3sLLMConfig{Provider: c.LLMConfig.Provider, Model: c.LLMConfig.Model, BaseURL: optString(c.LLMConfig.BaseURL)}
@@ -351,6 +363,22 @@ func EncodeA3S(c Conversation) ([]byte, error) {
 	f.Tasks = tb
 	f.ParentID = optString(c.ParentID)
 	return json.MarshalIndent(f, "", "  ")
+}
+
+// a3sTime formats t as the a3s runtime (chrono) does: RFC 3339 in UTC with
+// "Z", fractional seconds only when there are some, in groups of three.
+func a3sTime(t time.Time) string {
+	t = t.UTC()
+	switch ns := t.Nanosecond(); {
+	case ns == 0:
+		return t.Format("2006-01-02T15:04:05Z")
+	case ns%1_000_000 == 0:
+		return t.Format("2006-01-02T15:04:05.000Z")
+	case ns%1_000 == 0:
+		return t.Format("2006-01-02T15:04:05.000000Z")
+	default:
+		return t.Format("2006-01-02T15:04:05.000000000Z")
+	}
 }
 
 // a3sVariant spells a lower-case name as the a3s enum variant ("in_progress"
