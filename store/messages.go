@@ -239,58 +239,192 @@ func (c ContentBlock) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// UnmarshalJSON reads a tagged JSON object. Known keys must have the right
-// JSON type; unknown keys go to Extra.
+// UnmarshalJSON reads a tagged JSON object. Known keys (matched exactly)
+// must have the right JSON type; unknown keys go to Extra.
 func (c *ContentBlock) UnmarshalJSON(data []byte) error {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
+	if !json.Valid(data) {
+		return errors.New("content block is not valid JSON")
+	}
+	p := scanner{b: bytes.Clone(data)}
+	p.ws()
+	b, err := p.block()
+	if err != nil {
 		return err
 	}
-	if m == nil {
-		return errors.New("content block is null")
+	if p.ws(); p.i != len(p.b) {
+		return errors.New("content block has trailing data")
 	}
-	var out ContentBlock
-	str := func(key string, dst *string) error {
-		v, ok := m[key]
-		if !ok || string(v) == "null" {
-			return nil
+	*c = b
+	return nil
+}
+
+// setMember stores one member of a block. raw is the member's JSON value.
+func (c *ContentBlock) setMember(key string, raw []byte) error {
+	var err error
+	switch key {
+	case "type":
+		c.Type, err = rawString(raw)
+	case "text":
+		c.Text, err = rawString(raw)
+	case "id":
+		c.ID, err = rawString(raw)
+	case "name":
+		c.Name, err = rawString(raw)
+	case "tool_use_id":
+		c.ToolUseID, err = rawString(raw)
+	case "input":
+		c.Input = raw
+	case "content":
+		c.Content = raw
+	case "is_error":
+		switch string(raw) {
+		case "true":
+			c.IsError = new(bool)
+			*c.IsError = true
+		case "false":
+			c.IsError = new(bool)
+		case "null":
+			c.IsError = nil
+		default:
+			err = errors.New("not a boolean")
 		}
-		if err := json.Unmarshal(v, dst); err != nil {
-			return fmt.Errorf("content block field %q: %w", key, err)
+	default:
+		if c.Extra == nil {
+			c.Extra = make(map[string]json.RawMessage)
 		}
-		return nil
+		c.Extra[key] = raw
 	}
-	for key, dst := range map[string]*string{
-		"type": &out.Type, "text": &out.Text, "id": &out.ID, "name": &out.Name, "tool_use_id": &out.ToolUseID,
-	} {
-		if err := str(key, dst); err != nil {
-			return err
+	if err != nil {
+		return fmt.Errorf("content block field %q: %w", key, err)
+	}
+	return nil
+}
+
+// scanner walks JSON that json.Valid has accepted: it only has to find
+// where values start and end. Values it returns alias its buffer.
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (p *scanner) ws() {
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
 		}
 	}
-	if v, ok := m["input"]; ok {
-		out.Input = v
+}
+
+func (p *scanner) eat(c byte) bool {
+	if p.i < len(p.b) && p.b[p.i] == c {
+		p.i++
+		return true
 	}
-	if v, ok := m["content"]; ok {
-		out.Content = v
-	}
-	if v, ok := m["is_error"]; ok && string(v) != "null" {
-		var b bool
-		if err := json.Unmarshal(v, &b); err != nil {
-			return fmt.Errorf("content block field %q: %w", "is_error", err)
+	return false
+}
+
+// value skips the value at the current position and returns its bytes.
+func (p *scanner) value() []byte {
+	start, depth := p.i, 0
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case '"':
+			p.i++
+			for p.i < len(p.b) && p.b[p.i] != '"' {
+				if p.b[p.i] == '\\' {
+					p.i++
+				}
+				p.i++
+			}
+			p.i++
+			if depth == 0 {
+				return p.b[start:p.i]
+			}
+		case '{', '[':
+			depth++
+			p.i++
+		case '}', ']':
+			if depth == 0 {
+				return p.b[start:p.i]
+			}
+			depth--
+			p.i++
+			if depth == 0 {
+				return p.b[start:p.i]
+			}
+		case ',', ' ', '\t', '\n', '\r', ':':
+			if depth == 0 {
+				return p.b[start:p.i]
+			}
+			p.i++
+		default:
+			p.i++
 		}
-		out.IsError = &b
 	}
-	for k, v := range m {
-		if slices.Contains(blockKeys, k) {
+	return p.b[start:p.i]
+}
+
+// block reads one object into a content block.
+func (p *scanner) block() (ContentBlock, error) {
+	var b ContentBlock
+	if !p.eat('{') {
+		return b, errors.New("content block is not an object")
+	}
+	if p.ws(); p.eat('}') {
+		return b, nil
+	}
+	for {
+		p.ws()
+		key, err := rawString(p.value())
+		if err != nil {
+			return b, err
+		}
+		p.ws()
+		if !p.eat(':') {
+			return b, errors.New("malformed content block")
+		}
+		p.ws()
+		if err := b.setMember(key, p.value()); err != nil {
+			return b, err
+		}
+		p.ws()
+		if p.eat(',') {
 			continue
 		}
-		if out.Extra == nil {
-			out.Extra = make(map[string]json.RawMessage)
+		if p.eat('}') {
+			return b, nil
 		}
-		out.Extra[k] = v
+		return b, errors.New("malformed content block")
 	}
-	*c = out
-	return nil
+}
+
+// rawString decodes a JSON string member (null decodes as ""). Plain
+// strings, the common case, are copied without a second JSON pass.
+func rawString(raw json.RawMessage) (string, error) {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		inner := raw[1 : n-1]
+		if bytes.IndexByte(inner, '\\') < 0 && bytes.IndexByte(inner, '"') < 0 && utf8.Valid(inner) && !hasControl(inner) {
+			return string(inner), nil
+		}
+	}
+	if string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err
+}
+
+func hasControl(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 {
+			return true
+		}
+	}
+	return false
 }
 
 // marshalString encodes s as a JSON string, refusing invalid UTF-8 (which
@@ -346,19 +480,39 @@ func EncodeContent(field string, blocks []ContentBlock) ([]byte, error) {
 
 // DecodeContent parses the stored form of a message's content blocks.
 func DecodeContent(data []byte) ([]ContentBlock, error) {
-	var blocks []ContentBlock
-	if err := json.Unmarshal(data, &blocks); err != nil {
-		return nil, err
+	// One validating pass over the whole array, then a scan that only
+	// finds where members start and end.
+	if !json.Valid(data) {
+		return nil, errors.New("content is not valid JSON")
 	}
-	if blocks == nil {
+	p := scanner{b: bytes.Clone(data)}
+	p.ws()
+	if !p.eat('[') {
 		return nil, errors.New("content is not an array")
 	}
-	for i := range blocks {
-		if blocks[i].Type == "" {
-			return nil, fmt.Errorf("content block %d has no type", i)
-		}
+	blocks := make([]ContentBlock, 0, 2)
+	if p.ws(); p.eat(']') {
+		return blocks, nil
 	}
-	return blocks, nil
+	for {
+		p.ws()
+		b, err := p.block()
+		if err != nil {
+			return nil, fmt.Errorf("content block %d: %w", len(blocks), err)
+		}
+		if b.Type == "" {
+			return nil, fmt.Errorf("content block %d has no type", len(blocks))
+		}
+		blocks = append(blocks, b)
+		p.ws()
+		if p.eat(',') {
+			continue
+		}
+		if p.eat(']') {
+			return blocks, nil
+		}
+		return nil, errors.New("malformed content array")
+	}
 }
 
 func (c *ContentBlock) validate() error {
