@@ -18,9 +18,9 @@ import (
 // The append benchmarks report ns/op at three history lengths; the cost must
 // not grow with the history (compare history=10 with history=10000).
 
-// benchMessages returns n realistic messages: alternating user text,
+// convBenchMessages returns n realistic messages: alternating user text,
 // assistant tool calls and tool results of a few hundred bytes.
-func benchMessages(n int) []store.Message {
+func convBenchMessages(n int) []store.Message {
 	msgs := make([]store.Message, n)
 	body := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 5)
 	for i := range msgs {
@@ -41,7 +41,7 @@ func benchMessages(n int) []store.Message {
 	return msgs
 }
 
-func benchStore(b *testing.B, opts ...Option) *Store {
+func convBenchStore(b *testing.B, opts ...Option) *Store {
 	b.Helper()
 	st, err := Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), opts...)
 	if err != nil {
@@ -51,11 +51,11 @@ func benchStore(b *testing.B, opts ...Option) *Store {
 	return st
 }
 
-// seedHistory stores a conversation with n messages.
-func seedHistory(b *testing.B, st *Store, id string, n int) {
+// convSeedHistory stores a conversation with n messages.
+func convSeedHistory(b *testing.B, st *Store, id string, n int) {
 	b.Helper()
 	c := store.NewConversation(id)
-	c.Messages = benchMessages(n)
+	c.Messages = convBenchMessages(n)
 	if _, err := st.Conversations().Save(context.Background(), c); err != nil {
 		b.Fatal(err)
 	}
@@ -69,11 +69,11 @@ func BenchmarkConversationAppend(b *testing.B) {
 	for _, sync := range []Synchronous{SyncFull, SyncOff} {
 		for _, n := range []int{10, 1_000, 10_000} {
 			b.Run(fmt.Sprintf("sync=%s/history=%d", strings.ToLower(string(sync)), n), func(b *testing.B) {
-				st := benchStore(b, WithSynchronous(sync))
-				seedHistory(b, st, "bench", n)
+				st := convBenchStore(b, WithSynchronous(sync))
+				convSeedHistory(b, st, "bench", n)
 				c := st.Conversations()
 				ctx := context.Background()
-				msg := benchMessages(2)[1]
+				msg := convBenchMessages(2)[1]
 				b.ReportAllocs()
 				b.ResetTimer()
 				for range b.N {
@@ -94,8 +94,8 @@ func BenchmarkConversationAppend(b *testing.B) {
 // BenchmarkConversationLoad loads a whole 1,000-message conversation
 // (row, messages and cost records in one read transaction).
 func BenchmarkConversationLoad(b *testing.B) {
-	st := benchStore(b)
-	seedHistory(b, st, "bench", 1_000)
+	st := convBenchStore(b)
+	convSeedHistory(b, st, "bench", 1_000)
 	c := st.Conversations()
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -114,8 +114,8 @@ func BenchmarkConversationLoad(b *testing.B) {
 // BenchmarkConversationMessagesPage reads the last page of 100 messages of
 // a 10,000-message history, by position and by backward cursor.
 func BenchmarkConversationMessagesPage(b *testing.B) {
-	st := benchStore(b)
-	seedHistory(b, st, "bench", 10_000)
+	st := convBenchStore(b)
+	convSeedHistory(b, st, "bench", 10_000)
 	c := st.Conversations()
 	ctx := context.Background()
 	b.Run("from=9900", func(b *testing.B) {
@@ -143,9 +143,9 @@ func BenchmarkConversationMessagesPage(b *testing.B) {
 func BenchmarkConversationSaveWhole(b *testing.B) {
 	for _, n := range []int{10, 1_000} {
 		b.Run(fmt.Sprintf("history=%d", n), func(b *testing.B) {
-			st := benchStore(b)
+			st := convBenchStore(b)
 			c := store.NewConversation("bench")
-			c.Messages = benchMessages(n)
+			c.Messages = convBenchMessages(n)
 			ctx := context.Background()
 			b.ReportAllocs()
 			for range b.N {

@@ -15,8 +15,8 @@ import (
 	"github.com/agentstore/sessionstore/store"
 )
 
-// openTest opens a store on a fresh file and closes it at test end.
-func openTest(t *testing.T) (*Store, string) {
+// openConvTest opens a store on a fresh file and closes it at test end.
+func openConvTest(t *testing.T) (*Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "sessions.db")
 	st, err := Open(context.Background(), path)
@@ -27,9 +27,9 @@ func openTest(t *testing.T) (*Store, string) {
 	return st, path
 }
 
-// rawDB opens a second, independent connection pool on the file, for
+// convRawDB opens a second, independent connection pool on the file, for
 // inspecting and damaging it behind the store's back.
-func rawDB(t *testing.T, path string) *sql.DB {
+func convRawDB(t *testing.T, path string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open(driverName, "file:"+escapePath(path)+"?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)")
 	if err != nil {
@@ -39,7 +39,7 @@ func rawDB(t *testing.T, path string) *sql.DB {
 	return db
 }
 
-func queryPlan(t *testing.T, db *sql.DB, query string, args ...any) string {
+func convQueryPlan(t *testing.T, db *sql.DB, query string, args ...any) string {
 	t.Helper()
 	rows, err := db.Query("EXPLAIN QUERY PLAN "+query, args...)
 	if err != nil {
@@ -84,19 +84,19 @@ func conversationTables(t *testing.T, db *sql.DB) []string {
 	return names
 }
 
-// planQuery is a query whose plan must search index (a name or part of
+// convPlanQuery is a query whose plan must search index (a name or part of
 // one) and never scan a table.
-type planQuery struct {
+type convPlanQuery struct {
 	sql   string
 	args  []any
 	index string
 	sort  bool // may sort its (already filtered) result
 }
 
-func checkPlans(t *testing.T, db *sql.DB, queries map[string]planQuery) {
+func convCheckPlans(t *testing.T, db *sql.DB, queries map[string]convPlanQuery) {
 	t.Helper()
 	for name, q := range queries {
-		plan := queryPlan(t, db, q.sql, q.args...)
+		plan := convQueryPlan(t, db, q.sql, q.args...)
 		if strings.Contains(plan, "SCAN ") {
 			t.Errorf("%s scans a table:\n%s", name, plan)
 		}
@@ -113,7 +113,7 @@ func checkPlans(t *testing.T, db *sql.DB, queries map[string]planQuery) {
 // message reads, appends, listing and the lookups behind cascading deletes
 // search an index instead of scanning a table.
 func TestConversationQueriesUseIndexes(t *testing.T) {
-	st, path := openTest(t)
+	st, path := openConvTest(t)
 	ctx := context.Background()
 	// Some data, so that ANALYZE below has something to measure.
 	c := st.Conversations()
@@ -130,8 +130,8 @@ func TestConversationQueriesUseIndexes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	db := rawDB(t, path)
-	queries := map[string]planQuery{
+	db := convRawDB(t, path)
+	queries := map[string]convPlanQuery{
 		"messages from":      {msgRangeSQL, []any{"x", 0, 100}, "conversation_messages", false},
 		"messages before":    {msgBeforeSQL, []any{"x", 100, 100}, "conversation_messages", false},
 		"last message":       {msgLastSQL, []any{"x"}, "conversation_messages", false},
@@ -160,7 +160,7 @@ func TestConversationQueriesUseIndexes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		checkPlans(t, db, queries)
+		convCheckPlans(t, db, queries)
 	}
 
 	// A cascading delete runs "DELETE FROM child WHERE <fk columns> = ?"
@@ -176,7 +176,7 @@ func TestConversationQueriesUseIndexes(t *testing.T) {
 			q += " AND run_id = ?"
 			args = append(args, "r")
 		}
-		plan := queryPlan(t, db, q, args...)
+		plan := convQueryPlan(t, db, q, args...)
 		if strings.Contains(plan, "SCAN ") || !strings.Contains(plan, "USING") {
 			t.Errorf("cascade into %s scans:\n%s", table, plan)
 		}
@@ -193,7 +193,7 @@ func TestConversationQueriesUseIndexes(t *testing.T) {
 // the conversation schema: deleting one conversation removes all of its
 // rows and none of another's.
 func TestConversationDeleteCascadesEveryTable(t *testing.T) {
-	st, path := openTest(t)
+	st, path := openConvTest(t)
 	ctx := context.Background()
 	c := st.Conversations()
 	for _, id := range []string{"victim", "bystander"} {
@@ -219,7 +219,7 @@ func TestConversationDeleteCascadesEveryTable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	db := rawDB(t, path)
+	db := convRawDB(t, path)
 	tables := conversationTables(t, db)
 	count := func(table, id string) int {
 		col := "session_id"
@@ -256,9 +256,9 @@ func TestConversationDeleteCascadesEveryTable(t *testing.T) {
 	}
 }
 
-// scanFiles reports which of the database's files (main, -wal, -shm)
+// convScanFiles reports which of the database's files (main, -wal, -shm)
 // contain needle.
-func scanFiles(t *testing.T, path string, needle []byte) []string {
+func convScanFiles(t *testing.T, path string, needle []byte) []string {
 	t.Helper()
 	var hits []string
 	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
@@ -280,7 +280,7 @@ func scanFiles(t *testing.T, path string, needle []byte) []string {
 // and its WAL after saving, appending and importing conversations whose LLM
 // configuration carries an API key.
 func TestConversationAPIKeyNeverWritten(t *testing.T) {
-	st, path := openTest(t)
+	st, path := openConvTest(t)
 	ctx := context.Background()
 	c := st.Conversations()
 	const key = "sk-ant-api03-NEVER-ON-DISK-7f3a9c"
@@ -307,10 +307,10 @@ func TestConversationAPIKeyNeverWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	// While the store is open the data sits in the WAL.
-	if hits := scanFiles(t, path, []byte(control)); len(hits) == 0 {
+	if hits := convScanFiles(t, path, []byte(control)); len(hits) == 0 {
 		t.Fatal("the scan does not see stored data: the test would prove nothing")
 	}
-	if hits := scanFiles(t, path, []byte(key)); len(hits) > 0 {
+	if hits := convScanFiles(t, path, []byte(key)); len(hits) > 0 {
 		t.Fatalf("API key found in %v", hits)
 	}
 	for _, id := range []string{"keyed", "imported"} {
@@ -326,10 +326,10 @@ func TestConversationAPIKeyNeverWritten(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if hits := scanFiles(t, path, []byte(control)); len(hits) == 0 {
+	if hits := convScanFiles(t, path, []byte(control)); len(hits) == 0 {
 		t.Fatal("the scan does not see stored data after close")
 	}
-	if hits := scanFiles(t, path, []byte(key)); len(hits) > 0 {
+	if hits := convScanFiles(t, path, []byte(key)); len(hits) > 0 {
 		t.Fatalf("API key found in %v after close", hits)
 	}
 }
@@ -339,10 +339,10 @@ func TestConversationAPIKeyNeverWritten(t *testing.T) {
 // files): reads return ErrCorrupt naming the conversation, never panic, and
 // other conversations are unaffected.
 func TestConversationDamagedRows(t *testing.T) {
-	st, path := openTest(t)
+	st, path := openConvTest(t)
 	ctx := context.Background()
 	c := st.Conversations()
-	db := rawDB(t, path)
+	db := convRawDB(t, path)
 	damage := []struct {
 		name   string
 		sql    string
@@ -494,7 +494,7 @@ func TestConversationA3SFixtures(t *testing.T) {
 	if len(files) < 3 {
 		t.Fatalf("fixtures: %v", files)
 	}
-	st, path := openTest(t)
+	st, path := openConvTest(t)
 	ctx := context.Background()
 	c := st.Conversations()
 	var keys []string
@@ -548,7 +548,7 @@ func TestConversationA3SFixtures(t *testing.T) {
 		t.Fatal("no fixture carries an API key: the scan below would prove nothing")
 	}
 	for _, k := range keys {
-		if hits := scanFiles(t, path, []byte(k)); len(hits) > 0 {
+		if hits := convScanFiles(t, path, []byte(k)); len(hits) > 0 {
 			t.Fatalf("API key of a fixture found in %v", hits)
 		}
 	}
