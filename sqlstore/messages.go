@@ -10,9 +10,6 @@ import (
 	"github.com/agentstore/sessionstore/store"
 )
 
-// MaxMessagePage bounds the messages one ranged read returns.
-const MaxMessagePage = 10_000
-
 const (
 	// convAppendGetSQL reads what an append updates, by primary key.
 	convAppendGetSQL = `SELECT version, message_count, prompt_tokens, completion_tokens, total_tokens,
@@ -155,7 +152,7 @@ func nextSeq(tx *wtx, query, id string, args ...any) (int64, error) {
 }
 
 // pageLimit validates a ranged read's limit: 0 means the default page,
-// larger values are capped at MaxMessagePage.
+// larger values are capped at store.MaxMessagePage.
 func pageLimit(limit int) (int, error) {
 	if limit < 0 {
 		return 0, store.Invalid("limit", "must not be negative")
@@ -163,7 +160,7 @@ func pageLimit(limit int) (int, error) {
 	if limit == 0 {
 		return store.DefaultPageSize, nil
 	}
-	return min(limit, MaxMessagePage), nil
+	return min(limit, store.MaxMessagePage), nil
 }
 
 // Messages returns up to limit messages from position from on (see

@@ -394,7 +394,8 @@ type Conversations interface {
 	AppendMessages(ctx context.Context, id string, msgs ...Message) (AppendResult, error)
 	// Append appends messages, usage and cost records in one transaction.
 	Append(ctx context.Context, req AppendRequest) (AppendResult, error)
-	// Messages returns up to limit messages with Seq >= from, oldest first.
+	// Messages returns up to limit messages with Seq >= from, oldest first
+	// (limit 0 means DefaultPageSize; at most MaxMessagePage).
 	Messages(ctx context.Context, id string, from int64, limit int) ([]Message, error)
 	// MessagesBefore returns the last limit messages with Seq < before,
 	// oldest first: the cursor for paging backwards (pass the Seq of the

@@ -39,6 +39,9 @@ const (
 	MaxAppendMessages = 10_000
 	// MaxSaveMessages bounds the messages of one Save.
 	MaxSaveMessages = 1_000_000
+	// MaxMessagePage bounds the messages one ranged read returns; a larger
+	// limit is capped. A limit of 0 means DefaultPageSize.
+	MaxMessagePage = 10_000
 )
 
 // Message is one entry of a conversation's history: a role and its content
