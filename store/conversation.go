@@ -410,7 +410,8 @@ type Conversations interface {
 	PopMessage(ctx context.Context, id string) (Message, error)
 	// TrimMessages keeps only the last keepLast messages of the
 	// conversation and returns how many it removed. Positions of the kept
-	// messages do not change. It does not change UpdatedAt.
+	// messages do not change (with keepLast 0 the history is emptied and
+	// numbering starts again at 0). It does not change UpdatedAt.
 	TrimMessages(ctx context.Context, id string, keepLast int) (removed int64, err error)
 	// TrimAllMessages applies TrimMessages to every conversation with more
 	// than keepLast messages, one conversation per transaction.
