@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentstore/sessionstore/sqlstore"
+	"github.com/agentstore/sessionstore/store"
 )
 
 // spec describes a command for its --help text.
@@ -213,15 +214,14 @@ func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 }
 
-// jsonTimeLayout is the time format of JSON output: UTC, milliseconds.
-const jsonTimeLayout = "2006-01-02T15:04:05.000Z"
-
-// jsonTime formats t for JSON output ("" for the zero time).
+// jsonTime formats t for JSON output ("" for the zero time): RFC 3339 in
+// UTC with as many fraction digits as needed, the encoding of time.Time
+// values in the store's own types.
 func jsonTime(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return t.UTC().Format(jsonTimeLayout)
+	return t.UTC().Format(time.RFC3339Nano)
 }
 
 // tableTime formats t for tables: UTC, seconds.
@@ -294,4 +294,13 @@ func fileSize(path string) int64 {
 		return 0
 	}
 	return fi.Size()
+}
+
+// withID names the session in a not-found error ("session x: session not
+// found"); other errors pass unchanged.
+func withID(id string, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("session %s: %w", id, err)
+	}
+	return err
 }

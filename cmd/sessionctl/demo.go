@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,8 +17,9 @@ var demoSpec = spec{
 	name: "demo",
 	about: `Shows what the store does, on the database of --db (default ./sessions.db):
 creates a governed session with a budget of 3 calls and spends it (an
-unauthorized tool and the call past the budget are refused), then prints
-what was stored durably. The file is created when it does not exist; an
+unauthorized tool and the call past the budget are refused), then records
+the same session's conversation (messages with a tool call, usage and
+cost), and prints what was stored durably. The file is created when it does not exist; an
 existing database is kept and the demo adds its own sessions to it, unless
 --fresh removes it first. Inspect the result with "sessionctl list" and
 "sessionctl show ID".`,
@@ -62,6 +64,9 @@ func runDemo(ctx context.Context, g *globals, args []string) int {
 	if err != nil {
 		return g.fail(sp.name, err)
 	}
+	if err := demoConversation(ctx, out, st, id); err != nil {
+		return g.fail(sp.name, err)
+	}
 	fmt.Fprintf(out, "\nnext: sessionctl --db %s show %s\n", g.db, id)
 	return exitOK
 }
@@ -99,4 +104,54 @@ func demoGovernance(ctx context.Context, out io.Writer, st *sqlstore.Store) (str
 	}
 	fmt.Fprintf(out, "  stored durably: %d of %d calls made, status %s\n", final.CallsMade, final.CallBudget, final.Status)
 	return sess.ID, nil
+}
+
+// demoConversation records the conversation of session id: messages with
+// a tool call and its result, usage and cost, appended in one transaction.
+func demoConversation(ctx context.Context, out io.Writer, st *sqlstore.Store, id string) error {
+	conv := st.Conversations()
+	c := store.NewConversation(id)
+	c.Config.Name = "summarize the repository"
+	c.Config.Workspace = "/srv/demo-workspace"
+	c.ModelName = "demo-model"
+	c.ToolNames = []string{"read_file", "list_dir"}
+	if _, err := conv.Save(ctx, c); err != nil {
+		return fmt.Errorf("save conversation: %w", err)
+	}
+	cost := 0.0042
+	res, err := conv.Append(ctx, store.AppendRequest{
+		ID: id,
+		Messages: []store.Message{
+			store.UserMessage("Summarize this repository in one sentence."),
+			{Role: store.RoleAssistant, Content: []store.ContentBlock{
+				store.TextBlock("Let me look at the files."),
+				store.ToolUseBlock("call-1", "list_dir", json.RawMessage(`{"path":"."}`)),
+			}},
+			{Role: store.RoleUser, Content: []store.ContentBlock{
+				store.ToolResultBlock("call-1", "README.md go.mod sqlstore/ store/", false),
+			}},
+			store.AssistantMessage("A durable session store for agent runtimes on embedded SQLite."),
+		},
+		Usage:       &store.TokenUsage{PromptTokens: 1200, CompletionTokens: 85, TotalTokens: 1285},
+		Cost:        cost,
+		CostRecords: []store.CostRecord{{Model: "demo-model", Provider: "demo", PromptTokens: 1200, CompletionTokens: 85, TotalTokens: 1285, CostUSD: &cost}},
+	})
+	if err != nil {
+		return fmt.Errorf("append messages: %w", err)
+	}
+	fmt.Fprintf(out, "\nconversation %s\n  appended %d messages in one transaction (positions %d to %d)\n",
+		id, res.MessageCount, res.FirstSeq, res.MessageCount-1)
+	last, err := conv.LastMessages(ctx, id, 2)
+	if err != nil {
+		return fmt.Errorf("read messages: %w", err)
+	}
+	for _, m := range last {
+		fmt.Fprintf(out, "  #%d %-9s %s\n", m.Seq, m.Role, clip(messageText(m), 70))
+	}
+	info, err := conv.Info(ctx, id)
+	if err != nil {
+		return fmt.Errorf("conversation info: %w", err)
+	}
+	fmt.Fprintf(out, "  stored durably: %d messages, %d tokens, %s\n", info.MessageCount, info.TotalUsage.TotalTokens, usd(info.TotalCost))
+	return nil
 }

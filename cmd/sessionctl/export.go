@@ -22,16 +22,20 @@ type exportDoc struct {
 	Format     string    `json:"format"`
 	Version    int       `json:"version"`
 	ExportedAt string    `json:"exported_at"`
-	Governed   []govView `json:"governed_sessions"`
+	Governed      []govView    `json:"governed_sessions"`
+	Conversations []convExport `json:"conversations"`
 }
 
 var exportSpec = spec{
 	name: "export",
 	args: "[ID...]",
 	about: `Exports sessions as one JSON document (format "sessionctl-export", version 1):
-the given ids, or every session. Governed sessions keep their counters,
-rate window, status and times, so that "sessionctl import" puts them back
-exactly. Writes to stdout unless --output is given.`,
+every facet of the given ids, or every session. Governed sessions keep their
+counters, rate window, status and times; conversations come with their
+messages, cost records, artifacts, trace events, run records and
+verification reports (never an LLM API key: the store does not keep one).
+"sessionctl import" reads the file back. Writes to stdout unless --output
+is given.`,
 	examples: []string{
 		"sessionctl export > all.json",
 		"sessionctl export task-7 task-8 --output two.json",
@@ -57,8 +61,9 @@ func runExport(ctx context.Context, g *globals, args []string) int {
 	}
 	defer st.Close()
 
-	doc := exportDoc{Format: exportFormat, Version: exportVersion, ExportedAt: jsonTime(g.clock()), Governed: []govView{}}
-	gov := st.Governance()
+	doc := exportDoc{Format: exportFormat, Version: exportVersion, ExportedAt: jsonTime(g.clock()),
+		Governed: []govView{}, Conversations: []convExport{}}
+	gov, conv := st.Governance(), st.Conversations()
 	if len(pos) == 0 {
 		f := store.ListFilter{Limit: store.MaxPageSize}
 		for {
@@ -74,16 +79,47 @@ func runExport(ctx context.Context, g *globals, args []string) int {
 			}
 			f.After = page.Next
 		}
-	} else {
-		for _, id := range pos {
-			s, err := gov.Get(ctx, id)
-			if errors.Is(err, store.ErrNotFound) {
-				return g.fail(sp.name, fmt.Errorf("%s: %w", id, err))
-			}
+		cf := store.ConversationFilter{Limit: store.MaxPageSize}
+		for {
+			page, err := conv.List(ctx, cf)
 			if err != nil {
 				return g.fail(sp.name, err)
 			}
-			doc.Governed = append(doc.Governed, newGovView(s))
+			for _, c := range page.Items {
+				x, err := exportConversation(ctx, conv, c.ID)
+				if errors.Is(err, store.ErrNotFound) {
+					continue // deleted since it was listed
+				}
+				if err != nil {
+					return g.fail(sp.name, err)
+				}
+				doc.Conversations = append(doc.Conversations, x)
+			}
+			if page.Next == "" {
+				break
+			}
+			cf.After = page.Next
+		}
+	} else {
+		for _, id := range pos {
+			found := false
+			s, err := gov.Get(ctx, id)
+			if err == nil {
+				found = true
+				doc.Governed = append(doc.Governed, newGovView(s))
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return g.fail(sp.name, err)
+			}
+			x, err := exportConversation(ctx, conv, id)
+			if err == nil {
+				found = true
+				doc.Conversations = append(doc.Conversations, x)
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return g.fail(sp.name, err)
+			}
+			if !found {
+				return g.fail(sp.name, fmt.Errorf("session %s: %w", id, store.ErrNotFound))
+			}
 		}
 	}
 
@@ -103,7 +139,9 @@ func runExport(ctx context.Context, g *globals, args []string) int {
 		if err := f.Sync(); err != nil {
 			return g.fail(sp.name, err)
 		}
-		fmt.Fprintf(g.stderr, "exported %d governed %s to %s\n", len(doc.Governed), plural(len(doc.Governed), "session", "sessions"), *output)
+		fmt.Fprintf(g.stderr, "exported %d governed %s and %d %s to %s\n",
+			len(doc.Governed), plural(len(doc.Governed), "session", "sessions"),
+			len(doc.Conversations), plural(len(doc.Conversations), "conversation", "conversations"), *output)
 	}
 	return exitOK
 }

@@ -19,30 +19,42 @@ const maxImportBytes = 512 << 20
 var importSpec = spec{
 	name: "import",
 	args: "FILE...",
-	about: `Imports sessions from files written by "sessionctl export" ("-" reads stdin).
-Each file's governed sessions are restored in one transaction, exactly as
-exported. Files are imported in order; the first bad file stops the import
-(the files before it stay imported) — use --dry-run to check every file
-first. An id that already exists fails its file unless --skip-existing.
-Creates the database file when it does not exist. When stderr is a
-terminal and there are several files, a progress line is shown.`,
+	about: `Imports sessions from files ("-" reads stdin) of two formats, told apart by
+their content:
+
+  - "sessionctl export" files: governed sessions are restored in one
+    transaction exactly as exported (counters, rate window, status, times);
+    conversations come back with their messages, cost records, artifacts,
+    trace events, run records and reports (message positions renumbered
+    from 0, trace events and reports stamped with the import time);
+  - a3s session files (the JSON the a3s-code file store writes per
+    session), as conversations; an "api_key" in them is never stored.
+
+A file is checked completely before anything of it is written. Files are
+imported in order; the first bad file stops the import (the files before it
+stay imported) — use --dry-run to check every file first. An id that
+already exists fails its file unless --skip-existing. Creates the database
+file when it does not exist. When stderr is a terminal and there are
+several files, a progress line is shown.`,
 	examples: []string{
 		"sessionctl import all.json",
-		"sessionctl --db restored.db import --skip-existing exports/*.json",
+		"sessionctl --db restored.db import --skip-existing ~/.a3s/sessions/*.json",
 	},
 }
 
 // importJSON is the JSON document of import.
 type importJSON struct {
-	Files    int   `json:"files"`
-	Governed int64 `json:"governed_sessions"`
-	Skipped  int64 `json:"skipped"`
-	DryRun   bool  `json:"dry_run"`
+	Files         int   `json:"files"`
+	Governed      int64 `json:"governed_sessions"`
+	Conversations int64 `json:"conversations"`
+	Skipped       int64 `json:"skipped"`
+	DryRun        bool  `json:"dry_run"`
 }
 
-// importFile is one parsed input file.
+// importFile is one parsed and validated input file.
 type importFile struct {
-	governed []store.Session
+	governed      []store.Session
+	conversations []convExport
 }
 
 func runImport(ctx context.Context, g *globals, args []string) int {
@@ -71,19 +83,14 @@ func runImport(ctx context.Context, g *globals, args []string) int {
 	for i, name := range pos {
 		progress.show(i, name)
 		f, err := readImportFile(g, name)
-		if err == nil && !*dryRun {
-			var n int64
-			n, err = st.Governance().(*sqlstore.Governance).Restore(ctx, store.RestoreRequest{Sessions: f.governed, SkipExisting: *skip})
-			doc.Governed += n
-			doc.Skipped += int64(len(f.governed)) - n
-		} else if err == nil {
+		if err == nil && *dryRun {
 			doc.Governed += int64(len(f.governed))
+			doc.Conversations += int64(len(f.conversations))
+		} else if err == nil {
+			err = importOne(ctx, st, f, *skip, &doc)
 		}
 		if err != nil {
 			progress.done()
-			if errors.Is(err, store.ErrConflict) {
-				err = fmt.Errorf("%w: a session id in the file exists (use --skip-existing)", err)
-			}
 			if doc.Files > 0 {
 				err = fmt.Errorf("%w (the %d %s before it %s imported)", err, doc.Files, plural(doc.Files, "file", "files"), plural(doc.Files, "was", "were"))
 			}
@@ -102,7 +109,10 @@ func runImport(ctx context.Context, g *globals, args []string) int {
 	if *dryRun {
 		verb = "checked (dry run, nothing written)"
 	}
-	fmt.Fprintf(g.stdout, "%s %d governed %s from %d %s", verb, doc.Governed, plural(int(doc.Governed), "session", "sessions"), doc.Files, plural(doc.Files, "file", "files"))
+	fmt.Fprintf(g.stdout, "%s %d governed %s and %d %s from %d %s", verb,
+		doc.Governed, plural(int(doc.Governed), "session", "sessions"),
+		doc.Conversations, plural(int(doc.Conversations), "conversation", "conversations"),
+		doc.Files, plural(doc.Files, "file", "files"))
 	if doc.Skipped > 0 {
 		fmt.Fprintf(g.stdout, ", %d existing skipped", doc.Skipped)
 	}
@@ -137,10 +147,61 @@ func readImportFile(g *globals, name string) (importFile, error) {
 	if err := json.Unmarshal(data, &head); err != nil {
 		return importFile{}, store.Invalid("file", "not a JSON object: "+jsonErr(err))
 	}
-	if head.Format != exportFormat {
-		return importFile{}, store.Invalid("format", fmt.Sprintf("not a %s file", exportFormat))
+	switch head.Format {
+	case exportFormat:
+		return parseExport(data, head.Version)
+	case "":
+		c, err := store.DecodeA3S(bytes.NewReader(data))
+		if err != nil {
+			return importFile{}, fmt.Errorf("neither a %s file nor an a3s session file: %w", exportFormat, asInvalid(err))
+		}
+		x := convExport{Conversation: c}
+		if err := x.validate("a3s"); err != nil {
+			return importFile{}, err
+		}
+		return importFile{conversations: []convExport{x}}, nil
 	}
-	return parseExport(data, head.Version)
+	return importFile{}, store.Invalid("format", fmt.Sprintf("unknown format %q (this binary reads %s and a3s session files)", head.Format, exportFormat))
+}
+
+// importOne writes one validated file: it checks first that no
+// conversation id exists (or drops those with skip), then restores the
+// governed sessions in one transaction, then saves the conversations.
+func importOne(ctx context.Context, st *sqlstore.Store, f importFile, skip bool, doc *importJSON) error {
+	conv := st.Conversations()
+	var convs []convExport
+	for _, x := range f.conversations {
+		exists, err := conv.Exists(ctx, x.Conversation.ID)
+		if err != nil {
+			return err
+		}
+		if exists && !skip {
+			return fmt.Errorf("%w: conversation %s exists (use --skip-existing)", store.ErrConflict, x.Conversation.ID)
+		}
+		if exists {
+			doc.Skipped++
+			continue
+		}
+		convs = append(convs, x)
+	}
+	if len(f.governed) > 0 {
+		n, err := st.Governance().(*sqlstore.Governance).Restore(ctx, store.RestoreRequest{Sessions: f.governed, SkipExisting: skip})
+		if errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("%w: a governed session id in the file exists (use --skip-existing)", err)
+		}
+		if err != nil {
+			return err
+		}
+		doc.Governed += n
+		doc.Skipped += int64(len(f.governed)) - n
+	}
+	for _, x := range convs {
+		if err := importConversation(ctx, conv, x); err != nil {
+			return fmt.Errorf("conversation %s: %w", x.Conversation.ID, err)
+		}
+		doc.Conversations++
+	}
+	return nil
 }
 
 // parseExport decodes and validates a sessionctl export document.
@@ -167,6 +228,19 @@ func parseExport(data []byte, version int) (importFile, error) {
 	}
 	if err := (store.RestoreRequest{Sessions: f.governed}).Validate(); err != nil {
 		return importFile{}, err
+	}
+	seen := map[string]bool{}
+	for i := range doc.Conversations {
+		x := &doc.Conversations[i]
+		if err := x.validate(fmt.Sprintf("conversations[%d]", i)); err != nil {
+			return importFile{}, err
+		}
+		if seen[x.Conversation.ID] {
+			return importFile{}, store.Invalid("conversations", "id "+x.Conversation.ID+" appears twice")
+		}
+		seen[x.Conversation.ID] = true
+		x.Artifacts, x.Traces = nonNilSlice(x.Artifacts), nonNilSlice(x.Traces)
+		f.conversations = append(f.conversations, *x)
 	}
 	return f, nil
 }

@@ -4,32 +4,50 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
 
 var listSpec = spec{
 	name: "list",
-	about: `Lists governed sessions ordered by id, one page at a time. The status filter
-uses the effective status: an active session past its time limit lists as
-expired. When more sessions follow, the cursor for the next page is printed
-(on stderr for tables, as "next" in JSON); pass it to --after, or use --all.`,
+	about: `Lists sessions of one facet ordered by id, one page at a time: governed
+sessions (the default; filters --agent and --status, where an active
+session past its time limit lists as expired) or conversations (--facet
+conversations; filter --parent, which implies it). When more sessions
+follow, the cursor for the next page is printed (on stderr for tables, as
+"next" in JSON); pass it to --after, or use --all.`,
 	examples: []string{
 		"sessionctl list --agent agent-42 --status active",
-		"sessionctl list --limit 100 --after 3f2a... --json",
+		"sessionctl list --parent conv-1 --json",
+		"sessionctl list --facet conversations --limit 100 --after conv-0099",
 	},
 }
 
-// listJSON is the JSON document of list.
+// listJSON is the JSON document of list for governed sessions.
 type listJSON struct {
 	Items []govView `json:"items"`
 	Next  string    `json:"next"`
 }
 
+// convListJSON is the JSON document of list for conversations.
+type convListJSON struct {
+	Items []convView `json:"items"`
+	Next  string     `json:"next"`
+}
+
+// Facets "list" can list.
+const (
+	facetGoverned      = "governed"
+	facetConversations = "conversations"
+)
+
 func runList(ctx context.Context, g *globals, args []string) int {
 	sp := listSpec
 	fs := g.newFlags(sp)
-	agent := fs.String("agent", "", "only sessions of agent `ID`")
-	status := fs.String("status", "", "only sessions with `STATUS`: active, closed or expired")
+	facet := fs.String("facet", "", "`FACET` to list: governed (default) or conversations")
+	agent := fs.String("agent", "", "only governed sessions of agent `ID`")
+	parent := fs.String("parent", "", "only conversations whose parent is `ID`")
+	status := fs.String("status", "", "only governed sessions with `STATUS`: active, closed or expired")
 	limit := fs.Int("limit", 50, "at most `N` sessions per page (1 to 1000)")
 	after := fs.String("after", "", "start after session `ID` (the cursor of the previous page)")
 	all := fs.Bool("all", false, "list every page")
@@ -40,6 +58,21 @@ func runList(ctx context.Context, g *globals, args []string) int {
 	}
 	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
 		return code
+	}
+	if *parent != "" && *facet == "" {
+		*facet = facetConversations
+	}
+	switch *facet {
+	case "", facetGoverned:
+		if *parent != "" {
+			return g.usageErr(sp.name, "--parent applies to conversations, not governed sessions")
+		}
+	case facetConversations:
+		if *agent != "" || *status != "" {
+			return g.usageErr(sp.name, "--agent and --status apply to governed sessions, not conversations")
+		}
+	default:
+		return g.usageErr(sp.name, "--facet must be governed or conversations, not %q", *facet)
 	}
 	if *status != "" && !store.Status(*status).Valid() {
 		return g.usageErr(sp.name, "--status must be active, closed or expired, not %q", *status)
@@ -52,6 +85,9 @@ func runList(ctx context.Context, g *globals, args []string) int {
 		return g.fail(sp.name, err)
 	}
 	defer st.Close()
+	if *facet == facetConversations {
+		return listConversations(ctx, g, st, store.ConversationFilter{ParentID: *parent, After: *after, Limit: *limit}, *all, *asJSON)
+	}
 
 	f := store.ListFilter{AgentID: *agent, Status: store.Status(*status), After: *after, Limit: *limit}
 	var items []store.Session
@@ -88,6 +124,44 @@ func runList(ctx context.Context, g *globals, args []string) int {
 	}
 	if next != "" {
 		fmt.Fprintf(g.stderr, "more sessions follow: add --after %s for the next page\n", next)
+	}
+	return exitOK
+}
+
+func listConversations(ctx context.Context, g *globals, st *sqlstore.Store, f store.ConversationFilter, all, asJSON bool) int {
+	var items []store.ConversationSummary
+	next := ""
+	for {
+		page, err := st.Conversations().List(ctx, f)
+		if err != nil {
+			return g.fail("list", err)
+		}
+		items = append(items, page.Items...)
+		next = page.Next
+		if !all || next == "" {
+			break
+		}
+		f.After = next
+	}
+	if asJSON {
+		doc := convListJSON{Items: make([]convView, 0, len(items)), Next: next}
+		for _, c := range items {
+			doc.Items = append(doc.Items, newConvView(c))
+		}
+		if err := writeJSON(g.stdout, doc); err != nil {
+			return g.fail("list", err)
+		}
+		return exitOK
+	}
+	if len(items) == 0 {
+		fmt.Fprintln(g.stdout, "no conversations")
+		return exitOK
+	}
+	if err := convTable(g.stdout, items); err != nil {
+		return g.fail("list", err)
+	}
+	if next != "" {
+		fmt.Fprintf(g.stderr, "more conversations follow: add --after %s for the next page\n", next)
 	}
 	return exitOK
 }

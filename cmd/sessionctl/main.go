@@ -53,7 +53,7 @@ type globals struct {
 // Command groups, in the order help lists them.
 const (
 	groupInspect  = "Inspect"
-	groupDrive    = "Drive governed sessions"
+	groupDrive    = "Drive sessions"
 	groupMaintain = "Maintain"
 )
 
@@ -61,6 +61,11 @@ func commands() []command {
 	cmds := []command{
 		{"list", groupInspect, "list sessions (filters, paging)", runList},
 		{"show", groupInspect, "show every facet of one session", runShow},
+		{"messages", groupInspect, "print a conversation's messages (ranges)", runMessages},
+		{"artifacts", groupInspect, "list a conversation's artifacts", runArtifacts},
+		{"traces", groupInspect, "list a conversation's trace events", runTraces},
+		{"runs", groupInspect, "list a conversation's run records", runRuns},
+		{"reports", groupInspect, "list a conversation's verification reports", runReports},
 		{"stats", groupInspect, "counts by status, sizes, schema version", runStats},
 
 		{"create", groupDrive, "create a governed session and print its id", runCreate},
@@ -68,6 +73,7 @@ func commands() []command {
 		{"close", groupDrive, "close governed sessions", runClose},
 		{"close-agent", groupDrive, "close every active session of an agent", runCloseAgent},
 		{"cleanup", groupDrive, "delete expired and closed governed sessions", runCleanup},
+		{"gc", groupDrive, "retention: old conversations, long histories", runGC},
 
 		{"migrate", groupMaintain, "show migration status or migrate up", runMigrate},
 		{"doctor", groupMaintain, "check integrity, foreign keys, schema, WAL", runDoctor},

@@ -13,7 +13,9 @@ var showSpec = spec{
 	name: "show",
 	args: "ID",
 	about: `Shows every facet the store holds for one session id: the governed
-session's counters and limits.`,
+session's counters and limits, and the conversation's metadata (state,
+message count, usage, cost). Facets the session does not have are left out
+(null in JSON); an id with no facet at all is an error.`,
 	examples: []string{
 		"sessionctl show 3f2a9c1e-...",
 		"sessionctl show task-7 --json | jq .governed.calls_made",
@@ -23,8 +25,9 @@ session's counters and limits.`,
 // showJSON is the JSON document of show: one member per facet, null when
 // the session has no such facet.
 type showJSON struct {
-	ID       string   `json:"id"`
-	Governed *govView `json:"governed"`
+	ID           string    `json:"id"`
+	Governed     *govView  `json:"governed"`
+	Conversation *convView `json:"conversation"`
 }
 
 func runShow(ctx context.Context, g *globals, args []string) int {
@@ -48,7 +51,7 @@ func runShow(ctx context.Context, g *globals, args []string) int {
 	}
 	defer st.Close()
 
-	doc, gov, err := loadFacets(ctx, st, id)
+	doc, f, err := loadFacets(ctx, st, id)
 	if err != nil {
 		return g.fail(sp.name, err)
 	}
@@ -60,31 +63,52 @@ func runShow(ctx context.Context, g *globals, args []string) int {
 	}
 	w := g.stdout
 	fmt.Fprintf(w, "session %s\n", id)
-	if gov != nil {
+	if f.gov != nil {
 		fmt.Fprintln(w, "\ngoverned:")
-		if err := govDetails(w, *gov); err != nil {
+		if err := govDetails(w, *f.gov); err != nil {
+			return g.fail(sp.name, err)
+		}
+	}
+	if f.conv != nil {
+		fmt.Fprintln(w, "\nconversation:")
+		if err := convDetails(w, *f.conv); err != nil {
 			return g.fail(sp.name, err)
 		}
 	}
 	return exitOK
 }
 
+// facets are the store's records of one session id; nil when absent.
+type facets struct {
+	gov  *store.Session
+	conv *store.ConversationSummary
+}
+
 // loadFacets reads every facet of id; a session with none of them is
 // store.ErrNotFound.
-func loadFacets(ctx context.Context, st *sqlstore.Store, id string) (showJSON, *store.Session, error) {
+func loadFacets(ctx context.Context, st *sqlstore.Store, id string) (showJSON, facets, error) {
 	doc := showJSON{ID: id}
-	var gov *store.Session
+	var f facets
 	s, err := st.Governance().Get(ctx, id)
 	switch {
 	case err == nil:
-		gov = &s
+		f.gov = &s
 		v := newGovView(s)
 		doc.Governed = &v
 	case !errors.Is(err, store.ErrNotFound):
-		return doc, nil, err
+		return doc, f, err
 	}
-	if doc.Governed == nil {
-		return doc, nil, fmt.Errorf("session %s: %w", id, store.ErrNotFound)
+	c, err := st.Conversations().Info(ctx, id)
+	switch {
+	case err == nil:
+		f.conv = &c
+		v := newConvView(c)
+		doc.Conversation = &v
+	case !errors.Is(err, store.ErrNotFound):
+		return doc, f, err
 	}
-	return doc, gov, nil
+	if f.gov == nil && f.conv == nil {
+		return doc, f, fmt.Errorf("session %s: %w", id, store.ErrNotFound)
+	}
+	return doc, f, nil
 }

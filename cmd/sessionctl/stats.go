@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
@@ -10,8 +11,9 @@ import (
 
 var statsSpec = spec{
 	name: "stats",
-	about: `Summarizes the database: governed sessions by effective status, the
-database and WAL file sizes, pages and free pages, and the schema version.`,
+	about: `Summarizes the database: governed sessions by effective status,
+conversations by state with their messages, tokens and cost, the database
+and WAL file sizes, pages and free pages, and the schema version.`,
 	examples: []string{
 		"sessionctl stats",
 		"sessionctl stats --json | jq .governed.active",
@@ -26,12 +28,22 @@ type statusCounts struct {
 	Expired int64 `json:"expired"`
 }
 
+// convCounts summarizes the conversations.
+type convCounts struct {
+	Total        int64            `json:"total"`
+	ByState      map[string]int64 `json:"by_state"`
+	Messages     int64            `json:"messages"`
+	TotalTokens  int64            `json:"total_tokens"`
+	TotalCostUSD float64          `json:"total_cost_usd"`
+}
+
 // statsJSON is the JSON document of stats.
 type statsJSON struct {
 	Path                string       `json:"path"`
 	SchemaVersion       int64        `json:"schema_version"`
 	BinarySchemaVersion int64        `json:"binary_schema_version"`
 	Governed            statusCounts `json:"governed"`
+	Conversations       convCounts   `json:"conversations"`
 	DatabaseBytes       int64        `json:"database_bytes"`
 	WALBytes            int64        `json:"wal_bytes"`
 	PageSize            int64        `json:"page_size"`
@@ -71,6 +83,9 @@ func runStats(ctx context.Context, g *globals, args []string) int {
 		{"database", doc.Path},
 		{"schema version", fmt.Sprintf("%d (this binary: %d)", doc.SchemaVersion, doc.BinarySchemaVersion)},
 		{"governed sessions", fmt.Sprintf("%d: %d active, %d closed, %d expired", gc.Total, gc.Active, gc.Closed, gc.Expired)},
+		{"conversations", convCountsText(doc.Conversations)},
+		{"messages", fmt.Sprint(doc.Conversations.Messages)},
+		{"tokens, cost", fmt.Sprintf("%d, %s", doc.Conversations.TotalTokens, usd(doc.Conversations.TotalCostUSD))},
 		{"database file", humanBytes(doc.DatabaseBytes)},
 		{"wal file", humanBytes(doc.WALBytes)},
 		{"pages", fmt.Sprintf("%d x %d bytes, %d free", doc.Pages, doc.PageSize, doc.FreePages)},
@@ -91,6 +106,9 @@ func collectStats(ctx context.Context, g *globals, st *sqlstore.Store) (statsJSO
 		return doc, err
 	}
 	if doc.Governed, err = countGoverned(ctx, st.Governance()); err != nil {
+		return doc, err
+	}
+	if doc.Conversations, err = countConversations(ctx, st.Conversations()); err != nil {
 		return doc, err
 	}
 	db, err := openRaw(g.db, true)
@@ -133,4 +151,41 @@ func countGoverned(ctx context.Context, gov store.Governance) (statusCounts, err
 		}
 		f.After = page.Next
 	}
+}
+
+// countConversations pages through every conversation summary.
+func countConversations(ctx context.Context, conv store.Conversations) (convCounts, error) {
+	c := convCounts{ByState: map[string]int64{}}
+	f := store.ConversationFilter{Limit: store.MaxPageSize}
+	for {
+		page, err := conv.List(ctx, f)
+		if err != nil {
+			return c, err
+		}
+		for _, s := range page.Items {
+			c.Total++
+			c.ByState[string(s.State)]++
+			c.Messages += s.MessageCount
+			c.TotalTokens += s.TotalUsage.TotalTokens
+			c.TotalCostUSD += s.TotalCost
+		}
+		if page.Next == "" {
+			return c, nil
+		}
+		f.After = page.Next
+	}
+}
+
+// convCountsText is "3: 2 active, 1 completed" (states in a fixed order).
+func convCountsText(c convCounts) string {
+	var parts []string
+	for _, st := range []store.ConversationState{store.StateActive, store.StatePaused, store.StateCompleted, store.StateError, store.StateUnknown} {
+		if n := c.ByState[string(st)]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, st))
+		}
+	}
+	if len(parts) == 0 {
+		return fmt.Sprint(c.Total)
+	}
+	return fmt.Sprintf("%d: %s", c.Total, strings.Join(parts, ", "))
 }
