@@ -19,9 +19,9 @@ const (
 
 // exportDoc is an export file: every facet of the exported sessions.
 type exportDoc struct {
-	Format     string    `json:"format"`
-	Version    int       `json:"version"`
-	ExportedAt string    `json:"exported_at"`
+	Format        string       `json:"format"`
+	Version       int          `json:"version"`
+	ExportedAt    string       `json:"exported_at"`
 	Governed      []govView    `json:"governed_sessions"`
 	Conversations []convExport `json:"conversations"`
 }

@@ -62,7 +62,9 @@ type artifactsJSON struct {
 func runArtifacts(ctx context.Context, g *globals, args []string) int {
 	var uri *string
 	return recordCmd(ctx, g, artifactsSpec, args,
-		func(fs *flag.FlagSet) { uri = fs.String("uri", "", "print only the content of the artifact with `URI`") },
+		func(fs *flag.FlagSet) {
+			uri = fs.String("uri", "", "print only the content of the artifact with `URI`")
+		},
 		func(ctx context.Context, conv store.Conversations, id string, asJSON bool) error {
 			if *uri != "" {
 				a, err := conv.Artifact(ctx, id, *uri)
