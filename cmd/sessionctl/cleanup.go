@@ -21,7 +21,7 @@ shrinks on disk (this holds the write lock while it runs).`,
 // cleanupJSON is the JSON document of cleanup.
 type cleanupJSON struct {
 	Removed int64 `json:"removed"`
-	walResult
+	WALResult
 }
 
 func runCleanup(ctx context.Context, g *globals, args []string) int {
@@ -52,7 +52,7 @@ func runCleanup(ctx context.Context, g *globals, args []string) int {
 		return g.fail(sp.name, err)
 	}
 	if *asJSON {
-		if err := writeJSON(g.stdout, cleanupJSON{Removed: n, walResult: wal}); err != nil {
+		if err := writeJSON(g.stdout, cleanupJSON{Removed: n, WALResult: wal}); err != nil {
 			return g.fail(sp.name, err)
 		}
 		return exitOK
@@ -63,7 +63,7 @@ func runCleanup(ctx context.Context, g *globals, args []string) int {
 }
 
 // printWAL reports a checkpoint (and vacuum) in one or two lines.
-func printWAL(w io.Writer, r walResult) {
+func printWAL(w io.Writer, r WALResult) {
 	state := "truncated"
 	if !r.Complete {
 		state = "partly checkpointed (readers were active)"

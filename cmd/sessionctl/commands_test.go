@@ -150,7 +150,9 @@ func TestDamagedPages(t *testing.T) {
 	}
 	fi, _ := f.Stat()
 	garbage := []byte(strings.Repeat("\xde\xad\xbe\xef", 1024))
-	for off := int64(2 * 4096); off+4096 < fi.Size(); off += 3 * 4096 {
+	// Damage data pages in the second half of the file, away from the
+	// schema pages near the start.
+	for off := fi.Size() / 2 / 4096 * 4096; off+4096 < fi.Size(); off += 3 * 4096 {
 		if _, err := f.WriteAt(garbage, off); err != nil {
 			t.Fatal(err)
 		}
@@ -387,7 +389,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	dst := newTestEnv(t)
 	dst.clock = src.clock
 	r := dst.run("import", exported).want(t, 0)
-	if r.stdout != "imported 4 governed sessions from 1 file\n" {
+	if r.stdout != "imported 4 governed sessions and 0 conversations from 1 file\n" {
 		t.Errorf("import: %q", r.stdout)
 	}
 	want := src.run("list", "--json").want(t, 0).stdout
@@ -398,10 +400,10 @@ func TestExportImportRoundTrip(t *testing.T) {
 	dst.run("use", "t-spent", "--tool", "x").want(t, exitBudget)
 
 	before := fileState(t, dst.db)
-	dst.run("import", exported).want(t, exitError).oneLineErr(t, "a session id in the file exists (use --skip-existing)")
+	dst.run("import", exported).want(t, exitError).oneLineErr(t, "a governed session id in the file exists (use --skip-existing)")
 	sameFiles(t, before, fileState(t, dst.db))
 	r = dst.run("import", "--skip-existing", exported).want(t, 0)
-	if r.stdout != "imported 0 governed sessions from 1 file, 4 existing skipped\n" {
+	if r.stdout != "imported 0 governed sessions and 0 conversations from 1 file, 4 existing skipped\n" {
 		t.Errorf("import --skip-existing: %q", r.stdout)
 	}
 	// stdin
@@ -429,7 +431,8 @@ func TestImportBadInput(t *testing.T) {
 	}{
 		{`{"format": "sessionctl-export", "version": 1, "governed_sessions": [`, "malformed JSON"},
 		{`[1, 2]`, "not a JSON object"},
-		{`{"hello": "world"}`, "not a sessionctl-export file"},
+		{`{"hello": "world"}`, "neither a sessionctl-export file nor an a3s session file: invalid input: a3s.id: missing"},
+		{`{"format": "other-tool", "version": 1}`, `unknown format "other-tool"`},
 		{`{"format": "sessionctl-export", "version": 7, "governed_sessions": []}`, "export version 7 is not supported"},
 		{strings.Replace(renamed, `"calls_made": 0`, `"calls_made": 5`, 1), "calls_made: must be between 0 and call_budget"},
 		{strings.Replace(renamed, `"status": "active"`, `"status": "paused"`, 1), "status: unknown status"},
@@ -454,7 +457,7 @@ func TestImportBadInput(t *testing.T) {
 	// --dry-run writes nothing, not even a new database file.
 	dry := newTestEnv(t)
 	r := dry.run("import", "--dry-run", ok).want(t, 0)
-	if r.stdout != "checked (dry run, nothing written) 1 governed session from 1 file\n" {
+	if r.stdout != "checked (dry run, nothing written) 1 governed session and 0 conversations from 1 file\n" {
 		t.Errorf("dry run: %q", r.stdout)
 	}
 	if _, err := os.Stat(dry.db); !errors.Is(err, fs.ErrNotExist) {

@@ -36,7 +36,7 @@ type gcJSON struct {
 	KeepLast             *int   `json:"keep_last"`
 	TrimmedConversations int64  `json:"trimmed_conversations"`
 	RemovedMessages      int64  `json:"removed_messages"`
-	*walResult
+	*WALResult
 }
 
 func runGC(ctx context.Context, g *globals, args []string) int {
@@ -55,12 +55,12 @@ func runGC(ctx context.Context, g *globals, args []string) int {
 		return code
 	}
 	switch {
-	case *olderThan == 0 && *keepLast < 0:
-		return g.usageErr(sp.name, "give --older-than, --keep-last or both")
 	case *olderThan < 0:
 		return g.usageErr(sp.name, "--older-than must be positive")
 	case *keepLast < -1:
 		return g.usageErr(sp.name, "--keep-last must not be negative")
+	case *olderThan == 0 && *keepLast < 0:
+		return g.usageErr(sp.name, "give --older-than, --keep-last or both")
 	}
 	st, err := g.openExisting(ctx)
 	if err != nil {
@@ -91,7 +91,7 @@ func runGC(ctx context.Context, g *globals, args []string) int {
 		if err != nil {
 			return g.fail(sp.name, err)
 		}
-		doc.walResult = &wal
+		doc.WALResult = &wal
 	}
 	if *asJSON {
 		if err := writeJSON(g.stdout, doc); err != nil {
@@ -113,8 +113,8 @@ func runGC(ctx context.Context, g *globals, args []string) int {
 			plural(int(doc.RemovedMessages), "message", "messages"), doc.TrimmedConversations,
 			plural(int(doc.TrimmedConversations), "conversation", "conversations"), *keepLast)
 	}
-	if doc.walResult != nil {
-		printWAL(w, *doc.walResult)
+	if doc.WALResult != nil {
+		printWAL(w, *doc.WALResult)
 	}
 	return exitOK
 }

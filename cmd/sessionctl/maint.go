@@ -66,9 +66,9 @@ func readPageStats(ctx context.Context, db *sql.DB) (pageStats, error) {
 	return p, nil
 }
 
-// walResult reports a checkpoint: WAL bytes before and after, and whether
+// WALResult reports a checkpoint: WAL bytes before and after, and whether
 // readers kept it from completing.
-type walResult struct {
+type WALResult struct {
 	WALBytesBefore int64 `json:"wal_bytes_before"`
 	WALBytesAfter  int64 `json:"wal_bytes_after"`
 	Complete       bool  `json:"checkpoint_complete"`
@@ -81,8 +81,8 @@ type walResult struct {
 // without its free pages. Other processes may keep using the database;
 // their readers can keep the checkpoint from completing, which is reported,
 // not an error.
-func checkpoint(ctx context.Context, path string, vacuum bool) (walResult, error) {
-	r := walResult{WALBytesBefore: fileSize(path + "-wal")}
+func checkpoint(ctx context.Context, path string, vacuum bool) (WALResult, error) {
+	r := WALResult{WALBytesBefore: fileSize(path + "-wal")}
 	db, err := openRaw(path, false)
 	if err != nil {
 		return r, err
