@@ -23,7 +23,7 @@ characters; --json prints the messages with every content block.`,
 
 // maxMessagesLimit bounds --limit (one page of the store, less the probe
 // message that tells whether more follow).
-const maxMessagesLimit = 9_999
+const maxMessagesLimit = store.MaxMessagePage - 1
 
 // messagesJSON is the JSON document of messages. NextFrom is the --from
 // of the next page, null on the last page.
@@ -38,7 +38,7 @@ func runMessages(ctx context.Context, g *globals, args []string) int {
 	sp := messagesSpec
 	fs := g.newFlags(sp)
 	from := fs.Int64("from", 0, "first message position `N`")
-	limit := fs.Int("limit", 50, "at most `N` messages (1 to 9999)")
+	limit := fs.Int("limit", 50, fmt.Sprintf("at most `N` messages (1 to %d)", maxMessagesLimit))
 	last := fs.Int("last", 0, "only the last `N` messages (instead of --from and --limit)")
 	width := fs.Int("width", 100, "cut message text in tables to `N` characters")
 	asJSON := fs.Bool("json", false, "print one JSON document")
