@@ -139,10 +139,14 @@ func TestDamagedDatabase(t *testing.T) {
 // doctor's integrity check.
 func TestDamagedPages(t *testing.T) {
 	e := newTestEnv(t)
+	st := e.openStore()
 	for i := range 200 {
-		e.run("create", "--id", fmt.Sprintf("s%03d", i), "--agent", "a", "--tool", "t", "--budget", "1",
-			"--intent", strings.Repeat("padding ", 40)).want(t, 0)
+		if _, err := st.Governance().Create(context.Background(), store.CreateRequest{ID: fmt.Sprintf("s%03d", i),
+			AgentID: "a", CallBudget: 1, DeclaredIntent: strings.Repeat("padding ", 40)}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	st.Close()
 	e.run("cleanup").want(t, 0) // checkpoint: every page is in the main file
 	f, err := os.OpenFile(e.db, os.O_RDWR, 0)
 	if err != nil {
