@@ -36,6 +36,7 @@ type Store struct {
 	lock   *fileLock
 
 	readStmts sync.Map // query string -> *sqlx.Stmt
+	turns     turnRegistry
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -164,6 +165,7 @@ func (s *Store) startWriter(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		s.turns.close()
 		var errs []error
 		if s.w != nil {
 			s.w.close()

@@ -13,6 +13,10 @@ type Store interface {
 	// rate and time limits.
 	Governance() Governance
 
+	// Runtime returns the runtime-bookkeeping facet: runtime sessions,
+	// model overrides, uploads, turns and cancellation.
+	Runtime() Runtime
+
 	// HealthCheck verifies that the backing database answers a real query.
 	HealthCheck(ctx context.Context) error
 
