@@ -150,6 +150,9 @@ func (r *turnRegistry) close() {
 	r.mu.Unlock()
 	if polling {
 		<-done
+		r.mu.Lock()
+		r.polling = false
+		r.mu.Unlock()
 	}
 	for _, e := range turns {
 		e.cancel(store.ErrStoreClosed)
