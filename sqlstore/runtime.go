@@ -172,7 +172,7 @@ func (r *Runtime) Get(ctx context.Context, id string) (store.RuntimeSession, err
 	var row rtRow
 	err := r.s.get(ctx, &row, rtGetSQL, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.RuntimeSession{}, notFound(id)
+		return store.RuntimeSession{}, rtNotFound(id)
 	}
 	if err != nil {
 		return store.RuntimeSession{}, mapErr(err)
@@ -180,7 +180,7 @@ func (r *Runtime) Get(ctx context.Context, id string) (store.RuntimeSession, err
 	return row.session(), nil
 }
 
-func notFound(id string) error {
+func rtNotFound(id string) error {
 	return &store.NotFoundError{Resource: "session", ID: id}
 }
 
@@ -197,7 +197,7 @@ func (r *Runtime) Touch(ctx context.Context, id string) error {
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
-			return notFound(id)
+			return rtNotFound(id)
 		}
 		return nil
 	})
@@ -216,7 +216,7 @@ func (r *Runtime) SetOverrides(ctx context.Context, id string, patch store.Overr
 		var row rtRow
 		err := tx.get(&row, rtGetSQL, id)
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound(id)
+			return rtNotFound(id)
 		}
 		if err != nil {
 			return err

@@ -110,7 +110,7 @@ func (r *Runtime) BeginTurn(ctx context.Context, id string) (uint64, context.Con
 		key, prev, prevCause = turnKey{}, turnKey{}, ""
 		t, err := readTurn(tx, id)
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound(id)
+			return rtNotFound(id)
 		}
 		if err != nil {
 			return err

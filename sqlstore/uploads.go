@@ -82,7 +82,7 @@ func (r *Runtime) PutUpload(ctx context.Context, req store.PutUploadRequest) (st
 	err = r.s.write(ctx, func(tx *wtx) error {
 		var one int
 		if err := tx.get(&one, rtExistsSQL, req.SessionID); errors.Is(err, sql.ErrNoRows) {
-			return notFound(req.SessionID)
+			return rtNotFound(req.SessionID)
 		} else if err != nil {
 			return err
 		}
@@ -112,7 +112,7 @@ func (r *Runtime) missingUpload(ctx context.Context, sessionID, refID string) er
 	var one int
 	err := r.s.get(ctx, &one, rtExistsSQL, sessionID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return notFound(sessionID)
+		return rtNotFound(sessionID)
 	}
 	if err != nil {
 		return mapErr(err)
@@ -181,7 +181,7 @@ func (r *Runtime) ListUploads(ctx context.Context, req store.ListUploadsRequest)
 	}
 	var one int
 	if err := r.s.get(ctx, &one, rtExistsSQL, req.SessionID); errors.Is(err, sql.ErrNoRows) {
-		return store.Page[store.Upload]{}, notFound(req.SessionID)
+		return store.Page[store.Upload]{}, rtNotFound(req.SessionID)
 	} else if err != nil {
 		return store.Page[store.Upload]{}, mapErr(err)
 	}
