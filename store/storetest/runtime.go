@@ -187,7 +187,7 @@ func (e *env) setOverrides(id string, patch store.Overrides) store.Overrides {
 	return o
 }
 
-func (e *env) listIDs() []string {
+func (e *env) rtListIDs() []string {
 	e.t.Helper()
 	var all []string
 	after := ""
@@ -428,7 +428,7 @@ func testRTCancelNonexistent(t *testing.T, e *env) {
 func testRTListIDs(t *testing.T, e *env) {
 	e.rtInsert(rtNew("b"))
 	e.rtInsert(rtNew("a"))
-	if ids := e.listIDs(); !slices.Equal(ids, []string{"a", "b"}) {
+	if ids := e.rtListIDs(); !slices.Equal(ids, []string{"a", "b"}) {
 		t.Fatalf("ids = %v, want [a b]", ids)
 	}
 }
@@ -679,7 +679,7 @@ func testRTCapConcurrent(t *testing.T, e *env) {
 	if n, _ := rt.Count(e.ctx); n != limit {
 		t.Fatalf("count = %d, want %d", n, limit)
 	}
-	if ids := e.listIDs(); len(ids) != limit {
+	if ids := e.rtListIDs(); len(ids) != limit {
 		t.Fatalf("%d ids listed, want %d", len(ids), limit)
 	}
 }
