@@ -118,6 +118,10 @@ const (
 		RETURNING id, agent_alias`
 
 	rtDeleteSQL = `DELETE FROM runtime_sessions WHERE id = ?`
+
+	// rtHistoryLenSQL finds the end of a history with one probe of the
+	// (session_id, seq) index.
+	rtHistoryLenSQL = `SELECT coalesce(max(seq) + 1, 0) FROM conversation_messages WHERE session_id = ?`
 )
 
 // Insert adds a runtime session under the global cap (see
@@ -281,6 +285,56 @@ func (r *Runtime) CountByAgent(ctx context.Context) (map[string]int64, error) {
 	return out, nil
 }
 
+// HistoryLen returns the end position of the session's message history.
+func (r *Runtime) HistoryLen(ctx context.Context, id string) (int64, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := r.s.readTx(ctx, func(rx *rtx) error {
+		var one int
+		if err := rx.get(&one, rtExistsSQL, id); errors.Is(err, sql.ErrNoRows) {
+			return rtNotFound(id)
+		} else if err != nil {
+			return mapErr(err)
+		}
+		return mapErr(rx.get(&n, rtHistoryLenSQL, id))
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// HistorySlice returns up to limit messages of the session's history from
+// position from on; past the end it returns none.
+func (r *Runtime) HistorySlice(ctx context.Context, id string, from int64, limit int) ([]store.Message, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return nil, err
+	}
+	if from < 0 {
+		return nil, store.Invalid("from", "must not be negative")
+	}
+	n, err := pageLimit(limit)
+	if err != nil {
+		return nil, err
+	}
+	var rows []msgRow
+	err = r.s.readTx(ctx, func(rx *rtx) error {
+		var one int
+		if err := rx.get(&one, rtExistsSQL, id); errors.Is(err, sql.ErrNoRows) {
+			return rtNotFound(id)
+		} else if err != nil {
+			return mapErr(err)
+		}
+		return rx.selectRows(&rows, msgRangeSQL, id, from, n)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return decodeMessages(id, rows)
+}
+
 // EvictSameModeSiblings removes the owner's idle sessions of the same mode,
 // except req.ExceptID.
 func (r *Runtime) EvictSameModeSiblings(ctx context.Context, req store.EvictRequest) ([]store.Evicted, error) {
@@ -350,6 +404,11 @@ func (r *Runtime) remove(ctx context.Context, id string, cause store.CancelCause
 			}
 		}
 		if _, err := tx.exec(rtDeleteSQL, id); err != nil {
+			return err
+		}
+		// The conversation of the same id goes in the same transaction
+		// (its messages, artifacts, traces, runs and reports cascade).
+		if _, err := tx.exec(convDeleteSQL, id); err != nil {
 			return err
 		}
 		existed = true

@@ -65,6 +65,7 @@ func TestRuntimeQueryPlans(t *testing.T) {
 		{"read upload", upReadSQL, []any{"s", "r"}, []string{
 			"SEARCH u USING PRIMARY KEY (session_id=? AND ref_id=?)",
 			"SEARCH b USING INDEX sqlite_autoindex_upload_blobs_1 (sha256=?)"}},
+		{"history len", rtHistoryLenSQL, []any{"s"}, []string{"SEARCH conversation_messages USING COVERING INDEX"}},
 		// The blob collector's reference check (in the triggers).
 		{"blob refs", `SELECT 1 FROM uploads WHERE sha256 = ?`, []any{[]byte{1}}, []string{"USING COVERING INDEX uploads_sha256 (sha256=?)"}},
 	} {

@@ -246,6 +246,18 @@ type Runtime interface {
 	Count(ctx context.Context) (int64, error)
 	// CountByAgent returns the number of sessions per agent alias.
 	CountByAgent(ctx context.Context) (map[string]int64, error)
+	// HistoryLen returns the length of the session's message history, kept
+	// in the conversation of the same id (see Conversations): the position
+	// after its last message, which is the number of messages unless the
+	// oldest were trimmed; 0 when there is no conversation. ErrNotFound if
+	// the runtime session does not exist.
+	HistoryLen(ctx context.Context, id string) (int64, error)
+	// HistorySlice returns up to limit messages of that history from
+	// position from on, oldest first (limit 0 means DefaultPageSize, at
+	// most MaxMessagePage). It saturates like the runtime it serves: a from
+	// at or past the end returns no messages rather than an error, so a
+	// poller whose index a trim overtook simply gets what is left.
+	HistorySlice(ctx context.Context, id string, from int64, limit int) ([]Message, error)
 	// EvictSameModeSiblings removes the owner's other sessions of the same
 	// chat mode that have no running turn, and returns them in id order.
 	// Their uploads go with them; their conversations are kept so that they

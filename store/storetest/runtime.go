@@ -57,6 +57,11 @@ func RunRuntime(t *testing.T, h Harness) {
 		{"CapFreesOnRemove", testRTCapFreesOnRemove},
 		{"StateSurvivesReopen", testRTSurvivesReopen},
 		{"InvalidInput", testRTInvalidInput},
+		// History (the conversation of the same id).
+		{"HistoryLenAndSliceSaturate", testRTHistory},
+		{"HistoryNeedsRuntimeSession", testRTHistoryNeedsRuntimeSession},
+		{"RemoveAndKillDeleteConversation", testRTRemoveDeletesConversation},
+		{"EvictKeepsConversation", testRTEvictKeepsConversation},
 		// Uploads.
 		{"UploadRoundTrip", testUploadRoundTrip},
 		{"UploadOverwriteSameRef", testUploadOverwrite},
