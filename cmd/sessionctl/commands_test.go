@@ -148,18 +148,40 @@ func TestDamagedPages(t *testing.T) {
 	}
 	st.Close()
 	e.run("cleanup").want(t, 0) // checkpoint: every page is in the main file
+	// Damage every other leaf page of the governed_sessions table (found
+	// with the dbstat table), never the schema.
+	raw, err := sql.Open("sqlite", "file:"+e.db+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pages []int64
+	rows, err := raw.Query("SELECT pageno FROM dbstat WHERE name = 'governed_sessions' AND pagetype = 'leaf' ORDER BY pageno")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var p int64
+		if err := rows.Scan(&p); err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, p)
+	}
+	rows.Close()
+	raw.Close()
 	f, err := os.OpenFile(e.db, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fi, _ := f.Stat()
 	garbage := []byte(strings.Repeat("\xde\xad\xbe\xef", 1024))
-	// Damage data pages in the second half of the file, away from the
-	// schema pages near the start.
-	for off := fi.Size() / 2 / 4096 * 4096; off+4096 < fi.Size(); off += 3 * 4096 {
-		if _, err := f.WriteAt(garbage, off); err != nil {
+	damaged := 0
+	for i := 0; i < len(pages); i += 2 {
+		if _, err := f.WriteAt(garbage, (pages[i]-1)*4096); err != nil {
 			t.Fatal(err)
 		}
+		damaged++
+	}
+	if damaged < 5 {
+		t.Fatalf("only %d data pages to damage", damaged)
 	}
 	f.Close()
 	r := e.run("doctor", "--json").want(t, exitError)
