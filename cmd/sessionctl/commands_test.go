@@ -415,7 +415,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	dst := newTestEnv(t)
 	dst.clock = src.clock
 	r := dst.run("import", exported).want(t, 0)
-	if r.stdout != "imported 4 governed sessions and 0 conversations from 1 file\n" {
+	if r.stdout != "imported 4 governed sessions from 1 file\n" {
 		t.Errorf("import: %q", r.stdout)
 	}
 	want := src.run("list", "--json").want(t, 0).stdout
@@ -429,7 +429,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	dst.run("import", exported).want(t, exitError).oneLineErr(t, "a governed session id in the file exists (use --skip-existing)")
 	sameFiles(t, before, fileState(t, dst.db))
 	r = dst.run("import", "--skip-existing", exported).want(t, 0)
-	if r.stdout != "imported 0 governed sessions and 0 conversations from 1 file, 4 existing skipped\n" {
+	if r.stdout != "imported nothing from 1 file, 4 existing skipped\n" {
 		t.Errorf("import --skip-existing: %q", r.stdout)
 	}
 	// stdin
@@ -483,7 +483,7 @@ func TestImportBadInput(t *testing.T) {
 	// --dry-run writes nothing, not even a new database file.
 	dry := newTestEnv(t)
 	r := dry.run("import", "--dry-run", ok).want(t, 0)
-	if r.stdout != "checked (dry run, nothing written) 1 governed session and 0 conversations from 1 file\n" {
+	if r.stdout != "checked (dry run, nothing written) 1 governed session from 1 file\n" {
 		t.Errorf("dry run: %q", r.stdout)
 	}
 	if _, err := os.Stat(dry.db); !errors.Is(err, fs.ErrNotExist) {

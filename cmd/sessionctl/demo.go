@@ -17,9 +17,11 @@ var demoSpec = spec{
 	name: "demo",
 	about: `Shows what the store does, on the database of --db (default ./sessions.db):
 creates a governed session with a budget of 3 calls and spends it (an
-unauthorized tool and the call past the budget are refused), then records
-the same session's conversation (messages with a tool call, usage and
-cost), and prints what was stored durably. The file is created when it does not exist; an
+unauthorized tool and the call past the budget are refused); records the
+same session's conversation (messages with a tool call, usage and cost);
+registers it with the runtime, stores an upload (content-addressed by
+SHA-256) and runs a turn that a client cancels (the cause is recorded
+durably and read back once); and prints what was stored. The file is created when it does not exist; an
 existing database is kept and the demo adds its own sessions to it, unless
 --fresh removes it first. Inspect the result with "sessionctl list" and
 "sessionctl show ID".`,
@@ -65,6 +67,9 @@ func runDemo(ctx context.Context, g *globals, args []string) int {
 		return g.fail(sp.name, err)
 	}
 	if err := demoConversation(ctx, out, st, id); err != nil {
+		return g.fail(sp.name, err)
+	}
+	if err := demoRuntime(ctx, out, st, id); err != nil {
 		return g.fail(sp.name, err)
 	}
 	fmt.Fprintf(out, "\nnext: sessionctl --db %s show %s\n", g.db, id)
@@ -153,5 +158,65 @@ func demoConversation(ctx context.Context, out io.Writer, st *sqlstore.Store, id
 		return fmt.Errorf("conversation info: %w", err)
 	}
 	fmt.Fprintf(out, "  stored durably: %d messages, %d tokens, %s\n", info.MessageCount, info.TotalUsage.TotalTokens, usd(info.TotalCost))
+	return nil
+}
+
+// demoRuntime registers session id with the runtime, stores an upload and
+// runs a turn that a client cancels.
+func demoRuntime(ctx context.Context, out io.Writer, st *sqlstore.Store, id string) error {
+	rt := st.Runtime()
+	s, err := rt.Insert(ctx, store.NewRuntimeSession{ID: id, AgentAlias: "demo-agent",
+		WorkspaceDir: "/srv/demo-workspace", ChatMode: store.ChatModeChat, OwnerID: "demo-client"})
+	if err != nil {
+		return fmt.Errorf("runtime insert: %w", err)
+	}
+	model := "demo-model-large"
+	o, err := rt.SetOverrides(ctx, id, store.Overrides{Model: &model})
+	if err != nil {
+		return fmt.Errorf("overrides: %w", err)
+	}
+	n, err := rt.HistoryLen(ctx, id)
+	if err != nil {
+		return fmt.Errorf("history length: %w", err)
+	}
+	fmt.Fprintf(out, "\nruntime session %s\n  agent %s, mode %s, owner %s, overrides: %s, history %d messages\n",
+		s.ID, s.AgentAlias, s.ChatMode, s.OwnerID, overridesText(o), n)
+
+	content := []byte("Notes for the summary: the store keeps one SQLite file.\n")
+	up, err := rt.PutUpload(ctx, store.PutUploadRequest{SessionID: id, RefID: "notes", Marker: "[upload: notes.txt]",
+		WorkspacePath: "/srv/demo-workspace/notes.txt", Content: content})
+	if err != nil {
+		return fmt.Errorf("upload: %w", err)
+	}
+	fmt.Fprintf(out, "  upload %s: %d bytes, sha256 %s...\n", up.RefID, up.SizeBytes, up.SHA256[:16])
+
+	gen, turnCtx, err := rt.BeginTurn(ctx, id)
+	if err != nil {
+		return fmt.Errorf("begin turn: %w", err)
+	}
+	fmt.Fprintf(out, "  turn %d started\n", gen)
+	if _, err := rt.Cancel(ctx, id, store.CauseClientRequest); err != nil {
+		return fmt.Errorf("cancel turn: %w", err)
+	}
+	<-turnCtx.Done() // the cause is recorded before the context fires
+	cause, _ := store.CancelCauseOf(turnCtx)
+	fmt.Fprintf(out, "  turn %d cancelled by the client: the turn's context reports %s\n", gen, cause)
+	first, ok1, err := rt.TakeCancelCause(ctx, id, gen)
+	if err != nil {
+		return fmt.Errorf("take cancel cause: %w", err)
+	}
+	_, ok2, err := rt.TakeCancelCause(ctx, id, gen)
+	if err != nil {
+		return fmt.Errorf("take cancel cause: %w", err)
+	}
+	fmt.Fprintf(out, "  recorded cause read back: %s (%v), a second read finds it taken (%v)\n", first, ok1, ok2)
+	if _, err := rt.EndTurn(ctx, id, gen); err != nil {
+		return fmt.Errorf("end turn: %w", err)
+	}
+	final, err := rt.Get(ctx, id)
+	if err != nil {
+		return fmt.Errorf("runtime get: %w", err)
+	}
+	fmt.Fprintf(out, "  stored durably: turn %s, 1 upload\n", turnText(final.Turn))
 	return nil
 }

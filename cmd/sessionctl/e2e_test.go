@@ -152,6 +152,15 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("sessionctl %s: exit %d, stderr %q; want exit %d with %q", strings.Join(s.args, " "), r.code, r.stderr, s.code, s.stderr)
 		}
 	}
+	// The README's run command works on a fresh directory.
+	demoDB := filepath.Join(t.TempDir(), "sessions.db")
+	r = execCLI(t, bin, demoDB, "demo")
+	if r.code != 0 || strings.Count(r.stdout, "stored durably") != 3 {
+		t.Errorf("demo: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r = execCLI(t, bin, demoDB, "doctor"); r.code != 0 {
+		t.Errorf("doctor after demo: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	r = execCLI(t, bin, filepath.Join(t.TempDir(), "missing.db"), "list")
 	if r.code != exitError || !strings.Contains(r.stderr, "does not exist") {
 		t.Errorf("list on a missing file: exit %d, %q", r.code, r.stderr)

@@ -23,6 +23,7 @@ type exportDoc struct {
 	Version       int          `json:"version"`
 	ExportedAt    string       `json:"exported_at"`
 	Governed      []govView    `json:"governed_sessions"`
+	Runtime       []rtExport   `json:"runtime_sessions"`
 	Conversations []convExport `json:"conversations"`
 }
 
@@ -31,7 +32,8 @@ var exportSpec = spec{
 	args: "[ID...]",
 	about: `Exports sessions as one JSON document (format "sessionctl-export", version 1):
 every facet of the given ids, or every session. Governed sessions keep their
-counters, rate window, status and times; conversations come with their
+counters, rate window, status and times; runtime sessions come with their
+overrides and uploads (content in base64); conversations with their
 messages, cost records, artifacts, trace events, run records and
 verification reports (never an LLM API key: the store does not keep one).
 "sessionctl import" reads the file back. Writes to stdout unless --output
@@ -62,7 +64,7 @@ func runExport(ctx context.Context, g *globals, args []string) int {
 	defer st.Close()
 
 	doc := exportDoc{Format: exportFormat, Version: exportVersion, ExportedAt: jsonTime(g.clock()),
-		Governed: []govView{}, Conversations: []convExport{}}
+		Governed: []govView{}, Runtime: []rtExport{}, Conversations: []convExport{}}
 	gov, conv := st.Governance(), st.Conversations()
 	if len(pos) == 0 {
 		f := store.ListFilter{Limit: store.MaxPageSize}
@@ -78,6 +80,27 @@ func runExport(ctx context.Context, g *globals, args []string) int {
 				break
 			}
 			f.After = page.Next
+		}
+		req := store.ListIDsRequest{Limit: store.MaxPageSize}
+		for {
+			page, err := st.Runtime().ListIDs(ctx, req)
+			if err != nil {
+				return g.fail(sp.name, err)
+			}
+			for _, id := range page.Items {
+				x, err := exportRuntime(ctx, st, id)
+				if errors.Is(err, store.ErrNotFound) {
+					continue // removed since it was listed
+				}
+				if err != nil {
+					return g.fail(sp.name, err)
+				}
+				doc.Runtime = append(doc.Runtime, x)
+			}
+			if page.Next == "" {
+				break
+			}
+			req.After = page.Next
 		}
 		cf := store.ConversationFilter{Limit: store.MaxPageSize}
 		for {
@@ -110,6 +133,13 @@ func runExport(ctx context.Context, g *globals, args []string) int {
 			} else if !errors.Is(err, store.ErrNotFound) {
 				return g.fail(sp.name, err)
 			}
+			r, err := exportRuntime(ctx, st, id)
+			if err == nil {
+				found = true
+				doc.Runtime = append(doc.Runtime, r)
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return g.fail(sp.name, err)
+			}
 			x, err := exportConversation(ctx, conv, id)
 			if err == nil {
 				found = true
@@ -139,9 +169,8 @@ func runExport(ctx context.Context, g *globals, args []string) int {
 		if err := f.Sync(); err != nil {
 			return g.fail(sp.name, err)
 		}
-		fmt.Fprintf(g.stderr, "exported %d governed %s and %d %s to %s\n",
-			len(doc.Governed), plural(len(doc.Governed), "session", "sessions"),
-			len(doc.Conversations), plural(len(doc.Conversations), "conversation", "conversations"), *output)
+		fmt.Fprintf(g.stderr, "exported %s to %s\n",
+			countsText(int64(len(doc.Governed)), int64(len(doc.Runtime)), int64(len(doc.Conversations))), *output)
 	}
 	return exitOK
 }

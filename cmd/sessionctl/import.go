@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
@@ -24,9 +25,11 @@ their content:
 
   - "sessionctl export" files: governed sessions are restored in one
     transaction exactly as exported (counters, rate window, status, times);
-    conversations come back with their messages, cost records, artifacts,
-    trace events, run records and reports (message positions renumbered
-    from 0, trace events and reports stamped with the import time);
+    runtime sessions with their overrides and uploads (each checked against
+    its SHA-256; times and turn state start afresh); conversations come
+    back with their messages, cost records, artifacts, trace events, run
+    records and reports (message positions renumbered from 0, trace events
+    and reports stamped with the import time);
   - a3s session files (the JSON the a3s-code file store writes per
     session), as conversations; an "api_key" in them is never stored.
 
@@ -46,6 +49,7 @@ several files, a progress line is shown.`,
 type importJSON struct {
 	Files         int   `json:"files"`
 	Governed      int64 `json:"governed_sessions"`
+	Runtime       int64 `json:"runtime_sessions"`
 	Conversations int64 `json:"conversations"`
 	Skipped       int64 `json:"skipped"`
 	DryRun        bool  `json:"dry_run"`
@@ -54,6 +58,7 @@ type importJSON struct {
 // importFile is one parsed and validated input file.
 type importFile struct {
 	governed      []store.Session
+	runtime       []rtImport
 	conversations []convExport
 }
 
@@ -85,6 +90,7 @@ func runImport(ctx context.Context, g *globals, args []string) int {
 		f, err := readImportFile(g, name)
 		if err == nil && *dryRun {
 			doc.Governed += int64(len(f.governed))
+			doc.Runtime += int64(len(f.runtime))
 			doc.Conversations += int64(len(f.conversations))
 		} else if err == nil {
 			err = importOne(ctx, st, f, *skip, &doc)
@@ -109,9 +115,7 @@ func runImport(ctx context.Context, g *globals, args []string) int {
 	if *dryRun {
 		verb = "checked (dry run, nothing written)"
 	}
-	fmt.Fprintf(g.stdout, "%s %d governed %s and %d %s from %d %s", verb,
-		doc.Governed, plural(int(doc.Governed), "session", "sessions"),
-		doc.Conversations, plural(int(doc.Conversations), "conversation", "conversations"),
+	fmt.Fprintf(g.stdout, "%s %s from %d %s", verb, countsText(doc.Governed, doc.Runtime, doc.Conversations),
 		doc.Files, plural(doc.Files, "file", "files"))
 	if doc.Skipped > 0 {
 		fmt.Fprintf(g.stdout, ", %d existing skipped", doc.Skipped)
@@ -164,11 +168,26 @@ func readImportFile(g *globals, name string) (importFile, error) {
 	return importFile{}, store.Invalid("format", fmt.Sprintf("unknown format %q (this binary reads %s and a3s session files)", head.Format, exportFormat))
 }
 
-// importOne writes one validated file: it checks first that no
-// conversation id exists (or drops those with skip), then restores the
-// governed sessions in one transaction, then saves the conversations.
+// importOne writes one validated file: it checks first that no runtime
+// session or conversation id exists (or drops those with skip), then
+// restores the governed sessions in one transaction, then inserts the
+// runtime sessions and saves the conversations.
 func importOne(ctx context.Context, st *sqlstore.Store, f importFile, skip bool, doc *importJSON) error {
-	conv := st.Conversations()
+	conv, rt := st.Conversations(), st.Runtime()
+	var rts []rtImport
+	for _, x := range f.runtime {
+		_, err := rt.Get(ctx, x.req.ID)
+		switch {
+		case err == nil && !skip:
+			return fmt.Errorf("%w: runtime session %s exists (use --skip-existing)", store.ErrConflict, x.req.ID)
+		case err == nil:
+			doc.Skipped++
+		case errors.Is(err, store.ErrNotFound):
+			rts = append(rts, x)
+		default:
+			return err
+		}
+	}
 	var convs []convExport
 	for _, x := range f.conversations {
 		exists, err := conv.Exists(ctx, x.Conversation.ID)
@@ -194,6 +213,12 @@ func importOne(ctx context.Context, st *sqlstore.Store, f importFile, skip bool,
 		}
 		doc.Governed += n
 		doc.Skipped += int64(len(f.governed)) - n
+	}
+	for _, x := range rts {
+		if err := importRuntime(ctx, rt, x); err != nil {
+			return fmt.Errorf("runtime session %s: %w", x.req.ID, err)
+		}
+		doc.Runtime++
 	}
 	for _, x := range convs {
 		if err := importConversation(ctx, conv, x); err != nil {
@@ -228,6 +253,18 @@ func parseExport(data []byte, version int) (importFile, error) {
 	}
 	if err := (store.RestoreRequest{Sessions: f.governed}).Validate(); err != nil {
 		return importFile{}, err
+	}
+	seenRT := map[string]bool{}
+	for i := range doc.Runtime {
+		imp, err := doc.Runtime[i].validate(fmt.Sprintf("runtime_sessions[%d]", i))
+		if err != nil {
+			return importFile{}, err
+		}
+		if seenRT[imp.req.ID] {
+			return importFile{}, store.Invalid("runtime_sessions", "id "+imp.req.ID+" appears twice")
+		}
+		seenRT[imp.req.ID] = true
+		f.runtime = append(f.runtime, imp)
 	}
 	seen := map[string]bool{}
 	for i := range doc.Conversations {
@@ -294,4 +331,31 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// countsText is "2 governed sessions, 1 runtime session and 3
+// conversations", leaving out the zeros ("nothing" when all are).
+func countsText(governed, runtime, conversations int64) string {
+	var parts []string
+	if governed > 0 {
+		parts = append(parts, fmt.Sprintf("%d governed %s", governed, plural(int(governed), "session", "sessions")))
+	}
+	if runtime > 0 {
+		parts = append(parts, fmt.Sprintf("%d runtime %s", runtime, plural(int(runtime), "session", "sessions")))
+	}
+	if conversations > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s", conversations, plural(int(conversations), "conversation", "conversations")))
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return joinAnd(parts)
+}
+
+// joinAnd lists words: "a, b and c".
+func joinAnd(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }

@@ -26,7 +26,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -66,6 +65,7 @@ func commands() []command {
 		{"traces", groupInspect, "list a conversation's trace events", runTraces},
 		{"runs", groupInspect, "list a conversation's run records", runRuns},
 		{"reports", groupInspect, "list a conversation's verification reports", runReports},
+		{"uploads", groupInspect, "list a runtime session's uploads", runUploads},
 		{"stats", groupInspect, "counts by status, sizes, schema version", runStats},
 
 		{"create", groupDrive, "create a governed session and print its id", runCreate},
@@ -191,12 +191,4 @@ func printExitStatuses(w io.Writer) {
 		fmt.Fprintf(tw, "  %d\t%s\n", e.code, e.meaning)
 	}
 	tw.Flush()
-}
-
-// joinOr lists words for messages: "a, b or c".
-func joinOr(words []string) string {
-	if len(words) < 2 {
-		return strings.Join(words, "")
-	}
-	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }

@@ -13,9 +13,10 @@ var showSpec = spec{
 	name: "show",
 	args: "ID",
 	about: `Shows every facet the store holds for one session id: the governed
-session's counters and limits, and the conversation's metadata (state,
-message count, usage, cost). Facets the session does not have are left out
-(null in JSON); an id with no facet at all is an error.`,
+session's counters and limits; the runtime session's agent, workspace,
+owner, model overrides, uploads and current turn; and the conversation's
+metadata (state, message count, usage, cost). Facets the session does not
+have are left out (null in JSON); an id with no facet at all is an error.`,
 	examples: []string{
 		"sessionctl show 3f2a9c1e-...",
 		"sessionctl show task-7 --json | jq .governed.calls_made",
@@ -27,7 +28,15 @@ message count, usage, cost). Facets the session does not have are left out
 type showJSON struct {
 	ID           string    `json:"id"`
 	Governed     *govView  `json:"governed"`
+	Runtime      *rtShow   `json:"runtime"`
 	Conversation *convView `json:"conversation"`
+}
+
+// rtShow is the runtime facet in show: the session and its upload totals.
+type rtShow struct {
+	rtView
+	Uploads     int64 `json:"uploads"`
+	UploadBytes int64 `json:"upload_bytes"`
 }
 
 func runShow(ctx context.Context, g *globals, args []string) int {
@@ -69,6 +78,12 @@ func runShow(ctx context.Context, g *globals, args []string) int {
 			return g.fail(sp.name, err)
 		}
 	}
+	if f.rt != nil {
+		fmt.Fprintln(w, "\nruntime:")
+		if err := rtDetails(w, *f.rt, doc.Runtime.Uploads, doc.Runtime.UploadBytes); err != nil {
+			return g.fail(sp.name, err)
+		}
+	}
 	if f.conv != nil {
 		fmt.Fprintln(w, "\nconversation:")
 		if err := convDetails(w, *f.conv); err != nil {
@@ -81,6 +96,7 @@ func runShow(ctx context.Context, g *globals, args []string) int {
 // facets are the store's records of one session id; nil when absent.
 type facets struct {
 	gov  *store.Session
+	rt   *store.RuntimeSession
 	conv *store.ConversationSummary
 }
 
@@ -98,6 +114,21 @@ func loadFacets(ctx context.Context, st *sqlstore.Store, id string) (showJSON, f
 	case !errors.Is(err, store.ErrNotFound):
 		return doc, f, err
 	}
+	r, err := st.Runtime().Get(ctx, id)
+	switch {
+	case err == nil:
+		f.rt = &r
+		ups, err := allUploads(ctx, st, id)
+		if err != nil {
+			return doc, f, err
+		}
+		doc.Runtime = &rtShow{rtView: newRTView(r), Uploads: int64(len(ups))}
+		for _, u := range ups {
+			doc.Runtime.UploadBytes += u.SizeBytes
+		}
+	case !errors.Is(err, store.ErrNotFound):
+		return doc, f, err
+	}
 	c, err := st.Conversations().Info(ctx, id)
 	switch {
 	case err == nil:
@@ -107,7 +138,7 @@ func loadFacets(ctx context.Context, st *sqlstore.Store, id string) (showJSON, f
 	case !errors.Is(err, store.ErrNotFound):
 		return doc, f, err
 	}
-	if f.gov == nil && f.conv == nil {
+	if f.gov == nil && f.rt == nil && f.conv == nil {
 		return doc, f, fmt.Errorf("session %s: %w", id, store.ErrNotFound)
 	}
 	return doc, f, nil

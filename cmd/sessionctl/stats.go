@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/agentstore/sessionstore/sqlstore"
@@ -11,7 +13,8 @@ import (
 
 var statsSpec = spec{
 	name: "stats",
-	about: `Summarizes the database: governed sessions by effective status,
+	about: `Summarizes the database: governed sessions by effective status, runtime
+sessions by agent with running turns and uploads (count and bytes),
 conversations by state with their messages, tokens and cost, the database
 and WAL file sizes, pages and free pages, and the schema version.`,
 	examples: []string{
@@ -37,12 +40,22 @@ type convCounts struct {
 	TotalCostUSD float64          `json:"total_cost_usd"`
 }
 
+// rtCounts summarizes the runtime sessions and their uploads.
+type rtCounts struct {
+	Total        int64            `json:"total"`
+	ByAgent      map[string]int64 `json:"by_agent"`
+	RunningTurns int64            `json:"running_turns"`
+	Uploads      int64            `json:"uploads"`
+	UploadBytes  int64            `json:"upload_bytes"`
+}
+
 // statsJSON is the JSON document of stats.
 type statsJSON struct {
 	Path                string       `json:"path"`
 	SchemaVersion       int64        `json:"schema_version"`
 	BinarySchemaVersion int64        `json:"binary_schema_version"`
 	Governed            statusCounts `json:"governed"`
+	Runtime             rtCounts     `json:"runtime"`
 	Conversations       convCounts   `json:"conversations"`
 	DatabaseBytes       int64        `json:"database_bytes"`
 	WALBytes            int64        `json:"wal_bytes"`
@@ -83,6 +96,8 @@ func runStats(ctx context.Context, g *globals, args []string) int {
 		{"database", doc.Path},
 		{"schema version", fmt.Sprintf("%d (this binary: %d)", doc.SchemaVersion, doc.BinarySchemaVersion)},
 		{"governed sessions", fmt.Sprintf("%d: %d active, %d closed, %d expired", gc.Total, gc.Active, gc.Closed, gc.Expired)},
+		{"runtime sessions", rtCountsText(doc.Runtime)},
+		{"uploads", fmt.Sprintf("%d, %s", doc.Runtime.Uploads, humanBytes(doc.Runtime.UploadBytes))},
 		{"conversations", convCountsText(doc.Conversations)},
 		{"messages", fmt.Sprint(doc.Conversations.Messages)},
 		{"tokens, cost", fmt.Sprintf("%d, %s", doc.Conversations.TotalTokens, usd(doc.Conversations.TotalCostUSD))},
@@ -106,6 +121,9 @@ func collectStats(ctx context.Context, g *globals, st *sqlstore.Store) (statsJSO
 		return doc, err
 	}
 	if doc.Governed, err = countGoverned(ctx, st.Governance()); err != nil {
+		return doc, err
+	}
+	if doc.Runtime, err = countRuntime(ctx, st); err != nil {
 		return doc, err
 	}
 	if doc.Conversations, err = countConversations(ctx, st.Conversations()); err != nil {
@@ -188,4 +206,68 @@ func convCountsText(c convCounts) string {
 		return fmt.Sprint(c.Total)
 	}
 	return fmt.Sprintf("%d: %s", c.Total, strings.Join(parts, ", "))
+}
+
+// countRuntime reads every runtime session (for running turns) and its
+// upload entries.
+func countRuntime(ctx context.Context, st *sqlstore.Store) (rtCounts, error) {
+	rt := st.Runtime()
+	c := rtCounts{}
+	var err error
+	if c.ByAgent, err = rt.CountByAgent(ctx); err != nil {
+		return c, err
+	}
+	req := store.ListIDsRequest{Limit: store.MaxPageSize}
+	for {
+		page, err := rt.ListIDs(ctx, req)
+		if err != nil {
+			return c, err
+		}
+		for _, id := range page.Items {
+			s, err := rt.Get(ctx, id)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return c, err
+			}
+			c.Total++
+			if s.Turn.Running {
+				c.RunningTurns++
+			}
+			ups, err := allUploads(ctx, st, id)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return c, err
+			}
+			for _, u := range ups {
+				c.Uploads++
+				c.UploadBytes += u.SizeBytes
+			}
+		}
+		if page.Next == "" {
+			return c, nil
+		}
+		req.After = page.Next
+	}
+}
+
+// rtCountsText is "3: 2 agent-a, 1 agent-b; 1 turn running".
+func rtCountsText(c rtCounts) string {
+	agents := make([]string, 0, len(c.ByAgent))
+	for a := range c.ByAgent {
+		agents = append(agents, a)
+	}
+	sort.Strings(agents)
+	var parts []string
+	for _, a := range agents {
+		parts = append(parts, fmt.Sprintf("%d %s", c.ByAgent[a], a))
+	}
+	s := fmt.Sprint(c.Total)
+	if len(parts) > 0 {
+		s += ": " + strings.Join(parts, ", ")
+	}
+	return fmt.Sprintf("%s; %d %s running", s, c.RunningTurns, plural(int(c.RunningTurns), "turn", "turns"))
 }
