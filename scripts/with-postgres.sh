@@ -89,8 +89,12 @@ trap 'exit 130' INT TERM
 	cat "$tmp/server.log" >&2
 	exit 1
 }
-"${as_owner[@]}" "$bindir/psql" -h "$tmp" -U postgres -d postgres -q -v ON_ERROR_STOP=1 \
-	-c "CREATE DATABASE sessionstore_test ENCODING 'UTF8' TEMPLATE template0" >/dev/null
+# The test database sorts text by a natural-language (ICU) collation, as
+# production databases often do, so that the tests of byte-order listing
+# mean something; servers without ICU get the plain C.UTF-8 locale.
+psql_admin=("${as_owner[@]}" "$bindir/psql" -h "$tmp" -U postgres -d postgres -q -v ON_ERROR_STOP=1)
+"${psql_admin[@]}" -c "CREATE DATABASE sessionstore_test ENCODING 'UTF8' TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'" >/dev/null 2>&1 ||
+	"${psql_admin[@]}" -c "CREATE DATABASE sessionstore_test ENCODING 'UTF8' TEMPLATE template0" >/dev/null
 
 export SESSIONSTORE_TEST_POSTGRES_URL="postgres://postgres@/sessionstore_test?host=$tmp&sslmode=disable"
 echo "with-postgres: PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') on $tmp (stopped on exit)" >&2

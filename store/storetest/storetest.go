@@ -36,6 +36,7 @@ type Harness struct {
 // Run runs the whole conformance suite.
 func Run(t *testing.T, h Harness) {
 	t.Run("Governance", func(t *testing.T) { RunGovernance(t, h) })
+	t.Run("Ordering", func(t *testing.T) { RunOrdering(t, h) })
 }
 
 // Clock is a manual clock for tests: time moves only when told to.
