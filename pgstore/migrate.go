@@ -124,9 +124,9 @@ func (s *Store) migrate(ctx context.Context) error {
 // locker of the store's schema. The caller closes the *sql.DB (which
 // returns its connections to the pool).
 func (s *Store) provider(ctx context.Context) (*goose.Provider, *sql.DB, error) {
-	var database, schema string
-	if err := s.pool.QueryRow(ctx, "SELECT current_database(), coalesce(current_schema(), '')").Scan(&database, &schema); err != nil {
-		return nil, nil, mapErr(err)
+	database, schema, err := s.identity(ctx)
+	if err != nil {
+		return nil, nil, err
 	}
 	h := fnv.New64a()
 	h.Write([]byte("sessionstore migrations\x00" + database + "\x00" + schema))
@@ -157,4 +157,10 @@ func (s *Store) SchemaVersion(ctx context.Context) (current, latest int64, err e
 	}
 	current, err = s.dbVersion(ctx)
 	return current, latest, err
+}
+
+// identity returns the names of the store's database and schema.
+func (s *Store) identity(ctx context.Context) (database, schema string, err error) {
+	err = s.pool.QueryRow(ctx, "SELECT current_database(), coalesce(current_schema(), '')").Scan(&database, &schema)
+	return database, schema, mapErr(err)
 }

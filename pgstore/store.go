@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/agentstore/sessionstore/store"
 )
@@ -24,7 +26,8 @@ var _ store.Store = (*Store)(nil)
 type Store struct {
 	cfg   config
 	pool  *pgxpool.Pool
-	owned bool // the pool was created by Open
+	db    *sqlx.DB // database/sql on pool, for the facets that use sqlx
+	owned bool     // the pool was created by Open
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -96,11 +99,13 @@ func OpenPool(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, 
 }
 
 func newStore(ctx context.Context, pool *pgxpool.Pool, cfg config) (*Store, error) {
-	s := &Store{cfg: cfg, pool: pool}
+	s := &Store{cfg: cfg, pool: pool, db: sqlx.NewDb(stdlib.OpenDBFromPool(pool), "pgx")}
 	if err := pool.Ping(ctx); err != nil {
+		s.db.Close()
 		return nil, mapErr(err)
 	}
 	if err := s.migrate(ctx); err != nil {
+		s.db.Close()
 		return nil, err
 	}
 	return s, nil
@@ -112,6 +117,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg config) (*Store, erro
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		s.closeErr = s.db.Close()
 		if s.owned {
 			s.pool.Close()
 		}

@@ -25,6 +25,19 @@
 // (SyncNormal) trades the last transactions before a power loss (never
 // before a process crash) for speed.
 //
+// # Conversations
+//
+// A conversation's history is one row per message in
+// conversation_messages, numbered 0, 1, 2, … per conversation. An append
+// finds the next number with one probe of the (session_id, seq) index and
+// inserts the new rows: its cost does not depend on the length of the
+// history, and it never rewrites what is there. Artifacts, trace events,
+// run records (with their events), verification reports and cost records
+// live in their own tables, all ON DELETE CASCADE from conversations, so
+// deleting a conversation deletes everything it owns in one transaction.
+// Load and the run readers read in one read transaction: a consistent
+// snapshot even while appends go on.
+//
 // # Time
 //
 // Times are stored as UTC unix milliseconds (INTEGER columns named *_ms).

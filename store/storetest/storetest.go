@@ -37,6 +37,7 @@ type Harness struct {
 func Run(t *testing.T, h Harness) {
 	t.Run("Governance", func(t *testing.T) { RunGovernance(t, h) })
 	t.Run("Ordering", func(t *testing.T) { RunOrdering(t, h) })
+	t.Run("Conversations", func(t *testing.T) { RunConversations(t, h) })
 }
 
 // Clock is a manual clock for tests: time moves only when told to.
