@@ -164,3 +164,10 @@ func (s *Store) identity(ctx context.Context) (database, schema string, err erro
 	err = s.pool.QueryRow(ctx, "SELECT current_database(), coalesce(current_schema(), '')").Scan(&database, &schema)
 	return database, schema, mapErr(err)
 }
+
+// hash64 is a short stable name for a database and schema pair.
+func hash64(database, schema string) string {
+	h := fnv.New64a()
+	h.Write([]byte(database + "\x00" + schema))
+	return fmt.Sprintf("%016x", h.Sum64())
+}

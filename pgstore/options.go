@@ -17,6 +17,7 @@ type config struct {
 	maxConns    int32
 	maxAttempts int
 	lockWait    time.Duration
+	runtime     runtimeConfig
 }
 
 func defaultConfig() config {
@@ -25,6 +26,7 @@ func defaultConfig() config {
 		logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		maxAttempts: 10,
 		lockWait:    5 * time.Minute,
+		runtime:     defaultRuntimeConfig(),
 	}
 }
 
@@ -78,5 +80,10 @@ func (c *config) validate() error {
 	if c.lockWait < time.Second {
 		return store.Invalid("option migration_lock_wait", "must be at least 1s")
 	}
-	return nil
+	return c.runtime.validate()
+}
+
+// invalidOption reports a bad Option value.
+func invalidOption(name, reason string) error {
+	return store.Invalid("option "+name, reason)
 }

@@ -29,6 +29,13 @@ var harness = storetest.Harness{
 	Open: func(ctx context.Context, loc string, clock store.Clock) (store.Store, error) {
 		return pgstore.Open(ctx, loc, pgstore.WithClock(clock))
 	},
+	OpenWith: func(ctx context.Context, loc string, clock store.Clock, o storetest.Options) (store.Store, error) {
+		opts := []pgstore.Option{pgstore.WithClock(clock), pgstore.WithMaxSessions(o.MaxSessions)}
+		if o.MaxUploadBytes > 0 {
+			opts = append(opts, pgstore.WithMaxUploadBytes(o.MaxUploadBytes))
+		}
+		return pgstore.Open(ctx, loc, opts...)
+	},
 }
 
 func TestMain(m *testing.M) {

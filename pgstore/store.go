@@ -29,6 +29,11 @@ type Store struct {
 	db    *sqlx.DB // database/sql on pool, for the facets that use sqlx
 	owned bool     // the pool was created by Open
 
+	// channel is the NOTIFY channel of this database and schema on which
+	// turn cancels, supersedes and ends are announced.
+	channel string
+	turns   turnRegistry
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -108,6 +113,12 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg config) (*Store, erro
 		s.db.Close()
 		return nil, err
 	}
+	database, schema, err := s.identity(ctx)
+	if err != nil {
+		s.db.Close()
+		return nil, err
+	}
+	s.channel = "sessionstore_turns_" + hash64(database, schema)
 	return s, nil
 }
 
@@ -117,6 +128,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg config) (*Store, erro
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		s.turns.close()
 		s.closeErr = s.db.Close()
 		if s.owned {
 			s.pool.Close()

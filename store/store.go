@@ -17,6 +17,10 @@ type Store interface {
 	// data, message history, artifacts, traces, runs and reports.
 	Conversations() Conversations
 
+	// Runtime returns the runtime-bookkeeping facet: runtime sessions,
+	// model overrides, uploads, turns and cancellation.
+	Runtime() Runtime
+
 	// HealthCheck verifies that the backing database answers a real query.
 	HealthCheck(ctx context.Context) error
 
