@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -70,5 +71,50 @@ func TestCancelArrivesByPollWithoutNotify(t *testing.T) {
 	var tc *store.TurnCancelledError
 	if err := context.Cause(turnCtx); !errors.As(err, &tc) || tc.Cause != store.CauseAdminKill || tc.Generation != gen {
 		t.Fatalf("turn cancelled with %v", err)
+	}
+}
+
+// BenchmarkCancelDeliveryAcrossStores measures how long a cancel made
+// through one store takes to reach the turn context of another (in this
+// process; the path is the same between hosts): NOTIFY on commit, the
+// listener's check of the turn, the context's cancel.
+//
+//	scripts/with-postgres.sh go test ./pgstore -run '^$' -bench CancelDelivery
+func BenchmarkCancelDeliveryAcrossStores(b *testing.B) {
+	ctx := context.Background()
+	loc := newSchema(b)
+	a, err := pgstore.Open(ctx, loc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close()
+	other, err := pgstore.Open(ctx, loc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := a.Runtime().Insert(ctx, store.NewRuntimeSession{ID: "s", AgentAlias: "x", WorkspaceDir: ".", ChatMode: store.ChatModeChat}); err != nil {
+		b.Fatal(err)
+	}
+	var delays []time.Duration
+	for b.Loop() {
+		gen, tctx, err := a.Runtime().BeginTurn(ctx, "s")
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		if ok, err := other.Runtime().Cancel(ctx, "s", store.CauseClientRequest); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+		<-tctx.Done()
+		delays = append(delays, time.Since(start))
+		if _, err := a.Runtime().EndTurn(ctx, "s", gen); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if len(delays) > 0 {
+		slices.Sort(delays)
+		b.ReportMetric(float64(delays[len(delays)/2].Microseconds())/1000, "median-ms")
+		b.ReportMetric(float64(delays[len(delays)-1].Microseconds())/1000, "worst-ms")
 	}
 }
