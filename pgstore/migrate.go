@@ -123,7 +123,7 @@ func (s *Store) migrate(ctx context.Context) error {
 // provider returns a goose Provider on the store's pool with the session
 // locker of the store's schema. The caller closes the *sql.DB (which
 // returns its connections to the pool).
-func (s *Store) provider(ctx context.Context) (*goose.Provider, *sql.DB, error) {
+func (s *Store) provider(ctx context.Context, opts ...goose.ProviderOption) (*goose.Provider, *sql.DB, error) {
 	database, schema, err := s.identity(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -137,7 +137,7 @@ func (s *Store) provider(ctx context.Context) (*goose.Provider, *sql.DB, error) 
 		return nil, nil, err
 	}
 	db := stdlib.OpenDBFromPool(s.pool)
-	p, err := migrations.NewPostgresProvider(db, goose.WithSessionLocker(locker))
+	p, err := migrations.NewPostgresProvider(db, append([]goose.ProviderOption{goose.WithSessionLocker(locker)}, opts...)...)
 	if err != nil {
 		db.Close()
 		return nil, nil, fmt.Errorf("pgstore: migrations: %w", err)

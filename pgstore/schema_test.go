@@ -182,3 +182,43 @@ func TestClosedStore(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 }
+
+func TestIsURL(t *testing.T) {
+	for s, want := range map[string]bool{
+		"postgres://u@h/db":        true,
+		"POSTGRESQL://u@h/db":      true,
+		"sessions.db":              false,
+		"/var/lib/postgres://x.db": false,
+		"":                         false,
+	} {
+		if got := pgstore.IsURL(s); got != want {
+			t.Errorf("IsURL(%q) = %v", s, got)
+		}
+	}
+}
+
+// A migration tool sees the store's schema: every version applied.
+func TestMigrationProvider(t *testing.T) {
+	ctx := context.Background()
+	loc := newSchema(t)
+	open(t, loc).Close()
+	p, db, pool, err := pgstore.NewMigrationProvider(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	defer db.Close()
+	status, err := p.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest, _ := migrations.LatestPostgres()
+	if len(status) != int(latest) {
+		t.Fatalf("%d migrations in status, want %d", len(status), latest)
+	}
+	for _, st := range status {
+		if st.State != "applied" {
+			t.Fatalf("migration %d is %s", st.Source.Version, st.State)
+		}
+	}
+}
