@@ -61,6 +61,8 @@ func benchScenarios() []benchScenario {
 	return []benchScenario{
 		{"use", one, setupUse},
 		{"use", many, setupUse},
+		{"append@10", one, setupAppend(1000, 10)},
+		{"append@10000", one, setupAppend(1, 10000)},
 		{"get", one, setupGet},
 		{"list-100-of-10000", one, setupList},
 	}
@@ -78,6 +80,42 @@ func setupUse(ctx context.Context, st *sqlstore.Store) (func(context.Context, in
 		_, err := st.Governance().Use(ctx, req)
 		return err
 	}, nil
+}
+
+// setupAppend seeds convs conversations with history messages each; the
+// operation appends one message, cycling over the conversations so that
+// the history stays near its starting length during the run.
+func setupAppend(convs, history int) func(context.Context, *sqlstore.Store) (func(context.Context, int) error, error) {
+	return func(ctx context.Context, st *sqlstore.Store) (func(context.Context, int) error, error) {
+		msg := store.Message{Role: "user", Content: []store.ContentBlock{store.TextBlock("how many files are in the repository?")}}
+		seed := make([]store.Message, history)
+		for i := range seed {
+			seed[i] = msg
+		}
+		var wg sync.WaitGroup
+		var firstErr atomic.Value
+		for w := range 16 {
+			wg.Go(func() {
+				for i := w; i < convs; i += 16 {
+					_, err := st.Conversations().Save(ctx, store.Conversation{ID: fmt.Sprintf("conv-%05d", i), Messages: seed})
+					if err != nil {
+						firstErr.CompareAndSwap(nil, err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if err, _ := firstErr.Load().(error); err != nil {
+			return nil, err
+		}
+		var next atomic.Int64
+		return func(ctx context.Context, _ int) error {
+			id := fmt.Sprintf("conv-%05d", next.Add(1)%int64(convs))
+			_, err := st.Conversations().AppendMessages(ctx, id, msg)
+			return err
+		}, nil
+	}
 }
 
 func setupGet(ctx context.Context, st *sqlstore.Store) (func(context.Context, int) error, error) {
@@ -123,9 +161,10 @@ func setupList(ctx context.Context, st *sqlstore.Store) (func(context.Context, i
 
 var benchSpec = spec{
 	name: "bench",
-	about: `Measures the fsync rate F of DIR, then Use (1 and N callers), get by id and a
-list page on a temporary database in DIR; prints ops/s, p50, p99 and the
-ratio to F. The database of --db is not touched; its directory is the
+	about: `Measures the fsync rate F of DIR, then Use (1 and N callers), a message
+append at 10 and at 10,000 messages of history, get by id and a list page
+(100 of 10,000) on a temporary database in DIR; prints ops/s, p50, p99 and
+the ratio to F. The database of --db is not touched; its directory is the
 default DIR.`,
 	examples: []string{"sessionctl bench --dir /var/lib/agent --duration 5s"},
 }
