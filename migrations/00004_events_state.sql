@@ -1,6 +1,6 @@
 -- Agent sessions (Google's ADK, trpc-agent-go): sessions keyed by
 -- (app, user, session id), an append-only event log per session, and
--- key–value state in app, user and session scopes. Times are UTC unix
+-- key-value state in app, user and session scopes. Times are UTC unix
 -- milliseconds. Event payloads and state values are JSON text.
 
 -- +goose Up

@@ -22,7 +22,7 @@ const versionTable = migrations.TableName
 // files, files that are not SQLite databases, databases of other
 // applications and schemas newer than this binary. A missing file is fine:
 // Open creates it.
-func probe(ctx context.Context, path string) error {
+func probe(ctx context.Context, path string, cfg *config) error {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -36,7 +36,11 @@ func probe(ctx context.Context, path string) error {
 	if fi.Size() == 0 {
 		return fmt.Errorf("%w: the file is empty (remove it, or give a path that does not exist yet)", store.ErrNotSessionStore)
 	}
-	db, err := sql.Open(driverName, "file:"+escapePath(path)+"?mode=ro")
+	// The busy timeout matters: another process closing its last
+	// connection holds an exclusive lock for a moment (checkpoint, WAL
+	// removal), and without a timeout the probe fails at once with
+	// SQLITE_BUSY.
+	db, err := sql.Open(driverName, fmt.Sprintf("file:%s?mode=ro&_pragma=busy_timeout(%d)", escapePath(path), cfg.busyTimeout.Milliseconds()))
 	if err != nil {
 		return mapErr(err)
 	}

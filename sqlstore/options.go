@@ -32,6 +32,7 @@ type config struct {
 	maxBatch    int
 	fileLock    bool
 	journalMax  int64
+	runtime     runtimeConfig
 }
 
 func defaultConfig() config {
@@ -45,6 +46,7 @@ func defaultConfig() config {
 		maxBatch:    256,
 		fileLock:    true,
 		journalMax:  64 << 20,
+		runtime:     defaultRuntimeConfig(),
 	}
 }
 
@@ -121,5 +123,5 @@ func (c *config) validate() error {
 	if c.maxBatch < 1 {
 		return invalidOption("max_batch", "must be at least 1")
 	}
-	return nil
+	return c.runtime.validate()
 }

@@ -40,6 +40,7 @@ type Store struct {
 
 	readStmts sync.Map // query string -> *sqlx.Stmt
 	govCache  *govCache
+	turns     turnRegistry
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -64,7 +65,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if path == ":memory:" || hasMemoryMode(path) {
 		return nil, store.Invalid("path", "in-memory databases are not supported; use a temporary file")
 	}
-	if err := probe(ctx, path); err != nil {
+	if err := probe(ctx, path, &cfg); err != nil {
 		return nil, err
 	}
 
@@ -168,6 +169,7 @@ func (s *Store) startWriter(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		s.turns.close()
 		var errs []error
 		if s.w != nil {
 			s.w.close()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Bounds of agent sessions and their events.
@@ -222,6 +223,9 @@ func validateEvent(ev AgentEvent) error {
 	}
 	if !json.Valid(ev.Data) {
 		return Invalid("event.data", "must be a JSON document")
+	}
+	if !utf8.Valid(ev.Data) {
+		return Invalid("event.data", "must be valid UTF-8")
 	}
 	if y := ev.Timestamp.Year(); !ev.Timestamp.IsZero() && (y < 1 || y > 9999) {
 		return Invalid("event.timestamp", "out of range")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"strings"
+	"unicode/utf8"
 )
 
 // Bounds of scoped state.
@@ -54,8 +55,8 @@ func (s ScopedState) Validate(field string) error {
 			if len(v) > MaxStateValueSize {
 				return Invalid(field+"."+sc.name, "value too large")
 			}
-			if !json.Valid(v) {
-				return Invalid(field+"."+sc.name, "value must be a JSON document")
+			if !json.Valid(v) || !utf8.Valid(v) {
+				return Invalid(field+"."+sc.name, "value must be a JSON document in UTF-8")
 			}
 		}
 	}

@@ -13,6 +13,14 @@ type Store interface {
 	// rate and time limits.
 	Governance() Governance
 
+	// Conversations returns the conversation-persistence facet: session
+	// data, message history, artifacts, traces, runs and reports.
+	Conversations() Conversations
+
+	// Runtime returns the runtime-bookkeeping facet: runtime sessions,
+	// model overrides, uploads, turns and cancellation.
+	Runtime() Runtime
+
 	// AgentSessions returns the agent-session facet: sessions keyed by
 	// (app, user, session), event logs and app/user/session state.
 	AgentSessions() AgentSessions

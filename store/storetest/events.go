@@ -920,6 +920,8 @@ func testASInvalidInput(t *testing.T, e *env) {
 	}
 	for name, req := range map[string]store.AppendEventRequest{
 		"malformed data":    {Key: k, Event: store.AgentEvent{Data: json.RawMessage(`{"a":`)}},
+		"data not utf-8":    {Key: k, Event: store.AgentEvent{Data: json.RawMessage("\"\xff\xfe\"")}},
+		"delta not utf-8":   {Key: k, Event: good, Delta: store.ScopedState{Session: map[string]json.RawMessage{"k": json.RawMessage("\"\xc3\"")}}},
 		"empty data":        {Key: k, Event: store.AgentEvent{}},
 		"huge data":         {Key: k, Event: huge},
 		"seq given":         {Key: k, Event: store.AgentEvent{Seq: 3, Data: raw(1)}},
