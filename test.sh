@@ -23,13 +23,14 @@ CGO_ENABLED=1 "${with_postgres[@]}" go test -race -shuffle=on -timeout 15m ./...
 # --- ADK for Go adapter: the separate module adk/ ------------------------
 # It has its own go.mod so that the core library does not pull in ADK's
 # dependencies; the root module's ./... therefore does not include it. This
-# block runs ADK's own session-service suite (sessiontestsuite) against it,
-# its concurrency tests and its example.
+# block runs ADK's own session-service suite (sessiontestsuite) against it
+# on SQLite and on PostgreSQL (through the same private server script as
+# above), its concurrency tests and its example.
 (
 	cd adk
 	test -z "$(gofmt -l .)" || { echo "gofmt needed on:"; gofmt -l .; exit 1; }
 	go vet ./...
 	CGO_ENABLED=0 go build ./...
-	CGO_ENABLED=1 go test -race -shuffle=on -timeout 15m ./...
+	CGO_ENABLED=1 ../scripts/with-postgres.sh go test -race -shuffle=on -timeout 15m ./...
 )
 # --- end of the ADK block ------------------------------------------------
