@@ -101,6 +101,7 @@ func (s *Session) applied(version int64, updatedAt time.Time, delta map[string]a
 // the handle, so it sees appends and refreshes made after it was taken.
 type sessionState struct{ s *Session }
 
+// Get returns the value of key, or session.ErrStateKeyNotExist.
 func (v *sessionState) Get(key string) (any, error) {
 	v.s.mu.RLock()
 	defer v.s.mu.RUnlock()
@@ -111,6 +112,7 @@ func (v *sessionState) Get(key string) (any, error) {
 	return val, nil
 }
 
+// Set sets key in the handle (not in the store).
 func (v *sessionState) Set(key string, val any) error {
 	v.s.mu.Lock()
 	defer v.s.mu.Unlock()
@@ -121,6 +123,7 @@ func (v *sessionState) Set(key string, val any) error {
 	return nil
 }
 
+// All iterates over a copy of the state taken when it is called.
 func (v *sessionState) All() iter.Seq2[string, any] {
 	v.s.mu.RLock()
 	snapshot := maps.Clone(v.s.state)
@@ -137,6 +140,7 @@ func (v *sessionState) All() iter.Seq2[string, any] {
 // events is an immutable view of a handle's events.
 type events []*session.Event
 
+// All iterates over the events, oldest first.
 func (e events) All() iter.Seq[*session.Event] {
 	return func(yield func(*session.Event) bool) {
 		for _, ev := range e {
@@ -147,8 +151,10 @@ func (e events) All() iter.Seq[*session.Event] {
 	}
 }
 
+// Len returns the number of events.
 func (e events) Len() int { return len(e) }
 
+// At returns the i-th event, or nil when i is out of range.
 func (e events) At(i int) *session.Event {
 	if i >= 0 && i < len(e) {
 		return e[i]

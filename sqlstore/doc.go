@@ -38,6 +38,19 @@
 // Load and the run readers read in one read transaction: a consistent
 // snapshot even while appends go on.
 //
+// # Agent sessions
+//
+// An agent session (AgentSessions) is one agent_sessions row with a version
+// and an event count, its events in agent_events (JSON text plus indexed
+// session, seq, event id, timestamp and invocation columns) and its state
+// as one row per key in agent_session_state; app and user state live in
+// agent_app_state and agent_user_state. An append is one request on the
+// writer: a conditional UPDATE of the session row (the version check),
+// the event insert and the state upserts, in one savepoint of the group
+// commit. GetSession, ListSessions, ListEvents and GetState read in one
+// read transaction each; their statements are prepared on that
+// transaction's own connection, never on a second one from the pool.
+//
 // # Turn cancellation
 //
 // A turn's durable state is in its runtime_sessions row and, once it is
