@@ -17,6 +17,10 @@ type rtx struct {
 	s   *Store
 	ctx context.Context
 	tx  *sqlx.Tx
+	// missed lists statements that were not in the pool's cache yet: they
+	// were prepared on the transaction's connection only, and are added to
+	// the cache after the transaction has given its connection back.
+	missed []string
 }
 
 // readTx runs fn in a read-only transaction and ends it.
@@ -28,16 +32,27 @@ func (s *Store) readTx(ctx context.Context, fn func(r *rtx) error) error {
 	if err != nil {
 		return mapErr(err)
 	}
-	defer tx.Rollback()
-	return fn(&rtx{s: s, ctx: ctx, tx: tx})
+	r := &rtx{s: s, ctx: ctx, tx: tx}
+	err = fn(r)
+	tx.Rollback()
+	for _, q := range r.missed {
+		s.readStmt(ctx, q) // best effort; a failure only costs a later prepare
+	}
+	return err
 }
 
+// stmt returns query prepared on the transaction's connection. It never
+// takes a second connection from the pool: with every reader inside a
+// transaction, preparing on the pool would wait for a connection forever.
 func (r *rtx) stmt(query string) (*sqlx.Stmt, error) {
-	st, err := r.s.readStmt(r.ctx, query)
-	if err != nil {
-		return nil, err
+	if r.s.closed.Load() {
+		return nil, store.ErrStoreClosed
 	}
-	return r.tx.StmtxContext(r.ctx, st), nil
+	if st, ok := r.s.readStmts.Load(query); ok {
+		return r.tx.StmtxContext(r.ctx, st.(*sqlx.Stmt)), nil
+	}
+	r.missed = append(r.missed, query)
+	return r.tx.PreparexContext(r.ctx, query)
 }
 
 // get scans one row into dest; sql.ErrNoRows when there is none.
