@@ -22,8 +22,8 @@ space with autovacuum, and --vacuum is refused.`,
 
 // cleanupJSON is the JSON document of cleanup.
 type cleanupJSON struct {
-	Removed int64 `json:"removed"`
-	*WALResult // SQLite only
+	Removed    int64 `json:"removed"`
+	*WALResult       // SQLite only
 }
 
 func runCleanup(ctx context.Context, g *globals, args []string) int {
