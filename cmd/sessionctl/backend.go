@@ -117,3 +117,17 @@ func shellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// pgSchemaHint names the store's schema as the URL sets it (the first entry
+// of search_path), else "public", for the advice of an error message.
+func (g *globals) pgSchemaHint() string {
+	u, err := url.Parse(g.db)
+	if err != nil {
+		return "public"
+	}
+	first, _, _ := strings.Cut(u.Query().Get("search_path"), ",")
+	if first = strings.TrimSpace(first); first == "" || strings.HasPrefix(first, "$") {
+		return "public"
+	}
+	return shellQuote(first)
+}

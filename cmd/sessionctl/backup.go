@@ -50,7 +50,7 @@ func runBackup(ctx context.Context, g *globals, args []string) int {
 	}
 	dest := pos[0]
 	if g.isPG() {
-		return g.fail(sp.name, errNotOnPostgres("backup", "use pg_dump (for example pg_dump --format=custom --schema=public URL > FILE)"))
+		return g.fail(sp.name, errNotOnPostgres("backup", "use pg_dump (for example pg_dump --format=custom --schema="+g.pgSchemaHint()+" URL > FILE)"))
 	}
 	if err := g.mustExistFile(); err != nil {
 		return g.fail(sp.name, err)
