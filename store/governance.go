@@ -429,6 +429,12 @@ type Governance interface {
 	CloseAllForAgent(ctx context.Context, agentID string) (int64, error)
 	// Cleanup deletes expired and closed sessions and returns how many.
 	Cleanup(ctx context.Context) (int64, error)
+	// Restore inserts sessions exactly as given (counters, rate window,
+	// status, times) in one transaction and returns how many it inserted:
+	// the import side of an export. An existing id fails the whole
+	// request with ErrConflict unless req.SkipExisting; invalid sessions
+	// fail it with ErrInvalidInput. Either way nothing is written.
+	Restore(ctx context.Context, req RestoreRequest) (int64, error)
 }
 
 func nonNil(s []string) []string {

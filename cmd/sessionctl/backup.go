@@ -18,7 +18,11 @@ var backupSpec = spec{
 transaction, so other processes may keep writing while it runs, and the
 copy is compacted (no free pages, no WAL). The copy is then checked with
 PRAGMA quick_check. FILE must not exist. Never copy a live database file
-with cp: the WAL holds committed transactions the main file does not.`,
+with cp: the WAL holds committed transactions the main file does not.
+
+Not supported on PostgreSQL (exit status 1): back the store's schema up
+with the server's own tools, e.g. pg_dump --schema=NAME, or continuous
+archiving.`,
 	examples: []string{
 		"sessionctl backup /backups/sessions-$(date +%F).db",
 	},
@@ -45,7 +49,10 @@ func runBackup(ctx context.Context, g *globals, args []string) int {
 		return code
 	}
 	dest := pos[0]
-	if err := g.mustExist(); err != nil {
+	if g.isPG() {
+		return g.fail(sp.name, errNotOnPostgres("backup", "use pg_dump (for example pg_dump --format=custom --schema="+g.pgSchemaHint()+" URL > FILE)"))
+	}
+	if err := g.mustExistFile(); err != nil {
 		return g.fail(sp.name, err)
 	}
 	if _, err := os.Lstat(dest); err == nil {

@@ -195,6 +195,9 @@ func runBench(ctx context.Context, g *globals, args []string) int {
 	if syncLevel != sqlstore.SyncFull && syncLevel != sqlstore.SyncNormal {
 		return g.usageErr(sp.name, "--sync must be FULL or NORMAL")
 	}
+	if o.dir == "" && g.isPG() {
+		return g.usageErr(sp.name, "bench measures SQLite on a disk: give --dir (for PostgreSQL run go test -bench . ./pgstore)")
+	}
 	if o.dir == "" {
 		o.dir = filepath.Dir(g.db)
 	}

@@ -11,7 +11,9 @@ var cleanupSpec = spec{
 	about: `Deletes governed sessions that are closed or past their time limit, then
 checkpoints the WAL into the database file and truncates it. With --vacuum
 the database file is also rewritten without its free pages, so that it
-shrinks on disk (this holds the write lock while it runs).`,
+shrinks on disk (this holds the write lock while it runs). On PostgreSQL
+only the sessions are deleted: the server manages its WAL and reclaims
+space with autovacuum, and --vacuum is refused.`,
 	examples: []string{
 		"sessionctl cleanup",
 		"sessionctl cleanup --vacuum --json",
@@ -20,8 +22,8 @@ shrinks on disk (this holds the write lock while it runs).`,
 
 // cleanupJSON is the JSON document of cleanup.
 type cleanupJSON struct {
-	Removed int64 `json:"removed"`
-	WALResult
+	Removed    int64 `json:"removed"`
+	*WALResult       // SQLite only
 }
 
 func runCleanup(ctx context.Context, g *globals, args []string) int {
@@ -36,6 +38,9 @@ func runCleanup(ctx context.Context, g *globals, args []string) int {
 	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
 		return code
 	}
+	if *vacuum && g.isPG() {
+		return g.fail(sp.name, errNotOnPostgres("--vacuum", "autovacuum reclaims space (or run VACUUM yourself)"))
+	}
 	st, err := g.openExisting(ctx)
 	if err != nil {
 		return g.fail(sp.name, err)
@@ -47,18 +52,24 @@ func runCleanup(ctx context.Context, g *globals, args []string) int {
 	if err != nil {
 		return g.fail(sp.name, err)
 	}
-	wal, err := checkpoint(ctx, g.db, *vacuum)
-	if err != nil {
-		return g.fail(sp.name, err)
+	doc := cleanupJSON{Removed: n}
+	if !g.isPG() {
+		wal, err := checkpoint(ctx, g.db, *vacuum)
+		if err != nil {
+			return g.fail(sp.name, err)
+		}
+		doc.WALResult = &wal
 	}
 	if *asJSON {
-		if err := writeJSON(g.stdout, cleanupJSON{Removed: n, WALResult: wal}); err != nil {
+		if err := writeJSON(g.stdout, doc); err != nil {
 			return g.fail(sp.name, err)
 		}
 		return exitOK
 	}
 	fmt.Fprintf(g.stdout, "removed %d closed or expired governed %s\n", n, plural(int(n), "session", "sessions"))
-	printWAL(g.stdout, wal)
+	if doc.WALResult != nil {
+		printWAL(g.stdout, *doc.WALResult)
+	}
 	return exitOK
 }
 

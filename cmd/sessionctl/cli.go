@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -14,7 +13,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -152,8 +150,8 @@ func (e *errNoDatabase) Error() string {
 	return fmt.Sprintf("database file %s does not exist (create one with sessionctl create, import or demo)", e.path)
 }
 
-// mustExist checks that the database file exists without creating it.
-func (g *globals) mustExist() error {
+// mustExistFile checks that the database file exists without creating it.
+func (g *globals) mustExistFile() error {
 	fi, err := os.Stat(g.db)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &errNoDatabase{path: g.db}
@@ -165,32 +163,6 @@ func (g *globals) mustExist() error {
 		return fmt.Errorf("%s is a directory, not a database file", g.db)
 	}
 	return nil
-}
-
-// options returns the store options of this invocation.
-func (g *globals) options() []sqlstore.Option {
-	var opts []sqlstore.Option
-	if g.now != nil {
-		opts = append(opts, sqlstore.WithClock(g.now))
-	}
-	return opts
-}
-
-// openExisting opens the store at --db, which must exist.
-func (g *globals) openExisting(ctx context.Context) (*sqlstore.Store, error) {
-	if err := g.mustExist(); err != nil {
-		return nil, err
-	}
-	return g.openOrCreate(ctx)
-}
-
-// openOrCreate opens the store at --db, creating the file when missing.
-func (g *globals) openOrCreate(ctx context.Context) (*sqlstore.Store, error) {
-	st, err := sqlstore.Open(ctx, g.db, g.options()...)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", g.db, err)
-	}
-	return st, nil
 }
 
 // clock returns the current time of this invocation.

@@ -245,7 +245,9 @@ func TestNewerSchema(t *testing.T) {
 	sameFiles(t, before, fileState(t, e.db))
 }
 
-func TestListPaging(t *testing.T) {
+func TestListPaging(t *testing.T) { bothBackends(t, testListPaging) }
+
+func testListPaging(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
 	for i := range 5 {
 		e.run("create", "--id", fmt.Sprintf("s%d", i), "--agent", "a", "--budget", "1").want(t, 0)
@@ -275,7 +277,9 @@ func TestListPaging(t *testing.T) {
 	}
 }
 
-func TestShowNotFound(t *testing.T) {
+func TestShowNotFound(t *testing.T) { bothBackends(t, testShowNotFound) }
+
+func testShowNotFound(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
 	e.run("create", "--id", "s", "--agent", "a", "--budget", "1").want(t, 0)
 	e.run("show", "nope").want(t, exitError).oneLineErr(t, "session nope: session not found")
@@ -285,7 +289,9 @@ func TestShowNotFound(t *testing.T) {
 	e.run("create", "--id", "s", "--agent", "a", "--budget", "1").want(t, exitError).oneLineErr(t, "session s already exists")
 }
 
-func TestCreateMaxActive(t *testing.T) {
+func TestCreateMaxActive(t *testing.T) { bothBackends(t, testCreateMaxActive) }
+
+func testCreateMaxActive(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
 	e.run("create", "--agent", "a", "--budget", "1", "--max-active", "2").want(t, 0)
 	e.run("create", "--agent", "a", "--budget", "1", "--max-active", "2").want(t, 0)
@@ -345,7 +351,7 @@ func TestStatsAndDoctor(t *testing.T) {
 	}
 	want := statusCounts{Total: 4, Active: 2, Closed: 1, Expired: 1}
 	if doc.Governed != want || doc.SchemaVersion != doc.BinarySchemaVersion || doc.SchemaVersion < 1 ||
-		doc.PageSize == 0 || doc.Pages == 0 || doc.DatabaseBytes == 0 {
+		doc.PageSize == nil || *doc.PageSize == 0 || *doc.Pages == 0 || doc.DatabaseBytes == 0 || doc.StoreBytes != nil || doc.Backend != "sqlite" {
 		t.Fatalf("stats: %+v", doc)
 	}
 	r = e.run("stats").want(t, 0)
@@ -405,7 +411,9 @@ func TestMigrateCommands(t *testing.T) {
 	}
 }
 
-func TestExportImportRoundTrip(t *testing.T) {
+func TestExportImportRoundTrip(t *testing.T) { bothBackends(t, testExportImportRoundTrip) }
+
+func testExportImportRoundTrip(t *testing.T, newTestEnv envMaker) {
 	src := newTestEnv(t)
 	src.fixture()
 	exported := filepath.Join(src.dir, "export.json")
@@ -439,7 +447,9 @@ func TestExportImportRoundTrip(t *testing.T) {
 	third.run("show", "t-active").want(t, 0)
 }
 
-func TestImportBadInput(t *testing.T) {
+func TestImportBadInput(t *testing.T) { bothBackends(t, testImportBadInput) }
+
+func testImportBadInput(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
 	e.run("create", "--id", "keep", "--agent", "a", "--budget", "1").want(t, 0)
 	good := e.run("export").want(t, 0).stdout
@@ -486,8 +496,8 @@ func TestImportBadInput(t *testing.T) {
 	if r.stdout != "checked (dry run, nothing written) 1 governed session from 1 file\n" {
 		t.Errorf("dry run: %q", r.stdout)
 	}
-	if _, err := os.Stat(dry.db); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("dry run created the database (%v)", err)
+	if dry.storeExists() {
+		t.Error("dry run created the database")
 	}
 }
 

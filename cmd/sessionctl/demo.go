@@ -9,7 +9,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -24,7 +23,8 @@ SHA-256) and runs a turn that a client cancels (the cause is recorded
 durably and read back once); and prints what was stored. The file is created when it does not exist; an
 existing database is kept and the demo adds its own sessions to it, unless
 --fresh removes it first. Inspect the result with "sessionctl list" and
-"sessionctl show ID".`,
+"sessionctl show ID". On PostgreSQL the store's tables are created in the
+schema when missing; --fresh is refused (drop the schema yourself).`,
 	examples: []string{
 		"sessionctl demo",
 		"sessionctl --db /tmp/demo.db demo --fresh && sessionctl --db /tmp/demo.db list",
@@ -42,7 +42,19 @@ func runDemo(ctx context.Context, g *globals, args []string) int {
 	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
 		return code
 	}
-	existed := g.mustExist() == nil
+	if *fresh && g.isPG() {
+		return g.fail(sp.name, errNotOnPostgres("demo --fresh", "drop and recreate the schema yourself"))
+	}
+	var existed bool
+	switch err := g.mustExist(ctx); {
+	case err == nil:
+		existed = true
+	case g.isPG():
+		var none *errNoStore
+		if !errors.As(err, &none) {
+			return g.fail(sp.name, err)
+		}
+	}
 	if *fresh {
 		for _, suffix := range []string{"", "-wal", "-shm", "-writer.lock"} {
 			if err := os.Remove(g.db + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -58,9 +70,9 @@ func runDemo(ctx context.Context, g *globals, args []string) int {
 	defer st.Close()
 	out := g.stdout
 	if existed {
-		fmt.Fprintf(out, "database: %s (existing; the demo adds its sessions, --fresh starts over)\n", g.db)
+		fmt.Fprintf(out, "database: %s (existing; the demo adds its sessions, --fresh starts over)\n", g.dbName())
 	} else {
-		fmt.Fprintf(out, "database: %s (new)\n", g.db)
+		fmt.Fprintf(out, "database: %s (new)\n", g.dbName())
 	}
 	id, err := demoGovernance(ctx, out, st)
 	if err != nil {
@@ -72,13 +84,13 @@ func runDemo(ctx context.Context, g *globals, args []string) int {
 	if err := demoRuntime(ctx, out, st, id); err != nil {
 		return g.fail(sp.name, err)
 	}
-	fmt.Fprintf(out, "\nnext: sessionctl --db %s show %s\n", g.db, id)
+	fmt.Fprintf(out, "\nnext: sessionctl --db %s show %s\n", shellQuote(g.dbName()), id)
 	return exitOK
 }
 
 // demoGovernance creates a governed session with a budget of 3 and spends
 // it, showing the refusals. It returns the session id.
-func demoGovernance(ctx context.Context, out io.Writer, st *sqlstore.Store) (string, error) {
+func demoGovernance(ctx context.Context, out io.Writer, st cliStore) (string, error) {
 	gov := st.Governance()
 	sess, err := gov.Create(ctx, store.CreateRequest{
 		AgentID:         "demo-agent",
@@ -113,7 +125,7 @@ func demoGovernance(ctx context.Context, out io.Writer, st *sqlstore.Store) (str
 
 // demoConversation records the conversation of session id: messages with
 // a tool call and its result, usage and cost, appended in one transaction.
-func demoConversation(ctx context.Context, out io.Writer, st *sqlstore.Store, id string) error {
+func demoConversation(ctx context.Context, out io.Writer, st cliStore, id string) error {
 	conv := st.Conversations()
 	c := store.NewConversation(id)
 	c.Config.Name = "summarize the repository"
@@ -163,7 +175,7 @@ func demoConversation(ctx context.Context, out io.Writer, st *sqlstore.Store, id
 
 // demoRuntime registers session id with the runtime, stores an upload and
 // runs a turn that a client cancels.
-func demoRuntime(ctx context.Context, out io.Writer, st *sqlstore.Store, id string) error {
+func demoRuntime(ctx context.Context, out io.Writer, st cliStore, id string) error {
 	rt := st.Runtime()
 	s, err := rt.Insert(ctx, store.NewRuntimeSession{ID: id, AgentAlias: "demo-agent",
 		WorkspaceDir: "/srv/demo-workspace", ChatMode: store.ChatModeChat, OwnerID: "demo-client"})

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/agentstore/sessionstore/migrations"
-	"github.com/agentstore/sessionstore/sqlstore"
 )
 
 var doctorSpec = spec{
@@ -16,10 +15,18 @@ var doctorSpec = spec{
 integrity (PRAGMA integrity_check, or quick_check with --quick), foreign
 keys (PRAGMA foreign_key_check), the schema version against this binary,
 the journal mode, the WAL size, and finally that the store opens and
-answers. Exits 1 when any check fails; warnings alone exit 0.`,
+answers. Exits 1 when any check fails; warnings alone exit 0.
+
+On PostgreSQL (--db postgres://...) it checks the connection (server
+version, encoding, connections in use against max_connections), the schema
+version against this binary, that no index of the store's schema is
+invalid, that every foreign key is validated and that no row refers to a
+missing parent row (a scan of every foreign key; --quick skips it), and
+that the store opens and answers.`,
 	examples: []string{
 		"sessionctl doctor",
 		"sessionctl --db /var/lib/agent/sessions.db doctor --json || alert",
+		"sessionctl --db postgres://agent@db.internal/agents doctor",
 	},
 }
 
@@ -52,7 +59,7 @@ type doctorJSON struct {
 func runDoctor(ctx context.Context, g *globals, args []string) int {
 	sp := doctorSpec
 	fs := g.newFlags(sp)
-	quick := fs.Bool("quick", false, "run quick_check instead of the full integrity_check")
+	quick := fs.Bool("quick", false, "run quick_check instead of the full integrity_check (PostgreSQL: skip the orphan-row scan)")
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	pos, code, done := g.parse(fs, sp, args)
 	if done {
@@ -61,10 +68,15 @@ func runDoctor(ctx context.Context, g *globals, args []string) int {
 	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
 		return code
 	}
-	if err := g.mustExist(); err != nil {
-		return g.fail(sp.name, err)
+	doc := doctorJSON{Path: g.dbName()}
+	if g.isPG() {
+		doc.Checks = diagnosePG(ctx, g, *quick)
+	} else {
+		if err := g.mustExistFile(); err != nil {
+			return g.fail(sp.name, err)
+		}
+		doc.Checks = diagnose(ctx, g, *quick)
 	}
-	doc := doctorJSON{Path: g.db, Checks: diagnose(ctx, g, *quick)}
 	doc.Healthy = true
 	for _, c := range doc.Checks {
 		if c.Status == checkFail {
@@ -83,11 +95,11 @@ func runDoctor(ctx context.Context, g *globals, args []string) int {
 		}
 		tw.Flush()
 		if doc.Healthy {
-			fmt.Fprintf(g.stdout, "%s is healthy\n", g.db)
+			fmt.Fprintf(g.stdout, "%s is healthy\n", doc.Path)
 		}
 	}
 	if !doc.Healthy {
-		fmt.Fprintf(g.stderr, "sessionctl doctor: %s is unhealthy\n", g.db)
+		fmt.Fprintf(g.stderr, "sessionctl doctor: %s is unhealthy\n", doc.Path)
 		return exitError
 	}
 	return exitOK
@@ -153,9 +165,9 @@ func diagnose(ctx context.Context, g *globals, quick bool) []checkJSON {
 
 	if integrityOK && schemaOK {
 		db.Close() // the store checks the file itself; do not pin a read snapshot
-		st, err := sqlstore.Open(ctx, g.db, g.options()...)
+		st, err := g.openOrCreate(ctx)
 		if err != nil {
-			add("store", checkFail, "open: %v", err)
+			add("store", checkFail, "%v", err)
 			return checks
 		}
 		defer st.Close()

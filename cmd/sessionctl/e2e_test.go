@@ -63,7 +63,46 @@ func execCLI(t *testing.T, bin, db string, args ...string) execResult {
 func TestEndToEnd(t *testing.T) {
 	bin := buildBinary(t)
 	db := filepath.Join(t.TempDir(), "e2e.db")
+	concurrentUses(t, bin, db)
+	expiredAndRefusals(t, bin, db)
+	// The README's run command works on a fresh directory.
+	demoDB := filepath.Join(t.TempDir(), "sessions.db")
+	r := execCLI(t, bin, demoDB, "demo")
+	if r.code != 0 || strings.Count(r.stdout, "stored durably") != 3 {
+		t.Errorf("demo: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r = execCLI(t, bin, demoDB, "doctor"); r.code != 0 {
+		t.Errorf("doctor after demo: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = execCLI(t, bin, filepath.Join(t.TempDir(), "missing.db"), "list")
+	if r.code != exitError || !strings.Contains(r.stderr, "does not exist") {
+		t.Errorf("list on a missing file: exit %d, %q", r.code, r.stderr)
+	}
+}
 
+// TestEndToEndPostgres is TestEndToEnd on PostgreSQL: four concurrent
+// streams of "sessionctl use" processes on one schema spend the budget
+// exactly, and every refusal has its exit status.
+func TestEndToEndPostgres(t *testing.T) {
+	db := newPGEnv(t).db
+	bin := buildBinary(t)
+	r := execCLI(t, bin, db, "list")
+	if r.code != exitError || !strings.Contains(r.stderr, "has no session store in schema") {
+		t.Errorf("list on an empty schema: exit %d, %q", r.code, r.stderr)
+	}
+	concurrentUses(t, bin, db)
+	expiredAndRefusals(t, bin, db)
+	r = execCLI(t, bin, db, "demo")
+	if r.code != 0 || strings.Count(r.stdout, "stored durably") != 3 {
+		t.Errorf("demo: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// concurrentUses creates a governed session with a budget of 10 and runs
+// four concurrent streams of six "sessionctl use" processes on it: exactly
+// 10 are allowed, each reporting a distinct count, the rest refused.
+func concurrentUses(t *testing.T, bin, db string) {
+	t.Helper()
 	const budget, workers, perWorker = 10, 4, 6
 	r := execCLI(t, bin, db, "create", "--id", "e2e", "--agent", "agent-1", "--tool", "read_file", "--budget", strconv.Itoa(budget))
 	if r.code != 0 || r.stdout != "e2e\n" {
@@ -113,6 +152,12 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("show after the race: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
+}
+
+// expiredAndRefusals: every refusal kind has its exit status in the real
+// binary, on the database where concurrentUses ran.
+func expiredAndRefusals(t *testing.T, bin, db string) {
+	t.Helper()
 	// Every refusal kind has its exit status in the real binary too. The
 	// expired session is imported with a creation time long past, so that
 	// no test waits for a clock.
@@ -151,18 +196,5 @@ func TestEndToEnd(t *testing.T) {
 		if r.code != s.code || !strings.Contains(r.stderr, s.stderr) || (s.stderr != "" && strings.Count(r.stderr, "\n") != 1) {
 			t.Errorf("sessionctl %s: exit %d, stderr %q; want exit %d with %q", strings.Join(s.args, " "), r.code, r.stderr, s.code, s.stderr)
 		}
-	}
-	// The README's run command works on a fresh directory.
-	demoDB := filepath.Join(t.TempDir(), "sessions.db")
-	r = execCLI(t, bin, demoDB, "demo")
-	if r.code != 0 || strings.Count(r.stdout, "stored durably") != 3 {
-		t.Errorf("demo: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	if r = execCLI(t, bin, demoDB, "doctor"); r.code != 0 {
-		t.Errorf("doctor after demo: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	r = execCLI(t, bin, filepath.Join(t.TempDir(), "missing.db"), "list")
-	if r.code != exitError || !strings.Contains(r.stderr, "does not exist") {
-		t.Errorf("list on a missing file: exit %d, %q", r.code, r.stderr)
 	}
 }

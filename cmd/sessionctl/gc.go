@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -18,7 +17,9 @@ reports), --keep-last keeps only the last N messages of each conversation
 of 1000 conversations, one transaction each, so that other writers are
 never held up for long. Then the WAL is checkpointed and truncated; with
 --vacuum the database file is also rewritten without its free pages.
---dry-run only counts what would go.`,
+--dry-run only counts what would go. On PostgreSQL there is no checkpoint
+(the server manages its WAL; autovacuum reclaims space) and --vacuum is
+refused.`,
 	examples: []string{
 		"sessionctl gc --older-than 720h --dry-run",
 		"sessionctl gc --older-than 2160h --keep-last 500 --vacuum",
@@ -62,6 +63,9 @@ func runGC(ctx context.Context, g *globals, args []string) int {
 	case *olderThan == 0 && *keepLast < 0:
 		return g.usageErr(sp.name, "give --older-than, --keep-last or both")
 	}
+	if *vacuum && g.isPG() {
+		return g.fail(sp.name, errNotOnPostgres("--vacuum", "autovacuum reclaims space (or run VACUUM yourself)"))
+	}
 	st, err := g.openExisting(ctx)
 	if err != nil {
 		return g.fail(sp.name, err)
@@ -86,7 +90,7 @@ func runGC(ctx context.Context, g *globals, args []string) int {
 	if err != nil {
 		return g.fail(sp.name, err)
 	}
-	if !*dryRun {
+	if !*dryRun && !g.isPG() {
 		wal, err := checkpoint(ctx, g.db, *vacuum)
 		if err != nil {
 			return g.fail(sp.name, err)
@@ -120,7 +124,7 @@ func runGC(ctx context.Context, g *globals, args []string) int {
 }
 
 // gcRun deletes and trims.
-func gcRun(ctx context.Context, st *sqlstore.Store, cutoff time.Time, keepLast int, doc *gcJSON) error {
+func gcRun(ctx context.Context, st cliStore, cutoff time.Time, keepLast int, doc *gcJSON) error {
 	conv := st.Conversations()
 	if !cutoff.IsZero() {
 		for {
@@ -145,7 +149,7 @@ func gcRun(ctx context.Context, st *sqlstore.Store, cutoff time.Time, keepLast i
 }
 
 // gcCount counts what gcRun would remove, reading summaries only.
-func gcCount(ctx context.Context, st *sqlstore.Store, cutoff time.Time, keepLast int, doc *gcJSON) error {
+func gcCount(ctx context.Context, st cliStore, cutoff time.Time, keepLast int, doc *gcJSON) error {
 	f := store.ConversationFilter{Limit: store.MaxPageSize}
 	for {
 		page, err := st.Conversations().List(ctx, f)

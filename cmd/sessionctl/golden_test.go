@@ -25,7 +25,9 @@ func (e *testEnv) fixture() {
 	e.clock.Advance(2 * time.Minute)
 }
 
-func TestGoldenInspect(t *testing.T) {
+func TestGoldenInspect(t *testing.T) { bothBackends(t, testGoldenInspect) }
+
+func testGoldenInspect(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
 	e.fixture()
 	for _, c := range []struct {
@@ -50,7 +52,9 @@ func TestGoldenInspect(t *testing.T) {
 }
 
 // TestGoldenUse records every use outcome with its exit status.
-func TestGoldenUse(t *testing.T) {
+func TestGoldenUse(t *testing.T) { bothBackends(t, testGoldenUse) }
+
+func testGoldenUse(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
 	e.fixture()
 	var b strings.Builder

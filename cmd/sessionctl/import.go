@@ -10,7 +10,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -75,7 +74,7 @@ func runImport(ctx context.Context, g *globals, args []string) int {
 	if code, bad := g.wantArgs(sp, pos, 1, -1); bad {
 		return code
 	}
-	var st *sqlstore.Store
+	var st cliStore
 	if !*dryRun {
 		var err error
 		if st, err = g.openOrCreate(ctx); err != nil {
@@ -172,7 +171,7 @@ func readImportFile(g *globals, name string) (importFile, error) {
 // session or conversation id exists (or drops those with skip), then
 // restores the governed sessions in one transaction, then inserts the
 // runtime sessions and saves the conversations.
-func importOne(ctx context.Context, st *sqlstore.Store, f importFile, skip bool, doc *importJSON) error {
+func importOne(ctx context.Context, st cliStore, f importFile, skip bool, doc *importJSON) error {
 	conv, rt := st.Conversations(), st.Runtime()
 	var rts []rtImport
 	for _, x := range f.runtime {
@@ -204,7 +203,7 @@ func importOne(ctx context.Context, st *sqlstore.Store, f importFile, skip bool,
 		convs = append(convs, x)
 	}
 	if len(f.governed) > 0 {
-		n, err := st.Governance().(*sqlstore.Governance).Restore(ctx, store.RestoreRequest{Sessions: f.governed, SkipExisting: skip})
+		n, err := st.Governance().Restore(ctx, store.RestoreRequest{Sessions: f.governed, SkipExisting: skip})
 		if errors.Is(err, store.ErrConflict) {
 			return fmt.Errorf("%w: a governed session id in the file exists (use --skip-existing)", err)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -158,7 +157,7 @@ func runList(ctx context.Context, g *globals, args []string) int {
 	return exitOK
 }
 
-func listConversations(ctx context.Context, g *globals, st *sqlstore.Store, f store.ConversationFilter, all, asJSON bool) int {
+func listConversations(ctx context.Context, g *globals, st cliStore, f store.ConversationFilter, all, asJSON bool) int {
 	var items []store.ConversationSummary
 	next := ""
 	for {
@@ -198,7 +197,7 @@ func listConversations(ctx context.Context, g *globals, st *sqlstore.Store, f st
 
 // listRuntime pages through runtime session ids and reads each session,
 // keeping those of owner (all when empty), until a page is full.
-func listRuntime(ctx context.Context, g *globals, st *sqlstore.Store, owner, after string, limit int, all, asJSON bool) int {
+func listRuntime(ctx context.Context, g *globals, st cliStore, owner, after string, limit int, all, asJSON bool) int {
 	rt := st.Runtime()
 	var items []store.RuntimeSession
 	next := ""

@@ -5,7 +5,9 @@
 //
 //	sessionctl [--db PATH] COMMAND [ARGS]
 //
-// The database is --db, else $SESSIONCTL_DB, else ./sessions.db. Read
+// The database is --db, else $SESSIONCTL_DB, else ./sessions.db: a SQLite
+// file, or a postgres:// (postgresql://) URL for a PostgreSQL server, on
+// which every command works except backup (use pg_dump). Read
 // commands take --json for one JSON document with snake_case field names;
 // otherwise they print aligned tables. Every command has --help with an
 // example. Run "sessionctl help" for the list of commands and "sessionctl
@@ -108,7 +110,7 @@ func (g *globals) run(ctx context.Context, args []string) int {
 	if defaultDB == "" {
 		defaultDB = "sessions.db"
 	}
-	fs.StringVar(&g.db, "db", defaultDB, "database file (default $SESSIONCTL_DB, else ./sessions.db)")
+	fs.StringVar(&g.db, "db", defaultDB, "database file or postgres:// URL (default $SESSIONCTL_DB, else ./sessions.db)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			g.usage(g.stdout)
@@ -177,7 +179,9 @@ func (g *globals) usage(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nGlobal flags:")
-	fmt.Fprintln(w, "  --db PATH   database file (default $SESSIONCTL_DB, else ./sessions.db)")
+	fmt.Fprintln(w, "  --db PATH   database file (default $SESSIONCTL_DB, else ./sessions.db), or a")
+	fmt.Fprintln(w, "              postgres:// URL for PostgreSQL (the store's schema: the first of")
+	fmt.Fprintln(w, "              its search_path, public by default)")
 	fmt.Fprintln(w, "\nRead commands take --json. \"sessionctl COMMAND --help\" shows a command's")
 	fmt.Fprintln(w, "flags and an example; \"sessionctl help exit\" lists the exit statuses.")
 	fmt.Fprintln(w, "\nExample:\n  sessionctl --db /tmp/demo.db demo && sessionctl --db /tmp/demo.db list")

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/store/storetest"
 )
 
@@ -21,6 +22,7 @@ type testEnv struct {
 	dir   string
 	db    string
 	clock *storetest.Clock
+	pg    bool // db is a PostgreSQL URL (newPGEnv)
 }
 
 func newTestEnv(t *testing.T) *testEnv {
@@ -105,8 +107,12 @@ func golden(t *testing.T, name, got string) {
 
 // fileState records the bytes of the database file and its WAL, to prove
 // a command changed nothing.
+// On PostgreSQL (path is a URL) it records every table's rows instead.
 func fileState(t *testing.T, path string) map[string][]byte {
 	t.Helper()
+	if pgstore.IsURL(path) {
+		return pgState(t, path)
+	}
 	m := map[string][]byte{}
 	for _, suffix := range []string{"", "-wal"} {
 		b, err := os.ReadFile(path + suffix)

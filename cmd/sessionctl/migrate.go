@@ -9,6 +9,7 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"github.com/agentstore/sessionstore/migrations"
+	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -19,10 +20,15 @@ var migrateSpec = spec{
 whether each is applied to the database; it never changes the file. "up"
 applies the pending ones under the writer lock, so that concurrent
 processes never migrate twice, and creates the database when it does not
-exist. A database migrated by a newer binary is refused.`,
+exist. A database migrated by a newer binary is refused.
+
+On PostgreSQL (--db postgres://...) the store lives in the first schema of
+the URL's search_path (public by default); "up" creates its tables there
+when missing, under an advisory lock so that concurrent migrators are safe.`,
 	examples: []string{
 		"sessionctl migrate status --json",
 		"sessionctl --db /var/lib/agent/sessions.db migrate up",
+		"sessionctl --db 'postgres://agent@db.internal/agents?search_path=sessions' migrate status",
 	},
 }
 
@@ -73,30 +79,14 @@ func runMigrate(ctx context.Context, g *globals, args []string) int {
 }
 
 func migrateStatus(ctx context.Context, g *globals, asJSON bool) int {
-	if err := g.mustExist(); err != nil {
-		return g.fail("migrate", err)
+	var current, latest int64
+	var status []*goose.MigrationStatus
+	var err error
+	if g.isPG() {
+		current, latest, status, err = pgMigrationStatus(ctx, g)
+	} else {
+		current, latest, status, err = sqliteMigrationStatus(ctx, g)
 	}
-	latest, err := migrations.Latest()
-	if err != nil {
-		return g.fail("migrate", err)
-	}
-	db, err := openRaw(g.db, true)
-	if err != nil {
-		return g.fail("migrate", err)
-	}
-	defer db.Close()
-	current, ok, err := rawSchemaVersion(ctx, db)
-	if err != nil {
-		return g.fail("migrate", fmt.Errorf("%s: %w", g.db, mapRawErr(err)))
-	}
-	if !ok {
-		return g.fail("migrate", fmt.Errorf("%s: %w: no %s table", g.db, store.ErrNotSessionStore, migrations.TableName))
-	}
-	p, err := migrations.NewSQLiteProvider(db)
-	if err != nil {
-		return g.fail("migrate", err)
-	}
-	status, err := p.Status(ctx)
 	if err != nil {
 		return g.fail("migrate", err)
 	}
@@ -116,7 +106,7 @@ func migrateStatus(ctx context.Context, g *globals, asJSON bool) int {
 		return exitOK
 	}
 	w := g.stdout
-	fmt.Fprintf(w, "database %s: schema version %d; this binary: %d\n", g.db, current, latest)
+	fmt.Fprintf(w, "database %s: schema version %d; this binary: %d\n", g.dbName(), current, latest)
 	tw := newTable(w)
 	fmt.Fprintln(tw, "VERSION\tFILE\tSTATE\tAPPLIED")
 	for _, m := range doc.Migrations {
@@ -138,13 +128,20 @@ func migrateStatus(ctx context.Context, g *globals, asJSON bool) int {
 
 func migrateUp(ctx context.Context, g *globals, asJSON bool) int {
 	var doc migrateUpJSON
-	err := g.mustExist()
+	err := g.mustExist(ctx)
 	var missing *errNoDatabase
+	var none *errNoStore
 	switch {
-	case errors.As(err, &missing):
+	case errors.As(err, &missing), errors.As(err, &none):
 		doc.Created = true
 	case err != nil:
 		return g.fail("migrate", err)
+	case g.isPG():
+		p, err := g.pgProbe(ctx)
+		if err != nil {
+			return g.fail("migrate", err)
+		}
+		doc.FromVersion = p.version
 	default:
 		db, err := openRaw(g.db, true)
 		if err != nil {
@@ -173,11 +170,63 @@ func migrateUp(ctx context.Context, g *globals, asJSON bool) int {
 	}
 	switch {
 	case doc.Created:
-		fmt.Fprintf(g.stdout, "created %s at schema version %d\n", g.db, doc.ToVersion)
+		fmt.Fprintf(g.stdout, "created %s at schema version %d\n", g.dbName(), doc.ToVersion)
 	case doc.FromVersion == doc.ToVersion:
-		fmt.Fprintf(g.stdout, "%s is up to date at schema version %d\n", g.db, doc.ToVersion)
+		fmt.Fprintf(g.stdout, "%s is up to date at schema version %d\n", g.dbName(), doc.ToVersion)
 	default:
-		fmt.Fprintf(g.stdout, "migrated %s from schema version %d to %d\n", g.db, doc.FromVersion, doc.ToVersion)
+		fmt.Fprintf(g.stdout, "migrated %s from schema version %d to %d\n", g.dbName(), doc.FromVersion, doc.ToVersion)
 	}
 	return exitOK
+}
+
+// sqliteMigrationStatus reads the migration state of the existing file
+// without the store (which would refuse a newer schema).
+func sqliteMigrationStatus(ctx context.Context, g *globals) (current, latest int64, status []*goose.MigrationStatus, err error) {
+	if err := g.mustExistFile(); err != nil {
+		return 0, 0, nil, err
+	}
+	if latest, err = migrations.Latest(); err != nil {
+		return 0, 0, nil, err
+	}
+	db, err := openRaw(g.db, true)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	defer db.Close()
+	current, ok, err := rawSchemaVersion(ctx, db)
+	if err != nil {
+		return 0, 0, nil, fmt.Errorf("%s: %w", g.db, mapRawErr(err))
+	}
+	if !ok {
+		return 0, 0, nil, fmt.Errorf("%s: %w: no %s table", g.db, store.ErrNotSessionStore, migrations.TableName)
+	}
+	p, err := migrations.NewSQLiteProvider(db)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	status, err = p.Status(ctx)
+	return current, latest, status, err
+}
+
+// pgMigrationStatus reads the migration state of the store's PostgreSQL
+// schema, which must hold a store, with pgstore's migration provider.
+func pgMigrationStatus(ctx context.Context, g *globals) (current, latest int64, status []*goose.MigrationStatus, err error) {
+	info, err := g.pgProbe(ctx)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	if !info.hasStore {
+		return 0, 0, nil, &errNoStore{db: g.dbName(), schema: info.schema}
+	}
+	if latest, err = migrations.LatestPostgres(); err != nil {
+		return 0, 0, nil, err
+	}
+	p, db, pool, err := pgstore.NewMigrationProvider(ctx, g.db)
+	if err != nil {
+		return 0, 0, nil, fmt.Errorf("%s: %w", g.dbName(), err)
+	}
+	defer pool.Close()
+	defer db.Close()
+	status, err = p.Status(ctx)
+	return info.version, latest, status, err
 }

@@ -53,7 +53,9 @@ func (e *testEnv) rtFixture() {
 	}
 }
 
-func TestGoldenRuntime(t *testing.T) {
+func TestGoldenRuntime(t *testing.T) { bothBackends(t, testGoldenRuntime) }
+
+func testGoldenRuntime(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
 	e.rtFixture()
 	for _, c := range []struct {
@@ -77,7 +79,9 @@ func TestGoldenRuntime(t *testing.T) {
 	}
 }
 
-func TestRuntimeCommands(t *testing.T) {
+func TestRuntimeCommands(t *testing.T) { bothBackends(t, testRuntimeCommands) }
+
+func testRuntimeCommands(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
 	e.rtFixture()
 	e.run("uploads", "nope").want(t, exitError).oneLineErr(t, "not found")
@@ -111,7 +115,9 @@ func TestRuntimeCommands(t *testing.T) {
 	}
 }
 
-func TestExportImportRuntime(t *testing.T) {
+func TestExportImportRuntime(t *testing.T) { bothBackends(t, testExportImportRuntime) }
+
+func testExportImportRuntime(t *testing.T, newTestEnv envMaker) {
 	src := newTestEnv(t)
 	src.rtFixture()
 	file := filepath.Join(src.dir, "rt.json")

@@ -21,7 +21,7 @@ type rtExport struct {
 }
 
 // exportRuntime reads runtime session id with its uploads' content.
-func exportRuntime(ctx context.Context, st *sqlstore.Store, id string) (rtExport, error) {
+func exportRuntime(ctx context.Context, st cliStore, id string) (rtExport, error) {
 	rt := st.Runtime()
 	var x rtExport
 	var err error

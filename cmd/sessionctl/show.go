@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -102,7 +101,7 @@ type facets struct {
 
 // loadFacets reads every facet of id; a session with none of them is
 // store.ErrNotFound.
-func loadFacets(ctx context.Context, st *sqlstore.Store, id string) (showJSON, facets, error) {
+func loadFacets(ctx context.Context, st cliStore, id string) (showJSON, facets, error) {
 	doc := showJSON{ID: id}
 	var f facets
 	s, err := st.Governance().Get(ctx, id)

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -16,7 +15,10 @@ var statsSpec = spec{
 	about: `Summarizes the database: governed sessions by effective status, runtime
 sessions by agent with running turns and uploads (count and bytes),
 conversations by state with their messages, tokens and cost, the database
-and WAL file sizes, pages and free pages, and the schema version.`,
+and WAL file sizes, pages and free pages, and the schema version. On
+PostgreSQL the sizes are those of the whole database (pg_database_size)
+and of the store's tables with their indexes; there is no WAL file or page
+count to report.`,
 	examples: []string{
 		"sessionctl stats",
 		"sessionctl stats --json | jq .governed.active",
@@ -52,16 +54,20 @@ type rtCounts struct {
 // statsJSON is the JSON document of stats.
 type statsJSON struct {
 	Path                string       `json:"path"`
+	Backend             string       `json:"backend"`
 	SchemaVersion       int64        `json:"schema_version"`
 	BinarySchemaVersion int64        `json:"binary_schema_version"`
 	Governed            statusCounts `json:"governed"`
 	Runtime             rtCounts     `json:"runtime"`
 	Conversations       convCounts   `json:"conversations"`
 	DatabaseBytes       int64        `json:"database_bytes"`
-	WALBytes            int64        `json:"wal_bytes"`
-	PageSize            int64        `json:"page_size"`
-	Pages               int64        `json:"pages"`
-	FreePages           int64        `json:"free_pages"`
+	// SQLite only: the WAL file and the pages of the database file.
+	WALBytes  *int64 `json:"wal_bytes,omitempty"`
+	PageSize  *int64 `json:"page_size,omitempty"`
+	Pages     *int64 `json:"pages,omitempty"`
+	FreePages *int64 `json:"free_pages,omitempty"`
+	// PostgreSQL only: the store's tables with their indexes and TOAST.
+	StoreBytes *int64 `json:"store_bytes,omitempty"`
 }
 
 func runStats(ctx context.Context, g *globals, args []string) int {
@@ -101,9 +107,16 @@ func runStats(ctx context.Context, g *globals, args []string) int {
 		{"conversations", convCountsText(doc.Conversations)},
 		{"messages", fmt.Sprint(doc.Conversations.Messages)},
 		{"tokens, cost", fmt.Sprintf("%d, %s", doc.Conversations.TotalTokens, usd(doc.Conversations.TotalCostUSD))},
-		{"database file", humanBytes(doc.DatabaseBytes)},
-		{"wal file", humanBytes(doc.WALBytes)},
-		{"pages", fmt.Sprintf("%d x %d bytes, %d free", doc.Pages, doc.PageSize, doc.FreePages)},
+	}
+	if doc.StoreBytes != nil {
+		rows = append(rows,
+			[2]string{"database size", humanBytes(doc.DatabaseBytes)},
+			[2]string{"store tables", humanBytes(*doc.StoreBytes)})
+	} else {
+		rows = append(rows,
+			[2]string{"database file", humanBytes(doc.DatabaseBytes)},
+			[2]string{"wal file", humanBytes(*doc.WALBytes)},
+			[2]string{"pages", fmt.Sprintf("%d x %d bytes, %d free", *doc.Pages, *doc.PageSize, *doc.FreePages)})
 	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
@@ -114,8 +127,8 @@ func runStats(ctx context.Context, g *globals, args []string) int {
 	return exitOK
 }
 
-func collectStats(ctx context.Context, g *globals, st *sqlstore.Store) (statsJSON, error) {
-	doc := statsJSON{Path: g.db}
+func collectStats(ctx context.Context, g *globals, st cliStore) (statsJSON, error) {
+	doc := statsJSON{Path: g.dbName(), Backend: st.Backend()}
 	var err error
 	if doc.SchemaVersion, doc.BinarySchemaVersion, err = st.SchemaVersion(ctx); err != nil {
 		return doc, err
@@ -129,6 +142,14 @@ func collectStats(ctx context.Context, g *globals, st *sqlstore.Store) (statsJSO
 	if doc.Conversations, err = countConversations(ctx, st.Conversations()); err != nil {
 		return doc, err
 	}
+	if g.isPG() {
+		sz, err := g.pgSizes(ctx)
+		if err != nil {
+			return doc, err
+		}
+		doc.DatabaseBytes, doc.StoreBytes = sz.database, &sz.schema
+		return doc, nil
+	}
 	db, err := openRaw(g.db, true)
 	if err != nil {
 		return doc, err
@@ -138,9 +159,9 @@ func collectStats(ctx context.Context, g *globals, st *sqlstore.Store) (statsJSO
 	if err != nil {
 		return doc, mapRawErr(err)
 	}
-	doc.PageSize, doc.Pages, doc.FreePages = p.PageSize, p.PageCount, p.Freelist
+	wal := fileSize(g.db + "-wal")
+	doc.PageSize, doc.Pages, doc.FreePages, doc.WALBytes = &p.PageSize, &p.PageCount, &p.Freelist, &wal
 	doc.DatabaseBytes = fileSize(g.db)
-	doc.WALBytes = fileSize(g.db + "-wal")
 	return doc, nil
 }
 
@@ -210,7 +231,7 @@ func convCountsText(c convCounts) string {
 
 // countRuntime reads every runtime session (for running turns) and its
 // upload entries.
-func countRuntime(ctx context.Context, st *sqlstore.Store) (rtCounts, error) {
+func countRuntime(ctx context.Context, st cliStore) (rtCounts, error) {
 	rt := st.Runtime()
 	c := rtCounts{}
 	var err error

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"fmt"
 
-	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -99,7 +98,7 @@ func runUploads(ctx context.Context, g *globals, args []string) int {
 }
 
 // allUploads pages through every upload entry of a runtime session.
-func allUploads(ctx context.Context, st *sqlstore.Store, id string) ([]store.Upload, error) {
+func allUploads(ctx context.Context, st cliStore, id string) ([]store.Upload, error) {
 	var out []store.Upload
 	req := store.ListUploadsRequest{SessionID: id, Limit: store.MaxPageSize}
 	for {

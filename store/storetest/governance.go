@@ -74,6 +74,9 @@ func RunGovernance(t *testing.T, h Harness) {
 		{"ConcurrentAcrossStoresOnOneDatabase", testConcurrentTwoStores},
 		{"MultiProcessExactBudget", testMultiProcess},
 		{"CanceledContextWritesNothing", testCanceledContext},
+		{"RestoreRoundTrip", testRestoreRoundTrip},
+		{"RestoreConflictAndSkip", testRestoreConflictAndSkip},
+		{"RestoreInvalidWritesNothing", testRestoreInvalid},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,133 @@
+package main
+
+// The choice of backend: --db is a SQLite file path, or a postgres:// (or
+// postgresql://) URL for PostgreSQL. Every command works on store.Store
+// plus the schema version both backends report; the maintenance commands
+// that need the database engine itself have a SQLite path (maint.go) and a
+// PostgreSQL path (pgmaint.go).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/agentstore/sessionstore/pgstore"
+	"github.com/agentstore/sessionstore/sqlstore"
+	"github.com/agentstore/sessionstore/store"
+)
+
+// cliStore is what sessionctl needs of a store: every facet, and the
+// applied and latest schema versions.
+type cliStore interface {
+	store.Store
+	// SchemaVersion returns the database's applied schema version and the
+	// latest version this binary knows.
+	SchemaVersion(ctx context.Context) (current, latest int64, err error)
+}
+
+var (
+	_ cliStore = (*sqlstore.Store)(nil)
+	_ cliStore = (*pgstore.Store)(nil)
+)
+
+// isPG reports whether --db names a PostgreSQL database.
+func (g *globals) isPG() bool { return pgstore.IsURL(g.db) }
+
+// dbName is --db as sessionctl prints it: a URL's password is replaced by
+// "xxxxx".
+func (g *globals) dbName() string {
+	if !g.isPG() {
+		return g.db
+	}
+	u, err := url.Parse(g.db)
+	if err != nil {
+		return "(unparsable PostgreSQL URL)"
+	}
+	return u.Redacted()
+}
+
+// errNoStore says that a PostgreSQL schema holds no session store; read
+// and maintenance commands never create one.
+type errNoStore struct{ db, schema string }
+
+func (e *errNoStore) Error() string {
+	return fmt.Sprintf("database %s has no session store in schema %s (create one with sessionctl create, import, demo or migrate up)", e.db, e.schema)
+}
+
+// mustExist checks, without creating anything, that the database exists:
+// the SQLite file, or the store's version table in the PostgreSQL schema.
+func (g *globals) mustExist(ctx context.Context) error {
+	if !g.isPG() {
+		return g.mustExistFile()
+	}
+	p, err := g.pgProbe(ctx)
+	if err != nil {
+		return err
+	}
+	if !p.hasStore {
+		return &errNoStore{db: g.dbName(), schema: p.schema}
+	}
+	return nil
+}
+
+// openExisting opens the store at --db, which must exist.
+func (g *globals) openExisting(ctx context.Context) (cliStore, error) {
+	if err := g.mustExist(ctx); err != nil {
+		return nil, err
+	}
+	return g.openOrCreate(ctx)
+}
+
+// openOrCreate opens the store at --db, creating the file (or the store's
+// tables in the PostgreSQL schema) when missing.
+func (g *globals) openOrCreate(ctx context.Context) (cliStore, error) {
+	var st cliStore
+	var err error
+	if g.isPG() {
+		var opts []pgstore.Option
+		if g.now != nil {
+			opts = append(opts, pgstore.WithClock(g.now))
+		}
+		st, err = pgstore.Open(ctx, g.db, opts...)
+	} else {
+		var opts []sqlstore.Option
+		if g.now != nil {
+			opts = append(opts, sqlstore.WithClock(g.now))
+		}
+		st, err = sqlstore.Open(ctx, g.db, opts...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", g.dbName(), err)
+	}
+	return st, nil
+}
+
+// errNotOnPostgres is the error of a command (or flag) that only makes
+// sense on a SQLite file.
+func errNotOnPostgres(what, instead string) error {
+	return errors.New(what + " is not supported on PostgreSQL: " + instead)
+}
+
+// shellQuote quotes s for a shell command line when it needs it.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`&;|<>()?*[]{}#~!") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// pgSchemaHint names the store's schema as the URL sets it (the first entry
+// of search_path), else "public", for the advice of an error message.
+func (g *globals) pgSchemaHint() string {
+	u, err := url.Parse(g.db)
+	if err != nil {
+		return "public"
+	}
+	first, _, _ := strings.Cut(u.Query().Get("search_path"), ",")
+	if first = strings.TrimSpace(first); first == "" || strings.HasPrefix(first, "$") {
+		return "public"
+	}
+	return shellQuote(first)
+}
