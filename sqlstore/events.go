@@ -200,7 +200,7 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 	}
 	key := req.Key
 	var out store.AgentSession
-	err := a.s.snapshot(ctx, func(r *snap) error {
+	err := a.s.readTx(ctx, func(r *rtx) error {
 		var row asRow
 		err := r.scan(asGetSQL, []any{key.App, key.User, key.Session},
 			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
@@ -250,7 +250,7 @@ func ceilMillis(t time.Time) int64 {
 }
 
 // readState reads the three scopes of a session (pk 0: no session scope).
-func readState(r *snap, key store.SessionKey, pk int64) (store.ScopedState, error) {
+func readState(r *rtx, key store.SessionKey, pk int64) (store.ScopedState, error) {
 	var st store.ScopedState
 	var err error
 	if st.App, err = readKV(r, stAppGetSQL, key.App); err != nil {
@@ -269,7 +269,7 @@ func readState(r *snap, key store.SessionKey, pk int64) (store.ScopedState, erro
 	return st, nil
 }
 
-func readKV(r *snap, query string, args ...any) (map[string]json.RawMessage, error) {
+func readKV(r *rtx, query string, args ...any) (map[string]json.RawMessage, error) {
 	var m map[string]json.RawMessage
 	err := r.query(query, args, func(rows *sql.Rows) error {
 		var k string
@@ -286,7 +286,7 @@ func readKV(r *snap, query string, args ...any) (map[string]json.RawMessage, err
 	return m, err
 }
 
-func readEvents(r *snap, query string, args []any) ([]store.AgentEvent, error) {
+func readEvents(r *rtx, query string, args []any) ([]store.AgentEvent, error) {
 	var evs []store.AgentEvent
 	err := r.query(query, args, func(rows *sql.Rows) error {
 		var ev store.AgentEvent
@@ -315,7 +315,7 @@ func (a *AgentSessions) ListSessions(ctx context.Context, req store.ListAgentSes
 		cur, _ = store.DecodeSessionCursor(req.Cursor) // validated by Normalize
 	}
 	var page store.Page[store.AgentSession]
-	err = a.s.snapshot(ctx, func(r *snap) error {
+	err = a.s.readTx(ctx, func(r *rtx) error {
 		query, args := asListAppSQL, []any{req.App, cur.User, cur.Session, req.Limit + 1}
 		if req.User != "" {
 			after := ""
@@ -359,7 +359,7 @@ func (a *AgentSessions) ListSessions(ctx context.Context, req store.ListAgentSes
 // fillListState builds the page's sessions with their three scopes: the
 // app scope once, the user scopes of the page's users and the session
 // scopes of its sessions in one query each.
-func fillListState(r *snap, app string, rows []asRow, page *store.Page[store.AgentSession]) error {
+func fillListState(r *rtx, app string, rows []asRow, page *store.Page[store.AgentSession]) error {
 	appState, err := readKV(r, stAppGetSQL, app)
 	if err != nil {
 		return err
@@ -567,7 +567,7 @@ func (a *AgentSessions) ListEvents(ctx context.Context, req store.ListEventsRequ
 	}
 	key := req.Key
 	var page store.Page[store.AgentEvent]
-	err = a.s.snapshot(ctx, func(r *snap) error {
+	err = a.s.readTx(ctx, func(r *rtx) error {
 		var row asRow
 		err := r.scan(asGetSQL, []any{key.App, key.User, key.Session},
 			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
@@ -604,7 +604,7 @@ func (a *AgentSessions) GetState(ctx context.Context, key store.SessionKey) (sto
 		return store.ScopedState{}, err
 	}
 	var out store.ScopedState
-	err := a.s.snapshot(ctx, func(r *snap) error {
+	err := a.s.readTx(ctx, func(r *rtx) error {
 		var pk int64
 		if key.Session != "" {
 			var row asRow

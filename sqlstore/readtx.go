@@ -38,7 +38,7 @@ func (s *Store) readTx(ctx context.Context, fn func(r *rtx) error) error {
 	for _, q := range r.missed {
 		s.readStmt(ctx, q) // best effort; a failure only costs a later prepare
 	}
-	return err
+	return mapErr(err)
 }
 
 // stmt returns query prepared on the transaction's connection. It never
@@ -71,4 +71,33 @@ func (r *rtx) selectRows(dest any, query string, args ...any) error {
 		return err
 	}
 	return mapErr(st.SelectContext(r.ctx, dest, args...))
+}
+
+// scan runs a query returning one row into dest, without reflection;
+// sql.ErrNoRows when there is none.
+func (r *rtx) scan(query string, args []any, dest ...any) error {
+	st, err := r.stmt(query)
+	if err != nil {
+		return err
+	}
+	return st.QueryRowContext(r.ctx, args...).Scan(dest...)
+}
+
+// query calls fn for each row; the rows are always closed.
+func (r *rtx) query(query string, args []any, fn func(*sql.Rows) error) error {
+	st, err := r.stmt(query)
+	if err != nil {
+		return err
+	}
+	rows, err := st.QueryContext(r.ctx, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
