@@ -55,6 +55,7 @@ type writer struct {
 	stopped chan struct{}
 	stmts   map[string]*sqlx.Stmt
 	ctx     context.Context // statement context, independent of callers
+	faults  func(query string) error
 }
 
 func newWriter(conn *sqlx.Conn, lock *fileLock, cfg *config) *writer {
@@ -69,6 +70,7 @@ func newWriter(conn *sqlx.Conn, lock *fileLock, cfg *config) *writer {
 		stopped:  make(chan struct{}),
 		stmts:    make(map[string]*sqlx.Stmt),
 		ctx:      context.Background(),
+		faults:   cfg.faults,
 	}
 	go w.loop()
 	return w
@@ -278,6 +280,11 @@ func noTransaction(err error) bool {
 type wtx struct{ w *writer }
 
 func (t *wtx) stmt(query string) (*sqlx.Stmt, error) {
+	if t.w.faults != nil {
+		if err := t.w.faults(query); err != nil {
+			return nil, err
+		}
+	}
 	if st, ok := t.w.stmts[query]; ok {
 		return st, nil
 	}
