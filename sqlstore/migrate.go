@@ -3,10 +3,13 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/pressly/goose/v3"
@@ -17,11 +20,16 @@ import (
 
 const versionTable = migrations.TableName
 
+// firstTable is created by migration 1: a database at version 1 or later
+// without it is not a session store.
+const firstTable = "governed_sessions"
+
 // probe inspects an existing file before anything is allowed to write to it
 // (a pragma such as journal_mode=WAL already would). It refuses empty
-// files, files that are not SQLite databases, databases of other
-// applications and schemas newer than this binary. A missing file is fine:
-// Open creates it.
+// files, files that are not SQLite databases, truncated databases,
+// databases of other applications and schemas newer than this binary,
+// without changing the file or creating files beside it. A missing file is
+// fine: Open creates it.
 func probe(ctx context.Context, path string) error {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -36,13 +44,76 @@ func probe(ctx context.Context, path string) error {
 	if fi.Size() == 0 {
 		return fmt.Errorf("%w: the file is empty (remove it, or give a path that does not exist yet)", store.ErrNotSessionStore)
 	}
-	db, err := sql.Open(driverName, "file:"+escapePath(path)+"?mode=ro")
+	if err := checkHeader(path, fi.Size()); err != nil {
+		return err
+	}
+	// Without a WAL file, nothing beyond the database file itself holds
+	// data: read it as immutable, which creates no -wal or -shm file. That
+	// read could race with a writer of another process that appears
+	// meanwhile; a refusal therefore counts only if no WAL file appeared
+	// and the database file did not change during the probe.
+	if !fileExists(path + "-wal") {
+		err := probeDSN(ctx, "file:"+escapePath(path)+"?mode=ro&immutable=1")
+		if err == nil {
+			return nil
+		}
+		if fi2, serr := os.Stat(path); serr == nil && !fileExists(path+"-wal") &&
+			fi2.Size() == fi.Size() && fi2.ModTime().Equal(fi.ModTime()) {
+			return err
+		}
+	}
+	return probeDSN(ctx, "file:"+escapePath(path)+"?mode=ro")
+}
+
+func probeDSN(ctx context.Context, dsn string) error {
+	db, err := sql.Open(driverName, dsn)
 	if err != nil {
 		return mapErr(err)
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	return checkSchema(ctx, db)
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// sqliteMagic starts every SQLite database file.
+const sqliteMagic = "SQLite format 3\x00"
+
+// checkHeader reads the 100-byte SQLite header of the file at path (size
+// bytes long) and refuses what is not a database, or a database shorter
+// than its header says. The size recorded in the header is trusted only
+// when SQLite marks it valid, and is not checked while a non-empty WAL file
+// exists (a checkpoint in progress may be extending the file).
+func checkHeader(path string, size int64) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("sqlstore: %w: %w", store.ErrReadOnly, err)
+	}
+	defer f.Close()
+	var h [100]byte
+	if _, err := io.ReadFull(f, h[:]); err != nil || string(h[:16]) != sqliteMagic {
+		return fmt.Errorf("%w: the file is not an SQLite database", store.ErrNotSessionStore)
+	}
+	pageSize := int64(binary.BigEndian.Uint16(h[16:18]))
+	if pageSize == 1 {
+		pageSize = 65536
+	}
+	if pageSize < 512 || pageSize > 65536 || pageSize&(pageSize-1) != 0 {
+		return fmt.Errorf("%w: invalid page size %d in the database header", store.ErrCorrupt, pageSize)
+	}
+	pages := int64(binary.BigEndian.Uint32(h[28:32]))
+	sizeValid := binary.BigEndian.Uint32(h[24:28]) == binary.BigEndian.Uint32(h[92:96])
+	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
+		return nil
+	}
+	if sizeValid && pages > 0 && size < pages*pageSize {
+		return fmt.Errorf("%w: the file is truncated (%d bytes, its header says %d)", store.ErrCorrupt, size, pages*pageSize)
+	}
+	return nil
 }
 
 // checkSchema refuses a database that is not a session store or whose
@@ -84,6 +155,12 @@ func checkSchema(ctx context.Context, db *sql.DB) error {
 	current, err := dbVersion(ctx, db)
 	if err != nil {
 		return err
+	}
+	// goose_db_version is goose's default table name: another application
+	// using goose has one too. Migration 1 creates firstTable; at version 0
+	// (goose initialized, nothing applied) only the version table exists.
+	if current == 0 && len(tables) > 1 || current >= 1 && !slices.Contains(tables, firstTable) {
+		return fmt.Errorf("%w: the database has a %s table but not the session store's tables", store.ErrNotSessionStore, versionTable)
 	}
 	latest, err := migrations.Latest()
 	if err != nil {
