@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/pressly/goose/v3"
 
@@ -30,7 +32,7 @@ const firstTable = "governed_sessions"
 // databases of other applications and schemas newer than this binary,
 // without changing the file or creating files beside it. A missing file is
 // fine: Open creates it.
-func probe(ctx context.Context, path string) error {
+func probe(ctx context.Context, path string, busyTimeout time.Duration) error {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -53,7 +55,7 @@ func probe(ctx context.Context, path string) error {
 	// meanwhile; a refusal therefore counts only if no WAL file appeared
 	// and the database file did not change during the probe.
 	if !fileExists(path + "-wal") {
-		err := probeDSN(ctx, "file:"+escapePath(path)+"?mode=ro&immutable=1")
+		err := probeDSN(ctx, "file:"+escapePath(path)+"?mode=ro&immutable=1", busyTimeout)
 		if err == nil {
 			return nil
 		}
@@ -62,11 +64,13 @@ func probe(ctx context.Context, path string) error {
 			return err
 		}
 	}
-	return probeDSN(ctx, "file:"+escapePath(path)+"?mode=ro")
+	return probeDSN(ctx, "file:"+escapePath(path)+"?mode=ro", busyTimeout)
 }
 
-func probeDSN(ctx context.Context, dsn string) error {
-	db, err := sql.Open(driverName, dsn)
+// probeDSN runs checkSchema on a connection to dsn, waiting up to
+// busyTimeout for locks held by other processes.
+func probeDSN(ctx context.Context, dsn string, busyTimeout time.Duration) error {
+	db, err := sql.Open(driverName, fmt.Sprintf("%s&_pragma=busy_timeout(%d)", dsn, busyTimeout.Milliseconds()))
 	if err != nil {
 		return mapErr(err)
 	}
@@ -112,6 +116,47 @@ func checkHeader(path string, size int64) error {
 	}
 	if sizeValid && pages > 0 && size < pages*pageSize {
 		return fmt.Errorf("%w: the file is truncated (%d bytes, its header says %d)", store.ErrCorrupt, size, pages*pageSize)
+	}
+	return nil
+}
+
+// createFresh creates a missing database file atomically: the schema is
+// built in a temporary file beside it, which is then linked into place. A
+// process that dies while creating leaves no half-made (empty) file at
+// path, which Open would refuse, and processes racing to create the same
+// file never see one another's partial work: the first link wins, the
+// others use its file. Where hard links are not supported, the file is
+// created in place, under the writer lock, by migrate.
+func createFresh(ctx context.Context, path string, cfg *config) error {
+	if fileExists(path) {
+		return nil
+	}
+	tmp := fmt.Sprintf("%s.creating-%d-%d", path, os.Getpid(), rand.Uint64())
+	defer func() {
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+			os.Remove(tmp + suffix)
+		}
+	}()
+	db, err := sql.Open(driverName, writeDSN(tmp, cfg))
+	if err != nil {
+		return mapErr(err)
+	}
+	db.SetMaxOpenConns(4)
+	s := &Store{cfg: *cfg}
+	err = s.migrateDB(ctx, db)
+	if cerr := db.Close(); err == nil {
+		err = mapErr(cerr)
+	}
+	if err != nil {
+		return err
+	}
+	switch err := os.Link(tmp, path); {
+	case err == nil:
+	case errors.Is(err, fs.ErrExist):
+		// Another process created it first: check what is there now.
+		return probe(ctx, path, cfg.busyTimeout)
+	default:
+		cfg.logger.Warn("sqlstore: cannot link a new database into place; creating it in place", "err", err)
 	}
 	return nil
 }
@@ -169,7 +214,51 @@ func checkSchema(ctx context.Context, db *sql.DB) error {
 	if current > latest {
 		return &store.SchemaTooNewError{DatabaseVersion: current, BinaryVersion: latest}
 	}
+	missing, err := missingVersions(ctx, db, current)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: schema version %d is applied but migration(s) %v below it are not", store.ErrCorrupt, current, missing)
+	}
 	return nil
+}
+
+// missingVersions returns the migrations this binary knows, up to
+// version upTo, that the database has not applied.
+func missingVersions(ctx context.Context, db *sql.DB, upTo int64) ([]int64, error) {
+	names, err := fs.Glob(migrations.SQLite(), "*.sql")
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.QueryContext(ctx, "SELECT DISTINCT version_id FROM "+versionTable+" WHERE is_applied")
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	applied := map[int64]bool{}
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return nil, mapErr(err)
+		}
+		applied[v] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(err)
+	}
+	var missing []int64
+	for _, name := range names {
+		v, err := goose.NumericComponent(name)
+		if err != nil {
+			return nil, err
+		}
+		if v <= upTo && !applied[v] {
+			missing = append(missing, v)
+		}
+	}
+	slices.Sort(missing)
+	return missing, nil
 }
 
 // dbVersion returns the highest applied migration version (0 when none).
@@ -182,9 +271,9 @@ func dbVersion(ctx context.Context, db *sql.DB) (int64, error) {
 	return v.Int64, nil
 }
 
-// migrate brings the file's schema up to date. It runs under the writer
-// file lock, so that of several processes opening a fresh file only the
-// first migrates, on a pool of its own (goose holds a connection while it
+// migrate creates the file if needed (see createFresh) and brings its
+// schema up to date. It runs under the writer file lock, so that of several
+// processes opening a fresh file only the first creates and migrates it, on a pool of its own (goose holds a connection while it
 // runs) whose transactions take SQLite's write lock at BEGIN.
 func (s *Store) migrate(ctx context.Context) error {
 	if s.lock != nil {
@@ -192,6 +281,9 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("sqlstore: writer file lock: %w", err)
 		}
 		defer s.lock.unlock()
+	}
+	if err := createFresh(ctx, s.path, &s.cfg); err != nil {
+		return err
 	}
 	db, err := sql.Open(driverName, writeDSN(s.path, &s.cfg))
 	if err != nil {
@@ -224,7 +316,10 @@ func (s *Store) migrateDB(ctx context.Context, db *sql.DB) error {
 		}
 	}
 	if upErr != nil {
-		if v, err := dbVersion(ctx, db); err == nil && v == latest {
+		// Accept only a database on which every known migration is
+		// applied (another process migrated it meanwhile): an up-to-date
+		// maximum version alone could hide a gap.
+		if missing, err := missingVersions(ctx, db, latest); err == nil && len(missing) == 0 {
 			return nil
 		}
 		return fmt.Errorf("sqlstore: migrate: %w", mapErr(upErr))
