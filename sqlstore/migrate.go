@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -281,6 +282,18 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("sqlstore: writer file lock: %w", err)
 		}
 		defer s.lock.unlock()
+	}
+	if s.lock != nil {
+		// Under the lock no other process is creating: temporary files
+		// beside the database are leftovers of a creator that died.
+		dir, base := filepath.Split(s.path)
+		if ents, err := os.ReadDir(filepath.Clean(dir + ".")); err == nil {
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), base+".creating-") {
+					os.Remove(filepath.Join(dir, e.Name()))
+				}
+			}
+		}
 	}
 	if err := createFresh(ctx, s.path, &s.cfg); err != nil {
 		return err
