@@ -72,7 +72,11 @@ func (s *Store) PauseWriter(ctx context.Context) (queued func() int, resume func
 	case <-time.After(30 * time.Second):
 		return nil, nil, errors.New("writer did not start the pause request")
 	}
-	queued = func() int { return len(s.w.queue) }
+	queued = func() int {
+		s.w.mu.Lock()
+		defer s.w.mu.Unlock()
+		return len(s.w.queue)
+	}
 	resume = func() {
 		close(release)
 		<-done

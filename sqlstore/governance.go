@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -72,7 +73,7 @@ func (r *govRow) session() (store.Session, error) {
 		{"authorized_tools", r.AuthorizedTools, &s.AuthorizedTools},
 		{"authorized_credentials", r.AuthorizedCredentials, &s.AuthorizedCredentials},
 	} {
-		if err := json.Unmarshal([]byte(f.src), f.dst); err != nil {
+		if err := decodeStrings(f.src, f.dst); err != nil {
 			return store.Session{}, fmt.Errorf("%w: governed session %q: column %s: %w", store.ErrCorrupt, r.ID, f.name, err)
 		}
 		if *f.dst == nil {
@@ -80,6 +81,43 @@ func (r *govRow) session() (store.Session, error) {
 		}
 	}
 	return s, nil
+}
+
+// dest returns the scan destinations in govColumns order, for scanning
+// without reflection.
+func (r *govRow) dest() []any {
+	return []any{&r.ID, &r.AgentID, &r.DelegationChain, &r.DeclaredIntent, &r.AuthorizedTools,
+		&r.AuthorizedCredentials, &r.TimeLimitMS, &r.CallBudget, &r.CallsMade, &r.RateLimit,
+		&r.RateWindowMS, &r.RateWindowStartMS, &r.RateWindowCalls, &r.Sensitivity, &r.Status,
+		&r.CreatedAtMS, &r.ExpiresAtMS}
+}
+
+// decodeStrings decodes a JSON array of strings as written by mustJSON. The
+// common case (no escapes) is split directly; anything else goes through
+// encoding/json.
+func decodeStrings(src string, dst *[]string) error {
+	if len(src) >= 2 && src[0] == '[' && src[len(src)-1] == ']' && !strings.Contains(src, `\`) {
+		inner := src[1 : len(src)-1]
+		if inner == "" {
+			*dst = []string{}
+			return nil
+		}
+		if len(inner) >= 2 && inner[0] == '"' && inner[len(inner)-1] == '"' {
+			parts := strings.Split(inner[1:len(inner)-1], `","`)
+			ok := true
+			for _, p := range parts {
+				if strings.IndexByte(p, '"') >= 0 {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				*dst = parts
+				return nil
+			}
+		}
+	}
+	return json.Unmarshal([]byte(src), dst)
 }
 
 func mustJSON(v []string) string {
@@ -102,33 +140,6 @@ const (
 
 	govGetSQL = `SELECT ` + govColumns + ` FROM governed_sessions WHERE id = ?`
 
-	// govUseSQL is the whole governed check-and-increment in one statement:
-	// it updates the row only if every check passes (agent, status, expiry,
-	// budget, tools, rate window) and returns the new row. When it matches
-	// nothing, the cold path reads the row to tell which check refused.
-	//
-	// Parameters: 1 now_ms, 2 n, 3 id, 4 agent ('' = any), 5 tools JSON.
-	govUseSQL = `UPDATE governed_sessions SET
-		calls_made = calls_made + ?2,
-		rate_window_calls = CASE
-			WHEN rate_limit = 0 THEN rate_window_calls
-			WHEN ?1 >= rate_window_start_ms + rate_window_ms THEN ?2
-			ELSE rate_window_calls + ?2 END,
-		rate_window_start_ms = CASE
-			WHEN rate_limit > 0 AND ?1 >= rate_window_start_ms + rate_window_ms THEN ?1
-			ELSE rate_window_start_ms END
-		WHERE id = ?3
-		AND (?4 = '' OR agent_id = ?4)
-		AND status = 'active' AND ?1 < expires_at_ms
-		AND calls_made + ?2 <= call_budget
-		AND (any_tool = 1 OR NOT EXISTS (
-			SELECT 1 FROM json_each(?5) AS req
-			WHERE req.value NOT IN (SELECT value FROM json_each(authorized_tools))))
-		AND (rate_limit = 0 OR rate_limit >= ?2 + CASE
-			WHEN ?1 >= rate_window_start_ms + rate_window_ms THEN 0
-			ELSE rate_window_calls END)
-		RETURNING ` + govColumns
-
 	govMarkExpiredSQL = `UPDATE governed_sessions SET status = 'expired' WHERE id = ? AND status = 'active'`
 
 	govCloseSQL = `UPDATE governed_sessions SET status = 'closed'
@@ -145,6 +156,46 @@ const (
 
 	govRequestPutSQL = `INSERT INTO governed_use_requests
 		(session_id, request_id, tools, outcome, detail, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)`
+)
+
+// govUseSQL is the whole governed check-and-increment in one statement: it
+// updates the row only if every check passes (agent, status, expiry,
+// budget, tools, rate window) and returns the new counters. When it matches
+// nothing, the cold path reads the row to tell which check refused.
+//
+// Parameters: 1 now_ms, 2 n, 3 id, 4 agent (” = any), 5 tools (see the
+// two variants below).
+func govUseSQL(toolCheck string) string {
+	return `UPDATE governed_sessions SET
+		calls_made = calls_made + ?2,
+		rate_window_calls = CASE
+			WHEN rate_limit = 0 THEN rate_window_calls
+			WHEN ?1 >= rate_window_start_ms + rate_window_ms THEN ?2
+			ELSE rate_window_calls + ?2 END,
+		rate_window_start_ms = CASE
+			WHEN rate_limit > 0 AND ?1 >= rate_window_start_ms + rate_window_ms THEN ?1
+			ELSE rate_window_start_ms END
+		WHERE id = ?3
+		AND (?4 = '' OR agent_id = ?4)
+		AND status = 'active' AND ?1 < expires_at_ms
+		AND calls_made + ?2 <= call_budget
+		AND (any_tool = 1 OR ` + toolCheck + `)
+		AND (rate_limit = 0 OR rate_limit >= ?2 + CASE
+			WHEN ?1 >= rate_window_start_ms + rate_window_ms THEN 0
+			ELSE rate_window_calls END)
+		RETURNING calls_made, rate_window_start_ms, rate_window_calls, created_at_ms`
+}
+
+var (
+	// govUseOneSQL checks a single tool, passed as its JSON string ("name"):
+	// tool names never need JSON escaping (see store.ValidateToolName), so
+	// the quoted name occurs in the stored JSON array exactly when it is an
+	// element of it.
+	govUseOneSQL = govUseSQL(`instr(authorized_tools, ?5) > 0`)
+	// govUseManySQL checks a batch, passed as a JSON array.
+	govUseManySQL = govUseSQL(`NOT EXISTS (
+			SELECT 1 FROM json_each(?5) AS req
+			WHERE req.value NOT IN (SELECT value FROM json_each(authorized_tools)))`)
 )
 
 // Create creates a governed session (see store.Governance.Create).
@@ -193,6 +244,7 @@ func (g *Governance) Create(ctx context.Context, req store.CreateRequest) (store
 	if err != nil {
 		return store.Session{}, err
 	}
+	g.s.govCache.put(out)
 	g.s.cfg.logger.Debug("sqlstore: created governed session", "session_id", out.ID, "agent_id", out.AgentID)
 	return out, nil
 }
@@ -236,11 +288,30 @@ func (g *Governance) decide(tx *wtx, req store.UseRequest, tools string) (verdic
 	nowMS := store.ToMillis(now)
 	n := int64(len(req.Tools))
 	if n > 0 {
-		var row govRow
-		err := tx.get(&row, govUseSQL, nowMS, n, req.SessionID, req.AgentID, tools)
+		query, toolArg := govUseManySQL, tools
+		if n == 1 {
+			query, toolArg = govUseOneSQL, `"`+req.Tools[0]+`"`
+		}
+		var calls, windowStart, windowCalls, created int64
+		err := tx.scan(query, []any{nowMS, n, req.SessionID, req.AgentID, toolArg},
+			&calls, &windowStart, &windowCalls, &created)
 		if err == nil {
-			s, err := row.session()
-			return verdict{sess: s}, err
+			sess, ok := g.s.govCache.get(req.SessionID, created)
+			if !ok {
+				var row govRow
+				if err := tx.get(&row, govGetSQL, req.SessionID); err != nil {
+					return verdict{}, err
+				}
+				if sess, err = row.session(); err != nil {
+					return verdict{}, err
+				}
+				g.s.govCache.put(sess)
+			}
+			sess.CallsMade = calls
+			sess.RateWindowStart = store.FromMillis(windowStart)
+			sess.RateWindowCalls = windowCalls
+			sess.Status = store.StatusActive
+			return verdict{sess: sess}, nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return verdict{}, err
@@ -363,7 +434,7 @@ func (g *Governance) Get(ctx context.Context, id string) (store.Session, error) 
 		return store.Session{}, err
 	}
 	var row govRow
-	err := g.s.get(ctx, &row, govGetSQL, id)
+	err := g.s.scan(ctx, govGetSQL, []any{id}, row.dest()...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Session{}, &store.NotFoundError{Resource: "session", ID: id}
 	}
@@ -404,7 +475,15 @@ func (g *Governance) List(ctx context.Context, f store.ListFilter) (store.Page[s
 	query += ` ORDER BY id LIMIT ?`
 	args = append(args, f.Limit+1)
 	var rows []govRow
-	if err := g.s.selectRows(ctx, &rows, query, args...); err != nil {
+	err = g.s.query(ctx, query, args, func(r *sql.Rows) error {
+		var row govRow
+		if err := r.Scan(row.dest()...); err != nil {
+			return err
+		}
+		rows = append(rows, row)
+		return nil
+	})
+	if err != nil {
 		return store.Page[store.Session]{}, err
 	}
 	page := store.Page[store.Session]{Items: make([]store.Session, 0, min(len(rows), f.Limit))}

@@ -21,6 +21,9 @@ var harness = storetest.Harness{
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envFairChild) != "" {
+		fairnessChild()
+	}
 	storetest.RunHelperProcess(harness)
 	os.Exit(m.Run())
 }

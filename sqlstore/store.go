@@ -17,6 +17,9 @@ import (
 
 const driverName = "sqlite"
 
+// govCacheSize bounds the cache of immutable governed-session fields.
+const govCacheSize = 4096
+
 func init() {
 	// sqlx does not know modernc's driver name; tell it the bind style.
 	sqlx.BindDriver(driverName, sqlx.QUESTION)
@@ -36,6 +39,7 @@ type Store struct {
 	lock   *fileLock
 
 	readStmts sync.Map // query string -> *sqlx.Stmt
+	govCache  *govCache
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -64,7 +68,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 
-	s := &Store{cfg: cfg, path: path, owned: true}
+	s := &Store{cfg: cfg, path: path, owned: true, govCache: newGovCache(govCacheSize)}
 	if cfg.fileLock {
 		l, err := openFileLock(path + "-writer.lock")
 		if err != nil {
@@ -126,7 +130,7 @@ func OpenDB(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 		return nil, store.Invalid("db", "needs at least two connections (one writer, readers)")
 	}
 	x := sqlx.NewDb(db, driverName)
-	s := &Store{cfg: cfg, reads: x, writes: x}
+	s := &Store{cfg: cfg, reads: x, writes: x, govCache: newGovCache(govCacheSize)}
 	if err := checkSchema(ctx, db); err != nil {
 		return nil, err
 	}
@@ -267,4 +271,34 @@ func (s *Store) selectRows(ctx context.Context, dest any, query string, args ...
 		return err
 	}
 	return mapErr(st.SelectContext(ctx, dest, args...))
+}
+
+// scan runs a prepared read returning one row into dest, without
+// reflection. It returns sql.ErrNoRows unwrapped.
+func (s *Store) scan(ctx context.Context, query string, args []any, dest ...any) error {
+	st, err := s.readStmt(ctx, query)
+	if err != nil {
+		return err
+	}
+	return st.QueryRowContext(ctx, args...).Scan(dest...)
+}
+
+// query runs a prepared read and calls fn for each row; rows are always
+// closed (an open read pins the WAL).
+func (s *Store) query(ctx context.Context, query string, args []any, fn func(*sql.Rows) error) error {
+	st, err := s.readStmt(ctx, query)
+	if err != nil {
+		return err
+	}
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return mapErr(err)
+		}
+	}
+	return mapErr(rows.Err())
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,7 +26,7 @@ import (
 // overwrites on every run.
 type writeFunc func(tx *wtx) error
 
-// Request states: a request is queued until the writer takes it or its
+// Request states: a request is queued until a leader takes it or its
 // caller abandons it, whichever happens first.
 const (
 	reqQueued int32 = iota
@@ -41,8 +42,13 @@ type writeReq struct {
 	done  chan struct{}
 }
 
-// writer owns the store's single write connection. One goroutine runs
-// queued requests in batches: one transaction per batch (group commit).
+// writer owns the store's single write connection and commits queued
+// requests in batches (group commit), leader/follower style: a caller
+// enqueues its request, then either takes the leader token and runs the
+// batch of everything queued (its own request first in line if nobody took
+// it), or waits until a leader has answered it. With one caller there is no
+// hand-off between goroutines at all; under load one transaction (and one
+// fsync) serves up to maxBatch callers.
 type writer struct {
 	conn     *sqlx.Conn
 	lock     *fileLock // nil when disabled
@@ -50,108 +56,129 @@ type writer struct {
 	maxBatch int
 	retryFor time.Duration
 
-	queue   chan *writeReq
-	quit    chan struct{}
-	stopped chan struct{}
-	stmts   map[string]*sqlx.Stmt
-	ctx     context.Context // statement context, independent of callers
-	faults  func(query string) error
+	token chan struct{} // capacity 1: held by the leader
+	mu    sync.Mutex    // guards queue and closed
+	queue []*writeReq
+	// closed is set by close; no request is accepted after it.
+	closed bool
+
+	// Owned by the leader (the token holder).
+	stmts map[string]*sqlx.Stmt
+	batch []*writeReq
+	ctx   context.Context // statement context, independent of callers
+
+	faults func(query string) error // tests only: see config.faults
 }
 
 func newWriter(conn *sqlx.Conn, lock *fileLock, cfg *config) *writer {
-	w := &writer{
+	return &writer{
 		conn:     conn,
 		lock:     lock,
 		log:      cfg.logger,
 		maxBatch: cfg.maxBatch,
 		retryFor: cfg.busyRetry,
-		queue:    make(chan *writeReq, cfg.maxBatch),
-		quit:     make(chan struct{}),
-		stopped:  make(chan struct{}),
+		token:    make(chan struct{}, 1),
 		stmts:    make(map[string]*sqlx.Stmt),
 		ctx:      context.Background(),
 		faults:   cfg.faults,
 	}
-	go w.loop()
-	return w
 }
 
-// do enqueues fn and waits for its durable outcome. A request still queued
-// when ctx ends is withdrawn and returns ctx.Err(); once the writer has
-// taken it, do waits for the transaction so that the reported outcome is
-// the true one.
+// do enqueues fn and returns its durable outcome. A request still queued
+// when ctx ends is withdrawn and returns ctx.Err(); once a leader has taken
+// it, do waits for the transaction so that the reported outcome is the true
+// one.
 func (w *writer) do(ctx context.Context, fn writeFunc) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	r := &writeReq{ctx: ctx, fn: fn, done: make(chan struct{})}
-	select {
-	case w.queue <- r:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-w.stopped:
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
 		return store.ErrStoreClosed
 	}
-	select {
-	case <-r.done:
-		return r.err
-	case <-ctx.Done():
-		if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
-			return ctx.Err()
-		}
-	case <-w.stopped:
-		if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
-			return store.ErrStoreClosed
+	w.queue = append(w.queue, r)
+	w.mu.Unlock()
+	for {
+		select {
+		case <-r.done:
+			return r.err
+		case <-ctx.Done():
+			if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
+				return ctx.Err()
+			}
+			<-r.done
+			return r.err
+		case w.token <- struct{}{}:
+			select {
+			case <-r.done: // a previous leader already answered us
+			default:
+				w.lead()
+			}
+			<-w.token
+			// Our request may not have fitted in the batch: go around.
 		}
 	}
-	<-r.done
-	return r.err
 }
 
-// close stops the writer after the batch in progress and waits for it.
-func (w *writer) close() {
-	select {
-	case <-w.quit:
-	default:
-		close(w.quit)
+// lead runs one batch: the oldest queued requests, up to maxBatch. The
+// cross-process file lock is taken before the queue is drained, so that
+// requests arriving while this process waits its turn join the batch.
+func (w *writer) lead() {
+	if w.lock != nil {
+		if err := w.lock.lock(); err != nil {
+			w.failQueued(fmt.Errorf("sqlstore: writer file lock: %w", err))
+			return
+		}
+		defer w.lock.unlock()
 	}
-	<-w.stopped
+	w.batch = w.batch[:0]
+	w.mu.Lock()
+	i := 0
+	for ; i < len(w.queue) && len(w.batch) < w.maxBatch; i++ {
+		r := w.queue[i]
+		w.queue[i] = nil
+		if r.state.CompareAndSwap(reqQueued, reqTaken) {
+			w.batch = append(w.batch, r)
+		}
+	}
+	w.queue = w.queue[i:]
+	if len(w.queue) == 0 {
+		w.queue = nil // let the backing array go
+	}
+	w.mu.Unlock()
+	if len(w.batch) > 0 {
+		w.run(w.batch)
+	}
+	clear(w.batch)
+}
+
+// failQueued answers every queued request with err.
+func (w *writer) failQueued(err error) {
+	w.mu.Lock()
+	queued := w.queue
+	w.queue = nil
+	w.mu.Unlock()
+	for _, r := range queued {
+		if r.state.CompareAndSwap(reqQueued, reqTaken) {
+			r.err = err
+			close(r.done)
+		}
+	}
+}
+
+// close waits for the batch in progress, refuses new requests and answers
+// the queued ones with ErrStoreClosed. The token is never given back.
+func (w *writer) close() {
+	w.token <- struct{}{}
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.failQueued(store.ErrStoreClosed)
 	for _, st := range w.stmts {
 		st.Close()
 	}
-}
-
-func (w *writer) loop() {
-	defer close(w.stopped)
-	batch := make([]*writeReq, 0, w.maxBatch)
-	for {
-		batch = batch[:0]
-		select {
-		case r := <-w.queue:
-			batch = w.take(batch, r)
-		case <-w.quit:
-			return
-		}
-	fill:
-		for len(batch) < w.maxBatch {
-			select {
-			case r := <-w.queue:
-				batch = w.take(batch, r)
-			default:
-				break fill
-			}
-		}
-		if len(batch) > 0 {
-			w.run(batch)
-		}
-	}
-}
-
-func (w *writer) take(batch []*writeReq, r *writeReq) []*writeReq {
-	if r.state.CompareAndSwap(reqQueued, reqTaken) {
-		batch = append(batch, r)
-	}
-	return batch
 }
 
 // run executes a batch, retrying the whole transaction while the database
@@ -202,12 +229,6 @@ func (w *writer) run(batch []*writeReq) {
 // when the transaction as a whole failed (nothing committed); per-request
 // errors are left in each request.
 func (w *writer) runOnce(batch []*writeReq) (err error) {
-	if w.lock != nil {
-		if err := w.lock.lock(); err != nil {
-			return fmt.Errorf("sqlstore: writer file lock: %w", err)
-		}
-		defer w.lock.unlock()
-	}
 	tx := &wtx{w: w}
 	if _, err := tx.exec("BEGIN IMMEDIATE"); err != nil {
 		if !strings.Contains(err.Error(), "within a transaction") {
@@ -312,6 +333,16 @@ func (t *wtx) get(dest any, query string, args ...any) error {
 		return err
 	}
 	return st.GetContext(t.w.ctx, dest, args...)
+}
+
+// scan runs a query returning one row and scans its columns into dest
+// without reflection (the hot paths use it).
+func (t *wtx) scan(query string, args []any, dest ...any) error {
+	st, err := t.stmt(query)
+	if err != nil {
+		return err
+	}
+	return st.QueryRowContext(t.w.ctx, args...).Scan(dest...)
 }
 
 // selectRows scans all rows into dest, a pointer to a slice.

@@ -42,6 +42,7 @@ type globals struct {
 func commands() []command {
 	return []command{
 		{"demo", "create a database, a governed session, and spend its budget", runDemo},
+		{"bench", "measure the store on this disk (fsync rate, Use, get, list)", runBench},
 	}
 }
 

@@ -1,0 +1,348 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentstore/sessionstore/sqlstore"
+	"github.com/agentstore/sessionstore/store"
+)
+
+// benchOptions are the flags of "sessionctl bench".
+type benchOptions struct {
+	dir      string
+	duration time.Duration
+	callers  int
+	sync     string
+	json     bool
+}
+
+// benchResult is one measured scenario.
+type benchResult struct {
+	Name      string  `json:"name"`
+	Callers   int     `json:"callers"`
+	Ops       int64   `json:"ops"`
+	OpsPerSec float64 `json:"ops_per_sec"`
+	P50Micros float64 `json:"p50_us"`
+	P99Micros float64 `json:"p99_us"`
+	RatioToF  float64 `json:"ratio_to_fsync"`
+}
+
+// benchReport is the whole output of a run.
+type benchReport struct {
+	Dir         string        `json:"dir"`
+	Synchronous string        `json:"synchronous"`
+	FsyncPerSec float64       `json:"fsync_per_sec"`
+	FsyncP50    float64       `json:"fsync_p50_us"`
+	FsyncP99    float64       `json:"fsync_p99_us"`
+	Results     []benchResult `json:"results"`
+}
+
+// benchScenario prepares a store and returns the operation to time.
+type benchScenario struct {
+	name    string
+	callers func(o *benchOptions) int
+	setup   func(ctx context.Context, st *sqlstore.Store) (func(ctx context.Context, worker int) error, error)
+}
+
+func benchScenarios() []benchScenario {
+	one := func(*benchOptions) int { return 1 }
+	many := func(o *benchOptions) int { return o.callers }
+	return []benchScenario{
+		{"use", one, setupUse},
+		{"use", many, setupUse},
+		{"get", one, setupGet},
+		{"list-100-of-10000", one, setupList},
+	}
+}
+
+func setupUse(ctx context.Context, st *sqlstore.Store) (func(context.Context, int) error, error) {
+	s, err := st.Governance().Create(ctx, store.CreateRequest{
+		AgentID: "bench", AuthorizedTools: []string{"read_file"}, CallBudget: 1 << 50, TimeLimit: 24 * time.Hour,
+	})
+	if err != nil {
+		return nil, err
+	}
+	req := store.UseRequest{SessionID: s.ID, AgentID: "bench", Tools: []string{"read_file"}}
+	return func(ctx context.Context, _ int) error {
+		_, err := st.Governance().Use(ctx, req)
+		return err
+	}, nil
+}
+
+func setupGet(ctx context.Context, st *sqlstore.Store) (func(context.Context, int) error, error) {
+	s, err := st.Governance().Create(ctx, store.CreateRequest{AgentID: "bench", CallBudget: 1, TimeLimit: time.Hour})
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, _ int) error {
+		_, err := st.Governance().Get(ctx, s.ID)
+		return err
+	}, nil
+}
+
+func setupList(ctx context.Context, st *sqlstore.Store) (func(context.Context, int) error, error) {
+	const n = 10000
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	for w := range 16 {
+		wg.Go(func() {
+			for i := w; i < n; i += 16 {
+				_, err := st.Governance().Create(ctx, store.CreateRequest{
+					ID: fmt.Sprintf("bench-%05d", i), AgentID: "bench", CallBudget: 1, TimeLimit: time.Hour,
+				})
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, worker int) error {
+		p, err := st.Governance().List(ctx, store.ListFilter{After: "bench-05000", Limit: 100})
+		if err == nil && len(p.Items) != 100 {
+			err = fmt.Errorf("list returned %d items", len(p.Items))
+		}
+		return err
+	}, nil
+}
+
+// runBench measures the store on the user's disk, like pgbench or
+// redis-benchmark: first the fsync rate F of the directory, then each
+// scenario on a temporary database in that directory.
+func runBench(ctx context.Context, g *globals, args []string) int {
+	o := benchOptions{}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(g.stderr)
+	fs.StringVar(&o.dir, "dir", "", "directory to measure (default: the directory of --db)")
+	fs.DurationVar(&o.duration, "duration", 2*time.Second, "time per scenario")
+	fs.IntVar(&o.callers, "callers", 32, "concurrent callers for the contended scenarios")
+	fs.StringVar(&o.sync, "sync", "FULL", "synchronous level: FULL or NORMAL")
+	fs.BoolVar(&o.json, "json", false, "print one JSON document")
+	fs.Usage = func() {
+		fmt.Fprintln(g.stderr, "Usage: sessionctl bench [--dir DIR] [--duration D] [--callers N] [--sync FULL|NORMAL] [--json]")
+		fmt.Fprintln(g.stderr, "\nMeasures the fsync rate F of DIR, then Use (1 and N callers), get by id and a")
+		fmt.Fprintln(g.stderr, "list page on a temporary database in DIR; prints ops/s, p50, p99 and the ratio to F.")
+		fmt.Fprintln(g.stderr, "\nExample:\n  sessionctl bench --dir /var/lib/agent --duration 5s")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 0 || o.duration <= 0 || o.callers < 1 {
+		fmt.Fprintln(g.stderr, "sessionctl bench: want no arguments, a positive --duration and --callers")
+		return exitUsage
+	}
+	syncLevel := sqlstore.Synchronous(strings.ToUpper(o.sync))
+	if syncLevel != sqlstore.SyncFull && syncLevel != sqlstore.SyncNormal {
+		fmt.Fprintln(g.stderr, "sessionctl bench: --sync must be FULL or NORMAL")
+		return exitUsage
+	}
+	if o.dir == "" {
+		o.dir = filepath.Dir(g.db)
+	}
+	rep, err := bench(ctx, &o, syncLevel, progressFor(g.stderr, o.json))
+	if err != nil {
+		fmt.Fprintf(g.stderr, "sessionctl bench: %v\n", err)
+		return exitError
+	}
+	if o.json {
+		enc := json.NewEncoder(g.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return exitError
+		}
+		return exitOK
+	}
+	printBench(g.stdout, rep)
+	return exitOK
+}
+
+func bench(ctx context.Context, o *benchOptions, syncLevel sqlstore.Synchronous, progress func(string, float64)) (*benchReport, error) {
+	tmp, err := os.MkdirTemp(o.dir, "sessionctl-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	rep := &benchReport{Dir: o.dir, Synchronous: string(syncLevel)}
+	progress("fsync probe", 0)
+	lat, err := probeFsync(ctx, tmp, o.duration, func(f float64) { progress("fsync probe", f) })
+	if err != nil {
+		return nil, fmt.Errorf("fsync probe: %w", err)
+	}
+	rep.FsyncPerSec = float64(len(lat)) / o.duration.Seconds()
+	rep.FsyncP50, rep.FsyncP99 = percentile(lat, 50), percentile(lat, 99)
+	for i, sc := range benchScenarios() {
+		callers := sc.callers(o)
+		name := fmt.Sprintf("%s/callers=%d", sc.name, callers)
+		progress(name, 0)
+		path := filepath.Join(tmp, fmt.Sprintf("bench-%d.db", i))
+		st, err := sqlstore.Open(ctx, path, sqlstore.WithSynchronous(syncLevel))
+		if err != nil {
+			return nil, err
+		}
+		op, err := sc.setup(ctx, st)
+		if err != nil {
+			st.Close()
+			return nil, fmt.Errorf("%s: setup: %w", name, err)
+		}
+		ops, lat, err := timeOp(ctx, callers, o.duration, op, func(f float64) { progress(name, f) })
+		st.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		r := benchResult{
+			Name: sc.name, Callers: callers, Ops: ops,
+			OpsPerSec: float64(ops) / o.duration.Seconds(),
+			P50Micros: percentile(lat, 50), P99Micros: percentile(lat, 99),
+		}
+		if rep.FsyncPerSec > 0 {
+			r.RatioToF = r.OpsPerSec / rep.FsyncPerSec
+		}
+		rep.Results = append(rep.Results, r)
+	}
+	progress("", 1)
+	return rep, nil
+}
+
+// probeFsync writes 4 KiB and fsyncs in a loop for d and returns each
+// iteration's latency.
+func probeFsync(ctx context.Context, dir string, d time.Duration, tick func(float64)) ([]time.Duration, error) {
+	f, err := os.CreateTemp(dir, "fsync-probe-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	buf := make([]byte, 4096)
+	var lat []time.Duration
+	start := time.Now()
+	for time.Since(start) < d && ctx.Err() == nil {
+		t0 := time.Now()
+		if _, err := f.WriteAt(buf, 0); err != nil {
+			return nil, err
+		}
+		if err := f.Sync(); err != nil {
+			return nil, err
+		}
+		lat = append(lat, time.Since(t0))
+		if len(lat)%64 == 0 {
+			tick(float64(time.Since(start)) / float64(d))
+		}
+	}
+	return lat, ctx.Err()
+}
+
+// timeOp runs op from callers goroutines for d and returns the number of
+// operations and their latencies.
+func timeOp(ctx context.Context, callers int, d time.Duration, op func(context.Context, int) error, tick func(float64)) (int64, []time.Duration, error) {
+	var (
+		mu       sync.Mutex
+		all      []time.Duration
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	start := time.Now()
+	deadline := start.Add(d)
+	for w := range callers {
+		wg.Go(func() {
+			var mine []time.Duration
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				t0 := time.Now()
+				if err := op(ctx, w); err != nil {
+					mu.Lock()
+					firstErr = cmpOr(firstErr, err)
+					mu.Unlock()
+					return
+				}
+				mine = append(mine, time.Since(t0))
+				if w == 0 && len(mine)%32 == 0 {
+					tick(float64(time.Since(start)) / float64(d))
+				}
+			}
+			mu.Lock()
+			all = append(all, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	return int64(len(all)), all, firstErr
+}
+
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// percentile returns the p-th percentile of lat in microseconds (lat is
+// sorted in place).
+func percentile(lat []time.Duration, p int) float64 {
+	if len(lat) == 0 {
+		return 0
+	}
+	slices.Sort(lat)
+	i := min(len(lat)-1, len(lat)*p/100)
+	return float64(lat[i].Nanoseconds()) / 1000
+}
+
+func printBench(w io.Writer, rep *benchReport) {
+	fmt.Fprintf(w, "directory %s, synchronous=%s\n", rep.Dir, rep.Synchronous)
+	fmt.Fprintf(w, "fsync probe (4 KiB write + fsync): F = %.0f/s, p50 %.0f µs, p99 %.0f µs\n\n",
+		rep.FsyncPerSec, rep.FsyncP50, rep.FsyncP99)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tCALLERS\tOPS/S\tP50 µs\tP99 µs\tOPS/F\t")
+	for _, r := range rep.Results {
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.2f\t\n", r.Name, r.Callers, r.OpsPerSec, r.P50Micros, r.P99Micros, r.RatioToF)
+	}
+	tw.Flush()
+}
+
+// progressFor returns a progress reporter: a one-line bar on w when w is a
+// terminal and the output is for people, otherwise nothing.
+func progressFor(w io.Writer, quiet bool) func(string, float64) {
+	f, ok := w.(*os.File)
+	if quiet || !ok {
+		return func(string, float64) {}
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return func(string, float64) {}
+	}
+	var mu sync.Mutex
+	return func(name string, frac float64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if name == "" {
+			fmt.Fprint(w, "\r\033[K")
+			return
+		}
+		frac = min(max(frac, 0), 1)
+		const width = 30
+		n := int(frac * width)
+		fmt.Fprintf(w, "\r\033[K%-28s [%s%s] %3.0f%%", name, strings.Repeat("#", n), strings.Repeat(".", width-n), frac*100)
+	}
+}
