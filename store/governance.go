@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"math"
 	"slices"
 	"time"
 )
@@ -269,15 +270,11 @@ func (r CreateRequest) Normalize() (CreateRequest, error) {
 		r.TimeLimit = MinTimeLimit
 	}
 	// Stored with millisecond precision; round up so the limit never shrinks.
-	if rem := r.TimeLimit % time.Millisecond; rem != 0 {
-		r.TimeLimit += time.Millisecond - rem
-	}
+	r.TimeLimit = ceilMillis(r.TimeLimit)
 	if r.RateWindow == 0 {
 		r.RateWindow = DefaultRateWindow
 	}
-	if rem := r.RateWindow % time.Millisecond; rem != 0 {
-		r.RateWindow += time.Millisecond - rem
-	}
+	r.RateWindow = ceilMillis(r.RateWindow)
 	if r.Sensitivity == "" {
 		r.Sensitivity = SensitivityInternal
 	}
@@ -429,6 +426,16 @@ type Governance interface {
 	CloseAllForAgent(ctx context.Context, agentID string) (int64, error)
 	// Cleanup deletes expired and closed sessions and returns how many.
 	Cleanup(ctx context.Context) (int64, error)
+}
+
+// ceilMillis rounds a non-negative d up to whole milliseconds, or down
+// where rounding up would overflow (within a millisecond of 292 years).
+func ceilMillis(d time.Duration) time.Duration {
+	t := d.Truncate(time.Millisecond)
+	if t == d || t > math.MaxInt64-time.Millisecond {
+		return t
+	}
+	return t + time.Millisecond
 }
 
 func nonNil(s []string) []string {
