@@ -25,6 +25,30 @@
 // (SyncNormal) trades the last transactions before a power loss (never
 // before a process crash) for speed.
 //
+// # Conversations
+//
+// A conversation's history is one row per message in
+// conversation_messages, numbered 0, 1, 2, … per conversation. An append
+// finds the next number with one probe of the (session_id, seq) index and
+// inserts the new rows: its cost does not depend on the length of the
+// history, and it never rewrites what is there. Artifacts, trace events,
+// run records (with their events), verification reports and cost records
+// live in their own tables, all ON DELETE CASCADE from conversations, so
+// deleting a conversation deletes everything it owns in one transaction.
+// Load and the run readers read in one read transaction: a consistent
+// snapshot even while appends go on.
+//
+// # Turn cancellation
+//
+// A turn's durable state is in its runtime_sessions row and, once it is
+// cancelled or superseded, in a runtime_cancel_causes row. A cancel commits
+// the cause first; then the Store that made it fires the turn's context at
+// once if the turn is its own. A Store with running turns runs one poller
+// goroutine (only while it has some; stopped by Close) that reads the
+// committed state of its turns every WithCancelPollInterval (default 50 ms)
+// in one indexed query and fires the turns cancelled, superseded, removed or
+// ended by other processes, with the recorded cause.
+//
 // # Time
 //
 // Times are stored as UTC unix milliseconds (INTEGER columns named *_ms).

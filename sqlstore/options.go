@@ -32,6 +32,7 @@ type config struct {
 	maxBatch    int
 	fileLock    bool
 	journalMax  int64
+	runtime     runtimeConfig
 
 	// faults, when set (tests only, see export_test.go), is consulted
 	// before every statement the writer runs in a write transaction,
@@ -51,6 +52,7 @@ func defaultConfig() config {
 		maxBatch:    256,
 		fileLock:    true,
 		journalMax:  64 << 20,
+		runtime:     defaultRuntimeConfig(),
 	}
 }
 
@@ -127,5 +129,5 @@ func (c *config) validate() error {
 	if c.maxBatch < 1 {
 		return invalidOption("max_batch", "must be at least 1")
 	}
-	return nil
+	return c.runtime.validate()
 }

@@ -18,6 +18,13 @@ var harness = storetest.Harness{
 	Open: func(ctx context.Context, loc string, clock store.Clock) (store.Store, error) {
 		return sqlstore.Open(ctx, loc, sqlstore.WithClock(clock))
 	},
+	OpenWith: func(ctx context.Context, loc string, clock store.Clock, o storetest.Options) (store.Store, error) {
+		opts := []sqlstore.Option{sqlstore.WithClock(clock), sqlstore.WithMaxSessions(o.MaxSessions)}
+		if o.MaxUploadBytes > 0 {
+			opts = append(opts, sqlstore.WithMaxUploadBytes(o.MaxUploadBytes))
+		}
+		return sqlstore.Open(ctx, loc, opts...)
+	},
 }
 
 func TestMain(m *testing.M) {

@@ -40,6 +40,7 @@ type Store struct {
 
 	readStmts sync.Map // query string -> *sqlx.Stmt
 	govCache  *govCache
+	turns     turnRegistry
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -168,6 +169,7 @@ func (s *Store) startWriter(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		s.turns.close()
 		var errs []error
 		if s.w != nil {
 			s.w.close()

@@ -13,6 +13,14 @@ type Store interface {
 	// rate and time limits.
 	Governance() Governance
 
+	// Conversations returns the conversation-persistence facet: session
+	// data, message history, artifacts, traces, runs and reports.
+	Conversations() Conversations
+
+	// Runtime returns the runtime-bookkeeping facet: runtime sessions,
+	// model overrides, uploads, turns and cancellation.
+	Runtime() Runtime
+
 	// HealthCheck verifies that the backing database answers a real query.
 	HealthCheck(ctx context.Context) error
 

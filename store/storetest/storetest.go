@@ -31,11 +31,25 @@ type Harness struct {
 	// Open opens the store at loc with the given clock. The suite closes
 	// the stores it opens.
 	Open func(ctx context.Context, loc string, clock store.Clock) (store.Store, error)
+	// OpenWith opens the store at loc with the given clock and settings.
+	// Zero fields of opts keep the backend's defaults.
+	OpenWith func(ctx context.Context, loc string, clock store.Clock, opts Options) (store.Store, error)
+}
+
+// Options are backend settings some tests need.
+type Options struct {
+	// MaxSessions is the global cap on runtime sessions (0: none).
+	MaxSessions int64
+	// MaxUploadBytes is the upload size limit (0: the default,
+	// store.DefaultMaxUploadBytes).
+	MaxUploadBytes int64
 }
 
 // Run runs the whole conformance suite.
 func Run(t *testing.T, h Harness) {
 	t.Run("Governance", func(t *testing.T) { RunGovernance(t, h) })
+	t.Run("Conversations", func(t *testing.T) { RunConversations(t, h) })
+	t.Run("Runtime", func(t *testing.T) { RunRuntime(t, h) })
 }
 
 // Clock is a manual clock for tests: time moves only when told to.
@@ -86,6 +100,21 @@ func (e *env) open() store.Store {
 	st, err := e.h.Open(e.ctx, e.loc, e.clock.Now)
 	if err != nil {
 		e.t.Fatalf("open store: %v", err)
+	}
+	e.t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// openWith opens another store on the env's database with opts, closed at
+// test end.
+func (e *env) openWith(opts Options) store.Store {
+	e.t.Helper()
+	if e.h.OpenWith == nil {
+		e.t.Fatal("storetest: the harness has no OpenWith; this test needs store settings")
+	}
+	st, err := e.h.OpenWith(e.ctx, e.loc, e.clock.Now, opts)
+	if err != nil {
+		e.t.Fatalf("open store with %+v: %v", opts, err)
 	}
 	e.t.Cleanup(func() { st.Close() })
 	return st
