@@ -228,8 +228,8 @@ func sweepOne(t *testing.T, op sweepOp, kinds []faultKind) {
 		t.Fatal(err)
 	}
 	want := outcomeOf(refErr)
-	if strings.HasPrefix(want, "error") {
-		t.Fatalf("reference run failed: %v", refErr)
+	if strings.HasPrefix(want, "error") || n == 0 {
+		t.Fatalf("reference run failed or never reached the writer: %v", refErr)
 	}
 	newState := dumpState(t, ref)
 	t.Logf("%d statements, outcome %s, writes: %v", n, want, newState != old)
@@ -305,9 +305,13 @@ type batchReq struct {
 	visible func(ctx context.Context, st store.Store) (bool, error)
 }
 
-func governanceBatch() (setup func(ctx context.Context, st store.Store) error, reqs []batchReq) {
+func mixedBatch() (setup func(ctx context.Context, st store.Store) error, reqs []batchReq) {
 	setup = func(ctx context.Context, st store.Store) error {
-		return createAll(ctx, st, sweepSession("s0", 5), sweepSession("s2", 5), sweepSession("s3", 5))
+		if err := createAll(ctx, st, sweepSession("s0", 5), sweepSession("s2", 5), sweepSession("s3", 5)); err != nil {
+			return err
+		}
+		_, err := st.Conversations().Save(ctx, store.NewConversation("conv"))
+		return err
 	}
 	calls := func(id string, want int64) func(ctx context.Context, st store.Store) (bool, error) {
 		return func(ctx context.Context, st store.Store) (bool, error) {
@@ -334,6 +338,13 @@ func governanceBatch() (setup func(ctx context.Context, st store.Store) error, r
 			_, err := st.Governance().Use(ctx, useReq("s2", 2, "r"))
 			return err
 		}, calls("s2", 2)},
+		{"append", func(ctx context.Context, st store.Store) error {
+			_, err := st.Conversations().AppendMessages(ctx, "conv", store.UserMessage("hello"))
+			return err
+		}, func(ctx context.Context, st store.Store) (bool, error) {
+			n, err := st.Conversations().MessageCount(ctx, "conv")
+			return n == 1, err
+		}},
 		{"close", func(ctx context.Context, st store.Store) error {
 			_, err := st.Governance().Close(ctx, "s3")
 			return err
@@ -346,7 +357,7 @@ func governanceBatch() (setup func(ctx context.Context, st store.Store) error, r
 }
 
 func TestFaultSweepGroupCommit(t *testing.T) {
-	setup, reqs := governanceBatch()
+	setup, reqs := mixedBatch()
 	sweepBatch(t, setup, reqs)
 }
 
