@@ -78,7 +78,7 @@ func conversationSweepOps() []sweepOp {
 		{name: "AppendWithUsageAndCost", setup: convSetup, run: func(ctx context.Context, st store.Store) error {
 			_, err := conv(st).Append(ctx, store.AppendRequest{ID: "c", Messages: []store.Message{store.AssistantMessage("six")},
 				Usage: &store.TokenUsage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3}, Cost: cost,
-				CostRecords: []store.CostRecord{{Model: "m", Provider: "p", TotalTokens: 3, CostUSD: &cost}},
+				CostRecords:  []store.CostRecord{{Model: "m", Provider: "p", TotalTokens: 3, CostUSD: &cost}},
 				ContextUsage: &store.ContextUsage{UsedTokens: 100, MaxTokens: 1000}})
 			return err
 		}},
