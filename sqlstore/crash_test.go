@@ -1,14 +1,16 @@
 package sqlstore_test
 
 // Crash trials: a helper process (this test binary, started again) makes
-// governed Use calls and creates sessions in a loop and prints an
-// acknowledgement after each call returned success; the parent kills it
+// governed Use calls, appends messages to a conversation and creates
+// sessions in a loop and prints an acknowledgement after each call
+// returned success; the parent kills it
 // with SIGKILL at a random moment — while it starts, creates the file,
 // migrates, or writes — reopens the database and checks that every
 // acknowledged change is there, that the budget counter equals the
 // acknowledged calls plus at most the calls in flight, that the counter
-// and the per-request records agree exactly, and that PRAGMA
-// integrity_check is ok.
+// and the per-request records agree exactly, that the message history is
+// gapless and holds every acknowledged message at its acknowledged
+// position, and that PRAGMA integrity_check is ok.
 //
 // 50 trials run by default; for more:
 //
@@ -42,9 +44,11 @@ var _ = registerRelRole("crash-writer", crashWriterRole)
 
 // crashWriterRole: args are path, workers, synchronous level, and the
 // prefix of its request ids. It opens (creating if needed) the store,
-// makes sure session "s" exists, prints "ready", then each worker loops:
-// Use of "s" with a unique request id, acknowledged as "use <id>"; worker
-// 0 also creates a session every 8th turn, acknowledged as "create <id>".
+// makes sure session "s" and conversation "c" exist, prints "ready", then
+// each worker loops: Use of "s" with a unique request id, acknowledged as
+// "use <id>", and an append of one message to "c", acknowledged as
+// "msg <seq> <text>"; worker 0 also creates a session every 8th turn,
+// acknowledged as "create <id>".
 func crashWriterRole(ctx context.Context, args []string, out *lineWriter) error {
 	path, prefix := args[0], args[3]
 	workers, err := strconv.Atoi(args[1])
@@ -58,6 +62,14 @@ func crashWriterRole(ctx context.Context, args []string, out *lineWriter) error 
 	gov := st.Governance()
 	if _, err := gov.Create(ctx, longSession("s", 1<<40)); err != nil && !errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("create s: %w", err)
+	}
+	conv := st.Conversations()
+	if ok, err := conv.Exists(ctx, "c"); err != nil {
+		return err
+	} else if !ok {
+		if _, err := conv.Save(ctx, store.NewConversation("c")); err != nil {
+			return fmt.Errorf("save c: %w", err)
+		}
 	}
 	if err := out.Line("ready"); err != nil {
 		return err
@@ -87,6 +99,15 @@ func crashWriterRole(ctx context.Context, args []string, out *lineWriter) error 
 					errc <- err
 					return
 				}
+				res, err := conv.AppendMessages(ctx, "c", store.UserMessage(id))
+				if err != nil {
+					errc <- fmt.Errorf("append %s: %w", id, err)
+					return
+				}
+				if err := out.Line("msg %d %s", res.FirstSeq, id); err != nil {
+					errc <- err
+					return
+				}
 			}
 		})
 	}
@@ -113,13 +134,14 @@ func TestCrashTrials(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	dir := t.TempDir()
 	var path string
-	var calls int64 // the counter of "s" after the last trial
+	var calls int64    // the counter of "s" after the last trial
+	var messages int64 // the messages of "c" after the last trial
 	for trial := range trials {
 		// Every tenth trial starts on a fresh file, so that kills also
 		// land in file creation and migration.
 		if trial%10 == 0 {
 			path = filepath.Join(dir, fmt.Sprintf("crash-%d.db", trial))
-			calls = 0
+			calls, messages = 0, 0
 		}
 		workers := []int{1, 4}[trial%2]
 		sync := []string{"FULL", "NORMAL"}[trial/2%2]
@@ -142,22 +164,30 @@ func TestCrashTrials(t *testing.T) {
 			t.Fatalf("trial %d: the helper was not killed but ended: %v", trial, err)
 		}
 		var uses, creates []string
+		msgs := map[int64]string{}
 		for _, l := range lines {
 			switch {
+			case strings.HasPrefix(l, "msg "):
+				var seq int64
+				var text string
+				if _, err := fmt.Sscanf(l, "msg %d %s", &seq, &text); err != nil {
+					t.Fatalf("trial %d: bad line %q", trial, l)
+				}
+				msgs[seq] = text
 			case strings.HasPrefix(l, "use "):
 				uses = append(uses, l[4:])
 			case strings.HasPrefix(l, "create "):
 				creates = append(creates, l[7:])
 			}
 		}
-		calls = verifyCrash(t, trial, path, uses, creates, calls, workers)
+		calls, messages = verifyCrash(t, trial, path, uses, creates, msgs, calls, messages, workers)
 		crashTotals.Lock()
 		crashTotals.trials++
 		crashTotals.kills++
 		if early {
 			crashTotals.early++
 		}
-		crashTotals.acked += len(uses) + len(creates)
+		crashTotals.acked += len(uses) + len(creates) + len(msgs)
 		crashTotals.Unlock()
 	}
 	crashTotals.Lock()
@@ -171,26 +201,28 @@ func TestCrashTrials(t *testing.T) {
 }
 
 // verifyCrash reopens the database after a kill and checks the trial's
-// acknowledged writes. prev is the counter before the trial; it returns
-// the counter now.
-func verifyCrash(t *testing.T, trial int, path string, uses, creates []string, prev int64, workers int) int64 {
+// acknowledged writes. prevCalls and prevMsgs are the counter and the
+// message count before the trial; it returns them now.
+func verifyCrash(t *testing.T, trial int, path string, uses, creates []string, msgs map[int64]string,
+	prevCalls, prevMsgs int64, workers int) (int64, int64) {
 	t.Helper()
 	ctx := context.Background()
+	acked := len(uses) + len(creates) + len(msgs)
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		if len(uses)+len(creates) > 0 {
-			t.Fatalf("trial %d: %d acknowledged writes, but the database file does not exist", trial, len(uses)+len(creates))
+		if acked > 0 {
+			t.Fatalf("trial %d: %d acknowledged writes, but the database file does not exist", trial, acked)
 		}
-		return prev
+		return prevCalls, prevMsgs
 	}
 	st, err := sqlstore.Open(ctx, path)
 	if err != nil {
 		t.Fatalf("trial %d: reopen after the kill: %v", trial, err)
 	}
-	gov := st.Governance()
+	defer st.Close()
+	gov, conv := st.Governance(), st.Conversations()
 	s, err := gov.Get(ctx, "s")
-	if errors.Is(err, store.ErrNotFound) && len(uses)+len(creates) == 0 {
-		st.Close()
-		return prev
+	if errors.Is(err, store.ErrNotFound) && acked == 0 {
+		return prevCalls, prevMsgs
 	}
 	if err != nil {
 		t.Fatalf("trial %d: session s: %v", trial, err)
@@ -199,6 +231,42 @@ func verifyCrash(t *testing.T, trial int, path string, uses, creates []string, p
 		if _, err := gov.Get(ctx, id); err != nil {
 			t.Fatalf("trial %d: acknowledged session %s: %v", trial, id, err)
 		}
+	}
+	// The history: gapless from 0, the count agrees, every acknowledged
+	// message at its position.
+	var history []store.Message
+	for {
+		page, err := conv.Messages(ctx, "c", int64(len(history)), store.MaxMessagePage)
+		if errors.Is(err, store.ErrNotFound) && acked == 0 {
+			break
+		}
+		if err != nil {
+			t.Fatalf("trial %d: messages: %v", trial, err)
+		}
+		history = append(history, page...)
+		if len(page) < store.MaxMessagePage {
+			break
+		}
+	}
+	for i, m := range history {
+		if m.Seq != int64(i) {
+			t.Fatalf("trial %d: message %d has seq %d: the history has a gap", trial, i, m.Seq)
+		}
+	}
+	if len(history) > 0 || len(msgs) > 0 {
+		n, err := conv.MessageCount(ctx, "c")
+		if err != nil || n != int64(len(history)) {
+			t.Fatalf("trial %d: message count %d (%v), history holds %d", trial, n, err, len(history))
+		}
+	}
+	for seq, text := range msgs {
+		if seq >= int64(len(history)) || history[seq].Text() != text {
+			t.Fatalf("trial %d: acknowledged message %d %q is lost", trial, seq, text)
+		}
+	}
+	msgDelta := int64(len(history)) - prevMsgs
+	if msgDelta < int64(len(msgs)) || msgDelta > int64(len(msgs)+workers) {
+		t.Fatalf("trial %d: history grew by %d, acknowledged %d, at most %d in flight", trial, msgDelta, len(msgs), workers)
 	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
@@ -226,14 +294,13 @@ func verifyCrash(t *testing.T, trial int, path string, uses, creates []string, p
 	if int64(len(recorded)) != s.CallsMade {
 		t.Fatalf("trial %d: counter %d but %d recorded calls: the two did not commit together", trial, s.CallsMade, len(recorded))
 	}
-	delta := s.CallsMade - prev
-	acked := int64(len(uses))
-	if delta < acked || delta > acked+int64(workers) {
-		t.Fatalf("trial %d: counter moved by %d, acknowledged %d, at most %d in flight", trial, delta, acked, workers)
+	delta := s.CallsMade - prevCalls
+	if delta < int64(len(uses)) || delta > int64(len(uses)+workers) {
+		t.Fatalf("trial %d: counter moved by %d, acknowledged %d, at most %d in flight", trial, delta, len(uses), workers)
 	}
 	crashTotals.Lock()
-	crashTotals.inFlight += int(delta - acked)
+	crashTotals.inFlight += int(delta-int64(len(uses))) + int(msgDelta-int64(len(msgs)))
 	crashTotals.Unlock()
 	integrityCheck(t, path)
-	return s.CallsMade
+	return s.CallsMade, int64(len(history))
 }

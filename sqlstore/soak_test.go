@@ -1,11 +1,12 @@
 package sqlstore_test
 
 // Concurrency soak: 4 processes × 8 goroutines on one file mix Use (plain
-// and with request ids, replayed), Get, List, Create+Close and Cleanup for
-// a bounded time. Budgets are exact (the successes the processes counted
-// equal the stored counters, and exhausted budgets equal their limit), no
-// busy error ever reaches a caller, and no error other than the expected
-// refusals appears.
+// and with request ids, replayed), message appends and reads, Get, List,
+// Create+Close and Cleanup for a bounded time. Budgets are exact (the
+// successes the processes counted equal the stored counters, and exhausted
+// budgets equal their limit), histories are gapless and hold exactly the
+// acknowledged appends, no busy error ever reaches a caller, and no error
+// other than the expected refusals appears.
 //
 //	SQLSTORE_SOAK=60s go test ./sqlstore -run TestSoak -v
 
@@ -28,10 +29,14 @@ import (
 // limit) and two large ones that do not (exact counting throughout).
 var soakBudgets = map[string]int64{"small-0": 150, "small-1": 400, "large-0": 1 << 40, "large-1": 1 << 40}
 
+// Soak conversations, appended to by every goroutine.
+var soakConversations = []string{"conv-0", "conv-1"}
+
 var _ = registerRelRole("soak", soakRole)
 
 type soakReport struct {
 	OK         map[string]int64 `json:"ok"`
+	Appended   map[string]int64 `json:"appended"`
 	Ops        map[string]int64 `json:"ops"`
 	Unexpected []string         `json:"unexpected"`
 }
@@ -49,7 +54,7 @@ func soakRole(ctx context.Context, args []string, out *lineWriter) error {
 	}
 	defer st.Close()
 	var mu sync.Mutex
-	rep := soakReport{OK: map[string]int64{}, Ops: map[string]int64{}}
+	rep := soakReport{OK: map[string]int64{}, Appended: map[string]int64{}, Ops: map[string]int64{}}
 	unexpected := func(op string, err error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -64,6 +69,7 @@ func soakRole(ctx context.Context, args []string, out *lineWriter) error {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
 			ok := map[string]int64{}
+			appended := map[string]int64{}
 			ops := map[string]int64{}
 			gov := st.Governance()
 			for i := 0; time.Now().Before(deadline); i++ {
@@ -73,7 +79,7 @@ func soakRole(ctx context.Context, args []string, out *lineWriter) error {
 					tools[j] = "read_file"
 				}
 				switch p := rng.IntN(100); {
-				case p < 40:
+				case p < 30:
 					ops["use"]++
 					_, err := gov.Use(ctx, store.UseRequest{SessionID: id, Tools: tools})
 					switch {
@@ -82,7 +88,7 @@ func soakRole(ctx context.Context, args []string, out *lineWriter) error {
 					case !errors.Is(err, store.ErrBudgetExceeded):
 						unexpected("use", err)
 					}
-				case p < 50:
+				case p < 38:
 					ops["use-request-id"]++
 					req := store.UseRequest{SessionID: id, Tools: tools, RequestID: fmt.Sprintf("p%s-w%d-%d", args[3], w, i)}
 					_, err := gov.Use(ctx, req)
@@ -96,6 +102,30 @@ func soakRole(ctx context.Context, args []string, out *lineWriter) error {
 					_, err2 := gov.Use(ctx, req)
 					if (err == nil) != (err2 == nil) || (err != nil && !errors.Is(err2, store.ErrBudgetExceeded)) {
 						unexpected("replay", fmt.Errorf("first %v, replay %v", err, err2))
+					}
+				case p < 48:
+					ops["append"]++
+					cid := soakConversations[rng.IntN(len(soakConversations))]
+					msgs := make([]store.Message, 1+rng.IntN(2))
+					for j := range msgs {
+						msgs[j] = store.UserMessage(fmt.Sprintf("p%s w%d i%d m%d", args[3], w, i, j))
+					}
+					if _, err := st.Conversations().AppendMessages(ctx, cid, msgs...); err != nil {
+						unexpected("append", err)
+					} else {
+						appended[cid] += int64(len(msgs))
+					}
+				case p < 53:
+					ops["read-messages"]++
+					cid := soakConversations[rng.IntN(len(soakConversations))]
+					last, err := st.Conversations().LastMessages(ctx, cid, 20)
+					if err != nil {
+						unexpected("last messages", err)
+					}
+					for k := 1; k < len(last); k++ {
+						if last[k].Seq != last[k-1].Seq+1 {
+							unexpected("last messages", fmt.Errorf("gap between %d and %d", last[k-1].Seq, last[k].Seq))
+						}
 					}
 				case p < 65:
 					ops["get"]++
@@ -150,6 +180,9 @@ func soakRole(ctx context.Context, args []string, out *lineWriter) error {
 			for k, v := range ok {
 				rep.OK[k] += v
 			}
+			for k, v := range appended {
+				rep.Appended[k] += v
+			}
 			for k, v := range ops {
 				rep.Ops[k] += v
 			}
@@ -184,12 +217,17 @@ func TestSoak(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	for _, id := range soakConversations {
+		if _, err := st.Conversations().Save(ctx, store.NewConversation(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	st.Close()
 	hs := make([]*helper, procs)
 	for i := range hs {
 		hs[i] = startHelper(t, "soak", path, strconv.Itoa(workers), d.String(), strconv.Itoa(i))
 	}
-	total := soakReport{OK: map[string]int64{}, Ops: map[string]int64{}}
+	total := soakReport{OK: map[string]int64{}, Appended: map[string]int64{}, Ops: map[string]int64{}}
 	for i, h := range hs {
 		lines, err := h.wait()
 		if err != nil || len(lines) != 1 {
@@ -204,6 +242,9 @@ func TestSoak(t *testing.T) {
 		}
 		for k, v := range rep.OK {
 			total.OK[k] += v
+		}
+		for k, v := range rep.Appended {
+			total.Appended[k] += v
 		}
 		for k, v := range rep.Ops {
 			total.Ops[k] += v
@@ -229,6 +270,26 @@ func TestSoak(t *testing.T) {
 		}
 		if budget < 1000 && s.CallsMade != budget {
 			t.Errorf("%s: budget %d not spent exactly: %d calls", id, budget, s.CallsMade)
+		}
+	}
+	for _, id := range soakConversations {
+		n, err := st.Conversations().MessageCount(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != total.Appended[id] {
+			t.Errorf("%s: %d messages stored, %d acknowledged", id, n, total.Appended[id])
+		}
+		for from := int64(0); from < n; from += store.MaxMessagePage {
+			page, err := st.Conversations().Messages(ctx, id, from, store.MaxMessagePage)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, m := range page {
+				if m.Seq != from+int64(k) {
+					t.Fatalf("%s: message %d has seq %d", id, from+int64(k), m.Seq)
+				}
+			}
 		}
 	}
 	st.Close()
