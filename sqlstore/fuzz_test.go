@@ -9,10 +9,13 @@ package sqlstore_test
 //	go test ./sqlstore -run '^$' -fuzz '^FuzzCreate$' -fuzztime 1m
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -198,4 +201,159 @@ func FuzzUse(f *testing.F) {
 			t.Fatalf("replay of %q returned %s, first %s", reqID, out, first.outcome)
 		}
 	})
+}
+
+func FuzzAppendMessages(f *testing.F) {
+	for _, s := range []string{
+		`[]`, `[{"type":"text","text":"hi"}]`,
+		`[{"type":"tool_use","id":"1","name":"bash","input":{"cmd":"ls -la","env":{"A":"1"}}}]`,
+		`[{"type":"tool_result","tool_use_id":"1","content":[{"type":"text","text":"x"}],"is_error":true}]`,
+		`[{"type":"image","source":{"type":"base64","data":"AA=="}},{"type":"text","text":"\u00e9\n"}]`,
+		`[{"type":""}]`, `[null]`, `{"type":"text"}`, `not json`, `{"a":`, `[{"type":"x","extra":1e999}]`,
+	} {
+		f.Add(uint8(0), "user", []byte(s))
+	}
+	f.Add(uint8(1), "assistant", []byte(`[{"type":"reasoning","text":"hmm"}]`))
+	f.Add(uint8(2), "user", []byte(`[{"type":"text","text":"to a missing conversation"}]`))
+	f.Add(uint8(0), "", []byte(`[]`))
+	f.Add(uint8(0), "bad role", []byte(`[]`))
+	f.Add(uint8(0), "user\x00", []byte(`[]`))
+	st, _, stmts := fuzzStore(f)
+	ctx := context.Background()
+	conv := st.Conversations()
+	for _, id := range []string{"c0", "c1"} {
+		if _, err := conv.Save(ctx, store.NewConversation(id)); err != nil {
+			f.Fatal(err)
+		}
+	}
+	ids := []string{"c0", "c1", "missing"}
+	f.Fuzz(func(t *testing.T, pick uint8, role string, content []byte) {
+		id := ids[int(pick)%len(ids)]
+		msg := store.Message{Role: role}
+		if err := json.Unmarshal(content, &msg.Content); err != nil {
+			// Not a block array: carry the bytes as a tool input, which
+			// must be valid JSON to be stored.
+			msg.Content = []store.ContentBlock{{Type: store.BlockToolUse, ID: "t", Name: "n", Input: json.RawMessage(content)}}
+		}
+		var before int64
+		if id != "missing" {
+			n, err := conv.MessageCount(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before = n
+		}
+		stmtsBefore := stmts.Load()
+		res, err := conv.AppendMessages(ctx, id, msg)
+		switch {
+		case errors.Is(err, store.ErrInvalidInput):
+			if n := stmts.Load() - stmtsBefore; n != 0 {
+				t.Fatalf("rejected message ran %d statements on the writer: %v", n, err)
+			}
+			if id != "missing" {
+				if n, _ := conv.MessageCount(ctx, id); n != before {
+					t.Fatalf("rejected message changed the count from %d to %d", before, n)
+				}
+			}
+			return
+		case errors.Is(err, store.ErrNotFound):
+			if id != "missing" {
+				t.Fatalf("append to %s: %v", id, err)
+			}
+			return
+		case err != nil:
+			t.Fatalf("append: unexpected error %v", err)
+		case id == "missing":
+			t.Fatal("append to a missing conversation succeeded")
+		}
+		if res.FirstSeq != before || res.MessageCount != before+1 {
+			t.Fatalf("append result %+v after %d messages", res, before)
+		}
+		got, err := conv.Messages(ctx, id, res.FirstSeq, 1)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("read back: %v, %d messages", err, len(got))
+		}
+		want, err := store.EncodeContent("content", msg.Content)
+		if err != nil {
+			t.Fatalf("stored content does not encode: %v", err)
+		}
+		have, err := store.EncodeContent("content", got[0].Content)
+		if err != nil {
+			t.Fatalf("read-back content does not encode: %v", err)
+		}
+		if got[0].Role != role || got[0].Seq != res.FirstSeq || string(have) != string(want) {
+			t.Fatalf("read back %q %d %s, appended %q %d %s", got[0].Role, got[0].Seq, have, role, res.FirstSeq, want)
+		}
+	})
+}
+
+func FuzzImportA3S(f *testing.F) {
+	for _, name := range []string{"coding-session.json", "legacy-todos.json", "delegated-child.json", "errored.json"} {
+		b, err := os.ReadFile(filepath.Join("..", "testdata", "a3s", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"id":"session/a","llm_config":{"provider":"p","model":"m","api_key":"sk-fuzz-secret-0123456789"}}`))
+	f.Add([]byte(`{"id":"x","todos":[{"id":"1","description":"d","status":"pending"}]}`))
+	f.Add([]byte(`{"id":"x","messages":[{"role":"user","content":[{"type":"tool_result","content":[1,{"a":null}]}]}]}`))
+	f.Add([]byte(`{"id":""}`))
+	f.Add([]byte(`{"id":"x"} {"id":"y"}`))
+	f.Add([]byte(`[]`))
+	st, _, _ := fuzzStore(f)
+	dbPath := st.Path()
+	ctx := context.Background()
+	conv := st.Conversations()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := store.DecodeA3S(bytes.NewReader(data))
+		if err != nil {
+			if !errors.Is(err, store.ErrInvalidInput) {
+				t.Fatalf("decode error %v is not ErrInvalidInput", err)
+			}
+			return
+		}
+		// The API key must not reach the files. It is looked for only when
+		// it is long enough to be told apart, and neither the files nor the
+		// rest of the conversation hold it already.
+		var key []byte
+		if c.LLMConfig != nil && len(c.LLMConfig.APIKey) >= 8 {
+			key = []byte(c.LLMConfig.APIKey)
+			if doc, _ := json.Marshal(c); bytes.Contains(doc, key) || filesContain(dbPath, key) {
+				key = nil
+			}
+		}
+		if _, err := conv.Save(ctx, c); err != nil {
+			t.Fatalf("a decoded a3s file does not save: %v", err)
+		}
+		if key != nil && filesContain(dbPath, key) {
+			t.Fatalf("the API key %q was written to the database files", key)
+		}
+		got, err := conv.Load(ctx, c.ID)
+		if err != nil {
+			t.Fatalf("load %q: %v", c.ID, err)
+		}
+		want, err := store.EncodeA3S(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		have, err := store.EncodeA3S(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(have, want) {
+			t.Fatalf("stored conversation exports\n%s\nthe import exports\n%s", have, want)
+		}
+	})
+}
+
+// filesContain reports whether the database at path or its WAL holds b.
+func filesContain(path string, b []byte) bool {
+	for _, suffix := range []string{"", "-wal"} {
+		data, _ := os.ReadFile(path + suffix)
+		if bytes.Contains(data, b) {
+			return true
+		}
+	}
+	return false
 }

@@ -233,7 +233,7 @@ func fileExistsTest(path string) bool {
 
 func TestMigrateConcurrentProcesses(t *testing.T) {
 	const procs = 4
-	rounds := envInt("SQLSTORE_MIGRATE_ROUNDS", 5)
+	rounds := envInt("SQLSTORE_MIGRATE_ROUNDS", map[bool]int{false: 5, true: 2}[raceDetector])
 	latest, err := migrations.Latest()
 	if err != nil {
 		t.Fatal(err)
