@@ -7,7 +7,18 @@ cd "$(dirname "$0")"
 test -z "$(gofmt -l .)" || { echo "gofmt needed on:"; gofmt -l .; exit 1; }
 go vet ./...
 CGO_ENABLED=0 go build ./...
-CGO_ENABLED=1 go test -race -shuffle=on -timeout 15m ./...
+
+# --- PostgreSQL -------------------------------------------------------------
+# The pgstore tests run the same suite on a real PostgreSQL server.
+# scripts/with-postgres.sh starts a private, throwaway one for the duration of
+# the command (unix socket in a temp dir, stopped on exit; in CI it installs
+# Debian's postgresql package when missing) and exports its URL, unless
+# SESSIONSTORE_TEST_POSTGRES_URL is already set. Without a server outside CI
+# the pgstore tests skip and say why; in CI (CI=true) they must run.
+with_postgres=(scripts/with-postgres.sh)
+# ----------------------------------------------------------------------------
+
+CGO_ENABLED=1 "${with_postgres[@]}" go test -race -shuffle=on -timeout 15m ./...
 
 # --- Reliability (issue 7) ---------------------------------------------------
 # The race detector slows the transpiled SQLite about twentyfold, so under it

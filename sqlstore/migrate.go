@@ -33,7 +33,7 @@ const firstTable = "governed_sessions"
 // databases of other applications and schemas newer than this binary,
 // without changing the file or creating files beside it. A missing file is
 // fine: Open creates it.
-func probe(ctx context.Context, path string, busyTimeout time.Duration) error {
+func probe(ctx context.Context, path string, cfg *config) error {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -56,7 +56,7 @@ func probe(ctx context.Context, path string, busyTimeout time.Duration) error {
 	// meanwhile; a refusal therefore counts only if no WAL file appeared
 	// and the database file did not change during the probe.
 	if !fileExists(path + "-wal") {
-		err := probeDSN(ctx, "file:"+escapePath(path)+"?mode=ro&immutable=1", busyTimeout)
+		err := probeDSN(ctx, "file:"+escapePath(path)+"?mode=ro&immutable=1", cfg.busyTimeout)
 		if err == nil {
 			return nil
 		}
@@ -65,11 +65,13 @@ func probe(ctx context.Context, path string, busyTimeout time.Duration) error {
 			return err
 		}
 	}
-	return probeDSN(ctx, "file:"+escapePath(path)+"?mode=ro", busyTimeout)
+	return probeDSN(ctx, "file:"+escapePath(path)+"?mode=ro", cfg.busyTimeout)
 }
 
-// probeDSN runs checkSchema on a connection to dsn, waiting up to
-// busyTimeout for locks held by other processes.
+// probeDSN runs checkSchema on a connection to dsn. The busy timeout
+// matters: another process closing its last connection holds an exclusive
+// lock for a moment (checkpoint, WAL removal), and without a timeout the
+// probe fails at once with SQLITE_BUSY.
 func probeDSN(ctx context.Context, dsn string, busyTimeout time.Duration) error {
 	db, err := sql.Open(driverName, fmt.Sprintf("%s&_pragma=busy_timeout(%d)", dsn, busyTimeout.Milliseconds()))
 	if err != nil {
@@ -155,7 +157,7 @@ func createFresh(ctx context.Context, path string, cfg *config) error {
 	case err == nil:
 	case errors.Is(err, fs.ErrExist):
 		// Another process created it first: check what is there now.
-		return probe(ctx, path, cfg.busyTimeout)
+		return probe(ctx, path, cfg)
 	default:
 		cfg.logger.Warn("sqlstore: cannot link a new database into place; creating it in place", "err", err)
 	}

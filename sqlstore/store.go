@@ -65,7 +65,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if path == ":memory:" || hasMemoryMode(path) {
 		return nil, store.Invalid("path", "in-memory databases are not supported; use a temporary file")
 	}
-	if err := probe(ctx, path, cfg.busyTimeout); err != nil {
+	if err := probe(ctx, path, &cfg); err != nil {
 		return nil, err
 	}
 

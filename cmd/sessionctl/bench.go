@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -63,6 +61,8 @@ func benchScenarios() []benchScenario {
 	return []benchScenario{
 		{"use", one, setupUse},
 		{"use", many, setupUse},
+		{"append@10", one, setupAppend(1000, 10)},
+		{"append@10000", one, setupAppend(1, 10000)},
 		{"get", one, setupGet},
 		{"list-100-of-10000", one, setupList},
 	}
@@ -80,6 +80,42 @@ func setupUse(ctx context.Context, st *sqlstore.Store) (func(context.Context, in
 		_, err := st.Governance().Use(ctx, req)
 		return err
 	}, nil
+}
+
+// setupAppend seeds convs conversations with history messages each; the
+// operation appends one message, cycling over the conversations so that
+// the history stays near its starting length during the run.
+func setupAppend(convs, history int) func(context.Context, *sqlstore.Store) (func(context.Context, int) error, error) {
+	return func(ctx context.Context, st *sqlstore.Store) (func(context.Context, int) error, error) {
+		msg := store.Message{Role: "user", Content: []store.ContentBlock{store.TextBlock("how many files are in the repository?")}}
+		seed := make([]store.Message, history)
+		for i := range seed {
+			seed[i] = msg
+		}
+		var wg sync.WaitGroup
+		var firstErr atomic.Value
+		for w := range 16 {
+			wg.Go(func() {
+				for i := w; i < convs; i += 16 {
+					_, err := st.Conversations().Save(ctx, store.Conversation{ID: fmt.Sprintf("conv-%05d", i), Messages: seed})
+					if err != nil {
+						firstErr.CompareAndSwap(nil, err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if err, _ := firstErr.Load().(error); err != nil {
+			return nil, err
+		}
+		var next atomic.Int64
+		return func(ctx context.Context, _ int) error {
+			id := fmt.Sprintf("conv-%05d", next.Add(1)%int64(convs))
+			_, err := st.Conversations().AppendMessages(ctx, id, msg)
+			return err
+		}, nil
+	}
 }
 
 func setupGet(ctx context.Context, st *sqlstore.Store) (func(context.Context, int) error, error) {
@@ -123,39 +159,41 @@ func setupList(ctx context.Context, st *sqlstore.Store) (func(context.Context, i
 	}, nil
 }
 
+var benchSpec = spec{
+	name: "bench",
+	about: `Measures the fsync rate F of DIR, then Use (1 and N callers), a message
+append at 10 and at 10,000 messages of history, get by id and a list page
+(100 of 10,000) on a temporary database in DIR; prints ops/s, p50, p99 and
+the ratio to F. The database of --db is not touched; its directory is the
+default DIR.`,
+	examples: []string{"sessionctl bench --dir /var/lib/agent --duration 5s"},
+}
+
 // runBench measures the store on the user's disk, like pgbench or
 // redis-benchmark: first the fsync rate F of the directory, then each
 // scenario on a temporary database in that directory.
 func runBench(ctx context.Context, g *globals, args []string) int {
 	o := benchOptions{}
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(g.stderr)
-	fs.StringVar(&o.dir, "dir", "", "directory to measure (default: the directory of --db)")
+	sp := benchSpec
+	fs := g.newFlags(sp)
+	fs.StringVar(&o.dir, "dir", "", "measure the disk of directory `DIR` (default: the directory of --db)")
 	fs.DurationVar(&o.duration, "duration", 2*time.Second, "time per scenario")
 	fs.IntVar(&o.callers, "callers", 32, "concurrent callers for the contended scenarios")
 	fs.StringVar(&o.sync, "sync", "FULL", "synchronous level: FULL or NORMAL")
 	fs.BoolVar(&o.json, "json", false, "print one JSON document")
-	fs.Usage = func() {
-		fmt.Fprintln(g.stderr, "Usage: sessionctl bench [--dir DIR] [--duration D] [--callers N] [--sync FULL|NORMAL] [--json]")
-		fmt.Fprintln(g.stderr, "\nMeasures the fsync rate F of DIR, then Use (1 and N callers), get by id and a")
-		fmt.Fprintln(g.stderr, "list page on a temporary database in DIR; prints ops/s, p50, p99 and the ratio to F.")
-		fmt.Fprintln(g.stderr, "\nExample:\n  sessionctl bench --dir /var/lib/agent --duration 5s")
-		fs.PrintDefaults()
+	pos, code, done := g.parse(fs, sp, args)
+	if done {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
+		return code
 	}
-	if fs.NArg() != 0 || o.duration <= 0 || o.callers < 1 {
-		fmt.Fprintln(g.stderr, "sessionctl bench: want no arguments, a positive --duration and --callers")
-		return exitUsage
+	if o.duration <= 0 || o.callers < 1 {
+		return g.usageErr(sp.name, "want a positive --duration and --callers")
 	}
 	syncLevel := sqlstore.Synchronous(strings.ToUpper(o.sync))
 	if syncLevel != sqlstore.SyncFull && syncLevel != sqlstore.SyncNormal {
-		fmt.Fprintln(g.stderr, "sessionctl bench: --sync must be FULL or NORMAL")
-		return exitUsage
+		return g.usageErr(sp.name, "--sync must be FULL or NORMAL")
 	}
 	if o.dir == "" {
 		o.dir = filepath.Dir(g.db)

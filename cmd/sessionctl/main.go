@@ -5,45 +5,86 @@
 //
 //	sessionctl [--db PATH] COMMAND [ARGS]
 //
-// Run "sessionctl help" for the list of commands.
+// The database is --db, else $SESSIONCTL_DB, else ./sessions.db. Read
+// commands take --json for one JSON document with snake_case field names;
+// otherwise they print aligned tables. Every command has --help with an
+// example. Run "sessionctl help" for the list of commands and "sessionctl
+// help exit" for the exit statuses.
+//
+// Exit statuses: 0 success, 1 runtime error, 2 usage error (unknown flag,
+// missing argument, invalid input). "sessionctl use" exits with a distinct
+// status per refusal: 3 not found, 4 agent mismatch, 5 closed, 6 expired,
+// 7 budget exceeded, 8 tool not authorized, 9 rate limited, 10 request id
+// conflict. "sessionctl doctor" exits 1 when the database is unhealthy.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-)
-
-// Exit statuses.
-const (
-	exitOK    = 0
-	exitError = 1
-	exitUsage = 2
+	"text/tabwriter"
+	"time"
 )
 
 // command is one subcommand: it parses its own flags from args and writes
-// to the injected writers.
+// to the injected writers of g. It returns the exit status.
 type command struct {
 	name    string
+	group   string
 	summary string
 	run     func(ctx context.Context, g *globals, args []string) int
 }
 
-// globals holds the global flags and the injected output streams.
+// globals holds the global flags, the injected output streams and the
+// clock (nil means time.Now; tests inject a fixed one).
 type globals struct {
 	db     string
 	stdout io.Writer
 	stderr io.Writer
+	stdin  io.Reader
+	now    func() time.Time
 }
 
+// Command groups, in the order help lists them.
+const (
+	groupInspect  = "Inspect"
+	groupDrive    = "Drive sessions"
+	groupMaintain = "Maintain"
+)
+
 func commands() []command {
-	return []command{
-		{"demo", "create a database, a governed session, and spend its budget", runDemo},
-		{"bench", "measure the store on this disk (fsync rate, Use, get, list)", runBench},
+	cmds := []command{
+		{"list", groupInspect, "list sessions (filters, paging)", runList},
+		{"show", groupInspect, "show every facet of one session", runShow},
+		{"messages", groupInspect, "print a conversation's messages (ranges)", runMessages},
+		{"artifacts", groupInspect, "list a conversation's artifacts", runArtifacts},
+		{"traces", groupInspect, "list a conversation's trace events", runTraces},
+		{"runs", groupInspect, "list a conversation's run records", runRuns},
+		{"reports", groupInspect, "list a conversation's verification reports", runReports},
+		{"uploads", groupInspect, "list a runtime session's uploads", runUploads},
+		{"stats", groupInspect, "counts by status, sizes, schema version", runStats},
+
+		{"create", groupDrive, "create a governed session and print its id", runCreate},
+		{"use", groupDrive, "record tool calls against a governed session", runUse},
+		{"close", groupDrive, "close governed sessions", runClose},
+		{"close-agent", groupDrive, "close every active session of an agent", runCloseAgent},
+		{"cleanup", groupDrive, "delete expired and closed governed sessions", runCleanup},
+		{"gc", groupDrive, "retention: old conversations, long histories", runGC},
+
+		{"migrate", groupMaintain, "show migration status or migrate up", runMigrate},
+		{"doctor", groupMaintain, "check integrity, foreign keys, schema, WAL", runDoctor},
+		{"backup", groupMaintain, "write a consistent copy of the database", runBackup},
+		{"export", groupMaintain, "export sessions to JSON", runExport},
+		{"import", groupMaintain, "import sessions from JSON files", runImport},
+		{"demo", groupMaintain, "create a database and show what the store does", runDemo},
+		{"bench", groupMaintain, "measure the store on this disk (fsync rate, Use, get, list)", runBench},
+		{"version", groupMaintain, "print the binary and schema versions", runVersion},
 	}
+	return cmds
 }
 
 func main() {
@@ -53,48 +94,101 @@ func main() {
 	os.Exit(code)
 }
 
-// run is main without the process: it returns the exit status.
+// run is main without the process (stdin is os.Stdin): it returns the
+// exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	g := &globals{stdout: stdout, stderr: stderr}
+	g := &globals{stdin: os.Stdin, stdout: stdout, stderr: stderr}
+	return g.run(ctx, args)
+}
+
+func (g *globals) run(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("sessionctl", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
 	defaultDB := os.Getenv("SESSIONCTL_DB")
 	if defaultDB == "" {
 		defaultDB = "sessions.db"
 	}
 	fs.StringVar(&g.db, "db", defaultDB, "database file (default $SESSIONCTL_DB, else ./sessions.db)")
-	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
+		if errors.Is(err, flag.ErrHelp) {
+			g.usage(g.stdout)
 			return exitOK
 		}
+		fmt.Fprintf(g.stderr, "sessionctl: %s (see sessionctl help)\n", flagErr(err))
 		return exitUsage
 	}
 	if fs.NArg() == 0 {
-		usage(fs)
+		g.usage(g.stderr)
 		return exitUsage
 	}
-	name := fs.Arg(0)
+	name, rest := fs.Arg(0), fs.Args()[1:]
 	if name == "help" {
-		usage(fs)
-		return exitOK
+		return g.help(rest)
 	}
-	for _, c := range commands() {
-		if c.name == name {
-			return c.run(ctx, g, fs.Args()[1:])
-		}
+	if g.db == "" {
+		fmt.Fprintln(g.stderr, "sessionctl: --db must not be empty")
+		return exitUsage
 	}
-	fmt.Fprintf(stderr, "sessionctl: unknown command %q (see sessionctl help)\n", name)
+	if c, ok := lookup(name); ok {
+		return c.run(ctx, g, rest)
+	}
+	fmt.Fprintf(g.stderr, "sessionctl: unknown command %q (see sessionctl help)\n", name)
 	return exitUsage
 }
 
-func usage(fs *flag.FlagSet) {
-	w := fs.Output()
-	fmt.Fprintln(w, "Usage: sessionctl [--db PATH] COMMAND [ARGS]")
-	fmt.Fprintln(w, "\nCommands:")
+func lookup(name string) (command, bool) {
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		if c.name == name {
+			return c, true
+		}
 	}
+	return command{}, false
+}
+
+// help prints the overview, the exit statuses, or one command's help.
+func (g *globals) help(args []string) int {
+	if len(args) == 0 {
+		g.usage(g.stdout)
+		return exitOK
+	}
+	if args[0] == "exit" || args[0] == "exit-status" {
+		printExitStatuses(g.stdout)
+		return exitOK
+	}
+	c, ok := lookup(args[0])
+	if !ok {
+		fmt.Fprintf(g.stderr, "sessionctl help: unknown command %q\n", args[0])
+		return exitUsage
+	}
+	return c.run(context.Background(), g, []string{"--help"})
+}
+
+func (g *globals) usage(w io.Writer) {
+	fmt.Fprintln(w, "sessionctl inspects, drives and maintains a session store database.")
+	fmt.Fprintln(w, "\nUsage: sessionctl [--db PATH] COMMAND [ARGS]")
+	var group string
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range commands() {
+		if c.group != group {
+			group = c.group
+			fmt.Fprintf(tw, "\n%s:\n", group)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
+	}
+	tw.Flush()
 	fmt.Fprintln(w, "\nGlobal flags:")
-	fs.PrintDefaults()
+	fmt.Fprintln(w, "  --db PATH   database file (default $SESSIONCTL_DB, else ./sessions.db)")
+	fmt.Fprintln(w, "\nRead commands take --json. \"sessionctl COMMAND --help\" shows a command's")
+	fmt.Fprintln(w, "flags and an example; \"sessionctl help exit\" lists the exit statuses.")
+	fmt.Fprintln(w, "\nExample:\n  sessionctl --db /tmp/demo.db demo && sessionctl --db /tmp/demo.db list")
+}
+
+// printExitStatuses documents every exit status.
+func printExitStatuses(w io.Writer) {
+	fmt.Fprintln(w, "Exit statuses:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, e := range exitTable {
+		fmt.Fprintf(tw, "  %d\t%s\n", e.code, e.meaning)
+	}
+	tw.Flush()
 }

@@ -48,6 +48,7 @@ type Options struct {
 // Run runs the whole conformance suite.
 func Run(t *testing.T, h Harness) {
 	t.Run("Governance", func(t *testing.T) { RunGovernance(t, h) })
+	t.Run("Ordering", func(t *testing.T) { RunOrdering(t, h) })
 	t.Run("Conversations", func(t *testing.T) { RunConversations(t, h) })
 	t.Run("Runtime", func(t *testing.T) { RunRuntime(t, h) })
 }

@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentstore/sessionstore/sqlstore"
+	"github.com/agentstore/sessionstore/store"
+)
+
+// spec describes a command for its --help text.
+type spec struct {
+	name     string   // command name
+	args     string   // positional synopsis, e.g. "ID [ID...]"
+	about    string   // what the command does (one paragraph or more)
+	examples []string // at least one
+}
+
+// newFlags returns the flag set of a command. Errors are reported by parse,
+// in one line, so the flag package's own output is discarded.
+func (g *globals) newFlags(sp spec) *flag.FlagSet {
+	fs := flag.NewFlagSet(sp.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// parse parses args, allowing flags after positional arguments ("show ID
+// --json"); "--" ends the flags. It returns the positional arguments, or
+// done with the exit status when the command must stop (help was asked
+// for: 0; a bad flag: 2).
+func (g *globals) parse(fs *flag.FlagSet, sp spec, args []string) (pos []string, code int, done bool) {
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			g.printHelp(fs, sp)
+			return nil, exitOK, true
+		}
+		if err != nil {
+			return nil, g.usageErr(sp.name, "%s", flagErr(err)), true
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, 0, false
+		}
+		consumed := len(args) - len(rest)
+		if consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), 0, false
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// flagErr rewrites the flag package's messages with double dashes, the
+// spelling the help uses.
+func flagErr(err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return "unknown flag --" + strings.TrimPrefix(name, "-")
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return "flag --" + strings.TrimPrefix(name, "-") + " needs a value"
+	}
+	if rest, ok := strings.CutPrefix(msg, "invalid value "); ok {
+		return "invalid value " + strings.Replace(rest, " for flag -", " for flag --", 1)
+	}
+	return msg
+}
+
+// printHelp writes a command's help to stdout: synopsis, description,
+// flags with double dashes, examples.
+func (g *globals) printHelp(fs *flag.FlagSet, sp spec) {
+	w := g.stdout
+	synopsis := "sessionctl [--db PATH] " + sp.name
+	hasFlags := false
+	fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+	if hasFlags {
+		synopsis += " [flags]"
+	}
+	if sp.args != "" {
+		synopsis += " " + sp.args
+	}
+	fmt.Fprintf(w, "Usage: %s\n\n%s\n", synopsis, strings.TrimSpace(sp.about))
+	if hasFlags {
+		fmt.Fprintln(w, "\nFlags:")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fs.VisitAll(func(f *flag.Flag) {
+			argName, usage := flag.UnquoteUsage(f)
+			left := "--" + f.Name
+			if argName != "" {
+				left += " " + argName
+			}
+			if !strings.Contains(usage, "(required)") && f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+				usage += " (default " + f.DefValue + ")"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\n", left, usage)
+		})
+		tw.Flush()
+	}
+	fmt.Fprintln(w, "\nExample:")
+	for _, e := range sp.examples {
+		fmt.Fprintf(w, "  %s\n", e)
+	}
+}
+
+// usageErr reports a usage error in one line and returns exit status 2.
+func (g *globals) usageErr(name, format string, args ...any) int {
+	fmt.Fprintf(g.stderr, "sessionctl %s: %s (see sessionctl %s --help)\n", name, fmt.Sprintf(format, args...), name)
+	return exitUsage
+}
+
+// fail reports err in one line and returns its exit status (2 for invalid
+// input, else 1).
+func (g *globals) fail(name string, err error) int {
+	fmt.Fprintf(g.stderr, "sessionctl %s: %s\n", name, oneLine(err.Error()))
+	return exitFor(err)
+}
+
+// oneLine folds a multi-line message into one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// wantArgs checks the number of positional arguments.
+func (g *globals) wantArgs(sp spec, pos []string, min, max int) (code int, bad bool) {
+	switch {
+	case len(pos) < min && min == 1:
+		return g.usageErr(sp.name, "missing %s", strings.Fields(sp.args)[0]), true
+	case len(pos) < min:
+		return g.usageErr(sp.name, "expected %s", sp.args), true
+	case max >= 0 && len(pos) > max:
+		return g.usageErr(sp.name, "unexpected argument %q", pos[max]), true
+	}
+	return 0, false
+}
+
+// errNoDatabase says that the database file does not exist; read and
+// maintenance commands never create it.
+type errNoDatabase struct{ path string }
+
+func (e *errNoDatabase) Error() string {
+	return fmt.Sprintf("database file %s does not exist (create one with sessionctl create, import or demo)", e.path)
+}
+
+// mustExist checks that the database file exists without creating it.
+func (g *globals) mustExist() error {
+	fi, err := os.Stat(g.db)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &errNoDatabase{path: g.db}
+	}
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("%s is a directory, not a database file", g.db)
+	}
+	return nil
+}
+
+// options returns the store options of this invocation.
+func (g *globals) options() []sqlstore.Option {
+	var opts []sqlstore.Option
+	if g.now != nil {
+		opts = append(opts, sqlstore.WithClock(g.now))
+	}
+	return opts
+}
+
+// openExisting opens the store at --db, which must exist.
+func (g *globals) openExisting(ctx context.Context) (*sqlstore.Store, error) {
+	if err := g.mustExist(); err != nil {
+		return nil, err
+	}
+	return g.openOrCreate(ctx)
+}
+
+// openOrCreate opens the store at --db, creating the file when missing.
+func (g *globals) openOrCreate(ctx context.Context) (*sqlstore.Store, error) {
+	st, err := sqlstore.Open(ctx, g.db, g.options()...)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", g.db, err)
+	}
+	return st, nil
+}
+
+// clock returns the current time of this invocation.
+func (g *globals) clock() time.Time {
+	if g.now != nil {
+		return g.now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// writeJSON writes v as one indented JSON document.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// newTable returns a tabwriter for aligned columns.
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+}
+
+// jsonTime formats t for JSON output ("" for the zero time): RFC 3339 in
+// UTC with as many fraction digits as needed, the encoding of time.Time
+// values in the store's own types.
+func jsonTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// tableTime formats t for tables: UTC, seconds.
+func tableTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// parseJSONTime parses a time written by jsonTime (any RFC 3339 time).
+func parseJSONTime(field, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s: not an RFC 3339 time: %q", field, s)
+	}
+	return t.UTC(), nil
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+// Set appends s.
+func (l *stringList) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
+// nameList is a repeatable flag of tool or credential names, which may also
+// be given comma-separated ("--tool read,write"): names cannot hold commas.
+type nameList []string
+
+func (l *nameList) String() string { return strings.Join(*l, ",") }
+
+// Set appends the comma-separated names of s.
+func (l *nameList) Set(s string) error {
+	for _, v := range strings.Split(s, ",") {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			return errors.New("empty name")
+		}
+		*l = append(*l, v)
+	}
+	return nil
+}
+
+// humanBytes formats a byte count: "512 B", "1.5 KiB", "12.0 MiB".
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// fileSize returns the size of path, 0 when it does not exist.
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// withID names the session in a not-found error ("session x: session not
+// found"); other errors pass unchanged.
+func withID(id string, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("session %s: %w", id, err)
+	}
+	return err
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+var closeSpec = spec{
+	name: "close",
+	args: "ID [ID...]",
+	about: `Closes governed sessions: every later use is refused with status 5. Closing a
+session that is already closed is an error (exit status 1); the other ids
+are still closed.`,
+	examples: []string{
+		"sessionctl close task-7",
+		"sessionctl list --agent a1 --status active --json | jq -r '.items[].id' | xargs sessionctl close",
+	},
+}
+
+func runClose(ctx context.Context, g *globals, args []string) int {
+	sp := closeSpec
+	fs := g.newFlags(sp)
+	pos, code, done := g.parse(fs, sp, args)
+	if done {
+		return code
+	}
+	if code, bad := g.wantArgs(sp, pos, 1, -1); bad {
+		return code
+	}
+	for _, id := range pos {
+		if err := store.ValidateID("id", id); err != nil {
+			return g.usageErr(sp.name, "%v", err)
+		}
+	}
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	defer st.Close()
+	status := exitOK
+	for _, id := range pos {
+		s, err := st.Governance().Close(ctx, id)
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrClosed) {
+				err = fmt.Errorf("%s: %w", id, err)
+			}
+			status = max(status, g.fail(sp.name, err))
+			continue
+		}
+		fmt.Fprintf(g.stdout, "closed %s (%d of %d calls made)\n", s.ID, s.CallsMade, s.CallBudget)
+	}
+	return status
+}
+
+var closeAgentSpec = spec{
+	name: "close-agent",
+	args: "AGENT",
+	about: `Closes every active governed session of one agent, for example when its
+credentials are revoked, and prints how many it closed.`,
+	examples: []string{"sessionctl close-agent agent-42"},
+}
+
+// closeAgentJSON is the JSON document of close-agent.
+type closeAgentJSON struct {
+	AgentID string `json:"agent_id"`
+	Closed  int64  `json:"closed"`
+}
+
+func runCloseAgent(ctx context.Context, g *globals, args []string) int {
+	sp := closeAgentSpec
+	fs := g.newFlags(sp)
+	asJSON := fs.Bool("json", false, "print one JSON document")
+	pos, code, done := g.parse(fs, sp, args)
+	if done {
+		return code
+	}
+	if code, bad := g.wantArgs(sp, pos, 1, 1); bad {
+		return code
+	}
+	agent := pos[0]
+	if err := store.ValidateID("agent", agent); err != nil {
+		return g.usageErr(sp.name, "%v", err)
+	}
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	defer st.Close()
+	n, err := st.Governance().CloseAllForAgent(ctx, agent)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	if *asJSON {
+		if err := writeJSON(g.stdout, closeAgentJSON{AgentID: agent, Closed: n}); err != nil {
+			return g.fail(sp.name, err)
+		}
+		return exitOK
+	}
+	fmt.Fprintf(g.stdout, "closed %d active %s of agent %s\n", n, plural(int(n), "session", "sessions"), agent)
+	return exitOK
+}

@@ -1,0 +1,153 @@
+package main
+
+// Export and import of conversations: the conversation itself (with its
+// messages and cost records) and its artifacts, trace events, run records
+// and verification reports.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// convExport is one conversation in an export file.
+type convExport struct {
+	Conversation store.Conversation         `json:"conversation"`
+	Artifacts    []store.Artifact           `json:"artifacts"`
+	Traces       []store.TraceEvent         `json:"traces"`
+	Runs         []store.RunRecord          `json:"runs"`
+	Reports      []store.VerificationReport `json:"reports"`
+}
+
+// exportConversation reads everything the store keeps for conversation id.
+func exportConversation(ctx context.Context, conv store.Conversations, id string) (convExport, error) {
+	var x convExport
+	var err error
+	if x.Conversation, err = conv.Load(ctx, id); err != nil {
+		return x, err
+	}
+	if x.Artifacts, err = conv.Artifacts(ctx, id); err != nil {
+		return x, err
+	}
+	if x.Traces, err = conv.Traces(ctx, id, 0, 0); err != nil {
+		return x, err
+	}
+	if x.Runs, err = conv.Runs(ctx, id); err != nil {
+		return x, err
+	}
+	if x.Reports, err = conv.Reports(ctx, id); err != nil {
+		return x, err
+	}
+	x.Artifacts, x.Traces = nonNilSlice(x.Artifacts), nonNilSlice(x.Traces)
+	x.Runs, x.Reports = nonNilSlice(x.Runs), nonNilSlice(x.Reports)
+	return x, nil
+}
+
+// validate checks x as the store would on import, without writing. The
+// error is an *InvalidInputError.
+func (x *convExport) validate(field string) error {
+	c := x.Conversation
+	c.Version = 0
+	if _, _, err := store.NormalizeConversation(c); err != nil {
+		return prefixInvalid(field+".conversation", err)
+	}
+	for i := range x.Artifacts {
+		if err := x.Artifacts[i].Validate(fmt.Sprintf("%s.artifacts[%d]", field, i)); err != nil {
+			return err
+		}
+	}
+	for i, e := range x.Traces {
+		if _, err := e.Encode(fmt.Sprintf("%s.traces[%d]", field, i)); err != nil {
+			return err
+		}
+	}
+	for i, r := range x.Runs {
+		if _, _, _, err := store.NormalizeRun(fmt.Sprintf("%s.runs[%d]", field, i), r, time.Now()); err != nil {
+			return err
+		}
+	}
+	for i, r := range x.Reports {
+		if _, err := r.Encode(fmt.Sprintf("%s.reports[%d]", field, i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prefixInvalid puts field in front of an invalid-input error's field.
+func prefixInvalid(field string, err error) error {
+	if ie, ok := err.(*store.InvalidInputError); ok {
+		return store.Invalid(field+"."+ie.Field, ie.Reason)
+	}
+	return err
+}
+
+// importConversation saves x: the conversation, then its records in
+// batches the store accepts. Record writes touch the conversation's update
+// time, so when there were any, the conversation is saved once more with
+// its own times. Message positions are renumbered from 0 (Save), and the
+// store stamps trace events and reports with the import time.
+func importConversation(ctx context.Context, conv store.Conversations, x convExport) error {
+	c := x.Conversation
+	c.Version = 0
+	if _, err := conv.Save(ctx, c); err != nil {
+		return err
+	}
+	id := c.ID
+	wrote := false
+	for _, part := range chunks(x.Artifacts) {
+		if err := conv.PutArtifacts(ctx, id, part...); err != nil {
+			return err
+		}
+		wrote = true
+	}
+	for i, part := range chunks(x.Traces) {
+		var err error
+		if i == 0 {
+			err = conv.SaveTraces(ctx, id, part)
+		} else {
+			_, err = conv.AppendTraces(ctx, id, part...)
+		}
+		if err != nil {
+			return err
+		}
+		wrote = true
+	}
+	for _, part := range chunks(x.Runs) {
+		if err := conv.SaveRuns(ctx, id, part...); err != nil {
+			return err
+		}
+		wrote = true
+	}
+	for i, part := range chunks(x.Reports) {
+		var err error
+		if i == 0 {
+			err = conv.SaveReports(ctx, id, part)
+		} else {
+			err = conv.AddReports(ctx, id, part...)
+		}
+		if err != nil {
+			return err
+		}
+		wrote = true
+	}
+	if wrote {
+		if _, err := conv.Save(ctx, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chunks splits s into parts of at most store.MaxRecordsPerCall.
+func chunks[T any](s []T) [][]T {
+	var out [][]T
+	for len(s) > 0 {
+		n := min(len(s), store.MaxRecordsPerCall)
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	return out
+}

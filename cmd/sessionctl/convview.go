@@ -1,0 +1,119 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// convView is the JSON shape of a conversation's metadata in list, show
+// and stats output.
+type convView struct {
+	ID           string           `json:"id"`
+	Name         string           `json:"name"`
+	Workspace    string           `json:"workspace"`
+	State        string           `json:"state"`
+	ParentID     string           `json:"parent_id"`
+	ModelName    string           `json:"model_name"`
+	MessageCount int64            `json:"message_count"`
+	TotalUsage   store.TokenUsage `json:"total_usage"`
+	TotalCostUSD float64          `json:"total_cost_usd"`
+	Version      int64            `json:"version"`
+	CreatedAt    string           `json:"created_at"`
+	UpdatedAt    string           `json:"updated_at"`
+}
+
+func newConvView(c store.ConversationSummary) convView {
+	return convView{
+		ID:           c.ID,
+		Name:         c.Name,
+		Workspace:    c.Workspace,
+		State:        string(c.State),
+		ParentID:     c.ParentID,
+		ModelName:    c.ModelName,
+		MessageCount: c.MessageCount,
+		TotalUsage:   c.TotalUsage,
+		TotalCostUSD: c.TotalCost,
+		Version:      c.Version,
+		CreatedAt:    jsonTime(c.CreatedAt),
+		UpdatedAt:    jsonTime(c.UpdatedAt),
+	}
+}
+
+// convTable writes conversation summaries as an aligned table.
+func convTable(w io.Writer, items []store.ConversationSummary) error {
+	tw := newTable(w)
+	fmt.Fprintln(tw, "ID\tNAME\tSTATE\tPARENT\tMESSAGES\tTOKENS\tCOST\tUPDATED")
+	for _, c := range items {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
+			c.ID, orDash(clip(c.Name, 30)), c.State, orDash(c.ParentID), c.MessageCount,
+			c.TotalUsage.TotalTokens, usd(c.TotalCost), tableTime(c.UpdatedAt))
+	}
+	return tw.Flush()
+}
+
+// convDetails writes a conversation's metadata as "key  value" lines.
+func convDetails(w io.Writer, c store.ConversationSummary) error {
+	tw := newTable(w)
+	u := c.TotalUsage
+	rows := [][2]string{
+		{"name", orDash(cell(c.Name))},
+		{"workspace", orDash(cell(c.Workspace))},
+		{"state", string(c.State)},
+		{"parent", orDash(c.ParentID)},
+		{"model", orDash(c.ModelName)},
+		{"messages", fmt.Sprintf("%d (sessionctl messages %s)", c.MessageCount, c.ID)},
+		{"tokens", fmt.Sprintf("%d (%d prompt, %d completion)", u.TotalTokens, u.PromptTokens, u.CompletionTokens)},
+		{"cost", usd(c.TotalCost)},
+		{"version", fmt.Sprint(c.Version)},
+		{"created", tableTime(c.CreatedAt)},
+		{"updated", tableTime(c.UpdatedAt)},
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "  %s\t%s\n", r[0], r[1])
+	}
+	return tw.Flush()
+}
+
+func usd(v float64) string { return fmt.Sprintf("$%.4f", v) }
+
+// clip shortens s to at most n runes for a table cell, on one line.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// messageText summarizes a message's blocks on one line: text as is, tool
+// calls as "[tool_use NAME]", results as "[tool_result: TEXT]".
+func messageText(m store.Message) string {
+	var parts []string
+	for _, b := range m.Content {
+		switch b.Type {
+		case store.BlockText:
+			parts = append(parts, b.Text)
+		case store.BlockReasoning:
+			parts = append(parts, "[reasoning] "+b.Text)
+		case store.BlockToolUse:
+			parts = append(parts, fmt.Sprintf("[tool_use %s %s]", b.Name, compactJSON(b.Input)))
+		case store.BlockToolResult:
+			prefix := "[tool_result"
+			if b.IsError != nil && *b.IsError {
+				prefix = "[tool_error"
+			}
+			parts = append(parts, prefix+": "+b.ResultText()+"]")
+		default:
+			parts = append(parts, "["+b.Type+"]")
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func compactJSON(raw []byte) string {
+	return strings.Join(strings.Fields(string(raw)), " ")
+}

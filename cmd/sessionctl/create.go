@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+var createSpec = spec{
+	name: "create",
+	about: `Creates a governed session and prints its id (the whole session with --json).
+The session allows --budget tool calls of the --tool names ("*" for any
+tool) until --time-limit has passed, at most --rate-limit calls per
+--rate-window when a rate limit is given. --max-active creates the session
+only if the agent has fewer active sessions, atomically. Creates the
+database file when it does not exist.`,
+	examples: []string{
+		`id=$(sessionctl create --agent agent-42 --tool read_file --tool list_dir --budget 100 --time-limit 1h)`,
+		`sessionctl create --id task-7 --agent a1 --tool '*' --budget 10 --rate-limit 5 --rate-window 1m --json`,
+	},
+}
+
+func runCreate(ctx context.Context, g *globals, args []string) int {
+	sp := createSpec
+	fs := g.newFlags(sp)
+	var tools, creds nameList
+	var chain stringList
+	id := fs.String("id", "", "session `ID` (default: a random UUID)")
+	agent := fs.String("agent", "", "the agent `ID` the session is bound to (required)")
+	fs.Var(&tools, "tool", "authorized tool `NAME`, repeatable or comma-separated; \"*\" for any tool")
+	fs.Var(&creds, "credential", "authorized credential `NAME`, repeatable (none: deny all)")
+	fs.Var(&chain, "delegation", "delegation chain entry `ID`, outermost first, repeatable")
+	budget := fs.Int64("budget", -1, "number of tool calls allowed, `N` >= 0 (required)")
+	rateLimit := fs.Int64("rate-limit", 0, "at most `N` calls per rate window (0: unlimited)")
+	rateWindow := fs.Duration("rate-window", store.DefaultRateWindow, "rate window `DURATION`")
+	timeLimit := fs.Duration("time-limit", time.Hour, "the session expires after `DURATION` (at least 1s)")
+	intent := fs.String("intent", "", "declared intent `TEXT`")
+	sensitivity := fs.String("sensitivity", string(store.SensitivityInternal), "data sensitivity ceiling `LEVEL`: public, internal, confidential or restricted")
+	maxActive := fs.Int64("max-active", 0, "create only if the agent has fewer than `N` active sessions (0: no cap)")
+	asJSON := fs.Bool("json", false, "print the created session as JSON")
+	pos, code, done := g.parse(fs, sp, args)
+	if done {
+		return code
+	}
+	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
+		return code
+	}
+	if *agent == "" {
+		return g.usageErr(sp.name, "--agent is required")
+	}
+	if *budget < 0 {
+		return g.usageErr(sp.name, "--budget is required and must not be negative")
+	}
+	if *timeLimit <= 0 {
+		return g.usageErr(sp.name, "--time-limit must be positive")
+	}
+	if *rateWindow <= 0 {
+		return g.usageErr(sp.name, "--rate-window must be positive")
+	}
+	req := store.CreateRequest{
+		ID:                    *id,
+		AgentID:               *agent,
+		DelegationChain:       chain,
+		DeclaredIntent:        *intent,
+		AuthorizedTools:       tools,
+		AuthorizedCredentials: creds,
+		TimeLimit:             *timeLimit,
+		CallBudget:            *budget,
+		RateLimit:             *rateLimit,
+		RateWindow:            *rateWindow,
+		Sensitivity:           store.Sensitivity(*sensitivity),
+		MaxActivePerAgent:     *maxActive,
+	}
+	if _, err := req.Normalize(); err != nil {
+		return g.usageErr(sp.name, "%v", err)
+	}
+	st, err := g.openOrCreate(ctx)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	defer st.Close()
+	sess, err := st.Governance().Create(ctx, req)
+	if err != nil {
+		var tm *store.TooManySessionsError
+		switch {
+		case errors.As(err, &tm):
+			err = fmt.Errorf("%w: agent %s has %d active sessions, --max-active is %d", err, tm.AgentID, tm.Current, tm.Max)
+		case errors.Is(err, store.ErrConflict):
+			err = fmt.Errorf("session %s already exists", *id)
+		}
+		return g.fail(sp.name, err)
+	}
+	if *asJSON {
+		if err := writeJSON(g.stdout, newGovView(sess)); err != nil {
+			return g.fail(sp.name, err)
+		}
+		return exitOK
+	}
+	fmt.Fprintln(g.stdout, sess.ID)
+	return exitOK
+}

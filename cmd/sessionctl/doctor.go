@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/agentstore/sessionstore/migrations"
+	"github.com/agentstore/sessionstore/sqlstore"
+)
+
+var doctorSpec = spec{
+	name: "doctor",
+	about: `Checks a database without changing it: that it is a SQLite file, its
+integrity (PRAGMA integrity_check, or quick_check with --quick), foreign
+keys (PRAGMA foreign_key_check), the schema version against this binary,
+the journal mode, the WAL size, and finally that the store opens and
+answers. Exits 1 when any check fails; warnings alone exit 0.`,
+	examples: []string{
+		"sessionctl doctor",
+		"sessionctl --db /var/lib/agent/sessions.db doctor --json || alert",
+	},
+}
+
+// Check outcomes.
+const (
+	checkOK   = "ok"
+	checkWarn = "warn"
+	checkFail = "fail"
+)
+
+// walWarnBytes is the WAL size doctor warns about: the store's
+// journal_size_limit, beyond which something keeps checkpoints from
+// completing (a long-lived reader).
+const walWarnBytes = 64 << 20
+
+// checkJSON is one check in the JSON of doctor.
+type checkJSON struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Detail string `json:"detail"`
+}
+
+// doctorJSON is the JSON document of doctor.
+type doctorJSON struct {
+	Path    string      `json:"path"`
+	Healthy bool        `json:"healthy"`
+	Checks  []checkJSON `json:"checks"`
+}
+
+func runDoctor(ctx context.Context, g *globals, args []string) int {
+	sp := doctorSpec
+	fs := g.newFlags(sp)
+	quick := fs.Bool("quick", false, "run quick_check instead of the full integrity_check")
+	asJSON := fs.Bool("json", false, "print one JSON document")
+	pos, code, done := g.parse(fs, sp, args)
+	if done {
+		return code
+	}
+	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
+		return code
+	}
+	if err := g.mustExist(); err != nil {
+		return g.fail(sp.name, err)
+	}
+	doc := doctorJSON{Path: g.db, Checks: diagnose(ctx, g, *quick)}
+	doc.Healthy = true
+	for _, c := range doc.Checks {
+		if c.Status == checkFail {
+			doc.Healthy = false
+		}
+	}
+	if *asJSON {
+		if err := writeJSON(g.stdout, doc); err != nil {
+			return g.fail(sp.name, err)
+		}
+	} else {
+		tw := newTable(g.stdout)
+		fmt.Fprintln(tw, "CHECK\tSTATUS\tDETAIL")
+		for _, c := range doc.Checks {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, c.Status, c.Detail)
+		}
+		tw.Flush()
+		if doc.Healthy {
+			fmt.Fprintf(g.stdout, "%s is healthy\n", g.db)
+		}
+	}
+	if !doc.Healthy {
+		fmt.Fprintf(g.stderr, "sessionctl doctor: %s is unhealthy\n", g.db)
+		return exitError
+	}
+	return exitOK
+}
+
+// diagnose runs the checks in order; a check that makes the next ones
+// meaningless stops the list.
+func diagnose(ctx context.Context, g *globals, quick bool) []checkJSON {
+	var checks []checkJSON
+	add := func(name, status, format string, args ...any) {
+		checks = append(checks, checkJSON{Name: name, Status: status, Detail: oneLine(fmt.Sprintf(format, args...))})
+	}
+	walBytes := fileSize(g.db + "-wal")
+	add("file", checkOK, "database %s, wal %s", humanBytes(fileSize(g.db)), humanBytes(walBytes))
+
+	db, err := openRaw(g.db, true)
+	if err != nil {
+		add("sqlite", checkFail, "cannot open: %v", err)
+		return checks
+	}
+	defer db.Close()
+	var tables int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&tables); err != nil {
+		add("sqlite", checkFail, "not a readable SQLite database: %v", mapRawErr(err))
+		return checks
+	}
+	add("sqlite", checkOK, "SQLite database, %d schema objects", tables)
+
+	integrityOK := integrityCheck(ctx, db, quick, add)
+	foreignKeyCheck(ctx, db, add)
+
+	schemaOK := false
+	latest, err := migrations.Latest()
+	if err != nil {
+		add("schema", checkFail, "%v", err)
+	} else if current, ok, err := rawSchemaVersion(ctx, db); err != nil {
+		add("schema", checkFail, "%v", mapRawErr(err))
+	} else if !ok {
+		add("schema", checkFail, "not a session store: no %s table", migrations.TableName)
+	} else if current > latest {
+		add("schema", checkFail, "version %d is newer than this binary (%d): use a newer sessionctl", current, latest)
+	} else if current < latest {
+		schemaOK = true
+		add("schema", checkWarn, "version %d, this binary has %d: run sessionctl migrate up", current, latest)
+	} else {
+		schemaOK = true
+		add("schema", checkOK, "version %d, the same as this binary", current)
+	}
+
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		add("journal", checkFail, "%v", mapRawErr(err))
+	} else if !strings.EqualFold(mode, "wal") {
+		add("journal", checkWarn, "journal_mode is %s; the store uses wal", mode)
+	} else {
+		add("journal", checkOK, "journal_mode wal")
+	}
+	if walBytes > walWarnBytes {
+		add("wal", checkWarn, "%s: a long-lived reader may keep checkpoints from completing; run sessionctl cleanup", humanBytes(walBytes))
+	} else {
+		add("wal", checkOK, "%s", humanBytes(walBytes))
+	}
+
+	if integrityOK && schemaOK {
+		db.Close() // the store checks the file itself; do not pin a read snapshot
+		st, err := sqlstore.Open(ctx, g.db, g.options()...)
+		if err != nil {
+			add("store", checkFail, "open: %v", err)
+			return checks
+		}
+		defer st.Close()
+		if err := st.HealthCheck(ctx); err != nil {
+			add("store", checkFail, "health check: %v", err)
+		} else {
+			add("store", checkOK, "opens and answers reads and writes")
+		}
+	}
+	return checks
+}
+
+// integrityCheck runs integrity_check (or quick_check) and reports the
+// first problems it lists.
+func integrityCheck(ctx context.Context, db *sql.DB, quick bool, add func(name, status, format string, args ...any)) bool {
+	pragma := "PRAGMA integrity_check(20)"
+	if quick {
+		pragma = "PRAGMA quick_check(20)"
+	}
+	rows, err := db.QueryContext(ctx, pragma)
+	if err != nil {
+		add("integrity", checkFail, "%v", mapRawErr(err))
+		return false
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			add("integrity", checkFail, "%v", mapRawErr(err))
+			return false
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		add("integrity", checkFail, "%v", mapRawErr(err))
+		return false
+	}
+	if len(problems) > 0 {
+		add("integrity", checkFail, "%d %s: %s", len(problems), plural(len(problems), "problem", "problems"), strings.Join(problems[:min(3, len(problems))], "; "))
+		return false
+	}
+	add("integrity", checkOK, "%s ok", strings.TrimSuffix(strings.TrimPrefix(pragma, "PRAGMA "), "(20)"))
+	return true
+}
+
+// foreignKeyCheck reports rows whose parent row is missing.
+func foreignKeyCheck(ctx context.Context, db *sql.DB, add func(name, status, format string, args ...any)) {
+	rows, err := db.QueryContext(ctx, "PRAGMA foreign_key_check")
+	if err != nil {
+		add("foreign_keys", checkFail, "%v", mapRawErr(err))
+		return
+	}
+	defer rows.Close()
+	var n int
+	var first string
+	for rows.Next() {
+		var table, parent string
+		var rowid sql.NullInt64
+		var fkid int64
+		if err := rows.Scan(&table, &rowid, &parent, &fkid); err != nil {
+			add("foreign_keys", checkFail, "%v", mapRawErr(err))
+			return
+		}
+		if n == 0 {
+			first = fmt.Sprintf("a row of %s refers to a missing row of %s", table, parent)
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		add("foreign_keys", checkFail, "%v", mapRawErr(err))
+		return
+	}
+	if n > 0 {
+		add("foreign_keys", checkFail, "%d %s violate foreign keys (%s)", n, plural(n, "row", "rows"), first)
+		return
+	}
+	add("foreign_keys", checkOK, "no violations")
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// govView is the JSON shape of a governed session in every command's
+// output and in export files. Field names are stable; durations are whole
+// milliseconds (*_ms), times RFC 3339 UTC with milliseconds.
+type govView struct {
+	ID                    string   `json:"id"`
+	AgentID               string   `json:"agent_id"`
+	Status                string   `json:"status"`
+	CallsMade             int64    `json:"calls_made"`
+	CallBudget            int64    `json:"call_budget"`
+	RemainingBudget       int64    `json:"remaining_budget"`
+	AuthorizedTools       []string `json:"authorized_tools"`
+	AuthorizedCredentials []string `json:"authorized_credentials"`
+	DelegationChain       []string `json:"delegation_chain"`
+	DeclaredIntent        string   `json:"declared_intent"`
+	Sensitivity           string   `json:"sensitivity"`
+	RateLimit             int64    `json:"rate_limit"`
+	RateWindowMS          int64    `json:"rate_window_ms"`
+	RateWindowStart       string   `json:"rate_window_start"`
+	RateWindowCalls       int64    `json:"rate_window_calls"`
+	TimeLimitMS           int64    `json:"time_limit_ms"`
+	CreatedAt             string   `json:"created_at"`
+	ExpiresAt             string   `json:"expires_at"`
+}
+
+func newGovView(s store.Session) govView {
+	return govView{
+		ID:                    s.ID,
+		AgentID:               s.AgentID,
+		Status:                string(s.Status),
+		CallsMade:             s.CallsMade,
+		CallBudget:            s.CallBudget,
+		RemainingBudget:       s.RemainingBudget(),
+		AuthorizedTools:       nonNil(s.AuthorizedTools),
+		AuthorizedCredentials: nonNil(s.AuthorizedCredentials),
+		DelegationChain:       nonNil(s.DelegationChain),
+		DeclaredIntent:        s.DeclaredIntent,
+		Sensitivity:           string(s.Sensitivity),
+		RateLimit:             s.RateLimit,
+		RateWindowMS:          s.RateWindow.Milliseconds(),
+		RateWindowStart:       jsonTime(s.RateWindowStart),
+		RateWindowCalls:       s.RateWindowCalls,
+		TimeLimitMS:           s.TimeLimit.Milliseconds(),
+		CreatedAt:             jsonTime(s.CreatedAt),
+		ExpiresAt:             jsonTime(s.ExpiresAt),
+	}
+}
+
+// session converts an imported view back to a store.Session
+// (remaining_budget is derived and ignored).
+func (v govView) session() (store.Session, error) {
+	s := store.Session{
+		ID:                    v.ID,
+		AgentID:               v.AgentID,
+		Status:                store.Status(v.Status),
+		CallsMade:             v.CallsMade,
+		CallBudget:            v.CallBudget,
+		AuthorizedTools:       nonNil(v.AuthorizedTools),
+		AuthorizedCredentials: nonNil(v.AuthorizedCredentials),
+		DelegationChain:       nonNil(v.DelegationChain),
+		DeclaredIntent:        v.DeclaredIntent,
+		Sensitivity:           store.Sensitivity(v.Sensitivity),
+		RateLimit:             v.RateLimit,
+		RateWindow:            time.Duration(v.RateWindowMS) * time.Millisecond,
+		RateWindowCalls:       v.RateWindowCalls,
+		TimeLimit:             time.Duration(v.TimeLimitMS) * time.Millisecond,
+	}
+	var err error
+	if s.RateWindowStart, err = parseJSONTime("rate_window_start", v.RateWindowStart); err != nil {
+		return s, err
+	}
+	if s.CreatedAt, err = parseJSONTime("created_at", v.CreatedAt); err != nil {
+		return s, err
+	}
+	if s.ExpiresAt, err = parseJSONTime("expires_at", v.ExpiresAt); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// govTable writes governed sessions as an aligned table.
+func govTable(w io.Writer, sessions []store.Session) error {
+	tw := newTable(w)
+	fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tCALLS\tRATE\tTOOLS\tEXPIRES")
+	for _, s := range sessions {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n",
+			s.ID, s.AgentID, s.Status, s.CallsMade, s.CallBudget,
+			rateText(s), listText(s.AuthorizedTools, 40), tableTime(s.ExpiresAt))
+	}
+	return tw.Flush()
+}
+
+// govDetails writes one governed session as aligned "key  value" lines.
+func govDetails(w io.Writer, s store.Session) error {
+	tw := newTable(w)
+	rows := [][2]string{
+		{"id", s.ID},
+		{"agent", s.AgentID},
+		{"status", string(s.Status)},
+		{"calls", fmt.Sprintf("%d of %d made, %d remaining", s.CallsMade, s.CallBudget, s.RemainingBudget())},
+		{"tools", listText(s.AuthorizedTools, 0)},
+		{"credentials", listText(s.AuthorizedCredentials, 0)},
+		{"rate limit", rateDetails(s)},
+		{"time limit", s.TimeLimit.String()},
+		{"created", tableTime(s.CreatedAt)},
+		{"expires", tableTime(s.ExpiresAt)},
+		{"sensitivity", string(s.Sensitivity)},
+		{"intent", orDash(cell(s.DeclaredIntent))},
+		{"delegation", listText(s.DelegationChain, 0)},
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "  %s\t%s\n", r[0], r[1])
+	}
+	return tw.Flush()
+}
+
+func rateText(s store.Session) string {
+	if s.RateLimit == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%s", s.RateLimit, shortDuration(s.RateWindow))
+}
+
+func rateDetails(s store.Session) string {
+	if s.RateLimit == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%d calls per %s (%d in the window from %s)",
+		s.RateLimit, shortDuration(s.RateWindow), s.RateWindowCalls, tableTime(s.RateWindowStart))
+}
+
+// shortDuration drops zero trailing units: 1m0s → 1m, 1h0m0s → 1h.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// listText joins a list for a table cell, cut at max bytes (0: no cut).
+func listText(l []string, max int) string {
+	if len(l) == 0 {
+		return "-"
+	}
+	s := strings.Join(l, ",")
+	if max > 0 && len(s) > max {
+		s = s[:max-3] + "..."
+	}
+	return s
+}
+
+// cell makes text safe for one table cell: text with control characters
+// (newlines, tabs) is quoted.
+func cell(s string) string {
+	if strings.ContainsFunc(s, unicode.IsControl) {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

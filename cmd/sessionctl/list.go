@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentstore/sessionstore/sqlstore"
+	"github.com/agentstore/sessionstore/store"
+)
+
+var listSpec = spec{
+	name: "list",
+	about: `Lists sessions of one facet ordered by id, one page at a time: governed
+sessions (the default; filters --agent and --status, where an active
+session past its time limit lists as expired), runtime sessions (--facet
+runtime; filter --owner, which implies it) or conversations (--facet
+conversations; filter --parent, which implies it). When more sessions
+follow, the cursor for the next page is printed (on stderr for tables, as
+"next" in JSON); pass it to --after, or use --all.`,
+	examples: []string{
+		"sessionctl list --agent agent-42 --status active",
+		"sessionctl list --owner tui-7 --json",
+		"sessionctl list --parent conv-1",
+		"sessionctl list --facet conversations --limit 100 --after conv-0099",
+	},
+}
+
+// listJSON is the JSON document of list for governed sessions.
+type listJSON struct {
+	Items []govView `json:"items"`
+	Next  string    `json:"next"`
+}
+
+// convListJSON is the JSON document of list for conversations.
+type convListJSON struct {
+	Items []convView `json:"items"`
+	Next  string     `json:"next"`
+}
+
+// rtListJSON is the JSON document of list for runtime sessions.
+type rtListJSON struct {
+	Items []rtView `json:"items"`
+	Next  string   `json:"next"`
+}
+
+// Facets "list" can list.
+const (
+	facetGoverned      = "governed"
+	facetRuntime       = "runtime"
+	facetConversations = "conversations"
+)
+
+func runList(ctx context.Context, g *globals, args []string) int {
+	sp := listSpec
+	fs := g.newFlags(sp)
+	facet := fs.String("facet", "", "`FACET` to list: governed (default), runtime or conversations")
+	owner := fs.String("owner", "", "only runtime sessions owned by `ID`")
+	agent := fs.String("agent", "", "only governed sessions of agent `ID`")
+	parent := fs.String("parent", "", "only conversations whose parent is `ID`")
+	status := fs.String("status", "", "only governed sessions with `STATUS`: active, closed or expired")
+	limit := fs.Int("limit", 50, "at most `N` sessions per page (1 to 1000)")
+	after := fs.String("after", "", "start after session `ID` (the cursor of the previous page)")
+	all := fs.Bool("all", false, "list every page")
+	asJSON := fs.Bool("json", false, "print one JSON document")
+	pos, code, done := g.parse(fs, sp, args)
+	if done {
+		return code
+	}
+	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
+		return code
+	}
+	if *facet == "" {
+		switch {
+		case *parent != "" && *owner != "":
+			return g.usageErr(sp.name, "--parent (conversations) and --owner (runtime sessions) do not go together")
+		case *parent != "":
+			*facet = facetConversations
+		case *owner != "":
+			*facet = facetRuntime
+		default:
+			*facet = facetGoverned
+		}
+	}
+	switch *facet {
+	case facetGoverned, facetRuntime, facetConversations:
+	default:
+		return g.usageErr(sp.name, "--facet must be governed, runtime or conversations, not %q", *facet)
+	}
+	if *facet != facetGoverned && (*agent != "" || *status != "") {
+		return g.usageErr(sp.name, "--agent and --status apply to governed sessions, not %s", *facet)
+	}
+	if *facet != facetConversations && *parent != "" {
+		return g.usageErr(sp.name, "--parent applies to conversations, not %s", *facet)
+	}
+	if *facet != facetRuntime && *owner != "" {
+		return g.usageErr(sp.name, "--owner applies to runtime sessions, not %s", *facet)
+	}
+	if *status != "" && !store.Status(*status).Valid() {
+		return g.usageErr(sp.name, "--status must be active, closed or expired, not %q", *status)
+	}
+	if *limit < 1 || *limit > store.MaxPageSize {
+		return g.usageErr(sp.name, "--limit must be between 1 and %d", store.MaxPageSize)
+	}
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	defer st.Close()
+	switch *facet {
+	case facetConversations:
+		return listConversations(ctx, g, st, store.ConversationFilter{ParentID: *parent, After: *after, Limit: *limit}, *all, *asJSON)
+	case facetRuntime:
+		if *owner != "" {
+			if err := store.ValidateID("owner", *owner); err != nil {
+				return g.usageErr(sp.name, "%v", err)
+			}
+		}
+		return listRuntime(ctx, g, st, *owner, *after, *limit, *all, *asJSON)
+	}
+
+	f := store.ListFilter{AgentID: *agent, Status: store.Status(*status), After: *after, Limit: *limit}
+	var items []store.Session
+	next := ""
+	for {
+		page, err := st.Governance().List(ctx, f)
+		if err != nil {
+			return g.fail(sp.name, err)
+		}
+		items = append(items, page.Items...)
+		next = page.Next
+		if !*all || next == "" {
+			break
+		}
+		f.After = next
+	}
+
+	if *asJSON {
+		doc := listJSON{Items: make([]govView, 0, len(items)), Next: next}
+		for _, s := range items {
+			doc.Items = append(doc.Items, newGovView(s))
+		}
+		if err := writeJSON(g.stdout, doc); err != nil {
+			return g.fail(sp.name, err)
+		}
+		return exitOK
+	}
+	if len(items) == 0 {
+		fmt.Fprintln(g.stdout, "no governed sessions")
+		return exitOK
+	}
+	if err := govTable(g.stdout, items); err != nil {
+		return g.fail(sp.name, err)
+	}
+	if next != "" {
+		fmt.Fprintf(g.stderr, "more sessions follow: add --after %s for the next page\n", next)
+	}
+	return exitOK
+}
+
+func listConversations(ctx context.Context, g *globals, st *sqlstore.Store, f store.ConversationFilter, all, asJSON bool) int {
+	var items []store.ConversationSummary
+	next := ""
+	for {
+		page, err := st.Conversations().List(ctx, f)
+		if err != nil {
+			return g.fail("list", err)
+		}
+		items = append(items, page.Items...)
+		next = page.Next
+		if !all || next == "" {
+			break
+		}
+		f.After = next
+	}
+	if asJSON {
+		doc := convListJSON{Items: make([]convView, 0, len(items)), Next: next}
+		for _, c := range items {
+			doc.Items = append(doc.Items, newConvView(c))
+		}
+		if err := writeJSON(g.stdout, doc); err != nil {
+			return g.fail("list", err)
+		}
+		return exitOK
+	}
+	if len(items) == 0 {
+		fmt.Fprintln(g.stdout, "no conversations")
+		return exitOK
+	}
+	if err := convTable(g.stdout, items); err != nil {
+		return g.fail("list", err)
+	}
+	if next != "" {
+		fmt.Fprintf(g.stderr, "more conversations follow: add --after %s for the next page\n", next)
+	}
+	return exitOK
+}
+
+// listRuntime pages through runtime session ids and reads each session,
+// keeping those of owner (all when empty), until a page is full.
+func listRuntime(ctx context.Context, g *globals, st *sqlstore.Store, owner, after string, limit int, all, asJSON bool) int {
+	rt := st.Runtime()
+	var items []store.RuntimeSession
+	next := ""
+	req := store.ListIDsRequest{After: after, Limit: store.MaxPageSize}
+scan:
+	for {
+		page, err := rt.ListIDs(ctx, req)
+		if err != nil {
+			return g.fail("list", err)
+		}
+		for i, id := range page.Items {
+			s, err := rt.Get(ctx, id)
+			if errors.Is(err, store.ErrNotFound) {
+				continue // removed since it was listed
+			}
+			if err != nil {
+				return g.fail("list", err)
+			}
+			if owner != "" && s.OwnerID != owner {
+				continue
+			}
+			items = append(items, s)
+			if !all && len(items) == limit {
+				if i < len(page.Items)-1 || page.Next != "" {
+					next = id
+				}
+				break scan
+			}
+		}
+		if page.Next == "" {
+			break
+		}
+		req.After = page.Next
+	}
+	if asJSON {
+		doc := rtListJSON{Items: make([]rtView, 0, len(items)), Next: next}
+		for _, s := range items {
+			doc.Items = append(doc.Items, newRTView(s))
+		}
+		if err := writeJSON(g.stdout, doc); err != nil {
+			return g.fail("list", err)
+		}
+		return exitOK
+	}
+	if len(items) == 0 {
+		fmt.Fprintln(g.stdout, "no runtime sessions")
+		return exitOK
+	}
+	if err := rtTable(g.stdout, items); err != nil {
+		return g.fail("list", err)
+	}
+	if next != "" {
+		fmt.Fprintf(g.stderr, "more runtime sessions may follow: add --after %s for the next page\n", next)
+	}
+	return exitOK
+}

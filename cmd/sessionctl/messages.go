@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+var messagesSpec = spec{
+	name: "messages",
+	args: "ID",
+	about: `Prints a conversation's messages, oldest first: from position --from, at most
+--limit of them, or the last --last ones. Positions are gapless and stay
+put when older messages are trimmed. Tables show each message on one line
+(text, "[tool_use NAME {...}]", "[tool_result: ...]"), cut to --width
+characters; --json prints the messages with every content block.`,
+	examples: []string{
+		"sessionctl messages conv-1 --last 20",
+		"sessionctl messages conv-1 --from 100 --limit 50 --json",
+	},
+}
+
+// maxMessagesLimit bounds --limit (one page of the store, less the probe
+// message that tells whether more follow).
+const maxMessagesLimit = store.MaxMessagePage - 1
+
+// messagesJSON is the JSON document of messages. NextFrom is the --from
+// of the next page, null on the last page.
+type messagesJSON struct {
+	ID           string          `json:"id"`
+	MessageCount int64           `json:"message_count"`
+	Messages     []store.Message `json:"messages"`
+	NextFrom     *int64          `json:"next_from"`
+}
+
+func runMessages(ctx context.Context, g *globals, args []string) int {
+	sp := messagesSpec
+	fs := g.newFlags(sp)
+	from := fs.Int64("from", 0, "first message position `N`")
+	limit := fs.Int("limit", 50, fmt.Sprintf("at most `N` messages (1 to %d)", maxMessagesLimit))
+	last := fs.Int("last", 0, "only the last `N` messages (instead of --from and --limit)")
+	width := fs.Int("width", 100, "cut message text in tables to `N` characters")
+	asJSON := fs.Bool("json", false, "print one JSON document")
+	pos, code, done := g.parse(fs, sp, args)
+	if done {
+		return code
+	}
+	if code, bad := g.wantArgs(sp, pos, 1, 1); bad {
+		return code
+	}
+	id := pos[0]
+	switch {
+	case store.ValidateID("id", id) != nil:
+		return g.usageErr(sp.name, "%v", store.ValidateID("id", id))
+	case *from < 0:
+		return g.usageErr(sp.name, "--from must not be negative")
+	case *limit < 1 || *limit > maxMessagesLimit:
+		return g.usageErr(sp.name, "--limit must be between 1 and %d", maxMessagesLimit)
+	case *last < 0 || *last > maxMessagesLimit:
+		return g.usageErr(sp.name, "--last must be between 1 and %d", maxMessagesLimit)
+	case *width < 10:
+		return g.usageErr(sp.name, "--width must be at least 10")
+	}
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	defer st.Close()
+	conv := st.Conversations()
+	doc := messagesJSON{ID: id}
+	if *last > 0 {
+		doc.Messages, err = conv.LastMessages(ctx, id, *last)
+	} else {
+		doc.Messages, err = conv.Messages(ctx, id, *from, *limit+1)
+		if err == nil && len(doc.Messages) > *limit {
+			next := doc.Messages[*limit].Seq
+			doc.NextFrom = &next
+			doc.Messages = doc.Messages[:*limit]
+		}
+	}
+	if err == nil {
+		doc.MessageCount, err = conv.MessageCount(ctx, id)
+	}
+	if err != nil {
+		return g.fail(sp.name, withID(id, err))
+	}
+	if *asJSON {
+		if err := writeJSON(g.stdout, doc); err != nil {
+			return g.fail(sp.name, err)
+		}
+		return exitOK
+	}
+	if len(doc.Messages) == 0 {
+		fmt.Fprintf(g.stdout, "no messages (the conversation has %d)\n", doc.MessageCount)
+		return exitOK
+	}
+	tw := newTable(g.stdout)
+	fmt.Fprintln(tw, "SEQ\tROLE\tCREATED\tTEXT")
+	for _, m := range doc.Messages {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.Seq, m.Role, tableTime(m.CreatedAt), clip(messageText(m), *width))
+	}
+	if err := tw.Flush(); err != nil {
+		return g.fail(sp.name, err)
+	}
+	if doc.NextFrom != nil {
+		fmt.Fprintf(g.stderr, "more messages follow: add --from %d for the next page\n", *doc.NextFrom)
+	}
+	return exitOK
+}

@@ -1,0 +1,257 @@
+package main
+
+// The per-conversation record commands: artifacts, traces, runs, reports.
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// recordCmd runs the common part of a record command: flags, one ID
+// argument, an existing database. body prints the records.
+func recordCmd(ctx context.Context, g *globals, sp spec, args []string, extra func(fs *flag.FlagSet),
+	body func(ctx context.Context, conv store.Conversations, id string, asJSON bool) error) int {
+	fs := g.newFlags(sp)
+	asJSON := fs.Bool("json", false, "print one JSON document")
+	if extra != nil {
+		extra(fs)
+	}
+	pos, code, done := g.parse(fs, sp, args)
+	if done {
+		return code
+	}
+	if code, bad := g.wantArgs(sp, pos, 1, 1); bad {
+		return code
+	}
+	id := pos[0]
+	if err := store.ValidateID("id", id); err != nil {
+		return g.usageErr(sp.name, "%v", err)
+	}
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	defer st.Close()
+	if err := body(ctx, st.Conversations(), id, *asJSON); err != nil {
+		return g.fail(sp.name, withID(id, err))
+	}
+	return exitOK
+}
+
+var artifactsSpec = spec{
+	name: "artifacts",
+	args: "ID",
+	about: `Lists a conversation's artifacts (tool outputs kept aside from the history)
+ordered by URI: tool, sizes, times. --json includes each artifact's content;
+--uri prints one artifact's content as it is.`,
+	examples: []string{
+		"sessionctl artifacts conv-1",
+		"sessionctl artifacts conv-1 --uri a3s://tool-output/read/abc > output.txt",
+	},
+}
+
+// artifactsJSON is the JSON document of artifacts.
+type artifactsJSON struct {
+	ID        string           `json:"id"`
+	Artifacts []store.Artifact `json:"artifacts"`
+}
+
+func runArtifacts(ctx context.Context, g *globals, args []string) int {
+	var uri *string
+	return recordCmd(ctx, g, artifactsSpec, args,
+		func(fs *flag.FlagSet) {
+			uri = fs.String("uri", "", "print only the content of the artifact with `URI`")
+		},
+		func(ctx context.Context, conv store.Conversations, id string, asJSON bool) error {
+			if *uri != "" {
+				a, err := conv.Artifact(ctx, id, *uri)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(g.stdout, a)
+				}
+				_, err = fmt.Fprint(g.stdout, a.Content)
+				return err
+			}
+			list, err := conv.Artifacts(ctx, id)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(g.stdout, artifactsJSON{ID: id, Artifacts: nonNilSlice(list)})
+			}
+			if len(list) == 0 {
+				_, err := fmt.Fprintln(g.stdout, "no artifacts")
+				return err
+			}
+			tw := newTable(g.stdout)
+			fmt.Fprintln(tw, "URI\tTOOL\tBYTES\tSHOWN\tUPDATED")
+			for _, a := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", a.URI, orDash(a.ToolName), a.OriginalBytes, a.ShownBytes, tableTime(a.UpdatedAt))
+			}
+			return tw.Flush()
+		})
+}
+
+var tracesSpec = spec{
+	name: "traces",
+	args: "ID",
+	about: `Lists a conversation's trace events (tool and program executions), oldest
+first, from position --from, at most --limit of them (0: all).`,
+	examples: []string{
+		"sessionctl traces conv-1",
+		"sessionctl traces conv-1 --from 200 --limit 100 --json",
+	},
+}
+
+// tracesJSON is the JSON document of traces.
+type tracesJSON struct {
+	ID     string             `json:"id"`
+	Traces []store.TraceEvent `json:"traces"`
+}
+
+func runTraces(ctx context.Context, g *globals, args []string) int {
+	var from *int64
+	var limit *int
+	return recordCmd(ctx, g, tracesSpec, args,
+		func(fs *flag.FlagSet) {
+			from = fs.Int64("from", 0, "first event position `N`")
+			limit = fs.Int("limit", 0, "at most `N` events (0: all)")
+		},
+		func(ctx context.Context, conv store.Conversations, id string, asJSON bool) error {
+			events, err := conv.Traces(ctx, id, *from, *limit)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(g.stdout, tracesJSON{ID: id, Traces: nonNilSlice(events)})
+			}
+			if len(events) == 0 {
+				_, err := fmt.Fprintln(g.stdout, "no trace events")
+				return err
+			}
+			tw := newTable(g.stdout)
+			fmt.Fprintln(tw, "SEQ\tKIND\tNAME\tOK\tEXIT\tDURATION\tOUTPUT\tCREATED")
+			for _, e := range events {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%dms\t%d\t%s\n", e.Seq, e.Kind, e.Name, yesNo(e.Success),
+					e.ExitCode, e.DurationMS, e.OutputBytes, tableTime(e.CreatedAt))
+			}
+			return tw.Flush()
+		})
+}
+
+var runsSpec = spec{
+	name: "runs",
+	args: "ID",
+	about: `Lists a conversation's run records (agent runs with their status snapshot),
+ordered by creation time. --events adds each run's replayable events to the
+table; --json prints the records with their events.`,
+	examples: []string{
+		"sessionctl runs conv-1",
+		"sessionctl runs conv-1 --json | jq '.runs[0].events'",
+	},
+}
+
+// runsJSON is the JSON document of runs.
+type runsJSON struct {
+	ID   string            `json:"id"`
+	Runs []store.RunRecord `json:"runs"`
+}
+
+func runRuns(ctx context.Context, g *globals, args []string) int {
+	var events *bool
+	return recordCmd(ctx, g, runsSpec, args,
+		func(fs *flag.FlagSet) { events = fs.Bool("events", false, "list each run's events under it") },
+		func(ctx context.Context, conv store.Conversations, id string, asJSON bool) error {
+			runs, err := conv.Runs(ctx, id)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(g.stdout, runsJSON{ID: id, Runs: nonNilSlice(runs)})
+			}
+			if len(runs) == 0 {
+				_, err := fmt.Fprintln(g.stdout, "no runs")
+				return err
+			}
+			tw := newTable(g.stdout)
+			fmt.Fprintln(tw, "RUN\tSTATUS\tEVENTS\tCREATED\tUPDATED\tPROMPT")
+			for _, r := range runs {
+				s := r.Snapshot
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", s.ID, s.Status, s.EventCount,
+					tableTime(s.CreatedAt), tableTime(s.UpdatedAt), clip(s.Prompt, 60))
+				if *events {
+					for _, e := range r.Events {
+						fmt.Fprintf(tw, "  #%d\t\t\t%s\t\t%s\n", e.Seq, tableTime(e.Timestamp), clip(compactJSON(e.Event), 60))
+					}
+				}
+			}
+			return tw.Flush()
+		})
+}
+
+var reportsSpec = spec{
+	name: "reports",
+	args: "ID",
+	about: `Lists a conversation's verification reports, oldest first: subject, status
+and how many of their checks passed; --json prints every check.`,
+	examples: []string{
+		"sessionctl reports conv-1",
+		"sessionctl reports conv-1 --json",
+	},
+}
+
+// reportsJSON is the JSON document of reports.
+type reportsJSON struct {
+	ID      string                     `json:"id"`
+	Reports []store.VerificationReport `json:"reports"`
+}
+
+func runReports(ctx context.Context, g *globals, args []string) int {
+	return recordCmd(ctx, g, reportsSpec, args, nil,
+		func(ctx context.Context, conv store.Conversations, id string, asJSON bool) error {
+			reports, err := conv.Reports(ctx, id)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(g.stdout, reportsJSON{ID: id, Reports: nonNilSlice(reports)})
+			}
+			if len(reports) == 0 {
+				_, err := fmt.Fprintln(g.stdout, "no verification reports")
+				return err
+			}
+			tw := newTable(g.stdout)
+			fmt.Fprintln(tw, "SEQ\tSUBJECT\tSTATUS\tCHECKS PASSED\tRISKS\tCREATED")
+			for _, r := range reports {
+				passed := 0
+				for _, c := range r.Checks {
+					if c.Status == store.VerificationPassed {
+						passed++
+					}
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d/%d\t%d\t%s\n", r.Seq, clip(r.Subject, 40), r.Status,
+					passed, len(r.Checks), len(r.ResidualRisks), tableTime(r.CreatedAt))
+			}
+			return tw.Flush()
+		})
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// nonNilSlice makes JSON print [] rather than null.
+func nonNilSlice[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

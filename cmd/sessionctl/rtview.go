@@ -1,0 +1,133 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// rtView is the JSON shape of a runtime session in list and show output.
+type rtView struct {
+	ID           string          `json:"id"`
+	AgentAlias   string          `json:"agent_alias"`
+	WorkspaceDir string          `json:"workspace_dir"`
+	ChatMode     string          `json:"chat_mode"`
+	OwnerID      string          `json:"owner_id"`
+	Overrides    store.Overrides `json:"overrides"`
+	CreatedAt    string          `json:"created_at"`
+	LastActive   string          `json:"last_active"`
+	Turn         turnView        `json:"turn"`
+}
+
+// turnView is the JSON shape of a runtime session's current turn.
+type turnView struct {
+	Generation  uint64 `json:"generation"`
+	Running     bool   `json:"running"`
+	Owner       string `json:"owner"`
+	StartedAt   string `json:"started_at"`
+	CancelCause string `json:"cancel_cause"`
+}
+
+func newRTView(s store.RuntimeSession) rtView {
+	return rtView{
+		ID:           s.ID,
+		AgentAlias:   s.AgentAlias,
+		WorkspaceDir: s.WorkspaceDir,
+		ChatMode:     string(s.ChatMode),
+		OwnerID:      s.OwnerID,
+		Overrides:    s.Overrides,
+		CreatedAt:    jsonTime(s.CreatedAt),
+		LastActive:   jsonTime(s.LastActive),
+		Turn: turnView{
+			Generation:  s.Turn.Generation,
+			Running:     s.Turn.Running,
+			Owner:       s.Turn.Owner,
+			StartedAt:   jsonTime(s.Turn.StartedAt),
+			CancelCause: string(s.Turn.CancelCause),
+		},
+	}
+}
+
+// rtTable writes runtime sessions as an aligned table.
+func rtTable(w io.Writer, items []store.RuntimeSession) error {
+	tw := newTable(w)
+	fmt.Fprintln(tw, "ID\tAGENT\tMODE\tOWNER\tOVERRIDES\tTURN\tLAST ACTIVE")
+	for _, s := range items {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.AgentAlias, s.ChatMode, orDash(s.OwnerID),
+			overridesText(s.Overrides), turnText(s.Turn), tableTime(s.LastActive))
+	}
+	return tw.Flush()
+}
+
+// rtDetails writes a runtime session as "key  value" lines.
+func rtDetails(w io.Writer, s store.RuntimeSession, uploads, uploadBytes int64) error {
+	tw := newTable(w)
+	rows := [][2]string{
+		{"agent", s.AgentAlias},
+		{"workspace", cell(s.WorkspaceDir)},
+		{"chat mode", string(s.ChatMode)},
+		{"owner", orDash(s.OwnerID)},
+		{"overrides", overridesText(s.Overrides)},
+		{"created", tableTime(s.CreatedAt)},
+		{"last active", tableTime(s.LastActive)},
+		{"turn", turnDetails(s.Turn)},
+		{"uploads", fmt.Sprintf("%d, %s (sessionctl uploads %s)", uploads, humanBytes(uploadBytes), s.ID)},
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "  %s\t%s\n", r[0], r[1])
+	}
+	return tw.Flush()
+}
+
+// overridesText is "model=m provider=p temperature=0.2", or "-".
+func overridesText(o store.Overrides) string {
+	s := ""
+	add := func(k, v string) {
+		if s != "" {
+			s += " "
+		}
+		s += k + "=" + v
+	}
+	if o.Provider != nil {
+		add("provider", *o.Provider)
+	}
+	if o.Model != nil {
+		add("model", *o.Model)
+	}
+	if o.Temperature != nil {
+		add("temperature", strconv.FormatFloat(*o.Temperature, 'g', -1, 64))
+	}
+	return orDash(s)
+}
+
+// turnText is the turn column: "#3 running", "#2 done", "#4 cancelled
+// (client_rpc)", "-" before the first turn.
+func turnText(t store.TurnState) string {
+	if t.Generation == 0 {
+		return "-"
+	}
+	state := "done"
+	if t.Running {
+		state = "running"
+	}
+	if t.CancelCause != "" {
+		state = "cancelled (" + string(t.CancelCause) + ")"
+	}
+	return fmt.Sprintf("#%d %s", t.Generation, state)
+}
+
+func turnDetails(t store.TurnState) string {
+	s := turnText(t)
+	if t.Generation == 0 {
+		return "none yet"
+	}
+	if !t.StartedAt.IsZero() {
+		s += ", started " + tableTime(t.StartedAt)
+	}
+	if t.Owner != "" {
+		s += " by " + t.Owner
+	}
+	return s
+}

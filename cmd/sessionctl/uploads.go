@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+
+	"github.com/agentstore/sessionstore/sqlstore"
+	"github.com/agentstore/sessionstore/store"
+)
+
+var uploadsSpec = spec{
+	name: "uploads",
+	args: "ID",
+	about: `Lists a runtime session's uploads in ref order: marker, workspace path, size
+and SHA-256 (content is stored once per digest). --ref prints one upload's
+content as it is (after checking it against its digest); with --json, its
+metadata and the content in base64.`,
+	examples: []string{
+		"sessionctl uploads sess-42",
+		"sessionctl uploads sess-42 --ref photo-1 > photo.png",
+	},
+}
+
+// uploadsJSON is the JSON document of uploads.
+type uploadsJSON struct {
+	ID      string         `json:"id"`
+	Uploads []store.Upload `json:"uploads"`
+}
+
+// uploadContentJSON is one upload with its content (uploads --ref --json,
+// and export files).
+type uploadContentJSON struct {
+	store.Upload
+	ContentBase64 string `json:"content_base64"`
+}
+
+func runUploads(ctx context.Context, g *globals, args []string) int {
+	sp := uploadsSpec
+	fs := g.newFlags(sp)
+	ref := fs.String("ref", "", "print the content of the upload `REF`")
+	asJSON := fs.Bool("json", false, "print one JSON document")
+	pos, code, done := g.parse(fs, sp, args)
+	if done {
+		return code
+	}
+	if code, bad := g.wantArgs(sp, pos, 1, 1); bad {
+		return code
+	}
+	id := pos[0]
+	if err := store.ValidateID("id", id); err != nil {
+		return g.usageErr(sp.name, "%v", err)
+	}
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	defer st.Close()
+	rt := st.Runtime()
+	if *ref != "" {
+		u, content, err := rt.ReadUpload(ctx, id, *ref)
+		if err != nil {
+			return g.fail(sp.name, withID(id, err))
+		}
+		if *asJSON {
+			err = writeJSON(g.stdout, uploadContentJSON{Upload: u, ContentBase64: base64.StdEncoding.EncodeToString(content)})
+		} else {
+			_, err = g.stdout.Write(content)
+		}
+		if err != nil {
+			return g.fail(sp.name, err)
+		}
+		return exitOK
+	}
+	list, err := allUploads(ctx, st, id)
+	if err != nil {
+		return g.fail(sp.name, withID(id, err))
+	}
+	if *asJSON {
+		if err := writeJSON(g.stdout, uploadsJSON{ID: id, Uploads: nonNilSlice(list)}); err != nil {
+			return g.fail(sp.name, err)
+		}
+		return exitOK
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(g.stdout, "no uploads")
+		return exitOK
+	}
+	tw := newTable(g.stdout)
+	fmt.Fprintln(tw, "REF\tMARKER\tPATH\tSIZE\tSHA256\tCREATED")
+	for _, u := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", u.RefID, orDash(clip(u.Marker, 30)), cell(u.WorkspacePath),
+			humanBytes(u.SizeBytes), u.SHA256[:min(12, len(u.SHA256))], tableTime(u.CreatedAt))
+	}
+	if err := tw.Flush(); err != nil {
+		return g.fail(sp.name, err)
+	}
+	return exitOK
+}
+
+// allUploads pages through every upload entry of a runtime session.
+func allUploads(ctx context.Context, st *sqlstore.Store, id string) ([]store.Upload, error) {
+	var out []store.Upload
+	req := store.ListUploadsRequest{SessionID: id, Limit: store.MaxPageSize}
+	for {
+		page, err := st.Runtime().ListUploads(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page.Items...)
+		if page.Next == "" {
+			return out, nil
+		}
+		req.After = page.Next
+	}
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+var useSpec = spec{
+	name: "use",
+	args: "ID",
+	about: `Records one call per --tool against a governed session, all or nothing, in
+one transaction: checks, in order, that the session exists, belongs to
+--agent (when given), is not closed, has not expired, has budget for every
+call, authorizes every tool and is within its rate limit. Several use
+processes may run at once on one database: the budget stays exact.
+
+Exit status 0 means the calls were allowed and counted. A refusal exits with
+its own status (see "sessionctl help exit"): 3 not found, 4 agent mismatch,
+5 closed, 6 expired, 7 budget exceeded, 8 tool not authorized, 9 rate
+limited, 10 request id reused with different tools.`,
+	examples: []string{
+		"sessionctl use task-7 --agent agent-42 --tool read_file --tool list_dir",
+		`sessionctl use "$id" --agent a1 --tool search --request-id call-17 || echo "refused: $?"`,
+	},
+}
+
+func runUse(ctx context.Context, g *globals, args []string) int {
+	sp := useSpec
+	fs := g.newFlags(sp)
+	var tools nameList
+	agent := fs.String("agent", "", "the presenting agent `ID`; refused when it is not the session's agent")
+	fs.Var(&tools, "tool", "tool `NAME` of one call, repeatable or comma-separated")
+	requestID := fs.String("request-id", "", "idempotency `KEY`: a retry returns the first outcome and consumes nothing")
+	asJSON := fs.Bool("json", false, "print the updated session as JSON when allowed")
+	pos, code, done := g.parse(fs, sp, args)
+	if done {
+		return code
+	}
+	if code, bad := g.wantArgs(sp, pos, 1, 1); bad {
+		return code
+	}
+	req := store.UseRequest{SessionID: pos[0], AgentID: *agent, Tools: tools, RequestID: *requestID}
+	if err := req.Validate(); err != nil {
+		return g.usageErr(sp.name, "%v", err)
+	}
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	defer st.Close()
+	sess, err := st.Governance().Use(ctx, req)
+	if err != nil {
+		if r, ok := useRefusal(err); ok {
+			fmt.Fprintf(g.stderr, "sessionctl use: refused (%s): %s\n", r.kind, refusalDetail(err, req))
+			return r.code
+		}
+		return g.fail(sp.name, err)
+	}
+	if *asJSON {
+		if err := writeJSON(g.stdout, newGovView(sess)); err != nil {
+			return g.fail(sp.name, err)
+		}
+		return exitOK
+	}
+	fmt.Fprintf(g.stdout, "allowed %d %s: %d of %d calls made, %d remaining\n",
+		len(req.Tools), plural(len(req.Tools), "call", "calls"), sess.CallsMade, sess.CallBudget, sess.RemainingBudget())
+	return exitOK
+}
+
+// refusalDetail explains a refusal to the operator. The store's Error()
+// strings are deliberately opaque (they may go back to an untrusted
+// agent); the operator running sessionctl sees the typed details.
+func refusalDetail(err error, req store.UseRequest) string {
+	var (
+		budget *store.BudgetError
+		tool   *store.ToolError
+		rate   *store.RateLimitError
+		exp    *store.ExpiredError
+		agent  *store.AgentMismatchError
+		conf   *store.ConflictError
+	)
+	switch {
+	case errors.As(err, &budget):
+		return fmt.Sprintf("%v: %d of %d calls made, %d requested", err, budget.Used, budget.Limit, budget.Requested)
+	case errors.As(err, &tool):
+		return fmt.Sprintf("%v: %s", err, tool.Tool)
+	case errors.As(err, &rate):
+		return fmt.Sprintf("%v: %d of %d calls made in the current %s window, %d requested",
+			err, rate.WindowCalls, rate.Limit, shortDuration(rate.Window), rate.Requested)
+	case errors.As(err, &exp):
+		return fmt.Sprintf("%v at %s", err, tableTime(exp.ExpiresAt))
+	case errors.As(err, &agent):
+		return fmt.Sprintf("the session belongs to %s, not %s", agent.Expected, agent.Actual)
+	case errors.As(err, &conf):
+		return fmt.Sprintf("request id %s was used with different tools", req.RequestID)
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Sprintf("%v: %s", err, req.SessionID)
+	}
+	return err.Error()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

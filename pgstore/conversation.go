@@ -1,0 +1,599 @@
+package pgstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+var _ store.Conversations = (*Conversations)(nil)
+
+// Conversations is the conversation-persistence facet of a Store (see
+// store.Conversations). Obtain it with Store.Conversations.
+type Conversations struct{ s *Store }
+
+// Conversations returns the conversation-persistence facet.
+func (s *Store) Conversations() store.Conversations { return &Conversations{s: s} }
+
+const convColumns = `id, version, name, workspace, system_prompt, max_context_length, auto_compact,
+	auto_compact_threshold, storage_type, queue_config, confirmation_policy, permission_policy,
+	config_parent_id, security_config, planning_mode, goal_tracking, state,
+	context_used_tokens, context_max_tokens, context_percent, context_turns,
+	prompt_tokens, completion_tokens, total_tokens, cache_read_tokens, cache_write_tokens,
+	total_cost, model_name, tool_names, thinking_enabled, thinking_budget, llm_config, tasks,
+	parent_id, message_count, created_at_ms, updated_at_ms`
+
+// convRow is a conversations row as stored.
+type convRow struct {
+	ID                   string         `db:"id"`
+	Version              int64          `db:"version"`
+	Name                 string         `db:"name"`
+	Workspace            string         `db:"workspace"`
+	SystemPrompt         string         `db:"system_prompt"`
+	MaxContextLength     int64          `db:"max_context_length"`
+	AutoCompact          bool           `db:"auto_compact"`
+	AutoCompactThreshold float64        `db:"auto_compact_threshold"`
+	StorageType          string         `db:"storage_type"`
+	QueueConfig          sql.NullString `db:"queue_config"`
+	ConfirmationPolicy   sql.NullString `db:"confirmation_policy"`
+	PermissionPolicy     sql.NullString `db:"permission_policy"`
+	ConfigParentID       string         `db:"config_parent_id"`
+	SecurityConfig       sql.NullString `db:"security_config"`
+	PlanningMode         string         `db:"planning_mode"`
+	GoalTracking         bool           `db:"goal_tracking"`
+	State                string         `db:"state"`
+	ContextUsedTokens    int64          `db:"context_used_tokens"`
+	ContextMaxTokens     int64          `db:"context_max_tokens"`
+	ContextPercent       float64        `db:"context_percent"`
+	ContextTurns         int64          `db:"context_turns"`
+	PromptTokens         int64          `db:"prompt_tokens"`
+	CompletionTokens     int64          `db:"completion_tokens"`
+	TotalTokens          int64          `db:"total_tokens"`
+	CacheReadTokens      sql.NullInt64  `db:"cache_read_tokens"`
+	CacheWriteTokens     sql.NullInt64  `db:"cache_write_tokens"`
+	TotalCost            float64        `db:"total_cost"`
+	ModelName            string         `db:"model_name"`
+	ToolNames            string         `db:"tool_names"`
+	ThinkingEnabled      bool           `db:"thinking_enabled"`
+	ThinkingBudget       sql.NullInt64  `db:"thinking_budget"`
+	LLMConfig            sql.NullString `db:"llm_config"`
+	Tasks                string         `db:"tasks"`
+	ParentID             string         `db:"parent_id"`
+	MessageCount         int64          `db:"message_count"`
+	CreatedAtMS          int64          `db:"created_at_ms"`
+	UpdatedAtMS          int64          `db:"updated_at_ms"`
+}
+
+// corrupt reports a stored value of conversation id that does not decode.
+func corrupt(id, what string, err error) error {
+	return fmt.Errorf("%w: conversation %q: %s: %w", store.ErrCorrupt, id, what, err)
+}
+
+// conversation decodes the row (messages and cost records are read
+// separately).
+func (r *convRow) conversation() (store.Conversation, error) {
+	c := store.Conversation{
+		ID:      r.ID,
+		Version: r.Version,
+		Config: store.ConversationConfig{
+			Name: r.Name, Workspace: r.Workspace, SystemPrompt: r.SystemPrompt,
+			MaxContextLength: r.MaxContextLength, AutoCompact: r.AutoCompact,
+			AutoCompactThreshold: r.AutoCompactThreshold, StorageType: r.StorageType,
+			ParentID: r.ConfigParentID, PlanningMode: r.PlanningMode, GoalTracking: r.GoalTracking,
+		},
+		State:        store.ConversationState(r.State),
+		MessageCount: r.MessageCount,
+		ContextUsage: store.ContextUsage{
+			UsedTokens: r.ContextUsedTokens, MaxTokens: r.ContextMaxTokens,
+			Percent: r.ContextPercent, Turns: r.ContextTurns,
+		},
+		TotalUsage:      r.usage(),
+		TotalCost:       r.TotalCost,
+		ModelName:       r.ModelName,
+		ThinkingEnabled: r.ThinkingEnabled,
+		CreatedAt:       store.FromMillis(r.CreatedAtMS),
+		UpdatedAt:       store.FromMillis(r.UpdatedAtMS),
+		ParentID:        r.ParentID,
+	}
+	if r.ThinkingBudget.Valid {
+		b := r.ThinkingBudget.Int64
+		c.ThinkingBudget = &b
+	}
+	for _, d := range []struct {
+		name string
+		src  sql.NullString
+		dst  *json.RawMessage
+	}{
+		{"queue_config", r.QueueConfig, &c.Config.QueueConfig},
+		{"confirmation_policy", r.ConfirmationPolicy, &c.Config.ConfirmationPolicy},
+		{"permission_policy", r.PermissionPolicy, &c.Config.PermissionPolicy},
+		{"security_config", r.SecurityConfig, &c.Config.SecurityConfig},
+	} {
+		if !d.src.Valid {
+			continue
+		}
+		if !json.Valid([]byte(d.src.String)) {
+			return c, corrupt(r.ID, "column "+d.name, errors.New("invalid JSON"))
+		}
+		*d.dst = json.RawMessage(d.src.String)
+	}
+	if err := json.Unmarshal([]byte(r.ToolNames), &c.ToolNames); err != nil {
+		return c, corrupt(r.ID, "column tool_names", err)
+	}
+	if c.ToolNames == nil {
+		c.ToolNames = []string{}
+	}
+	if err := json.Unmarshal([]byte(r.Tasks), &c.Tasks); err != nil {
+		return c, corrupt(r.ID, "column tasks", err)
+	}
+	if c.Tasks == nil {
+		c.Tasks = []store.Task{}
+	}
+	if r.LLMConfig.Valid {
+		var l store.LLMConfig
+		if err := json.Unmarshal([]byte(r.LLMConfig.String), &l); err != nil {
+			return c, corrupt(r.ID, "column llm_config", err)
+		}
+		c.LLMConfig = &l
+	}
+	return c, nil
+}
+
+func (r *convRow) usage() store.TokenUsage {
+	u := store.TokenUsage{PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, TotalTokens: r.TotalTokens}
+	if r.CacheReadTokens.Valid {
+		v := r.CacheReadTokens.Int64
+		u.CacheReadTokens = &v
+	}
+	if r.CacheWriteTokens.Valid {
+		v := r.CacheWriteTokens.Int64
+		u.CacheWriteTokens = &v
+	}
+	return u
+}
+
+// summaryRow is the subset of a conversations row that List returns.
+type summaryRow struct {
+	ID               string        `db:"id"`
+	Version          int64         `db:"version"`
+	Name             string        `db:"name"`
+	Workspace        string        `db:"workspace"`
+	State            string        `db:"state"`
+	ParentID         string        `db:"parent_id"`
+	ModelName        string        `db:"model_name"`
+	MessageCount     int64         `db:"message_count"`
+	PromptTokens     int64         `db:"prompt_tokens"`
+	CompletionTokens int64         `db:"completion_tokens"`
+	TotalTokens      int64         `db:"total_tokens"`
+	CacheReadTokens  sql.NullInt64 `db:"cache_read_tokens"`
+	CacheWriteTokens sql.NullInt64 `db:"cache_write_tokens"`
+	TotalCost        float64       `db:"total_cost"`
+	CreatedAtMS      int64         `db:"created_at_ms"`
+	UpdatedAtMS      int64         `db:"updated_at_ms"`
+}
+
+const summaryColumns = `id, version, name, workspace, state, parent_id, model_name, message_count,
+	prompt_tokens, completion_tokens, total_tokens, cache_read_tokens, cache_write_tokens,
+	total_cost, created_at_ms, updated_at_ms`
+
+func (r *summaryRow) summary() store.ConversationSummary {
+	u := convRow{PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, TotalTokens: r.TotalTokens,
+		CacheReadTokens: r.CacheReadTokens, CacheWriteTokens: r.CacheWriteTokens}
+	return store.ConversationSummary{
+		ID: r.ID, Version: r.Version, Name: r.Name, Workspace: r.Workspace,
+		State: store.ConversationState(r.State), ParentID: r.ParentID, ModelName: r.ModelName,
+		MessageCount: r.MessageCount, TotalUsage: u.usage(), TotalCost: r.TotalCost,
+		CreatedAt: store.FromMillis(r.CreatedAtMS), UpdatedAt: store.FromMillis(r.UpdatedAtMS),
+	}
+}
+
+const (
+	// convUpsertSQL writes a whole conversation row. ON CONFLICT updates
+	// the row in place: a REPLACE would delete it first and cascade to its
+	// artifacts, traces, runs and reports.
+	convUpsertSQL = `INSERT INTO conversations (` + convColumns + `)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET
+		version = excluded.version, name = excluded.name, workspace = excluded.workspace,
+		system_prompt = excluded.system_prompt, max_context_length = excluded.max_context_length,
+		auto_compact = excluded.auto_compact, auto_compact_threshold = excluded.auto_compact_threshold,
+		storage_type = excluded.storage_type, queue_config = excluded.queue_config,
+		confirmation_policy = excluded.confirmation_policy, permission_policy = excluded.permission_policy,
+		config_parent_id = excluded.config_parent_id, security_config = excluded.security_config,
+		planning_mode = excluded.planning_mode, goal_tracking = excluded.goal_tracking, state = excluded.state,
+		context_used_tokens = excluded.context_used_tokens, context_max_tokens = excluded.context_max_tokens,
+		context_percent = excluded.context_percent, context_turns = excluded.context_turns,
+		prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
+		total_tokens = excluded.total_tokens, cache_read_tokens = excluded.cache_read_tokens,
+		cache_write_tokens = excluded.cache_write_tokens, total_cost = excluded.total_cost,
+		model_name = excluded.model_name, tool_names = excluded.tool_names,
+		thinking_enabled = excluded.thinking_enabled, thinking_budget = excluded.thinking_budget,
+		llm_config = excluded.llm_config, tasks = excluded.tasks, parent_id = excluded.parent_id,
+		message_count = excluded.message_count, created_at_ms = excluded.created_at_ms,
+		updated_at_ms = excluded.updated_at_ms`
+
+	convVersionSQL = `SELECT version, created_at_ms FROM conversations WHERE id = ? FOR UPDATE`
+	// convSaveLockSQL serializes Saves of one conversation id, also while
+	// the row does not exist yet (a row lock needs a row). Its keys are
+	// 0x434F4E56 ("CONV") and hashtext(id); a collision only serializes.
+	convSaveLockSQL = `SELECT pg_advisory_xact_lock(1129270870, hashtext(?::text))`
+	// convLockSQL locks the conversation row: every write to a
+	// conversation's records takes it first (or updates the row first), so
+	// writes of one conversation run one after the other, as on SQLite.
+	convLockSQL   = `SELECT id FROM conversations WHERE id = ? FOR UPDATE`
+	convGetSQL    = `SELECT ` + convColumns + ` FROM conversations WHERE id = ?`
+	convInfoSQL   = `SELECT ` + summaryColumns + ` FROM conversations WHERE id = ?`
+	convExistsSQL = `SELECT count(*) FROM conversations WHERE id = ?`
+	convDeleteSQL = `DELETE FROM conversations WHERE id = ?`
+	// convTouchSQL records activity on a conversation's records and tells
+	// whether it exists.
+	convTouchSQL = `UPDATE conversations SET updated_at_ms = ? WHERE id = ?`
+
+	msgDeleteAllSQL  = `DELETE FROM conversation_messages WHERE session_id = ?`
+	msgInsertSQL     = `INSERT INTO conversation_messages (session_id, seq, role, content, created_at_ms) VALUES (?, ?, ?, ?, ?)`
+	msgAllSQL        = `SELECT seq, role, content, created_at_ms FROM conversation_messages WHERE session_id = ? ORDER BY seq`
+	costDeleteAllSQL = `DELETE FROM conversation_cost_records WHERE session_id = ?`
+	costInsertSQL    = `INSERT INTO conversation_cost_records (session_id, seq, model, provider, prompt_tokens,
+		completion_tokens, total_tokens, cost_usd, at_ms, record_session_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	costAllSQL = `SELECT seq, model, provider, prompt_tokens, completion_tokens, total_tokens, cost_usd, at_ms,
+		record_session_id FROM conversation_cost_records WHERE session_id = ? ORDER BY seq`
+	costLastSQL = `SELECT seq FROM conversation_cost_records WHERE session_id = ? ORDER BY seq DESC LIMIT 1`
+)
+
+type versionRow struct {
+	Version     int64 `db:"version"`
+	CreatedAtMS int64 `db:"created_at_ms"`
+}
+
+func nullDoc(d json.RawMessage) any {
+	if d == nil {
+		return nil
+	}
+	return string(d)
+}
+
+func nullInt(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func notFound(id string) error { return &store.NotFoundError{Resource: "session", ID: id} }
+
+// Save inserts or replaces a whole conversation (see
+// store.Conversations.Save).
+func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int64, error) {
+	conv, contents, err := store.NormalizeConversation(conv)
+	if err != nil {
+		return 0, err
+	}
+	toolNames, err := json.Marshal(conv.ToolNames)
+	if err != nil {
+		return 0, store.Invalid("tool_names", "cannot be encoded as JSON")
+	}
+	tasks, err := json.Marshal(conv.Tasks)
+	if err != nil {
+		return 0, store.Invalid("tasks", "cannot be encoded as JSON")
+	}
+	var llm any
+	if conv.LLMConfig != nil {
+		// APIKey has no JSON name: it cannot reach the database.
+		b, err := json.Marshal(conv.LLMConfig)
+		if err != nil {
+			return 0, store.Invalid("llm_config", "cannot be encoded as JSON")
+		}
+		llm = string(b)
+	}
+	var version int64
+	err = c.s.write(ctx, func(tx *wtx) error {
+		if _, err := tx.exec(convSaveLockSQL, conv.ID); err != nil {
+			return err
+		}
+		now := store.ToMillis(c.s.now())
+		var cur versionRow
+		err := tx.get(&cur, convVersionSQL, conv.ID)
+		exists := err == nil
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if conv.Version != 0 {
+			if !exists {
+				return &store.ConflictError{Resource: "conversation", ID: conv.ID, Reason: "conversation no longer exists"}
+			}
+			if cur.Version != conv.Version {
+				return &store.ConflictError{Resource: "conversation", ID: conv.ID, Reason: "version changed"}
+			}
+		}
+		v, created, updated := int64(1), now, now
+		if exists {
+			v, created = cur.Version+1, cur.CreatedAtMS
+		}
+		if !conv.CreatedAt.IsZero() {
+			created = store.ToMillis(conv.CreatedAt)
+		}
+		if !conv.UpdatedAt.IsZero() {
+			updated = store.ToMillis(conv.UpdatedAt)
+		}
+		cfg, u := conv.Config, conv.TotalUsage
+		if _, err := tx.exec(convUpsertSQL,
+			conv.ID, v, cfg.Name, cfg.Workspace, cfg.SystemPrompt, cfg.MaxContextLength, cfg.AutoCompact,
+			cfg.AutoCompactThreshold, cfg.StorageType, nullDoc(cfg.QueueConfig), nullDoc(cfg.ConfirmationPolicy),
+			nullDoc(cfg.PermissionPolicy), cfg.ParentID, nullDoc(cfg.SecurityConfig), cfg.PlanningMode,
+			cfg.GoalTracking, string(conv.State),
+			conv.ContextUsage.UsedTokens, conv.ContextUsage.MaxTokens, conv.ContextUsage.Percent, conv.ContextUsage.Turns,
+			u.PromptTokens, u.CompletionTokens, u.TotalTokens, nullInt(u.CacheReadTokens), nullInt(u.CacheWriteTokens),
+			conv.TotalCost, conv.ModelName, string(toolNames), conv.ThinkingEnabled, nullInt(conv.ThinkingBudget),
+			llm, string(tasks), conv.ParentID, int64(len(conv.Messages)), created, updated,
+		); err != nil {
+			return err
+		}
+		if exists {
+			if _, err := tx.exec(msgDeleteAllSQL, conv.ID); err != nil {
+				return err
+			}
+			if _, err := tx.exec(costDeleteAllSQL, conv.ID); err != nil {
+				return err
+			}
+		}
+		for i, m := range conv.Messages {
+			at := now
+			if !m.CreatedAt.IsZero() {
+				at = store.ToMillis(m.CreatedAt)
+			}
+			if _, err := tx.exec(msgInsertSQL, conv.ID, int64(i), m.Role, string(contents[i]), at); err != nil {
+				return err
+			}
+		}
+		if err := insertCostRecords(tx, conv.ID, 0, conv.CostRecords, now); err != nil {
+			return err
+		}
+		version = v
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return version, nil
+}
+
+func insertCostRecords(tx *wtx, id string, first int64, recs []store.CostRecord, now int64) error {
+	for i, r := range recs {
+		at := now
+		if !r.Timestamp.IsZero() {
+			at = store.ToMillis(r.Timestamp)
+		}
+		var cost any
+		if r.CostUSD != nil {
+			cost = *r.CostUSD
+		}
+		if _, err := tx.exec(costInsertSQL, id, first+int64(i), r.Model, r.Provider, r.PromptTokens,
+			r.CompletionTokens, r.TotalTokens, cost, at, r.SessionID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// msgRow is a conversation_messages row.
+type msgRow struct {
+	Seq         int64  `db:"seq"`
+	Role        string `db:"role"`
+	Content     string `db:"content"`
+	CreatedAtMS int64  `db:"created_at_ms"`
+}
+
+func (r *msgRow) message(id string) (store.Message, error) {
+	blocks, err := store.DecodeContent([]byte(r.Content))
+	if err != nil {
+		return store.Message{}, corrupt(id, fmt.Sprintf("message %d", r.Seq), err)
+	}
+	return store.Message{Seq: r.Seq, Role: r.Role, Content: blocks, CreatedAt: store.FromMillis(r.CreatedAtMS)}, nil
+}
+
+func decodeMessages(id string, rows []msgRow) ([]store.Message, error) {
+	out := make([]store.Message, len(rows))
+	for i := range rows {
+		m, err := rows[i].message(id)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = m
+	}
+	return out, nil
+}
+
+// costRow is a conversation_cost_records row.
+type costRow struct {
+	Seq              int64           `db:"seq"`
+	Model            string          `db:"model"`
+	Provider         string          `db:"provider"`
+	PromptTokens     int64           `db:"prompt_tokens"`
+	CompletionTokens int64           `db:"completion_tokens"`
+	TotalTokens      int64           `db:"total_tokens"`
+	CostUSD          sql.NullFloat64 `db:"cost_usd"`
+	AtMS             int64           `db:"at_ms"`
+	RecordSessionID  string          `db:"record_session_id"`
+}
+
+// Load returns the whole conversation as one snapshot (see
+// store.Conversations.Load).
+func (c *Conversations) Load(ctx context.Context, id string) (store.Conversation, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return store.Conversation{}, err
+	}
+	var out store.Conversation
+	err := c.s.readTx(ctx, func(r *rtx) error {
+		var row convRow
+		if err := r.get(&row, convGetSQL, id); errors.Is(err, sql.ErrNoRows) {
+			return notFound(id)
+		} else if err != nil {
+			return mapErr(err)
+		}
+		conv, err := row.conversation()
+		if err != nil {
+			return err
+		}
+		var msgs []msgRow
+		if err := r.selectRows(&msgs, msgAllSQL, id); err != nil {
+			return err
+		}
+		if conv.Messages, err = decodeMessages(id, msgs); err != nil {
+			return err
+		}
+		var costs []costRow
+		if err := r.selectRows(&costs, costAllSQL, id); err != nil {
+			return err
+		}
+		conv.CostRecords = make([]store.CostRecord, len(costs))
+		for i, cr := range costs {
+			rec := store.CostRecord{Model: cr.Model, Provider: cr.Provider, PromptTokens: cr.PromptTokens,
+				CompletionTokens: cr.CompletionTokens, TotalTokens: cr.TotalTokens,
+				Timestamp: store.FromMillis(cr.AtMS), SessionID: cr.RecordSessionID}
+			if cr.CostUSD.Valid {
+				v := cr.CostUSD.Float64
+				rec.CostUSD = &v
+			}
+			conv.CostRecords[i] = rec
+		}
+		out = conv
+		return nil
+	})
+	return out, err
+}
+
+// Info returns the conversation's metadata (see store.Conversations.Info).
+func (c *Conversations) Info(ctx context.Context, id string) (store.ConversationSummary, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return store.ConversationSummary{}, err
+	}
+	var row summaryRow
+	if err := c.s.get(ctx, &row, convInfoSQL, id); errors.Is(err, sql.ErrNoRows) {
+		return store.ConversationSummary{}, notFound(id)
+	} else if err != nil {
+		return store.ConversationSummary{}, mapErr(err)
+	}
+	return row.summary(), nil
+}
+
+// Delete removes the conversation and everything it owns in one
+// transaction (see store.Conversations.Delete).
+func (c *Conversations) Delete(ctx context.Context, id string) error {
+	if err := store.ValidateID("id", id); err != nil {
+		return err
+	}
+	return c.s.write(ctx, func(tx *wtx) error {
+		res, err := tx.exec(convDeleteSQL, id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return notFound(id)
+		}
+		return nil
+	})
+}
+
+// Exists reports whether the conversation exists.
+func (c *Conversations) Exists(ctx context.Context, id string) (bool, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return false, err
+	}
+	return c.exists(ctx, id)
+}
+
+func (c *Conversations) exists(ctx context.Context, id string) (bool, error) {
+	var n int64
+	if err := c.s.get(ctx, &n, convExistsSQL, id); err != nil {
+		return false, mapErr(err)
+	}
+	return n > 0, nil
+}
+
+// mustExist returns nil when the conversation exists, its NotFoundError
+// when it does not.
+func (c *Conversations) mustExist(ctx context.Context, id string) error {
+	ok, err := c.exists(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return notFound(id)
+	}
+	return nil
+}
+
+// lockConv locks the conversation row for the rest of the transaction and
+// reports a missing conversation.
+func lockConv(tx *wtx, id string) error {
+	var got string
+	err := tx.get(&got, convLockSQL, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound(id)
+	}
+	return err
+}
+
+// touch marks activity on the conversation inside a write and reports a
+// missing conversation.
+func (c *Conversations) touch(tx *wtx, id string) error {
+	res, err := tx.exec(convTouchSQL, store.ToMillis(c.s.now()), id)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return notFound(id)
+	}
+	return nil
+}
+
+// List query variants: constant strings, each prepared once.
+const (
+	listBaseSQL    = `SELECT ` + summaryColumns + ` FROM conversations WHERE id > ?`
+	listParentSQL  = ` AND parent_id = ?`
+	listUpdatedSQL = ` AND updated_at_ms < ?`
+	listTailSQL    = ` ORDER BY id LIMIT ?`
+)
+
+// List returns a page of conversation summaries ordered by id (see
+// store.Conversations.List).
+func (c *Conversations) List(ctx context.Context, f store.ConversationFilter) (store.Page[store.ConversationSummary], error) {
+	f, err := f.Normalize()
+	if err != nil {
+		return store.Page[store.ConversationSummary]{}, err
+	}
+	query, args := listBaseSQL, []any{f.After}
+	if f.ParentID != "" {
+		query += listParentSQL
+		args = append(args, f.ParentID)
+	}
+	if !f.UpdatedBefore.IsZero() {
+		query += listUpdatedSQL
+		args = append(args, store.ToMillis(f.UpdatedBefore))
+	}
+	query += listTailSQL
+	args = append(args, f.Limit+1)
+	var rows []summaryRow
+	if err := c.s.selectRows(ctx, &rows, query, args...); err != nil {
+		return store.Page[store.ConversationSummary]{}, err
+	}
+	page := store.Page[store.ConversationSummary]{Items: make([]store.ConversationSummary, 0, min(len(rows), f.Limit))}
+	for i := range rows {
+		if i == f.Limit {
+			page.Next = page.Items[len(page.Items)-1].ID
+			break
+		}
+		page.Items = append(page.Items, rows[i].summary())
+	}
+	return page, nil
+}

@@ -1,0 +1,43 @@
+// Package pgstore implements package store on PostgreSQL (pgx, pure Go), for
+// fleets of hosts that must share budgets, caps and history. It passes the
+// same conformance suite as sqlstore (store/storetest), and switching
+// between the two is a constructor change.
+//
+// # Schema
+//
+// The store lives in the first schema of the connection's search_path and
+// is migrated on Open by goose (migrations/postgres, the same version
+// numbers as the SQLite migrations) under goose's PostgreSQL session locker,
+// so that concurrent openers wait while one migrates. A schema newer than
+// the binary is refused (store.ErrSchemaTooNew), a schema holding another
+// application's tables too (store.ErrNotSessionStore).
+//
+// # Concurrency
+//
+// Every transaction runs at READ COMMITTED, whatever the server's default.
+// A governed Use is one conditional UPDATE … RETURNING: a concurrent update
+// of the row makes it wait and re-check its conditions on the committed
+// row, so a budget is exact across any number of hosts. The reason of a
+// refusal, the durable expired mark and request-id replays are decided with
+// store.Session.CheckUse on the row locked with SELECT … FOR UPDATE. Capped
+// creates serialize per agent on a transaction advisory lock, capped runtime
+// inserts on the counter row, writes of one conversation on its row, writers
+// of one upload digest on an advisory lock shared with the blob collector.
+// Serialization failures and deadlocks are retried as whole transactions,
+// at most WithMaxAttempts times, then reported as store.ErrBusy.
+//
+// Governance uses pgx directly; the conversation and runtime facets use
+// database/sql and sqlx over pgx's stdlib driver, sharing one pool.
+//
+// # Turns across processes
+//
+// Cancelling, superseding or ending a turn sends a NOTIFY on commit; a store
+// with running turns LISTENs on a connection of its own and checks them at
+// once, and polls every WithCancelPollInterval as the fallback.
+//
+// # Time and order
+//
+// Times are UTC unix milliseconds (BIGINT), as in sqlstore. Every key that
+// lists are ordered or paged by uses COLLATE "C", so order is byte order on
+// any database, whatever its locale, exactly as on SQLite.
+package pgstore

@@ -1,0 +1,100 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// SQLSTATE codes the store reacts to.
+const (
+	codeUniqueViolation      = "23505"
+	codeForeignKeyViolation  = "23503"
+	codeSerializationFailure = "40001"
+	codeDeadlockDetected     = "40P01"
+	codeLockNotAvailable     = "55P03"
+	codeDiskFull             = "53100"
+	codeOutOfMemory          = "53200"
+	codeTooManyConnections   = "53300"
+	codeReadOnlyTransaction  = "25006"
+	codeInsufficientPriv     = "42501"
+	codeDataCorrupted        = "XX001"
+	codeIndexCorrupted       = "XX002"
+	codeAdminShutdown        = "57P01"
+	codeCannotConnectNow     = "57P03"
+)
+
+// pgCode returns the SQLSTATE of err, or "".
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// isRetryable reports whether PostgreSQL aborted the transaction so that
+// running it again from the start may succeed.
+func isRetryable(err error) bool {
+	c := pgCode(err)
+	return c == codeSerializationFailure || c == codeDeadlockDetected
+}
+
+// isUniqueViolation reports whether err is a PRIMARY KEY or UNIQUE failure.
+func isUniqueViolation(err error) bool { return pgCode(err) == codeUniqueViolation }
+
+// isForeignKeyViolation reports whether err is a FOREIGN KEY failure.
+func isForeignKeyViolation(err error) bool { return pgCode(err) == codeForeignKeyViolation }
+
+// mapErr is the one place where PostgreSQL failures become store errors:
+// the result keeps the driver error in its chain and matches the store
+// sentinel with errors.Is. Store errors and context errors pass through.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if isStoreError(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	code := pgCode(err)
+	var sentinel error
+	switch {
+	case code == "":
+		return fmt.Errorf("pgstore: %w", err)
+	case code == codeSerializationFailure, code == codeDeadlockDetected, code == codeLockNotAvailable,
+		code == codeTooManyConnections, code == codeOutOfMemory, code == codeAdminShutdown, code == codeCannotConnectNow:
+		sentinel = store.ErrBusy
+	case code == codeDiskFull:
+		sentinel = store.ErrStorageFull
+	case code == codeReadOnlyTransaction, code == codeInsufficientPriv:
+		sentinel = store.ErrReadOnly
+	case code == codeDataCorrupted, code == codeIndexCorrupted:
+		sentinel = store.ErrCorrupt
+	case code[:2] == "23": // integrity constraint violation
+		sentinel = store.ErrConflict
+	default:
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	return fmt.Errorf("%w: %w", sentinel, err)
+}
+
+// storeSentinels are the errors that already speak the store's language.
+var storeSentinels = []error{
+	store.ErrNotFound, store.ErrExpired, store.ErrBudgetExceeded, store.ErrToolNotAuthorized,
+	store.ErrClosed, store.ErrRateLimited, store.ErrAgentMismatch, store.ErrTooManySessions,
+	store.ErrInvalidInput, store.ErrConflict, store.ErrSchemaTooNew, store.ErrNotSessionStore,
+	store.ErrStoreClosed, store.ErrBusy, store.ErrStorageFull, store.ErrReadOnly, store.ErrCorrupt,
+}
+
+func isStoreError(err error) bool {
+	for _, s := range storeSentinels {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,498 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+var _ store.Governance = (*Governance)(nil)
+
+// Governance is the governed-session facet of a Store (see
+// store.Governance). Obtain it with Store.Governance.
+type Governance struct{ s *Store }
+
+const govColumns = `id, agent_id, delegation_chain, declared_intent, authorized_tools,
+	authorized_credentials, time_limit_ms, call_budget, calls_made, rate_limit,
+	rate_window_ms, rate_window_start_ms, rate_window_calls, sensitivity, status,
+	created_at_ms, expires_at_ms`
+
+// govRow is a governed_sessions row as stored.
+type govRow struct {
+	ID                    string   `db:"id"`
+	AgentID               string   `db:"agent_id"`
+	DelegationChain       []string `db:"delegation_chain"`
+	DeclaredIntent        string   `db:"declared_intent"`
+	AuthorizedTools       []string `db:"authorized_tools"`
+	AuthorizedCredentials []string `db:"authorized_credentials"`
+	TimeLimitMS           int64    `db:"time_limit_ms"`
+	CallBudget            int64    `db:"call_budget"`
+	CallsMade             int64    `db:"calls_made"`
+	RateLimit             int64    `db:"rate_limit"`
+	RateWindowMS          int64    `db:"rate_window_ms"`
+	RateWindowStartMS     int64    `db:"rate_window_start_ms"`
+	RateWindowCalls       int64    `db:"rate_window_calls"`
+	Sensitivity           string   `db:"sensitivity"`
+	Status                string   `db:"status"`
+	CreatedAtMS           int64    `db:"created_at_ms"`
+	ExpiresAtMS           int64    `db:"expires_at_ms"`
+}
+
+func (r *govRow) session() store.Session {
+	return store.Session{
+		ID:                    r.ID,
+		AgentID:               r.AgentID,
+		DelegationChain:       nonNil(r.DelegationChain),
+		DeclaredIntent:        r.DeclaredIntent,
+		AuthorizedTools:       nonNil(r.AuthorizedTools),
+		AuthorizedCredentials: nonNil(r.AuthorizedCredentials),
+		TimeLimit:             time.Duration(r.TimeLimitMS) * time.Millisecond,
+		CallBudget:            r.CallBudget,
+		CallsMade:             r.CallsMade,
+		RateLimit:             r.RateLimit,
+		RateWindow:            time.Duration(r.RateWindowMS) * time.Millisecond,
+		RateWindowStart:       store.FromMillis(r.RateWindowStartMS),
+		RateWindowCalls:       r.RateWindowCalls,
+		Sensitivity:           store.Sensitivity(r.Sensitivity),
+		Status:                store.Status(r.Status),
+		CreatedAt:             store.FromMillis(r.CreatedAtMS),
+		ExpiresAt:             store.FromMillis(r.ExpiresAtMS),
+	}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// scanGov reads one governed_sessions row; pgx.ErrNoRows when none.
+func scanGov(rows pgx.Rows, err error) (store.Session, error) {
+	if err != nil {
+		return store.Session{}, err
+	}
+	row, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[govRow])
+	if err != nil {
+		return store.Session{}, err
+	}
+	return row.session(), nil
+}
+
+const (
+	// govLockAgentSQL takes the transaction advisory lock that serializes
+	// capped creates of one agent. Its first key is 0x474F5653 ("GOVS"),
+	// the second hashtext(agent_id); a hash collision only serializes two
+	// agents' creates.
+	govLockAgentSQL = `SELECT pg_advisory_xact_lock(1196381779, hashtext($1::text))`
+
+	govCountActiveSQL = `SELECT count(*) FROM governed_sessions
+		WHERE agent_id = $1 AND status = 'active' AND expires_at_ms > $2`
+
+	govInsertSQL = `INSERT INTO governed_sessions (` + govColumns + `, any_tool)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+		ON CONFLICT (id) DO NOTHING`
+
+	govGetSQL = `SELECT ` + govColumns + ` FROM governed_sessions WHERE id = $1`
+
+	govLockSQL = `SELECT ` + govColumns + ` FROM governed_sessions WHERE id = $1 FOR UPDATE`
+
+	// govUseSQL is the whole governed check-and-increment in one statement:
+	// it updates the row only if every check passes (agent, status, expiry,
+	// budget, tools, rate window) and returns the new row. Under READ
+	// COMMITTED a concurrent update of the row makes it wait and re-check
+	// the conditions on the committed row, so a budget is never overspent.
+	// When it matches nothing, the cold path locks the row and asks
+	// store.Session.CheckUse which check refused.
+	//
+	// Parameters: 1 now_ms, 2 n, 3 id, 4 agent ('' = any), 5 tools.
+	govUseSQL = `UPDATE governed_sessions SET
+		calls_made = calls_made + $2::bigint,
+		rate_window_calls = CASE
+			WHEN rate_limit = 0 THEN rate_window_calls
+			WHEN $1::bigint >= rate_window_start_ms + rate_window_ms THEN $2::bigint
+			ELSE rate_window_calls + $2::bigint END,
+		rate_window_start_ms = CASE
+			WHEN rate_limit > 0 AND $1::bigint >= rate_window_start_ms + rate_window_ms THEN $1::bigint
+			ELSE rate_window_start_ms END
+		WHERE id = $3::text
+		AND ($4::text = '' OR agent_id = $4::text)
+		AND status = 'active' AND $1::bigint < expires_at_ms
+		AND calls_made + $2::bigint <= call_budget
+		AND (any_tool OR $5::text[] <@ authorized_tools)
+		AND (rate_limit = 0 OR rate_limit >= $2::bigint + CASE
+			WHEN $1::bigint >= rate_window_start_ms + rate_window_ms THEN 0
+			ELSE rate_window_calls END)
+		RETURNING ` + govColumns
+
+	// govApplySQL writes the counters of a use decided on a locked row.
+	govApplySQL = `UPDATE governed_sessions
+		SET calls_made = $2, rate_window_start_ms = $3, rate_window_calls = $4 WHERE id = $1`
+
+	govMarkExpiredSQL = `UPDATE governed_sessions SET status = 'expired' WHERE id = $1 AND status = 'active'`
+
+	govCloseSQL = `UPDATE governed_sessions SET status = 'closed'
+		WHERE id = $1 AND status <> 'closed' RETURNING ` + govColumns
+
+	govExistsSQL = `SELECT EXISTS (SELECT 1 FROM governed_sessions WHERE id = $1)`
+
+	govCloseAgentSQL = `UPDATE governed_sessions SET status = 'closed'
+		WHERE agent_id = $1 AND status = 'active' AND expires_at_ms > $2`
+
+	govCleanupSQL = `DELETE FROM governed_sessions
+		WHERE status IN ('closed', 'expired') OR (status = 'active' AND expires_at_ms <= $1)`
+
+	govRequestGetSQL = `SELECT tools, outcome, detail FROM governed_use_requests
+		WHERE session_id = $1 AND request_id = $2`
+
+	govRequestPutSQL = `INSERT INTO governed_use_requests
+		(session_id, request_id, tools, outcome, detail, created_at_ms) VALUES ($1, $2, $3, $4, $5, $6)`
+)
+
+// Create creates a governed session (see store.Governance.Create). With
+// MaxActivePerAgent, a transaction advisory lock on the agent serializes
+// the count and the insert against every other capped create of the agent.
+func (g *Governance) Create(ctx context.Context, req store.CreateRequest) (store.Session, error) {
+	req, err := req.Normalize()
+	if err != nil {
+		return store.Session{}, err
+	}
+	id := req.ID
+	if id == "" {
+		id = uuid.NewString()
+	}
+	var out store.Session
+	err = g.s.inTx(ctx, func(tx pgx.Tx) error {
+		now := g.s.now()
+		if req.MaxActivePerAgent > 0 {
+			if _, err := tx.Exec(ctx, govLockAgentSQL, req.AgentID); err != nil {
+				return err
+			}
+			var n int64
+			if err := tx.QueryRow(ctx, govCountActiveSQL, req.AgentID, store.ToMillis(now)).Scan(&n); err != nil {
+				return err
+			}
+			if n >= req.MaxActivePerAgent {
+				return &store.TooManySessionsError{AgentID: req.AgentID, Max: req.MaxActivePerAgent, Current: n}
+			}
+		}
+		sess := req.NewSession(id, now)
+		tag, err := tx.Exec(ctx, govInsertSQL,
+			sess.ID, sess.AgentID, sess.DelegationChain, sess.DeclaredIntent,
+			sess.AuthorizedTools, sess.AuthorizedCredentials,
+			sess.TimeLimit.Milliseconds(), sess.CallBudget, sess.CallsMade, sess.RateLimit,
+			sess.RateWindow.Milliseconds(), store.ToMillis(sess.RateWindowStart), sess.RateWindowCalls,
+			string(sess.Sensitivity), string(sess.Status),
+			store.ToMillis(sess.CreatedAt), store.ToMillis(sess.ExpiresAt),
+			slices.Contains(sess.AuthorizedTools, store.AnyTool))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return &store.ConflictError{Resource: "session", ID: id, Reason: "id exists"}
+		}
+		out = sess
+		return nil
+	})
+	if err != nil {
+		return store.Session{}, err
+	}
+	g.s.cfg.logger.Debug("pgstore: created governed session", "session_id", out.ID, "agent_id", out.AgentID)
+	return out, nil
+}
+
+// verdict is the outcome of a Use: the updated session, or a refusal.
+type verdict struct {
+	sess    store.Session
+	refusal error
+}
+
+// Use checks and records one call per tool (see store.Governance.Use).
+//
+// Without a request id, the hot path is one conditional UPDATE … RETURNING
+// (one round trip, its own transaction). When it matches nothing, a
+// transaction locks the row (SELECT … FOR UPDATE) and decides on it with
+// store.Session.CheckUse: the refusal with its reason, the durable expired
+// mark, or, if a concurrent change made the call allowable meanwhile, the
+// increment on the locked row. With a request id, the whole use runs on
+// the locked row, so that concurrent retries of one id wait for each other
+// and consume once.
+func (g *Governance) Use(ctx context.Context, req store.UseRequest) (store.Session, error) {
+	if err := req.Validate(); err != nil {
+		return store.Session{}, err
+	}
+	tools := nonNil(req.Tools)
+	var v verdict
+	if req.RequestID == "" && len(tools) > 0 {
+		var sess store.Session
+		err := g.s.retry(ctx, func(ctx context.Context) error {
+			var err error
+			sess, err = scanGov(g.s.pool.Query(ctx, govUseSQL, store.ToMillis(g.s.now()), int64(len(tools)), req.SessionID, req.AgentID, tools))
+			return err
+		})
+		if err == nil {
+			return sess, nil
+		}
+		if !errNoRows(err) {
+			return store.Session{}, err
+		}
+	}
+	err := g.s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if req.RequestID == "" {
+			v, err = g.decideLocked(ctx, tx, req, tools)
+		} else {
+			v, err = g.decideOnce(ctx, tx, req, tools)
+		}
+		return err
+	})
+	if err != nil {
+		return store.Session{}, err
+	}
+	if v.refusal != nil {
+		return store.Session{}, v.refusal
+	}
+	return v.sess, nil
+}
+
+// lockSession reads the session row and locks it until the transaction
+// ends. A missing session is a refusal, not an error.
+func (g *Governance) lockSession(ctx context.Context, tx pgx.Tx, id string) (store.Session, error, error) {
+	sess, err := scanGov(tx.Query(ctx, govLockSQL, id))
+	if errNoRows(err) {
+		return store.Session{}, &store.NotFoundError{Resource: "session", ID: id}, nil
+	}
+	return sess, nil, err
+}
+
+// decideLocked locks the session, decides the use with CheckUse and applies
+// it. A refusal is returned as such (not as err) because its write, if
+// any, is kept: an expired session is marked expired durably.
+func (g *Governance) decideLocked(ctx context.Context, tx pgx.Tx, req store.UseRequest, tools []string) (verdict, error) {
+	sess, refusal, err := g.lockSession(ctx, tx, req.SessionID)
+	if err != nil || refusal != nil {
+		return verdict{refusal: refusal}, err
+	}
+	return g.decideOn(ctx, tx, sess, req, tools)
+}
+
+// decideOn decides a use on a session row the transaction has locked.
+func (g *Governance) decideOn(ctx context.Context, tx pgx.Tx, sess store.Session, req store.UseRequest, tools []string) (verdict, error) {
+	now := g.s.now()
+	refusal := sess.CheckUse(req.AgentID, tools, now)
+	if refusal != nil {
+		if errors.Is(refusal, store.ErrExpired) && sess.Status == store.StatusActive {
+			if _, err := tx.Exec(ctx, govMarkExpiredSQL, sess.ID); err != nil {
+				return verdict{}, err
+			}
+		}
+		return verdict{refusal: refusal}, nil
+	}
+	if n := int64(len(tools)); n > 0 {
+		sess.Apply(n, now)
+		if _, err := tx.Exec(ctx, govApplySQL, sess.ID, sess.CallsMade, store.ToMillis(sess.RateWindowStart), sess.RateWindowCalls); err != nil {
+			return verdict{}, err
+		}
+	}
+	return verdict{sess: sess}, nil
+}
+
+// useRecord is what is kept of a Use that carried a request id.
+type useRecord struct {
+	Tools   []string `db:"tools"`
+	Outcome string   `db:"outcome"`
+	Detail  string   `db:"detail"`
+}
+
+// decideOnce is a use with a request id, on the locked session row: a
+// replay returns the recorded outcome and consumes nothing.
+func (g *Governance) decideOnce(ctx context.Context, tx pgx.Tx, req store.UseRequest, tools []string) (verdict, error) {
+	sess, refusal, err := g.lockSession(ctx, tx, req.SessionID)
+	if err != nil || refusal != nil {
+		return verdict{refusal: refusal}, err
+	}
+	rows, err := tx.Query(ctx, govRequestGetSQL, req.SessionID, req.RequestID)
+	if err != nil {
+		return verdict{}, err
+	}
+	rec, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[useRecord])
+	if err != nil && !errNoRows(err) {
+		return verdict{}, err
+	}
+	if err == nil {
+		if req.AgentID != "" && req.AgentID != sess.AgentID {
+			return verdict{refusal: &store.AgentMismatchError{SessionID: sess.ID, Expected: sess.AgentID, Actual: req.AgentID}}, nil
+		}
+		if !slices.Equal(rec.Tools, tools) {
+			return verdict{refusal: &store.ConflictError{Resource: "request", ID: req.RequestID, Reason: "request id reused with different tools"}}, nil
+		}
+		if rec.Outcome == store.UseOutcomeOK {
+			sess.Status = sess.EffectiveStatus(g.s.now())
+			return verdict{sess: sess}, nil
+		}
+		refusal, err := store.DecodeUseOutcome(rec.Outcome, rec.Detail)
+		return verdict{refusal: refusal}, err
+	}
+	v, err := g.decideOn(ctx, tx, sess, req, tools)
+	if err != nil {
+		return verdict{}, err
+	}
+	// Refusals that do not belong to the session's agent are not recorded:
+	// another agent must not be able to pin a request id of this one.
+	if errors.Is(v.refusal, store.ErrAgentMismatch) {
+		return v, nil
+	}
+	outcome, detail, ok := store.EncodeUseOutcome(v.refusal)
+	if !ok {
+		return verdict{}, fmt.Errorf("pgstore: unexpected refusal %T", v.refusal)
+	}
+	if _, err := tx.Exec(ctx, govRequestPutSQL, req.SessionID, req.RequestID, tools, outcome, detail, store.ToMillis(g.s.now())); err != nil {
+		return verdict{}, err
+	}
+	return v, nil
+}
+
+// Close closes a session (see store.Governance.Close).
+func (g *Governance) Close(ctx context.Context, id string) (store.Session, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return store.Session{}, err
+	}
+	var out store.Session
+	err := g.s.inTx(ctx, func(tx pgx.Tx) error {
+		sess, err := scanGov(tx.Query(ctx, govCloseSQL, id))
+		if errNoRows(err) {
+			var exists bool
+			if err := tx.QueryRow(ctx, govExistsSQL, id).Scan(&exists); err != nil {
+				return err
+			}
+			if !exists {
+				return &store.NotFoundError{Resource: "session", ID: id}
+			}
+			return &store.ClosedError{SessionID: id}
+		}
+		out = sess
+		return err
+	})
+	return out, err
+}
+
+// Get returns one session with its effective status (see
+// store.Session.EffectiveStatus).
+func (g *Governance) Get(ctx context.Context, id string) (store.Session, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return store.Session{}, err
+	}
+	var sess store.Session
+	err := g.s.retry(ctx, func(ctx context.Context) error {
+		var err error
+		sess, err = scanGov(g.s.pool.Query(ctx, govGetSQL, id))
+		return err
+	})
+	if errNoRows(err) {
+		return store.Session{}, &store.NotFoundError{Resource: "session", ID: id}
+	}
+	if err != nil {
+		return store.Session{}, err
+	}
+	sess.Status = sess.EffectiveStatus(g.s.now())
+	return sess, nil
+}
+
+// List returns a page of sessions ordered by id in byte order (see
+// store.Governance.List).
+func (g *Governance) List(ctx context.Context, f store.ListFilter) (store.Page[store.Session], error) {
+	f, err := f.Normalize()
+	if err != nil {
+		return store.Page[store.Session]{}, err
+	}
+	now := g.s.now()
+	query := `SELECT ` + govColumns + ` FROM governed_sessions WHERE id > $1`
+	args := []any{f.After}
+	if f.AgentID != "" {
+		args = append(args, f.AgentID)
+		query += fmt.Sprintf(` AND agent_id = $%d`, len(args))
+	}
+	switch f.Status {
+	case store.StatusActive:
+		args = append(args, store.ToMillis(now))
+		query += fmt.Sprintf(` AND status = 'active' AND expires_at_ms > $%d`, len(args))
+	case store.StatusExpired:
+		args = append(args, store.ToMillis(now))
+		query += fmt.Sprintf(` AND (status = 'expired' OR (status = 'active' AND expires_at_ms <= $%d))`, len(args))
+	case store.StatusClosed:
+		query += ` AND status = 'closed'`
+	}
+	args = append(args, f.Limit+1)
+	query += fmt.Sprintf(` ORDER BY id COLLATE "C" LIMIT $%d`, len(args))
+	var rows []govRow
+	err = g.s.retry(ctx, func(ctx context.Context) error {
+		r, err := g.s.pool.Query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		rows, err = pgx.CollectRows(r, pgx.RowToStructByName[govRow])
+		return err
+	})
+	if err != nil {
+		return store.Page[store.Session]{}, err
+	}
+	page := store.Page[store.Session]{Items: make([]store.Session, 0, min(len(rows), f.Limit))}
+	for i := range rows {
+		if i == f.Limit {
+			page.Next = page.Items[len(page.Items)-1].ID
+			break
+		}
+		sess := rows[i].session()
+		sess.Status = sess.EffectiveStatus(now)
+		page.Items = append(page.Items, sess)
+	}
+	return page, nil
+}
+
+// CountActive counts the agent's active sessions.
+func (g *Governance) CountActive(ctx context.Context, agentID string) (int64, error) {
+	if err := store.ValidateID("agent_id", agentID); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := g.s.retry(ctx, func(ctx context.Context) error {
+		return g.s.pool.QueryRow(ctx, govCountActiveSQL, agentID, store.ToMillis(g.s.now())).Scan(&n)
+	})
+	return n, err
+}
+
+// CloseAllForAgent closes every active session of the agent.
+func (g *Governance) CloseAllForAgent(ctx context.Context, agentID string) (int64, error) {
+	if err := store.ValidateID("agent_id", agentID); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := g.s.retry(ctx, func(ctx context.Context) error {
+		tag, err := g.s.pool.Exec(ctx, govCloseAgentSQL, agentID, store.ToMillis(g.s.now()))
+		n = tag.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
+// Cleanup deletes expired and closed sessions (with their request records,
+// by cascade).
+func (g *Governance) Cleanup(ctx context.Context) (int64, error) {
+	var n int64
+	err := g.s.retry(ctx, func(ctx context.Context) error {
+		tag, err := g.s.pool.Exec(ctx, govCleanupSQL, store.ToMillis(g.s.now()))
+		n = tag.RowsAffected()
+		return err
+	})
+	if err == nil && n > 0 {
+		g.s.cfg.logger.Info("pgstore: cleaned up governed sessions", "removed", n)
+	}
+	return n, err
+}

@@ -1,0 +1,395 @@
+package pgstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+const (
+	// convAppendGetSQL reads what an append updates, by primary key.
+	convAppendGetSQL = `SELECT version, message_count, prompt_tokens, completion_tokens, total_tokens,
+		cache_read_tokens, cache_write_tokens, total_cost, context_used_tokens, context_max_tokens,
+		context_percent, context_turns FROM conversations WHERE id = ? FOR UPDATE`
+	convAppendSetSQL = `UPDATE conversations SET version = ?, message_count = ?, updated_at_ms = ?,
+		prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?,
+		total_cost = ?, context_used_tokens = ?, context_max_tokens = ?, context_percent = ?, context_turns = ?
+		WHERE id = ?`
+	// convCountSQL adjusts the message count and version after a removal.
+	convCountSQL = `UPDATE conversations SET version = version + 1, message_count = message_count - ?,
+		updated_at_ms = CASE WHEN ?::int = 1 THEN ?::bigint ELSE updated_at_ms END WHERE id = ?`
+
+	// msgLastSQL finds the last position through the (session_id, seq)
+	// index: one index probe, whatever the length of the history.
+	msgLastSQL       = `SELECT seq FROM conversation_messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1`
+	msgLastRowSQL    = `SELECT seq, role, content, created_at_ms FROM conversation_messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1`
+	msgRangeSQL      = `SELECT seq, role, content, created_at_ms FROM conversation_messages WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?`
+	msgBeforeSQL     = `SELECT seq, role, content, created_at_ms FROM conversation_messages WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`
+	msgDeleteOneSQL  = `DELETE FROM conversation_messages WHERE session_id = ? AND seq = ?`
+	msgDeleteHeadSQL = `DELETE FROM conversation_messages WHERE session_id = ? AND seq < ?`
+	msgCountSQL      = `SELECT message_count FROM conversations WHERE id = ?`
+
+	trimCandidatesSQL = `SELECT id FROM conversations WHERE message_count > ? AND id > ? ORDER BY id LIMIT ?`
+	// staleSQL picks the conversations to delete, oldest first, from the
+	// (updated_at_ms, id) index; each is then deleted by primary key, so
+	// the plan never depends on the table's statistics.
+	staleSQL = `SELECT id FROM conversations WHERE updated_at_ms < ? ORDER BY updated_at_ms, id LIMIT ?`
+)
+
+// appendRow is what an append reads of the conversation.
+type appendRow struct {
+	Version           int64         `db:"version"`
+	MessageCount      int64         `db:"message_count"`
+	PromptTokens      int64         `db:"prompt_tokens"`
+	CompletionTokens  int64         `db:"completion_tokens"`
+	TotalTokens       int64         `db:"total_tokens"`
+	CacheReadTokens   sql.NullInt64 `db:"cache_read_tokens"`
+	CacheWriteTokens  sql.NullInt64 `db:"cache_write_tokens"`
+	TotalCost         float64       `db:"total_cost"`
+	ContextUsedTokens int64         `db:"context_used_tokens"`
+	ContextMaxTokens  int64         `db:"context_max_tokens"`
+	ContextPercent    float64       `db:"context_percent"`
+	ContextTurns      int64         `db:"context_turns"`
+}
+
+// AppendMessages appends messages (see store.Conversations.Append).
+func (c *Conversations) AppendMessages(ctx context.Context, id string, msgs ...store.Message) (store.AppendResult, error) {
+	return c.Append(ctx, store.AppendRequest{ID: id, Messages: msgs})
+}
+
+// Append inserts the new message and cost-record rows and updates the
+// conversation's counters in one transaction. It never reads or rewrites
+// the history: the next position comes from one probe of the
+// (session_id, seq) index.
+func (c *Conversations) Append(ctx context.Context, req store.AppendRequest) (store.AppendResult, error) {
+	contents, err := req.Validate()
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	var out store.AppendResult
+	err = c.s.write(ctx, func(tx *wtx) error {
+		now := store.ToMillis(c.s.now())
+		var row appendRow
+		if err := tx.get(&row, convAppendGetSQL, req.ID); errors.Is(err, sql.ErrNoRows) {
+			return notFound(req.ID)
+		} else if err != nil {
+			return err
+		}
+		if req.ExpectVersion != 0 && row.Version != req.ExpectVersion {
+			return &store.ConflictError{Resource: "conversation", ID: req.ID, Reason: "version changed"}
+		}
+		next, err := nextSeq(tx, msgLastSQL, req.ID)
+		if err != nil {
+			return err
+		}
+		for i, m := range req.Messages {
+			at := now
+			if !m.CreatedAt.IsZero() {
+				at = store.ToMillis(m.CreatedAt)
+			}
+			if _, err := tx.exec(msgInsertSQL, req.ID, next+int64(i), m.Role, string(contents[i]), at); err != nil {
+				return err
+			}
+		}
+		if len(req.CostRecords) > 0 {
+			first, err := nextSeq(tx, costLastSQL, req.ID)
+			if err != nil {
+				return err
+			}
+			if err := insertCostRecords(tx, req.ID, first, req.CostRecords, now); err != nil {
+				return err
+			}
+		}
+		u := (&convRow{PromptTokens: row.PromptTokens, CompletionTokens: row.CompletionTokens, TotalTokens: row.TotalTokens,
+			CacheReadTokens: row.CacheReadTokens, CacheWriteTokens: row.CacheWriteTokens}).usage()
+		if req.Usage != nil {
+			u = u.Add(*req.Usage)
+		}
+		cu := store.ContextUsage{UsedTokens: row.ContextUsedTokens, MaxTokens: row.ContextMaxTokens,
+			Percent: row.ContextPercent, Turns: row.ContextTurns}
+		if req.ContextUsage != nil {
+			cu = *req.ContextUsage
+			if cu.MaxTokens == 0 {
+				cu.MaxTokens = store.DefaultMaxContextTokens
+			}
+		}
+		cost := row.TotalCost + req.Cost
+		if math.IsInf(cost, 0) {
+			return store.Invalid("cost", "total cost overflows")
+		}
+		count := row.MessageCount + int64(len(req.Messages))
+		version := row.Version + 1
+		if _, err := tx.exec(convAppendSetSQL, version, count, now,
+			u.PromptTokens, u.CompletionTokens, u.TotalTokens, nullInt(u.CacheReadTokens), nullInt(u.CacheWriteTokens),
+			cost, cu.UsedTokens, cu.MaxTokens, cu.Percent, cu.Turns, req.ID); err != nil {
+			return err
+		}
+		out = store.AppendResult{FirstSeq: next, MessageCount: count, Version: version}
+		return nil
+	})
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	return out, nil
+}
+
+// nextSeq returns one past the last sequence number query finds for id
+// (0 when there is none).
+func nextSeq(tx *wtx, query, id string, args ...any) (int64, error) {
+	var last int64
+	err := tx.get(&last, query, append([]any{id}, args...)...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return last + 1, nil
+}
+
+// pageLimit validates a ranged read's limit: 0 means the default page,
+// larger values are capped at store.MaxMessagePage.
+func pageLimit(limit int) (int, error) {
+	if limit < 0 {
+		return 0, store.Invalid("limit", "must not be negative")
+	}
+	if limit == 0 {
+		return store.DefaultPageSize, nil
+	}
+	return min(limit, store.MaxMessagePage), nil
+}
+
+// Messages returns up to limit messages from position from on (see
+// store.Conversations.Messages).
+func (c *Conversations) Messages(ctx context.Context, id string, from int64, limit int) ([]store.Message, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return nil, err
+	}
+	if from < 0 {
+		return nil, store.Invalid("from", "must not be negative")
+	}
+	n, err := pageLimit(limit)
+	if err != nil {
+		return nil, err
+	}
+	var rows []msgRow
+	if err := c.s.selectRows(ctx, &rows, msgRangeSQL, id, from, n); err != nil {
+		return nil, err
+	}
+	return c.messages(ctx, id, rows)
+}
+
+// MessagesBefore returns the last limit messages before position before
+// (see store.Conversations.MessagesBefore).
+func (c *Conversations) MessagesBefore(ctx context.Context, id string, before int64, limit int) ([]store.Message, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return nil, err
+	}
+	if before < 0 {
+		return nil, store.Invalid("before", "must not be negative")
+	}
+	n, err := pageLimit(limit)
+	if err != nil {
+		return nil, err
+	}
+	var rows []msgRow
+	if err := c.s.selectRows(ctx, &rows, msgBeforeSQL, id, before, n); err != nil {
+		return nil, err
+	}
+	for i, j := 0, len(rows)-1; i < j; i, j = i+1, j-1 {
+		rows[i], rows[j] = rows[j], rows[i]
+	}
+	return c.messages(ctx, id, rows)
+}
+
+// LastMessages returns the last n messages (see
+// store.Conversations.LastMessages).
+func (c *Conversations) LastMessages(ctx context.Context, id string, n int) ([]store.Message, error) {
+	if n < 0 {
+		return nil, store.Invalid("n", "must not be negative")
+	}
+	if n == 0 {
+		if err := store.ValidateID("id", id); err != nil {
+			return nil, err
+		}
+		return []store.Message{}, c.mustExist(ctx, id)
+	}
+	return c.MessagesBefore(ctx, id, math.MaxInt64, n)
+}
+
+// messages decodes a page; an empty page of a missing conversation is
+// ErrNotFound.
+func (c *Conversations) messages(ctx context.Context, id string, rows []msgRow) ([]store.Message, error) {
+	if len(rows) == 0 {
+		if err := c.mustExist(ctx, id); err != nil {
+			return nil, err
+		}
+		return []store.Message{}, nil
+	}
+	return decodeMessages(id, rows)
+}
+
+// MessageCount returns the number of stored messages.
+func (c *Conversations) MessageCount(ctx context.Context, id string) (int64, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := c.s.get(ctx, &n, msgCountSQL, id); errors.Is(err, sql.ErrNoRows) {
+		return 0, notFound(id)
+	} else if err != nil {
+		return 0, mapErr(err)
+	}
+	return n, nil
+}
+
+// PopMessage removes and returns the last message (see
+// store.Conversations.PopMessage).
+func (c *Conversations) PopMessage(ctx context.Context, id string) (store.Message, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return store.Message{}, err
+	}
+	var out store.Message
+	err := c.s.write(ctx, func(tx *wtx) error {
+		if err := lockConv(tx, id); err != nil {
+			return err
+		}
+		var row msgRow
+		err := tx.get(&row, msgLastRowSQL, id)
+		if errors.Is(err, sql.ErrNoRows) {
+			var n int64
+			if err := tx.get(&n, convExistsSQL, id); err != nil {
+				return err
+			}
+			if n == 0 {
+				return notFound(id)
+			}
+			return &store.NotFoundError{Resource: "message", ID: id}
+		}
+		if err != nil {
+			return err
+		}
+		m, err := row.message(id)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.exec(msgDeleteOneSQL, id, row.Seq); err != nil {
+			return err
+		}
+		if _, err := tx.exec(convCountSQL, 1, 1, store.ToMillis(c.s.now()), id); err != nil {
+			return err
+		}
+		out = m
+		return nil
+	})
+	return out, err
+}
+
+// TrimMessages keeps the last keepLast messages (see
+// store.Conversations.TrimMessages).
+func (c *Conversations) TrimMessages(ctx context.Context, id string, keepLast int) (int64, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return 0, err
+	}
+	if keepLast < 0 {
+		return 0, store.Invalid("keep_last", "must not be negative")
+	}
+	var removed int64
+	err := c.s.write(ctx, func(tx *wtx) error {
+		if err := lockConv(tx, id); err != nil {
+			return err
+		}
+		next, err := nextSeq(tx, msgLastSQL, id)
+		if err != nil {
+			return err
+		}
+		res, err := tx.exec(msgDeleteHeadSQL, id, next-int64(keepLast))
+		if err != nil {
+			return err
+		}
+		if removed, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		if removed > 0 {
+			if _, err := tx.exec(convCountSQL, removed, 0, 0, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return removed, nil
+}
+
+// TrimAllMessages trims every conversation with more than keepLast
+// messages, one conversation per transaction (see
+// store.Conversations.TrimAllMessages).
+func (c *Conversations) TrimAllMessages(ctx context.Context, keepLast int) (store.TrimResult, error) {
+	var res store.TrimResult
+	if keepLast < 0 {
+		return res, store.Invalid("keep_last", "must not be negative")
+	}
+	after := ""
+	for {
+		var ids []string
+		if err := c.s.selectRows(ctx, &ids, trimCandidatesSQL, keepLast, after, store.DefaultPageSize); err != nil {
+			return res, err
+		}
+		for _, id := range ids {
+			n, err := c.TrimMessages(ctx, id, keepLast)
+			if errors.Is(err, store.ErrNotFound) {
+				continue // deleted meanwhile
+			}
+			if err != nil {
+				return res, err
+			}
+			if n > 0 {
+				res.Conversations++
+				res.Removed += n
+			}
+		}
+		if len(ids) < store.DefaultPageSize {
+			return res, nil
+		}
+		after = ids[len(ids)-1]
+	}
+}
+
+// DeleteUpdatedBefore deletes conversations not updated since t (see
+// store.Conversations.DeleteUpdatedBefore).
+func (c *Conversations) DeleteUpdatedBefore(ctx context.Context, t time.Time, limit int) (int64, error) {
+	if t.IsZero() {
+		return 0, store.Invalid("before", "must be set")
+	}
+	if limit < 0 {
+		return 0, store.Invalid("limit", "must not be negative")
+	}
+	var lim any = int64(limit)
+	if limit == 0 {
+		lim = nil // LIMIT NULL: no limit
+	}
+	var n int64
+	err := c.s.write(ctx, func(tx *wtx) error {
+		var ids []string
+		if err := tx.selectRows(&ids, staleSQL, store.ToMillis(t), lim); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if _, err := tx.exec(convDeleteSQL, id); err != nil {
+				return err
+			}
+		}
+		n = int64(len(ids))
+		return nil
+	})
+	if err == nil && n > 0 {
+		c.s.cfg.logger.Info("pgstore: deleted conversations not updated since", "before", t, "removed", n)
+	}
+	return n, err
+}

@@ -1,0 +1,114 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+const (
+	reportInsertSQL    = `INSERT INTO conversation_reports (session_id, seq, subject, status, report, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)`
+	reportLastSQL      = `SELECT seq FROM conversation_reports WHERE session_id = ? ORDER BY seq DESC LIMIT 1`
+	reportDeleteAllSQL = `DELETE FROM conversation_reports WHERE session_id = ?`
+	reportAllSQL       = `SELECT seq, report, created_at_ms FROM conversation_reports WHERE session_id = ? ORDER BY seq`
+)
+
+// reportRow is a conversation_reports row (what is read back).
+type reportRow struct {
+	Seq         int64  `db:"seq"`
+	Report      string `db:"report"`
+	CreatedAtMS int64  `db:"created_at_ms"`
+}
+
+func encodeReports(reports []store.VerificationReport) ([][]byte, error) {
+	if len(reports) > store.MaxRecordsPerCall {
+		return nil, store.Invalid("reports", "too many entries")
+	}
+	docs := make([][]byte, len(reports))
+	for i, r := range reports {
+		d, err := r.Encode(fmt.Sprintf("reports[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		docs[i] = d
+	}
+	return docs, nil
+}
+
+func (c *Conversations) insertReports(tx *wtx, id string, first int64, reports []store.VerificationReport, docs [][]byte) error {
+	now := store.ToMillis(c.s.now())
+	for i, r := range reports {
+		if _, err := tx.exec(reportInsertSQL, id, first+int64(i), r.Subject, r.Status, string(docs[i]), now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddReports appends verification reports (see
+// store.Conversations.AddReports).
+func (c *Conversations) AddReports(ctx context.Context, id string, reports ...store.VerificationReport) error {
+	if err := store.ValidateID("id", id); err != nil {
+		return err
+	}
+	docs, err := encodeReports(reports)
+	if err != nil {
+		return err
+	}
+	return c.s.write(ctx, func(tx *wtx) error {
+		if err := c.touch(tx, id); err != nil {
+			return err
+		}
+		next, err := nextSeq(tx, reportLastSQL, id)
+		if err != nil {
+			return err
+		}
+		return c.insertReports(tx, id, next, reports, docs)
+	})
+}
+
+// SaveReports replaces all verification reports of the conversation (see
+// store.Conversations.SaveReports).
+func (c *Conversations) SaveReports(ctx context.Context, id string, reports []store.VerificationReport) error {
+	if err := store.ValidateID("id", id); err != nil {
+		return err
+	}
+	docs, err := encodeReports(reports)
+	if err != nil {
+		return err
+	}
+	return c.s.write(ctx, func(tx *wtx) error {
+		if err := c.touch(tx, id); err != nil {
+			return err
+		}
+		if _, err := tx.exec(reportDeleteAllSQL, id); err != nil {
+			return err
+		}
+		return c.insertReports(tx, id, 0, reports, docs)
+	})
+}
+
+// Reports returns the conversation's verification reports, oldest first.
+func (c *Conversations) Reports(ctx context.Context, id string) ([]store.VerificationReport, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return nil, err
+	}
+	var rows []reportRow
+	if err := c.s.selectRows(ctx, &rows, reportAllSQL, id); err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return []store.VerificationReport{}, c.mustExist(ctx, id)
+	}
+	out := make([]store.VerificationReport, len(rows))
+	for i, r := range rows {
+		rep, err := store.DecodeVerificationReport([]byte(r.Report))
+		if err != nil {
+			return nil, corrupt(id, fmt.Sprintf("verification report %d", r.Seq), err)
+		}
+		rep.Seq, rep.CreatedAt = r.Seq, store.FromMillis(r.CreatedAtMS)
+		out[i] = rep
+	}
+	return out, nil
+}

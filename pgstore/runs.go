@@ -1,0 +1,255 @@
+package pgstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+const (
+	runColumns = `run_id, status, event_count, snapshot, created_at_ms, updated_at_ms`
+	runPutSQL  = `INSERT INTO conversation_runs (session_id, ` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (session_id, run_id) DO UPDATE SET status = excluded.status,
+		event_count = excluded.event_count, snapshot = excluded.snapshot,
+		created_at_ms = excluded.created_at_ms, updated_at_ms = excluded.updated_at_ms`
+	runGetSQL          = `SELECT ` + runColumns + ` FROM conversation_runs WHERE session_id = ? AND run_id = ?`
+	runAllSQL          = `SELECT ` + runColumns + ` FROM conversation_runs WHERE session_id = ? ORDER BY created_at_ms, run_id`
+	runAdvanceSQL      = `UPDATE conversation_runs SET event_count = ?, updated_at_ms = ? WHERE session_id = ? AND run_id = ?`
+	runEventDeleteSQL  = `DELETE FROM conversation_run_events WHERE session_id = ? AND run_id = ?`
+	runEventInsertSQL  = `INSERT INTO conversation_run_events (session_id, run_id, seq, at_ms, event) VALUES (?, ?, ?, ?, ?)`
+	runEventLastSQL    = `SELECT seq FROM conversation_run_events WHERE session_id = ? AND run_id = ? ORDER BY seq DESC LIMIT 1`
+	runEventsOfRunSQL  = `SELECT run_id, seq, at_ms, event FROM conversation_run_events WHERE session_id = ? AND run_id = ? ORDER BY seq`
+	runEventsOfConvSQL = `SELECT run_id, seq, at_ms, event FROM conversation_run_events WHERE session_id = ? ORDER BY run_id, seq`
+)
+
+// runRow is a conversation_runs row.
+type runRow struct {
+	RunID       string `db:"run_id"`
+	Status      string `db:"status"`
+	EventCount  int64  `db:"event_count"`
+	Snapshot    string `db:"snapshot"`
+	CreatedAtMS int64  `db:"created_at_ms"`
+	UpdatedAtMS int64  `db:"updated_at_ms"`
+}
+
+// runEventRow is a conversation_run_events row.
+type runEventRow struct {
+	RunID string `db:"run_id"`
+	Seq   int64  `db:"seq"`
+	AtMS  int64  `db:"at_ms"`
+	Event string `db:"event"`
+}
+
+func (r *runRow) snapshot(id string) (store.RunSnapshot, error) {
+	s, err := store.DecodeRunSnapshot([]byte(r.Snapshot))
+	if err != nil {
+		return s, corrupt(id, fmt.Sprintf("run %q snapshot", r.RunID), err)
+	}
+	s.ID, s.Status, s.EventCount = r.RunID, r.Status, r.EventCount
+	s.CreatedAt, s.UpdatedAt = store.FromMillis(r.CreatedAtMS), store.FromMillis(r.UpdatedAtMS)
+	return s, nil
+}
+
+func (r *runEventRow) event(id string) (store.RunEvent, error) {
+	if !json.Valid([]byte(r.Event)) {
+		return store.RunEvent{}, corrupt(id, fmt.Sprintf("run %q event %d", r.RunID, r.Seq), errors.New("invalid JSON"))
+	}
+	return store.RunEvent{Seq: r.Seq, Timestamp: store.FromMillis(r.AtMS), Event: json.RawMessage(r.Event)}, nil
+}
+
+// SaveRuns inserts or replaces run records by run id, snapshot and events,
+// in one transaction (see store.Conversations.SaveRuns).
+func (c *Conversations) SaveRuns(ctx context.Context, id string, runs ...store.RunRecord) error {
+	if err := store.ValidateID("id", id); err != nil {
+		return err
+	}
+	if len(runs) > store.MaxRecordsPerCall {
+		return store.Invalid("runs", "too many entries")
+	}
+	now := c.s.now()
+	type prepared struct {
+		rec    store.RunRecord
+		snap   []byte
+		events [][]byte
+	}
+	all := make([]prepared, len(runs))
+	for i, r := range runs {
+		rec, snap, events, err := store.NormalizeRun(fmt.Sprintf("runs[%d]", i), r, now)
+		if err != nil {
+			return err
+		}
+		all[i] = prepared{rec, snap, events}
+	}
+	return c.s.write(ctx, func(tx *wtx) error {
+		if err := c.touch(tx, id); err != nil {
+			return err
+		}
+		for _, p := range all {
+			s := p.rec.Snapshot
+			if _, err := tx.exec(runPutSQL, id, s.ID, s.Status, s.EventCount, string(p.snap),
+				store.ToMillis(s.CreatedAt), store.ToMillis(s.UpdatedAt)); err != nil {
+				return err
+			}
+			if _, err := tx.exec(runEventDeleteSQL, id, s.ID); err != nil {
+				return err
+			}
+			for j, ev := range p.rec.Events {
+				if _, err := tx.exec(runEventInsertSQL, id, s.ID, ev.Seq, store.ToMillis(ev.Timestamp), string(p.events[j])); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// AppendRunEvents appends events to a run (see
+// store.Conversations.AppendRunEvents). Only the new rows and the
+// snapshot's counters are written.
+func (c *Conversations) AppendRunEvents(ctx context.Context, id, runID string, events ...store.RunEvent) (int64, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return 0, err
+	}
+	if runID == "" {
+		return 0, store.Invalid("run_id", "must not be empty")
+	}
+	if len(events) > store.MaxRecordsPerCall {
+		return 0, store.Invalid("events", "too many entries")
+	}
+	events, docs, err := store.NormalizeRunEvents("events", events, c.s.now(), true)
+	if err != nil {
+		return 0, err
+	}
+	var first int64
+	err = c.s.write(ctx, func(tx *wtx) error {
+		if err := c.touch(tx, id); err != nil {
+			return err
+		}
+		var run runRow
+		if err := tx.get(&run, runGetSQL, id, runID); errors.Is(err, sql.ErrNoRows) {
+			return &store.NotFoundError{Resource: "run", ID: runID}
+		} else if err != nil {
+			return err
+		}
+		// The runtime numbers events by its cumulative count, which may
+		// be ahead of the stored events when it trimmed some.
+		next, err := nextSeq(tx, runEventLastSQL, id, runID)
+		if err != nil {
+			return err
+		}
+		next = max(next, run.EventCount)
+		for i, ev := range events {
+			if _, err := tx.exec(runEventInsertSQL, id, runID, next+int64(i), store.ToMillis(ev.Timestamp), string(docs[i])); err != nil {
+				return err
+			}
+		}
+		count := next + int64(len(events))
+		if _, err := tx.exec(runAdvanceSQL, count, store.ToMillis(c.s.now()), id, runID); err != nil {
+			return err
+		}
+		first = next
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return first, nil
+}
+
+// Run returns one run record with its events, as one snapshot.
+func (c *Conversations) Run(ctx context.Context, id, runID string) (store.RunRecord, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return store.RunRecord{}, err
+	}
+	if runID == "" {
+		return store.RunRecord{}, store.Invalid("run_id", "must not be empty")
+	}
+	var out store.RunRecord
+	err := c.s.readTx(ctx, func(r *rtx) error {
+		var run runRow
+		if err := r.get(&run, runGetSQL, id, runID); errors.Is(err, sql.ErrNoRows) {
+			var n int64
+			if err := r.get(&n, convExistsSQL, id); err != nil {
+				return mapErr(err)
+			}
+			if n == 0 {
+				return notFound(id)
+			}
+			return &store.NotFoundError{Resource: "run", ID: runID}
+		} else if err != nil {
+			return mapErr(err)
+		}
+		snap, err := run.snapshot(id)
+		if err != nil {
+			return err
+		}
+		var evs []runEventRow
+		if err := r.selectRows(&evs, runEventsOfRunSQL, id, runID); err != nil {
+			return err
+		}
+		out = store.RunRecord{Snapshot: snap, Events: make([]store.RunEvent, len(evs))}
+		for i := range evs {
+			if out.Events[i], err = evs[i].event(id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Runs returns every run record of the conversation with its events, as
+// one snapshot (see store.Conversations.Runs).
+func (c *Conversations) Runs(ctx context.Context, id string) ([]store.RunRecord, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return nil, err
+	}
+	var out []store.RunRecord
+	err := c.s.readTx(ctx, func(r *rtx) error {
+		var runs []runRow
+		if err := r.selectRows(&runs, runAllSQL, id); err != nil {
+			return err
+		}
+		if len(runs) == 0 {
+			var n int64
+			if err := r.get(&n, convExistsSQL, id); err != nil {
+				return mapErr(err)
+			}
+			if n == 0 {
+				return notFound(id)
+			}
+			out = []store.RunRecord{}
+			return nil
+		}
+		var evs []runEventRow
+		if err := r.selectRows(&evs, runEventsOfConvSQL, id); err != nil {
+			return err
+		}
+		byRun := make(map[string][]store.RunEvent, len(runs))
+		for i := range evs {
+			ev, err := evs[i].event(id)
+			if err != nil {
+				return err
+			}
+			byRun[evs[i].RunID] = append(byRun[evs[i].RunID], ev)
+		}
+		out = make([]store.RunRecord, len(runs))
+		for i := range runs {
+			snap, err := runs[i].snapshot(id)
+			if err != nil {
+				return err
+			}
+			events := byRun[runs[i].RunID]
+			if events == nil {
+				events = []store.RunEvent{}
+			}
+			out[i] = store.RunRecord{Snapshot: snap, Events: events}
+		}
+		return nil
+	})
+	return out, err
+}

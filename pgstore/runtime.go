@@ -1,0 +1,434 @@
+package pgstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+var _ store.Runtime = (*Runtime)(nil)
+
+// Runtime is the runtime-bookkeeping facet of a Store (see store.Runtime).
+// Obtain it with Store.Runtime.
+type Runtime struct{ s *Store }
+
+// Runtime returns the runtime-bookkeeping facet.
+func (s *Store) Runtime() store.Runtime { return &Runtime{s: s} }
+
+const rtColumns = `id, agent_alias, workspace_dir, chat_mode, owner_id, model, model_provider,
+	temperature, created_at_ms, last_active_ms, turn_gen, turn_running, turn_owner,
+	turn_started_ms, turn_cancel`
+
+// rtRow is a runtime_sessions row as stored.
+type rtRow struct {
+	ID            string          `db:"id"`
+	AgentAlias    string          `db:"agent_alias"`
+	WorkspaceDir  string          `db:"workspace_dir"`
+	ChatMode      string          `db:"chat_mode"`
+	OwnerID       sql.NullString  `db:"owner_id"`
+	Model         sql.NullString  `db:"model"`
+	Provider      sql.NullString  `db:"model_provider"`
+	Temperature   sql.NullFloat64 `db:"temperature"`
+	CreatedAtMS   int64           `db:"created_at_ms"`
+	LastActiveMS  int64           `db:"last_active_ms"`
+	TurnGen       int64           `db:"turn_gen"`
+	TurnRunning   bool            `db:"turn_running"`
+	TurnOwner     string          `db:"turn_owner"`
+	TurnStartedMS int64           `db:"turn_started_ms"`
+	TurnCancel    string          `db:"turn_cancel"`
+}
+
+func (r *rtRow) session() store.RuntimeSession {
+	s := store.RuntimeSession{
+		ID:           r.ID,
+		AgentAlias:   r.AgentAlias,
+		WorkspaceDir: r.WorkspaceDir,
+		ChatMode:     store.ChatMode(r.ChatMode),
+		OwnerID:      r.OwnerID.String,
+		Overrides:    r.overrides(),
+		CreatedAt:    store.FromMillis(r.CreatedAtMS),
+		LastActive:   store.FromMillis(r.LastActiveMS),
+		Turn: store.TurnState{
+			Generation:  uint64(r.TurnGen),
+			Running:     r.TurnRunning,
+			Owner:       r.TurnOwner,
+			CancelCause: store.CancelCause(r.TurnCancel),
+		},
+	}
+	if r.TurnGen > 0 {
+		s.Turn.StartedAt = store.FromMillis(r.TurnStartedMS)
+	}
+	return s
+}
+
+func (r *rtRow) overrides() store.Overrides {
+	var o store.Overrides
+	if r.Model.Valid {
+		o.Model = &r.Model.String
+	}
+	if r.Provider.Valid {
+		o.Provider = &r.Provider.String
+	}
+	if r.Temperature.Valid {
+		o.Temperature = &r.Temperature.Float64
+	}
+	return o
+}
+
+func nullString(p *string) sql.NullString {
+	if p == nil {
+		return sql.NullString{}
+	}
+	return sql.NullString{String: *p, Valid: true}
+}
+
+func nullFloat(p *float64) sql.NullFloat64 {
+	if p == nil {
+		return sql.NullFloat64{}
+	}
+	return sql.NullFloat64{Float64: *p, Valid: true}
+}
+
+const (
+	rtCountSQL = `SELECT sessions FROM runtime_counters WHERE id = 1`
+
+	// rtCountLockSQL reads the session count and locks the counter row:
+	// capped inserts serialize on it, so the count and the insert are one
+	// atomic step across processes.
+	rtCountLockSQL = `SELECT sessions FROM runtime_counters WHERE id = 1 FOR UPDATE`
+
+	rtInsertSQL = `INSERT INTO runtime_sessions
+		(id, agent_alias, workspace_dir, chat_mode, owner_id, created_at_ms, last_active_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`
+
+	rtGetSQL = `SELECT ` + rtColumns + ` FROM runtime_sessions WHERE id = ?`
+
+	rtGetLockSQL = `SELECT ` + rtColumns + ` FROM runtime_sessions WHERE id = ? FOR UPDATE`
+
+	rtTouchSQL = `UPDATE runtime_sessions SET last_active_ms = GREATEST(last_active_ms, ?::bigint) WHERE id = ?`
+
+	rtSetOverridesSQL = `UPDATE runtime_sessions SET model = ?, model_provider = ?, temperature = ?
+		WHERE id = ?`
+
+	rtListIDsSQL = `SELECT id FROM runtime_sessions WHERE id > ? ORDER BY id LIMIT ?`
+
+	rtCountByAgentSQL = `SELECT agent_alias, count(*) AS n FROM runtime_sessions GROUP BY agent_alias`
+
+	rtEvictSQL = `DELETE FROM runtime_sessions
+		WHERE owner_id = ? AND chat_mode = ? AND NOT turn_running AND id <> ?
+		RETURNING id, agent_alias`
+
+	rtDeleteSQL = `DELETE FROM runtime_sessions WHERE id = ?`
+
+	// rtHistoryLenSQL finds the end of a history with one probe of the
+	// (session_id, seq) index.
+	rtHistoryLenSQL = `SELECT coalesce(max(seq) + 1, 0) FROM conversation_messages WHERE session_id = ?`
+)
+
+// Insert adds a runtime session under the global cap (see
+// store.Runtime.Insert).
+func (r *Runtime) Insert(ctx context.Context, req store.NewRuntimeSession) (store.RuntimeSession, error) {
+	if err := req.Validate(); err != nil {
+		return store.RuntimeSession{}, err
+	}
+	id := req.ID
+	if id == "" {
+		id = uuid.NewString()
+	}
+	owner := sql.NullString{String: req.OwnerID, Valid: req.OwnerID != ""}
+	limit := r.s.cfg.runtime.maxSessions
+	var out store.RuntimeSession
+	err := r.s.write(ctx, func(tx *wtx) error {
+		if limit > 0 {
+			var n int64
+			if err := tx.get(&n, rtCountLockSQL); err != nil {
+				return err
+			}
+			if n >= limit {
+				return &store.TooManySessionsError{Max: limit, Current: n}
+			}
+		}
+		now := store.ToMillis(r.s.now())
+		_, err := tx.exec(rtInsertSQL, id, req.AgentAlias, req.WorkspaceDir, string(req.ChatMode), owner, now, now)
+		if isUniqueViolation(err) {
+			return &store.ConflictError{Resource: "runtime_session", ID: id, Reason: "id exists"}
+		}
+		if err != nil {
+			return err
+		}
+		out = store.RuntimeSession{
+			ID: id, AgentAlias: req.AgentAlias, WorkspaceDir: req.WorkspaceDir,
+			ChatMode: req.ChatMode, OwnerID: req.OwnerID,
+			CreatedAt: store.FromMillis(now), LastActive: store.FromMillis(now),
+		}
+		return nil
+	})
+	if err != nil {
+		return store.RuntimeSession{}, err
+	}
+	return out, nil
+}
+
+// Get returns one runtime session.
+func (r *Runtime) Get(ctx context.Context, id string) (store.RuntimeSession, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return store.RuntimeSession{}, err
+	}
+	var row rtRow
+	err := r.s.get(ctx, &row, rtGetSQL, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.RuntimeSession{}, rtNotFound(id)
+	}
+	if err != nil {
+		return store.RuntimeSession{}, mapErr(err)
+	}
+	return row.session(), nil
+}
+
+func rtNotFound(id string) error {
+	return &store.NotFoundError{Resource: "session", ID: id}
+}
+
+// Touch sets the session's last-active time to now.
+func (r *Runtime) Touch(ctx context.Context, id string) error {
+	if err := store.ValidateID("id", id); err != nil {
+		return err
+	}
+	return r.s.write(ctx, func(tx *wtx) error {
+		res, err := tx.exec(rtTouchSQL, store.ToMillis(r.s.now()), id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return rtNotFound(id)
+		}
+		return nil
+	})
+}
+
+// SetOverrides merges patch into the session's overrides.
+func (r *Runtime) SetOverrides(ctx context.Context, id string, patch store.Overrides) (store.Overrides, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return store.Overrides{}, err
+	}
+	if err := patch.Validate(); err != nil {
+		return store.Overrides{}, err
+	}
+	var out store.Overrides
+	err := r.s.write(ctx, func(tx *wtx) error {
+		var row rtRow
+		err := tx.get(&row, rtGetLockSQL, id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return rtNotFound(id)
+		}
+		if err != nil {
+			return err
+		}
+		merged := row.overrides().Merge(patch)
+		if _, err := tx.exec(rtSetOverridesSQL, nullString(merged.Model), nullString(merged.Provider),
+			nullFloat(merged.Temperature), id); err != nil {
+			return err
+		}
+		out = merged
+		return nil
+	})
+	if err != nil {
+		return store.Overrides{}, err
+	}
+	return out, nil
+}
+
+// ListIDs returns a page of runtime session ids in id order.
+func (r *Runtime) ListIDs(ctx context.Context, req store.ListIDsRequest) (store.Page[string], error) {
+	req, err := req.Normalize()
+	if err != nil {
+		return store.Page[string]{}, err
+	}
+	var ids []string
+	if err := r.s.selectRows(ctx, &ids, rtListIDsSQL, req.After, req.Limit+1); err != nil {
+		return store.Page[string]{}, err
+	}
+	page := store.Page[string]{Items: ids}
+	if len(ids) > req.Limit {
+		page.Items = ids[:req.Limit]
+		page.Next = page.Items[req.Limit-1]
+	}
+	if page.Items == nil {
+		page.Items = []string{}
+	}
+	return page, nil
+}
+
+// Count returns the number of runtime sessions.
+func (r *Runtime) Count(ctx context.Context) (int64, error) {
+	var n int64
+	if err := r.s.get(ctx, &n, rtCountSQL); err != nil {
+		return 0, mapErr(err)
+	}
+	return n, nil
+}
+
+// CountByAgent returns the number of runtime sessions per agent alias.
+func (r *Runtime) CountByAgent(ctx context.Context) (map[string]int64, error) {
+	var rows []struct {
+		Alias string `db:"agent_alias"`
+		N     int64  `db:"n"`
+	}
+	if err := r.s.selectRows(ctx, &rows, rtCountByAgentSQL); err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(rows))
+	for _, row := range rows {
+		out[row.Alias] = row.N
+	}
+	return out, nil
+}
+
+// HistoryLen returns the end position of the session's message history.
+func (r *Runtime) HistoryLen(ctx context.Context, id string) (int64, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := r.s.readTx(ctx, func(rx *rtx) error {
+		var one int
+		if err := rx.get(&one, rtExistsSQL, id); errors.Is(err, sql.ErrNoRows) {
+			return rtNotFound(id)
+		} else if err != nil {
+			return mapErr(err)
+		}
+		return mapErr(rx.get(&n, rtHistoryLenSQL, id))
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// HistorySlice returns up to limit messages of the session's history from
+// position from on; past the end it returns none.
+func (r *Runtime) HistorySlice(ctx context.Context, id string, from int64, limit int) ([]store.Message, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return nil, err
+	}
+	if from < 0 {
+		return nil, store.Invalid("from", "must not be negative")
+	}
+	n, err := pageLimit(limit)
+	if err != nil {
+		return nil, err
+	}
+	var rows []msgRow
+	err = r.s.readTx(ctx, func(rx *rtx) error {
+		var one int
+		if err := rx.get(&one, rtExistsSQL, id); errors.Is(err, sql.ErrNoRows) {
+			return rtNotFound(id)
+		} else if err != nil {
+			return mapErr(err)
+		}
+		return rx.selectRows(&rows, msgRangeSQL, id, from, n)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return decodeMessages(id, rows)
+}
+
+// EvictSameModeSiblings removes the owner's idle sessions of the same mode,
+// except req.ExceptID.
+func (r *Runtime) EvictSameModeSiblings(ctx context.Context, req store.EvictRequest) ([]store.Evicted, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	var out []store.Evicted
+	err := r.s.write(ctx, func(tx *wtx) error {
+		var rows []struct {
+			ID    string `db:"id"`
+			Alias string `db:"agent_alias"`
+		}
+		if err := tx.selectRows(&rows, rtEvictSQL, req.OwnerID, string(req.ChatMode), req.ExceptID); err != nil {
+			return err
+		}
+		out = make([]store.Evicted, len(rows))
+		for i, row := range rows {
+			out[i] = store.Evicted{ID: row.ID, AgentAlias: row.Alias}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b store.Evicted) int { return strings.Compare(a.ID, b.ID) })
+	if len(out) > 0 {
+		r.s.cfg.logger.Debug("pgstore: evicted same-mode sibling sessions", "owner_id", req.OwnerID, "count", len(out))
+	}
+	return out, nil
+}
+
+// Remove deletes the session, its uploads and its conversation, cancelling
+// a running turn with store.CauseSessionRemoved.
+func (r *Runtime) Remove(ctx context.Context, id string) (bool, error) {
+	return r.remove(ctx, id, store.CauseSessionRemoved)
+}
+
+// Kill deletes the session like Remove, cancelling a running turn with
+// store.CauseAdminKill.
+func (r *Runtime) Kill(ctx context.Context, id string) (bool, error) {
+	return r.remove(ctx, id, store.CauseAdminKill)
+}
+
+func (r *Runtime) remove(ctx context.Context, id string, cause store.CancelCause) (bool, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return false, err
+	}
+	var (
+		existed bool
+		fire    turnKey
+		fired   store.CancelCause
+	)
+	err := r.s.write(ctx, func(tx *wtx) error {
+		existed, fire, fired = false, turnKey{}, ""
+		t, err := readTurn(tx, id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if t.Running {
+			fire = turnKey{id: id, gen: uint64(t.Gen)}
+			fired, err = r.recordCancel(tx, id, t, cause)
+			if err != nil {
+				return err
+			}
+		}
+		if _, err := tx.exec(rtDeleteSQL, id); err != nil {
+			return err
+		}
+		// The conversation of the same id goes in the same transaction
+		// (its messages, artifacts, traces, runs and reports cascade).
+		if _, err := tx.exec(convDeleteSQL, id); err != nil {
+			return err
+		}
+		existed = true
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	if fired != "" {
+		r.s.turns.fire(fire, cancelled(fire, fired))
+	}
+	if existed {
+		r.s.cfg.logger.Debug("pgstore: removed runtime session", "session_id", id, "cause", string(cause))
+	}
+	return existed, nil
+}

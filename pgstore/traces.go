@@ -1,0 +1,134 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+const (
+	traceInsertSQL    = `INSERT INTO conversation_trace_events (session_id, seq, kind, name, event, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)`
+	traceLastSQL      = `SELECT seq FROM conversation_trace_events WHERE session_id = ? ORDER BY seq DESC LIMIT 1`
+	traceDeleteAllSQL = `DELETE FROM conversation_trace_events WHERE session_id = ?`
+	traceRangeSQL     = `SELECT seq, event, created_at_ms FROM conversation_trace_events WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?`
+)
+
+// traceRow is a conversation_trace_events row (what is read back).
+type traceRow struct {
+	Seq         int64  `db:"seq"`
+	Event       string `db:"event"`
+	CreatedAtMS int64  `db:"created_at_ms"`
+}
+
+func encodeTraces(events []store.TraceEvent) ([][]byte, error) {
+	if len(events) > store.MaxRecordsPerCall {
+		return nil, store.Invalid("events", "too many entries")
+	}
+	docs := make([][]byte, len(events))
+	for i, ev := range events {
+		d, err := ev.Encode(fmt.Sprintf("events[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		docs[i] = d
+	}
+	return docs, nil
+}
+
+func (c *Conversations) insertTraces(tx *wtx, id string, first int64, events []store.TraceEvent, docs [][]byte) error {
+	now := store.ToMillis(c.s.now())
+	for i, ev := range events {
+		if _, err := tx.exec(traceInsertSQL, id, first+int64(i), ev.Kind, ev.Name, string(docs[i]), now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AppendTraces appends trace events (see store.Conversations.AppendTraces).
+// Only the new rows are written.
+func (c *Conversations) AppendTraces(ctx context.Context, id string, events ...store.TraceEvent) (int64, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return 0, err
+	}
+	docs, err := encodeTraces(events)
+	if err != nil {
+		return 0, err
+	}
+	var first int64
+	err = c.s.write(ctx, func(tx *wtx) error {
+		if err := c.touch(tx, id); err != nil {
+			return err
+		}
+		next, err := nextSeq(tx, traceLastSQL, id)
+		if err != nil {
+			return err
+		}
+		if err := c.insertTraces(tx, id, next, events, docs); err != nil {
+			return err
+		}
+		first = next
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return first, nil
+}
+
+// SaveTraces replaces all trace events of the conversation (see
+// store.Conversations.SaveTraces).
+func (c *Conversations) SaveTraces(ctx context.Context, id string, events []store.TraceEvent) error {
+	if err := store.ValidateID("id", id); err != nil {
+		return err
+	}
+	docs, err := encodeTraces(events)
+	if err != nil {
+		return err
+	}
+	return c.s.write(ctx, func(tx *wtx) error {
+		if err := c.touch(tx, id); err != nil {
+			return err
+		}
+		if _, err := tx.exec(traceDeleteAllSQL, id); err != nil {
+			return err
+		}
+		return c.insertTraces(tx, id, 0, events, docs)
+	})
+}
+
+// Traces returns trace events from position from on (see
+// store.Conversations.Traces).
+func (c *Conversations) Traces(ctx context.Context, id string, from int64, limit int) ([]store.TraceEvent, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return nil, err
+	}
+	if from < 0 {
+		return nil, store.Invalid("from", "must not be negative")
+	}
+	if limit < 0 {
+		return nil, store.Invalid("limit", "must not be negative")
+	}
+	var lim any = int64(limit)
+	if limit == 0 {
+		lim = nil // LIMIT NULL: no limit
+	}
+	var rows []traceRow
+	if err := c.s.selectRows(ctx, &rows, traceRangeSQL, id, from, lim); err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return []store.TraceEvent{}, c.mustExist(ctx, id)
+	}
+	out := make([]store.TraceEvent, len(rows))
+	for i, r := range rows {
+		ev, err := store.DecodeTraceEvent([]byte(r.Event))
+		if err != nil {
+			return nil, corrupt(id, fmt.Sprintf("trace event %d", r.Seq), err)
+		}
+		ev.Seq, ev.CreatedAt = r.Seq, store.FromMillis(r.CreatedAtMS)
+		out[i] = ev
+	}
+	return out, nil
+}

@@ -1,0 +1,259 @@
+package pgstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"math"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// How turns and cancellation work
+//
+// The durable state of a turn is in its runtime_sessions row (turn_gen,
+// turn_running, turn_cancel) and, once cancelled or superseded, in a
+// runtime_cancel_causes row keyed by (session, generation). The contexts of
+// the turns a Store began are in its turnRegistry (turns_local.go).
+//
+// A cancel is one write transaction that records the cause; only after it
+// committed does the canceller fire the context, directly when the turn
+// belongs to the same Store. A turn of another Store (another process) is
+// fired by that Store's poller, which reads the committed state of its
+// running turns every poll interval. Either way the cause is durable before
+// the context fires.
+
+const (
+	// rtTurnSQL reads the turn state of a session.
+	// rtTurnSQL reads the turn state and locks the session row: turn
+	// changes of one session run one after the other, and always lock the
+	// session row before the counter row (no lock-order deadlock).
+	rtTurnSQL = `SELECT turn_gen, turn_running, turn_cancel FROM runtime_sessions WHERE id = ? FOR UPDATE`
+
+	rtNextGenSQL = `UPDATE runtime_counters SET last_turn_gen = last_turn_gen + 1 WHERE id = 1
+		RETURNING last_turn_gen`
+
+	rtBeginTurnSQL = `UPDATE runtime_sessions
+		SET turn_gen = ?, turn_running = true, turn_owner = ?, turn_started_ms = ?, turn_cancel = ''
+		WHERE id = ?`
+
+	rtEndTurnSQL = `UPDATE runtime_sessions SET turn_running = false, turn_cancel = ''
+		WHERE id = ? AND turn_gen = ? AND turn_running`
+
+	rtSetCancelSQL = `UPDATE runtime_sessions SET turn_cancel = ? WHERE id = ?`
+
+	rtRecordCauseSQL = `INSERT INTO runtime_cancel_causes (session_id, generation, cause, recorded_at_ms)
+		VALUES (?, ?, ?, ?) ON CONFLICT (session_id, generation) DO NOTHING`
+
+	rtTakeCauseSQL = `UPDATE runtime_cancel_causes SET taken = true
+		WHERE session_id = ? AND generation = ? AND NOT taken RETURNING cause`
+
+	// rtNotifySQL tells every listening store of this schema, on commit,
+	// that a turn was cancelled, superseded or ended.
+	rtNotifySQL = `SELECT pg_notify(?, '')`
+
+	rtDropCauseSQL = `DELETE FROM runtime_cancel_causes WHERE session_id = ? AND generation = ?`
+)
+
+// turnRow is the turn state of a session row.
+type turnRow struct {
+	Gen     int64  `db:"turn_gen"`
+	Running bool   `db:"turn_running"`
+	Cancel  string `db:"turn_cancel"`
+}
+
+func readTurn(tx *wtx, id string) (turnRow, error) {
+	var t turnRow
+	err := tx.get(&t, rtTurnSQL, id)
+	return t, err
+}
+
+// cancelled is the context cause of turn k cancelled with cause.
+func cancelled(k turnKey, cause store.CancelCause) error {
+	return &store.TurnCancelledError{SessionID: k.id, Generation: k.gen, Cause: cause}
+}
+
+// recordCancel records cause for the running turn t of session id, unless
+// a cause is recorded already, and returns the cause the turn's context
+// fires with (the first one recorded).
+func (r *Runtime) recordCancel(tx *wtx, id string, t turnRow, cause store.CancelCause) (store.CancelCause, error) {
+	if t.Cancel != "" {
+		return store.CancelCause(t.Cancel), nil
+	}
+	if cause != store.CauseSuperseded {
+		if _, err := tx.exec(rtSetCancelSQL, string(cause), id); err != nil {
+			return "", err
+		}
+	}
+	if _, err := tx.exec(rtRecordCauseSQL, id, t.Gen, string(cause), store.ToMillis(r.s.now())); err != nil {
+		return "", err
+	}
+	if _, err := tx.exec(rtNotifySQL, r.s.channel); err != nil {
+		return "", err
+	}
+	return cause, nil
+}
+
+func validGen(gen uint64) error {
+	if gen == 0 || gen > math.MaxInt64 {
+		return store.Invalid("generation", "must be a generation returned by BeginTurn")
+	}
+	return nil
+}
+
+// BeginTurn starts a turn, superseding a running one (see
+// store.Turns.BeginTurn).
+func (r *Runtime) BeginTurn(ctx context.Context, id string) (uint64, context.Context, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return 0, nil, err
+	}
+	turnCtx, cancel := context.WithCancelCause(ctx)
+	reg := &r.s.turns
+	owner := reg.ownerToken()
+	var (
+		key, prev turnKey
+		prevCause store.CancelCause
+	)
+	err := r.s.write(ctx, func(tx *wtx) error {
+		// A re-run after a busy retry replaces the previous attempt.
+		reg.drop(key)
+		key, prev, prevCause = turnKey{}, turnKey{}, ""
+		t, err := readTurn(tx, id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return rtNotFound(id)
+		}
+		if err != nil {
+			return err
+		}
+		var gen int64
+		if err := tx.get(&gen, rtNextGenSQL); err != nil {
+			return err
+		}
+		if t.Running {
+			prev = turnKey{id: id, gen: uint64(t.Gen)}
+			if prevCause, err = r.recordCancel(tx, id, t, store.CauseSuperseded); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.exec(rtBeginTurnSQL, gen, owner, store.ToMillis(r.s.now()), id); err != nil {
+			return err
+		}
+		// Pending until committed: a cancel committed right after this
+		// transaction can already fire it, the poller does not watch it yet.
+		key = turnKey{id: id, gen: uint64(gen)}
+		reg.addPending(key, cancel)
+		return nil
+	})
+	if err != nil {
+		reg.drop(key)
+		cancel(err)
+		return 0, nil, err
+	}
+	if prevCause != "" {
+		reg.fire(prev, cancelled(prev, prevCause))
+	}
+	r.s.watchTurn(key)
+	return key.gen, turnCtx, nil
+}
+
+// EndTurn ends turn gen (see store.Turns.EndTurn).
+func (r *Runtime) EndTurn(ctx context.Context, id string, gen uint64) (bool, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return false, err
+	}
+	if err := validGen(gen); err != nil {
+		return false, err
+	}
+	var ended bool
+	err := r.s.write(ctx, func(tx *wtx) error {
+		res, err := tx.exec(rtEndTurnSQL, id, int64(gen))
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if _, err := tx.exec(rtDropCauseSQL, id, int64(gen)); err != nil {
+			return err
+		}
+		if n > 0 {
+			if _, err := tx.exec(rtNotifySQL, r.s.channel); err != nil {
+				return err
+			}
+		}
+		ended = n > 0
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	r.s.turns.fire(turnKey{id: id, gen: gen}, store.ErrTurnEnded)
+	return ended, nil
+}
+
+// Cancel cancels the session's running turn with cause (see
+// store.Turns.Cancel).
+func (r *Runtime) Cancel(ctx context.Context, id string, cause store.CancelCause) (bool, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return false, err
+	}
+	switch cause {
+	case store.CauseClientRequest, store.CauseAdminKill, store.CauseSessionRemoved:
+	default:
+		return false, store.Invalid("cause", "must be client_rpc, admin_kill or session_removed")
+	}
+	var (
+		key   turnKey
+		fired store.CancelCause
+	)
+	err := r.s.write(ctx, func(tx *wtx) error {
+		key, fired = turnKey{}, ""
+		t, err := readTurn(tx, id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !t.Running {
+			return nil
+		}
+		key = turnKey{id: id, gen: uint64(t.Gen)}
+		fired, err = r.recordCancel(tx, id, t, cause)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	if fired == "" {
+		return false, nil
+	}
+	// The cause is committed: now the context may fire.
+	r.s.turns.fire(key, cancelled(key, fired))
+	return true, nil
+}
+
+// TakeCancelCause returns the recorded cause of turn gen once (see
+// store.Turns.TakeCancelCause).
+func (r *Runtime) TakeCancelCause(ctx context.Context, id string, gen uint64) (store.CancelCause, bool, error) {
+	if err := store.ValidateID("id", id); err != nil {
+		return "", false, err
+	}
+	if err := validGen(gen); err != nil {
+		return "", false, err
+	}
+	var cause string
+	err := r.s.write(ctx, func(tx *wtx) error {
+		cause = ""
+		err := tx.get(&cause, rtTakeCauseSQL, id, int64(gen))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	if err != nil || cause == "" {
+		return "", false, err
+	}
+	return store.CancelCause(cause), true, nil
+}

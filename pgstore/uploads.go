@@ -1,0 +1,212 @@
+package pgstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+const (
+	upColumns = `session_id, ref_id, marker, workspace_path, sha256, size_bytes, created_at_ms`
+
+	rtExistsSQL = `SELECT 1 FROM runtime_sessions WHERE id = ?`
+
+	// rtKeyShareSQL keeps the session from being removed until the
+	// transaction ends (the lock a foreign key check takes).
+	rtKeyShareSQL = `SELECT 1 FROM runtime_sessions WHERE id = ? FOR KEY SHARE`
+
+	// upBlobLockSQL serializes the writers of one digest with the blob
+	// collector (see migrations/postgres/00003_runtime.sql).
+	upBlobLockSQL = `SELECT pg_advisory_xact_lock(1112297282, hashtext(encode(?::bytea, 'hex')))`
+
+	upPutBlobSQL = `INSERT INTO upload_blobs (sha256, size_bytes, content) VALUES (?, ?, ?)
+		ON CONFLICT (sha256) DO NOTHING`
+
+	upPutSQL = `INSERT INTO uploads (` + upColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (session_id, ref_id) DO UPDATE SET
+			marker = excluded.marker,
+			workspace_path = excluded.workspace_path,
+			sha256 = excluded.sha256,
+			size_bytes = excluded.size_bytes,
+			created_at_ms = excluded.created_at_ms`
+
+	upGetSQL = `SELECT ` + upColumns + ` FROM uploads WHERE session_id = ? AND ref_id = ?`
+
+	upReadSQL = `SELECT u.session_id, u.ref_id, u.marker, u.workspace_path, u.sha256,
+			u.size_bytes, u.created_at_ms, b.content
+		FROM uploads AS u JOIN upload_blobs AS b ON b.sha256 = u.sha256
+		WHERE u.session_id = ? AND u.ref_id = ?`
+
+	upListSQL = `SELECT ` + upColumns + ` FROM uploads
+		WHERE session_id = ? AND ref_id > ? ORDER BY ref_id LIMIT ?`
+)
+
+// upRow is an uploads row as stored.
+type upRow struct {
+	SessionID     string `db:"session_id"`
+	RefID         string `db:"ref_id"`
+	Marker        string `db:"marker"`
+	WorkspacePath string `db:"workspace_path"`
+	SHA256        []byte `db:"sha256"`
+	SizeBytes     int64  `db:"size_bytes"`
+	CreatedAtMS   int64  `db:"created_at_ms"`
+}
+
+func (r *upRow) upload() store.Upload {
+	return store.Upload{
+		SessionID:     r.SessionID,
+		RefID:         r.RefID,
+		Marker:        r.Marker,
+		WorkspacePath: r.WorkspacePath,
+		SizeBytes:     r.SizeBytes,
+		SHA256:        hex.EncodeToString(r.SHA256),
+		CreatedAt:     store.FromMillis(r.CreatedAtMS),
+	}
+}
+
+// PutUpload stores content under (session, ref) (see store.Uploads.PutUpload).
+// The content is hashed before the write transaction, so a large upload does
+// not hold up other writers while it is hashed.
+func (r *Runtime) PutUpload(ctx context.Context, req store.PutUploadRequest) (store.Upload, error) {
+	if err := req.Validate(); err != nil {
+		return store.Upload{}, err
+	}
+	sum, err := req.CheckContent(r.s.cfg.runtime.maxUploadBytes)
+	if err != nil {
+		return store.Upload{}, err
+	}
+	content := req.Content
+	if content == nil {
+		content = []byte{} // NOT NULL: an empty upload is an empty blob
+	}
+	size := int64(len(content))
+	var out store.Upload
+	err = r.s.write(ctx, func(tx *wtx) error {
+		var one int
+		if err := tx.get(&one, rtKeyShareSQL, req.SessionID); errors.Is(err, sql.ErrNoRows) {
+			return rtNotFound(req.SessionID)
+		} else if err != nil {
+			return err
+		}
+		if _, err := tx.exec(upBlobLockSQL, sum[:]); err != nil {
+			return err
+		}
+		if _, err := tx.exec(upPutBlobSQL, sum[:], size, content); err != nil {
+			return err
+		}
+		now := r.s.now()
+		if _, err := tx.exec(upPutSQL, req.SessionID, req.RefID, req.Marker, req.WorkspacePath,
+			sum[:], size, store.ToMillis(now)); err != nil {
+			return err
+		}
+		out = store.Upload{
+			SessionID: req.SessionID, RefID: req.RefID, Marker: req.Marker,
+			WorkspacePath: req.WorkspacePath, SizeBytes: size,
+			SHA256: hex.EncodeToString(sum[:]), CreatedAt: now,
+		}
+		return nil
+	})
+	if err != nil {
+		return store.Upload{}, err
+	}
+	return out, nil
+}
+
+// missingUpload tells a missing session from a missing upload.
+func (r *Runtime) missingUpload(ctx context.Context, sessionID, refID string) error {
+	var one int
+	err := r.s.get(ctx, &one, rtExistsSQL, sessionID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return rtNotFound(sessionID)
+	}
+	if err != nil {
+		return mapErr(err)
+	}
+	return &store.NotFoundError{Resource: "upload", ID: refID}
+}
+
+func validateUploadKey(sessionID, refID string) error {
+	if err := store.ValidateID("session_id", sessionID); err != nil {
+		return err
+	}
+	return store.ValidateID("ref_id", refID)
+}
+
+// GetUpload returns the entry of (session, ref) without its content.
+func (r *Runtime) GetUpload(ctx context.Context, sessionID, refID string) (store.Upload, error) {
+	if err := validateUploadKey(sessionID, refID); err != nil {
+		return store.Upload{}, err
+	}
+	var row upRow
+	err := r.s.get(ctx, &row, upGetSQL, sessionID, refID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Upload{}, r.missingUpload(ctx, sessionID, refID)
+	}
+	if err != nil {
+		return store.Upload{}, mapErr(err)
+	}
+	return row.upload(), nil
+}
+
+// ReadUpload returns the entry and its content after verifying the content
+// against the stored digest and size.
+func (r *Runtime) ReadUpload(ctx context.Context, sessionID, refID string) (store.Upload, []byte, error) {
+	if err := validateUploadKey(sessionID, refID); err != nil {
+		return store.Upload{}, nil, err
+	}
+	var row struct {
+		upRow
+		Content []byte `db:"content"`
+	}
+	err := r.s.get(ctx, &row, upReadSQL, sessionID, refID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Upload{}, nil, r.missingUpload(ctx, sessionID, refID)
+	}
+	if err != nil {
+		return store.Upload{}, nil, mapErr(err)
+	}
+	sum := sha256.Sum256(row.Content)
+	if !bytes.Equal(sum[:], row.SHA256) || int64(len(row.Content)) != row.SizeBytes {
+		r.s.cfg.logger.Error("pgstore: upload content does not match its digest",
+			"session_id", sessionID, "ref_id", refID)
+		return store.Upload{}, nil, fmt.Errorf("%w: upload content does not match its digest", store.ErrCorrupt)
+	}
+	content := row.Content
+	if content == nil {
+		content = []byte{}
+	}
+	return row.upload(), content, nil
+}
+
+// ListUploads returns a page of a session's upload entries in ref id order.
+func (r *Runtime) ListUploads(ctx context.Context, req store.ListUploadsRequest) (store.Page[store.Upload], error) {
+	req, err := req.Normalize()
+	if err != nil {
+		return store.Page[store.Upload]{}, err
+	}
+	var one int
+	if err := r.s.get(ctx, &one, rtExistsSQL, req.SessionID); errors.Is(err, sql.ErrNoRows) {
+		return store.Page[store.Upload]{}, rtNotFound(req.SessionID)
+	} else if err != nil {
+		return store.Page[store.Upload]{}, mapErr(err)
+	}
+	var rows []upRow
+	if err := r.s.selectRows(ctx, &rows, upListSQL, req.SessionID, req.After, req.Limit+1); err != nil {
+		return store.Page[store.Upload]{}, err
+	}
+	page := store.Page[store.Upload]{Items: make([]store.Upload, 0, min(len(rows), req.Limit))}
+	for i := range rows {
+		if i == req.Limit {
+			page.Next = page.Items[len(page.Items)-1].RefID
+			break
+		}
+		page.Items = append(page.Items, rows[i].upload())
+	}
+	return page, nil
+}
