@@ -40,6 +40,12 @@ func isUniqueViolation(err error) bool {
 	return c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || c == sqlite3.SQLITE_CONSTRAINT_UNIQUE
 }
 
+// storageSentinels are the store errors mapErr wraps SQLite errors in.
+var storageSentinels = []error{
+	store.ErrBusy, store.ErrStorageFull, store.ErrReadOnly, store.ErrCorrupt,
+	store.ErrConflict, store.ErrNotSessionStore,
+}
+
 // mapErr is the one place where SQLite failures become store errors: the
 // result keeps the driver error in its chain and matches the store sentinel
 // with errors.Is. Errors that are already store errors pass through.
@@ -47,10 +53,17 @@ func mapErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	var sentinel error
-	switch sqliteCode(err) {
-	case 0:
+	code := sqliteCode(err)
+	if code == 0 {
 		return err
+	}
+	for _, s := range storageSentinels {
+		if errors.Is(err, s) { // mapped already
+			return err
+		}
+	}
+	var sentinel error
+	switch code {
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 		sentinel = store.ErrBusy
 	case sqlite3.SQLITE_FULL:

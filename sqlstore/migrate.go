@@ -3,11 +3,17 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/pressly/goose/v3"
 
@@ -17,11 +23,16 @@ import (
 
 const versionTable = migrations.TableName
 
+// firstTable is created by migration 1: a database at version 1 or later
+// without it is not a session store.
+const firstTable = "governed_sessions"
+
 // probe inspects an existing file before anything is allowed to write to it
 // (a pragma such as journal_mode=WAL already would). It refuses empty
-// files, files that are not SQLite databases, databases of other
-// applications and schemas newer than this binary. A missing file is fine:
-// Open creates it.
+// files, files that are not SQLite databases, truncated databases,
+// databases of other applications and schemas newer than this binary,
+// without changing the file or creating files beside it. A missing file is
+// fine: Open creates it.
 func probe(ctx context.Context, path string, cfg *config) error {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -36,17 +47,121 @@ func probe(ctx context.Context, path string, cfg *config) error {
 	if fi.Size() == 0 {
 		return fmt.Errorf("%w: the file is empty (remove it, or give a path that does not exist yet)", store.ErrNotSessionStore)
 	}
-	// The busy timeout matters: another process closing its last
-	// connection holds an exclusive lock for a moment (checkpoint, WAL
-	// removal), and without a timeout the probe fails at once with
-	// SQLITE_BUSY.
-	db, err := sql.Open(driverName, fmt.Sprintf("file:%s?mode=ro&_pragma=busy_timeout(%d)", escapePath(path), cfg.busyTimeout.Milliseconds()))
+	if err := checkHeader(path, fi.Size()); err != nil {
+		return err
+	}
+	// Without a WAL file, nothing beyond the database file itself holds
+	// data: read it as immutable, which creates no -wal or -shm file. That
+	// read could race with a writer of another process that appears
+	// meanwhile; a refusal therefore counts only if no WAL file appeared
+	// and the database file did not change during the probe.
+	if !fileExists(path + "-wal") {
+		err := probeDSN(ctx, "file:"+escapePath(path)+"?mode=ro&immutable=1", cfg.busyTimeout)
+		if err == nil {
+			return nil
+		}
+		if fi2, serr := os.Stat(path); serr == nil && !fileExists(path+"-wal") &&
+			fi2.Size() == fi.Size() && fi2.ModTime().Equal(fi.ModTime()) {
+			return err
+		}
+	}
+	return probeDSN(ctx, "file:"+escapePath(path)+"?mode=ro", cfg.busyTimeout)
+}
+
+// probeDSN runs checkSchema on a connection to dsn. The busy timeout
+// matters: another process closing its last connection holds an exclusive
+// lock for a moment (checkpoint, WAL removal), and without a timeout the
+// probe fails at once with SQLITE_BUSY.
+func probeDSN(ctx context.Context, dsn string, busyTimeout time.Duration) error {
+	db, err := sql.Open(driverName, fmt.Sprintf("%s&_pragma=busy_timeout(%d)", dsn, busyTimeout.Milliseconds()))
 	if err != nil {
 		return mapErr(err)
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	return checkSchema(ctx, db)
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// sqliteMagic starts every SQLite database file.
+const sqliteMagic = "SQLite format 3\x00"
+
+// checkHeader reads the 100-byte SQLite header of the file at path (size
+// bytes long) and refuses what is not a database, or a database shorter
+// than its header says. The size recorded in the header is trusted only
+// when SQLite marks it valid, and is not checked while a non-empty WAL file
+// exists (a checkpoint in progress may be extending the file).
+func checkHeader(path string, size int64) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("sqlstore: %w: %w", store.ErrReadOnly, err)
+	}
+	defer f.Close()
+	var h [100]byte
+	if _, err := io.ReadFull(f, h[:]); err != nil || string(h[:16]) != sqliteMagic {
+		return fmt.Errorf("%w: the file is not an SQLite database", store.ErrNotSessionStore)
+	}
+	pageSize := int64(binary.BigEndian.Uint16(h[16:18]))
+	if pageSize == 1 {
+		pageSize = 65536
+	}
+	if pageSize < 512 || pageSize > 65536 || pageSize&(pageSize-1) != 0 {
+		return fmt.Errorf("%w: invalid page size %d in the database header", store.ErrCorrupt, pageSize)
+	}
+	pages := int64(binary.BigEndian.Uint32(h[28:32]))
+	sizeValid := binary.BigEndian.Uint32(h[24:28]) == binary.BigEndian.Uint32(h[92:96])
+	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
+		return nil
+	}
+	if sizeValid && pages > 0 && size < pages*pageSize {
+		return fmt.Errorf("%w: the file is truncated (%d bytes, its header says %d)", store.ErrCorrupt, size, pages*pageSize)
+	}
+	return nil
+}
+
+// createFresh creates a missing database file atomically: the schema is
+// built in a temporary file beside it, which is then linked into place. A
+// process that dies while creating leaves no half-made (empty) file at
+// path, which Open would refuse, and processes racing to create the same
+// file never see one another's partial work: the first link wins, the
+// others use its file. Where hard links are not supported, the file is
+// created in place, under the writer lock, by migrate.
+func createFresh(ctx context.Context, path string, cfg *config) error {
+	if fileExists(path) {
+		return nil
+	}
+	tmp := fmt.Sprintf("%s.creating-%d-%d", path, os.Getpid(), rand.Uint64())
+	defer func() {
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+			os.Remove(tmp + suffix)
+		}
+	}()
+	db, err := sql.Open(driverName, writeDSN(tmp, cfg))
+	if err != nil {
+		return mapErr(err)
+	}
+	db.SetMaxOpenConns(4)
+	s := &Store{cfg: *cfg}
+	err = s.migrateDB(ctx, db)
+	if cerr := db.Close(); err == nil {
+		err = mapErr(cerr)
+	}
+	if err != nil {
+		return err
+	}
+	switch err := os.Link(tmp, path); {
+	case err == nil:
+	case errors.Is(err, fs.ErrExist):
+		// Another process created it first: check what is there now.
+		return probe(ctx, path, cfg)
+	default:
+		cfg.logger.Warn("sqlstore: cannot link a new database into place; creating it in place", "err", err)
+	}
+	return nil
 }
 
 // checkSchema refuses a database that is not a session store or whose
@@ -89,6 +204,12 @@ func checkSchema(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
+	// goose_db_version is goose's default table name: another application
+	// using goose has one too. Migration 1 creates firstTable; at version 0
+	// (goose initialized, nothing applied) only the version table exists.
+	if current == 0 && len(tables) > 1 || current >= 1 && !slices.Contains(tables, firstTable) {
+		return fmt.Errorf("%w: the database has a %s table but not the session store's tables", store.ErrNotSessionStore, versionTable)
+	}
 	latest, err := migrations.Latest()
 	if err != nil {
 		return err
@@ -96,7 +217,51 @@ func checkSchema(ctx context.Context, db *sql.DB) error {
 	if current > latest {
 		return &store.SchemaTooNewError{DatabaseVersion: current, BinaryVersion: latest}
 	}
+	missing, err := missingVersions(ctx, db, current)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: schema version %d is applied but migration(s) %v below it are not", store.ErrCorrupt, current, missing)
+	}
 	return nil
+}
+
+// missingVersions returns the migrations this binary knows, up to
+// version upTo, that the database has not applied.
+func missingVersions(ctx context.Context, db *sql.DB, upTo int64) ([]int64, error) {
+	names, err := fs.Glob(migrations.SQLite(), "*.sql")
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.QueryContext(ctx, "SELECT DISTINCT version_id FROM "+versionTable+" WHERE is_applied")
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	applied := map[int64]bool{}
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return nil, mapErr(err)
+		}
+		applied[v] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(err)
+	}
+	var missing []int64
+	for _, name := range names {
+		v, err := goose.NumericComponent(name)
+		if err != nil {
+			return nil, err
+		}
+		if v <= upTo && !applied[v] {
+			missing = append(missing, v)
+		}
+	}
+	slices.Sort(missing)
+	return missing, nil
 }
 
 // dbVersion returns the highest applied migration version (0 when none).
@@ -109,9 +274,9 @@ func dbVersion(ctx context.Context, db *sql.DB) (int64, error) {
 	return v.Int64, nil
 }
 
-// migrate brings the file's schema up to date. It runs under the writer
-// file lock, so that of several processes opening a fresh file only the
-// first migrates, on a pool of its own (goose holds a connection while it
+// migrate creates the file if needed (see createFresh) and brings its
+// schema up to date. It runs under the writer file lock, so that of several
+// processes opening a fresh file only the first creates and migrates it, on a pool of its own (goose holds a connection while it
 // runs) whose transactions take SQLite's write lock at BEGIN.
 func (s *Store) migrate(ctx context.Context) error {
 	if s.lock != nil {
@@ -119,6 +284,21 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("sqlstore: writer file lock: %w", err)
 		}
 		defer s.lock.unlock()
+	}
+	if s.lock != nil {
+		// Under the lock no other process is creating: temporary files
+		// beside the database are leftovers of a creator that died.
+		dir, base := filepath.Split(s.path)
+		if ents, err := os.ReadDir(filepath.Clean(dir + ".")); err == nil {
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), base+".creating-") {
+					os.Remove(filepath.Join(dir, e.Name()))
+				}
+			}
+		}
+	}
+	if err := createFresh(ctx, s.path, &s.cfg); err != nil {
+		return err
 	}
 	db, err := sql.Open(driverName, writeDSN(s.path, &s.cfg))
 	if err != nil {
@@ -151,7 +331,10 @@ func (s *Store) migrateDB(ctx context.Context, db *sql.DB) error {
 		}
 	}
 	if upErr != nil {
-		if v, err := dbVersion(ctx, db); err == nil && v == latest {
+		// Accept only a database on which every known migration is
+		// applied (another process migrated it meanwhile): an up-to-date
+		// maximum version alone could hide a gap.
+		if missing, err := missingVersions(ctx, db, latest); err == nil && len(missing) == 0 {
 			return nil
 		}
 		return fmt.Errorf("sqlstore: migrate: %w", mapErr(upErr))

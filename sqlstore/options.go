@@ -33,6 +33,12 @@ type config struct {
 	fileLock    bool
 	journalMax  int64
 	runtime     runtimeConfig
+
+	// faults, when set (tests only, see export_test.go), is consulted
+	// before every statement the writer runs in a write transaction,
+	// BEGIN and COMMIT included; a non-nil error is returned in place of
+	// running the statement.
+	faults func(query string) error
 }
 
 func defaultConfig() config {

@@ -66,6 +66,8 @@ type writer struct {
 	stmts map[string]*sqlx.Stmt
 	batch []*writeReq
 	ctx   context.Context // statement context, independent of callers
+
+	faults func(query string) error // tests only: see config.faults
 }
 
 func newWriter(conn *sqlx.Conn, lock *fileLock, cfg *config) *writer {
@@ -78,6 +80,7 @@ func newWriter(conn *sqlx.Conn, lock *fileLock, cfg *config) *writer {
 		token:    make(chan struct{}, 1),
 		stmts:    make(map[string]*sqlx.Stmt),
 		ctx:      context.Background(),
+		faults:   cfg.faults,
 	}
 }
 
@@ -298,6 +301,11 @@ func noTransaction(err error) bool {
 type wtx struct{ w *writer }
 
 func (t *wtx) stmt(query string) (*sqlx.Stmt, error) {
+	if t.w.faults != nil {
+		if err := t.w.faults(query); err != nil {
+			return nil, err
+		}
+	}
 	if st, ok := t.w.stmts[query]; ok {
 		return st, nil
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"math"
 	"slices"
 	"time"
 )
@@ -269,15 +270,11 @@ func (r CreateRequest) Normalize() (CreateRequest, error) {
 		r.TimeLimit = MinTimeLimit
 	}
 	// Stored with millisecond precision; round up so the limit never shrinks.
-	if rem := r.TimeLimit % time.Millisecond; rem != 0 {
-		r.TimeLimit += time.Millisecond - rem
-	}
+	r.TimeLimit = ceilMillis(r.TimeLimit)
 	if r.RateWindow == 0 {
 		r.RateWindow = DefaultRateWindow
 	}
-	if rem := r.RateWindow % time.Millisecond; rem != 0 {
-		r.RateWindow += time.Millisecond - rem
-	}
+	r.RateWindow = ceilMillis(r.RateWindow)
 	if r.Sensitivity == "" {
 		r.Sensitivity = SensitivityInternal
 	}
@@ -435,6 +432,16 @@ type Governance interface {
 	// request with ErrConflict unless req.SkipExisting; invalid sessions
 	// fail it with ErrInvalidInput. Either way nothing is written.
 	Restore(ctx context.Context, req RestoreRequest) (int64, error)
+}
+
+// ceilMillis rounds a non-negative d up to whole milliseconds, or down
+// where rounding up would overflow (within a millisecond of 292 years).
+func ceilMillis(d time.Duration) time.Duration {
+	t := d.Truncate(time.Millisecond)
+	if t == d || t > math.MaxInt64-time.Millisecond {
+		return t
+	}
+	return t + time.Millisecond
 }
 
 func nonNil(s []string) []string {

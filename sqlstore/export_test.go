@@ -1,0 +1,85 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Test-only access to internals, for the reliability tests in package
+// sqlstore_test. Nothing here is part of the package API.
+
+// WithFaults installs a fault hook on the writer: f is called with every
+// statement the writer is about to run inside a write transaction (BEGIN
+// IMMEDIATE, SAVEPOINT, the statements of each request, RELEASE, COMMIT);
+// a non-nil error is returned in place of running the statement. ROLLBACK
+// is never hooked. f runs on the writer goroutine.
+func WithFaults(f func(query string) error) Option {
+	return func(c *config) { c.faults = f }
+}
+
+// MapErr exposes mapErr, the one place SQLite errors become store errors.
+func MapErr(err error) error { return mapErr(err) }
+
+// SQLiteCode exposes sqliteCode (the primary result code, or 0).
+func SQLiteCode(err error) int { return sqliteCode(err) }
+
+// WriterExec runs query on the store's write connection inside a write
+// transaction (for example PRAGMA max_page_count, a per-connection
+// setting).
+func (s *Store) WriterExec(ctx context.Context, query string, args ...any) error {
+	return s.write(ctx, func(tx *wtx) error {
+		_, err := tx.w.conn.ExecContext(tx.w.ctx, query, args...)
+		return err
+	})
+}
+
+// WriterQueryInt runs a one-value query on the write connection.
+func (s *Store) WriterQueryInt(ctx context.Context, query string) (int64, error) {
+	var v int64
+	err := s.write(ctx, func(tx *wtx) error {
+		return tx.w.conn.QueryRowContext(tx.w.ctx, query).Scan(&v)
+	})
+	return v, err
+}
+
+// PauseWriter occupies the writer with a request that blocks until the
+// returned resume is called, so that requests queued meanwhile are
+// committed together in the next batch. It returns once the writer is
+// blocked. queued reports how many requests wait in the queue.
+func (s *Store) PauseWriter(ctx context.Context) (queued func() int, resume func(), err error) {
+	started := make(chan struct{})
+	release := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.write(ctx, func(*wtx) error {
+			select {
+			case <-started:
+			default:
+				close(started)
+			}
+			<-release
+			return nil
+		})
+	}()
+	select {
+	case <-started:
+	case err := <-done:
+		if err == nil {
+			err = errors.New("pause request finished without blocking")
+		}
+		return nil, nil, err
+	case <-time.After(30 * time.Second):
+		return nil, nil, errors.New("writer did not start the pause request")
+	}
+	queued = func() int {
+		s.w.mu.Lock()
+		defer s.w.mu.Unlock()
+		return len(s.w.queue)
+	}
+	resume = func() {
+		close(release)
+		<-done
+	}
+	return queued, resume, nil
+}
