@@ -652,3 +652,30 @@ func TestImportProgressLine(t *testing.T) {
 		}
 	}
 }
+
+// doctor changes nothing: on a schema older than the binary it reports the
+// pending migration and does not open the store (which would migrate it).
+func TestDoctorDoesNotMigrateOlderSchema(t *testing.T) {
+	e := newTestEnv(t)
+	e.run("create", "--id", "s", "--agent", "a", "--budget", "1").want(t, 0)
+	p, db, err := sqlstore.NewMigrationProvider(e.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	r := e.run("doctor")
+	if !strings.Contains(r.stdout, "run sessionctl migrate up") {
+		t.Errorf("doctor output lacks the pending migration:\n%s", r.stdout)
+	}
+	p, db, err = sqlstore.NewMigrationProvider(e.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if v, err := p.GetDBVersion(context.Background()); err != nil || v != 1 {
+		t.Fatalf("schema version after doctor = %d, %v; want 1 (doctor migrated the file)", v, err)
+	}
+}

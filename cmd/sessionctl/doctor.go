@@ -142,7 +142,8 @@ func diagnose(ctx context.Context, g *globals, quick bool) []checkJSON {
 	} else if current > latest {
 		add("schema", checkFail, "version %d is newer than this binary (%d): use a newer sessionctl", current, latest)
 	} else if current < latest {
-		schemaOK = true
+		// Not opened below: opening the store would migrate the file, and
+		// doctor changes nothing.
 		add("schema", checkWarn, "version %d, this binary has %d: run sessionctl migrate up", current, latest)
 	} else {
 		schemaOK = true
