@@ -3,9 +3,9 @@
 //
 // # Write path
 //
-// All writes of a Store go through one writer goroutine that owns one
-// connection with its statements prepared once. Callers enqueue a request and
-// wait; the writer takes the first request plus whatever is already queued
+// All writes of a Store go through one write connection with its statements
+// prepared once. Callers enqueue a request; the caller that holds the writer
+// token (the leader) takes the first request plus whatever is already queued
 // (up to WithMaxBatch), runs them in order in one BEGIN IMMEDIATE … COMMIT,
 // each in its own savepoint so that a failed request rolls back only itself,
 // and answers every caller after the commit has returned: nothing is

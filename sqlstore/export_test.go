@@ -13,7 +13,7 @@ import (
 // statement the writer is about to run inside a write transaction (BEGIN
 // IMMEDIATE, SAVEPOINT, the statements of each request, RELEASE, COMMIT);
 // a non-nil error is returned in place of running the statement. ROLLBACK
-// is never hooked. f runs on the writer goroutine.
+// is never hooked. f runs on the goroutine of the leader running the batch.
 func WithFaults(f func(query string) error) Option {
 	return func(c *config) { c.faults = f }
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // writeFunc is one caller's share of a write transaction. It runs on the
-// writer goroutine inside its own savepoint. Returning an error rolls back
+// leader's goroutine (see writer) inside its own savepoint. Returning an error rolls back
 // the savepoint and reports the error to the caller; returning nil keeps its
 // writes, which are acknowledged once the whole transaction has committed.
 //
