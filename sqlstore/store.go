@@ -12,6 +12,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	"github.com/agentstore/sessionstore/internal/sqlcore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -40,7 +41,7 @@ type Store struct {
 
 	readStmts sync.Map // query string -> *sqlx.Stmt
 	govCache  *govCache
-	turns     turnRegistry
+	core      *sqlcore.Store
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -70,6 +71,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 
 	s := &Store{cfg: cfg, path: path, owned: true, govCache: newGovCache(govCacheSize)}
+	s.newCore()
 	if cfg.fileLock {
 		l, err := openFileLock(path + "-writer.lock")
 		if err != nil {
@@ -132,6 +134,7 @@ func OpenDB(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	}
 	x := sqlx.NewDb(db, driverName)
 	s := &Store{cfg: cfg, reads: x, writes: x, govCache: newGovCache(govCacheSize)}
+	s.newCore()
 	if err := checkSchema(ctx, db); err != nil {
 		return nil, err
 	}
@@ -169,7 +172,7 @@ func (s *Store) startWriter(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
-		s.turns.close()
+		s.core.Close()
 		var errs []error
 		if s.w != nil {
 			s.w.close()

@@ -1,4 +1,4 @@
-package sqlstore
+package sqlcore
 
 import (
 	"context"
@@ -84,21 +84,21 @@ func (c *Conversations) SaveRuns(ctx context.Context, id string, runs ...store.R
 		}
 		all[i] = prepared{rec, snap, events}
 	}
-	return c.s.write(ctx, func(tx *wtx) error {
+	return c.s.write(ctx, func(tx Tx) error {
 		if err := c.touch(tx, id); err != nil {
 			return err
 		}
 		for _, p := range all {
 			s := p.rec.Snapshot
-			if _, err := tx.exec(runPutSQL, id, s.ID, s.Status, s.EventCount, string(p.snap),
+			if _, err := tx.Exec(runPutSQL, id, s.ID, s.Status, s.EventCount, string(p.snap),
 				store.ToMillis(s.CreatedAt), store.ToMillis(s.UpdatedAt)); err != nil {
 				return err
 			}
-			if _, err := tx.exec(runEventDeleteSQL, id, s.ID); err != nil {
+			if _, err := tx.Exec(runEventDeleteSQL, id, s.ID); err != nil {
 				return err
 			}
 			for j, ev := range p.rec.Events {
-				if _, err := tx.exec(runEventInsertSQL, id, s.ID, ev.Seq, store.ToMillis(ev.Timestamp), string(p.events[j])); err != nil {
+				if _, err := tx.Exec(runEventInsertSQL, id, s.ID, ev.Seq, store.ToMillis(ev.Timestamp), string(p.events[j])); err != nil {
 					return err
 				}
 			}
@@ -125,12 +125,12 @@ func (c *Conversations) AppendRunEvents(ctx context.Context, id, runID string, e
 		return 0, err
 	}
 	var first int64
-	err = c.s.write(ctx, func(tx *wtx) error {
+	err = c.s.write(ctx, func(tx Tx) error {
 		if err := c.touch(tx, id); err != nil {
 			return err
 		}
 		var run runRow
-		if err := tx.get(&run, runGetSQL, id, runID); errors.Is(err, sql.ErrNoRows) {
+		if err := tx.Get(&run, runGetSQL, id, runID); errors.Is(err, sql.ErrNoRows) {
 			return &store.NotFoundError{Resource: "run", ID: runID}
 		} else if err != nil {
 			return err
@@ -143,12 +143,12 @@ func (c *Conversations) AppendRunEvents(ctx context.Context, id, runID string, e
 		}
 		next = max(next, run.EventCount)
 		for i, ev := range events {
-			if _, err := tx.exec(runEventInsertSQL, id, runID, next+int64(i), store.ToMillis(ev.Timestamp), string(docs[i])); err != nil {
+			if _, err := tx.Exec(runEventInsertSQL, id, runID, next+int64(i), store.ToMillis(ev.Timestamp), string(docs[i])); err != nil {
 				return err
 			}
 		}
 		count := next + int64(len(events))
-		if _, err := tx.exec(runAdvanceSQL, count, store.ToMillis(c.s.now()), id, runID); err != nil {
+		if _, err := tx.Exec(runAdvanceSQL, count, store.ToMillis(c.s.now()), id, runID); err != nil {
 			return err
 		}
 		first = next
@@ -169,26 +169,26 @@ func (c *Conversations) Run(ctx context.Context, id, runID string) (store.RunRec
 		return store.RunRecord{}, store.Invalid("run_id", "must not be empty")
 	}
 	var out store.RunRecord
-	err := c.s.readTx(ctx, func(r *rtx) error {
+	err := c.s.readTx(ctx, func(r Tx) error {
 		var run runRow
-		if err := r.get(&run, runGetSQL, id, runID); errors.Is(err, sql.ErrNoRows) {
+		if err := r.Get(&run, runGetSQL, id, runID); errors.Is(err, sql.ErrNoRows) {
 			var n int64
-			if err := r.get(&n, convExistsSQL, id); err != nil {
-				return mapErr(err)
+			if err := r.Get(&n, convExistsSQL, id); err != nil {
+				return err
 			}
 			if n == 0 {
 				return notFound(id)
 			}
 			return &store.NotFoundError{Resource: "run", ID: runID}
 		} else if err != nil {
-			return mapErr(err)
+			return err
 		}
 		snap, err := run.snapshot(id)
 		if err != nil {
 			return err
 		}
 		var evs []runEventRow
-		if err := r.selectRows(&evs, runEventsOfRunSQL, id, runID); err != nil {
+		if err := r.Select(&evs, runEventsOfRunSQL, id, runID); err != nil {
 			return err
 		}
 		out = store.RunRecord{Snapshot: snap, Events: make([]store.RunEvent, len(evs))}
@@ -209,15 +209,15 @@ func (c *Conversations) Runs(ctx context.Context, id string) ([]store.RunRecord,
 		return nil, err
 	}
 	var out []store.RunRecord
-	err := c.s.readTx(ctx, func(r *rtx) error {
+	err := c.s.readTx(ctx, func(r Tx) error {
 		var runs []runRow
-		if err := r.selectRows(&runs, runAllSQL, id); err != nil {
+		if err := r.Select(&runs, runAllSQL, id); err != nil {
 			return err
 		}
 		if len(runs) == 0 {
 			var n int64
-			if err := r.get(&n, convExistsSQL, id); err != nil {
-				return mapErr(err)
+			if err := r.Get(&n, convExistsSQL, id); err != nil {
+				return err
 			}
 			if n == 0 {
 				return notFound(id)
@@ -226,7 +226,7 @@ func (c *Conversations) Runs(ctx context.Context, id string) ([]store.RunRecord,
 			return nil
 		}
 		var evs []runEventRow
-		if err := r.selectRows(&evs, runEventsOfConvSQL, id); err != nil {
+		if err := r.Select(&evs, runEventsOfConvSQL, id); err != nil {
 			return err
 		}
 		byRun := make(map[string][]store.RunEvent, len(runs))

@@ -1,4 +1,4 @@
-package sqlstore
+package sqlcore
 
 import (
 	"context"
@@ -216,11 +216,18 @@ const (
 		message_count = excluded.message_count, created_at_ms = excluded.created_at_ms,
 		updated_at_ms = excluded.updated_at_ms`
 
+	// convVersionSQL reads the version of a conversation that is about
+	// to be replaced (locking its row where the dialect locks rows).
 	convVersionSQL = `SELECT version, created_at_ms FROM conversations WHERE id = ?`
-	convGetSQL     = `SELECT ` + convColumns + ` FROM conversations WHERE id = ?`
-	convInfoSQL    = `SELECT ` + summaryColumns + ` FROM conversations WHERE id = ?`
-	convExistsSQL  = `SELECT count(*) FROM conversations WHERE id = ?`
-	convDeleteSQL  = `DELETE FROM conversations WHERE id = ?`
+	// convLockSQL reads the conversation's id: every write to a
+	// conversation's records reads it first (locking the row where the
+	// dialect locks rows), so writes of one conversation run one after the
+	// other on every backend.
+	convLockSQL   = `SELECT id FROM conversations WHERE id = ?`
+	convGetSQL    = `SELECT ` + convColumns + ` FROM conversations WHERE id = ?`
+	convInfoSQL   = `SELECT ` + summaryColumns + ` FROM conversations WHERE id = ?`
+	convExistsSQL = `SELECT count(*) FROM conversations WHERE id = ?`
+	convDeleteSQL = `DELETE FROM conversations WHERE id = ?`
 	// convTouchSQL records activity on a conversation's records and tells
 	// whether it exists.
 	convTouchSQL = `UPDATE conversations SET updated_at_ms = ? WHERE id = ?`
@@ -239,13 +246,6 @@ const (
 type versionRow struct {
 	Version     int64 `db:"version"`
 	CreatedAtMS int64 `db:"created_at_ms"`
-}
-
-func b2i(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func nullDoc(d json.RawMessage) any {
@@ -289,10 +289,15 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 		llm = string(b)
 	}
 	var version int64
-	err = c.s.write(ctx, func(tx *wtx) error {
+	err = c.s.write(ctx, func(tx Tx) error {
 		now := store.ToMillis(c.s.now())
+		// Saves of one id serialize, also while the row does not exist
+		// yet (a row lock needs a row).
+		if err := c.s.lockKey(tx, lockClassConversation, conv.ID); err != nil {
+			return err
+		}
 		var cur versionRow
-		err := tx.get(&cur, convVersionSQL, conv.ID)
+		err := tx.Get(&cur, c.s.q.convVersion, conv.ID)
 		exists := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -316,23 +321,23 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 			updated = store.ToMillis(conv.UpdatedAt)
 		}
 		cfg, u := conv.Config, conv.TotalUsage
-		if _, err := tx.exec(convUpsertSQL,
-			conv.ID, v, cfg.Name, cfg.Workspace, cfg.SystemPrompt, cfg.MaxContextLength, b2i(cfg.AutoCompact),
+		if _, err := tx.Exec(convUpsertSQL,
+			conv.ID, v, cfg.Name, cfg.Workspace, cfg.SystemPrompt, cfg.MaxContextLength, cfg.AutoCompact,
 			cfg.AutoCompactThreshold, cfg.StorageType, nullDoc(cfg.QueueConfig), nullDoc(cfg.ConfirmationPolicy),
 			nullDoc(cfg.PermissionPolicy), cfg.ParentID, nullDoc(cfg.SecurityConfig), cfg.PlanningMode,
-			b2i(cfg.GoalTracking), string(conv.State),
+			cfg.GoalTracking, string(conv.State),
 			conv.ContextUsage.UsedTokens, conv.ContextUsage.MaxTokens, conv.ContextUsage.Percent, conv.ContextUsage.Turns,
 			u.PromptTokens, u.CompletionTokens, u.TotalTokens, nullInt(u.CacheReadTokens), nullInt(u.CacheWriteTokens),
-			conv.TotalCost, conv.ModelName, string(toolNames), b2i(conv.ThinkingEnabled), nullInt(conv.ThinkingBudget),
+			conv.TotalCost, conv.ModelName, string(toolNames), conv.ThinkingEnabled, nullInt(conv.ThinkingBudget),
 			llm, string(tasks), conv.ParentID, int64(len(conv.Messages)), created, updated,
 		); err != nil {
 			return err
 		}
 		if exists {
-			if _, err := tx.exec(msgDeleteAllSQL, conv.ID); err != nil {
+			if _, err := tx.Exec(msgDeleteAllSQL, conv.ID); err != nil {
 				return err
 			}
-			if _, err := tx.exec(costDeleteAllSQL, conv.ID); err != nil {
+			if _, err := tx.Exec(costDeleteAllSQL, conv.ID); err != nil {
 				return err
 			}
 		}
@@ -341,7 +346,7 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 			if !m.CreatedAt.IsZero() {
 				at = store.ToMillis(m.CreatedAt)
 			}
-			if _, err := tx.exec(msgInsertSQL, conv.ID, int64(i), m.Role, string(contents[i]), at); err != nil {
+			if _, err := tx.Exec(msgInsertSQL, conv.ID, int64(i), m.Role, string(contents[i]), at); err != nil {
 				return err
 			}
 		}
@@ -357,7 +362,7 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 	return version, nil
 }
 
-func insertCostRecords(tx *wtx, id string, first int64, recs []store.CostRecord, now int64) error {
+func insertCostRecords(tx Tx, id string, first int64, recs []store.CostRecord, now int64) error {
 	for i, r := range recs {
 		at := now
 		if !r.Timestamp.IsZero() {
@@ -367,7 +372,7 @@ func insertCostRecords(tx *wtx, id string, first int64, recs []store.CostRecord,
 		if r.CostUSD != nil {
 			cost = *r.CostUSD
 		}
-		if _, err := tx.exec(costInsertSQL, id, first+int64(i), r.Model, r.Provider, r.PromptTokens,
+		if _, err := tx.Exec(costInsertSQL, id, first+int64(i), r.Model, r.Provider, r.PromptTokens,
 			r.CompletionTokens, r.TotalTokens, cost, at, r.SessionID); err != nil {
 			return err
 		}
@@ -423,26 +428,26 @@ func (c *Conversations) Load(ctx context.Context, id string) (store.Conversation
 		return store.Conversation{}, err
 	}
 	var out store.Conversation
-	err := c.s.readTx(ctx, func(r *rtx) error {
+	err := c.s.readTx(ctx, func(r Tx) error {
 		var row convRow
-		if err := r.get(&row, convGetSQL, id); errors.Is(err, sql.ErrNoRows) {
+		if err := r.Get(&row, convGetSQL, id); errors.Is(err, sql.ErrNoRows) {
 			return notFound(id)
 		} else if err != nil {
-			return mapErr(err)
+			return err
 		}
 		conv, err := row.conversation()
 		if err != nil {
 			return err
 		}
 		var msgs []msgRow
-		if err := r.selectRows(&msgs, msgAllSQL, id); err != nil {
+		if err := r.Select(&msgs, msgAllSQL, id); err != nil {
 			return err
 		}
 		if conv.Messages, err = decodeMessages(id, msgs); err != nil {
 			return err
 		}
 		var costs []costRow
-		if err := r.selectRows(&costs, costAllSQL, id); err != nil {
+		if err := r.Select(&costs, costAllSQL, id); err != nil {
 			return err
 		}
 		conv.CostRecords = make([]store.CostRecord, len(costs))
@@ -471,7 +476,7 @@ func (c *Conversations) Info(ctx context.Context, id string) (store.Conversation
 	if err := c.s.get(ctx, &row, convInfoSQL, id); errors.Is(err, sql.ErrNoRows) {
 		return store.ConversationSummary{}, notFound(id)
 	} else if err != nil {
-		return store.ConversationSummary{}, mapErr(err)
+		return store.ConversationSummary{}, err
 	}
 	return row.summary(), nil
 }
@@ -482,8 +487,8 @@ func (c *Conversations) Delete(ctx context.Context, id string) error {
 	if err := store.ValidateID("id", id); err != nil {
 		return err
 	}
-	return c.s.write(ctx, func(tx *wtx) error {
-		res, err := tx.exec(convDeleteSQL, id)
+	return c.s.write(ctx, func(tx Tx) error {
+		res, err := tx.Exec(convDeleteSQL, id)
 		if err != nil {
 			return err
 		}
@@ -507,7 +512,7 @@ func (c *Conversations) Exists(ctx context.Context, id string) (bool, error) {
 func (c *Conversations) exists(ctx context.Context, id string) (bool, error) {
 	var n int64
 	if err := c.s.get(ctx, &n, convExistsSQL, id); err != nil {
-		return false, mapErr(err)
+		return false, err
 	}
 	return n > 0, nil
 }
@@ -527,8 +532,8 @@ func (c *Conversations) mustExist(ctx context.Context, id string) error {
 
 // touch marks activity on the conversation inside a write and reports a
 // missing conversation.
-func (c *Conversations) touch(tx *wtx, id string) error {
-	res, err := tx.exec(convTouchSQL, store.ToMillis(c.s.now()), id)
+func (c *Conversations) touch(tx Tx, id string) error {
+	res, err := tx.Exec(convTouchSQL, store.ToMillis(c.s.now()), id)
 	if err != nil {
 		return err
 	}
@@ -581,4 +586,16 @@ func (c *Conversations) List(ctx context.Context, f store.ConversationFilter) (s
 		page.Items = append(page.Items, rows[i].summary())
 	}
 	return page, nil
+}
+
+// lockConv reads the conversation row for the rest of the transaction
+// (locking it where the dialect locks rows) and reports a missing
+// conversation.
+func (c *Conversations) lockConv(tx Tx, id string) error {
+	var got string
+	err := tx.Get(&got, c.s.q.convLock, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound(id)
+	}
+	return err
 }

@@ -1,4 +1,4 @@
-package sqlstore
+package sqlcore
 
 import (
 	"context"
@@ -36,10 +36,10 @@ func encodeTraces(events []store.TraceEvent) ([][]byte, error) {
 	return docs, nil
 }
 
-func (c *Conversations) insertTraces(tx *wtx, id string, first int64, events []store.TraceEvent, docs [][]byte) error {
+func (c *Conversations) insertTraces(tx Tx, id string, first int64, events []store.TraceEvent, docs [][]byte) error {
 	now := store.ToMillis(c.s.now())
 	for i, ev := range events {
-		if _, err := tx.exec(traceInsertSQL, id, first+int64(i), ev.Kind, ev.Name, string(docs[i]), now); err != nil {
+		if _, err := tx.Exec(traceInsertSQL, id, first+int64(i), ev.Kind, ev.Name, string(docs[i]), now); err != nil {
 			return err
 		}
 	}
@@ -57,7 +57,7 @@ func (c *Conversations) AppendTraces(ctx context.Context, id string, events ...s
 		return 0, err
 	}
 	var first int64
-	err = c.s.write(ctx, func(tx *wtx) error {
+	err = c.s.write(ctx, func(tx Tx) error {
 		if err := c.touch(tx, id); err != nil {
 			return err
 		}
@@ -87,11 +87,11 @@ func (c *Conversations) SaveTraces(ctx context.Context, id string, events []stor
 	if err != nil {
 		return err
 	}
-	return c.s.write(ctx, func(tx *wtx) error {
+	return c.s.write(ctx, func(tx Tx) error {
 		if err := c.touch(tx, id); err != nil {
 			return err
 		}
-		if _, err := tx.exec(traceDeleteAllSQL, id); err != nil {
+		if _, err := tx.Exec(traceDeleteAllSQL, id); err != nil {
 			return err
 		}
 		return c.insertTraces(tx, id, 0, events, docs)
@@ -110,10 +110,7 @@ func (c *Conversations) Traces(ctx context.Context, id string, from int64, limit
 	if limit < 0 {
 		return nil, store.Invalid("limit", "must not be negative")
 	}
-	lim := int64(limit)
-	if limit == 0 {
-		lim = -1 // SQLite: no limit
-	}
+	lim := c.s.limit(limit)
 	var rows []traceRow
 	if err := c.s.selectRows(ctx, &rows, traceRangeSQL, id, from, lim); err != nil {
 		return nil, err

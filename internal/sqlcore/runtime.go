@@ -1,4 +1,4 @@
-package sqlstore
+package sqlcore
 
 import (
 	"context"
@@ -104,7 +104,6 @@ const (
 
 	rtGetSQL = `SELECT ` + rtColumns + ` FROM runtime_sessions WHERE id = ?`
 
-	rtTouchSQL = `UPDATE runtime_sessions SET last_active_ms = max(last_active_ms, ?) WHERE id = ?`
 
 	rtSetOverridesSQL = `UPDATE runtime_sessions SET model = ?, model_provider = ?, temperature = ?
 		WHERE id = ?`
@@ -114,7 +113,7 @@ const (
 	rtCountByAgentSQL = `SELECT agent_alias, count(*) AS n FROM runtime_sessions GROUP BY agent_alias`
 
 	rtEvictSQL = `DELETE FROM runtime_sessions
-		WHERE owner_id = ? AND chat_mode = ? AND turn_running = 0 AND id <> ?
+		WHERE owner_id = ? AND chat_mode = ? AND turn_running = false AND id <> ?
 		RETURNING id, agent_alias`
 
 	rtDeleteSQL = `DELETE FROM runtime_sessions WHERE id = ?`
@@ -135,12 +134,12 @@ func (r *Runtime) Insert(ctx context.Context, req store.NewRuntimeSession) (stor
 		id = uuid.NewString()
 	}
 	owner := sql.NullString{String: req.OwnerID, Valid: req.OwnerID != ""}
-	limit := r.s.cfg.runtime.maxSessions
+	limit := r.s.cfg.MaxSessions
 	var out store.RuntimeSession
-	err := r.s.write(ctx, func(tx *wtx) error {
+	err := r.s.write(ctx, func(tx Tx) error {
 		if limit > 0 {
 			var n int64
-			if err := tx.get(&n, rtCountSQL); err != nil {
+			if err := tx.Get(&n, r.s.q.rtCountLock); err != nil {
 				return err
 			}
 			if n >= limit {
@@ -148,8 +147,8 @@ func (r *Runtime) Insert(ctx context.Context, req store.NewRuntimeSession) (stor
 			}
 		}
 		now := store.ToMillis(r.s.now())
-		_, err := tx.exec(rtInsertSQL, id, req.AgentAlias, req.WorkspaceDir, string(req.ChatMode), owner, now, now)
-		if isUniqueViolation(err) {
+		_, err := tx.Exec(rtInsertSQL, id, req.AgentAlias, req.WorkspaceDir, string(req.ChatMode), owner, now, now)
+		if r.s.isUnique(err) {
 			return &store.ConflictError{Resource: "runtime_session", ID: id, Reason: "id exists"}
 		}
 		if err != nil {
@@ -179,7 +178,7 @@ func (r *Runtime) Get(ctx context.Context, id string) (store.RuntimeSession, err
 		return store.RuntimeSession{}, rtNotFound(id)
 	}
 	if err != nil {
-		return store.RuntimeSession{}, mapErr(err)
+		return store.RuntimeSession{}, err
 	}
 	return row.session(), nil
 }
@@ -193,8 +192,8 @@ func (r *Runtime) Touch(ctx context.Context, id string) error {
 	if err := store.ValidateID("id", id); err != nil {
 		return err
 	}
-	return r.s.write(ctx, func(tx *wtx) error {
-		res, err := tx.exec(rtTouchSQL, store.ToMillis(r.s.now()), id)
+	return r.s.write(ctx, func(tx Tx) error {
+		res, err := tx.Exec(r.s.q.rtTouch, store.ToMillis(r.s.now()), id)
 		if err != nil {
 			return err
 		}
@@ -216,9 +215,9 @@ func (r *Runtime) SetOverrides(ctx context.Context, id string, patch store.Overr
 		return store.Overrides{}, err
 	}
 	var out store.Overrides
-	err := r.s.write(ctx, func(tx *wtx) error {
+	err := r.s.write(ctx, func(tx Tx) error {
 		var row rtRow
-		err := tx.get(&row, rtGetSQL, id)
+		err := tx.Get(&row, r.s.q.rtGetLock, id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return rtNotFound(id)
 		}
@@ -226,7 +225,7 @@ func (r *Runtime) SetOverrides(ctx context.Context, id string, patch store.Overr
 			return err
 		}
 		merged := row.overrides().Merge(patch)
-		if _, err := tx.exec(rtSetOverridesSQL, nullString(merged.Model), nullString(merged.Provider),
+		if _, err := tx.Exec(rtSetOverridesSQL, nullString(merged.Model), nullString(merged.Provider),
 			nullFloat(merged.Temperature), id); err != nil {
 			return err
 		}
@@ -264,7 +263,7 @@ func (r *Runtime) ListIDs(ctx context.Context, req store.ListIDsRequest) (store.
 func (r *Runtime) Count(ctx context.Context) (int64, error) {
 	var n int64
 	if err := r.s.get(ctx, &n, rtCountSQL); err != nil {
-		return 0, mapErr(err)
+		return 0, err
 	}
 	return n, nil
 }
@@ -291,14 +290,14 @@ func (r *Runtime) HistoryLen(ctx context.Context, id string) (int64, error) {
 		return 0, err
 	}
 	var n int64
-	err := r.s.readTx(ctx, func(rx *rtx) error {
+	err := r.s.readTx(ctx, func(rx Tx) error {
 		var one int
-		if err := rx.get(&one, rtExistsSQL, id); errors.Is(err, sql.ErrNoRows) {
+		if err := rx.Get(&one, rtExistsSQL, id); errors.Is(err, sql.ErrNoRows) {
 			return rtNotFound(id)
 		} else if err != nil {
-			return mapErr(err)
+			return err
 		}
-		return mapErr(rx.get(&n, rtHistoryLenSQL, id))
+		return rx.Get(&n, rtHistoryLenSQL, id)
 	})
 	if err != nil {
 		return 0, err
@@ -320,14 +319,14 @@ func (r *Runtime) HistorySlice(ctx context.Context, id string, from int64, limit
 		return nil, err
 	}
 	var rows []msgRow
-	err = r.s.readTx(ctx, func(rx *rtx) error {
+	err = r.s.readTx(ctx, func(rx Tx) error {
 		var one int
-		if err := rx.get(&one, rtExistsSQL, id); errors.Is(err, sql.ErrNoRows) {
+		if err := rx.Get(&one, rtExistsSQL, id); errors.Is(err, sql.ErrNoRows) {
 			return rtNotFound(id)
 		} else if err != nil {
-			return mapErr(err)
+			return err
 		}
-		return rx.selectRows(&rows, msgRangeSQL, id, from, n)
+		return rx.Select(&rows, msgRangeSQL, id, from, n)
 	})
 	if err != nil {
 		return nil, err
@@ -342,12 +341,12 @@ func (r *Runtime) EvictSameModeSiblings(ctx context.Context, req store.EvictRequ
 		return nil, err
 	}
 	var out []store.Evicted
-	err := r.s.write(ctx, func(tx *wtx) error {
+	err := r.s.write(ctx, func(tx Tx) error {
 		var rows []struct {
 			ID    string `db:"id"`
 			Alias string `db:"agent_alias"`
 		}
-		if err := tx.selectRows(&rows, rtEvictSQL, req.OwnerID, string(req.ChatMode), req.ExceptID); err != nil {
+		if err := tx.Select(&rows, rtEvictSQL, req.OwnerID, string(req.ChatMode), req.ExceptID); err != nil {
 			return err
 		}
 		out = make([]store.Evicted, len(rows))
@@ -361,7 +360,7 @@ func (r *Runtime) EvictSameModeSiblings(ctx context.Context, req store.EvictRequ
 	}
 	slices.SortFunc(out, func(a, b store.Evicted) int { return strings.Compare(a.ID, b.ID) })
 	if len(out) > 0 {
-		r.s.cfg.logger.Debug("sqlstore: evicted same-mode sibling sessions", "owner_id", req.OwnerID, "count", len(out))
+		r.s.log.Debug("evicted same-mode sibling sessions", "owner_id", req.OwnerID, "count", len(out))
 	}
 	return out, nil
 }
@@ -387,9 +386,9 @@ func (r *Runtime) remove(ctx context.Context, id string, cause store.CancelCause
 		fire    turnKey
 		fired   store.CancelCause
 	)
-	err := r.s.write(ctx, func(tx *wtx) error {
+	err := r.s.write(ctx, func(tx Tx) error {
 		existed, fire, fired = false, turnKey{}, ""
-		t, err := readTurn(tx, id)
+		t, err := r.readTurn(tx, id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
@@ -403,12 +402,12 @@ func (r *Runtime) remove(ctx context.Context, id string, cause store.CancelCause
 				return err
 			}
 		}
-		if _, err := tx.exec(rtDeleteSQL, id); err != nil {
+		if _, err := tx.Exec(rtDeleteSQL, id); err != nil {
 			return err
 		}
 		// The conversation of the same id goes in the same transaction
 		// (its messages, artifacts, traces, runs and reports cascade).
-		if _, err := tx.exec(convDeleteSQL, id); err != nil {
+		if _, err := tx.Exec(convDeleteSQL, id); err != nil {
 			return err
 		}
 		existed = true
@@ -421,7 +420,7 @@ func (r *Runtime) remove(ctx context.Context, id string, cause store.CancelCause
 		r.s.turns.fire(fire, cancelled(fire, fired))
 	}
 	if existed {
-		r.s.cfg.logger.Debug("sqlstore: removed runtime session", "session_id", id, "cause", string(cause))
+		r.s.log.Debug("removed runtime session", "session_id", id, "cause", string(cause))
 	}
 	return existed, nil
 }

@@ -1,4 +1,4 @@
-package sqlstore
+package sqlcore
 
 import (
 	"context"
@@ -165,23 +165,6 @@ type pollKey struct {
 	Gen uint64 `json:"gen"`
 }
 
-// rtPollSQL returns the watched turns that are no longer running as
-// begun: cancelled, superseded, ended or removed. Each lookup is by primary
-// key. Parameter: JSON array of {"id", "gen"}.
-const rtPollSQL = `SELECT
-		j.value ->> 'id' AS id,
-		j.value ->> 'gen' AS gen,
-		s.id IS NOT NULL AS present,
-		coalesce(s.turn_gen, 0) AS turn_gen,
-		coalesce(s.turn_running, 0) AS turn_running,
-		coalesce(s.turn_cancel, '') AS turn_cancel,
-		coalesce(c.cause, '') AS cause
-	FROM json_each(?) AS j
-	LEFT JOIN runtime_sessions AS s ON s.id = j.value ->> 'id'
-	LEFT JOIN runtime_cancel_causes AS c
-		ON c.session_id = j.value ->> 'id' AND c.generation = j.value ->> 'gen'
-	WHERE s.id IS NULL OR s.turn_gen <> j.value ->> 'gen' OR s.turn_running = 0 OR s.turn_cancel <> ''`
-
 type pollRow struct {
 	ID          string `db:"id"`
 	Gen         int64  `db:"gen"`
@@ -210,7 +193,9 @@ func (p *pollRow) reason(k turnKey) error {
 }
 
 // pollTurns is the poller: while the Store has running turns it checks
-// them every poll interval and fires those cancelled elsewhere.
+// them every poll interval, and at once when the backend's TurnWake says
+// another process may have changed one, and fires those cancelled
+// elsewhere.
 func (s *Store) pollTurns(stop, done chan struct{}) {
 	defer close(done)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -222,20 +207,36 @@ func (s *Store) pollTurns(stop, done chan struct{}) {
 		case <-ctx.Done():
 		}
 	}()
-	tick := time.NewTicker(s.cfg.runtime.cancelPoll)
+	wake := make(chan struct{}, 1)
+	if s.cfg.TurnWake != nil {
+		listening := make(chan struct{})
+		go func() {
+			defer close(listening)
+			s.cfg.TurnWake(ctx, func() {
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			})
+		}()
+		defer func() { <-listening }() // after cancel (deferred first, runs last)
+		defer cancel()
+	}
+	tick := time.NewTicker(s.cfg.CancelPoll)
 	defer tick.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-tick.C:
+		case <-wake:
 		}
 		keys := s.turns.watchList()
 		if keys == nil {
 			return
 		}
 		if err := s.pollOnce(ctx, keys); err != nil && ctx.Err() == nil {
-			s.cfg.logger.Warn("sqlstore: checking running turns for cancels failed; retrying", "err", err)
+			s.log.Warn("checking running turns for cancels failed; retrying", "err", err)
 		}
 	}
 }
@@ -246,7 +247,7 @@ func (s *Store) pollOnce(ctx context.Context, keys []pollKey) error {
 		return err
 	}
 	var rows []pollRow
-	if err := s.selectRows(ctx, &rows, rtPollSQL, string(b)); err != nil {
+	if err := s.selectRows(ctx, &rows, s.d.PollTurnsSQL, string(b)); err != nil {
 		return err
 	}
 	for i := range rows {
@@ -254,4 +255,14 @@ func (s *Store) pollOnce(ctx context.Context, keys []pollKey) error {
 		s.turns.fire(k, rows[i].reason(k))
 	}
 	return nil
+}
+
+// TurnState reports how many turns of this Store are registered, how many
+// of them the poller watches, and whether the poller runs (for tests and
+// diagnostics).
+func (s *Store) TurnState() (turns, watched int, polling bool) {
+	r := &s.turns
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.turns), r.watched, r.polling
 }

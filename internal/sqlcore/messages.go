@@ -1,4 +1,4 @@
-package sqlstore
+package sqlcore
 
 import (
 	"context"
@@ -21,7 +21,7 @@ const (
 		WHERE id = ?`
 	// convCountSQL adjusts the message count and version after a removal.
 	convCountSQL = `UPDATE conversations SET version = version + 1, message_count = message_count - ?,
-		updated_at_ms = CASE WHEN ? THEN ? ELSE updated_at_ms END WHERE id = ?`
+		updated_at_ms = CASE WHEN CAST(? AS INTEGER) = 1 THEN CAST(? AS BIGINT) ELSE updated_at_ms END WHERE id = ?`
 
 	// msgLastSQL finds the last position through the (session_id, seq)
 	// index: one index probe, whatever the length of the history.
@@ -71,10 +71,10 @@ func (c *Conversations) Append(ctx context.Context, req store.AppendRequest) (st
 		return store.AppendResult{}, err
 	}
 	var out store.AppendResult
-	err = c.s.write(ctx, func(tx *wtx) error {
+	err = c.s.write(ctx, func(tx Tx) error {
 		now := store.ToMillis(c.s.now())
 		var row appendRow
-		if err := tx.get(&row, convAppendGetSQL, req.ID); errors.Is(err, sql.ErrNoRows) {
+		if err := tx.Get(&row, c.s.q.convAppendGet, req.ID); errors.Is(err, sql.ErrNoRows) {
 			return notFound(req.ID)
 		} else if err != nil {
 			return err
@@ -91,7 +91,7 @@ func (c *Conversations) Append(ctx context.Context, req store.AppendRequest) (st
 			if !m.CreatedAt.IsZero() {
 				at = store.ToMillis(m.CreatedAt)
 			}
-			if _, err := tx.exec(msgInsertSQL, req.ID, next+int64(i), m.Role, string(contents[i]), at); err != nil {
+			if _, err := tx.Exec(msgInsertSQL, req.ID, next+int64(i), m.Role, string(contents[i]), at); err != nil {
 				return err
 			}
 		}
@@ -123,7 +123,7 @@ func (c *Conversations) Append(ctx context.Context, req store.AppendRequest) (st
 		}
 		count := row.MessageCount + int64(len(req.Messages))
 		version := row.Version + 1
-		if _, err := tx.exec(convAppendSetSQL, version, count, now,
+		if _, err := tx.Exec(convAppendSetSQL, version, count, now,
 			u.PromptTokens, u.CompletionTokens, u.TotalTokens, nullInt(u.CacheReadTokens), nullInt(u.CacheWriteTokens),
 			cost, cu.UsedTokens, cu.MaxTokens, cu.Percent, cu.Turns, req.ID); err != nil {
 			return err
@@ -139,9 +139,9 @@ func (c *Conversations) Append(ctx context.Context, req store.AppendRequest) (st
 
 // nextSeq returns one past the last sequence number query finds for id
 // (0 when there is none).
-func nextSeq(tx *wtx, query, id string, args ...any) (int64, error) {
+func nextSeq(tx Tx, query, id string, args ...any) (int64, error) {
 	var last int64
-	err := tx.get(&last, query, append([]any{id}, args...)...)
+	err := tx.Get(&last, query, append([]any{id}, args...)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
@@ -242,7 +242,7 @@ func (c *Conversations) MessageCount(ctx context.Context, id string) (int64, err
 	if err := c.s.get(ctx, &n, msgCountSQL, id); errors.Is(err, sql.ErrNoRows) {
 		return 0, notFound(id)
 	} else if err != nil {
-		return 0, mapErr(err)
+		return 0, err
 	}
 	return n, nil
 }
@@ -254,17 +254,13 @@ func (c *Conversations) PopMessage(ctx context.Context, id string) (store.Messag
 		return store.Message{}, err
 	}
 	var out store.Message
-	err := c.s.write(ctx, func(tx *wtx) error {
+	err := c.s.write(ctx, func(tx Tx) error {
+		if err := c.lockConv(tx, id); err != nil {
+			return err
+		}
 		var row msgRow
-		err := tx.get(&row, msgLastRowSQL, id)
+		err := tx.Get(&row, msgLastRowSQL, id)
 		if errors.Is(err, sql.ErrNoRows) {
-			var n int64
-			if err := tx.get(&n, convExistsSQL, id); err != nil {
-				return err
-			}
-			if n == 0 {
-				return notFound(id)
-			}
 			return &store.NotFoundError{Resource: "message", ID: id}
 		}
 		if err != nil {
@@ -274,10 +270,10 @@ func (c *Conversations) PopMessage(ctx context.Context, id string) (store.Messag
 		if err != nil {
 			return err
 		}
-		if _, err := tx.exec(msgDeleteOneSQL, id, row.Seq); err != nil {
+		if _, err := tx.Exec(msgDeleteOneSQL, id, row.Seq); err != nil {
 			return err
 		}
-		if _, err := tx.exec(convCountSQL, 1, 1, store.ToMillis(c.s.now()), id); err != nil {
+		if _, err := tx.Exec(convCountSQL, 1, 1, store.ToMillis(c.s.now()), id); err != nil {
 			return err
 		}
 		out = m
@@ -296,19 +292,15 @@ func (c *Conversations) TrimMessages(ctx context.Context, id string, keepLast in
 		return 0, store.Invalid("keep_last", "must not be negative")
 	}
 	var removed int64
-	err := c.s.write(ctx, func(tx *wtx) error {
-		var n int64
-		if err := tx.get(&n, convExistsSQL, id); err != nil {
+	err := c.s.write(ctx, func(tx Tx) error {
+		if err := c.lockConv(tx, id); err != nil {
 			return err
-		}
-		if n == 0 {
-			return notFound(id)
 		}
 		next, err := nextSeq(tx, msgLastSQL, id)
 		if err != nil {
 			return err
 		}
-		res, err := tx.exec(msgDeleteHeadSQL, id, next-int64(keepLast))
+		res, err := tx.Exec(msgDeleteHeadSQL, id, next-int64(keepLast))
 		if err != nil {
 			return err
 		}
@@ -316,7 +308,7 @@ func (c *Conversations) TrimMessages(ctx context.Context, id string, keepLast in
 			return err
 		}
 		if removed > 0 {
-			if _, err := tx.exec(convCountSQL, removed, 0, 0, id); err != nil {
+			if _, err := tx.Exec(convCountSQL, removed, 0, 0, id); err != nil {
 				return err
 			}
 		}
@@ -371,18 +363,15 @@ func (c *Conversations) DeleteUpdatedBefore(ctx context.Context, t time.Time, li
 	if limit < 0 {
 		return 0, store.Invalid("limit", "must not be negative")
 	}
-	lim := int64(limit)
-	if limit == 0 {
-		lim = -1 // SQLite: no limit
-	}
+	lim := c.s.limit(limit)
 	var n int64
-	err := c.s.write(ctx, func(tx *wtx) error {
+	err := c.s.write(ctx, func(tx Tx) error {
 		var ids []string
-		if err := tx.selectRows(&ids, staleSQL, store.ToMillis(t), lim); err != nil {
+		if err := tx.Select(&ids, staleSQL, store.ToMillis(t), lim); err != nil {
 			return err
 		}
 		for _, id := range ids {
-			if _, err := tx.exec(convDeleteSQL, id); err != nil {
+			if _, err := tx.Exec(convDeleteSQL, id); err != nil {
 				return err
 			}
 		}
@@ -390,7 +379,7 @@ func (c *Conversations) DeleteUpdatedBefore(ctx context.Context, t time.Time, li
 		return nil
 	})
 	if err == nil && n > 0 {
-		c.s.cfg.logger.Info("sqlstore: deleted conversations not updated since", "before", t, "removed", n)
+		c.s.log.Info("deleted conversations not updated since", "before", t, "removed", n)
 	}
 	return n, err
 }

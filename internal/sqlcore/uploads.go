@@ -1,4 +1,4 @@
-package sqlstore
+package sqlcore
 
 import (
 	"bytes"
@@ -69,7 +69,7 @@ func (r *Runtime) PutUpload(ctx context.Context, req store.PutUploadRequest) (st
 	if err := req.Validate(); err != nil {
 		return store.Upload{}, err
 	}
-	sum, err := req.CheckContent(r.s.cfg.runtime.maxUploadBytes)
+	sum, err := req.CheckContent(r.s.cfg.MaxUploadBytes)
 	if err != nil {
 		return store.Upload{}, err
 	}
@@ -79,18 +79,24 @@ func (r *Runtime) PutUpload(ctx context.Context, req store.PutUploadRequest) (st
 	}
 	size := int64(len(content))
 	var out store.Upload
-	err = r.s.write(ctx, func(tx *wtx) error {
+	err = r.s.write(ctx, func(tx Tx) error {
 		var one int
-		if err := tx.get(&one, rtExistsSQL, req.SessionID); errors.Is(err, sql.ErrNoRows) {
+		// The session must outlive the transaction (where the dialect
+		// locks rows: the lock a foreign key check takes).
+		if err := tx.Get(&one, r.s.q.rtKeyShare, req.SessionID); errors.Is(err, sql.ErrNoRows) {
 			return rtNotFound(req.SessionID)
 		} else if err != nil {
 			return err
 		}
-		if _, err := tx.exec(upPutBlobSQL, sum[:], size, content); err != nil {
+		// Writers of one digest serialize with the blob collector.
+		if err := r.s.lockKey(tx, lockClassUploadBlob, hex.EncodeToString(sum[:])); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(upPutBlobSQL, sum[:], size, content); err != nil {
 			return err
 		}
 		now := r.s.now()
-		if _, err := tx.exec(upPutSQL, req.SessionID, req.RefID, req.Marker, req.WorkspacePath,
+		if _, err := tx.Exec(upPutSQL, req.SessionID, req.RefID, req.Marker, req.WorkspacePath,
 			sum[:], size, store.ToMillis(now)); err != nil {
 			return err
 		}
@@ -115,7 +121,7 @@ func (r *Runtime) missingUpload(ctx context.Context, sessionID, refID string) er
 		return rtNotFound(sessionID)
 	}
 	if err != nil {
-		return mapErr(err)
+		return err
 	}
 	return &store.NotFoundError{Resource: "upload", ID: refID}
 }
@@ -138,7 +144,7 @@ func (r *Runtime) GetUpload(ctx context.Context, sessionID, refID string) (store
 		return store.Upload{}, r.missingUpload(ctx, sessionID, refID)
 	}
 	if err != nil {
-		return store.Upload{}, mapErr(err)
+		return store.Upload{}, err
 	}
 	return row.upload(), nil
 }
@@ -158,11 +164,11 @@ func (r *Runtime) ReadUpload(ctx context.Context, sessionID, refID string) (stor
 		return store.Upload{}, nil, r.missingUpload(ctx, sessionID, refID)
 	}
 	if err != nil {
-		return store.Upload{}, nil, mapErr(err)
+		return store.Upload{}, nil, err
 	}
 	sum := sha256.Sum256(row.Content)
 	if !bytes.Equal(sum[:], row.SHA256) || int64(len(row.Content)) != row.SizeBytes {
-		r.s.cfg.logger.Error("sqlstore: upload content does not match its digest",
+		r.s.log.Error("upload content does not match its digest",
 			"session_id", sessionID, "ref_id", refID)
 		return store.Upload{}, nil, fmt.Errorf("%w: upload content does not match its digest", store.ErrCorrupt)
 	}
@@ -183,7 +189,7 @@ func (r *Runtime) ListUploads(ctx context.Context, req store.ListUploadsRequest)
 	if err := r.s.get(ctx, &one, rtExistsSQL, req.SessionID); errors.Is(err, sql.ErrNoRows) {
 		return store.Page[store.Upload]{}, rtNotFound(req.SessionID)
 	} else if err != nil {
-		return store.Page[store.Upload]{}, mapErr(err)
+		return store.Page[store.Upload]{}, err
 	}
 	var rows []upRow
 	if err := r.s.selectRows(ctx, &rows, upListSQL, req.SessionID, req.After, req.Limit+1); err != nil {

@@ -1,4 +1,4 @@
-package sqlstore
+package sqlcore
 
 import (
 	"context"
@@ -36,10 +36,10 @@ func encodeReports(reports []store.VerificationReport) ([][]byte, error) {
 	return docs, nil
 }
 
-func (c *Conversations) insertReports(tx *wtx, id string, first int64, reports []store.VerificationReport, docs [][]byte) error {
+func (c *Conversations) insertReports(tx Tx, id string, first int64, reports []store.VerificationReport, docs [][]byte) error {
 	now := store.ToMillis(c.s.now())
 	for i, r := range reports {
-		if _, err := tx.exec(reportInsertSQL, id, first+int64(i), r.Subject, r.Status, string(docs[i]), now); err != nil {
+		if _, err := tx.Exec(reportInsertSQL, id, first+int64(i), r.Subject, r.Status, string(docs[i]), now); err != nil {
 			return err
 		}
 	}
@@ -56,7 +56,7 @@ func (c *Conversations) AddReports(ctx context.Context, id string, reports ...st
 	if err != nil {
 		return err
 	}
-	return c.s.write(ctx, func(tx *wtx) error {
+	return c.s.write(ctx, func(tx Tx) error {
 		if err := c.touch(tx, id); err != nil {
 			return err
 		}
@@ -78,11 +78,11 @@ func (c *Conversations) SaveReports(ctx context.Context, id string, reports []st
 	if err != nil {
 		return err
 	}
-	return c.s.write(ctx, func(tx *wtx) error {
+	return c.s.write(ctx, func(tx Tx) error {
 		if err := c.touch(tx, id); err != nil {
 			return err
 		}
-		if _, err := tx.exec(reportDeleteAllSQL, id); err != nil {
+		if _, err := tx.Exec(reportDeleteAllSQL, id); err != nil {
 			return err
 		}
 		return c.insertReports(tx, id, 0, reports, docs)

@@ -1,10 +1,11 @@
-package sqlstore
+package sqlcore
 
 import (
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -37,8 +38,8 @@ const (
 	// (or none). Parameters: 1 now, 2 app, 3 user, 4 session, 5 expected
 	// version (0 = any), 6 events added (0 or 1).
 	asBumpSQL = `UPDATE agent_sessions
-		SET version = version + 1, event_count = event_count + ?6, updated_at_ms = ?1
-		WHERE app = ?2 AND user_id = ?3 AND session_id = ?4 AND (?5 = 0 OR version = ?5)
+		SET version = version + 1, event_count = event_count + CAST(?6 AS BIGINT), updated_at_ms = ?1
+		WHERE app = ?2 AND user_id = ?3 AND session_id = ?4 AND (CAST(?5 AS BIGINT) = 0 OR version = CAST(?5 AS BIGINT))
 		RETURNING pk, version, event_count`
 
 	asDeleteSQL = `DELETE FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id = ?`
@@ -81,11 +82,10 @@ const (
 	stUserGetSQL    = `SELECT key, value FROM agent_user_state WHERE app = ? AND user_id = ?`
 	stSessionGetSQL = `SELECT key, value FROM agent_session_state WHERE session_pk = ?`
 
-	// States of a page of sessions; the parameter is a JSON array.
-	stUsersGetSQL = `SELECT user_id, key, value FROM agent_user_state
-		WHERE app = ? AND user_id IN (SELECT value FROM json_each(?))`
-	stSessionsGetSQL = `SELECT session_pk, key, value FROM agent_session_state
-		WHERE session_pk IN (SELECT value FROM json_each(?))`
+	// States of a page of sessions (the dialect spells the list; see
+	// statements).
+	stUsersGetSQL    = `SELECT user_id, key, value FROM agent_user_state WHERE app = ? AND `
+	stSessionsGetSQL = `SELECT session_pk, key, value FROM agent_session_state WHERE `
 )
 
 // asRow is an agent_sessions row.
@@ -127,20 +127,22 @@ func kvMap(rows []kv) map[string]json.RawMessage {
 }
 
 // putState writes a delta into the scopes of key (pk is the session's
-// row, used when delta has session keys).
-func putState(tx *wtx, key store.SessionKey, pk int64, delta store.ScopedState) error {
-	for k, v := range delta.App {
-		if _, err := tx.exec(stAppPutSQL, key.App, k, string(v)); err != nil {
+// row, used when delta has session keys). Each scope's keys are written in
+// sorted order, so that concurrent deltas to shared app and user state
+// take their row locks in one order and cannot deadlock.
+func putState(tx Tx, key store.SessionKey, pk int64, delta store.ScopedState) error {
+	for _, k := range slices.Sorted(maps.Keys(delta.App)) {
+		if _, err := tx.Exec(stAppPutSQL, key.App, k, string(delta.App[k])); err != nil {
 			return err
 		}
 	}
-	for k, v := range delta.User {
-		if _, err := tx.exec(stUserPutSQL, key.App, key.User, k, string(v)); err != nil {
+	for _, k := range slices.Sorted(maps.Keys(delta.User)) {
+		if _, err := tx.Exec(stUserPutSQL, key.App, key.User, k, string(delta.User[k])); err != nil {
 			return err
 		}
 	}
-	for k, v := range delta.Session {
-		if _, err := tx.exec(stSessionPutSQL, pk, k, string(v)); err != nil {
+	for _, k := range slices.Sorted(maps.Keys(delta.Session)) {
+		if _, err := tx.Exec(stSessionPutSQL, pk, k, string(delta.Session[k])); err != nil {
 			return err
 		}
 	}
@@ -161,11 +163,11 @@ func (a *AgentSessions) CreateSession(ctx context.Context, req store.CreateAgent
 		key.Session = uuid.NewString()
 	}
 	var out store.AgentSession
-	err := a.s.write(ctx, func(tx *wtx) error {
+	err := a.s.write(ctx, func(tx Tx) error {
 		nowMS := store.ToMillis(a.s.now())
 		var pk int64
-		err := tx.get(&pk, asInsertSQL, key.App, key.User, key.Session, nowMS, nowMS)
-		if isUniqueViolation(err) {
+		err := tx.Get(&pk, asInsertSQL, key.App, key.User, key.Session, nowMS, nowMS)
+		if a.s.isUnique(err) {
 			return &store.ConflictError{Resource: "session", ID: key.Session, Reason: "session exists"}
 		}
 		if err != nil {
@@ -175,10 +177,10 @@ func (a *AgentSessions) CreateSession(ctx context.Context, req store.CreateAgent
 			return err
 		}
 		var app, user []kv
-		if err := tx.selectRows(&app, stAppGetSQL, key.App); err != nil {
+		if err := tx.Select(&app, stAppGetSQL, key.App); err != nil {
 			return err
 		}
-		if err := tx.selectRows(&user, stUserGetSQL, key.App, key.User); err != nil {
+		if err := tx.Select(&user, stUserGetSQL, key.App, key.User); err != nil {
 			return err
 		}
 		row := asRow{PK: pk, Version: 1, CreatedAtMS: nowMS, UpdatedAtMS: nowMS}
@@ -200,9 +202,9 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 	}
 	key := req.Key
 	var out store.AgentSession
-	err := a.s.readTx(ctx, func(r *rtx) error {
+	err := a.s.readTx(ctx, func(r Tx) error {
 		var row asRow
-		err := r.scan(asGetSQL, []any{key.App, key.User, key.Session},
+		err := r.Scan(asGetSQL, []any{key.App, key.User, key.Session},
 			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
 		if errors.Is(err, sql.ErrNoRows) {
 			return sessionNotFound(key)
@@ -217,10 +219,7 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 		if !req.IncludeEvents {
 			return nil
 		}
-		limit := int64(-1)
-		if req.Recent > 0 {
-			limit = int64(req.Recent)
-		}
+		limit := a.s.limit(req.Recent)
 		query, args := evRecentSQL, []any{row.PK, limit}
 		if !req.After.IsZero() {
 			query, args = evRecentAfterSQL, []any{row.PK, ceilMillis(req.After), limit}
@@ -250,7 +249,7 @@ func ceilMillis(t time.Time) int64 {
 }
 
 // readState reads the three scopes of a session (pk 0: no session scope).
-func readState(r *rtx, key store.SessionKey, pk int64) (store.ScopedState, error) {
+func readState(r Tx, key store.SessionKey, pk int64) (store.ScopedState, error) {
 	var st store.ScopedState
 	var err error
 	if st.App, err = readKV(r, stAppGetSQL, key.App); err != nil {
@@ -269,9 +268,9 @@ func readState(r *rtx, key store.SessionKey, pk int64) (store.ScopedState, error
 	return st, nil
 }
 
-func readKV(r *rtx, query string, args ...any) (map[string]json.RawMessage, error) {
+func readKV(r Tx, query string, args ...any) (map[string]json.RawMessage, error) {
 	var m map[string]json.RawMessage
-	err := r.query(query, args, func(rows *sql.Rows) error {
+	err := r.Query(query, args, func(rows *sql.Rows) error {
 		var k string
 		var v []byte
 		if err := rows.Scan(&k, &v); err != nil {
@@ -286,9 +285,9 @@ func readKV(r *rtx, query string, args ...any) (map[string]json.RawMessage, erro
 	return m, err
 }
 
-func readEvents(r *rtx, query string, args []any) ([]store.AgentEvent, error) {
+func readEvents(r Tx, query string, args []any) ([]store.AgentEvent, error) {
 	var evs []store.AgentEvent
-	err := r.query(query, args, func(rows *sql.Rows) error {
+	err := r.Query(query, args, func(rows *sql.Rows) error {
 		var ev store.AgentEvent
 		var ts int64
 		var data []byte
@@ -315,7 +314,7 @@ func (a *AgentSessions) ListSessions(ctx context.Context, req store.ListAgentSes
 		cur, _ = store.DecodeSessionCursor(req.Cursor) // validated by Normalize
 	}
 	var page store.Page[store.AgentSession]
-	err = a.s.readTx(ctx, func(r *rtx) error {
+	err = a.s.readTx(ctx, func(r Tx) error {
 		query, args := asListAppSQL, []any{req.App, cur.User, cur.Session, req.Limit + 1}
 		if req.User != "" {
 			after := ""
@@ -327,7 +326,7 @@ func (a *AgentSessions) ListSessions(ctx context.Context, req store.ListAgentSes
 			query, args = asListUserSQL, []any{req.App, req.User, after, req.Limit + 1}
 		}
 		var rows []asRow
-		err := r.query(query, args, func(rs *sql.Rows) error {
+		err := r.Query(query, args, func(rs *sql.Rows) error {
 			var row asRow
 			if err := rs.Scan(&row.PK, &row.User, &row.Session, &row.Version, &row.EventCount,
 				&row.CreatedAtMS, &row.UpdatedAtMS); err != nil {
@@ -348,7 +347,7 @@ func (a *AgentSessions) ListSessions(ctx context.Context, req store.ListAgentSes
 		if len(rows) == 0 {
 			return nil
 		}
-		return fillListState(r, req.App, rows, &page)
+		return a.fillListState(r, req.App, rows, &page)
 	})
 	if err != nil {
 		return store.Page[store.AgentSession]{}, err
@@ -359,7 +358,7 @@ func (a *AgentSessions) ListSessions(ctx context.Context, req store.ListAgentSes
 // fillListState builds the page's sessions with their three scopes: the
 // app scope once, the user scopes of the page's users and the session
 // scopes of its sessions in one query each.
-func fillListState(r *rtx, app string, rows []asRow, page *store.Page[store.AgentSession]) error {
+func (a *AgentSessions) fillListState(r Tx, app string, rows []asRow, page *store.Page[store.AgentSession]) error {
 	appState, err := readKV(r, stAppGetSQL, app)
 	if err != nil {
 		return err
@@ -372,10 +371,16 @@ func fillListState(r *rtx, app string, rows []asRow, page *store.Page[store.Agen
 		}
 		pks = append(pks, row.PK)
 	}
-	usersJSON, _ := json.Marshal(users)
-	pksJSON, _ := json.Marshal(pks)
+	usersArg, err := a.s.d.ListArg(users)
+	if err != nil {
+		return err
+	}
+	pksArg, err := a.s.d.ListArg(pks)
+	if err != nil {
+		return err
+	}
 	userState := map[string]map[string]json.RawMessage{}
-	err = r.query(stUsersGetSQL, []any{app, string(usersJSON)}, func(rs *sql.Rows) error {
+	err = r.Query(a.s.q.stUsersGet, []any{app, usersArg}, func(rs *sql.Rows) error {
 		var u, k string
 		var v []byte
 		if err := rs.Scan(&u, &k, &v); err != nil {
@@ -391,7 +396,7 @@ func fillListState(r *rtx, app string, rows []asRow, page *store.Page[store.Agen
 		return err
 	}
 	sessState := map[int64]map[string]json.RawMessage{}
-	err = r.query(stSessionsGetSQL, []any{string(pksJSON)}, func(rs *sql.Rows) error {
+	err = r.Query(a.s.q.stSessionsGet, []any{pksArg}, func(rs *sql.Rows) error {
 		var pk int64
 		var k string
 		var v []byte
@@ -424,8 +429,8 @@ func (a *AgentSessions) DeleteSession(ctx context.Context, key store.SessionKey)
 	if err := key.Validate(); err != nil {
 		return err
 	}
-	return a.s.write(ctx, func(tx *wtx) error {
-		res, err := tx.exec(asDeleteSQL, key.App, key.User, key.Session)
+	return a.s.write(ctx, func(tx Tx) error {
+		res, err := tx.Exec(asDeleteSQL, key.App, key.User, key.Session)
 		if err != nil {
 			return err
 		}
@@ -442,7 +447,7 @@ func (a *AgentSessions) DeleteSession(ctx context.Context, key store.SessionKey)
 
 // errDuplicateEvent aborts an append whose event id is taken; AppendEvent
 // then tells a replay from a conflict.
-var errDuplicateEvent = errors.New("sqlstore: duplicate event id")
+var errDuplicateEvent = errors.New("sqlcore: duplicate event id")
 
 // AppendEvent appends an event and applies its state delta in one
 // transaction (see store.AgentSessions.AppendEvent).
@@ -456,7 +461,7 @@ func (a *AgentSessions) AppendEvent(ctx context.Context, req store.AppendEventRe
 	}
 	data := string(ev.Data)
 	var res store.AppendEventResult
-	err := a.s.write(ctx, func(tx *wtx) error {
+	err := a.s.write(ctx, func(tx Tx) error {
 		now := a.s.now()
 		ts := ev.Timestamp
 		if ts.IsZero() {
@@ -464,7 +469,7 @@ func (a *AgentSessions) AppendEvent(ctx context.Context, req store.AppendEventRe
 		}
 		tsMS := store.ToMillis(ts)
 		var pk, version, count int64
-		err := tx.scan(asBumpSQL, []any{store.ToMillis(now), key.App, key.User, key.Session, req.ExpectedVersion, 1},
+		err := tx.Scan(asBumpSQL, []any{store.ToMillis(now), key.App, key.User, key.Session, req.ExpectedVersion, 1},
 			&pk, &version, &count)
 		if errors.Is(err, sql.ErrNoRows) {
 			return a.refuseAppend(tx, key, ev, req.ExpectedVersion, &res)
@@ -472,8 +477,8 @@ func (a *AgentSessions) AppendEvent(ctx context.Context, req store.AppendEventRe
 		if err != nil {
 			return err
 		}
-		_, err = tx.exec(evInsertSQL, pk, count, ev.ID, ev.InvocationID, tsMS, data)
-		if isUniqueViolation(err) {
+		_, err = tx.Exec(evInsertSQL, pk, count, ev.ID, ev.InvocationID, tsMS, data)
+		if a.s.isUnique(err) {
 			return errDuplicateEvent
 		}
 		if err != nil {
@@ -500,9 +505,9 @@ func (a *AgentSessions) AppendEvent(ctx context.Context, req store.AppendEventRe
 // refuseAppend runs when the conditional bump matched nothing: the session
 // is missing, or the event is already stored (a replay, reported as a
 // success that writes nothing), or the caller's version is stale.
-func (a *AgentSessions) refuseAppend(tx *wtx, key store.SessionKey, ev store.AgentEvent, expected int64, res *store.AppendEventResult) error {
+func (a *AgentSessions) refuseAppend(tx Tx, key store.SessionKey, ev store.AgentEvent, expected int64, res *store.AppendEventResult) error {
 	var row asRow
-	err := tx.scan(asGetSQL, []any{key.App, key.User, key.Session},
+	err := tx.Scan(asGetSQL, []any{key.App, key.User, key.Session},
 		&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
 	if errors.Is(err, sql.ErrNoRows) {
 		return sessionNotFound(key)
@@ -513,7 +518,7 @@ func (a *AgentSessions) refuseAppend(tx *wtx, key store.SessionKey, ev store.Age
 	var stored store.AgentEvent
 	var ts int64
 	var data []byte
-	err = tx.scan(evByIDSQL, []any{row.PK, ev.ID}, &stored.Seq, &stored.ID, &stored.InvocationID, &ts, &data)
+	err = tx.Scan(evByIDSQL, []any{row.PK, ev.ID}, &stored.Seq, &stored.ID, &stored.InvocationID, &ts, &data)
 	if err == nil {
 		stored.Timestamp = store.FromMillis(ts)
 		stored.Data = data
@@ -533,7 +538,7 @@ func (a *AgentSessions) refuseAppend(tx *wtx, key store.SessionKey, ev store.Age
 // replay answers an append whose event id is already in the log.
 func (a *AgentSessions) replay(ctx context.Context, key store.SessionKey, ev store.AgentEvent) (store.AppendEventResult, error) {
 	var res store.AppendEventResult
-	err := a.s.write(ctx, func(tx *wtx) error {
+	err := a.s.write(ctx, func(tx Tx) error {
 		err := a.refuseAppend(tx, key, ev, 0, &res)
 		var stale *store.StaleSessionError
 		if errors.As(err, &stale) {
@@ -567,9 +572,9 @@ func (a *AgentSessions) ListEvents(ctx context.Context, req store.ListEventsRequ
 	}
 	key := req.Key
 	var page store.Page[store.AgentEvent]
-	err = a.s.readTx(ctx, func(r *rtx) error {
+	err = a.s.readTx(ctx, func(r Tx) error {
 		var row asRow
-		err := r.scan(asGetSQL, []any{key.App, key.User, key.Session},
+		err := r.Scan(asGetSQL, []any{key.App, key.User, key.Session},
 			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
 		if errors.Is(err, sql.ErrNoRows) {
 			return sessionNotFound(key)
@@ -604,11 +609,11 @@ func (a *AgentSessions) GetState(ctx context.Context, key store.SessionKey) (sto
 		return store.ScopedState{}, err
 	}
 	var out store.ScopedState
-	err := a.s.readTx(ctx, func(r *rtx) error {
+	err := a.s.readTx(ctx, func(r Tx) error {
 		var pk int64
 		if key.Session != "" {
 			var row asRow
-			err := r.scan(asGetSQL, []any{key.App, key.User, key.Session},
+			err := r.Scan(asGetSQL, []any{key.App, key.User, key.Session},
 				&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
 			if errors.Is(err, sql.ErrNoRows) {
 				return sessionNotFound(key)
@@ -650,17 +655,17 @@ func (a *AgentSessions) UpdateState(ctx context.Context, req store.UpdateStateRe
 	}
 	key := req.Key
 	var version int64
-	err := a.s.write(ctx, func(tx *wtx) error {
+	err := a.s.write(ctx, func(tx Tx) error {
 		version = 0
 		var pk int64
 		if key.Session != "" {
 			var row asRow
 			var err error
 			if len(req.Delta.Session) > 0 {
-				err = tx.scan(asBumpSQL, []any{store.ToMillis(a.s.now()), key.App, key.User, key.Session, req.ExpectedVersion, 0},
+				err = tx.Scan(asBumpSQL, []any{store.ToMillis(a.s.now()), key.App, key.User, key.Session, req.ExpectedVersion, 0},
 					&row.PK, &row.Version, &row.EventCount)
 			} else {
-				err = tx.scan(asGetSQL, []any{key.App, key.User, key.Session},
+				err = tx.Scan(asGetSQL, []any{key.App, key.User, key.Session},
 					&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
 				if err == nil && req.ExpectedVersion > 0 && row.Version != req.ExpectedVersion {
 					return &store.StaleSessionError{Key: key, Expected: req.ExpectedVersion, Current: row.Version}
@@ -668,7 +673,7 @@ func (a *AgentSessions) UpdateState(ctx context.Context, req store.UpdateStateRe
 			}
 			if errors.Is(err, sql.ErrNoRows) {
 				var cur asRow
-				err := tx.scan(asGetSQL, []any{key.App, key.User, key.Session},
+				err := tx.Scan(asGetSQL, []any{key.App, key.User, key.Session},
 					&cur.PK, &cur.Version, &cur.EventCount, &cur.CreatedAtMS, &cur.UpdatedAtMS)
 				if errors.Is(err, sql.ErrNoRows) {
 					return sessionNotFound(key)

@@ -1,4 +1,4 @@
-package sqlstore
+package sqlcore
 
 import (
 	"context"
@@ -56,13 +56,13 @@ func (c *Conversations) PutArtifacts(ctx context.Context, id string, artifacts .
 			return err
 		}
 	}
-	return c.s.write(ctx, func(tx *wtx) error {
+	return c.s.write(ctx, func(tx Tx) error {
 		if err := c.touch(tx, id); err != nil {
 			return err
 		}
 		now := store.ToMillis(c.s.now())
 		for _, a := range artifacts {
-			if _, err := tx.exec(artifactPutSQL, id, a.URI, a.ID, a.ToolName, a.Content,
+			if _, err := tx.Exec(artifactPutSQL, id, a.URI, a.ID, a.ToolName, a.Content,
 				a.OriginalBytes, a.ShownBytes, now, now); err != nil {
 				return err
 			}
@@ -88,7 +88,7 @@ func (c *Conversations) Artifact(ctx context.Context, id, uri string) (store.Art
 		return store.Artifact{}, &store.NotFoundError{Resource: "artifact", ID: uri}
 	}
 	if err != nil {
-		return store.Artifact{}, mapErr(err)
+		return store.Artifact{}, err
 	}
 	return row.artifact(), nil
 }

@@ -1,4 +1,4 @@
-package sqlstore
+package sqlcore
 
 import (
 	"context"
@@ -31,19 +31,19 @@ const (
 		RETURNING last_turn_gen`
 
 	rtBeginTurnSQL = `UPDATE runtime_sessions
-		SET turn_gen = ?, turn_running = 1, turn_owner = ?, turn_started_ms = ?, turn_cancel = ''
+		SET turn_gen = ?, turn_running = true, turn_owner = ?, turn_started_ms = ?, turn_cancel = ''
 		WHERE id = ?`
 
-	rtEndTurnSQL = `UPDATE runtime_sessions SET turn_running = 0, turn_cancel = ''
-		WHERE id = ? AND turn_gen = ? AND turn_running = 1`
+	rtEndTurnSQL = `UPDATE runtime_sessions SET turn_running = false, turn_cancel = ''
+		WHERE id = ? AND turn_gen = ? AND turn_running = true`
 
 	rtSetCancelSQL = `UPDATE runtime_sessions SET turn_cancel = ? WHERE id = ?`
 
 	rtRecordCauseSQL = `INSERT INTO runtime_cancel_causes (session_id, generation, cause, recorded_at_ms)
 		VALUES (?, ?, ?, ?) ON CONFLICT (session_id, generation) DO NOTHING`
 
-	rtTakeCauseSQL = `UPDATE runtime_cancel_causes SET taken = 1
-		WHERE session_id = ? AND generation = ? AND taken = 0 RETURNING cause`
+	rtTakeCauseSQL = `UPDATE runtime_cancel_causes SET taken = true
+		WHERE session_id = ? AND generation = ? AND taken = false RETURNING cause`
 
 	rtDropCauseSQL = `DELETE FROM runtime_cancel_causes WHERE session_id = ? AND generation = ?`
 )
@@ -55,9 +55,9 @@ type turnRow struct {
 	Cancel  string `db:"turn_cancel"`
 }
 
-func readTurn(tx *wtx, id string) (turnRow, error) {
+func (r *Runtime) readTurn(tx Tx, id string) (turnRow, error) {
 	var t turnRow
-	err := tx.get(&t, rtTurnSQL, id)
+	err := tx.Get(&t, r.s.q.rtTurn, id)
 	return t, err
 }
 
@@ -69,16 +69,19 @@ func cancelled(k turnKey, cause store.CancelCause) error {
 // recordCancel records cause for the running turn t of session id, unless
 // a cause is recorded already, and returns the cause the turn's context
 // fires with (the first one recorded).
-func (r *Runtime) recordCancel(tx *wtx, id string, t turnRow, cause store.CancelCause) (store.CancelCause, error) {
+func (r *Runtime) recordCancel(tx Tx, id string, t turnRow, cause store.CancelCause) (store.CancelCause, error) {
 	if t.Cancel != "" {
 		return store.CancelCause(t.Cancel), nil
 	}
 	if cause != store.CauseSuperseded {
-		if _, err := tx.exec(rtSetCancelSQL, string(cause), id); err != nil {
+		if _, err := tx.Exec(rtSetCancelSQL, string(cause), id); err != nil {
 			return "", err
 		}
 	}
-	if _, err := tx.exec(rtRecordCauseSQL, id, t.Gen, string(cause), store.ToMillis(r.s.now())); err != nil {
+	if _, err := tx.Exec(rtRecordCauseSQL, id, t.Gen, string(cause), store.ToMillis(r.s.now())); err != nil {
+		return "", err
+	}
+	if err := r.s.notifyTurns(tx); err != nil {
 		return "", err
 	}
 	return cause, nil
@@ -104,11 +107,11 @@ func (r *Runtime) BeginTurn(ctx context.Context, id string) (uint64, context.Con
 		key, prev turnKey
 		prevCause store.CancelCause
 	)
-	err := r.s.write(ctx, func(tx *wtx) error {
+	err := r.s.write(ctx, func(tx Tx) error {
 		// A re-run after a busy retry replaces the previous attempt.
 		reg.drop(key)
 		key, prev, prevCause = turnKey{}, turnKey{}, ""
-		t, err := readTurn(tx, id)
+		t, err := r.readTurn(tx, id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return rtNotFound(id)
 		}
@@ -116,7 +119,7 @@ func (r *Runtime) BeginTurn(ctx context.Context, id string) (uint64, context.Con
 			return err
 		}
 		var gen int64
-		if err := tx.get(&gen, rtNextGenSQL); err != nil {
+		if err := tx.Get(&gen, rtNextGenSQL); err != nil {
 			return err
 		}
 		if t.Running {
@@ -125,7 +128,7 @@ func (r *Runtime) BeginTurn(ctx context.Context, id string) (uint64, context.Con
 				return err
 			}
 		}
-		if _, err := tx.exec(rtBeginTurnSQL, gen, owner, store.ToMillis(r.s.now()), id); err != nil {
+		if _, err := tx.Exec(rtBeginTurnSQL, gen, owner, store.ToMillis(r.s.now()), id); err != nil {
 			return err
 		}
 		// Pending until committed: a cancel committed right after this
@@ -155,8 +158,8 @@ func (r *Runtime) EndTurn(ctx context.Context, id string, gen uint64) (bool, err
 		return false, err
 	}
 	var ended bool
-	err := r.s.write(ctx, func(tx *wtx) error {
-		res, err := tx.exec(rtEndTurnSQL, id, int64(gen))
+	err := r.s.write(ctx, func(tx Tx) error {
+		res, err := tx.Exec(rtEndTurnSQL, id, int64(gen))
 		if err != nil {
 			return err
 		}
@@ -164,8 +167,13 @@ func (r *Runtime) EndTurn(ctx context.Context, id string, gen uint64) (bool, err
 		if err != nil {
 			return err
 		}
-		if _, err := tx.exec(rtDropCauseSQL, id, int64(gen)); err != nil {
+		if _, err := tx.Exec(rtDropCauseSQL, id, int64(gen)); err != nil {
 			return err
+		}
+		if n > 0 {
+			if err := r.s.notifyTurns(tx); err != nil {
+				return err
+			}
 		}
 		ended = n > 0
 		return nil
@@ -192,9 +200,9 @@ func (r *Runtime) Cancel(ctx context.Context, id string, cause store.CancelCause
 		key   turnKey
 		fired store.CancelCause
 	)
-	err := r.s.write(ctx, func(tx *wtx) error {
+	err := r.s.write(ctx, func(tx Tx) error {
 		key, fired = turnKey{}, ""
-		t, err := readTurn(tx, id)
+		t, err := r.readTurn(tx, id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
@@ -229,9 +237,9 @@ func (r *Runtime) TakeCancelCause(ctx context.Context, id string, gen uint64) (s
 		return "", false, err
 	}
 	var cause string
-	err := r.s.write(ctx, func(tx *wtx) error {
+	err := r.s.write(ctx, func(tx Tx) error {
 		cause = ""
-		err := tx.get(&cause, rtTakeCauseSQL, id, int64(gen))
+		err := tx.Get(&cause, rtTakeCauseSQL, id, int64(gen))
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}

@@ -1,0 +1,137 @@
+// Package sqlcore is the backend-neutral SQL of the session store: every
+// facet (conversations, runtime bookkeeping, agent sessions) written once,
+// over a small driver interface (DB and Tx) and a Dialect that holds what
+// really differs between SQLite and PostgreSQL. Packages sqlstore and
+// pgstore implement DB for their database and keep only what is theirs:
+// opening, options, migrations, error mapping, the SQLite writer (group
+// commit, file lock) and PostgreSQL's notifications and advisory locks.
+//
+// The pattern is River's driver: the facet code never names a database,
+// and the conformance suite in store/storetest checks that both backends
+// behave the same.
+//
+// Queries are written with "?" placeholders, or "?N" where a parameter is
+// used more than once; a backend whose database spells them differently
+// rebinds them in its Tx (once per statement text).
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"time"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// Tx runs statements inside one transaction of the backend. Errors are the
+// backend's mapped store errors, except sql.ErrNoRows, which Get and Scan
+// return unwrapped-matchable (errors.Is) when no row matched.
+type Tx interface {
+	// Exec runs a statement that returns no rows.
+	Exec(query string, args ...any) (sql.Result, error)
+	// Get scans the one row the query returns into dest (a struct with db
+	// tags, or a single value); sql.ErrNoRows when there is none.
+	Get(dest any, query string, args ...any) error
+	// Select scans every row the query returns into dest, a pointer to a
+	// slice.
+	Select(dest any, query string, args ...any) error
+	// Scan scans the one row the query returns into dest, without
+	// reflection; sql.ErrNoRows when there is none.
+	Scan(query string, args []any, dest ...any) error
+	// Query calls fn for each row; the rows are always closed.
+	Query(query string, args []any, fn func(*sql.Rows) error) error
+}
+
+// DB is what a backend provides to the facets.
+type DB interface {
+	// Write runs fn in one write transaction and commits it when fn
+	// returns nil; fn's error rolls the transaction back and is returned.
+	// The backend may run fn more than once (a whole-transaction retry),
+	// so fn must only assign its outputs.
+	Write(ctx context.Context, fn func(tx Tx) error) error
+	// Read runs fn in a read-only transaction: every statement of it
+	// sees the same snapshot.
+	Read(ctx context.Context, fn func(tx Tx) error) error
+	// Get, Select, Scan and Query are single-statement reads outside a
+	// transaction, with the semantics of the Tx methods.
+	Get(ctx context.Context, dest any, query string, args ...any) error
+	Select(ctx context.Context, dest any, query string, args ...any) error
+	Scan(ctx context.Context, query string, args []any, dest ...any) error
+	Query(ctx context.Context, query string, args []any, fn func(*sql.Rows) error) error
+}
+
+// Config is the backend's part of a Store.
+type Config struct {
+	// Dialect holds the statement spellings of the backend's database.
+	Dialect *Dialect
+	// Clock is the injected clock; times are stored with millisecond
+	// precision.
+	Clock store.Clock
+	// Logger receives the facets' log records (never nil: the backend
+	// passes a discarding logger by default).
+	Logger *slog.Logger
+	// MaxSessions is the global cap on runtime sessions (0: none).
+	MaxSessions int64
+	// MaxUploadBytes is the largest upload accepted.
+	MaxUploadBytes int64
+	// CancelPoll is how often running turns of this Store are checked
+	// for cancels recorded by other processes.
+	CancelPoll time.Duration
+	// IsUniqueViolation reports whether err is a PRIMARY KEY or UNIQUE
+	// failure.
+	IsUniqueViolation func(err error) bool
+	// TurnWake, when set, runs while the Store watches running turns and
+	// calls wake whenever another process may have cancelled, superseded
+	// or ended a turn (PostgreSQL: LISTEN), until ctx ends. The poll
+	// every CancelPoll remains the fallback.
+	TurnWake func(ctx context.Context, wake func())
+	// NotifyTurns, when set, runs in every write transaction that
+	// cancels, supersedes or ends a turn, to wake the TurnWake of other
+	// stores once it commits (PostgreSQL: NOTIFY).
+	NotifyTurns func(tx Tx) error
+}
+
+// Store implements the conversation, runtime and agent-session facets over
+// a backend's DB. Its methods are safe for concurrent use.
+type Store struct {
+	db    DB
+	d     *Dialect
+	q     statements
+	cfg   Config
+	log   *slog.Logger
+	turns turnRegistry
+}
+
+// New returns the facets over db.
+func New(db DB, cfg Config) *Store {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Store{db: db, d: cfg.Dialect, q: newStatements(cfg.Dialect), cfg: cfg, log: log}
+}
+
+// Close cancels the contexts of the turns this Store began (with
+// store.ErrStoreClosed) and stops watching them. The backend calls it
+// before it closes its connections.
+func (s *Store) Close() { s.turns.close() }
+
+// now reads the injected clock, truncated to the stored precision.
+func (s *Store) now() time.Time { return store.FromMillis(store.ToMillis(s.cfg.Clock())) }
+
+func (s *Store) write(ctx context.Context, fn func(tx Tx) error) error { return s.db.Write(ctx, fn) }
+
+func (s *Store) readTx(ctx context.Context, fn func(tx Tx) error) error { return s.db.Read(ctx, fn) }
+
+func (s *Store) get(ctx context.Context, dest any, query string, args ...any) error {
+	return s.db.Get(ctx, dest, query, args...)
+}
+
+func (s *Store) selectRows(ctx context.Context, dest any, query string, args ...any) error {
+	return s.db.Select(ctx, dest, query, args...)
+}
+
+func (s *Store) isUnique(err error) bool {
+	return s.cfg.IsUniqueViolation != nil && s.cfg.IsUniqueViolation(err)
+}

@@ -1,0 +1,59 @@
+package sqlcore
+
+// Statements are the facets' statement texts by name (the constant's name
+// without its SQL suffix), for the backends' tests that check query plans.
+// Dialect-dependent statements are spelled by StatementsFor.
+var Statements = map[string]string{
+	"artifactAll":      artifactAllSQL,
+	"asGet":            asGetSQL,
+	"asListApp":        asListAppSQL,
+	"asListUser":       asListUserSQL,
+	"convDelete":       convDeleteSQL,
+	"convGet":          convGetSQL,
+	"costAll":          costAllSQL,
+	"evByID":           evByIDSQL,
+	"evPageInvocation": evPageInvocationSQL,
+	"evPage":           evPageSQL,
+	"evRecentAfter":    evRecentAfterSQL,
+	"evRecent":         evRecentSQL,
+	"listBase":         listBaseSQL,
+	"listParent":       listParentSQL,
+	"listTail":         listTailSQL,
+	"listUpdated":      listUpdatedSQL,
+	"msgAll":           msgAllSQL,
+	"msgBefore":        msgBeforeSQL,
+	"msgDeleteHead":    msgDeleteHeadSQL,
+	"msgLast":          msgLastSQL,
+	"msgRange":         msgRangeSQL,
+	"reportAll":        reportAllSQL,
+	"rtCountByAgent":   rtCountByAgentSQL,
+	"rtEvict":          rtEvictSQL,
+	"rtHistoryLen":     rtHistoryLenSQL,
+	"rtListIDs":        rtListIDsSQL,
+	"rtTakeCause":      rtTakeCauseSQL,
+	"rtTurn":           rtTurnSQL,
+	"runAll":           runAllSQL,
+	"runEventsOfConv":  runEventsOfConvSQL,
+	"runEventsOfRun":   runEventsOfRunSQL,
+	"stAppGet":         stAppGetSQL,
+	"stSessionGet":     stSessionGetSQL,
+	"stUserGet":        stUserGetSQL,
+	"stale":            staleSQL,
+	"traceLast":        traceLastSQL,
+	"traceRange":       traceRangeSQL,
+	"upList":           upListSQL,
+	"upRead":           upReadSQL,
+}
+
+// StatementsFor returns the dialect-dependent statements by name, as d
+// spells them (for query-plan tests).
+func StatementsFor(d *Dialect) map[string]string {
+	q := newStatements(d)
+	return map[string]string{
+		"stUsersGet":    q.stUsersGet,
+		"stSessionsGet": q.stSessionsGet,
+		"rtTurnLock":    q.rtTurn,
+		"rtTouch":       q.rtTouch,
+		"rtPoll":        d.PollTurnsSQL,
+	}
+}

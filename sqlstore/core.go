@@ -1,0 +1,124 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/agentstore/sessionstore/internal/sqlcore"
+	"github.com/agentstore/sessionstore/store"
+)
+
+// dialect is SQLite's spelling of what differs between databases. A write
+// transaction (BEGIN IMMEDIATE on the one write connection) holds the
+// database's only write lock, so reads inside it need no row locks and no
+// key locks.
+var dialect = &sqlcore.Dialect{
+	Name:     "sqlite",
+	Greatest: "max",
+	NoLimit:  int64(-1),
+	InList:   sqlcore.JSONInList,
+	ListArg:  sqlcore.JSONListArg,
+	PollTurnsSQL: `SELECT
+		j.value ->> 'id' AS id,
+		j.value ->> 'gen' AS gen,
+		s.id IS NOT NULL AS present,
+		coalesce(s.turn_gen, 0) AS turn_gen,
+		coalesce(s.turn_running, 0) AS turn_running,
+		coalesce(s.turn_cancel, '') AS turn_cancel,
+		coalesce(c.cause, '') AS cause
+	FROM json_each(?) AS j
+	LEFT JOIN runtime_sessions AS s ON s.id = j.value ->> 'id'
+	LEFT JOIN runtime_cancel_causes AS c
+		ON c.session_id = j.value ->> 'id' AND c.generation = j.value ->> 'gen'
+	WHERE s.id IS NULL OR s.turn_gen <> j.value ->> 'gen' OR s.turn_running = 0 OR s.turn_cancel <> ''`,
+}
+
+// newCore builds the shared facets over this store's writer and read pool.
+func (s *Store) newCore() {
+	s.core = sqlcore.New(coreDB{s}, sqlcore.Config{
+		Dialect:           dialect,
+		Clock:             s.cfg.clock,
+		Logger:            s.cfg.logger,
+		MaxSessions:       s.cfg.runtime.maxSessions,
+		MaxUploadBytes:    s.cfg.runtime.maxUploadBytes,
+		CancelPoll:        s.cfg.runtime.cancelPoll,
+		IsUniqueViolation: isUniqueViolation,
+	})
+}
+
+// Conversations returns the conversation-persistence facet.
+func (s *Store) Conversations() store.Conversations { return s.core.Conversations() }
+
+// Runtime returns the runtime-bookkeeping facet.
+func (s *Store) Runtime() store.Runtime { return s.core.Runtime() }
+
+// AgentSessions returns the agent-session facet.
+func (s *Store) AgentSessions() store.AgentSessions { return s.core.AgentSessions() }
+
+// coreDB is sqlcore's view of the store: writes go through the group-commit
+// writer, reads through the read pool's cached prepared statements.
+type coreDB struct{ s *Store }
+
+var _ sqlcore.DB = coreDB{}
+
+func (d coreDB) Write(ctx context.Context, fn func(tx sqlcore.Tx) error) error {
+	return d.s.write(ctx, func(tx *wtx) error { return fn(tx) })
+}
+
+func (d coreDB) Read(ctx context.Context, fn func(tx sqlcore.Tx) error) error {
+	return d.s.readTx(ctx, func(r *rtx) error { return fn(r) })
+}
+
+func (d coreDB) Get(ctx context.Context, dest any, query string, args ...any) error {
+	return mapErr(d.s.get(ctx, dest, query, args...))
+}
+
+func (d coreDB) Select(ctx context.Context, dest any, query string, args ...any) error {
+	return d.s.selectRows(ctx, dest, query, args...)
+}
+
+func (d coreDB) Scan(ctx context.Context, query string, args []any, dest ...any) error {
+	return mapErr(d.s.scan(ctx, query, args, dest...))
+}
+
+func (d coreDB) Query(ctx context.Context, query string, args []any, fn func(*sql.Rows) error) error {
+	return d.s.query(ctx, query, args, fn)
+}
+
+// The write and read transactions are sqlcore.Tx.
+
+func (t *wtx) Exec(query string, args ...any) (sql.Result, error) { return t.exec(query, args...) }
+func (t *wtx) Get(dest any, query string, args ...any) error      { return t.get(dest, query, args...) }
+func (t *wtx) Select(dest any, query string, args ...any) error {
+	return t.selectRows(dest, query, args...)
+}
+func (t *wtx) Scan(query string, args []any, dest ...any) error { return t.scan(query, args, dest...) }
+func (t *wtx) Query(query string, args []any, fn func(*sql.Rows) error) error {
+	st, err := t.stmt(query)
+	if err != nil {
+		return err
+	}
+	rows, err := st.QueryContext(t.w.ctx, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+func (r *rtx) Exec(query string, args ...any) (sql.Result, error) {
+	return nil, store.ErrReadOnly
+}
+func (r *rtx) Get(dest any, query string, args ...any) error { return r.get(dest, query, args...) }
+func (r *rtx) Select(dest any, query string, args ...any) error {
+	return r.selectRows(dest, query, args...)
+}
+func (r *rtx) Scan(query string, args []any, dest ...any) error { return r.scan(query, args, dest...) }
+func (r *rtx) Query(query string, args []any, fn func(*sql.Rows) error) error {
+	return r.query(query, args, fn)
+}
