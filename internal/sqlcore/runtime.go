@@ -104,7 +104,6 @@ const (
 
 	rtGetSQL = `SELECT ` + rtColumns + ` FROM runtime_sessions WHERE id = ?`
 
-
 	rtSetOverridesSQL = `UPDATE runtime_sessions SET model = ?, model_provider = ?, temperature = ?
 		WHERE id = ?`
 
