@@ -61,17 +61,17 @@ type wtx struct {
 	tx  *sqlx.Tx
 }
 
-func (t *wtx) exec(query string, args ...any) (sql.Result, error) {
+func (t *wtx) Exec(query string, args ...any) (sql.Result, error) {
 	return t.tx.ExecContext(t.ctx, rebind(query), args...)
 }
 
 // get scans one row into dest; sql.ErrNoRows when there is none.
-func (t *wtx) get(dest any, query string, args ...any) error {
+func (t *wtx) Get(dest any, query string, args ...any) error {
 	return t.tx.GetContext(t.ctx, dest, rebind(query), args...)
 }
 
 // selectRows scans all rows into dest, a pointer to a slice.
-func (t *wtx) selectRows(dest any, query string, args ...any) error {
+func (t *wtx) Select(dest any, query string, args ...any) error {
 	return t.tx.SelectContext(t.ctx, dest, rebind(query), args...)
 }
 
@@ -93,6 +93,21 @@ func (s *Store) write(ctx context.Context, fn func(tx *wtx) error) error {
 	})
 }
 
+// Scan scans one row into dest without reflection; sql.ErrNoRows when
+// there is none.
+func (t *wtx) Scan(query string, args []any, dest ...any) error {
+	return t.tx.QueryRowContext(t.ctx, rebind(query), args...).Scan(dest...)
+}
+
+// Query calls fn for each row; the rows are always closed.
+func (t *wtx) Query(query string, args []any, fn func(*sql.Rows) error) error {
+	rows, err := t.tx.QueryContext(t.ctx, rebind(query), args...)
+	if err != nil {
+		return err
+	}
+	return eachRow(rows, fn)
+}
+
 // rtx is a read-only REPEATABLE READ transaction: every query in it sees
 // the same snapshot.
 type rtx struct {
@@ -100,12 +115,30 @@ type rtx struct {
 	tx  *sqlx.Tx
 }
 
-func (r *rtx) get(dest any, query string, args ...any) error {
+func (r *rtx) Get(dest any, query string, args ...any) error {
 	return r.tx.GetContext(r.ctx, dest, rebind(query), args...)
 }
 
-func (r *rtx) selectRows(dest any, query string, args ...any) error {
+func (r *rtx) Select(dest any, query string, args ...any) error {
 	return mapErr(r.tx.SelectContext(r.ctx, dest, rebind(query), args...))
+}
+
+// Exec refuses: the transaction is read-only.
+func (r *rtx) Exec(query string, args ...any) (sql.Result, error) { return nil, store.ErrReadOnly }
+
+// Scan scans one row into dest without reflection; sql.ErrNoRows when
+// there is none.
+func (r *rtx) Scan(query string, args []any, dest ...any) error {
+	return r.tx.QueryRowContext(r.ctx, rebind(query), args...).Scan(dest...)
+}
+
+// Query calls fn for each row; the rows are always closed.
+func (r *rtx) Query(query string, args []any, fn func(*sql.Rows) error) error {
+	rows, err := r.tx.QueryContext(r.ctx, rebind(query), args...)
+	if err != nil {
+		return err
+	}
+	return eachRow(rows, fn)
 }
 
 // readTx runs fn in a read-only snapshot transaction and ends it.

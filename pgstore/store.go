@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/agentstore/sessionstore/internal/sqlcore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -32,7 +33,7 @@ type Store struct {
 	// channel is the NOTIFY channel of this database and schema on which
 	// turn cancels, supersedes and ends are announced.
 	channel string
-	turns   turnRegistry
+	core    *sqlcore.Store
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -105,6 +106,7 @@ func OpenPool(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, 
 
 func newStore(ctx context.Context, pool *pgxpool.Pool, cfg config) (*Store, error) {
 	s := &Store{cfg: cfg, pool: pool, db: sqlx.NewDb(stdlib.OpenDBFromPool(pool), "pgx")}
+	s.newCore()
 	if err := pool.Ping(ctx); err != nil {
 		s.db.Close()
 		return nil, mapErr(err)
@@ -128,7 +130,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg config) (*Store, erro
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
-		s.turns.close()
+		s.core.Close()
 		s.closeErr = s.db.Close()
 		if s.owned {
 			s.pool.Close()

@@ -1,0 +1,164 @@
+package pgstore
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentstore/sessionstore/internal/sqlcore"
+	"github.com/agentstore/sessionstore/store"
+)
+
+// dialect is PostgreSQL's spelling of what differs between databases.
+// Transactions run at READ COMMITTED, so a write locks the rows it is
+// about to change (FOR UPDATE) and serializes writers of a key whose row
+// may not exist yet on a transaction advisory lock.
+var dialect = &sqlcore.Dialect{
+	Name:        "postgres",
+	ForUpdate:   " FOR UPDATE",
+	ForKeyShare: " FOR KEY SHARE",
+	Greatest:    "GREATEST",
+	NoLimit:     nil, // LIMIT NULL: no limit
+	LockKeySQL:  `SELECT pg_advisory_xact_lock(CAST(? AS integer), hashtext(CAST(? AS text)))`,
+	InList:      func(expr string) string { return expr + ` = ANY(?)` },
+	ListArg:     func(values any) (any, error) { return values, nil }, // pgx binds slices as arrays
+	PollTurnsSQL: `SELECT
+		j.id AS id,
+		j.gen AS gen,
+		s.id IS NOT NULL AS present,
+		coalesce(s.turn_gen, 0) AS turn_gen,
+		coalesce(s.turn_running, false) AS turn_running,
+		coalesce(s.turn_cancel, '') AS turn_cancel,
+		coalesce(c.cause, '') AS cause
+	FROM jsonb_to_recordset(?::jsonb) AS j(id text, gen bigint)
+	LEFT JOIN runtime_sessions AS s ON s.id = j.id COLLATE "C"
+	LEFT JOIN runtime_cancel_causes AS c
+		ON c.session_id = j.id COLLATE "C" AND c.generation = j.gen
+	WHERE s.id IS NULL OR s.turn_gen <> j.gen OR NOT s.turn_running OR s.turn_cancel <> ''`,
+}
+
+// notifySQL tells every listening store of this schema, on commit, that a
+// turn was cancelled, superseded or ended.
+const notifySQL = `SELECT pg_notify(?, '')`
+
+// newCore builds the shared facets over this store's database/sql handle.
+func (s *Store) newCore() {
+	s.core = sqlcore.New(coreDB{s}, sqlcore.Config{
+		Dialect:           dialect,
+		Clock:             s.cfg.clock,
+		Logger:            s.cfg.logger,
+		MaxSessions:       s.cfg.runtime.maxSessions,
+		MaxUploadBytes:    s.cfg.runtime.maxUploadBytes,
+		CancelPoll:        s.cfg.runtime.cancelPoll,
+		IsUniqueViolation: isUniqueViolation,
+		TurnWake:          s.listenTurns,
+		NotifyTurns: func(tx sqlcore.Tx) error {
+			_, err := tx.Exec(notifySQL, s.channel)
+			return err
+		},
+	})
+}
+
+// Conversations returns the conversation-persistence facet.
+func (s *Store) Conversations() store.Conversations { return s.core.Conversations() }
+
+// Runtime returns the runtime-bookkeeping facet.
+func (s *Store) Runtime() store.Runtime { return s.core.Runtime() }
+
+// AgentSessions returns the agent-session facet.
+func (s *Store) AgentSessions() store.AgentSessions { return s.core.AgentSessions() }
+
+// coreDB is sqlcore's view of the store: READ COMMITTED write
+// transactions retried whole on serialization failures, REPEATABLE READ
+// read-only snapshots, and single reads on the pool.
+type coreDB struct{ s *Store }
+
+var _ sqlcore.DB = coreDB{}
+
+func (d coreDB) Write(ctx context.Context, fn func(tx sqlcore.Tx) error) error {
+	if d.s.closed.Load() {
+		return store.ErrStoreClosed
+	}
+	return mapErr(d.s.write(ctx, func(tx *wtx) error { return fn(tx) }))
+}
+
+func (d coreDB) Read(ctx context.Context, fn func(tx sqlcore.Tx) error) error {
+	if d.s.closed.Load() {
+		return store.ErrStoreClosed
+	}
+	return mapErr(d.s.readTx(ctx, func(r *rtx) error { return fn(r) }))
+}
+
+func (d coreDB) Get(ctx context.Context, dest any, query string, args ...any) error {
+	return mapErr(d.s.get(ctx, dest, query, args...))
+}
+
+func (d coreDB) Select(ctx context.Context, dest any, query string, args ...any) error {
+	return d.s.selectRows(ctx, dest, query, args...)
+}
+
+func (d coreDB) Scan(ctx context.Context, query string, args []any, dest ...any) error {
+	if d.s.closed.Load() {
+		return store.ErrStoreClosed
+	}
+	return mapErr(d.s.db.QueryRowContext(ctx, rebind(query), args...).Scan(dest...))
+}
+
+func (d coreDB) Query(ctx context.Context, query string, args []any, fn func(*sql.Rows) error) error {
+	if d.s.closed.Load() {
+		return store.ErrStoreClosed
+	}
+	rows, err := d.s.db.QueryContext(ctx, rebind(query), args...)
+	if err != nil {
+		return mapErr(err)
+	}
+	return mapErr(eachRow(rows, fn))
+}
+
+// eachRow calls fn for each row and closes rows.
+func eachRow(rows *sql.Rows, fn func(*sql.Rows) error) error {
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// listenTurns is the core's TurnWake: it holds a connection of its own
+// (not one of the pool's) that LISTENs on the store's channel, and calls
+// wake for each notification and after every (re)connect, until ctx ends.
+// A failed connection is retried; meanwhile the core's poll covers.
+func (s *Store) listenTurns(ctx context.Context, wake func()) {
+	for attempt := 1; ctx.Err() == nil; attempt++ {
+		err := s.listenOnce(ctx, wake)
+		if ctx.Err() != nil {
+			return
+		}
+		s.cfg.logger.Warn("pgstore: turn notification listener failed; polling meanwhile", "err", err)
+		if sleep(ctx, min(s.cfg.runtime.cancelPoll, time.Duration(attempt)*100*time.Millisecond)) != nil {
+			return
+		}
+	}
+}
+
+func (s *Store) listenOnce(ctx context.Context, wake func()) error {
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
+		return err
+	}
+	wake() // anything committed before LISTEN took effect
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		wake()
+	}
+}
