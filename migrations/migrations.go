@@ -1,9 +1,11 @@
-// Package migrations holds the SQLite schema of the session store as
-// numbered goose SQL files, embedded in the binary. One file per schema
-// step; a landed file is never edited, a change is a new file.
+// Package migrations holds the schema of the session store as numbered
+// goose SQL files, embedded in the binary: the SQLite files at the top, the
+// PostgreSQL files (the same versions, spelled for PostgreSQL) under
+// postgres/. One file per schema step; a landed file is never edited, a
+// change is a new file in both folders.
 //
-// Apply them with NewProvider, which uses goose's Provider API (no global
-// registry, no global state).
+// Apply them with NewSQLiteProvider or NewPostgresProvider, which use
+// goose's Provider API (no global registry, no global state).
 package migrations
 
 import (

@@ -49,9 +49,7 @@ func (s *Store) newCore() {
 		Dialect:           dialect,
 		Clock:             s.cfg.clock,
 		Logger:            s.cfg.logger,
-		MaxSessions:       s.cfg.runtime.maxSessions,
-		MaxUploadBytes:    s.cfg.runtime.maxUploadBytes,
-		CancelPoll:        s.cfg.runtime.cancelPoll,
+		RuntimeLimits:     s.cfg.runtime,
 		IsUniqueViolation: isUniqueViolation,
 		TurnWake:          s.listenTurns,
 		NotifyTurns: func(tx sqlcore.Tx) error {
@@ -139,7 +137,7 @@ func (s *Store) listenTurns(ctx context.Context, wake func()) {
 			return
 		}
 		s.cfg.logger.Warn("pgstore: turn notification listener failed; polling meanwhile", "err", err)
-		if sleep(ctx, min(s.cfg.runtime.cancelPoll, time.Duration(attempt)*100*time.Millisecond)) != nil {
+		if sleep(ctx, min(s.cfg.runtime.CancelPoll, time.Duration(attempt)*100*time.Millisecond)) != nil {
 			return
 		}
 	}

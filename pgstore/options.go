@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/agentstore/sessionstore/internal/sqlcore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -17,7 +18,7 @@ type config struct {
 	maxConns    int32
 	maxAttempts int
 	lockWait    time.Duration
-	runtime     runtimeConfig
+	runtime     sqlcore.RuntimeLimits
 }
 
 func defaultConfig() config {
@@ -26,7 +27,7 @@ func defaultConfig() config {
 		logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		maxAttempts: 10,
 		lockWait:    5 * time.Minute,
-		runtime:     defaultRuntimeConfig(),
+		runtime:     sqlcore.DefaultRuntimeLimits(DefaultCancelPollInterval),
 	}
 }
 
@@ -80,7 +81,7 @@ func (c *config) validate() error {
 	if c.lockWait < time.Second {
 		return store.Invalid("option migration_lock_wait", "must be at least 1s")
 	}
-	return c.runtime.validate()
+	return c.runtime.Validate()
 }
 
 // invalidOption reports a bad Option value.

@@ -39,9 +39,7 @@ func (s *Store) newCore() {
 		Dialect:           dialect,
 		Clock:             s.cfg.clock,
 		Logger:            s.cfg.logger,
-		MaxSessions:       s.cfg.runtime.maxSessions,
-		MaxUploadBytes:    s.cfg.runtime.maxUploadBytes,
-		CancelPoll:        s.cfg.runtime.cancelPoll,
+		RuntimeLimits:     s.cfg.runtime,
 		IsUniqueViolation: isUniqueViolation,
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"runtime"
 	"time"
+
+	"github.com/agentstore/sessionstore/internal/sqlcore"
 )
 
 // Synchronous is SQLite's synchronous level for the write connection.
@@ -32,7 +34,7 @@ type config struct {
 	maxBatch    int
 	fileLock    bool
 	journalMax  int64
-	runtime     runtimeConfig
+	runtime     sqlcore.RuntimeLimits
 
 	// faults, when set (tests only, see export_test.go), is consulted
 	// before every statement the writer runs in a write transaction,
@@ -52,7 +54,7 @@ func defaultConfig() config {
 		maxBatch:    256,
 		fileLock:    true,
 		journalMax:  64 << 20,
-		runtime:     defaultRuntimeConfig(),
+		runtime:     sqlcore.DefaultRuntimeLimits(DefaultCancelPollInterval),
 	}
 }
 
@@ -129,5 +131,5 @@ func (c *config) validate() error {
 	if c.maxBatch < 1 {
 		return invalidOption("max_batch", "must be at least 1")
 	}
-	return c.runtime.validate()
+	return c.runtime.Validate()
 }

@@ -3,7 +3,7 @@ package sqlstore
 import (
 	"time"
 
-	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/internal/sqlcore"
 )
 
 // Bounds of the runtime options.
@@ -14,34 +14,21 @@ const (
 	// plus one small query; the default keeps that under 250 ms.
 	DefaultCancelPollInterval = 50 * time.Millisecond
 	// MaxUploadLimit is the highest upload size limit WithMaxUploadBytes
-	// accepts (SQLite's blob limit is 1e9 bytes).
-	MaxUploadLimit = 512 << 20
+	// accepts.
+	MaxUploadLimit = sqlcore.MaxUploadLimit
 )
-
-type runtimeConfig struct {
-	maxSessions    int64         // 0: no global cap
-	maxUploadBytes int64         // per upload
-	cancelPoll     time.Duration // cross-process cancel poll interval
-}
-
-func defaultRuntimeConfig() runtimeConfig {
-	return runtimeConfig{
-		maxUploadBytes: store.DefaultMaxUploadBytes,
-		cancelPoll:     DefaultCancelPollInterval,
-	}
-}
 
 // WithMaxSessions caps the number of runtime sessions in the database (all
 // processes together): an Insert at the cap fails with
 // store.ErrTooManySessions. 0, the default, means no cap.
 func WithMaxSessions(n int64) Option {
-	return func(c *config) { c.runtime.maxSessions = n }
+	return func(c *config) { c.runtime.MaxSessions = n }
 }
 
 // WithMaxUploadBytes sets the size limit of one upload (default
 // store.DefaultMaxUploadBytes, 32 MiB; at most MaxUploadLimit).
 func WithMaxUploadBytes(n int64) Option {
-	return func(c *config) { c.runtime.maxUploadBytes = n }
+	return func(c *config) { c.runtime.MaxUploadBytes = n }
 }
 
 // WithCancelPollInterval sets how often the store checks for cancels of its
@@ -49,18 +36,5 @@ func WithMaxUploadBytes(n int64) Option {
 // DefaultCancelPollInterval; 1 ms to 10 s). The check runs only while the
 // store has running turns. Cancels made through the same store fire at once.
 func WithCancelPollInterval(d time.Duration) Option {
-	return func(c *config) { c.runtime.cancelPoll = d }
-}
-
-func (c *runtimeConfig) validate() error {
-	if c.maxSessions < 0 {
-		return invalidOption("max_sessions", "must not be negative")
-	}
-	if c.maxUploadBytes < 1 || c.maxUploadBytes > MaxUploadLimit {
-		return invalidOption("max_upload_bytes", "must be from 1 byte to 512 MiB")
-	}
-	if c.cancelPoll < time.Millisecond || c.cancelPoll > 10*time.Second {
-		return invalidOption("cancel_poll_interval", "must be from 1ms to 10s")
-	}
-	return nil
+	return func(c *config) { c.runtime.CancelPoll = d }
 }

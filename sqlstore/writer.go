@@ -17,9 +17,12 @@ import (
 )
 
 // writeFunc is one caller's share of a write transaction. It runs on the
-// leader's goroutine (see writer) inside its own savepoint. Returning an error rolls back
-// the savepoint and reports the error to the caller; returning nil keeps its
-// writes, which are acknowledged once the whole transaction has committed.
+// leader's goroutine (see writer): inside a savepoint of its own when the
+// batch holds several requests, directly in the transaction when it is the
+// only one. Returning an error undoes its writes (ROLLBACK TO the
+// savepoint, or ROLLBACK of the whole transaction when alone) and reports
+// the error to the caller; returning nil keeps its writes, which are
+// acknowledged once the whole transaction has committed.
 //
 // A writeFunc may run more than once (when the whole transaction is retried
 // after a busy error), so it must only communicate through values it

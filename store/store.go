@@ -25,6 +25,11 @@ type Store interface {
 	// (app, user, session), event logs and app/user/session state.
 	AgentSessions() AgentSessions
 
+	// SchemaVersion returns the database's applied schema version and the
+	// latest version this binary knows (current > latest is a database
+	// written by a newer binary; Open refuses it with ErrSchemaTooNew).
+	SchemaVersion(ctx context.Context) (current, latest int64, err error)
+
 	// HealthCheck verifies that the backing database answers a real query.
 	HealthCheck(ctx context.Context) error
 

@@ -71,13 +71,8 @@ type Config struct {
 	// Logger receives the facets' log records (never nil: the backend
 	// passes a discarding logger by default).
 	Logger *slog.Logger
-	// MaxSessions is the global cap on runtime sessions (0: none).
-	MaxSessions int64
-	// MaxUploadBytes is the largest upload accepted.
-	MaxUploadBytes int64
-	// CancelPoll is how often running turns of this Store are checked
-	// for cancels recorded by other processes.
-	CancelPoll time.Duration
+	// RuntimeLimits are the runtime facet's settings.
+	RuntimeLimits
 	// IsUniqueViolation reports whether err is a PRIMARY KEY or UNIQUE
 	// failure.
 	IsUniqueViolation func(err error) bool
