@@ -34,6 +34,12 @@ var harness = storetest.Harness{
 		if o.MaxUploadBytes > 0 {
 			opts = append(opts, pgstore.WithMaxUploadBytes(o.MaxUploadBytes))
 		}
+		if o.Durability != "" {
+			var err error
+			if loc, err = withParam(loc, "synchronous_commit", o.Durability); err != nil {
+				return nil, err
+			}
+		}
 		return pgstore.Open(ctx, loc, opts...)
 	},
 }
@@ -103,15 +109,26 @@ func newSchema(t testing.TB) string {
 // string (URL or key=value form).
 func withSearchPath(t testing.TB, conn, schema string) string {
 	t.Helper()
+	u, err := withParam(conn, "search_path", schema)
+	if err != nil {
+		t.Fatalf("parse %s: %v", envURL, err)
+	}
+	return u
+}
+
+// withParam sets a parameter (a run-time parameter such as search_path, or
+// a pgx pool setting such as pool_max_conns) of a connection string in URL
+// or key=value form. The value must not need quoting in key=value form.
+func withParam(conn, key, value string) (string, error) {
 	if strings.HasPrefix(conn, "postgres://") || strings.HasPrefix(conn, "postgresql://") {
 		u, err := url.Parse(conn)
 		if err != nil {
-			t.Fatalf("parse %s: %v", envURL, err)
+			return "", err
 		}
 		q := u.Query()
-		q.Set("search_path", schema)
+		q.Set(key, value)
 		u.RawQuery = q.Encode()
-		return u.String()
+		return u.String(), nil
 	}
-	return conn + " search_path=" + schema
+	return conn + " " + key + "=" + value, nil
 }

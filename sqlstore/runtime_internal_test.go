@@ -228,32 +228,6 @@ func TestCancelPollerRunsOnlyWithTurns(t *testing.T) {
 	}
 }
 
-// BenchmarkTurnBeginCancelEnd: a whole turn life cycle in one store.
-func BenchmarkTurnBeginCancelEnd(b *testing.B) {
-	ctx := context.Background()
-	s := openTemp(b)
-	rt := s.Runtime()
-	if _, err := rt.Insert(ctx, store.NewRuntimeSession{ID: "s", AgentAlias: "x", WorkspaceDir: ".", ChatMode: "chat"}); err != nil {
-		b.Fatal(err)
-	}
-	for b.Loop() {
-		gen, tctx, err := rt.BeginTurn(ctx, "s")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := rt.Cancel(ctx, "s", store.CauseClientRequest); err != nil {
-			b.Fatal(err)
-		}
-		<-tctx.Done()
-		if _, _, err := rt.TakeCancelCause(ctx, "s", gen); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := rt.EndTurn(ctx, "s", gen); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // BenchmarkCancelDeliveryAcrossStores measures the poller path: a cancel
 // recorded by another Store (as another process would) reaching the turn
 // context. ns/op is dominated by the delivery delay; the median and worst

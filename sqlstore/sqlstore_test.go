@@ -23,6 +23,9 @@ var harness = storetest.Harness{
 		if o.MaxUploadBytes > 0 {
 			opts = append(opts, sqlstore.WithMaxUploadBytes(o.MaxUploadBytes))
 		}
+		if o.Durability != "" {
+			opts = append(opts, sqlstore.WithSynchronous(sqlstore.Synchronous(o.Durability)))
+		}
 		return sqlstore.Open(ctx, loc, opts...)
 	},
 }

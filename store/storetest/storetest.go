@@ -11,7 +11,10 @@
 //	func TestConformance(t *testing.T) { storetest.Run(t, harness) }
 //
 // The suite uses only the store interfaces, never SQL, so that every
-// backend runs the same tests.
+// backend runs the same tests. The package also holds the benchmarks every
+// backend runs the same way (see Bench):
+//
+//	func BenchmarkStore(b *testing.B) { storetest.Bench(b, harness, storetest.BenchOptions{}) }
 package storetest
 
 import (
@@ -43,6 +46,12 @@ type Options struct {
 	// MaxUploadBytes is the upload size limit (0: the default,
 	// store.DefaultMaxUploadBytes).
 	MaxUploadBytes int64
+	// Durability selects how durable a commit is, in the backend's own
+	// terms (SQLite: a synchronous level such as "NORMAL"; PostgreSQL: a
+	// synchronous_commit value such as "off"). Empty keeps the backend's
+	// default, which makes every acknowledged write survive power loss.
+	// The benchmarks set it (BenchOptions.Durability); the tests do not.
+	Durability string
 }
 
 // Run runs the whole conformance suite.
