@@ -4,8 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/agentstore/sessionstore/pgstore"
+	"github.com/agentstore/sessionstore/store"
 )
 
 // BenchmarkDriverStack measures the two ways pgstore reaches PostgreSQL,
@@ -23,11 +27,26 @@ func BenchmarkDriverStack(b *testing.B) {
 		update = `UPDATE governed_sessions SET calls_made = calls_made + 1 WHERE id = $1 RETURNING calls_made, rate_window_start_ms`
 		read   = `SELECT calls_made, status, expires_at_ms FROM governed_sessions WHERE id = $1`
 	)
-	st, id := benchStore(b, "off")
+	ctx := context.Background()
+	loc, err := withParam(newSchema(b), "synchronous_commit", "off")
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := pgstore.Open(ctx, loc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	sess, err := st.Governance().Create(ctx, store.CreateRequest{
+		AgentID: "bench", AuthorizedTools: []string{"read_file"}, CallBudget: 1 << 50, TimeLimit: 24 * time.Hour,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := sess.ID
 	pool := st.Pool()
 	db := stdlib.OpenDBFromPool(pool)
 	b.Cleanup(func() { db.Close() })
-	ctx := context.Background()
 
 	b.Run("tx/pgx", func(b *testing.B) {
 		for b.Loop() {
