@@ -1,16 +1,140 @@
 package main
 
-// Export and import of conversations: the conversation itself (with its
-// messages and cost records) and its artifacts, trace events, run records
-// and verification reports.
+// Maintenance of conversations: export and import (the conversation itself
+// with its messages and cost records, and its artifacts, trace events, run
+// records and verification reports), stats, and gc's retention (gc.go).
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/agentstore/sessionstore/store"
 )
+
+var convOps = facetOps{
+	one: "conversation", many: "conversations",
+	count:     func(c *facetCounts) *int64 { return &c.Conversations },
+	section:   "conversations",
+	export:    exportConversations,
+	parse:     parseConversations,
+	prepare:   prepareConversations,
+	restore:   restoreConversations,
+	stats:     statsConversations,
+	statsRows: statsConversationsRows,
+	gc:        gcConversations,
+	gcLines:   gcConversationsLines,
+}
+
+// exportConversations adds every conversation, or those of x.ids.
+func exportConversations(ctx context.Context, x *exportRun) error {
+	conv := x.st.Conversations()
+	x.doc.Conversations = []convExport{}
+	add := func(id string) error {
+		c, err := exportConversation(ctx, conv, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // deleted since it was listed, or not a conversation
+		}
+		if err != nil {
+			return err
+		}
+		x.doc.Conversations = append(x.doc.Conversations, c)
+		x.counts.Conversations++
+		x.found[id] = true
+		return nil
+	}
+	if x.ids != nil {
+		for _, id := range x.ids {
+			if err := add(id); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	f := store.ConversationFilter{Limit: store.MaxPageSize}
+	for {
+		page, err := conv.List(ctx, f)
+		if err != nil {
+			return err
+		}
+		for _, c := range page.Items {
+			if err := add(c.ID); err != nil {
+				return err
+			}
+		}
+		if page.Next == "" {
+			return nil
+		}
+		f.After = page.Next
+	}
+}
+
+// parseConversations validates the conversations of an export document.
+func parseConversations(doc *exportDoc, _ int, f *importFile) error {
+	seen := map[string]bool{}
+	for i := range doc.Conversations {
+		x := &doc.Conversations[i]
+		if err := x.validate(fmt.Sprintf("conversations[%d]", i)); err != nil {
+			return err
+		}
+		if seen[x.Conversation.ID] {
+			return store.Invalid("conversations", "id "+x.Conversation.ID+" appears twice")
+		}
+		seen[x.Conversation.ID] = true
+		x.Artifacts, x.Traces = nonNilSlice(x.Artifacts), nonNilSlice(x.Traces)
+		f.conversations = append(f.conversations, *x)
+	}
+	return nil
+}
+
+// prepareConversations fails on a conversation id that exists, or drops
+// it with --skip-existing.
+func prepareConversations(ctx context.Context, x *importRun) error {
+	var keep []convExport
+	for _, c := range x.file.conversations {
+		exists, err := x.st.Conversations().Exists(ctx, c.Conversation.ID)
+		if err != nil {
+			return err
+		}
+		if exists && !x.skip {
+			return fmt.Errorf("%w: conversation %s exists (use --skip-existing)", store.ErrConflict, c.Conversation.ID)
+		}
+		if exists {
+			x.doc.Skipped++
+			continue
+		}
+		keep = append(keep, c)
+	}
+	x.file.conversations = keep
+	return nil
+}
+
+// restoreConversations saves the conversations with their records.
+func restoreConversations(ctx context.Context, x *importRun) error {
+	for _, c := range x.file.conversations {
+		if err := importConversation(ctx, x.st.Conversations(), c); err != nil {
+			return fmt.Errorf("conversation %s: %w", c.Conversation.ID, err)
+		}
+		x.doc.Conversations++
+	}
+	return nil
+}
+
+func statsConversations(ctx context.Context, _ *globals, st cliStore, doc *statsJSON) error {
+	var err error
+	doc.Conversations, err = countConversations(ctx, st.Conversations())
+	return err
+}
+
+func statsConversationsRows(doc *statsJSON) [][2]string {
+	c := doc.Conversations
+	return [][2]string{
+		{"conversations", convCountsText(c)},
+		{"messages", fmt.Sprint(c.Messages)},
+		{"tokens, cost", fmt.Sprintf("%d, %s", c.TotalTokens, usd(c.TotalCostUSD))},
+	}
+}
 
 // convExport is one conversation in an export file.
 type convExport struct {
