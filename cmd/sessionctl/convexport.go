@@ -113,7 +113,7 @@ func prepareConversations(ctx context.Context, x *importRun) error {
 // restoreConversations saves the conversations with their records.
 func restoreConversations(ctx context.Context, x *importRun) error {
 	for _, c := range x.file.conversations {
-		if err := importConversation(ctx, x.st.Conversations(), c); err != nil {
+		if err := importConversation(ctx, x.st.Conversations(), x.clock, c); err != nil {
 			return fmt.Errorf("conversation %s: %w", c.Conversation.ID, err)
 		}
 		x.doc.Conversations++
@@ -209,11 +209,14 @@ func prefixInvalid(field string, err error) error {
 }
 
 // importConversation saves x: the conversation, then its records in
-// batches the store accepts. Record writes touch the conversation's update
-// time, so when there were any, the conversation is saved once more with
-// its own times. Message positions are renumbered from 0 (Save), and the
-// store stamps trace events and reports with the import time.
-func importConversation(ctx context.Context, conv store.Conversations, x convExport) error {
+// batches the store accepts. The store stamps artifacts (created and
+// updated), trace events and reports with its clock, so the clock reads
+// each batch's exported time meanwhile; run records keep their own times.
+// Record writes touch the conversation's update time, so when there were
+// any, the conversation is saved once more with its own times. Message
+// positions are renumbered from 0 (Save).
+func importConversation(ctx context.Context, conv store.Conversations, clock *importClock, x convExport) error {
+	defer clock.pin(time.Time{})
 	c := x.Conversation
 	c.Version = 0
 	if _, err := conv.Save(ctx, c); err != nil {
@@ -221,13 +224,29 @@ func importConversation(ctx context.Context, conv store.Conversations, x convExp
 	}
 	id := c.ID
 	wrote := false
-	for _, part := range chunks(x.Artifacts) {
+	for _, part := range byTime(x.Artifacts, func(a store.Artifact) time.Time { return a.CreatedAt }) {
+		clock.pin(part[0].CreatedAt)
 		if err := conv.PutArtifacts(ctx, id, part...); err != nil {
 			return err
 		}
 		wrote = true
 	}
-	for i, part := range chunks(x.Traces) {
+	// Replaced artifacts: putting them again at their update time keeps
+	// their creation time.
+	var replaced []store.Artifact
+	for _, a := range x.Artifacts {
+		if !a.UpdatedAt.IsZero() && !a.UpdatedAt.Equal(a.CreatedAt) {
+			replaced = append(replaced, a)
+		}
+	}
+	for _, part := range byTime(replaced, func(a store.Artifact) time.Time { return a.UpdatedAt }) {
+		clock.pin(part[0].UpdatedAt)
+		if err := conv.PutArtifacts(ctx, id, part...); err != nil {
+			return err
+		}
+	}
+	for i, part := range byTime(x.Traces, func(e store.TraceEvent) time.Time { return e.CreatedAt }) {
+		clock.pin(part[0].CreatedAt)
 		var err error
 		if i == 0 {
 			err = conv.SaveTraces(ctx, id, part)
@@ -239,13 +258,15 @@ func importConversation(ctx context.Context, conv store.Conversations, x convExp
 		}
 		wrote = true
 	}
+	clock.pin(time.Time{})
 	for _, part := range chunks(x.Runs) {
 		if err := conv.SaveRuns(ctx, id, part...); err != nil {
 			return err
 		}
 		wrote = true
 	}
-	for i, part := range chunks(x.Reports) {
+	for i, part := range byTime(x.Reports, func(r store.VerificationReport) time.Time { return r.CreatedAt }) {
+		clock.pin(part[0].CreatedAt)
 		var err error
 		if i == 0 {
 			err = conv.SaveReports(ctx, id, part)
@@ -257,12 +278,30 @@ func importConversation(ctx context.Context, conv store.Conversations, x convExp
 		}
 		wrote = true
 	}
+	clock.pin(time.Time{})
 	if wrote {
 		if _, err := conv.Save(ctx, c); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// byTime splits s, in order, into runs of items with the same time (at)
+// of at most store.MaxRecordsPerCall each: one store call per run, with
+// the store's clock at that time. A zero time (a file written by hand)
+// leaves the store's clock at the current time.
+func byTime[T any](s []T, at func(T) time.Time) [][]T {
+	var out [][]T
+	for len(s) > 0 {
+		n := 1
+		for n < len(s) && n < store.MaxRecordsPerCall && at(s[n]).Equal(at(s[0])) {
+			n++
+		}
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	return out
 }
 
 // chunks splits s into parts of at most store.MaxRecordsPerCall.

@@ -23,13 +23,16 @@ var importSpec = spec{
 	about: `Imports sessions from files ("-" reads stdin) of two formats, told apart by
 their content:
 
-  - "sessionctl export" files: governed sessions are restored in one
-    transaction exactly as exported (counters, rate window, status, times);
-    runtime sessions with their overrides and uploads (each checked against
-    its SHA-256; times and turn state start afresh); conversations come
-    back with their messages, cost records, artifacts, trace events, run
-    records and reports (message positions renumbered from 0, trace events
-    and reports stamped with the import time);
+  - "sessionctl export" files (version 1 or 2): governed sessions are
+    restored in one transaction exactly as exported (counters, rate
+    window, status, times); runtime sessions with their times, overrides
+    and uploads (each checked against its SHA-256; turn state starts
+    afresh); conversations come back with their messages, cost records,
+    artifacts, trace events, run records and reports, with their times
+    (message positions renumbered from 0; the version counts the import's
+    own writes); agent sessions with their times, version, session state
+    and event logs, and the app and user state they share (a stored state
+    key with another value is a conflict, like an existing id);
   - a3s session files (the JSON the a3s-code file store writes per
     session), as conversations; an "api_key" in them is never stored.
 

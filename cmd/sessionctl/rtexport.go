@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
@@ -110,7 +111,7 @@ func prepareRuntime(ctx context.Context, x *importRun) error {
 // restoreRuntime inserts the runtime sessions.
 func restoreRuntime(ctx context.Context, x *importRun) error {
 	for _, r := range x.file.runtime {
-		if err := importRuntime(ctx, x.st.Runtime(), r); err != nil {
+		if err := importRuntime(ctx, x.st.Runtime(), x.clock, r); err != nil {
 			return fmt.Errorf("runtime session %s: %w", r.req.ID, err)
 		}
 		x.doc.Runtime++
@@ -131,9 +132,11 @@ func statsRuntimeRows(doc *statsJSON) [][2]string {
 	}
 }
 
-// rtExport is one runtime session in an export file. The session's times
-// and turn state are informative: an import starts the session afresh
-// (a turn belongs to the process that ran it).
+// rtExport is one runtime session in an export file. Its turn state is
+// informative: an import starts the session without a turn (a turn
+// belongs to the process that ran it, and generations come from the
+// destination's own counter). Its times and its uploads' times are
+// restored.
 type rtExport struct {
 	Session store.RuntimeSession `json:"session"`
 	Uploads []uploadContentJSON  `json:"uploads"`
@@ -164,9 +167,12 @@ func exportRuntime(ctx context.Context, st cliStore, id string) (rtExport, error
 
 // rtImport is a validated runtime session to import.
 type rtImport struct {
-	req       store.NewRuntimeSession
-	overrides store.Overrides
-	uploads   []store.PutUploadRequest
+	req        store.NewRuntimeSession
+	overrides  store.Overrides
+	uploads    []store.PutUploadRequest
+	uploadedAt []time.Time // of each upload; zero: unknown
+	createdAt  time.Time   // zero: unknown
+	lastActive time.Time
 }
 
 // validate checks x as the store would on import (uploads against their
@@ -174,8 +180,10 @@ type rtImport struct {
 func (x *rtExport) validate(field string) (rtImport, error) {
 	s := x.Session
 	imp := rtImport{
-		req:       store.NewRuntimeSession{ID: s.ID, AgentAlias: s.AgentAlias, WorkspaceDir: s.WorkspaceDir, ChatMode: s.ChatMode, OwnerID: s.OwnerID},
-		overrides: s.Overrides,
+		req:        store.NewRuntimeSession{ID: s.ID, AgentAlias: s.AgentAlias, WorkspaceDir: s.WorkspaceDir, ChatMode: s.ChatMode, OwnerID: s.OwnerID},
+		overrides:  s.Overrides,
+		createdAt:  s.CreatedAt,
+		lastActive: s.LastActive,
 	}
 	if s.ID == "" {
 		return imp, store.Invalid(field+".session.id", "must not be empty")
@@ -204,13 +212,18 @@ func (x *rtExport) validate(field string) (rtImport, error) {
 			return imp, prefixInvalid(f, err)
 		}
 		imp.uploads = append(imp.uploads, req)
+		imp.uploadedAt = append(imp.uploadedAt, u.CreatedAt)
 	}
 	return imp, nil
 }
 
 // importRuntime inserts the session, sets its overrides and stores its
-// uploads (the store verifies each against its SHA-256).
-func importRuntime(ctx context.Context, rt store.Runtime, imp rtImport) error {
+// uploads (the store verifies each against its SHA-256). The store stamps
+// the session's creation and last-active times and each upload's time
+// with its clock, so the clock reads the exported times meanwhile.
+func importRuntime(ctx context.Context, rt store.Runtime, clock *importClock, imp rtImport) error {
+	defer clock.pin(time.Time{})
+	clock.pin(imp.createdAt)
 	if _, err := rt.Insert(ctx, imp.req); err != nil {
 		return err
 	}
@@ -220,9 +233,16 @@ func importRuntime(ctx context.Context, rt store.Runtime, imp rtImport) error {
 			return err
 		}
 	}
-	for _, u := range imp.uploads {
+	for i, u := range imp.uploads {
+		clock.pin(imp.uploadedAt[i])
 		if _, err := rt.PutUpload(ctx, u); err != nil {
 			return fmt.Errorf("upload %s: %w", u.RefID, err)
+		}
+	}
+	if imp.lastActive.After(imp.createdAt) {
+		clock.pin(imp.lastActive)
+		if err := rt.Touch(ctx, imp.req.ID); err != nil {
+			return err
 		}
 	}
 	return nil
