@@ -243,12 +243,14 @@ func tablesCheck(tables []string, version int64, add func(name, status, format s
 		return true
 	}
 	var parts []string
+	n := 0
 	for _, f := range facet.All() {
 		if f.Since <= version {
 			parts = append(parts, fmt.Sprintf("%s %d", f.Name, len(f.Tables)))
+			n += len(f.Tables)
 		}
 	}
-	add("tables", checkOK, "%d tables, each of one facet: %s", len(tables), strings.Join(parts, ", "))
+	add("tables", checkOK, "%d tables of %d facets (%s) and the migration table", n, len(parts), strings.Join(parts, ", "))
 	return true
 }
 
