@@ -36,13 +36,26 @@ WAL; autovacuum reclaims space) and --vacuum is refused.`,
 }
 
 // gcLeftAlone lists the facets gc does not touch, each with the reason
-// its maintenance entry gives.
+// its maintenance entry gives, wrapped for --help.
 func gcLeftAlone() string {
 	var b strings.Builder
 	for _, f := range facet.All() {
-		if ops := maintenance[f.Name]; ops != nil && ops.gcNone != "" {
-			fmt.Fprintf(&b, "\nLeft alone: %s.", ops.gcNone)
+		ops := maintenance[f.Name]
+		if ops == nil || ops.gcNone == "" {
+			continue
 		}
+		if b.Len() == 0 {
+			b.WriteString("\n\nLeft alone:")
+		}
+		line := "\n "
+		for _, w := range strings.Fields(ops.gcNone + ".") {
+			if len(line)+1+len(w) > 76 {
+				b.WriteString(line)
+				line = "\n   "
+			}
+			line += " " + w
+		}
+		b.WriteString(line)
 	}
 	return b.String()
 }
