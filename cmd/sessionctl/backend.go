@@ -131,3 +131,57 @@ func (g *globals) pgSchemaHint() string {
 	}
 	return shellQuote(first)
 }
+
+// rawStrings runs a read-only query whose cols columns are text on the
+// database itself, not through the store (SQLite: a query-only
+// connection; PostgreSQL: a connection of its own, on the store's schema),
+// and returns its rows. It serves what the store's API cannot list.
+func (g *globals) rawStrings(ctx context.Context, query string, cols int) ([][]string, error) {
+	var out [][]string
+	scan := func(sc func(dest ...any) error) error {
+		row := make([]string, cols)
+		dest := make([]any, cols)
+		for i := range row {
+			dest[i] = &row[i]
+		}
+		if err := sc(dest...); err != nil {
+			return err
+		}
+		out = append(out, row)
+		return nil
+	}
+	if g.isPG() {
+		conn, err := g.pgConnect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		rows, err := conn.Query(ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := scan(rows.Scan); err != nil {
+				return nil, err
+			}
+		}
+		return out, rows.Err()
+	}
+	db, err := openRaw(g.db, true)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, query)
+	if err != nil {
+		return nil, mapRawErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows.Scan); err != nil {
+			return nil, mapRawErr(err)
+		}
+	}
+	return out, mapRawErr(rows.Err())
+}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/agentstore/sessionstore/internal/facet"
 	"github.com/agentstore/sessionstore/migrations"
 )
 
@@ -14,13 +16,14 @@ var doctorSpec = spec{
 	about: `Checks a database without changing it: that it is a SQLite file, its
 integrity (PRAGMA integrity_check, or quick_check with --quick), foreign
 keys (PRAGMA foreign_key_check), the schema version against this binary,
-the journal mode, the WAL size, and finally that the store opens and
+that every table of every facet at that version is there (a table of no
+facet is a warning), the journal mode, the WAL size, and finally that the store opens and
 answers. Exits 1 when any check fails; warnings alone exit 0.
 
 On PostgreSQL (--db postgres://...) it checks the connection (server
 version, encoding, connections in use against max_connections), the schema
-version against this binary, that no index of the store's schema is
-invalid, that every foreign key is validated and that no row refers to a
+version against this binary, the tables of every facet, that no index of
+the store's schema is invalid, that every foreign key is validated and that no row refers to a
 missing parent row (a scan of every foreign key; --quick skips it), and
 that the store opens and answers.`,
 	examples: []string{
@@ -132,6 +135,7 @@ func diagnose(ctx context.Context, g *globals, quick bool) []checkJSON {
 	foreignKeyCheck(ctx, db, add)
 
 	schemaOK := false
+	tablesAt := int64(-1) // the version whose tables to check; -1: unknown
 	latest, err := migrations.Latest()
 	if err != nil {
 		add("schema", checkFail, "%v", err)
@@ -145,9 +149,18 @@ func diagnose(ctx context.Context, g *globals, quick bool) []checkJSON {
 		// Not opened below: opening the store would migrate the file, and
 		// doctor changes nothing.
 		add("schema", checkWarn, "version %d, this binary has %d: run sessionctl migrate up", current, latest)
+		tablesAt = current
 	} else {
 		schemaOK = true
+		tablesAt = current
 		add("schema", checkOK, "version %d, the same as this binary", current)
+	}
+	if tablesAt >= 0 {
+		if tables, err := sqliteTables(ctx, db); err != nil {
+			add("tables", checkFail, "%v", mapRawErr(err))
+		} else if !tablesCheck(tables, tablesAt, add) {
+			schemaOK = false
+		}
 	}
 
 	var mode string
@@ -179,6 +192,66 @@ func diagnose(ctx context.Context, g *globals, quick bool) []checkJSON {
 		}
 	}
 	return checks
+}
+
+// sqliteTables lists the tables of a SQLite database, without SQLite's
+// own.
+func sqliteTables(ctx context.Context, db *sql.DB) ([]string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		out = append(out, name)
+	}
+	return out, rows.Err()
+}
+
+// tablesCheck compares the tables of a store at schema version with the
+// facet registry: a table of a facet (or the migration table) that is
+// missing fails the check; a table of no facet is a warning. It reports
+// whether no table is missing.
+func tablesCheck(tables []string, version int64, add func(name, status, format string, args ...any)) bool {
+	want := facet.TablesAt(version)
+	var missing, unknown []string
+	for _, t := range want {
+		if !slices.Contains(tables, t) {
+			if f, ok := facet.Owner(t); ok {
+				t += " (" + string(f.Name) + ")"
+			}
+			missing = append(missing, t)
+		}
+	}
+	for _, t := range tables {
+		if !slices.Contains(want, t) {
+			unknown = append(unknown, t)
+		}
+	}
+	slices.Sort(unknown)
+	switch {
+	case len(missing) > 0:
+		add("tables", checkFail, "%d %s missing: %s", len(missing), plural(len(missing), "table", "tables"), strings.Join(missing, ", "))
+		return false
+	case len(unknown) > 0:
+		add("tables", checkWarn, "%d %s of no facet: %s", len(unknown), plural(len(unknown), "table", "tables"), strings.Join(unknown, ", "))
+		return true
+	}
+	var parts []string
+	n := 0
+	for _, f := range facet.All() {
+		if f.Since <= version {
+			parts = append(parts, fmt.Sprintf("%s %d", f.Name, len(f.Tables)))
+			n += len(f.Tables)
+		}
+	}
+	add("tables", checkOK, "%d tables of %d facets (%s) and the migration table", n, len(parts), strings.Join(parts, ", "))
+	return true
 }
 
 // integrityCheck runs integrity_check (or quick_check) and reports the

@@ -2,22 +2,24 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/agentstore/sessionstore/store"
 )
 
 // exportFormat names sessionctl's export document; exportVersion is its
-// version (a reader refuses newer versions).
+// version. Version 2 added the agent_sessions section; a reader takes
+// every version up to its own and refuses newer ones.
 const (
 	exportFormat  = "sessionctl-export"
-	exportVersion = 1
+	exportVersion = 2
 )
 
-// exportDoc is an export file: every facet of the exported sessions.
+// exportDoc is an export file: every facet of the exported sessions, one
+// section per facet of the registry (see facetOps.section).
 type exportDoc struct {
 	Format        string       `json:"format"`
 	Version       int          `json:"version"`
@@ -25,23 +27,47 @@ type exportDoc struct {
 	Governed      []govView    `json:"governed_sessions"`
 	Runtime       []rtExport   `json:"runtime_sessions"`
 	Conversations []convExport `json:"conversations"`
+	// AgentSessions is nil in version-1 documents.
+	AgentSessions *agentExport `json:"agent_sessions,omitempty"`
 }
 
 var exportSpec = spec{
 	name: "export",
 	args: "[ID...]",
-	about: `Exports sessions as one JSON document (format "sessionctl-export", version 1):
-every facet of the given ids, or every session. Governed sessions keep their
+	about: `Exports sessions as one JSON document (format "sessionctl-export", version 2):
+every facet of the given ids, or everything. Governed sessions keep their
 counters, rate window, status and times; runtime sessions come with their
 overrides and uploads (content in base64); conversations with their
 messages, cost records, artifacts, trace events, run records and
-verification reports (never an LLM API key: the store does not keep one).
-"sessionctl import" reads the file back. Writes to stdout unless --output
-is given.`,
+verification reports (never an LLM API key: the store does not keep one);
+agent sessions with their event logs and session state, and the app and
+user state they share once per application and per user (event data and
+state values are JSON text in strings, so that they come back byte for
+byte). An ID selects the governed session, runtime session and
+conversation of that id and the agent sessions of that session id in
+any application and user. "sessionctl import" reads the file back (and
+version-1 files). Writes to stdout unless --output is given.`,
 	examples: []string{
 		"sessionctl export > all.json",
 		"sessionctl export task-7 task-8 --output two.json",
 	},
+}
+
+// exportRun is one export in progress: what the facets' export functions
+// read and fill in.
+type exportRun struct {
+	g   *globals
+	st  cliStore
+	ids []string // nil: everything
+	// found marks the ids that some facet had.
+	found  map[string]bool
+	doc    *exportDoc
+	counts facetCounts
+}
+
+// wants reports whether id is selected.
+func (x *exportRun) wants(id string) bool {
+	return x.ids == nil || slices.Contains(x.ids, id)
 }
 
 func runExport(ctx context.Context, g *globals, args []string) int {
@@ -63,93 +89,23 @@ func runExport(ctx context.Context, g *globals, args []string) int {
 	}
 	defer st.Close()
 
-	doc := exportDoc{Format: exportFormat, Version: exportVersion, ExportedAt: jsonTime(g.clock()),
-		Governed: []govView{}, Runtime: []rtExport{}, Conversations: []convExport{}}
-	gov, conv := st.Governance(), st.Conversations()
-	if len(pos) == 0 {
-		f := store.ListFilter{Limit: store.MaxPageSize}
-		for {
-			page, err := gov.List(ctx, f)
-			if err != nil {
-				return g.fail(sp.name, err)
-			}
-			for _, s := range page.Items {
-				doc.Governed = append(doc.Governed, newGovView(s))
-			}
-			if page.Next == "" {
-				break
-			}
-			f.After = page.Next
+	all, err := registeredFacets()
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	doc := exportDoc{Format: exportFormat, Version: exportVersion, ExportedAt: jsonTime(g.clock())}
+	x := &exportRun{g: g, st: st, found: map[string]bool{}, doc: &doc}
+	if len(pos) > 0 {
+		x.ids = pos
+	}
+	for _, f := range all {
+		if err := f.ops.export(ctx, x); err != nil {
+			return g.fail(sp.name, fmt.Errorf("%s: %w", f.Title, err))
 		}
-		req := store.ListIDsRequest{Limit: store.MaxPageSize}
-		for {
-			page, err := st.Runtime().ListIDs(ctx, req)
-			if err != nil {
-				return g.fail(sp.name, err)
-			}
-			for _, id := range page.Items {
-				x, err := exportRuntime(ctx, st, id)
-				if errors.Is(err, store.ErrNotFound) {
-					continue // removed since it was listed
-				}
-				if err != nil {
-					return g.fail(sp.name, err)
-				}
-				doc.Runtime = append(doc.Runtime, x)
-			}
-			if page.Next == "" {
-				break
-			}
-			req.After = page.Next
-		}
-		cf := store.ConversationFilter{Limit: store.MaxPageSize}
-		for {
-			page, err := conv.List(ctx, cf)
-			if err != nil {
-				return g.fail(sp.name, err)
-			}
-			for _, c := range page.Items {
-				x, err := exportConversation(ctx, conv, c.ID)
-				if errors.Is(err, store.ErrNotFound) {
-					continue // deleted since it was listed
-				}
-				if err != nil {
-					return g.fail(sp.name, err)
-				}
-				doc.Conversations = append(doc.Conversations, x)
-			}
-			if page.Next == "" {
-				break
-			}
-			cf.After = page.Next
-		}
-	} else {
-		for _, id := range pos {
-			found := false
-			s, err := gov.Get(ctx, id)
-			if err == nil {
-				found = true
-				doc.Governed = append(doc.Governed, newGovView(s))
-			} else if !errors.Is(err, store.ErrNotFound) {
-				return g.fail(sp.name, err)
-			}
-			r, err := exportRuntime(ctx, st, id)
-			if err == nil {
-				found = true
-				doc.Runtime = append(doc.Runtime, r)
-			} else if !errors.Is(err, store.ErrNotFound) {
-				return g.fail(sp.name, err)
-			}
-			x, err := exportConversation(ctx, conv, id)
-			if err == nil {
-				found = true
-				doc.Conversations = append(doc.Conversations, x)
-			} else if !errors.Is(err, store.ErrNotFound) {
-				return g.fail(sp.name, err)
-			}
-			if !found {
-				return g.fail(sp.name, fmt.Errorf("session %s: %w", id, store.ErrNotFound))
-			}
+	}
+	for _, id := range pos {
+		if !x.found[id] {
+			return g.fail(sp.name, fmt.Errorf("session %s: %w", id, store.ErrNotFound))
 		}
 	}
 
@@ -169,8 +125,7 @@ func runExport(ctx context.Context, g *globals, args []string) int {
 		if err := f.Sync(); err != nil {
 			return g.fail(sp.name, err)
 		}
-		fmt.Fprintf(g.stderr, "exported %s to %s\n",
-			countsText(int64(len(doc.Governed)), int64(len(doc.Runtime)), int64(len(doc.Conversations))), *output)
+		fmt.Fprintf(g.stderr, "exported %s to %s\n", countsText(x.counts), *output)
 	}
 	return exitOK
 }

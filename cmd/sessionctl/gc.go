@@ -3,27 +3,61 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/agentstore/sessionstore/internal/facet"
 
 	"github.com/agentstore/sessionstore/store"
 )
 
 var gcSpec = spec{
 	name: "gc",
-	about: `Applies retention to conversations: --older-than deletes conversations not
-updated for that long (with their messages, artifacts, traces, runs and
-reports), --keep-last keeps only the last N messages of each conversation
-(positions of the kept messages do not change). Deletions run in batches
-of 1000 conversations, one transaction each, so that other writers are
-never held up for long. Then the WAL is checkpointed and truncated; with
---vacuum the database file is also rewritten without its free pages.
---dry-run only counts what would go. On PostgreSQL there is no checkpoint
-(the server manages its WAL; autovacuum reclaims space) and --vacuum is
-refused.`,
+	about: `Applies retention, facet by facet. Conversations: --older-than deletes
+conversations not updated for that long (with their messages, artifacts,
+traces, runs and reports), --keep-last keeps only the last N messages of
+each conversation (positions of the kept messages do not change).
+Deletions run in batches of 1000 conversations, one transaction each, so
+that other writers are never held up for long. Agent sessions: with
+--older-than, gc counts those not updated for that long and keeps them
+(their event logs are not trimmed either): the store has no
+delete-by-age for them, and deleting what a listing found would lose an
+event appended in between; delete them through the library
+(AgentSessions().DeleteSession).` + gcLeftAlone() + `
+
+Then the WAL is checkpointed and truncated; with --vacuum the database
+file is also rewritten without its free pages. --dry-run only counts what
+would go. On PostgreSQL there is no checkpoint (the server manages its
+WAL; autovacuum reclaims space) and --vacuum is refused.`,
 	examples: []string{
 		"sessionctl gc --older-than 720h --dry-run",
 		"sessionctl gc --older-than 2160h --keep-last 500 --vacuum",
 	},
+}
+
+// gcLeftAlone lists the facets gc does not touch, each with the reason
+// its maintenance entry gives, wrapped for --help.
+func gcLeftAlone() string {
+	var b strings.Builder
+	for _, f := range facet.All() {
+		ops := maintenance[f.Name]
+		if ops == nil || ops.gcNone == "" {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\n\nLeft alone:")
+		}
+		line := "\n "
+		for _, w := range strings.Fields(ops.gcNone + ".") {
+			if len(line)+1+len(w) > 76 {
+				b.WriteString(line)
+				line = "\n   "
+			}
+			line += " " + w
+		}
+		b.WriteString(line)
+	}
+	return b.String()
 }
 
 // gcBatch is how many conversations one deletion transaction removes.
@@ -37,7 +71,17 @@ type gcJSON struct {
 	KeepLast             *int   `json:"keep_last"`
 	TrimmedConversations int64  `json:"trimmed_conversations"`
 	RemovedMessages      int64  `json:"removed_messages"`
+	// IdleAgentSessions counts the agent sessions not updated since
+	// UpdatedBefore; gc keeps them.
+	IdleAgentSessions int64 `json:"idle_agent_sessions"`
 	*WALResult
+}
+
+// gcRequest is what one gc run asks of every facet.
+type gcRequest struct {
+	cutoff   time.Time // zero: no --older-than
+	keepLast int       // -1: no --keep-last
+	dryRun   bool
 }
 
 func runGC(ctx context.Context, g *globals, args []string) int {
@@ -70,19 +114,28 @@ func runGC(ctx context.Context, g *globals, args []string) int {
 	if err != nil {
 		return g.fail(sp.name, err)
 	}
+	all, err := registeredFacets()
+	if err != nil {
+		st.Close()
+		return g.fail(sp.name, err)
+	}
 	doc := gcJSON{DryRun: *dryRun}
-	var cutoff time.Time
+	req := gcRequest{keepLast: *keepLast, dryRun: *dryRun}
 	if *olderThan > 0 {
-		cutoff = g.clock().Add(-*olderThan)
-		doc.UpdatedBefore = jsonTime(cutoff)
+		req.cutoff = g.clock().Add(-*olderThan)
+		doc.UpdatedBefore = jsonTime(req.cutoff)
 	}
 	if *keepLast >= 0 {
 		doc.KeepLast = keepLast
 	}
-	if *dryRun {
-		err = gcCount(ctx, st, cutoff, *keepLast, &doc)
-	} else {
-		err = gcRun(ctx, st, cutoff, *keepLast, &doc)
+	for _, f := range all {
+		if f.ops.gc == nil {
+			continue // left alone; gcNone says why
+		}
+		if err = f.ops.gc(ctx, g, st, req, &doc); err != nil {
+			err = fmt.Errorf("%s: %w", f.Title, err)
+			break
+		}
 	}
 	if cerr := st.Close(); err == nil {
 		err = cerr
@@ -104,23 +157,45 @@ func runGC(ctx context.Context, g *globals, args []string) int {
 		return exitOK
 	}
 	w := g.stdout
-	verb, trimVerb := "deleted", "removed"
-	if *dryRun {
-		verb, trimVerb = "would delete", "would remove"
-	}
-	if *olderThan > 0 {
-		fmt.Fprintf(w, "%s %d %s not updated since %s\n", verb, doc.DeletedConversations,
-			plural(int(doc.DeletedConversations), "conversation", "conversations"), tableTime(cutoff))
-	}
-	if *keepLast >= 0 {
-		fmt.Fprintf(w, "%s %d %s from %d %s (keeping the last %d of each)\n", trimVerb, doc.RemovedMessages,
-			plural(int(doc.RemovedMessages), "message", "messages"), doc.TrimmedConversations,
-			plural(int(doc.TrimmedConversations), "conversation", "conversations"), *keepLast)
+	for _, f := range all {
+		if f.ops.gcLines != nil {
+			for _, line := range f.ops.gcLines(req, &doc) {
+				fmt.Fprintln(w, line)
+			}
+		}
 	}
 	if doc.WALResult != nil {
 		printWAL(w, *doc.WALResult)
 	}
 	return exitOK
+}
+
+// gcConversations deletes and trims conversations, or with req.dryRun
+// counts what it would remove.
+func gcConversations(ctx context.Context, _ *globals, st cliStore, req gcRequest, doc *gcJSON) error {
+	if req.dryRun {
+		return gcCount(ctx, st, req.cutoff, req.keepLast, doc)
+	}
+	return gcRun(ctx, st, req.cutoff, req.keepLast, doc)
+}
+
+// gcConversationsLines are gc's lines about conversations.
+func gcConversationsLines(req gcRequest, doc *gcJSON) []string {
+	verb, trimVerb := "deleted", "removed"
+	if req.dryRun {
+		verb, trimVerb = "would delete", "would remove"
+	}
+	var lines []string
+	if !req.cutoff.IsZero() {
+		lines = append(lines, fmt.Sprintf("%s %d %s not updated since %s", verb, doc.DeletedConversations,
+			plural(int(doc.DeletedConversations), "conversation", "conversations"), tableTime(req.cutoff)))
+	}
+	if req.keepLast >= 0 {
+		lines = append(lines, fmt.Sprintf("%s %d %s from %d %s (keeping the last %d of each)", trimVerb, doc.RemovedMessages,
+			plural(int(doc.RemovedMessages), "message", "messages"), doc.TrimmedConversations,
+			plural(int(doc.TrimmedConversations), "conversation", "conversations"), req.keepLast))
+	}
+	return lines
 }
 
 // gcRun deletes and trims.

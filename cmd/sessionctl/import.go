@@ -8,7 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
+	"sync"
+	"time"
 
 	"github.com/agentstore/sessionstore/store"
 )
@@ -22,13 +23,16 @@ var importSpec = spec{
 	about: `Imports sessions from files ("-" reads stdin) of two formats, told apart by
 their content:
 
-  - "sessionctl export" files: governed sessions are restored in one
-    transaction exactly as exported (counters, rate window, status, times);
-    runtime sessions with their overrides and uploads (each checked against
-    its SHA-256; times and turn state start afresh); conversations come
-    back with their messages, cost records, artifacts, trace events, run
-    records and reports (message positions renumbered from 0, trace events
-    and reports stamped with the import time);
+  - "sessionctl export" files (version 1 or 2): governed sessions are
+    restored in one transaction exactly as exported (counters, rate
+    window, status, times); runtime sessions with their times, overrides
+    and uploads (each checked against its SHA-256; turn state starts
+    afresh); conversations come back with their messages, cost records,
+    artifacts, trace events, run records and reports, with their times
+    (message positions renumbered from 0; the version counts the import's
+    own writes); agent sessions with their times, version, session state
+    and event logs, and the app and user state they share (a stored state
+    key with another value is a conflict, like an existing id);
   - a3s session files (the JSON the a3s-code file store writes per
     session), as conversations; an "api_key" in them is never stored.
 
@@ -46,19 +50,29 @@ several files, a progress line is shown.`,
 
 // importJSON is the JSON document of import.
 type importJSON struct {
-	Files         int   `json:"files"`
-	Governed      int64 `json:"governed_sessions"`
-	Runtime       int64 `json:"runtime_sessions"`
-	Conversations int64 `json:"conversations"`
-	Skipped       int64 `json:"skipped"`
-	DryRun        bool  `json:"dry_run"`
+	Files int `json:"files"`
+	facetCounts
+	Skipped int64 `json:"skipped"`
+	DryRun  bool  `json:"dry_run"`
 }
 
-// importFile is one parsed and validated input file.
+// importFile is one parsed and validated input file: the items of each
+// facet (see facetOps.parse).
 type importFile struct {
 	governed      []store.Session
 	runtime       []rtImport
 	conversations []convExport
+	agent         agentImport
+}
+
+// importRun is the import of one file in progress: what the facets'
+// prepare and restore functions read and fill in.
+type importRun struct {
+	st    cliStore
+	file  *importFile
+	skip  bool
+	doc   *importJSON
+	clock *importClock
 }
 
 func runImport(ctx context.Context, g *globals, args []string) int {
@@ -74,6 +88,14 @@ func runImport(ctx context.Context, g *globals, args []string) int {
 	if code, bad := g.wantArgs(sp, pos, 1, -1); bad {
 		return code
 	}
+	all, err := registeredFacets()
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	// The store runs on the import's clock, so that records the store
+	// stamps itself get their exported times (see importClock).
+	clock := newImportClock(g.now)
+	g.now = clock.now
 	var st cliStore
 	if !*dryRun {
 		var err error
@@ -91,8 +113,9 @@ func runImport(ctx context.Context, g *globals, args []string) int {
 			doc.Governed += int64(len(f.governed))
 			doc.Runtime += int64(len(f.runtime))
 			doc.Conversations += int64(len(f.conversations))
+			doc.AgentSessions += int64(len(f.agent.sessions))
 		} else if err == nil {
-			err = importOne(ctx, st, f, *skip, &doc)
+			err = importOne(ctx, all, &importRun{st: st, file: &f, skip: *skip, doc: &doc, clock: clock})
 		}
 		if err != nil {
 			progress.done()
@@ -114,7 +137,7 @@ func runImport(ctx context.Context, g *globals, args []string) int {
 	if *dryRun {
 		verb = "checked (dry run, nothing written)"
 	}
-	fmt.Fprintf(g.stdout, "%s %s from %d %s", verb, countsText(doc.Governed, doc.Runtime, doc.Conversations),
+	fmt.Fprintf(g.stdout, "%s %s from %d %s", verb, countsText(doc.facetCounts),
 		doc.Files, plural(doc.Files, "file", "files"))
 	if doc.Skipped > 0 {
 		fmt.Fprintf(g.stdout, ", %d existing skipped", doc.Skipped)
@@ -167,71 +190,33 @@ func readImportFile(g *globals, name string) (importFile, error) {
 	return importFile{}, store.Invalid("format", fmt.Sprintf("unknown format %q (this binary reads %s and a3s session files)", head.Format, exportFormat))
 }
 
-// importOne writes one validated file: it checks first that no runtime
-// session or conversation id exists (or drops those with skip), then
-// restores the governed sessions in one transaction, then inserts the
-// runtime sessions and saves the conversations.
-func importOne(ctx context.Context, st cliStore, f importFile, skip bool, doc *importJSON) error {
-	conv, rt := st.Conversations(), st.Runtime()
-	var rts []rtImport
-	for _, x := range f.runtime {
-		_, err := rt.Get(ctx, x.req.ID)
-		switch {
-		case err == nil && !skip:
-			return fmt.Errorf("%w: runtime session %s exists (use --skip-existing)", store.ErrConflict, x.req.ID)
-		case err == nil:
-			doc.Skipped++
-		case errors.Is(err, store.ErrNotFound):
-			rts = append(rts, x)
-		default:
+// importOne writes one validated file: first every facet checks that
+// none of its items exists (or drops those with --skip-existing), so that
+// a conflict writes nothing; then every facet restores its items, in
+// registry order.
+func importOne(ctx context.Context, all []registered, x *importRun) error {
+	for _, f := range all {
+		if err := f.ops.prepare(ctx, x); err != nil {
 			return err
 		}
 	}
-	var convs []convExport
-	for _, x := range f.conversations {
-		exists, err := conv.Exists(ctx, x.Conversation.ID)
-		if err != nil {
+	for _, f := range all {
+		if err := f.ops.restore(ctx, x); err != nil {
 			return err
 		}
-		if exists && !skip {
-			return fmt.Errorf("%w: conversation %s exists (use --skip-existing)", store.ErrConflict, x.Conversation.ID)
-		}
-		if exists {
-			doc.Skipped++
-			continue
-		}
-		convs = append(convs, x)
-	}
-	if len(f.governed) > 0 {
-		n, err := st.Governance().Restore(ctx, store.RestoreRequest{Sessions: f.governed, SkipExisting: skip})
-		if errors.Is(err, store.ErrConflict) {
-			return fmt.Errorf("%w: a governed session id in the file exists (use --skip-existing)", err)
-		}
-		if err != nil {
-			return err
-		}
-		doc.Governed += n
-		doc.Skipped += int64(len(f.governed)) - n
-	}
-	for _, x := range rts {
-		if err := importRuntime(ctx, rt, x); err != nil {
-			return fmt.Errorf("runtime session %s: %w", x.req.ID, err)
-		}
-		doc.Runtime++
-	}
-	for _, x := range convs {
-		if err := importConversation(ctx, conv, x); err != nil {
-			return fmt.Errorf("conversation %s: %w", x.Conversation.ID, err)
-		}
-		doc.Conversations++
 	}
 	return nil
 }
 
-// parseExport decodes and validates a sessionctl export document.
+// parseExport decodes and validates a sessionctl export document: each
+// facet validates its section.
 func parseExport(data []byte, version int) (importFile, error) {
 	if version < 1 || version > exportVersion {
 		return importFile{}, store.Invalid("version", fmt.Sprintf("export version %d is not supported (this binary reads 1 to %d)", version, exportVersion))
+	}
+	all, err := registeredFacets()
+	if err != nil {
+		return importFile{}, err
 	}
 	var doc exportDoc
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -240,43 +225,10 @@ func parseExport(data []byte, version int) (importFile, error) {
 		return importFile{}, store.Invalid("file", jsonErr(err))
 	}
 	var f importFile
-	for i, v := range doc.Governed {
-		s, err := v.session()
-		if err == nil {
-			err = s.ValidateStored()
-		}
-		if err != nil {
-			return importFile{}, fmt.Errorf("governed_sessions[%d]: %w", i, asInvalid(err))
-		}
-		f.governed = append(f.governed, s)
-	}
-	if err := (store.RestoreRequest{Sessions: f.governed}).Validate(); err != nil {
-		return importFile{}, err
-	}
-	seenRT := map[string]bool{}
-	for i := range doc.Runtime {
-		imp, err := doc.Runtime[i].validate(fmt.Sprintf("runtime_sessions[%d]", i))
-		if err != nil {
+	for _, fc := range all {
+		if err := fc.ops.parse(&doc, version, &f); err != nil {
 			return importFile{}, err
 		}
-		if seenRT[imp.req.ID] {
-			return importFile{}, store.Invalid("runtime_sessions", "id "+imp.req.ID+" appears twice")
-		}
-		seenRT[imp.req.ID] = true
-		f.runtime = append(f.runtime, imp)
-	}
-	seen := map[string]bool{}
-	for i := range doc.Conversations {
-		x := &doc.Conversations[i]
-		if err := x.validate(fmt.Sprintf("conversations[%d]", i)); err != nil {
-			return importFile{}, err
-		}
-		if seen[x.Conversation.ID] {
-			return importFile{}, store.Invalid("conversations", "id "+x.Conversation.ID+" appears twice")
-		}
-		seen[x.Conversation.ID] = true
-		x.Artifacts, x.Traces = nonNilSlice(x.Artifacts), nonNilSlice(x.Traces)
-		f.conversations = append(f.conversations, *x)
 	}
 	return f, nil
 }
@@ -332,29 +284,40 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// countsText is "2 governed sessions, 1 runtime session and 3
-// conversations", leaving out the zeros ("nothing" when all are).
-func countsText(governed, runtime, conversations int64) string {
-	var parts []string
-	if governed > 0 {
-		parts = append(parts, fmt.Sprintf("%d governed %s", governed, plural(int(governed), "session", "sessions")))
-	}
-	if runtime > 0 {
-		parts = append(parts, fmt.Sprintf("%d runtime %s", runtime, plural(int(runtime), "session", "sessions")))
-	}
-	if conversations > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s", conversations, plural(int(conversations), "conversation", "conversations")))
-	}
-	if len(parts) == 0 {
-		return "nothing"
-	}
-	return joinAnd(parts)
+// importClock is the store's clock during an import. It reads the current
+// time, except while the import writes a record whose times the store
+// stamps itself and the export carries (an agent session's creation and
+// update times, ...): then it reads the exported time, so that the
+// restored record carries the times of the original. An import writes
+// from one goroutine, one call at a time, so a pinned time applies to
+// exactly the calls made while it is set.
+type importClock struct {
+	base func() time.Time
+	mu   sync.Mutex
+	at   time.Time
 }
 
-// joinAnd lists words: "a, b and c".
-func joinAnd(words []string) string {
-	if len(words) < 2 {
-		return strings.Join(words, "")
+// newImportClock returns a clock reading base (nil: time.Now).
+func newImportClock(base func() time.Time) *importClock {
+	if base == nil {
+		base = time.Now
 	}
-	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+	return &importClock{base: base}
+}
+
+func (c *importClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() {
+		return c.at
+	}
+	return c.base()
+}
+
+// pin makes the clock read t until the next pin; the zero time returns it
+// to the current time.
+func (c *importClock) pin(t time.Time) {
+	c.mu.Lock()
+	c.at = t
+	c.mu.Unlock()
 }

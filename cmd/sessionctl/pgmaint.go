@@ -189,6 +189,9 @@ func pgForeignKeyCheck(ctx context.Context, conn *pgx.Conn, schema string, quick
 	add("foreign_keys", checkOK, "no orphan rows (%d foreign keys scanned)", len(fks))
 }
 
+// pgTablesSQL lists the tables of the store's schema.
+const pgTablesSQL = `SELECT tablename::text FROM pg_catalog.pg_tables WHERE schemaname = current_schema()`
+
 const pgInvalidIndexesSQL = `SELECT count(*), coalesce(min(ic.relname::text), '')
 	FROM pg_catalog.pg_index i
 	JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
@@ -252,6 +255,18 @@ func diagnosePG(ctx context.Context, g *globals, quick bool) []checkJSON {
 	default:
 		schemaOK = true
 		add("schema", checkOK, "version %d, the same as this binary", current)
+	}
+	if current <= latest {
+		rows, err := conn.Query(ctx, pgTablesSQL)
+		var tables []string
+		if err == nil {
+			tables, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+		if err != nil {
+			add("tables", checkFail, "%v", err)
+		} else if !tablesCheck(tables, current, add) {
+			schemaOK = false
+		}
 	}
 
 	var invalid int64

@@ -12,10 +12,12 @@ import (
 
 var statsSpec = spec{
 	name: "stats",
-	about: `Summarizes the database: governed sessions by effective status, runtime
-sessions by agent with running turns and uploads (count and bytes),
-conversations by state with their messages, tokens and cost, the database
-and WAL file sizes, pages and free pages, and the schema version. On
+	about: `Summarizes the database, facet by facet: governed sessions by effective
+status, runtime sessions by agent with running turns and uploads (count
+and bytes), conversations by state with their messages, tokens and cost,
+agent sessions with their applications, users and events and the keys of
+their app, user and session state; then the database and WAL file sizes,
+pages and free pages, and the schema version. On
 PostgreSQL the sizes are those of the whole database (pg_database_size)
 and of the store's tables with their indexes; there is no WAL file or page
 count to report.`,
@@ -60,6 +62,7 @@ type statsJSON struct {
 	Governed            statusCounts `json:"governed"`
 	Runtime             rtCounts     `json:"runtime"`
 	Conversations       convCounts   `json:"conversations"`
+	AgentSessions       agentCounts  `json:"agent_sessions"`
 	DatabaseBytes       int64        `json:"database_bytes"`
 	// SQLite only: the WAL file and the pages of the database file.
 	WALBytes  *int64 `json:"wal_bytes,omitempty"`
@@ -97,16 +100,16 @@ func runStats(ctx context.Context, g *globals, args []string) int {
 		return exitOK
 	}
 	tw := newTable(g.stdout)
-	gc := doc.Governed
 	rows := [][2]string{
 		{"database", doc.Path},
 		{"schema version", fmt.Sprintf("%d (this binary: %d)", doc.SchemaVersion, doc.BinarySchemaVersion)},
-		{"governed sessions", fmt.Sprintf("%d: %d active, %d closed, %d expired", gc.Total, gc.Active, gc.Closed, gc.Expired)},
-		{"runtime sessions", rtCountsText(doc.Runtime)},
-		{"uploads", fmt.Sprintf("%d, %s", doc.Runtime.Uploads, humanBytes(doc.Runtime.UploadBytes))},
-		{"conversations", convCountsText(doc.Conversations)},
-		{"messages", fmt.Sprint(doc.Conversations.Messages)},
-		{"tokens, cost", fmt.Sprintf("%d, %s", doc.Conversations.TotalTokens, usd(doc.Conversations.TotalCostUSD))},
+	}
+	all, err := registeredFacets()
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	for _, f := range all {
+		rows = append(rows, f.ops.statsRows(&doc)...)
 	}
 	if doc.StoreBytes != nil {
 		rows = append(rows,
@@ -133,14 +136,14 @@ func collectStats(ctx context.Context, g *globals, st cliStore) (statsJSON, erro
 	if doc.SchemaVersion, doc.BinarySchemaVersion, err = st.SchemaVersion(ctx); err != nil {
 		return doc, err
 	}
-	if doc.Governed, err = countGoverned(ctx, st.Governance()); err != nil {
+	all, err := registeredFacets()
+	if err != nil {
 		return doc, err
 	}
-	if doc.Runtime, err = countRuntime(ctx, st); err != nil {
-		return doc, err
-	}
-	if doc.Conversations, err = countConversations(ctx, st.Conversations()); err != nil {
-		return doc, err
+	for _, f := range all {
+		if err := f.ops.stats(ctx, g, st, &doc); err != nil {
+			return doc, fmt.Errorf("%s: %w", f.Title, err)
+		}
 	}
 	if g.isPG() {
 		sz, err := g.pgSizes(ctx)

@@ -1,0 +1,152 @@
+package main
+
+// The maintenance commands and the facet registry. export, import, stats
+// and gc never list facets by hand: they walk facet.All() (internal/facet)
+// and call the facet's entry in maintenance. A facet added to the registry
+// without an entry here, or with an entry that lacks one of the
+// operations, fails TestEveryFacetHasMaintenance, and the commands refuse
+// to run (errNoMaintenance) rather than silently leave the facet out.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/agentstore/sessionstore/internal/facet"
+)
+
+// facetOps is what the maintenance commands do with one facet.
+type facetOps struct {
+	// one and many are the nouns of summaries: "1 governed session",
+	// "3 conversations".
+	one, many string
+	// count points at the facet's counter in c.
+	count func(c *facetCounts) *int64
+	// section is the name of the facet's section in an export document.
+	section string
+
+	// export adds the facet's items to x.doc: every item, or those of
+	// x.ids (marking the ids it found in x.found). It counts them in
+	// x.counts.
+	export func(ctx context.Context, x *exportRun) error
+	// parse validates the facet's section of an export document of the
+	// given version into x.file.
+	parse func(doc *exportDoc, version int, f *importFile) error
+	// prepare runs before anything of a file is written: it fails on an
+	// item that exists already, or, with --skip-existing, drops it from
+	// the file and counts it as skipped.
+	prepare func(ctx context.Context, x *importRun) error
+	// restore writes the facet's items of the file and counts them.
+	restore func(ctx context.Context, x *importRun) error
+
+	// stats adds the facet's counts to doc; statsRows are its lines in the
+	// table of "sessionctl stats".
+	stats     func(ctx context.Context, g *globals, st cliStore, doc *statsJSON) error
+	statsRows func(doc *statsJSON) [][2]string
+
+	// gc applies retention to the facet, or with req.dryRun counts what
+	// it would do; gcLines are its lines of gc's output. A facet that gc
+	// leaves alone has neither and says why in gcNone (gc --help shows it).
+	gc      func(ctx context.Context, g *globals, st cliStore, req gcRequest, doc *gcJSON) error
+	gcLines func(req gcRequest, doc *gcJSON) []string
+	gcNone  string
+}
+
+// maintenance holds the operations of every registered facet.
+var maintenance = map[facet.Name]*facetOps{
+	facet.Governance:    &govOps,
+	facet.Runtime:       &rtOps,
+	facet.Conversations: &convOps,
+	facet.AgentSessions: &agentOps,
+}
+
+// facetCounts counts the items of each facet, in the JSON of import.
+type facetCounts struct {
+	Governed      int64 `json:"governed_sessions"`
+	Runtime       int64 `json:"runtime_sessions"`
+	Conversations int64 `json:"conversations"`
+	AgentSessions int64 `json:"agent_sessions"`
+}
+
+// registered pairs a facet with its operations.
+type registered struct {
+	facet.Facet
+	ops *facetOps
+}
+
+// errNoMaintenance reports a registered facet that sessionctl does not
+// handle: a programming error that TestEveryFacetHasMaintenance catches.
+type errNoMaintenance struct {
+	facet facet.Name
+	what  string
+}
+
+func (e *errNoMaintenance) Error() string {
+	return fmt.Sprintf("internal error: facet %s has no %s handling in sessionctl", e.facet, e.what)
+}
+
+// registeredFacets returns every registered facet with its operations,
+// in registry order, or an error naming the first facet that lacks an
+// operation.
+func registeredFacets() ([]registered, error) {
+	var out []registered
+	for _, f := range facet.All() {
+		ops := maintenance[f.Name]
+		if err := ops.check(f.Name); err != nil {
+			return nil, err
+		}
+		out = append(out, registered{Facet: f, ops: ops})
+	}
+	return out, nil
+}
+
+// check reports the first missing operation of ops (nil: none).
+func (ops *facetOps) check(name facet.Name) error {
+	if ops == nil {
+		return &errNoMaintenance{name, "maintenance"}
+	}
+	for _, m := range []struct {
+		what string
+		ok   bool
+	}{
+		{"summary", ops.one != "" && ops.many != "" && ops.count != nil},
+		{"export", ops.export != nil && ops.section != ""},
+		{"import", ops.parse != nil && ops.prepare != nil && ops.restore != nil},
+		{"stats", ops.stats != nil && ops.statsRows != nil},
+		{"gc", (ops.gc != nil && ops.gcLines != nil && ops.gcNone == "") ||
+			(ops.gc == nil && ops.gcLines == nil && ops.gcNone != "")},
+	} {
+		if !m.ok {
+			return &errNoMaintenance{name, m.what}
+		}
+	}
+	return nil
+}
+
+// countsText is "2 governed sessions, 1 runtime session and 3
+// conversations": the facets in registry order, leaving out the zeros
+// ("nothing" when all are).
+func countsText(c facetCounts) string {
+	var parts []string
+	for _, f := range facet.All() {
+		ops := maintenance[f.Name]
+		if ops == nil {
+			continue
+		}
+		if n := *ops.count(&c); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, plural(int(n), ops.one, ops.many)))
+		}
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return joinAnd(parts)
+}
+
+// joinAnd lists words: "a, b and c".
+func joinAnd(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}

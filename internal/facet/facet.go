@@ -1,0 +1,135 @@
+// Package facet is the one registry of the store's facets: governed
+// sessions, runtime bookkeeping, conversations and agent sessions. Each
+// entry names the facet and the database tables it owns (the same names on
+// SQLite and PostgreSQL).
+//
+// Maintenance paths (sessionctl export, import, gc, stats and doctor) walk
+// All instead of listing facets by hand, and tests hold the registry to the
+// schema: every table of a fresh store belongs to exactly one facet (or is
+// the migration bookkeeping of SchemaTables), and every registered table
+// exists. A facet added to the store without an entry here, or an entry
+// without its maintenance handling, fails those tests.
+//
+// The package is plain data; it knows no SQL and no store.
+package facet
+
+import (
+	"slices"
+
+	"github.com/agentstore/sessionstore/migrations"
+)
+
+// Name identifies a facet in code, in JSON and on the command line.
+type Name string
+
+// The facets, in the order maintenance paths handle them (All).
+const (
+	Governance    Name = "governance"
+	Runtime       Name = "runtime"
+	Conversations Name = "conversations"
+	AgentSessions Name = "agent_sessions"
+)
+
+// Facet describes one facet of the store.
+type Facet struct {
+	// Name identifies the facet.
+	Name Name
+	// Title names it for people, in the plural ("agent sessions").
+	Title string
+	// About says in one line what the facet keeps.
+	About string
+	// Since is the schema version (the number of the migration) that
+	// created the facet's tables: a database at an older version has none
+	// of them.
+	Since int64
+	// Tables are the database tables the facet owns, parents before their
+	// children. Deleting the facet's data touches these tables only.
+	Tables []string
+}
+
+// registry holds the facets in the order of All. Keep it in step with
+// migrations/*.sql and migrations/postgres/*.sql: the registry tests of
+// sqlstore and pgstore compare it with a freshly migrated database.
+var registry = []Facet{
+	{
+		Name:   Governance,
+		Title:  "governed sessions",
+		About:  "governed task sessions: call budgets, tool allow-lists, rate and time limits, request-id outcomes",
+		Since:  1,
+		Tables: []string{"governed_sessions", "governed_use_requests"},
+	},
+	{
+		Name:  Runtime,
+		Title: "runtime sessions",
+		About: "runtime bookkeeping: sessions, model overrides, content-addressed uploads, turns and their cancel causes",
+		Since: 3,
+		Tables: []string{"runtime_sessions", "runtime_counters", "runtime_cancel_causes",
+			"upload_blobs", "uploads"},
+	},
+	{
+		Name:  Conversations,
+		Title: "conversations",
+		About: "conversation persistence: session data, messages, cost records, artifacts, traces, runs and reports",
+		Since: 2,
+		Tables: []string{"conversations", "conversation_messages", "conversation_cost_records",
+			"conversation_artifacts", "conversation_trace_events", "conversation_runs",
+			"conversation_run_events", "conversation_reports"},
+	},
+	{
+		Name:  AgentSessions,
+		Title: "agent sessions",
+		About: "agent sessions keyed by app, user and session: event logs and app, user and session state",
+		Since: 4,
+		Tables: []string{"agent_sessions", "agent_events", "agent_app_state",
+			"agent_user_state", "agent_session_state"},
+	},
+}
+
+// All returns every facet, in the order maintenance paths handle them:
+// governance, runtime, conversations, agent sessions. The result is a copy.
+func All() []Facet {
+	out := make([]Facet, len(registry))
+	for i, f := range registry {
+		f.Tables = slices.Clone(f.Tables)
+		out[i] = f
+	}
+	return out
+}
+
+// Lookup returns the facet called name.
+func Lookup(name Name) (Facet, bool) {
+	for _, f := range All() {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Facet{}, false
+}
+
+// Owner returns the facet that owns table. Tables of SchemaTables, and
+// tables that are not the store's, have none.
+func Owner(table string) (Facet, bool) {
+	for _, f := range All() {
+		if slices.Contains(f.Tables, table) {
+			return f, true
+		}
+	}
+	return Facet{}, false
+}
+
+// SchemaTables are the store's tables that belong to no facet: the
+// migration bookkeeping (goose's version table).
+func SchemaTables() []string { return []string{migrations.TableName} }
+
+// TablesAt returns every table a store at schema version has, sorted: the
+// tables of the facets created at or before version, and SchemaTables.
+func TablesAt(version int64) []string {
+	out := SchemaTables()
+	for _, f := range All() {
+		if f.Since <= version {
+			out = append(out, f.Tables...)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,116 @@
+package facet
+
+import (
+	"io/fs"
+	"regexp"
+	"slices"
+	"testing"
+
+	"github.com/pressly/goose/v3"
+
+	"github.com/agentstore/sessionstore/migrations"
+)
+
+func TestRegistryIsWellFormed(t *testing.T) {
+	latest, err := migrations.Latest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[Name]bool{}
+	tables := map[string]Name{}
+	for _, f := range All() {
+		if f.Name == "" || f.Title == "" || f.About == "" || len(f.Tables) == 0 {
+			t.Errorf("facet %+v: name, title, about and tables must be set", f)
+		}
+		if names[f.Name] {
+			t.Errorf("facet %s is registered twice", f.Name)
+		}
+		names[f.Name] = true
+		if f.Since < 1 || f.Since > latest {
+			t.Errorf("facet %s: since %d is not a schema version (1 to %d)", f.Name, f.Since, latest)
+		}
+		for _, tb := range f.Tables {
+			if other, ok := tables[tb]; ok {
+				t.Errorf("table %s belongs to %s and %s", tb, other, f.Name)
+			}
+			tables[tb] = f.Name
+			if slices.Contains(SchemaTables(), tb) {
+				t.Errorf("table %s of %s is a schema table", tb, f.Name)
+			}
+		}
+		if g, ok := Lookup(f.Name); !ok || g.Name != f.Name {
+			t.Errorf("Lookup(%s) = %+v, %v", f.Name, g, ok)
+		}
+	}
+	for tb, name := range tables {
+		if f, ok := Owner(tb); !ok || f.Name != name {
+			t.Errorf("Owner(%s) = %s, %v; want %s", tb, f.Name, ok, name)
+		}
+	}
+	if _, ok := Owner(migrations.TableName); ok {
+		t.Errorf("the migration table has an owner")
+	}
+	if got := TablesAt(latest); len(got) != len(tables)+len(SchemaTables()) {
+		t.Errorf("TablesAt(%d) = %v", latest, got)
+	}
+	if got := TablesAt(0); !slices.Equal(got, SchemaTables()) {
+		t.Errorf("TablesAt(0) = %v, want the schema tables only", got)
+	}
+}
+
+func TestAllReturnsACopy(t *testing.T) {
+	a := All()
+	a[0].Tables[0] = "changed"
+	a[0].Name = "changed"
+	if b := All(); b[0].Tables[0] == "changed" || b[0].Name == "changed" {
+		t.Fatal("All shares its slices with the registry")
+	}
+}
+
+var createTableRE = regexp.MustCompile(`(?im)^\s*CREATE TABLE\s+(?:IF NOT EXISTS\s+)?"?([a-z_0-9]+)"?`)
+
+// Without a database: every table a migration of either dialect creates
+// belongs to exactly one facet, the facet whose Since is that migration's
+// version, and every registered table is created by some migration. (The
+// registry tests of sqlstore and pgstore check the same on migrated
+// databases.)
+func TestMigrationsCreateTheRegisteredTables(t *testing.T) {
+	for _, dialect := range []struct {
+		name  string
+		files fs.FS
+	}{{"sqlite", migrations.SQLite()}, {"postgres", migrations.Postgres()}} {
+		names, err := fs.Glob(dialect.files, "*.sql")
+		if err != nil || len(names) == 0 {
+			t.Fatalf("%s migrations: %v %v", dialect.name, names, err)
+		}
+		created := map[string]bool{}
+		for _, name := range names {
+			version, err := goose.NumericComponent(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := fs.ReadFile(dialect.files, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range createTableRE.FindAllStringSubmatch(string(b), -1) {
+				tb := m[1]
+				created[tb] = true
+				f, ok := Owner(tb)
+				switch {
+				case !ok:
+					t.Errorf("%s %s creates table %s, which belongs to no facet: register it in internal/facet", dialect.name, name, tb)
+				case f.Since != version:
+					t.Errorf("%s %s creates table %s of facet %s, whose Since is %d", dialect.name, name, tb, f.Name, f.Since)
+				}
+			}
+		}
+		for _, f := range All() {
+			for _, tb := range f.Tables {
+				if !created[tb] {
+					t.Errorf("%s: no migration creates table %s of facet %s", dialect.name, tb, f.Name)
+				}
+			}
+		}
+	}
+}
