@@ -6,7 +6,6 @@ package sqlstore_test
 import (
 	"context"
 	"encoding/json"
-	"testing"
 
 	"github.com/agentstore/sessionstore/store"
 )
@@ -69,8 +68,4 @@ func agentSweepOps() []sweepOp {
 			return st.AgentSessions().DeleteSession(ctx, sweepAgentKey)
 		}},
 	}
-}
-
-func TestFaultSweepAgentSessions(t *testing.T) {
-	runSweep(t, agentSweepOps())
 }

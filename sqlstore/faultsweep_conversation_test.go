@@ -5,7 +5,6 @@ package sqlstore_test
 import (
 	"context"
 	"encoding/json"
-	"testing"
 	"time"
 
 	"github.com/agentstore/sessionstore/store"
@@ -121,10 +120,6 @@ func conversationSweepOps() []sweepOp {
 			return conv(st).AddReports(ctx, "c", store.VerificationReport{Schema: "v1", Subject: "t", Status: "failed"})
 		}},
 	}
-}
-
-func TestFaultSweepConversations(t *testing.T) {
-	runSweep(t, conversationSweepOps())
 }
 
 // storetestNow is the instant storetest.NewClock starts at.

@@ -4,7 +4,6 @@ package sqlstore_test
 
 import (
 	"context"
-	"testing"
 	"time"
 
 	"github.com/agentstore/sessionstore/store"
@@ -60,8 +59,4 @@ func runtimeSweepOps() []sweepOp {
 			return err
 		}},
 	}
-}
-
-func TestFaultSweepRuntime(t *testing.T) {
-	runSweep(t, runtimeSweepOps())
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstore/sessionstore/internal/facet"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/store/storetest"
@@ -193,8 +194,27 @@ var sweepTotals struct {
 	cases, faults int
 }
 
-func TestFaultSweepGovernance(t *testing.T) {
-	runSweep(t, governanceSweepOps())
+// facetSweeps are the fault-sweep operations of each registered facet.
+// TestFaultSweep walks the facet registry: a facet without an entry here
+// fails it, so a new facet cannot skip the sweep.
+var facetSweeps = map[facet.Name]func() []sweepOp{
+	facet.Governance:    governanceSweepOps,
+	facet.Runtime:       runtimeSweepOps,
+	facet.Conversations: conversationSweepOps,
+	facet.AgentSessions: agentSweepOps,
+}
+
+// TestFaultSweep injects every fault kind at every statement of every
+// write operation of every registered facet (see sweepOne).
+func TestFaultSweep(t *testing.T) {
+	for _, f := range facet.All() {
+		ops, ok := facetSweeps[f.Name]
+		if !ok {
+			t.Errorf("facet %s has no fault sweep (add it to facetSweeps)", f.Name)
+			continue
+		}
+		t.Run(string(f.Name), func(t *testing.T) { runSweep(t, ops()) })
+	}
 }
 
 func runSweep(t *testing.T, ops []sweepOp) {
