@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"database/sql"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,7 +42,7 @@ var dialect = &sqlcore.Dialect{
 // turn was cancelled, superseded or ended.
 const notifySQL = `SELECT pg_notify(?, '')`
 
-// newCore builds the shared facets over this store's database/sql handle.
+// newCore builds the shared facets over this store's pool.
 func (s *Store) newCore() {
 	s.core = sqlcore.New(coreDB{s}, sqlcore.Config{
 		Dialect:           dialect,
@@ -70,60 +69,57 @@ func (s *Store) AgentSessions() store.AgentSessions { return s.core.AgentSession
 
 // coreDB is sqlcore's view of the store: READ COMMITTED write
 // transactions retried whole on serialization failures, REPEATABLE READ
-// read-only snapshots, and single reads on the pool.
+// read-only snapshots, and single reads on the pool, all through pgx.
 type coreDB struct{ s *Store }
 
 var _ sqlcore.DB = coreDB{}
 
 func (d coreDB) Write(ctx context.Context, fn func(tx sqlcore.Tx) error) error {
-	if d.s.closed.Load() {
-		return store.ErrStoreClosed
-	}
-	return mapErr(d.s.write(ctx, func(tx *wtx) error { return fn(tx) }))
+	return d.s.write(ctx, func(tx *pgTx) error { return fn(tx) })
 }
 
 func (d coreDB) Read(ctx context.Context, fn func(tx sqlcore.Tx) error) error {
+	return d.s.readTx(ctx, func(r *pgTx) error { return fn(r) })
+}
+
+// pool returns the pool as a Tx for a single-statement read.
+func (d coreDB) pool(ctx context.Context) (*pgTx, error) {
 	if d.s.closed.Load() {
-		return store.ErrStoreClosed
+		return nil, store.ErrStoreClosed
 	}
-	return mapErr(d.s.readTx(ctx, func(r *rtx) error { return fn(r) }))
+	return &pgTx{ctx: ctx, q: d.s.pool}, nil
 }
 
 func (d coreDB) Get(ctx context.Context, dest any, query string, args ...any) error {
-	return mapErr(d.s.get(ctx, dest, query, args...))
+	p, err := d.pool(ctx)
+	if err != nil {
+		return err
+	}
+	return mapErr(p.Get(dest, query, args...))
 }
 
 func (d coreDB) Select(ctx context.Context, dest any, query string, args ...any) error {
-	return d.s.selectRows(ctx, dest, query, args...)
+	p, err := d.pool(ctx)
+	if err != nil {
+		return err
+	}
+	return mapErr(p.Select(dest, query, args...))
 }
 
 func (d coreDB) Scan(ctx context.Context, query string, args []any, dest ...any) error {
-	if d.s.closed.Load() {
-		return store.ErrStoreClosed
-	}
-	return mapErr(d.s.db.QueryRowContext(ctx, rebind(query), args...).Scan(dest...))
-}
-
-func (d coreDB) Query(ctx context.Context, query string, args []any, fn func(*sql.Rows) error) error {
-	if d.s.closed.Load() {
-		return store.ErrStoreClosed
-	}
-	rows, err := d.s.db.QueryContext(ctx, rebind(query), args...)
+	p, err := d.pool(ctx)
 	if err != nil {
-		return mapErr(err)
+		return err
 	}
-	return mapErr(eachRow(rows, fn))
+	return mapErr(p.Scan(query, args, dest...))
 }
 
-// eachRow calls fn for each row and closes rows.
-func eachRow(rows *sql.Rows, fn func(*sql.Rows) error) error {
-	defer rows.Close()
-	for rows.Next() {
-		if err := fn(rows); err != nil {
-			return err
-		}
+func (d coreDB) Query(ctx context.Context, query string, args []any, fn func(sqlcore.Rows) error) error {
+	p, err := d.pool(ctx)
+	if err != nil {
+		return err
 	}
-	return rows.Err()
+	return mapErr(p.Query(query, args, fn))
 }
 
 // listenTurns is the core's TurnWake: it holds a connection of its own

@@ -26,8 +26,11 @@
 // Serialization failures and deadlocks are retried as whole transactions,
 // at most WithMaxAttempts times, then reported as store.ErrBusy.
 //
-// Governance uses pgx directly; the conversation and runtime facets use
-// database/sql and sqlx over pgx's stdlib driver, sharing one pool.
+// Every facet talks to PostgreSQL through pgx's native interface on one
+// pool: governance with its own statements, the conversation, runtime and
+// agent-session facets through the shared code of internal/sqlcore with
+// this package's dialect. database/sql (pgx's stdlib adapter) is used only
+// to hand goose a *sql.DB for migrations.
 //
 // # Turns across processes
 //

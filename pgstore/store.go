@@ -12,8 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/jmoiron/sqlx"
 
 	"github.com/agentstore/sessionstore/internal/sqlcore"
 	"github.com/agentstore/sessionstore/store"
@@ -27,7 +25,6 @@ var _ store.Store = (*Store)(nil)
 type Store struct {
 	cfg   config
 	pool  *pgxpool.Pool
-	db    *sqlx.DB // database/sql on pool, for the facets that use sqlx
 	owned bool     // the pool was created by Open
 
 	// channel is the NOTIFY channel of this database and schema on which
@@ -105,19 +102,16 @@ func OpenPool(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, 
 }
 
 func newStore(ctx context.Context, pool *pgxpool.Pool, cfg config) (*Store, error) {
-	s := &Store{cfg: cfg, pool: pool, db: sqlx.NewDb(stdlib.OpenDBFromPool(pool), "pgx")}
+	s := &Store{cfg: cfg, pool: pool}
 	s.newCore()
 	if err := pool.Ping(ctx); err != nil {
-		s.db.Close()
 		return nil, mapErr(err)
 	}
 	if err := s.migrate(ctx); err != nil {
-		s.db.Close()
 		return nil, err
 	}
 	database, schema, err := s.identity(ctx)
 	if err != nil {
-		s.db.Close()
 		return nil, err
 	}
 	s.channel = "sessionstore_turns_" + hash64(database, schema)
@@ -131,7 +125,6 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		s.core.Close()
-		s.closeErr = s.db.Close()
 		if s.owned {
 			s.pool.Close()
 		}

@@ -79,8 +79,8 @@ func (d coreDB) Scan(ctx context.Context, query string, args []any, dest ...any)
 	return mapErr(d.s.scan(ctx, query, args, dest...))
 }
 
-func (d coreDB) Query(ctx context.Context, query string, args []any, fn func(*sql.Rows) error) error {
-	return d.s.query(ctx, query, args, fn)
+func (d coreDB) Query(ctx context.Context, query string, args []any, fn func(sqlcore.Rows) error) error {
+	return d.s.query(ctx, query, args, func(rows *sql.Rows) error { return fn(rows) })
 }
 
 // The write and read transactions are sqlcore.Tx.
@@ -91,7 +91,7 @@ func (t *wtx) Select(dest any, query string, args ...any) error {
 	return t.selectRows(dest, query, args...)
 }
 func (t *wtx) Scan(query string, args []any, dest ...any) error { return t.scan(query, args, dest...) }
-func (t *wtx) Query(query string, args []any, fn func(*sql.Rows) error) error {
+func (t *wtx) Query(query string, args []any, fn func(sqlcore.Rows) error) error {
 	st, err := t.stmt(query)
 	if err != nil {
 		return err
@@ -117,6 +117,6 @@ func (r *rtx) Select(dest any, query string, args ...any) error {
 	return r.selectRows(dest, query, args...)
 }
 func (r *rtx) Scan(query string, args []any, dest ...any) error { return r.scan(query, args, dest...) }
-func (r *rtx) Query(query string, args []any, fn func(*sql.Rows) error) error {
-	return r.query(query, args, fn)
+func (r *rtx) Query(query string, args []any, fn func(sqlcore.Rows) error) error {
+	return r.query(query, args, func(rows *sql.Rows) error { return fn(rows) })
 }

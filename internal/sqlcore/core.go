@@ -40,7 +40,13 @@ type Tx interface {
 	// reflection; sql.ErrNoRows when there is none.
 	Scan(query string, args []any, dest ...any) error
 	// Query calls fn for each row; the rows are always closed.
-	Query(query string, args []any, fn func(*sql.Rows) error) error
+	Query(query string, args []any, fn func(Rows) error) error
+}
+
+// Rows is the current row of a Query (both *sql.Rows and pgx.Rows are).
+type Rows interface {
+	// Scan copies the row's columns into dest.
+	Scan(dest ...any) error
 }
 
 // DB is what a backend provides to the facets.
@@ -58,7 +64,7 @@ type DB interface {
 	Get(ctx context.Context, dest any, query string, args ...any) error
 	Select(ctx context.Context, dest any, query string, args ...any) error
 	Scan(ctx context.Context, query string, args []any, dest ...any) error
-	Query(ctx context.Context, query string, args []any, fn func(*sql.Rows) error) error
+	Query(ctx context.Context, query string, args []any, fn func(Rows) error) error
 }
 
 // Config is the backend's part of a Store.

@@ -270,7 +270,7 @@ func readState(r Tx, key store.SessionKey, pk int64) (store.ScopedState, error) 
 
 func readKV(r Tx, query string, args ...any) (map[string]json.RawMessage, error) {
 	var m map[string]json.RawMessage
-	err := r.Query(query, args, func(rows *sql.Rows) error {
+	err := r.Query(query, args, func(rows Rows) error {
 		var k string
 		var v []byte
 		if err := rows.Scan(&k, &v); err != nil {
@@ -287,7 +287,7 @@ func readKV(r Tx, query string, args ...any) (map[string]json.RawMessage, error)
 
 func readEvents(r Tx, query string, args []any) ([]store.AgentEvent, error) {
 	var evs []store.AgentEvent
-	err := r.Query(query, args, func(rows *sql.Rows) error {
+	err := r.Query(query, args, func(rows Rows) error {
 		var ev store.AgentEvent
 		var ts int64
 		var data []byte
@@ -326,7 +326,7 @@ func (a *AgentSessions) ListSessions(ctx context.Context, req store.ListAgentSes
 			query, args = asListUserSQL, []any{req.App, req.User, after, req.Limit + 1}
 		}
 		var rows []asRow
-		err := r.Query(query, args, func(rs *sql.Rows) error {
+		err := r.Query(query, args, func(rs Rows) error {
 			var row asRow
 			if err := rs.Scan(&row.PK, &row.User, &row.Session, &row.Version, &row.EventCount,
 				&row.CreatedAtMS, &row.UpdatedAtMS); err != nil {
@@ -380,7 +380,7 @@ func (a *AgentSessions) fillListState(r Tx, app string, rows []asRow, page *stor
 		return err
 	}
 	userState := map[string]map[string]json.RawMessage{}
-	err = r.Query(a.s.q.stUsersGet, []any{app, usersArg}, func(rs *sql.Rows) error {
+	err = r.Query(a.s.q.stUsersGet, []any{app, usersArg}, func(rs Rows) error {
 		var u, k string
 		var v []byte
 		if err := rs.Scan(&u, &k, &v); err != nil {
@@ -396,7 +396,7 @@ func (a *AgentSessions) fillListState(r Tx, app string, rows []asRow, page *stor
 		return err
 	}
 	sessState := map[int64]map[string]json.RawMessage{}
-	err = r.Query(a.s.q.stSessionsGet, []any{pksArg}, func(rs *sql.Rows) error {
+	err = r.Query(a.s.q.stSessionsGet, []any{pksArg}, func(rs Rows) error {
 		var pk int64
 		var k string
 		var v []byte
