@@ -25,7 +25,7 @@ var _ store.Store = (*Store)(nil)
 type Store struct {
 	cfg   config
 	pool  *pgxpool.Pool
-	owned bool     // the pool was created by Open
+	owned bool // the pool was created by Open
 
 	// channel is the NOTIFY channel of this database and schema on which
 	// turn cancels, supersedes and ends are announced.
