@@ -212,10 +212,10 @@ func TestConversationDeleteCascadesEveryTable(t *testing.T) {
 		}
 		run := store.RunRecord{Snapshot: store.RunSnapshot{ID: "r1", Prompt: "p"},
 			Events: []store.RunEvent{{Seq: 0, Event: json.RawMessage(`{"type":"start"}`)}, {Seq: 1, Event: json.RawMessage(`{"type":"end"}`)}}}
-		if err := c.SaveRuns(ctx, id, run); err != nil {
+		if err := c.PutRuns(ctx, id, run); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.AddReports(ctx, id, store.VerificationReport{Subject: "s", Status: "passed"}); err != nil {
+		if err := c.AppendReports(ctx, id, store.VerificationReport{Subject: "s", Status: "passed"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -387,10 +387,10 @@ func TestConversationDamagedRows(t *testing.T) {
 		if _, err := c.AppendTraces(ctx, id, store.TraceEvent{Kind: "k"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.AddReports(ctx, id, store.VerificationReport{Subject: "s", Status: "passed"}); err != nil {
+		if err := c.AppendReports(ctx, id, store.VerificationReport{Subject: "s", Status: "passed"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.SaveRuns(ctx, id, store.RunRecord{Snapshot: store.RunSnapshot{ID: "r1"},
+		if err := c.PutRuns(ctx, id, store.RunRecord{Snapshot: store.RunSnapshot{ID: "r1"},
 			Events: []store.RunEvent{{Event: json.RawMessage(`{}`)}}}); err != nil {
 			t.Fatal(err)
 		}

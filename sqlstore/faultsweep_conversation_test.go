@@ -50,11 +50,11 @@ func convSetup(ctx context.Context, st store.Store) error {
 	if _, err := conv.AppendTraces(ctx, "c", store.TraceEvent{Schema: "v1", Kind: store.TraceToolExecution, Name: "bash", Success: true}); err != nil {
 		return err
 	}
-	if err := conv.SaveRuns(ctx, "c", store.RunRecord{Snapshot: store.RunSnapshot{ID: "run-1", Prompt: "p"},
+	if err := conv.PutRuns(ctx, "c", store.RunRecord{Snapshot: store.RunSnapshot{ID: "run-1", Prompt: "p"},
 		Events: []store.RunEvent{{Event: json.RawMessage(`{"kind":"start"}`)}}}); err != nil {
 		return err
 	}
-	return conv.AddReports(ctx, "c", store.VerificationReport{Schema: "v1", Subject: "s", Status: "passed",
+	return conv.AppendReports(ctx, "c", store.VerificationReport{Schema: "v1", Subject: "s", Status: "passed",
 		Checks: []store.VerificationCheck{{ID: "c1", Kind: "test", Description: "d", Status: "passed", Required: true}}})
 }
 
@@ -108,16 +108,16 @@ func conversationSweepOps() []sweepOp {
 				store.TraceEvent{Schema: "v1", Kind: store.TraceToolExecution, Name: "bash", ExitCode: 1})
 			return err
 		}},
-		{name: "SaveRuns", setup: convSetup, run: func(ctx context.Context, st store.Store) error {
-			return conv(st).SaveRuns(ctx, "c", store.RunRecord{Snapshot: store.RunSnapshot{ID: "run-2", Prompt: "q"},
+		{name: "PutRuns", setup: convSetup, run: func(ctx context.Context, st store.Store) error {
+			return conv(st).PutRuns(ctx, "c", store.RunRecord{Snapshot: store.RunSnapshot{ID: "run-2", Prompt: "q"},
 				Events: []store.RunEvent{{Seq: 0, Event: json.RawMessage(`{"a":1}`)}, {Seq: 1, Event: json.RawMessage(`{"b":2}`)}}})
 		}},
 		{name: "AppendRunEvents", setup: convSetup, run: func(ctx context.Context, st store.Store) error {
 			_, err := conv(st).AppendRunEvents(ctx, "c", "run-1", store.RunEvent{Event: json.RawMessage(`{"kind":"step"}`)})
 			return err
 		}},
-		{name: "AddReports", setup: convSetup, run: func(ctx context.Context, st store.Store) error {
-			return conv(st).AddReports(ctx, "c", store.VerificationReport{Schema: "v1", Subject: "t", Status: "failed"})
+		{name: "AppendReports", setup: convSetup, run: func(ctx context.Context, st store.Store) error {
+			return conv(st).AppendReports(ctx, "c", store.VerificationReport{Schema: "v1", Subject: "t", Status: "failed"})
 		}},
 	}
 }

@@ -370,6 +370,10 @@ type TrimResult struct {
 // conversation deletes all of them in the same transaction. Every method is
 // safe for concurrent use, also by several processes sharing one database.
 // A missing conversation is ErrNotFound.
+//
+// Write methods are named by one rule (see the package documentation):
+// Append adds rows after the stored ones, Put inserts or replaces rows by
+// their key, Save replaces the whole set.
 type Conversations interface {
 	// Save inserts or replaces the whole conversation, messages and cost
 	// records included, in one transaction, and returns the new version.
@@ -436,9 +440,10 @@ type Conversations interface {
 	// first; limit 0 returns all.
 	Traces(ctx context.Context, id string, from int64, limit int) ([]TraceEvent, error)
 
-	// SaveRuns inserts or replaces run records (snapshot and events) by
-	// run id.
-	SaveRuns(ctx context.Context, id string, runs ...RunRecord) error
+	// PutRuns inserts or replaces run records by run id, in one
+	// transaction: a record whose id is stored replaces that run's
+	// snapshot and all of its events; runs not named are kept.
+	PutRuns(ctx context.Context, id string, runs ...RunRecord) error
 	// AppendRunEvents appends events to a run, numbering them after its
 	// last event, and advances the snapshot's event count and update time.
 	AppendRunEvents(ctx context.Context, id, runID string, events ...RunEvent) (firstSeq int64, err error)
@@ -448,8 +453,9 @@ type Conversations interface {
 	// ordered by creation time and id.
 	Runs(ctx context.Context, id string) ([]RunRecord, error)
 
-	// AddReports appends verification reports.
-	AddReports(ctx context.Context, id string, reports ...VerificationReport) error
+	// AppendReports appends verification reports after the stored ones,
+	// in one transaction; stored reports are never changed.
+	AppendReports(ctx context.Context, id string, reports ...VerificationReport) error
 	// SaveReports replaces all verification reports of the conversation.
 	SaveReports(ctx context.Context, id string, reports []VerificationReport) error
 	// Reports returns the conversation's verification reports, oldest first.

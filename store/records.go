@@ -167,7 +167,7 @@ type RunSnapshot struct {
 
 // RunEvent is one replayable runtime event of a run.
 type RunEvent struct {
-	// Seq is the event's sequence number within the run. SaveRuns keeps
+	// Seq is the event's sequence number within the run. PutRuns keeps
 	// the given numbers (strictly increasing); AppendRunEvents assigns them.
 	Seq int64 `json:"sequence"`
 	// Timestamp is when the event happened; when zero, the store's clock

@@ -64,7 +64,7 @@ func (e *testEnv) convFixture() {
 		store.TraceEvent{Schema: "trace.v1", Kind: store.TraceProgramExecution, Name: "go test", ExitCode: 1, DurationMS: 2300, OutputBytes: 900}); err != nil {
 		t.Fatal(err)
 	}
-	if err := conv.SaveRuns(ctx, "c1", store.RunRecord{
+	if err := conv.PutRuns(ctx, "c1", store.RunRecord{
 		Snapshot: store.RunSnapshot{ID: "run-1", Status: store.RunCompleted, Prompt: "fix the flaky parser test", ResultText: "fixed"},
 		Events: []store.RunEvent{
 			{Seq: 0, Timestamp: e.clock.Now(), Event: json.RawMessage(`{"type": "started"}`)},
@@ -72,7 +72,7 @@ func (e *testEnv) convFixture() {
 		}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := conv.AddReports(ctx, "c1", store.VerificationReport{Schema: "v1", Subject: "parser fix", Status: store.VerificationPassed,
+	if err := conv.AppendReports(ctx, "c1", store.VerificationReport{Schema: "v1", Subject: "parser fix", Status: store.VerificationPassed,
 		Checks: []store.VerificationCheck{
 			{ID: "tests", Kind: "test", Description: "go test ./parser", Status: store.VerificationPassed, Required: true},
 			{ID: "race", Kind: "test", Description: "go test -race", Status: store.VerificationSkipped},

@@ -260,7 +260,7 @@ func importConversation(ctx context.Context, conv store.Conversations, clock *im
 	}
 	clock.pin(time.Time{})
 	for _, part := range chunks(x.Runs) {
-		if err := conv.SaveRuns(ctx, id, part...); err != nil {
+		if err := conv.PutRuns(ctx, id, part...); err != nil {
 			return err
 		}
 		wrote = true
@@ -271,7 +271,7 @@ func importConversation(ctx context.Context, conv store.Conversations, clock *im
 		if i == 0 {
 			err = conv.SaveReports(ctx, id, part)
 		} else {
-			err = conv.AddReports(ctx, id, part...)
+			err = conv.AppendReports(ctx, id, part...)
 		}
 		if err != nil {
 			return err

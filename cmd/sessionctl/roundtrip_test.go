@@ -59,7 +59,7 @@ func (e *testEnv) fullFixture() {
 		Details: json.RawMessage(`{"matches": 1}`)})
 	must(err)
 	e.clock.Advance(time.Second)
-	must(conv.AddReports(ctx, "c1", store.VerificationReport{Schema: "v1", Subject: "grep", Status: store.VerificationNeedsReview,
+	must(conv.AppendReports(ctx, "c1", store.VerificationReport{Schema: "v1", Subject: "grep", Status: store.VerificationNeedsReview,
 		EffectDigest: "sha256:00"}))
 	_, err = conv.AppendRunEvents(ctx, "c1", "run-1", store.RunEvent{Event: json.RawMessage(`{"type": "note"}`)})
 	must(err)

@@ -46,9 +46,9 @@ func (c *Conversations) insertReports(tx Tx, id string, first int64, reports []s
 	return nil
 }
 
-// AddReports appends verification reports (see
-// store.Conversations.AddReports).
-func (c *Conversations) AddReports(ctx context.Context, id string, reports ...store.VerificationReport) error {
+// AppendReports appends verification reports (see
+// store.Conversations.AppendReports).
+func (c *Conversations) AppendReports(ctx context.Context, id string, reports ...store.VerificationReport) error {
 	if err := store.ValidateID("id", id); err != nil {
 		return err
 	}

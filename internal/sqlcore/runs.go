@@ -61,9 +61,9 @@ func (r *runEventRow) event(id string) (store.RunEvent, error) {
 	return store.RunEvent{Seq: r.Seq, Timestamp: store.FromMillis(r.AtMS), Event: json.RawMessage(r.Event)}, nil
 }
 
-// SaveRuns inserts or replaces run records by run id, snapshot and events,
-// in one transaction (see store.Conversations.SaveRuns).
-func (c *Conversations) SaveRuns(ctx context.Context, id string, runs ...store.RunRecord) error {
+// PutRuns inserts or replaces run records by run id, snapshot and events,
+// in one transaction (see store.Conversations.PutRuns).
+func (c *Conversations) PutRuns(ctx context.Context, id string, runs ...store.RunRecord) error {
 	if err := store.ValidateID("id", id); err != nil {
 		return err
 	}

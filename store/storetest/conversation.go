@@ -71,7 +71,7 @@ func RunConversations(t *testing.T, h Harness) {
 		{"ArtifactReplacedOnSameURI", testConvArtifactReplace},
 		{"RunEventsAppend", testConvRunEventsAppend},
 		{"TracesAppendAndPage", testConvTracesAppend},
-		{"ReportsAddAndReplace", testConvReportsAddReplace},
+		{"ReportsAppendAndReplace", testConvReportsAppendReplace},
 		{"StateSurvivesReopen", testConvReopen},
 		{"A3SImportRoundTrip", testConvA3SImport},
 		{"InvalidInputWritesNothing", testConvInvalidInput},
@@ -358,7 +358,7 @@ func testConvRunRecords(t *testing.T, e *env) {
 	s := seedSession()
 	s.ID = "session/a"
 	e.save(s)
-	if err := e.conv().SaveRuns(e.ctx, s.ID, seedRun()); err != nil {
+	if err := e.conv().PutRuns(e.ctx, s.ID, seedRun()); err != nil {
 		t.Fatal(err)
 	}
 	runs, err := e.conv().Runs(e.ctx, s.ID)
@@ -446,7 +446,7 @@ func testConvDeleteTraces(t *testing.T, e *env) {
 func testConvDeleteRuns(t *testing.T, e *env) {
 	s := seedSession()
 	e.save(s)
-	if err := e.conv().SaveRuns(e.ctx, s.ID, seedRun()); err != nil {
+	if err := e.conv().PutRuns(e.ctx, s.ID, seedRun()); err != nil {
 		t.Fatal(err)
 	}
 	runs, err := e.conv().Runs(e.ctx, s.ID)
@@ -468,7 +468,7 @@ func testConvDeleteRuns(t *testing.T, e *env) {
 func testConvDeleteReports(t *testing.T, e *env) {
 	s := seedSession()
 	e.save(s)
-	if err := e.conv().AddReports(e.ctx, s.ID, seedReport()); err != nil {
+	if err := e.conv().AppendReports(e.ctx, s.ID, seedReport()); err != nil {
 		t.Fatal(err)
 	}
 	got, err := e.conv().Reports(e.ctx, s.ID)
@@ -1281,10 +1281,10 @@ func (e *env) populate(id string) {
 	if _, err := e.conv().AppendTraces(e.ctx, id, seedTrace("read", true, 0, 1, 1)); err != nil {
 		e.t.Fatal(err)
 	}
-	if err := e.conv().SaveRuns(e.ctx, id, seedRun()); err != nil {
+	if err := e.conv().PutRuns(e.ctx, id, seedRun()); err != nil {
 		e.t.Fatal(err)
 	}
-	if err := e.conv().AddReports(e.ctx, id, seedReport()); err != nil {
+	if err := e.conv().AppendReports(e.ctx, id, seedReport()); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -1338,9 +1338,9 @@ func testConvRecordsMissing(t *testing.T, e *env) {
 		"PutArtifacts":    c.PutArtifacts(e.ctx, id, seedArtifact()),
 		"AppendTraces":    func() error { _, err := c.AppendTraces(e.ctx, id, seedTrace("x", true, 0, 0, 0)); return err }(),
 		"SaveTraces":      c.SaveTraces(e.ctx, id, nil),
-		"SaveRuns":        c.SaveRuns(e.ctx, id, seedRun()),
+		"PutRuns":         c.PutRuns(e.ctx, id, seedRun()),
 		"AppendRunEvents": func() error { _, err := c.AppendRunEvents(e.ctx, id, "run-1", seedRun().Events...); return err }(),
-		"AddReports":      c.AddReports(e.ctx, id, seedReport()),
+		"AppendReports":   c.AppendReports(e.ctx, id, seedReport()),
 		"SaveReports":     c.SaveReports(e.ctx, id, []store.VerificationReport{seedReport()}),
 		"Artifacts":       func() error { _, err := c.Artifacts(e.ctx, id); return err }(),
 		"Traces":          func() error { _, err := c.Traces(e.ctx, id, 0, 0); return err }(),
@@ -1393,7 +1393,7 @@ func testConvArtifactReplace(t *testing.T, e *env) {
 
 func testConvRunEventsAppend(t *testing.T, e *env) {
 	e.save(store.Conversation{ID: "runs"})
-	if err := e.conv().SaveRuns(e.ctx, "runs", seedRun()); err != nil {
+	if err := e.conv().PutRuns(e.ctx, "runs", seedRun()); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(time.Second)
@@ -1420,7 +1420,7 @@ func testConvRunEventsAppend(t *testing.T, e *env) {
 			Extra: json.RawMessage(`{"workspace_change_set":{"base_tree":"abc"}}`)},
 		Events: []store.RunEvent{{Seq: 48, Event: json.RawMessage(`{"type":"a"}`)}, {Seq: 49, Event: json.RawMessage(`{"type":"b"}`)}},
 	}
-	if err := e.conv().SaveRuns(e.ctx, "runs", trimmed); err != nil {
+	if err := e.conv().PutRuns(e.ctx, "runs", trimmed); err != nil {
 		t.Fatal(err)
 	}
 	if first, err := e.conv().AppendRunEvents(e.ctx, "runs", "run-2", store.RunEvent{Event: json.RawMessage(`{"type":"c"}`)}); err != nil || first != 60 {
@@ -1438,7 +1438,7 @@ func testConvRunEventsAppend(t *testing.T, e *env) {
 		t.Fatalf("run-2 events %+v", r2.Events)
 	}
 	// Saving a run again replaces its events.
-	if err := e.conv().SaveRuns(e.ctx, "runs", seedRun()); err != nil {
+	if err := e.conv().PutRuns(e.ctx, "runs", seedRun()); err != nil {
 		t.Fatal(err)
 	}
 	if r, _ := e.conv().Run(e.ctx, "runs", "run-1"); len(r.Events) != 1 {
@@ -1446,7 +1446,7 @@ func testConvRunEventsAppend(t *testing.T, e *env) {
 	}
 	bad := seedRun()
 	bad.Events = append(bad.Events, store.RunEvent{Seq: 0, Event: json.RawMessage(`{}`)})
-	wantErr(t, e.conv().SaveRuns(e.ctx, "runs", bad), store.ErrInvalidInput)
+	wantErr(t, e.conv().PutRuns(e.ctx, "runs", bad), store.ErrInvalidInput)
 }
 
 func testConvTracesAppend(t *testing.T, e *env) {
@@ -1480,7 +1480,7 @@ func testConvTracesAppend(t *testing.T, e *env) {
 	}
 }
 
-func testConvReportsAddReplace(t *testing.T, e *env) {
+func testConvReportsAppendReplace(t *testing.T, e *env) {
 	e.save(store.Conversation{ID: "rep"})
 	r1 := seedReport()
 	r2 := seedReport()
@@ -1489,10 +1489,10 @@ func testConvReportsAddReplace(t *testing.T, e *env) {
 	r2.EffectDigest = "sha256:0f"
 	r2.Checks = append(r2.Checks, store.VerificationCheck{ID: "lint", Kind: "lint", Description: "Run lints",
 		Status: store.VerificationSkipped, SuggestedTools: []string{"bash"}, EvidenceURIs: []string{"a3s://x"}, ResidualRisk: "skipped"})
-	if err := e.conv().AddReports(e.ctx, "rep", r1); err != nil {
+	if err := e.conv().AppendReports(e.ctx, "rep", r1); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.conv().AddReports(e.ctx, "rep", r2); err != nil {
+	if err := e.conv().AppendReports(e.ctx, "rep", r2); err != nil {
 		t.Fatal(err)
 	}
 	got, err := e.conv().Reports(e.ctx, "rep")
@@ -1673,10 +1673,10 @@ func testConvInvalidInput(t *testing.T, e *env) {
 			_, err := c.AppendTraces(e.ctx, s.ID, store.TraceEvent{Kind: "k", Details: json.RawMessage(`{`)})
 			return err
 		}(),
-		"run without id":      c.SaveRuns(e.ctx, s.ID, store.RunRecord{}),
-		"run event null":      c.SaveRuns(e.ctx, s.ID, store.RunRecord{Snapshot: store.RunSnapshot{ID: "r"}, Events: []store.RunEvent{{Event: json.RawMessage(`null`)}}}),
+		"run without id":      c.PutRuns(e.ctx, s.ID, store.RunRecord{}),
+		"run event null":      c.PutRuns(e.ctx, s.ID, store.RunRecord{Snapshot: store.RunSnapshot{ID: "r"}, Events: []store.RunEvent{{Event: json.RawMessage(`null`)}}}),
 		"run event missing":   func() error { _, err := c.AppendRunEvents(e.ctx, s.ID, "r", store.RunEvent{}); return err }(),
-		"report without subj": c.AddReports(e.ctx, s.ID, store.VerificationReport{Status: "passed"}),
+		"report without subj": c.AppendReports(e.ctx, s.ID, store.VerificationReport{Status: "passed"}),
 		"trace negative from": func() error { _, err := c.Traces(e.ctx, s.ID, -1, 0); return err }(),
 		"empty id load":       func() error { _, err := c.Load(e.ctx, ""); return err }(),
 		"empty id delete":     c.Delete(e.ctx, ""),
