@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/store/a3s"
 )
 
 // openConvTest opens a store on a fresh file and closes it at test end.
@@ -296,7 +297,7 @@ func TestConversationAPIKeyNeverWritten(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	imported, err := store.DecodeA3S(strings.NewReader(`{"id":"imported","llm_config":{"provider":"openai","model":"gpt","api_key":"` + key + `"}}`))
+	imported, err := a3s.Decode(strings.NewReader(`{"id":"imported","llm_config":{"provider":"openai","model":"gpt","api_key":"` + key + `"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -505,7 +506,7 @@ func TestConversationA3SFixtures(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer fh.Close()
-			conv, err := store.DecodeA3S(fh)
+			conv, err := a3s.Decode(fh)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -523,11 +524,11 @@ func TestConversationA3SFixtures(t *testing.T) {
 				len(got.Tasks) != len(conv.Tasks) || got.TotalCost != conv.TotalCost {
 				t.Fatalf("loaded %+v", got)
 			}
-			out, err := store.EncodeA3S(got)
+			out, err := a3s.Encode(got)
 			if err != nil {
 				t.Fatal(err)
 			}
-			again, err := store.DecodeA3S(bytes.NewReader(out))
+			again, err := a3s.Decode(bytes.NewReader(out))
 			if err != nil {
 				t.Fatal(err)
 			}

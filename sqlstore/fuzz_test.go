@@ -23,6 +23,7 @@ import (
 
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/store/a3s"
 	"github.com/agentstore/sessionstore/store/storetest"
 )
 
@@ -306,7 +307,7 @@ func FuzzImportA3S(f *testing.F) {
 	ctx := context.Background()
 	conv := st.Conversations()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := store.DecodeA3S(bytes.NewReader(data))
+		c, err := a3s.Decode(bytes.NewReader(data))
 		if err != nil {
 			if !errors.Is(err, store.ErrInvalidInput) {
 				t.Fatalf("decode error %v is not ErrInvalidInput", err)
@@ -333,11 +334,11 @@ func FuzzImportA3S(f *testing.F) {
 		if err != nil {
 			t.Fatalf("load %q: %v", c.ID, err)
 		}
-		want, err := store.EncodeA3S(c)
+		want, err := a3s.Encode(c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		have, err := store.EncodeA3S(got)
+		have, err := a3s.Encode(got)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/store/a3s"
 )
 
 // maxImportBytes bounds one import file.
@@ -177,7 +178,7 @@ func readImportFile(g *globals, name string) (importFile, error) {
 	case exportFormat:
 		return parseExport(data, head.Version)
 	case "":
-		c, err := store.DecodeA3S(bytes.NewReader(data))
+		c, err := a3s.Decode(bytes.NewReader(data))
 		if err != nil {
 			return importFile{}, fmt.Errorf("neither a %s file nor an a3s session file: %w", exportFormat, asInvalid(err))
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/store/a3s"
 )
 
 // RunConversations runs the conversation-persistence tests: every test of
@@ -1558,7 +1559,7 @@ const a3sFile = `{
 }`
 
 func testConvA3SImport(t *testing.T, e *env) {
-	c, err := store.DecodeA3S(strings.NewReader(a3sFile))
+	c, err := a3s.Decode(strings.NewReader(a3sFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1573,14 +1574,14 @@ func testConvA3SImport(t *testing.T, e *env) {
 	want := c
 	want.LLMConfig = &store.LLMConfig{Provider: "openai", Model: "gpt-4o"}
 	sameJSON(t, "imported conversation", got, e.expectLoaded(want, 1))
-	out, err := store.EncodeA3S(got)
+	out, err := a3s.Encode(got)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(string(out), "sk-imported-secret") {
 		t.Fatal("export wrote the API key")
 	}
-	again, err := store.DecodeA3S(strings.NewReader(string(out)))
+	again, err := a3s.Decode(strings.NewReader(string(out)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package store_test
+package a3s_test
 
 import (
 	"bytes"
@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/store/a3s"
 )
 
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "a3s", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "a3s", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,9 +26,9 @@ func fixture(t testing.TB, name string) []byte {
 
 func decode(t *testing.T, data []byte) store.Conversation {
 	t.Helper()
-	c, err := store.DecodeA3S(bytes.NewReader(data))
+	c, err := a3s.Decode(bytes.NewReader(data))
 	if err != nil {
-		t.Fatalf("DecodeA3S: %v", err)
+		t.Fatalf("Decode: %v", err)
 	}
 	return c
 }
@@ -41,9 +42,9 @@ func generic(t *testing.T, data []byte) any {
 	return v
 }
 
-// A file written by the a3s store in full comes back out of EncodeA3S with
+// A file written by the a3s store in full comes back out of Encode with
 // the same JSON value.
-func TestA3SCanonicalFileRoundTrips(t *testing.T) {
+func TestCanonicalFileRoundTrips(t *testing.T) {
 	in := fixture(t, "coding-session.json")
 	c := decode(t, in)
 	if c.ID != "sess-7c1e2f40-coding" || c.State != store.StateActive || len(c.Messages) != 6 {
@@ -61,7 +62,7 @@ func TestA3SCanonicalFileRoundTrips(t *testing.T) {
 	if !c.CreatedAt.Equal(time.Unix(1748596400, 0)) {
 		t.Fatalf("created_at %v", c.CreatedAt)
 	}
-	out, err := store.EncodeA3S(c)
+	out, err := a3s.Encode(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestA3SCanonicalFileRoundTrips(t *testing.T) {
 	}
 }
 
-func TestA3STodosAliasAndDefaults(t *testing.T) {
+func TestTodosAliasAndDefaults(t *testing.T) {
 	c := decode(t, fixture(t, "legacy-todos.json"))
 	if len(c.Tasks) != 3 {
 		t.Fatalf("tasks from the todos alias: %+v", c.Tasks)
@@ -91,7 +92,7 @@ func TestA3STodosAliasAndDefaults(t *testing.T) {
 	if c.LLMConfig == nil || c.LLMConfig.APIKey != "sk-proj-LEGACY-FIXTURE-KEY-0b9d31" || c.LLMConfig.BaseURL == "" {
 		t.Fatalf("llm config %+v", c.LLMConfig)
 	}
-	out, err := store.EncodeA3S(c)
+	out, err := a3s.Encode(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestA3STodosAliasAndDefaults(t *testing.T) {
 	}
 }
 
-func TestA3SChildSession(t *testing.T) {
+func TestChildSession(t *testing.T) {
 	c := decode(t, fixture(t, "delegated-child.json"))
 	if c.ParentID != "sess-7c1e2f40-coding" || c.Config.ParentID != c.ParentID || c.State != store.StatePaused {
 		t.Fatalf("parent %q/%q state %q", c.ParentID, c.Config.ParentID, c.State)
@@ -129,7 +130,7 @@ func TestA3SChildSession(t *testing.T) {
 	}
 }
 
-func TestA3SRejectsMalformedFiles(t *testing.T) {
+func TestRejectsMalformedFiles(t *testing.T) {
 	cases := map[string]string{
 		"empty":              ``,
 		"not json":           `not valid json {{{`,
@@ -157,78 +158,41 @@ func TestA3SRejectsMalformedFiles(t *testing.T) {
 		"huge number":        `{"id":"x","total_usage":{"prompt_tokens":1e400}}`,
 	}
 	for name, in := range cases {
-		_, err := store.DecodeA3S(strings.NewReader(in))
+		_, err := a3s.Decode(strings.NewReader(in))
 		if !errors.Is(err, store.ErrInvalidInput) {
 			t.Errorf("%s: %v, want ErrInvalidInput", name, err)
 		}
 	}
 }
 
-func TestA3SUnknownFieldsIgnored(t *testing.T) {
+func TestUnknownFieldsIgnored(t *testing.T) {
 	c := decode(t, []byte(`{"id":"x","future":{"a":1},"config":{"name":"n","later":true},"messages":[{"role":"user","content":[],"meta":1}]}`))
 	if c.ID != "x" || c.Config.Name != "n" || len(c.Messages) != 1 {
 		t.Fatalf("decoded %+v", c)
 	}
 }
 
-func TestContentBlockJSON(t *testing.T) {
-	yes := false
-	blocks := []store.ContentBlock{
-		store.TextBlock(""),
-		store.ReasoningBlock("why"),
-		store.ToolUseBlock("id1", "bash", nil),
-		store.ToolResultBlock("id1", "out", true),
-		{Type: store.BlockToolResult, ToolUseID: "id2", Content: json.RawMessage(`[{"type":"text","text":"a"},{"type":"text","text":"b"}]`), IsError: &yes},
-		{Type: "image", Extra: map[string]json.RawMessage{"source": json.RawMessage(`{"type":"base64","data":"AA=="}`), "cache_control": json.RawMessage(`{"type":"ephemeral"}`)}},
-	}
-	enc, err := store.EncodeContent("content", blocks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `[{"type":"text","text":""},{"type":"reasoning","text":"why"},{"type":"tool_use","id":"id1","name":"bash","input":{}},` +
-		`{"type":"tool_result","tool_use_id":"id1","content":"out","is_error":true},` +
-		`{"type":"tool_result","tool_use_id":"id2","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"is_error":false},` +
-		`{"type":"image","cache_control":{"type":"ephemeral"},"source":{"type":"base64","data":"AA=="}}]`
-	if string(enc) != want {
-		t.Fatalf("encoded\n%s\nwant\n%s", enc, want)
-	}
-	dec, err := store.DecodeContent(enc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := store.EncodeContent("content", dec)
-	if err != nil || string(again) != want {
-		t.Fatalf("re-encoded %s, %v", again, err)
-	}
-	if dec[4].ResultText() != "a\nb" || dec[3].ResultText() != "out" {
-		t.Fatalf("result texts %q %q", dec[4].ResultText(), dec[3].ResultText())
-	}
-	if m := (store.Message{Content: dec}); m.Text() != "" {
-		t.Fatalf("text %q", m.Text())
-	}
-}
-
-// FuzzDecodeA3S: no input panics; whatever decodes encodes, and decodes
+// FuzzDecode: no input panics; whatever decodes encodes, and decodes
 // again to the same conversation.
-func FuzzDecodeA3S(f *testing.F) {
+func FuzzDecode(f *testing.F) {
 	for _, name := range []string{"coding-session.json", "legacy-todos.json", "delegated-child.json", "errored.json"} {
 		f.Add(fixture(f, name))
 	}
 	f.Add([]byte(`{"id":"x","todos":[{"id":"1","description":"d","status":"pending"}]}`))
 	f.Add([]byte(`{"id":"x","messages":[{"role":"user","content":[{"type":"tool_result","content":[1,{"a":null}]}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := store.DecodeA3S(bytes.NewReader(data))
+		c, err := a3s.Decode(bytes.NewReader(data))
 		if err != nil {
 			if !errors.Is(err, store.ErrInvalidInput) {
 				t.Fatalf("error %v is not ErrInvalidInput", err)
 			}
 			return
 		}
-		out, err := store.EncodeA3S(c)
+		out, err := a3s.Encode(c)
 		if err != nil {
 			t.Fatalf("decoded but cannot encode: %v", err)
 		}
-		again, err := store.DecodeA3S(bytes.NewReader(out))
+		again, err := a3s.Decode(bytes.NewReader(out))
 		if err != nil {
 			t.Fatalf("own export does not decode: %v\n%s", err, out)
 		}

@@ -1,21 +1,7 @@
-package store
-
-import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"strings"
-	"time"
-)
-
-// MaxA3SFileBytes bounds a session file DecodeA3S accepts.
-const MaxA3SFileBytes = 256 << 20
-
-// The a3s session-file format is the JSON document the a3s-code file store
-// writes per session (serde's encoding of its SessionData). DecodeA3S reads
-// it into a Conversation:
+// Package a3s reads and writes the a3s session-file format: the JSON
+// document the a3s-code file store writes per session (serde's encoding of
+// its SessionData). Decode reads one into a store.Conversation, validated
+// as Conversations.Save would validate it:
 //
 //   - "tasks" may also be spelled "todos" (both at once is an error), and a
 //     task's "content" may be spelled "description";
@@ -28,31 +14,48 @@ const MaxA3SFileBytes = 256 << 20
 //   - an "api_key" in "llm_config" is read into LLMConfig.APIKey (memory
 //     only: no store writes it).
 //
-// EncodeA3S writes the same format back (without the API key), so that a
+// Encode writes the same format back (without the API key), so that a
 // file survives Decode → Save → Load → Encode with the same meaning.
+package a3s
 
-type a3sSession struct {
-	ID              *string          `json:"id"`
-	Config          *a3sConfig       `json:"config"`
-	State           *string          `json:"state"`
-	Messages        []a3sMessage     `json:"messages"`
-	ContextUsage    *a3sContextUsage `json:"context_usage"`
-	TotalUsage      *a3sUsage        `json:"total_usage"`
-	TotalCost       float64          `json:"total_cost"`
-	ModelName       *string          `json:"model_name,omitempty"`
-	CostRecords     []a3sCostRecord  `json:"cost_records"`
-	ToolNames       []string         `json:"tool_names"`
-	ThinkingEnabled bool             `json:"thinking_enabled"`
-	ThinkingBudget  *int64           `json:"thinking_budget"`
-	CreatedAt       int64            `json:"created_at"`
-	UpdatedAt       int64            `json:"updated_at"`
-	LLMConfig       *a3sLLMConfig    `json:"llm_config,omitempty"`
-	Tasks           json.RawMessage  `json:"tasks"`
-	Todos           json.RawMessage  `json:"todos,omitempty"`
-	ParentID        *string          `json:"parent_id,omitempty"`
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// MaxFileBytes bounds a session file Decode accepts.
+const MaxFileBytes = 256 << 20
+
+// fileSession and the types below are the file's JSON shapes.
+type fileSession struct {
+	ID              *string           `json:"id"`
+	Config          *fileConfig       `json:"config"`
+	State           *string           `json:"state"`
+	Messages        []fileMessage     `json:"messages"`
+	ContextUsage    *fileContextUsage `json:"context_usage"`
+	TotalUsage      *fileUsage        `json:"total_usage"`
+	TotalCost       float64           `json:"total_cost"`
+	ModelName       *string           `json:"model_name,omitempty"`
+	CostRecords     []fileCostRecord  `json:"cost_records"`
+	ToolNames       []string          `json:"tool_names"`
+	ThinkingEnabled bool              `json:"thinking_enabled"`
+	ThinkingBudget  *int64            `json:"thinking_budget"`
+	CreatedAt       int64             `json:"created_at"`
+	UpdatedAt       int64             `json:"updated_at"`
+	LLMConfig       *fileLLMConfig    `json:"llm_config,omitempty"`
+	Tasks           json.RawMessage   `json:"tasks"`
+	Todos           json.RawMessage   `json:"todos,omitempty"`
+	ParentID        *string           `json:"parent_id,omitempty"`
 }
 
-type a3sConfig struct {
+type fileConfig struct {
 	Name                 string          `json:"name"`
 	Workspace            string          `json:"workspace"`
 	SystemPrompt         *string         `json:"system_prompt"`
@@ -69,21 +72,21 @@ type a3sConfig struct {
 	GoalTracking         bool            `json:"goal_tracking"`
 }
 
-type a3sMessage struct {
-	Role             string         `json:"role"`
-	Content          []ContentBlock `json:"content"`
-	ReasoningContent *string        `json:"reasoning_content,omitempty"`
+type fileMessage struct {
+	Role             string               `json:"role"`
+	Content          []store.ContentBlock `json:"content"`
+	ReasoningContent *string              `json:"reasoning_content,omitempty"`
 }
 
-type a3sContextUsage struct {
+type fileContextUsage struct {
 	UsedTokens int64   `json:"used_tokens"`
 	MaxTokens  *int64  `json:"max_tokens"`
 	Percent    float64 `json:"percent"`
 	Turns      int64   `json:"turns"`
 }
 
-// a3sUsage is TokenUsage as a3s writes it: absent cache counters are null.
-type a3sUsage struct {
+// usage is TokenUsage as a3s writes it: absent cache counters are null.
+type fileUsage struct {
 	PromptTokens     int64  `json:"prompt_tokens"`
 	CompletionTokens int64  `json:"completion_tokens"`
 	TotalTokens      int64  `json:"total_tokens"`
@@ -91,7 +94,7 @@ type a3sUsage struct {
 	CacheWriteTokens *int64 `json:"cache_write_tokens"`
 }
 
-type a3sCostRecord struct {
+type fileCostRecord struct {
 	Model            string   `json:"model"`
 	Provider         string   `json:"provider"`
 	PromptTokens     int64    `json:"prompt_tokens"`
@@ -102,14 +105,14 @@ type a3sCostRecord struct {
 	SessionID        *string  `json:"session_id"`
 }
 
-type a3sLLMConfig struct {
+type fileLLMConfig struct {
 	Provider string  `json:"provider"`
 	Model    string  `json:"model"`
 	APIKey   *string `json:"api_key,omitempty"`
 	BaseURL  *string `json:"base_url"`
 }
 
-type a3sTask struct {
+type fileTask struct {
 	ID              string   `json:"id"`
 	Content         *string  `json:"content,omitempty"`
 	Description     *string  `json:"description,omitempty"`
@@ -120,28 +123,29 @@ type a3sTask struct {
 	SuccessCriteria *string  `json:"success_criteria,omitempty"`
 }
 
-// DecodeA3S reads one a3s session file (see the format notes above) and
+// Decode reads one a3s session file (see the package documentation) and
 // returns the conversation it describes, validated as Save would validate
-// it. A malformed file is an *InvalidInputError naming the field.
-func DecodeA3S(r io.Reader) (Conversation, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxA3SFileBytes+1))
+// it. A malformed file is a *store.InvalidInputError whose field starts
+// with "a3s".
+func Decode(r io.Reader) (store.Conversation, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
 	if err != nil {
-		return Conversation{}, err
+		return store.Conversation{}, err
 	}
-	if len(data) > MaxA3SFileBytes {
-		return Conversation{}, Invalid("a3s", "file too large")
+	if len(data) > MaxFileBytes {
+		return store.Conversation{}, store.Invalid("a3s", "file too large")
 	}
-	var f a3sSession
+	var f fileSession
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&f); err != nil {
-		return Conversation{}, Invalid("a3s", "not a session file: "+jsonReason(err))
+		return store.Conversation{}, store.Invalid("a3s", "not a session file: "+jsonReason(err))
 	}
 	if dec.More() {
-		return Conversation{}, Invalid("a3s", "trailing data after the session object")
+		return store.Conversation{}, store.Invalid("a3s", "trailing data after the session object")
 	}
-	c := NewConversation("")
+	c := store.NewConversation("")
 	if f.ID == nil || *f.ID == "" {
-		return Conversation{}, Invalid("a3s.id", "missing")
+		return store.Conversation{}, store.Invalid("a3s.id", "missing")
 	}
 	c.ID = *f.ID
 	if f.Config != nil {
@@ -171,29 +175,29 @@ func DecodeA3S(r io.Reader) (Conversation, error) {
 		c.Config.GoalTracking = cfg.GoalTracking
 	}
 	if f.State != nil {
-		c.State = ConversationState(strings.ToLower(*f.State))
+		c.State = store.ConversationState(strings.ToLower(*f.State))
 	} else {
-		c.State = StateUnknown
+		c.State = store.StateUnknown
 	}
-	c.Messages = make([]Message, len(f.Messages))
+	c.Messages = make([]store.Message, len(f.Messages))
 	for i, m := range f.Messages {
-		msg := Message{Role: m.Role, Content: m.Content}
+		msg := store.Message{Role: m.Role, Content: m.Content}
 		if m.ReasoningContent != nil {
-			msg.Content = append([]ContentBlock{ReasoningBlock(*m.ReasoningContent)}, m.Content...)
+			msg.Content = append([]store.ContentBlock{store.ReasoningBlock(*m.ReasoningContent)}, m.Content...)
 		}
 		if msg.Content == nil {
-			msg.Content = []ContentBlock{}
+			msg.Content = []store.ContentBlock{}
 		}
 		c.Messages[i] = msg
 	}
 	if u := f.ContextUsage; u != nil {
-		c.ContextUsage = ContextUsage{UsedTokens: u.UsedTokens, Percent: u.Percent, Turns: u.Turns, MaxTokens: DefaultMaxContextTokens}
+		c.ContextUsage = store.ContextUsage{UsedTokens: u.UsedTokens, Percent: u.Percent, Turns: u.Turns, MaxTokens: store.DefaultMaxContextTokens}
 		if u.MaxTokens != nil {
 			c.ContextUsage.MaxTokens = *u.MaxTokens
 		}
 	}
 	if u := f.TotalUsage; u != nil {
-		c.TotalUsage = TokenUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
+		c.TotalUsage = store.TokenUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
 			TotalTokens: u.TotalTokens, CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens}
 	}
 	c.TotalCost = f.TotalCost
@@ -201,14 +205,14 @@ func DecodeA3S(r io.Reader) (Conversation, error) {
 		c.ModelName = *f.ModelName
 	}
 	for i, r := range f.CostRecords {
-		rec := CostRecord{Model: r.Model, Provider: r.Provider, PromptTokens: r.PromptTokens,
+		rec := store.CostRecord{Model: r.Model, Provider: r.Provider, PromptTokens: r.PromptTokens,
 			CompletionTokens: r.CompletionTokens, TotalTokens: r.TotalTokens, CostUSD: r.CostUSD}
 		if r.SessionID != nil {
 			rec.SessionID = *r.SessionID
 		}
 		ts, err := time.Parse(time.RFC3339Nano, r.Timestamp)
 		if err != nil {
-			return Conversation{}, Invalid(fmt.Sprintf("a3s.cost_records[%d].timestamp", i), "not an RFC 3339 time")
+			return store.Conversation{}, store.Invalid(fmt.Sprintf("a3s.cost_records[%d].timestamp", i), "not an RFC 3339 time")
 		}
 		rec.Timestamp = ts.UTC()
 		c.CostRecords = append(c.CostRecords, rec)
@@ -218,13 +222,13 @@ func DecodeA3S(r io.Reader) (Conversation, error) {
 	c.ThinkingBudget = f.ThinkingBudget
 	for name, sec := range map[string]int64{"created_at": f.CreatedAt, "updated_at": f.UpdatedAt} {
 		if sec < 0 || sec > maxUnixSeconds {
-			return Conversation{}, Invalid("a3s."+name, "out of range")
+			return store.Conversation{}, store.Invalid("a3s."+name, "out of range")
 		}
 	}
 	c.CreatedAt = time.Unix(f.CreatedAt, 0).UTC()
 	c.UpdatedAt = time.Unix(f.UpdatedAt, 0).UTC()
 	if l := f.LLMConfig; l != nil {
-		c.LLMConfig = &LLMConfig{Provider: l.Provider, Model: l.Model}
+		c.LLMConfig = &store.LLMConfig{Provider: l.Provider, Model: l.Model}
 		if l.APIKey != nil {
 			c.LLMConfig.APIKey = *l.APIKey
 		}
@@ -235,29 +239,29 @@ func DecodeA3S(r io.Reader) (Conversation, error) {
 	tasks := f.Tasks
 	if f.Todos != nil {
 		if f.Tasks != nil {
-			return Conversation{}, Invalid("a3s.tasks", `both "tasks" and its alias "todos" are present`)
+			return store.Conversation{}, store.Invalid("a3s.tasks", `both "tasks" and its alias "todos" are present`)
 		}
 		tasks = f.Todos
 	}
 	if len(tasks) > 0 && string(tasks) != "null" {
-		var ts []a3sTask
+		var ts []fileTask
 		if err := json.Unmarshal(tasks, &ts); err != nil {
-			return Conversation{}, Invalid("a3s.tasks", "malformed: "+jsonReason(err))
+			return store.Conversation{}, store.Invalid("a3s.tasks", "malformed: "+jsonReason(err))
 		}
 		for i, t := range ts {
-			task := Task{ID: t.ID, Status: t.Status, Priority: t.Priority, Dependencies: t.Dependencies}
+			task := store.Task{ID: t.ID, Status: t.Status, Priority: t.Priority, Dependencies: t.Dependencies}
 			switch {
 			case t.Content != nil && t.Description != nil:
-				return Conversation{}, Invalid(fmt.Sprintf("a3s.tasks[%d]", i), `both "content" and its alias "description" are present`)
+				return store.Conversation{}, store.Invalid(fmt.Sprintf("a3s.tasks[%d]", i), `both "content" and its alias "description" are present`)
 			case t.Content != nil:
 				task.Content = *t.Content
 			case t.Description != nil:
 				task.Content = *t.Description
 			default:
-				return Conversation{}, Invalid(fmt.Sprintf("a3s.tasks[%d].content", i), "missing")
+				return store.Conversation{}, store.Invalid(fmt.Sprintf("a3s.tasks[%d].content", i), "missing")
 			}
 			if task.Priority == "" {
-				task.Priority = PriorityMedium
+				task.Priority = store.PriorityMedium
 			}
 			if t.Tool != nil {
 				task.Tool = *t.Tool
@@ -275,13 +279,13 @@ func DecodeA3S(r io.Reader) (Conversation, error) {
 	if c.LLMConfig != nil {
 		key = c.LLMConfig.APIKey
 	}
-	n, _, err := NormalizeConversation(c)
+	n, _, err := store.NormalizeConversation(c)
 	if err != nil {
-		var ie *InvalidInputError
+		var ie *store.InvalidInputError
 		if errors.As(err, &ie) {
-			return Conversation{}, Invalid("a3s."+ie.Field, ie.Reason)
+			return store.Conversation{}, store.Invalid("a3s."+ie.Field, ie.Reason)
 		}
-		return Conversation{}, err
+		return store.Conversation{}, err
 	}
 	if n.LLMConfig != nil {
 		n.LLMConfig.APIKey = key // in memory only
@@ -293,14 +297,14 @@ func DecodeA3S(r io.Reader) (Conversation, error) {
 // maxUnixSeconds is the last second of year 9999.
 const maxUnixSeconds = 253402300799
 
-// EncodeA3S writes c in the a3s session-file format (indented, like the
+// Encode writes c in the a3s session-file format (indented, like the
 // a3s file store). The API key is never written; reasoning blocks become
 // the message's "reasoning_content" (joined with newlines when several).
-func EncodeA3S(c Conversation) ([]byte, error) {
-	f := a3sSession{
+func Encode(c store.Conversation) ([]byte, error) {
+	f := fileSession{
 		ID:    &c.ID,
-		State: ptr(a3sVariant(string(c.State))),
-		TotalUsage: &a3sUsage{PromptTokens: c.TotalUsage.PromptTokens, CompletionTokens: c.TotalUsage.CompletionTokens,
+		State: ptr(variant(string(c.State))),
+		TotalUsage: &fileUsage{PromptTokens: c.TotalUsage.PromptTokens, CompletionTokens: c.TotalUsage.CompletionTokens,
 			TotalTokens: c.TotalUsage.TotalTokens, CacheReadTokens: c.TotalUsage.CacheReadTokens,
 			CacheWriteTokens: c.TotalUsage.CacheWriteTokens},
 		TotalCost:       c.TotalCost,
@@ -309,27 +313,27 @@ func EncodeA3S(c Conversation) ([]byte, error) {
 		CreatedAt:       c.CreatedAt.Unix(),
 		UpdatedAt:       c.UpdatedAt.Unix(),
 		ToolNames:       c.ToolNames,
-		Messages:        []a3sMessage{},
-		CostRecords:     []a3sCostRecord{},
+		Messages:        []fileMessage{},
+		CostRecords:     []fileCostRecord{},
 	}
 	if f.ToolNames == nil {
 		f.ToolNames = []string{}
 	}
 	cfg := c.Config
-	f.Config = &a3sConfig{
+	f.Config = &fileConfig{
 		Name: cfg.Name, Workspace: cfg.Workspace, SystemPrompt: optString(cfg.SystemPrompt),
 		MaxContextLength: cfg.MaxContextLength, AutoCompact: cfg.AutoCompact,
 		AutoCompactThreshold: &cfg.AutoCompactThreshold, StorageType: &cfg.StorageType,
 		QueueConfig: cfg.QueueConfig, ConfirmationPolicy: cfg.ConfirmationPolicy,
 		PermissionPolicy: cfg.PermissionPolicy, SecurityConfig: cfg.SecurityConfig,
-		ParentID: optString(cfg.ParentID), PlanningMode: ptr(a3sVariant(cfg.PlanningMode)),
+		ParentID: optString(cfg.ParentID), PlanningMode: ptr(variant(cfg.PlanningMode)),
 		GoalTracking: cfg.GoalTracking,
 	}
 	for _, m := range c.Messages {
-		out := a3sMessage{Role: m.Role, Content: []ContentBlock{}}
+		out := fileMessage{Role: m.Role, Content: []store.ContentBlock{}}
 		var reasoning []string
 		for _, b := range m.Content {
-			if b.Type == BlockReasoning {
+			if b.Type == store.BlockReasoning {
 				reasoning = append(reasoning, b.Text)
 				continue
 			}
@@ -340,20 +344,20 @@ func EncodeA3S(c Conversation) ([]byte, error) {
 		}
 		f.Messages = append(f.Messages, out)
 	}
-	f.ContextUsage = &a3sContextUsage{UsedTokens: c.ContextUsage.UsedTokens, MaxTokens: &c.ContextUsage.MaxTokens,
+	f.ContextUsage = &fileContextUsage{UsedTokens: c.ContextUsage.UsedTokens, MaxTokens: &c.ContextUsage.MaxTokens,
 		Percent: c.ContextUsage.Percent, Turns: c.ContextUsage.Turns}
 	f.ModelName = optString(c.ModelName)
 	for _, r := range c.CostRecords {
-		f.CostRecords = append(f.CostRecords, a3sCostRecord{Model: r.Model, Provider: r.Provider,
+		f.CostRecords = append(f.CostRecords, fileCostRecord{Model: r.Model, Provider: r.Provider,
 			PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, TotalTokens: r.TotalTokens,
-			CostUSD: r.CostUSD, Timestamp: a3sTime(r.Timestamp), SessionID: optString(r.SessionID)})
+			CostUSD: r.CostUSD, Timestamp: formatTime(r.Timestamp), SessionID: optString(r.SessionID)})
 	}
 	if c.LLMConfig != nil {
-		f.LLMConfig = &a3sLLMConfig{Provider: c.LLMConfig.Provider, Model: c.LLMConfig.Model, BaseURL: optString(c.LLMConfig.BaseURL)}
+		f.LLMConfig = &fileLLMConfig{Provider: c.LLMConfig.Provider, Model: c.LLMConfig.Model, BaseURL: optString(c.LLMConfig.BaseURL)}
 	}
-	tasks := make([]a3sTask, 0, len(c.Tasks))
+	tasks := make([]fileTask, 0, len(c.Tasks))
 	for _, t := range c.Tasks {
-		tasks = append(tasks, a3sTask{ID: t.ID, Content: ptr(t.Content), Status: t.Status, Priority: t.Priority,
+		tasks = append(tasks, fileTask{ID: t.ID, Content: ptr(t.Content), Status: t.Status, Priority: t.Priority,
 			Tool: optString(t.Tool), Dependencies: t.Dependencies, SuccessCriteria: optString(t.SuccessCriteria)})
 	}
 	tb, err := json.Marshal(tasks)
@@ -365,9 +369,9 @@ func EncodeA3S(c Conversation) ([]byte, error) {
 	return json.MarshalIndent(f, "", "  ")
 }
 
-// a3sTime formats t as the a3s runtime (chrono) does: RFC 3339 in UTC with
+// formatTime formats t as the a3s runtime (chrono) does: RFC 3339 in UTC with
 // "Z", fractional seconds only when there are some, in groups of three.
-func a3sTime(t time.Time) string {
+func formatTime(t time.Time) string {
 	t = t.UTC()
 	switch ns := t.Nanosecond(); {
 	case ns == 0:
@@ -381,9 +385,9 @@ func a3sTime(t time.Time) string {
 	}
 }
 
-// a3sVariant spells a lower-case name as the a3s enum variant ("in_progress"
+// variant spells a lower-case name as the a3s enum variant ("in_progress"
 // → "InProgress").
-func a3sVariant(s string) string {
+func variant(s string) string {
 	var b strings.Builder
 	for _, part := range strings.Split(s, "_") {
 		if part == "" {
