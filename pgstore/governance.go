@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -58,12 +59,12 @@ func (r *govRow) session() store.Session {
 		CallsMade:             r.CallsMade,
 		RateLimit:             r.RateLimit,
 		RateWindow:            time.Duration(r.RateWindowMS) * time.Millisecond,
-		RateWindowStart:       store.FromMillis(r.RateWindowStartMS),
+		RateWindowStart:       rowcodec.FromMillis(r.RateWindowStartMS),
 		RateWindowCalls:       r.RateWindowCalls,
 		Sensitivity:           store.Sensitivity(r.Sensitivity),
 		Status:                store.Status(r.Status),
-		CreatedAt:             store.FromMillis(r.CreatedAtMS),
-		ExpiresAt:             store.FromMillis(r.ExpiresAtMS),
+		CreatedAt:             rowcodec.FromMillis(r.CreatedAtMS),
+		ExpiresAt:             rowcodec.FromMillis(r.ExpiresAtMS),
 	}
 }
 
@@ -176,7 +177,7 @@ func (g *Governance) Create(ctx context.Context, req store.CreateRequest) (store
 				return err
 			}
 			var n int64
-			if err := tx.QueryRow(ctx, govCountActiveSQL, req.AgentID, store.ToMillis(now)).Scan(&n); err != nil {
+			if err := tx.QueryRow(ctx, govCountActiveSQL, req.AgentID, rowcodec.ToMillis(now)).Scan(&n); err != nil {
 				return err
 			}
 			if n >= req.MaxActivePerAgent {
@@ -188,9 +189,9 @@ func (g *Governance) Create(ctx context.Context, req store.CreateRequest) (store
 			sess.ID, sess.AgentID, sess.DelegationChain, sess.DeclaredIntent,
 			sess.AuthorizedTools, sess.AuthorizedCredentials,
 			sess.TimeLimit.Milliseconds(), sess.CallBudget, sess.CallsMade, sess.RateLimit,
-			sess.RateWindow.Milliseconds(), store.ToMillis(sess.RateWindowStart), sess.RateWindowCalls,
+			sess.RateWindow.Milliseconds(), rowcodec.ToMillis(sess.RateWindowStart), sess.RateWindowCalls,
 			string(sess.Sensitivity), string(sess.Status),
-			store.ToMillis(sess.CreatedAt), store.ToMillis(sess.ExpiresAt),
+			rowcodec.ToMillis(sess.CreatedAt), rowcodec.ToMillis(sess.ExpiresAt),
 			slices.Contains(sess.AuthorizedTools, store.AnyTool))
 		if err != nil {
 			return err
@@ -234,7 +235,7 @@ func (g *Governance) Use(ctx context.Context, req store.UseRequest) (store.Sessi
 		var sess store.Session
 		err := g.s.retry(ctx, func(ctx context.Context) error {
 			var err error
-			sess, err = scanGov(g.s.pool.Query(ctx, govUseSQL, store.ToMillis(g.s.now()), int64(len(tools)), req.SessionID, req.AgentID, tools))
+			sess, err = scanGov(g.s.pool.Query(ctx, govUseSQL, rowcodec.ToMillis(g.s.now()), int64(len(tools)), req.SessionID, req.AgentID, tools))
 			return err
 		})
 		if err == nil {
@@ -297,7 +298,7 @@ func (g *Governance) decideOn(ctx context.Context, tx pgx.Tx, sess store.Session
 	}
 	if n := int64(len(tools)); n > 0 {
 		sess.Apply(n, now)
-		if _, err := tx.Exec(ctx, govApplySQL, sess.ID, sess.CallsMade, store.ToMillis(sess.RateWindowStart), sess.RateWindowCalls); err != nil {
+		if _, err := tx.Exec(ctx, govApplySQL, sess.ID, sess.CallsMade, rowcodec.ToMillis(sess.RateWindowStart), sess.RateWindowCalls); err != nil {
 			return verdict{}, err
 		}
 	}
@@ -333,11 +334,11 @@ func (g *Governance) decideOnce(ctx context.Context, tx pgx.Tx, req store.UseReq
 		if !slices.Equal(rec.Tools, tools) {
 			return verdict{refusal: &store.ConflictError{Resource: "request", ID: req.RequestID, Reason: "request id reused with different tools"}}, nil
 		}
-		if rec.Outcome == store.UseOutcomeOK {
+		if rec.Outcome == rowcodec.UseOutcomeOK {
 			sess.Status = sess.EffectiveStatus(g.s.now())
 			return verdict{sess: sess}, nil
 		}
-		refusal, err := store.DecodeUseOutcome(rec.Outcome, rec.Detail)
+		refusal, err := rowcodec.DecodeUseOutcome(rec.Outcome, rec.Detail)
 		return verdict{refusal: refusal}, err
 	}
 	v, err := g.decideOn(ctx, tx, sess, req, tools)
@@ -349,11 +350,11 @@ func (g *Governance) decideOnce(ctx context.Context, tx pgx.Tx, req store.UseReq
 	if errors.Is(v.refusal, store.ErrAgentMismatch) {
 		return v, nil
 	}
-	outcome, detail, ok := store.EncodeUseOutcome(v.refusal)
+	outcome, detail, ok := rowcodec.EncodeUseOutcome(v.refusal)
 	if !ok {
 		return verdict{}, fmt.Errorf("pgstore: unexpected refusal %T", v.refusal)
 	}
-	if _, err := tx.Exec(ctx, govRequestPutSQL, req.SessionID, req.RequestID, tools, outcome, detail, store.ToMillis(g.s.now())); err != nil {
+	if _, err := tx.Exec(ctx, govRequestPutSQL, req.SessionID, req.RequestID, tools, outcome, detail, rowcodec.ToMillis(g.s.now())); err != nil {
 		return verdict{}, err
 	}
 	return v, nil
@@ -421,10 +422,10 @@ func (g *Governance) List(ctx context.Context, f store.ListFilter) (store.Page[s
 	}
 	switch f.Status {
 	case store.StatusActive:
-		args = append(args, store.ToMillis(now))
+		args = append(args, rowcodec.ToMillis(now))
 		query += fmt.Sprintf(` AND status = 'active' AND expires_at_ms > $%d`, len(args))
 	case store.StatusExpired:
-		args = append(args, store.ToMillis(now))
+		args = append(args, rowcodec.ToMillis(now))
 		query += fmt.Sprintf(` AND (status = 'expired' OR (status = 'active' AND expires_at_ms <= $%d))`, len(args))
 	case store.StatusClosed:
 		query += ` AND status = 'closed'`
@@ -463,7 +464,7 @@ func (g *Governance) CountActive(ctx context.Context, agentID string) (int64, er
 	}
 	var n int64
 	err := g.s.retry(ctx, func(ctx context.Context) error {
-		return g.s.pool.QueryRow(ctx, govCountActiveSQL, agentID, store.ToMillis(g.s.now())).Scan(&n)
+		return g.s.pool.QueryRow(ctx, govCountActiveSQL, agentID, rowcodec.ToMillis(g.s.now())).Scan(&n)
 	})
 	return n, err
 }
@@ -475,7 +476,7 @@ func (g *Governance) CloseAllForAgent(ctx context.Context, agentID string) (int6
 	}
 	var n int64
 	err := g.s.retry(ctx, func(ctx context.Context) error {
-		tag, err := g.s.pool.Exec(ctx, govCloseAgentSQL, agentID, store.ToMillis(g.s.now()))
+		tag, err := g.s.pool.Exec(ctx, govCloseAgentSQL, agentID, rowcodec.ToMillis(g.s.now()))
 		n = tag.RowsAffected()
 		return err
 	})
@@ -487,7 +488,7 @@ func (g *Governance) CloseAllForAgent(ctx context.Context, agentID string) (int6
 func (g *Governance) Cleanup(ctx context.Context) (int64, error) {
 	var n int64
 	err := g.s.retry(ctx, func(ctx context.Context) error {
-		tag, err := g.s.pool.Exec(ctx, govCleanupSQL, store.ToMillis(g.s.now()))
+		tag, err := g.s.pool.Exec(ctx, govCleanupSQL, rowcodec.ToMillis(g.s.now()))
 		n = tag.RowsAffected()
 		return err
 	})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -50,9 +51,9 @@ func restoreChunk(ctx context.Context, tx pgx.Tx, sessions []store.Session, skip
 			sess.ID, sess.AgentID, nonNil(sess.DelegationChain), sess.DeclaredIntent,
 			nonNil(sess.AuthorizedTools), nonNil(sess.AuthorizedCredentials),
 			sess.TimeLimit.Milliseconds(), sess.CallBudget, sess.CallsMade, sess.RateLimit,
-			sess.RateWindow.Milliseconds(), store.ToMillis(sess.RateWindowStart), sess.RateWindowCalls,
+			sess.RateWindow.Milliseconds(), rowcodec.ToMillis(sess.RateWindowStart), sess.RateWindowCalls,
 			string(sess.Sensitivity), string(sess.Status),
-			store.ToMillis(sess.CreatedAt), store.ToMillis(sess.ExpiresAt),
+			rowcodec.ToMillis(sess.CreatedAt), rowcodec.ToMillis(sess.ExpiresAt),
 			slices.Contains(sess.AuthorizedTools, store.AnyTool))
 	}
 	br := tx.SendBatch(ctx, b)

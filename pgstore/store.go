@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/internal/sqlcore"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -154,7 +155,7 @@ func (s *Store) HealthCheck(ctx context.Context) error {
 func (s *Store) Governance() store.Governance { return &Governance{s: s} }
 
 // now reads the injected clock, truncated to the stored precision.
-func (s *Store) now() time.Time { return store.FromMillis(store.ToMillis(s.cfg.clock())) }
+func (s *Store) now() time.Time { return rowcodec.FromMillis(rowcodec.ToMillis(s.cfg.clock())) }
 
 // querier is what both the pool and a transaction offer.
 type querier interface {

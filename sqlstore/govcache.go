@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -28,7 +29,7 @@ func (c *govCache) get(id string, createdAtMS int64) (store.Session, bool) {
 	c.mu.Lock()
 	s, ok := c.m[id]
 	c.mu.Unlock()
-	if !ok || store.ToMillis(s.CreatedAt) != createdAtMS {
+	if !ok || rowcodec.ToMillis(s.CreatedAt) != createdAtMS {
 		return store.Session{}, false
 	}
 	s.DelegationChain = slices.Clone(s.DelegationChain)

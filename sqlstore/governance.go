@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -57,12 +58,12 @@ func (r *govRow) session() (store.Session, error) {
 		CallsMade:       r.CallsMade,
 		RateLimit:       r.RateLimit,
 		RateWindow:      time.Duration(r.RateWindowMS) * time.Millisecond,
-		RateWindowStart: store.FromMillis(r.RateWindowStartMS),
+		RateWindowStart: rowcodec.FromMillis(r.RateWindowStartMS),
 		RateWindowCalls: r.RateWindowCalls,
 		Sensitivity:     store.Sensitivity(r.Sensitivity),
 		Status:          store.Status(r.Status),
-		CreatedAt:       store.FromMillis(r.CreatedAtMS),
-		ExpiresAt:       store.FromMillis(r.ExpiresAtMS),
+		CreatedAt:       rowcodec.FromMillis(r.CreatedAtMS),
+		ExpiresAt:       rowcodec.FromMillis(r.ExpiresAtMS),
 	}
 	for _, f := range []struct {
 		name string
@@ -213,7 +214,7 @@ func (g *Governance) Create(ctx context.Context, req store.CreateRequest) (store
 		now := g.s.now()
 		if req.MaxActivePerAgent > 0 {
 			var n int64
-			if err := tx.get(&n, govCountActiveSQL, req.AgentID, store.ToMillis(now)); err != nil {
+			if err := tx.get(&n, govCountActiveSQL, req.AgentID, rowcodec.ToMillis(now)); err != nil {
 				return err
 			}
 			if n >= req.MaxActivePerAgent {
@@ -229,9 +230,9 @@ func (g *Governance) Create(ctx context.Context, req store.CreateRequest) (store
 			sess.ID, sess.AgentID, mustJSON(sess.DelegationChain), sess.DeclaredIntent,
 			mustJSON(sess.AuthorizedTools), mustJSON(sess.AuthorizedCredentials),
 			sess.TimeLimit.Milliseconds(), sess.CallBudget, sess.CallsMade, sess.RateLimit,
-			sess.RateWindow.Milliseconds(), store.ToMillis(sess.RateWindowStart), sess.RateWindowCalls,
+			sess.RateWindow.Milliseconds(), rowcodec.ToMillis(sess.RateWindowStart), sess.RateWindowCalls,
 			string(sess.Sensitivity), string(sess.Status),
-			store.ToMillis(sess.CreatedAt), store.ToMillis(sess.ExpiresAt), anyTool)
+			rowcodec.ToMillis(sess.CreatedAt), rowcodec.ToMillis(sess.ExpiresAt), anyTool)
 		if isUniqueViolation(err) {
 			return &store.ConflictError{Resource: "session", ID: id, Reason: "id exists"}
 		}
@@ -285,7 +286,7 @@ type verdict struct {
 // are kept: an expired session is marked expired durably.
 func (g *Governance) decide(tx *wtx, req store.UseRequest, tools string) (verdict, error) {
 	now := g.s.now()
-	nowMS := store.ToMillis(now)
+	nowMS := rowcodec.ToMillis(now)
 	n := int64(len(req.Tools))
 	if n > 0 {
 		query, toolArg := govUseManySQL, tools
@@ -308,7 +309,7 @@ func (g *Governance) decide(tx *wtx, req store.UseRequest, tools string) (verdic
 				g.s.govCache.put(sess)
 			}
 			sess.CallsMade = calls
-			sess.RateWindowStart = store.FromMillis(windowStart)
+			sess.RateWindowStart = rowcodec.FromMillis(windowStart)
 			sess.RateWindowCalls = windowCalls
 			sess.Status = store.StatusActive
 			return verdict{sess: sess}, nil
@@ -393,7 +394,7 @@ func (g *Governance) decideOnce(tx *wtx, req store.UseRequest, tools string) (ve
 		return v, nil
 	}
 	outcome, detail := encodeRefusal(v.refusal)
-	if _, err := tx.exec(govRequestPutSQL, req.SessionID, req.RequestID, tools, outcome, detail, store.ToMillis(g.s.now())); err != nil {
+	if _, err := tx.exec(govRequestPutSQL, req.SessionID, req.RequestID, tools, outcome, detail, rowcodec.ToMillis(g.s.now())); err != nil {
 		return verdict{}, err
 	}
 	return v, nil
@@ -465,10 +466,10 @@ func (g *Governance) List(ctx context.Context, f store.ListFilter) (store.Page[s
 	switch f.Status {
 	case store.StatusActive:
 		query += ` AND status = 'active' AND expires_at_ms > ?`
-		args = append(args, store.ToMillis(now))
+		args = append(args, rowcodec.ToMillis(now))
 	case store.StatusExpired:
 		query += ` AND (status = 'expired' OR (status = 'active' AND expires_at_ms <= ?))`
-		args = append(args, store.ToMillis(now))
+		args = append(args, rowcodec.ToMillis(now))
 	case store.StatusClosed:
 		query += ` AND status = 'closed'`
 	}
@@ -508,7 +509,7 @@ func (g *Governance) CountActive(ctx context.Context, agentID string) (int64, er
 		return 0, err
 	}
 	var n int64
-	if err := g.s.get(ctx, &n, govCountActiveSQL, agentID, store.ToMillis(g.s.now())); err != nil {
+	if err := g.s.get(ctx, &n, govCountActiveSQL, agentID, rowcodec.ToMillis(g.s.now())); err != nil {
 		return 0, mapErr(err)
 	}
 	return n, nil
@@ -521,7 +522,7 @@ func (g *Governance) CloseAllForAgent(ctx context.Context, agentID string) (int6
 	}
 	var n int64
 	err := g.s.write(ctx, func(tx *wtx) error {
-		res, err := tx.exec(govCloseAgentSQL, agentID, store.ToMillis(g.s.now()))
+		res, err := tx.exec(govCloseAgentSQL, agentID, rowcodec.ToMillis(g.s.now()))
 		if err != nil {
 			return err
 		}
@@ -535,7 +536,7 @@ func (g *Governance) CloseAllForAgent(ctx context.Context, agentID string) (int6
 func (g *Governance) Cleanup(ctx context.Context) (int64, error) {
 	var n int64
 	err := g.s.write(ctx, func(tx *wtx) error {
-		res, err := tx.exec(govCleanupSQL, store.ToMillis(g.s.now()))
+		res, err := tx.exec(govCleanupSQL, rowcodec.ToMillis(g.s.now()))
 		if err != nil {
 			return err
 		}

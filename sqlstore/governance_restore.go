@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -36,9 +37,9 @@ func (g *Governance) Restore(ctx context.Context, req store.RestoreRequest) (int
 				sess.ID, sess.AgentID, mustJSON(sess.DelegationChain), sess.DeclaredIntent,
 				mustJSON(sess.AuthorizedTools), mustJSON(sess.AuthorizedCredentials),
 				sess.TimeLimit.Milliseconds(), sess.CallBudget, sess.CallsMade, sess.RateLimit,
-				sess.RateWindow.Milliseconds(), store.ToMillis(sess.RateWindowStart), sess.RateWindowCalls,
+				sess.RateWindow.Milliseconds(), rowcodec.ToMillis(sess.RateWindowStart), sess.RateWindowCalls,
 				string(sess.Sensitivity), string(sess.Status),
-				store.ToMillis(sess.CreatedAt), store.ToMillis(sess.ExpiresAt), anyTool)
+				rowcodec.ToMillis(sess.CreatedAt), rowcodec.ToMillis(sess.ExpiresAt), anyTool)
 			if isUniqueViolation(err) {
 				return &store.ConflictError{Resource: "session", ID: sess.ID, Reason: "id exists"}
 			}

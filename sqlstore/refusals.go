@@ -3,16 +3,16 @@ package sqlstore
 import (
 	"fmt"
 
-	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/internal/rowcodec"
 )
 
 // outcomeOK is the recorded outcome of an allowed Use.
-const outcomeOK = store.UseOutcomeOK
+const outcomeOK = rowcodec.UseOutcomeOK
 
 // encodeRefusal turns a Use outcome into its stored form (see
-// store.EncodeUseOutcome).
+// rowcodec.EncodeUseOutcome).
 func encodeRefusal(refusal error) (outcome, detail string) {
-	outcome, detail, ok := store.EncodeUseOutcome(refusal)
+	outcome, detail, ok := rowcodec.EncodeUseOutcome(refusal)
 	if !ok {
 		// Not reachable: decide only refuses with recordable kinds once
 		// not-found and agent mismatch are excluded.
@@ -23,5 +23,5 @@ func encodeRefusal(refusal error) (outcome, detail string) {
 
 // decodeRefusal rebuilds the typed refusal recorded for a request id.
 func decodeRefusal(outcome, detail string) (error, error) {
-	return store.DecodeUseOutcome(outcome, detail)
+	return rowcodec.DecodeUseOutcome(outcome, detail)
 }

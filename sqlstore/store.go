@@ -12,6 +12,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/internal/sqlcore"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -231,7 +232,7 @@ func (s *Store) HealthCheck(ctx context.Context) error {
 func (s *Store) Governance() store.Governance { return &Governance{s: s} }
 
 // now reads the injected clock, truncated to the stored precision.
-func (s *Store) now() time.Time { return store.FromMillis(store.ToMillis(s.cfg.clock())) }
+func (s *Store) now() time.Time { return rowcodec.FromMillis(rowcodec.ToMillis(s.cfg.clock())) }
 
 // write runs fn on the writer (group commit) and returns its outcome.
 func (s *Store) write(ctx context.Context, fn writeFunc) error {

@@ -798,5 +798,5 @@ func truncMS(t time.Time) time.Time {
 	if t.IsZero() {
 		return t
 	}
-	return FromMillis(ToMillis(t))
+	return inMillis(t)
 }

@@ -289,7 +289,7 @@ func (r CreateRequest) Normalize() (CreateRequest, error) {
 
 // NewSession builds the session a valid, normalized request creates at now.
 func (r CreateRequest) NewSession(id string, now time.Time) Session {
-	now = FromMillis(ToMillis(now))
+	now = inMillis(now)
 	return Session{
 		ID:                    id,
 		AgentID:               r.AgentID,

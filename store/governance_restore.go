@@ -86,4 +86,5 @@ func (s *Session) ValidateStored() error {
 	return nil
 }
 
-func millis(t time.Time) bool { return t.Equal(FromMillis(ToMillis(t))) }
+// millis reports whether t is a whole millisecond.
+func millis(t time.Time) bool { return t.Equal(inMillis(t)) }

@@ -44,9 +44,6 @@ type Store interface {
 // windows can be tested without sleeping.
 type Clock func() time.Time
 
-// ToMillis converts t to the storage convention: UTC unix milliseconds.
-func ToMillis(t time.Time) int64 { return t.UnixMilli() }
-
-// FromMillis converts a stored UTC unix-millisecond value back to a time.Time
-// in UTC.
-func FromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+// inMillis returns t in UTC truncated to whole milliseconds: the precision
+// of every time a backend stores (see the package documentation).
+func inMillis(t time.Time) time.Time { return time.UnixMilli(t.UnixMilli()).UTC() }

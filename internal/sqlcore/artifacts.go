@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -38,7 +39,7 @@ func (r *artifactRow) artifact() store.Artifact {
 	return store.Artifact{
 		URI: r.URI, ID: r.ArtifactID, ToolName: r.ToolName, Content: r.Content,
 		OriginalBytes: r.OriginalBytes, ShownBytes: r.ShownBytes,
-		CreatedAt: store.FromMillis(r.CreatedAtMS), UpdatedAt: store.FromMillis(r.UpdatedAtMS),
+		CreatedAt: rowcodec.FromMillis(r.CreatedAtMS), UpdatedAt: rowcodec.FromMillis(r.UpdatedAtMS),
 	}
 }
 
@@ -60,7 +61,7 @@ func (c *Conversations) PutArtifacts(ctx context.Context, id string, artifacts .
 		if err := c.touch(tx, id); err != nil {
 			return err
 		}
-		now := store.ToMillis(c.s.now())
+		now := rowcodec.ToMillis(c.s.now())
 		for _, a := range artifacts {
 			if _, err := tx.Exec(artifactPutSQL, id, a.URI, a.ID, a.ToolName, a.Content,
 				a.OriginalBytes, a.ShownBytes, now, now); err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -95,8 +96,8 @@ func (r *convRow) conversation() (store.Conversation, error) {
 		TotalCost:       r.TotalCost,
 		ModelName:       r.ModelName,
 		ThinkingEnabled: r.ThinkingEnabled,
-		CreatedAt:       store.FromMillis(r.CreatedAtMS),
-		UpdatedAt:       store.FromMillis(r.UpdatedAtMS),
+		CreatedAt:       rowcodec.FromMillis(r.CreatedAtMS),
+		UpdatedAt:       rowcodec.FromMillis(r.UpdatedAtMS),
 		ParentID:        r.ParentID,
 	}
 	if r.ThinkingBudget.Valid {
@@ -187,7 +188,7 @@ func (r *summaryRow) summary() store.ConversationSummary {
 		ID: r.ID, Version: r.Version, Name: r.Name, Workspace: r.Workspace,
 		State: store.ConversationState(r.State), ParentID: r.ParentID, ModelName: r.ModelName,
 		MessageCount: r.MessageCount, TotalUsage: u.usage(), TotalCost: r.TotalCost,
-		CreatedAt: store.FromMillis(r.CreatedAtMS), UpdatedAt: store.FromMillis(r.UpdatedAtMS),
+		CreatedAt: rowcodec.FromMillis(r.CreatedAtMS), UpdatedAt: rowcodec.FromMillis(r.UpdatedAtMS),
 	}
 }
 
@@ -290,7 +291,7 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 	}
 	var version int64
 	err = c.s.write(ctx, func(tx Tx) error {
-		now := store.ToMillis(c.s.now())
+		now := rowcodec.ToMillis(c.s.now())
 		// Saves of one id serialize, also while the row does not exist
 		// yet (a row lock needs a row).
 		if err := c.s.lockKey(tx, lockClassConversation, conv.ID); err != nil {
@@ -315,10 +316,10 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 			v, created = cur.Version+1, cur.CreatedAtMS
 		}
 		if !conv.CreatedAt.IsZero() {
-			created = store.ToMillis(conv.CreatedAt)
+			created = rowcodec.ToMillis(conv.CreatedAt)
 		}
 		if !conv.UpdatedAt.IsZero() {
-			updated = store.ToMillis(conv.UpdatedAt)
+			updated = rowcodec.ToMillis(conv.UpdatedAt)
 		}
 		cfg, u := conv.Config, conv.TotalUsage
 		if _, err := tx.Exec(convUpsertSQL,
@@ -344,7 +345,7 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 		for i, m := range conv.Messages {
 			at := now
 			if !m.CreatedAt.IsZero() {
-				at = store.ToMillis(m.CreatedAt)
+				at = rowcodec.ToMillis(m.CreatedAt)
 			}
 			if _, err := tx.Exec(msgInsertSQL, conv.ID, int64(i), m.Role, string(contents[i]), at); err != nil {
 				return err
@@ -366,7 +367,7 @@ func insertCostRecords(tx Tx, id string, first int64, recs []store.CostRecord, n
 	for i, r := range recs {
 		at := now
 		if !r.Timestamp.IsZero() {
-			at = store.ToMillis(r.Timestamp)
+			at = rowcodec.ToMillis(r.Timestamp)
 		}
 		var cost any
 		if r.CostUSD != nil {
@@ -393,7 +394,7 @@ func (r *msgRow) message(id string) (store.Message, error) {
 	if err != nil {
 		return store.Message{}, corrupt(id, fmt.Sprintf("message %d", r.Seq), err)
 	}
-	return store.Message{Seq: r.Seq, Role: r.Role, Content: blocks, CreatedAt: store.FromMillis(r.CreatedAtMS)}, nil
+	return store.Message{Seq: r.Seq, Role: r.Role, Content: blocks, CreatedAt: rowcodec.FromMillis(r.CreatedAtMS)}, nil
 }
 
 func decodeMessages(id string, rows []msgRow) ([]store.Message, error) {
@@ -454,7 +455,7 @@ func (c *Conversations) Load(ctx context.Context, id string) (store.Conversation
 		for i, cr := range costs {
 			rec := store.CostRecord{Model: cr.Model, Provider: cr.Provider, PromptTokens: cr.PromptTokens,
 				CompletionTokens: cr.CompletionTokens, TotalTokens: cr.TotalTokens,
-				Timestamp: store.FromMillis(cr.AtMS), SessionID: cr.RecordSessionID}
+				Timestamp: rowcodec.FromMillis(cr.AtMS), SessionID: cr.RecordSessionID}
 			if cr.CostUSD.Valid {
 				v := cr.CostUSD.Float64
 				rec.CostUSD = &v
@@ -533,7 +534,7 @@ func (c *Conversations) mustExist(ctx context.Context, id string) error {
 // touch marks activity on the conversation inside a write and reports a
 // missing conversation.
 func (c *Conversations) touch(tx Tx, id string) error {
-	res, err := tx.Exec(convTouchSQL, store.ToMillis(c.s.now()), id)
+	res, err := tx.Exec(convTouchSQL, rowcodec.ToMillis(c.s.now()), id)
 	if err != nil {
 		return err
 	}
@@ -569,7 +570,7 @@ func (c *Conversations) List(ctx context.Context, f store.ConversationFilter) (s
 	}
 	if !f.UpdatedBefore.IsZero() {
 		query += listUpdatedSQL
-		args = append(args, store.ToMillis(f.UpdatedBefore))
+		args = append(args, rowcodec.ToMillis(f.UpdatedBefore))
 	}
 	query += listTailSQL
 	args = append(args, f.Limit+1)

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -119,7 +120,7 @@ func New(db DB, cfg Config) *Store {
 func (s *Store) Close() { s.turns.close() }
 
 // now reads the injected clock, truncated to the stored precision.
-func (s *Store) now() time.Time { return store.FromMillis(store.ToMillis(s.cfg.Clock())) }
+func (s *Store) now() time.Time { return rowcodec.FromMillis(rowcodec.ToMillis(s.cfg.Clock())) }
 
 func (s *Store) write(ctx context.Context, fn func(tx Tx) error) error { return s.db.Write(ctx, fn) }
 

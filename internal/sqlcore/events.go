@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -104,8 +105,8 @@ func (r *asRow) session(key store.SessionKey) store.AgentSession {
 		Key:        key,
 		Version:    r.Version,
 		EventCount: r.EventCount,
-		CreatedAt:  store.FromMillis(r.CreatedAtMS),
-		UpdatedAt:  store.FromMillis(r.UpdatedAtMS),
+		CreatedAt:  rowcodec.FromMillis(r.CreatedAtMS),
+		UpdatedAt:  rowcodec.FromMillis(r.UpdatedAtMS),
 	}
 }
 
@@ -164,7 +165,7 @@ func (a *AgentSessions) CreateSession(ctx context.Context, req store.CreateAgent
 	}
 	var out store.AgentSession
 	err := a.s.write(ctx, func(tx Tx) error {
-		nowMS := store.ToMillis(a.s.now())
+		nowMS := rowcodec.ToMillis(a.s.now())
 		var pk int64
 		err := tx.Get(&pk, asInsertSQL, key.App, key.User, key.Session, nowMS, nowMS)
 		if a.s.isUnique(err) {
@@ -241,8 +242,8 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 // stored with millisecond timestamps, so ts_ms >= ceilMillis(t) selects
 // exactly the events at or after t.
 func ceilMillis(t time.Time) int64 {
-	ms := store.ToMillis(t)
-	if !store.FromMillis(ms).Equal(t) {
+	ms := rowcodec.ToMillis(t)
+	if !rowcodec.FromMillis(ms).Equal(t) {
 		ms++
 	}
 	return ms
@@ -294,7 +295,7 @@ func readEvents(r Tx, query string, args []any) ([]store.AgentEvent, error) {
 		if err := rows.Scan(&ev.Seq, &ev.ID, &ev.InvocationID, &ts, &data); err != nil {
 			return err
 		}
-		ev.Timestamp = store.FromMillis(ts)
+		ev.Timestamp = rowcodec.FromMillis(ts)
 		ev.Data = data
 		evs = append(evs, ev)
 		return nil
@@ -467,9 +468,9 @@ func (a *AgentSessions) AppendEvent(ctx context.Context, req store.AppendEventRe
 		if ts.IsZero() {
 			ts = now
 		}
-		tsMS := store.ToMillis(ts)
+		tsMS := rowcodec.ToMillis(ts)
 		var pk, version, count int64
-		err := tx.Scan(asBumpSQL, []any{store.ToMillis(now), key.App, key.User, key.Session, req.ExpectedVersion, 1},
+		err := tx.Scan(asBumpSQL, []any{rowcodec.ToMillis(now), key.App, key.User, key.Session, req.ExpectedVersion, 1},
 			&pk, &version, &count)
 		if errors.Is(err, sql.ErrNoRows) {
 			return a.refuseAppend(tx, key, ev, req.ExpectedVersion, &res)
@@ -489,7 +490,7 @@ func (a *AgentSessions) AppendEvent(ctx context.Context, req store.AppendEventRe
 		}
 		stored := ev
 		stored.Seq = count
-		stored.Timestamp = store.FromMillis(tsMS)
+		stored.Timestamp = rowcodec.FromMillis(tsMS)
 		res = store.AppendEventResult{Event: stored, Version: version, UpdatedAt: now}
 		return nil
 	})
@@ -520,13 +521,13 @@ func (a *AgentSessions) refuseAppend(tx Tx, key store.SessionKey, ev store.Agent
 	var data []byte
 	err = tx.Scan(evByIDSQL, []any{row.PK, ev.ID}, &stored.Seq, &stored.ID, &stored.InvocationID, &ts, &data)
 	if err == nil {
-		stored.Timestamp = store.FromMillis(ts)
+		stored.Timestamp = rowcodec.FromMillis(ts)
 		stored.Data = data
 		if !sameEvent(ev, stored) {
 			return &store.ConflictError{Resource: "event", ID: ev.ID, Reason: "event id exists with other content"}
 		}
 		*res = store.AppendEventResult{Event: stored, Version: row.Version,
-			UpdatedAt: store.FromMillis(row.UpdatedAtMS), Replayed: true}
+			UpdatedAt: rowcodec.FromMillis(row.UpdatedAtMS), Replayed: true}
 		return nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
@@ -556,7 +557,7 @@ func sameEvent(ev, stored store.AgentEvent) bool {
 	if ev.InvocationID != stored.InvocationID || string(ev.Data) != string(stored.Data) {
 		return false
 	}
-	return ev.Timestamp.IsZero() || store.ToMillis(ev.Timestamp) == store.ToMillis(stored.Timestamp)
+	return ev.Timestamp.IsZero() || rowcodec.ToMillis(ev.Timestamp) == rowcodec.ToMillis(stored.Timestamp)
 }
 
 // ListEvents returns a page of a session's events in log order (see
@@ -662,7 +663,7 @@ func (a *AgentSessions) UpdateState(ctx context.Context, req store.UpdateStateRe
 			var row asRow
 			var err error
 			if len(req.Delta.Session) > 0 {
-				err = tx.Scan(asBumpSQL, []any{store.ToMillis(a.s.now()), key.App, key.User, key.Session, req.ExpectedVersion, 0},
+				err = tx.Scan(asBumpSQL, []any{rowcodec.ToMillis(a.s.now()), key.App, key.User, key.Session, req.ExpectedVersion, 0},
 					&row.PK, &row.Version, &row.EventCount)
 			} else {
 				err = tx.Scan(asGetSQL, []any{key.App, key.User, key.Session},

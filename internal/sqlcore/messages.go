@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -72,7 +73,7 @@ func (c *Conversations) Append(ctx context.Context, req store.AppendRequest) (st
 	}
 	var out store.AppendResult
 	err = c.s.write(ctx, func(tx Tx) error {
-		now := store.ToMillis(c.s.now())
+		now := rowcodec.ToMillis(c.s.now())
 		var row appendRow
 		if err := tx.Get(&row, c.s.q.convAppendGet, req.ID); errors.Is(err, sql.ErrNoRows) {
 			return notFound(req.ID)
@@ -89,7 +90,7 @@ func (c *Conversations) Append(ctx context.Context, req store.AppendRequest) (st
 		for i, m := range req.Messages {
 			at := now
 			if !m.CreatedAt.IsZero() {
-				at = store.ToMillis(m.CreatedAt)
+				at = rowcodec.ToMillis(m.CreatedAt)
 			}
 			if _, err := tx.Exec(msgInsertSQL, req.ID, next+int64(i), m.Role, string(contents[i]), at); err != nil {
 				return err
@@ -273,7 +274,7 @@ func (c *Conversations) PopMessage(ctx context.Context, id string) (store.Messag
 		if _, err := tx.Exec(msgDeleteOneSQL, id, row.Seq); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(convCountSQL, 1, 1, store.ToMillis(c.s.now()), id); err != nil {
+		if _, err := tx.Exec(convCountSQL, 1, 1, rowcodec.ToMillis(c.s.now()), id); err != nil {
 			return err
 		}
 		out = m
@@ -367,7 +368,7 @@ func (c *Conversations) DeleteUpdatedBefore(ctx context.Context, t time.Time, li
 	var n int64
 	err := c.s.write(ctx, func(tx Tx) error {
 		var ids []string
-		if err := tx.Select(&ids, staleSQL, store.ToMillis(t), lim); err != nil {
+		if err := tx.Select(&ids, staleSQL, rowcodec.ToMillis(t), lim); err != nil {
 			return err
 		}
 		for _, id := range ids {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -37,7 +38,7 @@ func encodeReports(reports []store.VerificationReport) ([][]byte, error) {
 }
 
 func (c *Conversations) insertReports(tx Tx, id string, first int64, reports []store.VerificationReport, docs [][]byte) error {
-	now := store.ToMillis(c.s.now())
+	now := rowcodec.ToMillis(c.s.now())
 	for i, r := range reports {
 		if _, err := tx.Exec(reportInsertSQL, id, first+int64(i), r.Subject, r.Status, string(docs[i]), now); err != nil {
 			return err
@@ -107,7 +108,7 @@ func (c *Conversations) Reports(ctx context.Context, id string) ([]store.Verific
 		if err != nil {
 			return nil, corrupt(id, fmt.Sprintf("verification report %d", r.Seq), err)
 		}
-		rep.Seq, rep.CreatedAt = r.Seq, store.FromMillis(r.CreatedAtMS)
+		rep.Seq, rep.CreatedAt = r.Seq, rowcodec.FromMillis(r.CreatedAtMS)
 		out[i] = rep
 	}
 	return out, nil

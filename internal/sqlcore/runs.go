@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -50,7 +51,7 @@ func (r *runRow) snapshot(id string) (store.RunSnapshot, error) {
 		return s, corrupt(id, fmt.Sprintf("run %q snapshot", r.RunID), err)
 	}
 	s.ID, s.Status, s.EventCount = r.RunID, r.Status, r.EventCount
-	s.CreatedAt, s.UpdatedAt = store.FromMillis(r.CreatedAtMS), store.FromMillis(r.UpdatedAtMS)
+	s.CreatedAt, s.UpdatedAt = rowcodec.FromMillis(r.CreatedAtMS), rowcodec.FromMillis(r.UpdatedAtMS)
 	return s, nil
 }
 
@@ -58,7 +59,7 @@ func (r *runEventRow) event(id string) (store.RunEvent, error) {
 	if !json.Valid([]byte(r.Event)) {
 		return store.RunEvent{}, corrupt(id, fmt.Sprintf("run %q event %d", r.RunID, r.Seq), errors.New("invalid JSON"))
 	}
-	return store.RunEvent{Seq: r.Seq, Timestamp: store.FromMillis(r.AtMS), Event: json.RawMessage(r.Event)}, nil
+	return store.RunEvent{Seq: r.Seq, Timestamp: rowcodec.FromMillis(r.AtMS), Event: json.RawMessage(r.Event)}, nil
 }
 
 // PutRuns inserts or replaces run records by run id, snapshot and events,
@@ -91,14 +92,14 @@ func (c *Conversations) PutRuns(ctx context.Context, id string, runs ...store.Ru
 		for _, p := range all {
 			s := p.rec.Snapshot
 			if _, err := tx.Exec(runPutSQL, id, s.ID, s.Status, s.EventCount, string(p.snap),
-				store.ToMillis(s.CreatedAt), store.ToMillis(s.UpdatedAt)); err != nil {
+				rowcodec.ToMillis(s.CreatedAt), rowcodec.ToMillis(s.UpdatedAt)); err != nil {
 				return err
 			}
 			if _, err := tx.Exec(runEventDeleteSQL, id, s.ID); err != nil {
 				return err
 			}
 			for j, ev := range p.rec.Events {
-				if _, err := tx.Exec(runEventInsertSQL, id, s.ID, ev.Seq, store.ToMillis(ev.Timestamp), string(p.events[j])); err != nil {
+				if _, err := tx.Exec(runEventInsertSQL, id, s.ID, ev.Seq, rowcodec.ToMillis(ev.Timestamp), string(p.events[j])); err != nil {
 					return err
 				}
 			}
@@ -143,12 +144,12 @@ func (c *Conversations) AppendRunEvents(ctx context.Context, id, runID string, e
 		}
 		next = max(next, run.EventCount)
 		for i, ev := range events {
-			if _, err := tx.Exec(runEventInsertSQL, id, runID, next+int64(i), store.ToMillis(ev.Timestamp), string(docs[i])); err != nil {
+			if _, err := tx.Exec(runEventInsertSQL, id, runID, next+int64(i), rowcodec.ToMillis(ev.Timestamp), string(docs[i])); err != nil {
 				return err
 			}
 		}
 		count := next + int64(len(events))
-		if _, err := tx.Exec(runAdvanceSQL, count, store.ToMillis(c.s.now()), id, runID); err != nil {
+		if _, err := tx.Exec(runAdvanceSQL, count, rowcodec.ToMillis(c.s.now()), id, runID); err != nil {
 			return err
 		}
 		first = next

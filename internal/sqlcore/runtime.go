@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -52,8 +53,8 @@ func (r *rtRow) session() store.RuntimeSession {
 		ChatMode:     store.ChatMode(r.ChatMode),
 		OwnerID:      r.OwnerID.String,
 		Overrides:    r.overrides(),
-		CreatedAt:    store.FromMillis(r.CreatedAtMS),
-		LastActive:   store.FromMillis(r.LastActiveMS),
+		CreatedAt:    rowcodec.FromMillis(r.CreatedAtMS),
+		LastActive:   rowcodec.FromMillis(r.LastActiveMS),
 		Turn: store.TurnState{
 			Generation:  uint64(r.TurnGen),
 			Running:     r.TurnRunning,
@@ -62,7 +63,7 @@ func (r *rtRow) session() store.RuntimeSession {
 		},
 	}
 	if r.TurnGen > 0 {
-		s.Turn.StartedAt = store.FromMillis(r.TurnStartedMS)
+		s.Turn.StartedAt = rowcodec.FromMillis(r.TurnStartedMS)
 	}
 	return s
 }
@@ -145,7 +146,7 @@ func (r *Runtime) Insert(ctx context.Context, req store.NewRuntimeSession) (stor
 				return &store.TooManySessionsError{Max: limit, Current: n}
 			}
 		}
-		now := store.ToMillis(r.s.now())
+		now := rowcodec.ToMillis(r.s.now())
 		_, err := tx.Exec(rtInsertSQL, id, req.AgentAlias, req.WorkspaceDir, string(req.ChatMode), owner, now, now)
 		if r.s.isUnique(err) {
 			return &store.ConflictError{Resource: "runtime_session", ID: id, Reason: "id exists"}
@@ -156,7 +157,7 @@ func (r *Runtime) Insert(ctx context.Context, req store.NewRuntimeSession) (stor
 		out = store.RuntimeSession{
 			ID: id, AgentAlias: req.AgentAlias, WorkspaceDir: req.WorkspaceDir,
 			ChatMode: req.ChatMode, OwnerID: req.OwnerID,
-			CreatedAt: store.FromMillis(now), LastActive: store.FromMillis(now),
+			CreatedAt: rowcodec.FromMillis(now), LastActive: rowcodec.FromMillis(now),
 		}
 		return nil
 	})
@@ -192,7 +193,7 @@ func (r *Runtime) Touch(ctx context.Context, id string) error {
 		return err
 	}
 	return r.s.write(ctx, func(tx Tx) error {
-		res, err := tx.Exec(r.s.q.rtTouch, store.ToMillis(r.s.now()), id)
+		res, err := tx.Exec(r.s.q.rtTouch, rowcodec.ToMillis(r.s.now()), id)
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -37,7 +38,7 @@ func encodeTraces(events []store.TraceEvent) ([][]byte, error) {
 }
 
 func (c *Conversations) insertTraces(tx Tx, id string, first int64, events []store.TraceEvent, docs [][]byte) error {
-	now := store.ToMillis(c.s.now())
+	now := rowcodec.ToMillis(c.s.now())
 	for i, ev := range events {
 		if _, err := tx.Exec(traceInsertSQL, id, first+int64(i), ev.Kind, ev.Name, string(docs[i]), now); err != nil {
 			return err
@@ -124,7 +125,7 @@ func (c *Conversations) Traces(ctx context.Context, id string, from int64, limit
 		if err != nil {
 			return nil, corrupt(id, fmt.Sprintf("trace event %d", r.Seq), err)
 		}
-		ev.Seq, ev.CreatedAt = r.Seq, store.FromMillis(r.CreatedAtMS)
+		ev.Seq, ev.CreatedAt = r.Seq, rowcodec.FromMillis(r.CreatedAtMS)
 		out[i] = ev
 	}
 	return out, nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 
+	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -78,7 +79,7 @@ func (r *Runtime) recordCancel(tx Tx, id string, t turnRow, cause store.CancelCa
 			return "", err
 		}
 	}
-	if _, err := tx.Exec(rtRecordCauseSQL, id, t.Gen, string(cause), store.ToMillis(r.s.now())); err != nil {
+	if _, err := tx.Exec(rtRecordCauseSQL, id, t.Gen, string(cause), rowcodec.ToMillis(r.s.now())); err != nil {
 		return "", err
 	}
 	if err := r.s.notifyTurns(tx); err != nil {
@@ -128,7 +129,7 @@ func (r *Runtime) BeginTurn(ctx context.Context, id string) (uint64, context.Con
 				return err
 			}
 		}
-		if _, err := tx.Exec(rtBeginTurnSQL, gen, owner, store.ToMillis(r.s.now()), id); err != nil {
+		if _, err := tx.Exec(rtBeginTurnSQL, gen, owner, rowcodec.ToMillis(r.s.now()), id); err != nil {
 			return err
 		}
 		// Pending until committed: a cancel committed right after this

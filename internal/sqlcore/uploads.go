@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -58,7 +59,7 @@ func (r *upRow) upload() store.Upload {
 		WorkspacePath: r.WorkspacePath,
 		SizeBytes:     r.SizeBytes,
 		SHA256:        hex.EncodeToString(r.SHA256),
-		CreatedAt:     store.FromMillis(r.CreatedAtMS),
+		CreatedAt:     rowcodec.FromMillis(r.CreatedAtMS),
 	}
 }
 
@@ -97,7 +98,7 @@ func (r *Runtime) PutUpload(ctx context.Context, req store.PutUploadRequest) (st
 		}
 		now := r.s.now()
 		if _, err := tx.Exec(upPutSQL, req.SessionID, req.RefID, req.Marker, req.WorkspacePath,
-			sum[:], size, store.ToMillis(now)); err != nil {
+			sum[:], size, rowcodec.ToMillis(now)); err != nil {
 			return err
 		}
 		out = store.Upload{

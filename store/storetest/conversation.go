@@ -200,7 +200,7 @@ func (e *env) expectLoaded(c store.Conversation, version int64) store.Conversati
 	if err != nil {
 		e.t.Fatalf("normalize: %v", err)
 	}
-	now := store.FromMillis(store.ToMillis(e.clock.Now()))
+	now := e.storedNow()
 	want.Version = version
 	if want.CreatedAt.IsZero() {
 		want.CreatedAt = now
@@ -307,7 +307,7 @@ func testConvArtifacts(t *testing.T, e *env) {
 		t.Fatalf("content %q", a.Content)
 	}
 	want := seedArtifact()
-	now := store.FromMillis(store.ToMillis(e.clock.Now()))
+	now := e.storedNow()
 	want.CreatedAt, want.UpdatedAt = now, now
 	sameJSON(t, "artifact", a, want)
 	_, err = e.conv().Artifact(e.ctx, s.ID, "a3s://tool-output/test/missing")
@@ -325,7 +325,7 @@ func seedTrace(name string, success bool, exit int64, ms int64, out int64, uris 
 }
 
 func (e *env) stamp(ev store.TraceEvent, seq int64) store.TraceEvent {
-	ev.Seq, ev.CreatedAt = seq, store.FromMillis(store.ToMillis(e.clock.Now()))
+	ev.Seq, ev.CreatedAt = seq, e.storedNow()
 	return ev
 }
 
@@ -403,7 +403,7 @@ func testConvReports(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.CreatedAt = store.FromMillis(store.ToMillis(e.clock.Now()))
+	r.CreatedAt = e.storedNow()
 	sameJSON(t, "reports", got, []store.VerificationReport{r})
 }
 
@@ -1500,7 +1500,7 @@ func testConvReportsAppendReplace(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := store.FromMillis(store.ToMillis(e.clock.Now()))
+	now := e.storedNow()
 	r1.CreatedAt, r2.CreatedAt, r2.Seq = now, now, 1
 	sameJSON(t, "reports", got, []store.VerificationReport{r1, r2})
 	if err := e.conv().SaveReports(e.ctx, "rep", nil); err != nil {
@@ -1781,3 +1781,7 @@ func testConvMultiProcess(t *testing.T, e *env) {
 	}
 	checkGapless(t, e, "mp", writers*each, prefix, writers, each)
 }
+
+// storedNow is the clock's time at the precision every backend stores:
+// UTC, whole milliseconds (the store package documentation).
+func (e *env) storedNow() time.Time { return time.UnixMilli(e.clock.Now().UnixMilli()).UTC() }

@@ -1,8 +1,10 @@
-package store
+package rowcodec
 
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/agentstore/sessionstore/store"
 )
 
 // Outcome kinds a backend records for a Use that carried a request id, so
@@ -27,15 +29,15 @@ func EncodeUseOutcome(refusal error) (kind, detail string, ok bool) {
 	switch e := refusal.(type) {
 	case nil:
 		return UseOutcomeOK, "{}", true
-	case *ClosedError:
+	case *store.ClosedError:
 		kind, v = UseOutcomeClosed, e
-	case *ExpiredError:
+	case *store.ExpiredError:
 		kind, v = UseOutcomeExpired, e
-	case *BudgetError:
+	case *store.BudgetError:
 		kind, v = UseOutcomeBudget, e
-	case *ToolError:
+	case *store.ToolError:
 		kind, v = UseOutcomeTool, e
-	case *RateLimitError:
+	case *store.RateLimitError:
 		kind, v = UseOutcomeRate, e
 	default:
 		return "", "", false
@@ -48,25 +50,26 @@ func EncodeUseOutcome(refusal error) (kind, detail string, ok bool) {
 }
 
 // DecodeUseOutcome rebuilds the typed refusal recorded by EncodeUseOutcome.
-// kind must not be UseOutcomeOK. A record it cannot read is ErrCorrupt.
+// kind must not be UseOutcomeOK. A record it cannot read is
+// store.ErrCorrupt.
 func DecodeUseOutcome(kind, detail string) (refusal error, err error) {
 	var target error
 	switch kind {
 	case UseOutcomeClosed:
-		target = &ClosedError{}
+		target = &store.ClosedError{}
 	case UseOutcomeExpired:
-		target = &ExpiredError{}
+		target = &store.ExpiredError{}
 	case UseOutcomeBudget:
-		target = &BudgetError{}
+		target = &store.BudgetError{}
 	case UseOutcomeTool:
-		target = &ToolError{}
+		target = &store.ToolError{}
 	case UseOutcomeRate:
-		target = &RateLimitError{}
+		target = &store.RateLimitError{}
 	default:
-		return nil, fmt.Errorf("%w: unknown recorded outcome %q", ErrCorrupt, kind)
+		return nil, fmt.Errorf("%w: unknown recorded outcome %q", store.ErrCorrupt, kind)
 	}
 	if err := json.Unmarshal([]byte(detail), target); err != nil {
-		return nil, fmt.Errorf("%w: recorded outcome: %w", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: recorded outcome: %w", store.ErrCorrupt, err)
 	}
 	return target, nil
 }
