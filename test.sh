@@ -54,7 +54,7 @@ go test -count=1 -shuffle=on -timeout 10m \
 # spend the whole run minimizing instead of fuzzing.
 FUZZTIME="${FUZZTIME:-8s}"
 if [ "$FUZZTIME" != "0" ]; then
-	for target in store:FuzzCreateRequest store:FuzzUseRequest store:FuzzDecodeContent store/a3s:FuzzDecode \
+	for target in store:FuzzCreateRequest store:FuzzUseRequest store:FuzzUnmarshalContentBlock store/a3s:FuzzDecode internal/rowcodec:FuzzDecodeContent \
 		sqlstore:FuzzCreate sqlstore:FuzzUse sqlstore:FuzzAppendMessages sqlstore:FuzzImportA3S; do
 		pkg="./${target%%:*}" name="${target#*:}"
 		out=$(go test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" -fuzzminimizetime 50x "$pkg" 2>&1) || {

@@ -274,11 +274,15 @@ func FuzzAppendMessages(f *testing.F) {
 		if err != nil || len(got) != 1 {
 			t.Fatalf("read back: %v, %d messages", err, len(got))
 		}
-		want, err := store.EncodeContent("content", msg.Content)
+		sent := msg.Content
+		if sent == nil {
+			sent = []store.ContentBlock{} // stored as []
+		}
+		want, err := json.Marshal(sent)
 		if err != nil {
 			t.Fatalf("stored content does not encode: %v", err)
 		}
-		have, err := store.EncodeContent("content", got[0].Content)
+		have, err := json.Marshal(got[0].Content)
 		if err != nil {
 			t.Fatalf("read-back content does not encode: %v", err)
 		}

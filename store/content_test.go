@@ -7,6 +7,8 @@ import (
 	"github.com/agentstore/sessionstore/store"
 )
 
+// TestContentBlockJSON: the JSON form of content blocks, which is also the
+// stored form ValidateMessage returns, and its way back.
 func TestContentBlockJSON(t *testing.T) {
 	yes := false
 	blocks := []store.ContentBlock{
@@ -17,7 +19,7 @@ func TestContentBlockJSON(t *testing.T) {
 		{Type: store.BlockToolResult, ToolUseID: "id2", Content: json.RawMessage(`[{"type":"text","text":"a"},{"type":"text","text":"b"}]`), IsError: &yes},
 		{Type: "image", Extra: map[string]json.RawMessage{"source": json.RawMessage(`{"type":"base64","data":"AA=="}`), "cache_control": json.RawMessage(`{"type":"ephemeral"}`)}},
 	}
-	enc, err := store.EncodeContent("content", blocks)
+	enc, err := store.ValidateMessage("message", &store.Message{Role: store.RoleUser, Content: blocks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,11 +30,11 @@ func TestContentBlockJSON(t *testing.T) {
 	if string(enc) != want {
 		t.Fatalf("encoded\n%s\nwant\n%s", enc, want)
 	}
-	dec, err := store.DecodeContent(enc)
-	if err != nil {
+	var dec []store.ContentBlock
+	if err := json.Unmarshal(enc, &dec); err != nil {
 		t.Fatal(err)
 	}
-	again, err := store.EncodeContent("content", dec)
+	again, err := json.Marshal(dec)
 	if err != nil || string(again) != want {
 		t.Fatalf("re-encoded %s, %v", again, err)
 	}

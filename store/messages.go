@@ -460,9 +460,10 @@ func ValidateRole(field, role string) error {
 	return nil
 }
 
-// EncodeContent validates content blocks and returns their stored form: one
-// compact JSON array. The error is an *InvalidInputError.
-func EncodeContent(field string, blocks []ContentBlock) ([]byte, error) {
+// encodeContent validates content blocks and returns their stored form:
+// one compact JSON array (json.Marshal of the blocks; nil is []). The error
+// is an *InvalidInputError.
+func encodeContent(field string, blocks []ContentBlock) ([]byte, error) {
 	if blocks == nil {
 		blocks = []ContentBlock{}
 	}
@@ -479,43 +480,6 @@ func EncodeContent(field string, blocks []ContentBlock) ([]byte, error) {
 		return nil, Invalid(field, "too large")
 	}
 	return b, nil
-}
-
-// DecodeContent parses the stored form of a message's content blocks.
-func DecodeContent(data []byte) ([]ContentBlock, error) {
-	// One validating pass over the whole array, then a scan that only
-	// finds where members start and end.
-	if !json.Valid(data) {
-		return nil, errors.New("content is not valid JSON")
-	}
-	p := scanner{b: bytes.Clone(data)}
-	p.ws()
-	if !p.eat('[') {
-		return nil, errors.New("content is not an array")
-	}
-	blocks := make([]ContentBlock, 0, 2)
-	if p.ws(); p.eat(']') {
-		return blocks, nil
-	}
-	for {
-		p.ws()
-		b, err := p.block()
-		if err != nil {
-			return nil, fmt.Errorf("content block %d: %w", len(blocks), err)
-		}
-		if b.Type == "" {
-			return nil, fmt.Errorf("content block %d has no type", len(blocks))
-		}
-		blocks = append(blocks, b)
-		p.ws()
-		if p.eat(',') {
-			continue
-		}
-		if p.eat(']') {
-			return blocks, nil
-		}
-		return nil, errors.New("malformed content array")
-	}
 }
 
 func (c *ContentBlock) validate() error {
@@ -555,11 +519,12 @@ func errorReason(err error) string {
 	return msg
 }
 
-// ValidateMessage checks a message to be written and returns its content in
-// stored form.
+// ValidateMessage checks a message to be written and returns its content
+// in the form backends store: the compact JSON of its blocks ([] for none).
+// The error is an *InvalidInputError.
 func ValidateMessage(field string, m *Message) ([]byte, error) {
 	if err := ValidateRole(field+".role", m.Role); err != nil {
 		return nil, err
 	}
-	return EncodeContent(field+".content", m.Content)
+	return encodeContent(field+".content", m.Content)
 }

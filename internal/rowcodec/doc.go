@@ -4,7 +4,11 @@
 // domain package store keeps what callers need (types, validation, errors)
 // and nothing about how a backend lays out its rows.
 //
-// Every backend writes and reads these forms through this package, so a
-// database written by one binary reads the same in another, and the forms
-// are stored: change one only together with a migration.
+// The forms are what databases hold: change one only together with a
+// migration.
+//
+// Some forms are produced by store's validation, which returns them so
+// that a value is encoded once on the write path: the content of messages
+// (store.ValidateMessage, used by NormalizeConversation and
+// AppendRequest.Validate). This package reads them back (DecodeContent).
 package rowcodec

@@ -390,7 +390,7 @@ type msgRow struct {
 }
 
 func (r *msgRow) message(id string) (store.Message, error) {
-	blocks, err := store.DecodeContent([]byte(r.Content))
+	blocks, err := rowcodec.DecodeContent([]byte(r.Content))
 	if err != nil {
 		return store.Message{}, corrupt(id, fmt.Sprintf("message %d", r.Seq), err)
 	}
