@@ -90,39 +90,35 @@ type TraceEvent struct {
 	CreatedAt time.Time `json:"created_at,omitzero"`
 }
 
-// Encode validates the event and returns its stored form (without Seq and
-// CreatedAt).
-func (e TraceEvent) Encode(field string) ([]byte, error) {
+// Validate checks a trace event to be appended or saved: its fields, and
+// its JSON (without Seq and CreatedAt, which the store sets) within
+// MaxDocumentBytes. The error is an *InvalidInputError.
+func (e *TraceEvent) Validate(field string) error {
 	if err := checkShort(field+".kind", e.Kind); err != nil {
-		return nil, err
+		return err
 	}
 	for name, v := range map[string]string{".schema": e.Schema, ".name": e.Name} {
 		if err := checkText(field+name, v); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if e.DurationMS < 0 || e.OutputBytes < 0 {
-		return nil, Invalid(field, "duration and size must not be negative")
+		return Invalid(field, "duration and size must not be negative")
 	}
 	if err := checkNames(field+".metadata_keys", e.MetadataKeys); err != nil {
-		return nil, err
+		return err
 	}
 	if err := checkNames(field+".artifact_uris", e.ArtifactURIs); err != nil {
-		return nil, err
+		return err
 	}
 	d, err := NormalizeDocument(field+".details", e.Details)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	e.Details, e.Seq, e.CreatedAt = d, 0, time.Time{}
-	return encodeDoc(field, e)
-}
-
-// DecodeTraceEvent parses the stored form of a trace event.
-func DecodeTraceEvent(data []byte) (TraceEvent, error) {
-	var e TraceEvent
-	err := json.Unmarshal(data, &e)
-	return e, err
+	doc := *e
+	doc.Details, doc.Seq, doc.CreatedAt = d, 0, time.Time{}
+	_, err = encodeDoc(field, doc)
+	return err
 }
 
 // Run statuses written by runtimes.
@@ -215,7 +211,7 @@ func NormalizeRun(field string, r RunRecord, now time.Time) (RunRecord, []byte, 
 	if len(r.Events) > MaxRecordsPerCall {
 		return r, nil, nil, Invalid(field+".events", "too many entries")
 	}
-	events, docs, err := NormalizeRunEvents(field+".events", r.Events, now, false)
+	events, docs, err := normalizeRunEvents(field+".events", r.Events, now)
 	if err != nil {
 		return r, nil, nil, err
 	}
@@ -230,30 +226,49 @@ func NormalizeRun(field string, r RunRecord, now time.Time) (RunRecord, []byte, 
 	return RunRecord{Snapshot: s, Events: events}, doc, docs, nil
 }
 
-// NormalizeRunEvents validates run events. Unless assign is set, their
-// sequence numbers must be non-negative and strictly increasing.
-func NormalizeRunEvents(field string, events []RunEvent, now time.Time, assign bool) ([]RunEvent, [][]byte, error) {
+// Validate checks one run event to be written: Event must be a JSON
+// document other than null. Seq is not checked here (PutRuns requires the
+// events of a run to be numbered strictly increasing, see NormalizeRun;
+// AppendRunEvents numbers them itself). The error is an
+// *InvalidInputError.
+func (ev *RunEvent) Validate(field string) error {
+	_, err := ev.document(field)
+	return err
+}
+
+// document validates the event and returns its JSON, compacted.
+func (ev *RunEvent) document(field string) (json.RawMessage, error) {
+	if ev.Event == nil {
+		return nil, Invalid(field+".event", "must not be empty")
+	}
+	doc, err := NormalizeDocument(field+".event", ev.Event)
+	if err != nil {
+		return nil, err
+	}
+	if doc == nil {
+		return nil, Invalid(field+".event", "must not be null")
+	}
+	return doc, nil
+}
+
+// normalizeRunEvents validates the events of a run record: sequence
+// numbers non-negative and strictly increasing, each event valid. It
+// returns them with compacted JSON and times defaulted to now and truncated
+// to milliseconds, and each event's JSON.
+func normalizeRunEvents(field string, events []RunEvent, now time.Time) ([]RunEvent, [][]byte, error) {
 	out := make([]RunEvent, len(events))
 	docs := make([][]byte, len(events))
 	for i, ev := range events {
 		f := fmt.Sprintf("%s[%d]", field, i)
-		if !assign {
-			if ev.Seq < 0 {
-				return nil, nil, Invalid(f+".sequence", "must not be negative")
-			}
-			if i > 0 && ev.Seq <= out[i-1].Seq {
-				return nil, nil, Invalid(f+".sequence", "must be strictly increasing")
-			}
+		if ev.Seq < 0 {
+			return nil, nil, Invalid(f+".sequence", "must not be negative")
 		}
-		if ev.Event == nil {
-			return nil, nil, Invalid(f+".event", "must not be empty")
+		if i > 0 && ev.Seq <= out[i-1].Seq {
+			return nil, nil, Invalid(f+".sequence", "must be strictly increasing")
 		}
-		doc, err := NormalizeDocument(f+".event", ev.Event)
+		doc, err := ev.document(f)
 		if err != nil {
 			return nil, nil, err
-		}
-		if doc == nil {
-			return nil, nil, Invalid(f+".event", "must not be null")
 		}
 		ev.Event = doc
 		if ev.Timestamp.IsZero() {
@@ -263,13 +278,6 @@ func NormalizeRunEvents(field string, events []RunEvent, now time.Time, assign b
 		out[i], docs[i] = ev, doc
 	}
 	return out, docs, nil
-}
-
-// DecodeRunSnapshot parses the stored form of a run snapshot's body.
-func DecodeRunSnapshot(data []byte) (RunSnapshot, error) {
-	var s RunSnapshot
-	err := json.Unmarshal(data, &s)
-	return s, err
 }
 
 // Verification statuses.
@@ -311,57 +319,53 @@ type VerificationCheck struct {
 	ResidualRisk   string   `json:"residual_risk,omitempty"`
 }
 
-// Encode validates the report and returns its stored form (without Seq and
-// CreatedAt).
-func (r VerificationReport) Encode(field string) ([]byte, error) {
+// Validate checks a report to be appended or saved: its fields, and its
+// JSON (without Seq and CreatedAt, which the store sets) within
+// MaxDocumentBytes. The error is an *InvalidInputError.
+func (r *VerificationReport) Validate(field string) error {
 	if err := checkShort(field+".subject", r.Subject); err != nil {
-		return nil, err
+		return err
 	}
 	if err := checkShort(field+".status", r.Status); err != nil {
-		return nil, err
+		return err
 	}
 	for name, v := range map[string]string{".schema": r.Schema, ".effect_digest": r.EffectDigest} {
 		if err := checkText(field+name, v); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if len(r.Checks) > MaxListItems {
-		return nil, Invalid(field+".checks", "too many entries")
+		return Invalid(field+".checks", "too many entries")
 	}
 	for i, c := range r.Checks {
 		f := fmt.Sprintf("%s.checks[%d]", field, i)
 		for name, v := range map[string]string{".id": c.ID, ".kind": c.Kind, ".description": c.Description, ".status": c.Status, ".residual_risk": c.ResidualRisk} {
 			if err := checkText(f+name, v); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if err := checkNames(f+".suggested_tools", c.SuggestedTools); err != nil {
-			return nil, err
+			return err
 		}
 		if err := checkNames(f+".evidence_uris", c.EvidenceURIs); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if len(r.ResidualRisks) > MaxListItems {
-		return nil, Invalid(field+".residual_risks", "too many entries")
+		return Invalid(field+".residual_risks", "too many entries")
 	}
 	for _, s := range r.ResidualRisks {
 		if err := checkText(field+".residual_risks", s); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if r.Checks == nil {
-		r.Checks = []VerificationCheck{}
+	doc := *r
+	doc.Seq, doc.CreatedAt = 0, time.Time{}
+	if doc.Checks == nil {
+		doc.Checks = []VerificationCheck{} // as stored
 	}
-	r.Seq, r.CreatedAt = 0, time.Time{}
-	return encodeDoc(field, r)
-}
-
-// DecodeVerificationReport parses the stored form of a report.
-func DecodeVerificationReport(data []byte) (VerificationReport, error) {
-	var r VerificationReport
-	err := json.Unmarshal(data, &r)
-	return r, err
+	_, err := encodeDoc(field, doc)
+	return err
 }
 
 func checkNames(field string, names []string) error {

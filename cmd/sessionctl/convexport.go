@@ -183,7 +183,7 @@ func (x *convExport) validate(field string) error {
 		}
 	}
 	for i, e := range x.Traces {
-		if _, err := e.Encode(fmt.Sprintf("%s.traces[%d]", field, i)); err != nil {
+		if err := e.Validate(fmt.Sprintf("%s.traces[%d]", field, i)); err != nil {
 			return err
 		}
 	}
@@ -193,7 +193,7 @@ func (x *convExport) validate(field string) error {
 		}
 	}
 	for i, r := range x.Reports {
-		if _, err := r.Encode(fmt.Sprintf("%s.reports[%d]", field, i)); err != nil {
+		if err := r.Validate(fmt.Sprintf("%s.reports[%d]", field, i)); err != nil {
 			return err
 		}
 	}

@@ -10,5 +10,7 @@
 // Some forms are produced by store's validation, which returns them so
 // that a value is encoded once on the write path: the content of messages
 // (store.ValidateMessage, used by NormalizeConversation and
-// AppendRequest.Validate). This package reads them back (DecodeContent).
+// AppendRequest.Validate) and the body of a run snapshot and its events
+// (store.NormalizeRun). This package reads them back (DecodeContent,
+// DecodeRunSnapshot).
 package rowcodec

@@ -28,7 +28,7 @@ func encodeReports(reports []store.VerificationReport) ([][]byte, error) {
 	}
 	docs := make([][]byte, len(reports))
 	for i, r := range reports {
-		d, err := r.Encode(fmt.Sprintf("reports[%d]", i))
+		d, err := rowcodec.EncodeVerificationReport(fmt.Sprintf("reports[%d]", i), r)
 		if err != nil {
 			return nil, err
 		}
@@ -104,7 +104,7 @@ func (c *Conversations) Reports(ctx context.Context, id string) ([]store.Verific
 	}
 	out := make([]store.VerificationReport, len(rows))
 	for i, r := range rows {
-		rep, err := store.DecodeVerificationReport([]byte(r.Report))
+		rep, err := rowcodec.DecodeVerificationReport([]byte(r.Report))
 		if err != nil {
 			return nil, corrupt(id, fmt.Sprintf("verification report %d", r.Seq), err)
 		}

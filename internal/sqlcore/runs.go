@@ -46,7 +46,7 @@ type runEventRow struct {
 }
 
 func (r *runRow) snapshot(id string) (store.RunSnapshot, error) {
-	s, err := store.DecodeRunSnapshot([]byte(r.Snapshot))
+	s, err := rowcodec.DecodeRunSnapshot([]byte(r.Snapshot))
 	if err != nil {
 		return s, corrupt(id, fmt.Sprintf("run %q snapshot", r.RunID), err)
 	}
@@ -121,7 +121,7 @@ func (c *Conversations) AppendRunEvents(ctx context.Context, id, runID string, e
 	if len(events) > store.MaxRecordsPerCall {
 		return 0, store.Invalid("events", "too many entries")
 	}
-	events, docs, err := store.NormalizeRunEvents("events", events, c.s.now(), true)
+	events, docs, err := rowcodec.EncodeRunEvents("events", events, c.s.now())
 	if err != nil {
 		return 0, err
 	}

@@ -28,7 +28,7 @@ func encodeTraces(events []store.TraceEvent) ([][]byte, error) {
 	}
 	docs := make([][]byte, len(events))
 	for i, ev := range events {
-		d, err := ev.Encode(fmt.Sprintf("events[%d]", i))
+		d, err := rowcodec.EncodeTraceEvent(fmt.Sprintf("events[%d]", i), ev)
 		if err != nil {
 			return nil, err
 		}
@@ -121,7 +121,7 @@ func (c *Conversations) Traces(ctx context.Context, id string, from int64, limit
 	}
 	out := make([]store.TraceEvent, len(rows))
 	for i, r := range rows {
-		ev, err := store.DecodeTraceEvent([]byte(r.Event))
+		ev, err := rowcodec.DecodeTraceEvent([]byte(r.Event))
 		if err != nil {
 			return nil, corrupt(id, fmt.Sprintf("trace event %d", r.Seq), err)
 		}
