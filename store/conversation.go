@@ -58,7 +58,7 @@ const (
 	// model names, task text).
 	MaxTextBytes = 1 << 20
 	// MaxDocumentBytes bounds one JSON sub-object (a policy, a run snapshot,
-	// an event, a report).
+	// a run event, a trace event, a report).
 	MaxDocumentBytes = 8 << 20
 )
 

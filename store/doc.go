@@ -1,8 +1,10 @@
 // Package store is the domain of the session store: the types an agent
 // runtime works with, the interfaces a backend implements, and the errors it
-// returns. It contains no SQL. Package sqlstore implements it on SQLite and
-// package pgstore on PostgreSQL, both over the same facet code (an internal
-// package); package storetest holds the conformance suite and the
+// returns. It contains no SQL, and nothing about how a backend lays out its
+// rows. Package sqlstore implements it on SQLite and package pgstore on
+// PostgreSQL; both run the same code for the conversation, runtime and
+// agent-session facets (an internal package) and each its own for
+// governance. Package storetest holds the conformance suite and the
 // benchmarks every backend runs, and package store/a3s the a3s JSON codec.
 //
 // # Conversation write verbs
@@ -12,7 +14,9 @@
 // never changes a stored row; Put inserts or replaces rows by their key
 // (PutArtifacts by URI, PutRuns by run id, snapshot and events together);
 // Save replaces the whole set (Save of a conversation replaces its data,
-// messages and cost records). Every such write runs in one transaction.
+// messages and cost records; SaveTraces and SaveReports replace all of a
+// conversation's trace events or reports). Every such write runs in one
+// transaction.
 //
 // # Errors
 //
@@ -24,6 +28,10 @@
 //
 // # Time
 //
-// Backends take an injected clock (func() time.Time) and store times as UTC
-// unix milliseconds; every time a backend returns has millisecond precision.
+// Backends take an injected Clock, so that expiry and rate windows are
+// testable without sleeping, and keep times with millisecond precision on
+// every backend: a time a backend returns is in UTC and truncated to a whole
+// millisecond (times given on write are truncated, not rejected), and time
+// limits and rate windows are rounded up to whole milliseconds. Restoring
+// sessions (RestoreRequest) requires their times in whole milliseconds.
 package store

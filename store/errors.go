@@ -32,20 +32,28 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrSchemaTooNew: the database was migrated by a newer binary.
 	ErrSchemaTooNew = errors.New("database schema is newer than this binary")
-	// ErrNotSessionStore: the file is not a session store (another
-	// application's database, or not a database at all).
+	// ErrNotSessionStore: the database is not a session store: a SQLite
+	// file of another application or no database at all, or a PostgreSQL
+	// schema that holds another application's tables.
 	ErrNotSessionStore = errors.New("not a session store database")
 	// ErrStoreClosed: the Store was closed before the call.
 	ErrStoreClosed = errors.New("store is closed")
 
-	// ErrBusy: the database stayed locked by another writer for longer than
-	// the store was willing to wait.
+	// ErrBusy: the database stayed contended for longer than the store was
+	// willing to wait or retry (SQLite: another writer held the lock;
+	// PostgreSQL: serialization failures or deadlocks kept recurring, or the
+	// server took no more connections).
 	ErrBusy = errors.New("database is busy")
 	// ErrStorageFull: the disk (or the configured size limit) is full.
 	ErrStorageFull = errors.New("database storage is full")
-	// ErrReadOnly: the database file or its directory cannot be written.
+	// ErrReadOnly: the database cannot be written (SQLite: the file or its
+	// directory is read-only; PostgreSQL: a read-only server or
+	// transaction, or a role without write privileges).
 	ErrReadOnly = errors.New("database is read-only")
-	// ErrCorrupt: the database file is damaged.
+	// ErrCorrupt: the database is damaged: a damaged SQLite file or page, a
+	// corruption the PostgreSQL server reports, or a stored value that does
+	// not read back (a row, an upload whose content no longer matches its
+	// digest, a gap in the applied migrations).
 	ErrCorrupt = errors.New("database file is damaged")
 )
 
@@ -56,6 +64,8 @@ type NotFoundError struct {
 	ID       string
 }
 
+// Error returns the text of ErrNotFound, or "<resource> not found" for
+// an object inside a session; never the id.
 func (e *NotFoundError) Error() string {
 	if e.Resource == "" || e.Resource == "session" {
 		return ErrNotFound.Error()
@@ -72,6 +82,8 @@ type ExpiredError struct {
 	ExpiresAt time.Time
 }
 
+// Error returns the constant text of ErrExpired; the details stay in the
+// fields.
 func (e *ExpiredError) Error() string { return ErrExpired.Error() }
 
 // Unwrap makes errors.Is(err, ErrExpired) true.
@@ -82,6 +94,8 @@ type ClosedError struct {
 	SessionID string
 }
 
+// Error returns the constant text of ErrClosed; the details stay in the
+// fields.
 func (e *ClosedError) Error() string { return ErrClosed.Error() }
 
 // Unwrap makes errors.Is(err, ErrClosed) true.
@@ -95,6 +109,8 @@ type BudgetError struct {
 	Requested int64 // calls in the refused batch
 }
 
+// Error returns the constant text of ErrBudgetExceeded; the details stay in the
+// fields.
 func (e *BudgetError) Error() string { return ErrBudgetExceeded.Error() }
 
 // Unwrap makes errors.Is(err, ErrBudgetExceeded) true.
@@ -106,6 +122,8 @@ type ToolError struct {
 	Tool      string
 }
 
+// Error returns the constant text of ErrToolNotAuthorized; the details stay in the
+// fields.
 func (e *ToolError) Error() string { return ErrToolNotAuthorized.Error() }
 
 // Unwrap makes errors.Is(err, ErrToolNotAuthorized) true.
@@ -120,6 +138,8 @@ type RateLimitError struct {
 	Requested   int64         // calls in the refused batch
 }
 
+// Error returns the constant text of ErrRateLimited; the details stay in the
+// fields.
 func (e *RateLimitError) Error() string { return ErrRateLimited.Error() }
 
 // Unwrap makes errors.Is(err, ErrRateLimited) true.
@@ -132,6 +152,8 @@ type AgentMismatchError struct {
 	Actual    string
 }
 
+// Error returns the constant text of ErrAgentMismatch; the details stay in the
+// fields.
 func (e *AgentMismatchError) Error() string { return ErrAgentMismatch.Error() }
 
 // Unwrap makes errors.Is(err, ErrAgentMismatch) true.
@@ -145,6 +167,8 @@ type TooManySessionsError struct {
 	Current int64
 }
 
+// Error returns the constant text of ErrTooManySessions; the details stay in the
+// fields.
 func (e *TooManySessionsError) Error() string { return ErrTooManySessions.Error() }
 
 // Unwrap makes errors.Is(err, ErrTooManySessions) true.
@@ -157,6 +181,8 @@ type InvalidInputError struct {
 	Reason string
 }
 
+// Error names the field and the reason, which describe the shape of the
+// input only.
 func (e *InvalidInputError) Error() string {
 	return fmt.Sprintf("%s: %s: %s", ErrInvalidInput, e.Field, e.Reason)
 }
@@ -176,6 +202,8 @@ type ConflictError struct {
 	Reason   string
 }
 
+// Error returns the constant text of ErrConflict; the details stay in the
+// fields.
 func (e *ConflictError) Error() string { return ErrConflict.Error() }
 
 // Unwrap makes errors.Is(err, ErrConflict) true.
@@ -187,6 +215,8 @@ type SchemaTooNewError struct {
 	BinaryVersion   int64
 }
 
+// Error includes both versions: they describe the binary and the
+// database, not a caller's data.
 func (e *SchemaTooNewError) Error() string {
 	return fmt.Sprintf("%s (database version %d, binary supports up to %d)",
 		ErrSchemaTooNew, e.DatabaseVersion, e.BinaryVersion)

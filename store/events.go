@@ -354,6 +354,8 @@ type StaleSessionError struct {
 	Current  int64 // the stored version
 }
 
+// Error returns the constant text of ErrStaleSession; the versions stay
+// in the fields.
 func (e *StaleSessionError) Error() string { return ErrStaleSession.Error() }
 
 // Unwrap makes errors.Is(err, ErrStaleSession) and errors.Is(err,

@@ -191,13 +191,15 @@ type CreateRequest struct {
 	// AuthorizedCredentials lists credential references the session may
 	// resolve; empty denies all.
 	AuthorizedCredentials []string
-	// TimeLimit is clamped to at least MinTimeLimit.
+	// TimeLimit is clamped to at least MinTimeLimit and rounded up to whole
+	// milliseconds.
 	TimeLimit time.Duration
 	// CallBudget is the number of tool calls allowed; 0 rejects the first.
 	CallBudget int64
 	// RateLimit is the number of calls per RateWindow; 0 means unlimited.
 	RateLimit int64
-	// RateWindow defaults to DefaultRateWindow when zero.
+	// RateWindow defaults to DefaultRateWindow when zero; it is rounded up
+	// to whole milliseconds.
 	RateWindow time.Duration
 	// Sensitivity defaults to SensitivityInternal when empty.
 	Sensitivity Sensitivity
@@ -397,8 +399,9 @@ func (f ListFilter) Normalize() (ListFilter, error) {
 	return f, nil
 }
 
-// Page is one page of a list, ordered by id. Next is the cursor for the
-// following page (pass it as ListFilter.After); empty on the last page.
+// Page is one page of a listing, in the listing's order. Next resumes the
+// listing after the page's last item: pass it as the After (or Cursor) of
+// the request for the following page. It is empty on the last page.
 type Page[T any] struct {
 	Items []T    `json:"items"`
 	Next  string `json:"next,omitempty"`

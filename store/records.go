@@ -66,7 +66,8 @@ const (
 )
 
 // TraceEvent is a compact execution fact (a tool or program run). Trace
-// events are appended; Seq and CreatedAt are assigned by the store.
+// events are appended (AppendTraces) or replaced as a whole (SaveTraces);
+// Seq and CreatedAt are assigned by the store.
 type TraceEvent struct {
 	// Seq is the event's 0-based position in its conversation. Set by the
 	// store.
@@ -152,8 +153,9 @@ type RunSnapshot struct {
 	// (events may have been trimmed by the runtime; it never decreases
 	// through AppendRunEvents).
 	EventCount int64 `json:"event_count"`
-	// CreatedAt and UpdatedAt are kept as given; when zero, the store's
-	// clock is used.
+	// CreatedAt and UpdatedAt are kept as given (millisecond precision);
+	// when zero, the store's clock is used. AppendRunEvents sets UpdatedAt
+	// to the store's clock.
 	CreatedAt time.Time `json:"created_at,omitzero"`
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
 	// Extra is a JSON object of further snapshot fields (bindings, change
@@ -166,16 +168,17 @@ type RunEvent struct {
 	// Seq is the event's sequence number within the run. PutRuns keeps
 	// the given numbers (strictly increasing); AppendRunEvents assigns them.
 	Seq int64 `json:"sequence"`
-	// Timestamp is when the event happened; when zero, the store's clock
-	// is used.
+	// Timestamp is when the event happened (millisecond precision); when
+	// zero, the store's clock is used.
 	Timestamp time.Time `json:"timestamp"`
 	// Event is the runtime event as JSON, kept verbatim (compacted).
 	// Required.
 	Event json.RawMessage `json:"event"`
 }
 
-// NormalizeRun validates a run record to be saved: defaults, millisecond
-// times, compacted documents. It returns the snapshot's stored form
+// NormalizeRun validates a run record for PutRuns and applies the
+// defaults: status, times (truncated to milliseconds), event count,
+// compacted documents. It returns the snapshot's stored form
 // (without the fields the store keeps in columns) and each event's JSON.
 func NormalizeRun(field string, r RunRecord, now time.Time) (RunRecord, []byte, [][]byte, error) {
 	s := r.Snapshot

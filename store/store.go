@@ -33,10 +33,12 @@ type Store interface {
 	// HealthCheck verifies that the backing database answers a real query.
 	HealthCheck(ctx context.Context) error
 
-	// Backend names the implementation, for example "sqlite".
+	// Backend names the implementation: "sqlite" (package sqlstore) or
+	// "postgres" (package pgstore).
 	Backend() string
 
-	// Close releases the store's resources. Calls made after Close fail.
+	// Close releases the store's resources. Calls made after Close fail
+	// with ErrStoreClosed.
 	Close() error
 }
 

@@ -51,6 +51,7 @@ type TurnCancelledError struct {
 	Cause      CancelCause
 }
 
+// Error names the cause ("turn cancelled: client_rpc").
 func (e *TurnCancelledError) Error() string {
 	return ErrTurnCancelled.Error() + ": " + string(e.Cause)
 }

@@ -113,6 +113,8 @@ type UploadTooLargeError struct {
 	Limit     int64
 }
 
+// Error is the same for every oversize upload: it does not reveal the
+// limit.
 func (e *UploadTooLargeError) Error() string {
 	return ErrInvalidInput.Error() + ": content: upload too large"
 }
