@@ -80,7 +80,7 @@ func (d coreDB) Scan(ctx context.Context, query string, args []any, dest ...any)
 }
 
 func (d coreDB) Query(ctx context.Context, query string, args []any, fn func(sqlcore.Rows) error) error {
-	return d.s.query(ctx, query, args, func(rows *sql.Rows) error { return fn(rows) })
+	return d.s.query(ctx, query, args, fn)
 }
 
 // The write and read transactions are sqlcore.Tx.
@@ -96,17 +96,7 @@ func (t *wtx) Query(query string, args []any, fn func(sqlcore.Rows) error) error
 	if err != nil {
 		return err
 	}
-	rows, err := st.QueryContext(t.w.ctx, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := fn(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return eachRow(t.w.ctx, st, args, fn)
 }
 
 func (r *rtx) Exec(query string, args ...any) (sql.Result, error) {
@@ -118,5 +108,5 @@ func (r *rtx) Select(dest any, query string, args ...any) error {
 }
 func (r *rtx) Scan(query string, args []any, dest ...any) error { return r.scan(query, args, dest...) }
 func (r *rtx) Query(query string, args []any, fn func(sqlcore.Rows) error) error {
-	return r.query(query, args, func(rows *sql.Rows) error { return fn(rows) })
+	return r.query(query, args, fn)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentstore/sessionstore/internal/rowcodec"
+	"github.com/agentstore/sessionstore/internal/sqlcore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -476,7 +477,7 @@ func (g *Governance) List(ctx context.Context, f store.ListFilter) (store.Page[s
 	query += ` ORDER BY id LIMIT ?`
 	args = append(args, f.Limit+1)
 	var rows []govRow
-	err = g.s.query(ctx, query, args, func(r *sql.Rows) error {
+	err = g.s.query(ctx, query, args, func(r sqlcore.Rows) error {
 		var row govRow
 		if err := r.Scan(row.dest()...); err != nil {
 			return err

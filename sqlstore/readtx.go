@@ -6,6 +6,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/agentstore/sessionstore/internal/sqlcore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -84,20 +85,10 @@ func (r *rtx) scan(query string, args []any, dest ...any) error {
 }
 
 // query calls fn for each row; the rows are always closed.
-func (r *rtx) query(query string, args []any, fn func(*sql.Rows) error) error {
+func (r *rtx) query(query string, args []any, fn func(sqlcore.Rows) error) error {
 	st, err := r.stmt(query)
 	if err != nil {
 		return err
 	}
-	rows, err := st.QueryContext(r.ctx, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := fn(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return eachRow(r.ctx, st, args, fn)
 }

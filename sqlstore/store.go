@@ -291,20 +291,26 @@ func (s *Store) scan(ctx context.Context, query string, args []any, dest ...any)
 
 // query runs a prepared read and calls fn for each row; rows are always
 // closed (an open read pins the WAL).
-func (s *Store) query(ctx context.Context, query string, args []any, fn func(*sql.Rows) error) error {
+func (s *Store) query(ctx context.Context, query string, args []any, fn func(sqlcore.Rows) error) error {
 	st, err := s.readStmt(ctx, query)
 	if err != nil {
 		return err
 	}
+	return mapErr(eachRow(ctx, st, args, fn))
+}
+
+// eachRow runs the prepared statement st and calls fn for each row; the
+// rows are always closed.
+func eachRow(ctx context.Context, st *sqlx.Stmt, args []any, fn func(sqlcore.Rows) error) error {
 	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
-		return mapErr(err)
+		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		if err := fn(rows); err != nil {
-			return mapErr(err)
+			return err
 		}
 	}
-	return mapErr(rows.Err())
+	return rows.Err()
 }
