@@ -464,12 +464,14 @@ func TestDiskFullTmpfs(t *testing.T) {
 var _ = registerRelRole("readonly-open", readOnlyRole)
 
 type readOnlyReport struct {
-	OpenErr  string `json:"open_err"`
-	OpenRO   bool   `json:"open_ro"`
-	GetErr   string `json:"get_err"`
-	WriteErr string `json:"write_err"`
-	WriteRO  bool   `json:"write_ro"`
-	Wrote    bool   `json:"wrote"`
+	OpenErr   string `json:"open_err"`
+	OpenRO    bool   `json:"open_ro"`
+	HealthErr string `json:"health_err"`
+	HealthRO  bool   `json:"health_ro"`
+	GetErr    string `json:"get_err"`
+	WriteErr  string `json:"write_err"`
+	WriteRO   bool   `json:"write_ro"`
+	Wrote     bool   `json:"wrote"`
 }
 
 func readOnlyRole(ctx context.Context, args []string, out *lineWriter) error {
@@ -480,6 +482,9 @@ func readOnlyRole(ctx context.Context, args []string, out *lineWriter) error {
 		return out.JSON(rep)
 	}
 	defer st.Close()
+	if err := st.HealthCheck(ctx); err != nil {
+		rep.HealthErr, rep.HealthRO = err.Error(), errors.Is(err, store.ErrReadOnly)
+	}
 	if args[1] == "existing" {
 		if _, err := st.Governance().Get(ctx, "keep"); err != nil {
 			rep.GetErr = err.Error()
@@ -556,6 +561,8 @@ func TestReadOnly(t *testing.T) {
 				t.Fatalf("open failed with %q, want ErrReadOnly", rep.OpenErr)
 			case rep.OpenErr != "":
 				// Refused at open: clear.
+			case !rep.HealthRO:
+				t.Fatalf("HealthCheck of a store that cannot write: %q, want ErrReadOnly", rep.HealthErr)
 			case rep.Wrote:
 				t.Fatal("a write succeeded on a read-only database")
 			case !rep.WriteRO:

@@ -20,6 +20,7 @@ func RunStore(t *testing.T, h Harness) {
 		fn   func(*testing.T, *env)
 	}{
 		{"EveryMethodAfterClose", testEveryMethodAfterClose},
+		{"HealthCheckChangesNothing", testHealthCheckChangesNothing},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newEnv(t, h)) })
 	}
@@ -255,5 +256,50 @@ func testEveryMethodAfterClose(t *testing.T, e *env) {
 	// The data is still there for a store opened again.
 	if _, err := e.gov().Get(e.ctx, "closed"); err != nil {
 		t.Fatalf("after reopening: %v", err)
+	}
+}
+
+// testHealthCheckChangesNothing: on a writable store HealthCheck is nil,
+// also while other writers are busy, and its write probe leaves no trace:
+// the schema version and the data read back as before. (Stores that cannot
+// write are the backends' own tests: a read-only file, a read-only
+// transaction.)
+func testHealthCheckChangesNothing(t *testing.T, e *env) {
+	if _, err := e.gov().Create(e.ctx, store.CreateRequest{ID: "s", AgentID: "agent",
+		AuthorizedTools: []string{"*"}, CallBudget: 100, TimeLimit: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	before, latest, err := e.st.SchemaVersion(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		for range 20 {
+			if _, err := e.gov().Use(e.ctx, store.UseRequest{SessionID: "s", Tools: []string{"x"}}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for range 10 {
+		if err := e.st.HealthCheck(e.ctx); err != nil {
+			t.Fatalf("HealthCheck of a healthy store: %v", err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Use alongside HealthCheck: %v", err)
+	}
+	after, latest2, err := e.st.SchemaVersion(e.ctx)
+	if err != nil || after != before || latest2 != latest {
+		t.Fatalf("schema version %d/%d (%v) after HealthCheck, want %d/%d", after, latest2, err, before, latest)
+	}
+	if s, err := e.gov().Get(e.ctx, "s"); err != nil || s.CallsMade != 20 {
+		t.Fatalf("session after HealthCheck: %d calls, %v; want 20", s.CallsMade, err)
+	}
+	e.reopen()
+	if err := e.st.HealthCheck(e.ctx); err != nil {
+		t.Fatalf("HealthCheck after reopening: %v", err)
 	}
 }
