@@ -459,7 +459,7 @@ func (g *Governance) List(ctx context.Context, f store.ListFilter) (store.Page[s
 
 // CountActive counts the agent's active sessions.
 func (g *Governance) CountActive(ctx context.Context, agentID string) (int64, error) {
-	if err := store.ValidateID("agent_id", agentID); err != nil {
+	if err := store.ValidateName("agent_id", agentID); err != nil {
 		return 0, err
 	}
 	var n int64
@@ -471,7 +471,7 @@ func (g *Governance) CountActive(ctx context.Context, agentID string) (int64, er
 
 // CloseAllForAgent closes every active session of the agent.
 func (g *Governance) CloseAllForAgent(ctx context.Context, agentID string) (int64, error) {
-	if err := store.ValidateID("agent_id", agentID); err != nil {
+	if err := store.ValidateName("agent_id", agentID); err != nil {
 		return 0, err
 	}
 	var n int64

@@ -213,6 +213,10 @@ func (e *TooManySessionsError) Unwrap() error { return ErrTooManySessions }
 type InvalidInputError struct {
 	Field  string
 	Reason string
+	// Smallest is set for a duration the store cannot keep exactly (finer
+	// than DurationPrecision): the smallest value it can keep, which is
+	// also the step of the values it keeps. Zero otherwise.
+	Smallest time.Duration
 }
 
 // Error names the field and the reason, which describe the shape of the

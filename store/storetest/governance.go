@@ -66,6 +66,8 @@ func RunGovernance(t *testing.T, h Harness) {
 		{"TypedErrorDetails", testTypedErrors},
 		{"InvalidCreateWritesNothing", testInvalidCreate},
 		{"InvalidUseConsumesNothing", testInvalidUse},
+		{"NamesAreTakenVerbatim", testNamesVerbatim},
+		{"DurationsAreExactOrRefused", testDurationsExact},
 		{"RequestIDReplayReturnsFirstOutcome", testRequestIDReplay},
 		{"RequestIDReplayOfRefusal", testRequestIDRefusalReplay},
 		{"RequestIDWithDifferentToolsConflicts", testRequestIDConflict},
