@@ -377,8 +377,7 @@ func (g *Governance) decideOnce(tx *wtx, req store.UseRequest, tools string) (ve
 			return verdict{refusal: &store.ConflictError{Resource: "request", ID: req.RequestID, Reason: "request id reused with different tools"}}, nil
 		}
 		if rec.Outcome == outcomeOK {
-			sess.Status = sess.EffectiveStatus(g.s.now())
-			return verdict{sess: sess}, nil
+			return replaySuccess(sess, rec.Detail, g.s.now())
 		}
 		refusal, err := decodeRefusal(rec.Outcome, rec.Detail)
 		return verdict{refusal: refusal}, err
@@ -394,6 +393,9 @@ func (g *Governance) decideOnce(tx *wtx, req store.UseRequest, tools string) (ve
 		return v, nil
 	}
 	outcome, detail := encodeRefusal(v.refusal)
+	if v.refusal == nil {
+		detail = rowcodec.EncodeUseSuccess(v.sess)
+	}
 	if _, err := tx.exec(govRequestPutSQL, req.SessionID, req.RequestID, tools, outcome, detail, rowcodec.ToMillis(g.s.now())); err != nil {
 		return verdict{}, err
 	}

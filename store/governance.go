@@ -338,9 +338,14 @@ type UseRequest struct {
 	// consumes nothing.
 	Tools []string
 	// RequestID, when not empty, makes the call idempotent per session: a
-	// retry with the same id returns the first outcome and consumes nothing
-	// more; the same id with different tools is ErrConflict. It is a name
-	// (see ValidateName).
+	// retry with the same id consumes nothing more and returns the first
+	// outcome exactly: the same refusal (with its details as they were),
+	// or for an allowed call the session as that call returned it
+	// (CallsMade, the rate window and Status active as they were then,
+	// not as they are now, even after a Close or the expiry). The same id
+	// with different tools is ErrConflict; another agent's AgentID is
+	// ErrAgentMismatch. The record goes with the session (Cleanup). It is a
+	// name (see ValidateName).
 	RequestID string
 }
 

@@ -70,6 +70,7 @@ func RunGovernance(t *testing.T, h Harness) {
 		{"DurationsAreExactOrRefused", testDurationsExact},
 		{"RequestIDReplayReturnsFirstOutcome", testRequestIDReplay},
 		{"RequestIDReplayOfRefusal", testRequestIDRefusalReplay},
+		{"RequestIDReplayReturnsRecordedSession", testRequestIDReplayRecorded},
 		{"RequestIDWithDifferentToolsConflicts", testRequestIDConflict},
 		{"RequestIDRetriedConcurrentlyConsumesOnce", testRequestIDConcurrent},
 		{"ConcurrentExactBudget64x1000", testConcurrent64x1000},

@@ -153,3 +153,46 @@ func testDurationsExact(t *testing.T, e *env) {
 		t.Fatalf("time limit 500ms stored as %v, want 1s", s.TimeLimit)
 	}
 }
+
+// testRequestIDReplayRecorded: a replay of an allowed Use returns the
+// session exactly as the first call returned it — counters, rate window
+// and status as they were — not as it is now, after other calls, a close,
+// the expiry, a reopen, or through another store; and it consumes nothing.
+func testRequestIDReplayRecorded(t *testing.T, e *env) {
+	req := baseRequest()
+	req.CallBudget, req.RateLimit, req.RateWindow, req.TimeLimit = 10, 5, 10*time.Second, time.Hour
+	s := e.create(req)
+	u := store.UseRequest{SessionID: s.ID, AgentID: req.AgentID, Tools: []string{"read_file", "list_dir"}, RequestID: "r1"}
+	first, err := e.gov().Use(e.ctx, u)
+	if err != nil || first.CallsMade != 2 || first.RateWindowCalls != 2 {
+		t.Fatalf("first use: %+v, %v", first, err)
+	}
+	replay := func(g store.Governance, when string) {
+		t.Helper()
+		again, err := g.Use(e.ctx, u)
+		if err != nil {
+			t.Fatalf("replay %s: %v", when, err)
+		}
+		sameJSON(t, "replay "+when, again, first)
+	}
+	replay(e.gov(), "at once")
+	// Other calls move the counters and open a new rate window.
+	e.clock.Advance(11 * time.Second)
+	e.mustUse(s.ID, "read_file")
+	e.mustUse(s.ID, "read_file")
+	replay(e.gov(), "after other calls")
+	if _, err := e.gov().Close(e.ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	replay(e.gov(), "after close")
+	e.clock.Advance(2 * time.Hour)
+	replay(e.gov(), "after expiry")
+	e.reopen()
+	replay(e.gov(), "after reopen")
+	replay(e.open().Governance(), "through another store")
+	now := e.get(s.ID)
+	if now.CallsMade != 4 || now.RateWindowCalls != 2 || now.Status != store.StatusClosed {
+		t.Fatalf("session now: %d calls, window %d, %s; want 4, 2, closed (replays consume nothing)",
+			now.CallsMade, now.RateWindowCalls, now.Status)
+	}
+}
