@@ -143,10 +143,11 @@ func callsAfterClose(st store.Store) map[string]map[string]closedCall {
 			"ListUploads": func(ctx context.Context) error {
 				return err1(rt.ListUploads(ctx, store.ListUploadsRequest{SessionID: id}))
 			},
-			"BeginTurn":       func(ctx context.Context) error { return err2(rt.BeginTurn(ctx, id)) },
-			"EndTurn":         func(ctx context.Context) error { return err1(rt.EndTurn(ctx, id, 1)) },
-			"Cancel":          func(ctx context.Context) error { return err1(rt.Cancel(ctx, id, store.CauseClientRequest)) },
-			"TakeCancelCause": func(ctx context.Context) error { return err2(rt.TakeCancelCause(ctx, id, 1)) },
+			"BeginTurn":        func(ctx context.Context) error { return err2(rt.BeginTurn(ctx, id)) },
+			"EndTurn":          func(ctx context.Context) error { return err1(rt.EndTurn(ctx, id, 1)) },
+			"Cancel":           func(ctx context.Context) error { return err1(rt.Cancel(ctx, id, store.CauseClientRequest)) },
+			"TakeCancelCause":  func(ctx context.Context) error { return err2(rt.TakeCancelCause(ctx, id, 1)) },
+			"ReapCancelCauses": func(ctx context.Context) error { return err1(rt.ReapCancelCauses(ctx)) },
 		},
 		"AgentSessions": {
 			"CreateSession": func(ctx context.Context) error {

@@ -52,6 +52,9 @@ type Options struct {
 	// default, which makes every acknowledged write survive power loss.
 	// The benchmarks set it (BenchOptions.Durability); the tests do not.
 	Durability string
+	// TurnLease is the lease of the turns the store begins (0: the
+	// default, store.DefaultTurnLease).
+	TurnLease time.Duration
 }
 
 // Run runs the whole conformance suite.
