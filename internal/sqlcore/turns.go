@@ -66,8 +66,9 @@ const (
 
 	rtDropCauseSQL = `DELETE FROM runtime_cancel_causes WHERE session_id = ? AND generation = ?`
 
-	// rtEndCauseSQL is EndTurn's part on the turn's cause: a taken cause is
-	// done with, one not taken yet stays takeable once, marked ended.
+	// EndTurn's part on the turn's cause: a taken cause is done with
+	// (rtDropTakenCauseSQL), one not taken yet stays takeable once, marked
+	// ended (rtEndCauseSQL).
 	rtDropTakenCauseSQL = `DELETE FROM runtime_cancel_causes
 		WHERE session_id = ? AND generation = ? AND taken = true`
 	rtEndCauseSQL = `UPDATE runtime_cancel_causes SET ended = true WHERE session_id = ? AND generation = ?`
