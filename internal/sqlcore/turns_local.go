@@ -3,6 +3,7 @@ package sqlcore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
@@ -221,7 +222,7 @@ func (s *Store) heartbeat(stop, done chan struct{}, begun time.Time) {
 		}
 		reaped, err := s.renewLeases(ctx, now, owner)
 		if err != nil {
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && !errors.Is(err, store.ErrStoreClosed) {
 				s.log.Warn("renewing the leases of running turns failed; retrying", "err", err)
 			}
 			continue
