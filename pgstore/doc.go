@@ -36,7 +36,11 @@
 //
 // Cancelling, superseding or ending a turn sends a NOTIFY on commit; a store
 // with running turns LISTENs on a connection of its own and checks them at
-// once, and polls every WithCancelPollInterval as the fallback.
+// once, and polls every WithCancelPollInterval as the fallback. From its
+// first turn until Close, a store renews the leases of its running turns
+// every third of WithTurnLease (default 30s), so that the turns of a
+// process that died read as stale once their lease lapsed (see
+// store.Turns).
 //
 // # Time and order
 //

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -24,6 +27,7 @@ const (
 	codeInsufficientPriv     = "42501"
 	codeDataCorrupted        = "XX001"
 	codeIndexCorrupted       = "XX002"
+	codeIOError              = "58030"
 	codeAdminShutdown        = "57P01"
 	codeCannotConnectNow     = "57P03"
 )
@@ -63,6 +67,8 @@ func mapErr(err error) error {
 	code := pgCode(err)
 	var sentinel error
 	switch {
+	case code == "" && brokenConnection(err):
+		sentinel = store.ErrIO
 	case code == "":
 		return fmt.Errorf("pgstore: %w", err)
 	case code == codeSerializationFailure, code == codeDeadlockDetected, code == codeLockNotAvailable,
@@ -74,12 +80,28 @@ func mapErr(err error) error {
 		sentinel = store.ErrReadOnly
 	case code == codeDataCorrupted, code == codeIndexCorrupted:
 		sentinel = store.ErrCorrupt
+	case code == codeIOError, strings.HasPrefix(code, "58"): // system error (I/O, files)
+		sentinel = store.ErrIO
 	case code[:2] == "23": // integrity constraint violation
 		sentinel = store.ErrConflict
+	case strings.HasPrefix(code, "53"), strings.HasPrefix(code, "XX"):
+		// Other insufficient resources and internal errors of the server:
+		// storage failures of no more specific kind.
+		sentinel = store.ErrStorage
 	default:
 		return fmt.Errorf("pgstore: %w", err)
 	}
 	return fmt.Errorf("%w: %w", sentinel, err)
+}
+
+// brokenConnection reports whether err says that the connection to the
+// server failed or broke (refused, reset, closed mid-statement, timed out
+// on the network), rather than that the server refused the statement.
+func brokenConnection(err error) bool {
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)
 }
 
 // storeSentinels are the errors that already speak the store's language.
@@ -87,7 +109,7 @@ var storeSentinels = []error{
 	store.ErrNotFound, store.ErrExpired, store.ErrBudgetExceeded, store.ErrToolNotAuthorized,
 	store.ErrClosed, store.ErrRateLimited, store.ErrAgentMismatch, store.ErrTooManySessions,
 	store.ErrInvalidInput, store.ErrConflict, store.ErrSchemaTooNew, store.ErrNotSessionStore,
-	store.ErrStoreClosed, store.ErrBusy, store.ErrStorageFull, store.ErrReadOnly, store.ErrCorrupt,
+	store.ErrStoreClosed, store.ErrBusy, store.ErrStorage,
 }
 
 func isStoreError(err error) bool {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -28,12 +30,28 @@ func TestMapErrSentinels(t *testing.T) {
 		{codeInsufficientPriv, store.ErrReadOnly},
 		{codeDataCorrupted, store.ErrCorrupt},
 		{codeIndexCorrupted, store.ErrCorrupt},
+		{codeIOError, store.ErrIO},
+		{"58P01", store.ErrIO},      // undefined file
+		{"53400", store.ErrStorage}, // configuration limit exceeded
+		{"XX000", store.ErrStorage}, // internal error
 	}
+	kinds := []error{store.ErrBusy, store.ErrConflict, store.ErrStorageFull, store.ErrReadOnly, store.ErrCorrupt, store.ErrIO}
 	for _, c := range cases {
 		pe := &pgconn.PgError{Code: c.code, Message: "server says no"}
 		got := mapErr(fmt.Errorf("query: %w", pe))
 		if !errors.Is(got, c.want) {
 			t.Errorf("%s: mapped to %v, want %v", c.code, got, c.want)
+		}
+		for _, k := range kinds {
+			if k != c.want && errors.Is(got, k) {
+				t.Errorf("%s: mapped to %v, which also matches %v", c.code, got, k)
+			}
+		}
+		// Every storage failure, and only a storage failure, matches
+		// ErrStorage.
+		storage := c.want != store.ErrBusy && c.want != store.ErrConflict
+		if errors.Is(got, store.ErrStorage) != storage {
+			t.Errorf("%s: mapped to %v: matches ErrStorage %v, want %v", c.code, got, !storage, storage)
 		}
 		var back *pgconn.PgError
 		if !errors.As(got, &back) || back.Code != c.code {
@@ -46,6 +64,13 @@ func TestMapErrSentinels(t *testing.T) {
 		got := mapErr(err)
 		if isStoreError(got) || !errors.Is(got, err) {
 			t.Errorf("%v mapped to %v", err, got)
+		}
+	}
+	// A connection that broke is an I/O failure.
+	for _, err := range []error{io.ErrUnexpectedEOF, &net.OpError{Op: "read", Err: errors.New("connection reset by peer")}} {
+		got := mapErr(fmt.Errorf("receive message: %w", err))
+		if !errors.Is(got, store.ErrIO) || !errors.Is(got, store.ErrStorage) || !errors.Is(got, err) {
+			t.Errorf("%v mapped to %v, want ErrIO with the cause kept", err, got)
 		}
 	}
 	// Store errors and context errors pass through untouched.

@@ -335,8 +335,14 @@ func (g *Governance) decideOnce(ctx context.Context, tx pgx.Tx, req store.UseReq
 			return verdict{refusal: &store.ConflictError{Resource: "request", ID: req.RequestID, Reason: "request id reused with different tools"}}, nil
 		}
 		if rec.Outcome == rowcodec.UseOutcomeOK {
-			sess.Status = sess.EffectiveStatus(g.s.now())
-			return verdict{sess: sess}, nil
+			// The session as the first call returned it; a record that
+			// kept no counters (an older version) replays as it is now.
+			u, recorded, err := rowcodec.DecodeUseSuccess(rec.Detail)
+			if err != nil || !recorded {
+				sess.Status = sess.EffectiveStatus(g.s.now())
+				return verdict{sess: sess}, err
+			}
+			return verdict{sess: u.Replay(sess)}, nil
 		}
 		refusal, err := rowcodec.DecodeUseOutcome(rec.Outcome, rec.Detail)
 		return verdict{refusal: refusal}, err
@@ -353,6 +359,9 @@ func (g *Governance) decideOnce(ctx context.Context, tx pgx.Tx, req store.UseReq
 	outcome, detail, ok := rowcodec.EncodeUseOutcome(v.refusal)
 	if !ok {
 		return verdict{}, fmt.Errorf("pgstore: unexpected refusal %T", v.refusal)
+	}
+	if v.refusal == nil {
+		detail = rowcodec.EncodeUseSuccess(v.sess)
 	}
 	if _, err := tx.Exec(ctx, govRequestPutSQL, req.SessionID, req.RequestID, tools, outcome, detail, rowcodec.ToMillis(g.s.now())); err != nil {
 		return verdict{}, err
@@ -459,7 +468,7 @@ func (g *Governance) List(ctx context.Context, f store.ListFilter) (store.Page[s
 
 // CountActive counts the agent's active sessions.
 func (g *Governance) CountActive(ctx context.Context, agentID string) (int64, error) {
-	if err := store.ValidateID("agent_id", agentID); err != nil {
+	if err := store.ValidateName("agent_id", agentID); err != nil {
 		return 0, err
 	}
 	var n int64
@@ -471,7 +480,7 @@ func (g *Governance) CountActive(ctx context.Context, agentID string) (int64, er
 
 // CloseAllForAgent closes every active session of the agent.
 func (g *Governance) CloseAllForAgent(ctx context.Context, agentID string) (int64, error) {
-	if err := store.ValidateID("agent_id", agentID); err != nil {
+	if err := store.ValidateName("agent_id", agentID); err != nil {
 		return 0, err
 	}
 	var n int64

@@ -34,6 +34,9 @@ var harness = storetest.Harness{
 		if o.MaxUploadBytes > 0 {
 			opts = append(opts, pgstore.WithMaxUploadBytes(o.MaxUploadBytes))
 		}
+		if o.TurnLease > 0 {
+			opts = append(opts, pgstore.WithTurnLease(o.TurnLease))
+		}
 		if o.Durability != "" {
 			var err error
 			if loc, err = withParam(loc, "synchronous_commit", o.Durability); err != nil {

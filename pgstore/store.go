@@ -141,15 +141,36 @@ func (s *Store) Backend() string { return "postgres" }
 // guarantees.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// HealthCheck runs a real query on the store's schema.
+// HealthCheck checks that the store's schema answers a query and can be
+// written: in one transaction it reads the migration table, updates a row
+// of it in place and rolls back, so that nothing is changed. A database the
+// store cannot write (a read-only server or transaction, a role without
+// write privileges) is store.ErrReadOnly; other failures keep their
+// storage kind.
 func (s *Store) HealthCheck(ctx context.Context) error {
 	if s.closed.Load() {
 		return store.ErrStoreClosed
 	}
-	var n int64
-	err := s.pool.QueryRow(ctx, "SELECT count(*) FROM "+versionTable).Scan(&n)
+	err := s.retry(ctx, func(ctx context.Context) error {
+		tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(context.Background()) // the probe is never kept
+		var n int64
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM "+versionTable).Scan(&n); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, healthProbeSQL)
+		return err
+	})
 	return mapErr(err)
 }
+
+// healthProbeSQL is HealthCheck's write: a row of the migration table
+// rewritten with its own values (then rolled back).
+const healthProbeSQL = `UPDATE ` + versionTable + ` SET tstamp = tstamp
+	WHERE id = (SELECT max(id) FROM ` + versionTable + `)`
 
 // Governance returns the governed-session facet.
 func (s *Store) Governance() store.Governance { return &Governance{s: s} }

@@ -60,7 +60,10 @@
 // goroutine (only while it has some; stopped by Close) that reads the
 // committed state of its turns every WithCancelPollInterval (default 50 ms)
 // in one indexed query and fires the turns cancelled, superseded, removed or
-// ended by other processes, with the recorded cause.
+// ended by other processes, with the recorded cause. From its first turn
+// until Close, a Store also renews the leases of its running turns every
+// third of WithTurnLease (default 30s), so that the turns of a process that
+// died read as stale once their lease lapsed (see store.Turns).
 //
 // # Time
 //

@@ -42,13 +42,14 @@ func isUniqueViolation(err error) bool {
 
 // storageSentinels are the store errors mapErr wraps SQLite errors in.
 var storageSentinels = []error{
-	store.ErrBusy, store.ErrStorageFull, store.ErrReadOnly, store.ErrCorrupt,
-	store.ErrConflict, store.ErrNotSessionStore,
+	store.ErrBusy, store.ErrStorage, store.ErrConflict, store.ErrNotSessionStore,
 }
 
 // mapErr is the one place where SQLite failures become store errors: the
 // result keeps the driver error in its chain and matches the store sentinel
-// with errors.Is. Errors that are already store errors pass through.
+// with errors.Is: ErrBusy, ErrConflict (a constraint), or ErrStorage with
+// its kind (full, read-only, corrupt, I/O; or none). Errors that are
+// already store errors pass through.
 func mapErr(err error) error {
 	if err == nil {
 		return nil
@@ -64,18 +65,28 @@ func mapErr(err error) error {
 	}
 	var sentinel error
 	switch code {
-	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_PROTOCOL:
 		sentinel = store.ErrBusy
 	case sqlite3.SQLITE_FULL:
 		sentinel = store.ErrStorageFull
 	case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH:
 		sentinel = store.ErrReadOnly
-	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_FORMAT:
 		sentinel = store.ErrCorrupt
+	case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_NOLFS:
+		sentinel = store.ErrIO
 	case sqlite3.SQLITE_CONSTRAINT:
 		sentinel = store.ErrConflict
-	default:
+	case sqlite3.SQLITE_ERROR, sqlite3.SQLITE_MISUSE, sqlite3.SQLITE_RANGE, sqlite3.SQLITE_INTERRUPT:
+		// A statement the engine refused (SQL logic error, misuse, a bad
+		// parameter index), or one interrupted because the caller's
+		// context ended: not a failure of the storage.
 		return fmt.Errorf("sqlstore: %w", err)
+	default:
+		// Any other failure of the engine (out of memory, a value too big,
+		// a schema change mid-statement, ...) is a storage failure of no
+		// more specific kind.
+		sentinel = store.ErrStorage
 	}
 	return fmt.Errorf("%w: %w", sentinel, err)
 }

@@ -134,6 +134,28 @@ func realCorruptErr(t testing.TB) error {
 	return err
 }
 
+// realIOErr provokes a real disk I/O error: a database whose file is a
+// symbolic link to /dev/zero takes writes, but a character device cannot
+// be synced, so the commit fails with SQLITE_IOERR_FSYNC (no journal file:
+// journal_mode MEMORY).
+func realIOErr(t testing.TB) error {
+	t.Helper()
+	link := filepath.Join(t.TempDir(), "zero.db")
+	if err := os.Symlink("/dev/zero", link); err != nil {
+		t.Skipf("no symlink to /dev/zero: %v", err)
+	}
+	db, err := sql.Open("sqlite", "file:"+link+"?_pragma=journal_mode(MEMORY)&_pragma=synchronous(FULL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, err = db.Exec("CREATE TABLE t (x INTEGER) STRICT")
+	if sqlstore.SQLiteCode(err) != sqlite3.SQLITE_IOERR {
+		t.Skipf("expected SQLITE_IOERR from a database on /dev/zero, got %v", err)
+	}
+	return err
+}
+
 func realNotADBErr(t testing.TB) error {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "junk.db")
@@ -164,8 +186,9 @@ func TestMapErrCodes(t *testing.T) {
 		{"corrupt", realCorruptErr(t), store.ErrCorrupt},
 		{"notadb", realNotADBErr(t), store.ErrCorrupt},
 		{"constraint", realConstraintErr(t), store.ErrConflict},
+		{"io", realIOErr(t), store.ErrIO},
 	}
-	all := []error{store.ErrBusy, store.ErrStorageFull, store.ErrReadOnly, store.ErrCorrupt, store.ErrConflict}
+	all := []error{store.ErrBusy, store.ErrStorageFull, store.ErrReadOnly, store.ErrCorrupt, store.ErrConflict, store.ErrIO}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := sqlstore.MapErr(c.err)
@@ -176,6 +199,12 @@ func TestMapErrCodes(t *testing.T) {
 				if other != c.sentinel && errors.Is(got, other) {
 					t.Fatalf("mapErr(%v) also matches %v", c.err, other)
 				}
+			}
+			// Every storage failure, and only a storage failure, matches
+			// ErrStorage.
+			storage := c.sentinel != store.ErrBusy && c.sentinel != store.ErrConflict
+			if errors.Is(got, store.ErrStorage) != storage {
+				t.Fatalf("mapErr(%v) matches ErrStorage: %v, want %v", c.err, !storage, storage)
 			}
 			var se *sqlite.Error
 			if !errors.As(got, &se) {
@@ -435,12 +464,14 @@ func TestDiskFullTmpfs(t *testing.T) {
 var _ = registerRelRole("readonly-open", readOnlyRole)
 
 type readOnlyReport struct {
-	OpenErr  string `json:"open_err"`
-	OpenRO   bool   `json:"open_ro"`
-	GetErr   string `json:"get_err"`
-	WriteErr string `json:"write_err"`
-	WriteRO  bool   `json:"write_ro"`
-	Wrote    bool   `json:"wrote"`
+	OpenErr   string `json:"open_err"`
+	OpenRO    bool   `json:"open_ro"`
+	HealthErr string `json:"health_err"`
+	HealthRO  bool   `json:"health_ro"`
+	GetErr    string `json:"get_err"`
+	WriteErr  string `json:"write_err"`
+	WriteRO   bool   `json:"write_ro"`
+	Wrote     bool   `json:"wrote"`
 }
 
 func readOnlyRole(ctx context.Context, args []string, out *lineWriter) error {
@@ -451,6 +482,9 @@ func readOnlyRole(ctx context.Context, args []string, out *lineWriter) error {
 		return out.JSON(rep)
 	}
 	defer st.Close()
+	if err := st.HealthCheck(ctx); err != nil {
+		rep.HealthErr, rep.HealthRO = err.Error(), errors.Is(err, store.ErrReadOnly)
+	}
 	if args[1] == "existing" {
 		if _, err := st.Governance().Get(ctx, "keep"); err != nil {
 			rep.GetErr = err.Error()
@@ -527,6 +561,8 @@ func TestReadOnly(t *testing.T) {
 				t.Fatalf("open failed with %q, want ErrReadOnly", rep.OpenErr)
 			case rep.OpenErr != "":
 				// Refused at open: clear.
+			case !rep.HealthRO:
+				t.Fatalf("HealthCheck of a store that cannot write: %q, want ErrReadOnly", rep.HealthErr)
 			case rep.Wrote:
 				t.Fatal("a write succeeded on a read-only database")
 			case !rep.WriteRO:

@@ -2,10 +2,12 @@ package sqlstore_test
 
 // The fault-point sweep: for each write operation, the k-th statement of
 // its transaction (BEGIN and COMMIT included) fails, once or persistently,
-// with an I/O error, SQLITE_FULL or SQLITE_BUSY. The call must return an
-// error and leave the state entirely old — or, when the store retried past
-// a transient fault, return the normal outcome with the state entirely
-// new — and the next call must succeed.
+// with a real I/O error (SQLITE_IOERR), SQLITE_FULL or SQLITE_BUSY, each as
+// the driver reports it. The call must return an error matching the store's
+// sentinel (ErrIO, ErrStorageFull, ErrBusy) and leave the state entirely
+// old — or, when the store retried past a transient fault, return the
+// normal outcome with the state entirely new — and the next call must
+// succeed.
 
 import (
 	"context"
@@ -41,7 +43,7 @@ type faultKind struct {
 
 func faultKinds(t *testing.T) []faultKind {
 	kinds := []faultKind{
-		{"io", errInjectedIO, errInjectedIO},
+		{"io", realIOErr(t), store.ErrIO},
 		{"full", realFullErr(t), store.ErrStorageFull},
 		{"busy", realBusyErr(t), store.ErrBusy},
 	}

@@ -378,8 +378,7 @@ func (g *Governance) decideOnce(tx *wtx, req store.UseRequest, tools string) (ve
 			return verdict{refusal: &store.ConflictError{Resource: "request", ID: req.RequestID, Reason: "request id reused with different tools"}}, nil
 		}
 		if rec.Outcome == outcomeOK {
-			sess.Status = sess.EffectiveStatus(g.s.now())
-			return verdict{sess: sess}, nil
+			return replaySuccess(sess, rec.Detail, g.s.now())
 		}
 		refusal, err := decodeRefusal(rec.Outcome, rec.Detail)
 		return verdict{refusal: refusal}, err
@@ -395,6 +394,9 @@ func (g *Governance) decideOnce(tx *wtx, req store.UseRequest, tools string) (ve
 		return v, nil
 	}
 	outcome, detail := encodeRefusal(v.refusal)
+	if v.refusal == nil {
+		detail = rowcodec.EncodeUseSuccess(v.sess)
+	}
 	if _, err := tx.exec(govRequestPutSQL, req.SessionID, req.RequestID, tools, outcome, detail, rowcodec.ToMillis(g.s.now())); err != nil {
 		return verdict{}, err
 	}
@@ -506,7 +508,7 @@ func (g *Governance) List(ctx context.Context, f store.ListFilter) (store.Page[s
 
 // CountActive counts the agent's active sessions.
 func (g *Governance) CountActive(ctx context.Context, agentID string) (int64, error) {
-	if err := store.ValidateID("agent_id", agentID); err != nil {
+	if err := store.ValidateName("agent_id", agentID); err != nil {
 		return 0, err
 	}
 	var n int64
@@ -518,7 +520,7 @@ func (g *Governance) CountActive(ctx context.Context, agentID string) (int64, er
 
 // CloseAllForAgent closes every active session of the agent.
 func (g *Governance) CloseAllForAgent(ctx context.Context, agentID string) (int64, error) {
-	if err := store.ValidateID("agent_id", agentID); err != nil {
+	if err := store.ValidateName("agent_id", agentID); err != nil {
 		return 0, err
 	}
 	var n int64

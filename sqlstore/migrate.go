@@ -345,11 +345,17 @@ func (s *Store) migrateDB(ctx context.Context, db *sql.DB) error {
 // SchemaVersion returns the database's applied schema version and the
 // latest version this binary knows.
 func (s *Store) SchemaVersion(ctx context.Context) (current, latest int64, err error) {
+	if s.closed.Load() {
+		return 0, 0, store.ErrStoreClosed
+	}
 	latest, err = migrations.Latest()
 	if err != nil {
 		return 0, 0, err
 	}
 	current, err = dbVersion(ctx, s.reads.DB)
+	if err != nil && s.closed.Load() { // closed while the query ran
+		return 0, 0, store.ErrStoreClosed
+	}
 	return current, latest, err
 }
 

@@ -54,9 +54,14 @@ func TestRuntimeQueryPlans(t *testing.T) {
 		{"poll", rtPollSQL, []any{"[]"}, []string{
 			"SEARCH s USING INDEX sqlite_autoindex_runtime_sessions_1 (id=?)",
 			"SEARCH c USING PRIMARY KEY (session_id=? AND generation=?)"}},
-		{"evict", rtEvictSQL, []any{"o", "chat", ""}, []string{
-			"USING INDEX runtime_sessions_owner_mode (owner_id=? AND chat_mode=? AND turn_running=?)",
+		{"evict", rtEvictSQL, []any{"o", "chat", 0, ""}, []string{
+			"USING INDEX runtime_sessions_owner_mode (owner_id=? AND chat_mode=?)",
 			"SEARCH uploads USING PRIMARY KEY (session_id=?)"}},
+		// The lease heartbeat and the reaping of dead turns' causes.
+		{"renew turns", rtRenewTurnsSQL, []any{0, "owner"}, []string{"USING INDEX runtime_sessions_turn_owner (turn_owner=?)"}},
+		{"renew causes", rtRenewCausesSQL, []any{0, "owner"}, []string{"USING INDEX runtime_cancel_causes_owner (owner=?)"}},
+		{"reap causes", rtReapCausesSQL, []any{0}, []string{"USING INDEX runtime_cancel_causes_lease (lease_ms<?)"}},
+		{"reap session causes", rtReapSessionSQL, []any{"s", 0}, []string{"USING PRIMARY KEY (session_id=?)"}},
 		{"count by agent", rtCountByAgentSQL, nil, []string{"USING COVERING INDEX runtime_sessions_agent"}},
 		{"list ids", rtListIDsSQL, []any{"", 10}, []string{"USING COVERING INDEX sqlite_autoindex_runtime_sessions_1 (id>?)"}},
 		{"turn", rtTurnSQL, []any{"s"}, []string{"USING INDEX sqlite_autoindex_runtime_sessions_1 (id=?)"}},

@@ -38,3 +38,12 @@ func WithMaxUploadBytes(n int64) Option {
 func WithCancelPollInterval(d time.Duration) Option {
 	return func(c *config) { c.runtime.CancelPoll = d }
 }
+
+// WithTurnLease sets how long a turn this store began stays live without
+// the store renewing it (default store.DefaultTurnLease, 30s; 100ms to
+// 24h). The store renews the leases of its turns every third of it while
+// it is open; when its process dies, its running turns read as stale once
+// the lease has lapsed (see store.Turns).
+func WithTurnLease(d time.Duration) Option {
+	return func(c *config) { c.runtime.TurnLease = d }
+}

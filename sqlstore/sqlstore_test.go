@@ -23,6 +23,9 @@ var harness = storetest.Harness{
 		if o.MaxUploadBytes > 0 {
 			opts = append(opts, sqlstore.WithMaxUploadBytes(o.MaxUploadBytes))
 		}
+		if o.TurnLease > 0 {
+			opts = append(opts, sqlstore.WithTurnLease(o.TurnLease))
+		}
 		if o.Durability != "" {
 			opts = append(opts, sqlstore.WithSynchronous(sqlstore.Synchronous(o.Durability)))
 		}

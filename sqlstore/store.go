@@ -212,8 +212,12 @@ func (s *Store) Path() string { return s.path }
 // Backend returns "sqlite".
 func (s *Store) Backend() string { return "sqlite" }
 
-// HealthCheck runs a query on a read connection and checks that the write
-// path answers.
+// HealthCheck checks that the database answers a query on a read
+// connection and can be written: on the write connection it updates a
+// row of the migration table in place and rolls the change back, so that
+// nothing is changed. A database the store cannot write is
+// store.ErrReadOnly (a read-only file or directory, opened while it was
+// read-only); other failures keep their storage kind.
 func (s *Store) HealthCheck(ctx context.Context) error {
 	if s.closed.Load() {
 		return store.ErrStoreClosed
@@ -222,11 +226,25 @@ func (s *Store) HealthCheck(ctx context.Context) error {
 	if err := s.reads.GetContext(ctx, &one, "SELECT 1 FROM "+versionTable+" LIMIT 1"); err != nil {
 		return mapErr(err)
 	}
-	return s.write(ctx, func(tx *wtx) error {
-		var n int
-		return tx.get(&n, "SELECT count(*) FROM "+versionTable)
+	err := s.write(ctx, func(tx *wtx) error {
+		if _, err := tx.exec(healthProbeSQL); err != nil {
+			return err
+		}
+		return errHealthProbe // roll the probe back
 	})
+	if errors.Is(err, errHealthProbe) {
+		return nil
+	}
+	return mapErr(err)
 }
+
+// healthProbeSQL is HealthCheck's write: a row of the migration table
+// rewritten with its own values (then rolled back).
+const healthProbeSQL = `UPDATE ` + versionTable + ` SET tstamp = tstamp
+	WHERE id = (SELECT max(id) FROM ` + versionTable + `)`
+
+// errHealthProbe rolls HealthCheck's write probe back.
+var errHealthProbe = errors.New("sqlstore: health probe rolled back")
 
 // Governance returns the governed-session facet.
 func (s *Store) Governance() store.Governance { return &Governance{s: s} }

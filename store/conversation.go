@@ -70,8 +70,9 @@ type Conversation struct {
 	// ID is an opaque identifier; "session/a" and "../x" are valid and are
 	// never used as paths.
 	ID string `json:"id"`
-	// Version increases with every change to the conversation or its
-	// messages. Set by the store. On Save, a non-zero Version makes the
+	// Version increases by one with every change to the conversation, its
+	// messages or its records (artifacts, trace events, run records,
+	// reports). Set by the store. On Save, a non-zero Version makes the
 	// save conditional: it fails with ErrConflict unless the stored
 	// version is still this one.
 	Version int64 `json:"version"`

@@ -31,7 +31,21 @@
 // Backends take an injected Clock, so that expiry and rate windows are
 // testable without sleeping, and keep times with millisecond precision on
 // every backend: a time a backend returns is in UTC and truncated to a whole
-// millisecond (times given on write are truncated, not rejected), and time
-// limits and rate windows are rounded up to whole milliseconds. Restoring
-// sessions (RestoreRequest) requires their times in whole milliseconds.
+// millisecond (times given on write are truncated, not rejected). Time
+// limits and rate windows must be whole milliseconds (DurationPrecision):
+// a finer one is refused with ErrInvalidInput whose InvalidInputError
+// names the smallest value kept (Smallest, 1ms), never rounded. A time
+// limit under one second is raised to MinTimeLimit; a negative one is
+// refused. Restoring sessions (RestoreRequest) requires their times in
+// whole milliseconds.
+//
+// # Names
+//
+// Agent ids (also in a delegation chain) and request ids are names (see
+// ValidateName): any valid UTF-8 of 1 to MaxIDLength bytes without control
+// characters and without white space at either end. Tool and credential
+// names are 1 to MaxToolNameLength bytes of [A-Za-z0-9_-.:/@+] (see
+// ValidateToolName). The store compares them exactly and never trims
+// them: a value with a stray space or control character is refused, at
+// create and at use, so that it is never counted as another one.
 package store

@@ -7,7 +7,9 @@ import (
 )
 
 // Sentinel errors. Every error a Store returns matches exactly one of the
-// refusal or input sentinels, or one of the storage sentinels, with errors.Is.
+// refusal or input sentinels, or ErrStoreClosed, ErrBusy, or ErrStorage
+// (with at most one of its kinds: ErrStorageFull, ErrReadOnly, ErrCorrupt,
+// ErrIO), with errors.Is.
 var (
 	// ErrNotFound: the session (or the named object in it) does not exist.
 	ErrNotFound = errors.New("session not found")
@@ -42,20 +44,52 @@ var (
 	// ErrBusy: the database stayed contended for longer than the store was
 	// willing to wait or retry (SQLite: another writer held the lock;
 	// PostgreSQL: serialization failures or deadlocks kept recurring, or the
-	// server took no more connections).
+	// server took no more connections). It is contention, not a storage
+	// failure: it does not match ErrStorage, and the same call may succeed
+	// later.
 	ErrBusy = errors.New("database is busy")
+
+	// ErrStorage matches every storage failure: the database could not
+	// keep or read the data. ErrStorageFull, ErrReadOnly, ErrCorrupt and
+	// ErrIO each match it with errors.Is (and only it besides themselves);
+	// a failure of the database that none of them names matches
+	// ErrStorage alone. It never matches a refusal, input, conflict or
+	// closed kind, so errors.Is(err, ErrStorage) tells "the database
+	// failed" from "the request was refused".
+	ErrStorage = errors.New("database storage failure")
 	// ErrStorageFull: the disk (or the configured size limit) is full.
-	ErrStorageFull = errors.New("database storage is full")
+	// It matches ErrStorage.
+	ErrStorageFull error = &storageError{"database storage is full"}
 	// ErrReadOnly: the database cannot be written (SQLite: the file or its
 	// directory is read-only; PostgreSQL: a read-only server or
-	// transaction, or a role without write privileges).
-	ErrReadOnly = errors.New("database is read-only")
+	// transaction, or a role without write privileges). It matches
+	// ErrStorage.
+	ErrReadOnly error = &storageError{"database is read-only"}
 	// ErrCorrupt: the database is damaged: a damaged SQLite file or page, a
 	// corruption the PostgreSQL server reports, or a stored value that does
 	// not read back (a row, an upload whose content no longer matches its
-	// digest, a gap in the applied migrations).
-	ErrCorrupt = errors.New("database file is damaged")
+	// digest, a gap in the applied migrations). It matches ErrStorage.
+	ErrCorrupt error = &storageError{"database file is damaged"}
+	// ErrIO: reading or writing the database failed below it (SQLite: a
+	// disk I/O error of the file, its journal or its lock; PostgreSQL: the
+	// server's I/O error, or the connection to the server broke). It
+	// matches ErrStorage.
+	ErrIO error = &storageError{"database input/output error"}
 )
+
+// storageError is the type of the storage sentinels that match ErrStorage.
+type storageError struct{ msg string }
+
+func (e *storageError) Error() string { return e.msg }
+
+// Is makes every storage sentinel match ErrStorage.
+func (e *storageError) Is(target error) bool { return target == ErrStorage }
+
+// StorageSentinels returns the storage sentinels: ErrStorage and the kinds
+// that match it.
+func StorageSentinels() []error {
+	return []error{ErrStorage, ErrStorageFull, ErrReadOnly, ErrCorrupt, ErrIO}
+}
 
 // NotFoundError reports a missing object. Resource is a fixed word such as
 // "session" or "upload".
@@ -179,6 +213,10 @@ func (e *TooManySessionsError) Unwrap() error { return ErrTooManySessions }
 type InvalidInputError struct {
 	Field  string
 	Reason string
+	// Smallest is set for a duration the store cannot keep exactly (finer
+	// than DurationPrecision): the smallest value it can keep, which is
+	// also the step of the values it keeps. Zero otherwise.
+	Smallest time.Duration
 }
 
 // Error names the field and the reason, which describe the shape of the

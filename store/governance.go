@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"math"
 	"slices"
 	"time"
 )
@@ -47,8 +46,14 @@ const AnyTool = "*"
 
 // Defaults and bounds of governed sessions.
 const (
-	// MinTimeLimit is the shortest time limit; shorter requests are clamped.
+	// MinTimeLimit is the shortest time limit: a shorter one (0 included)
+	// is raised to it. A negative one is refused.
 	MinTimeLimit = time.Second
+	// DurationPrecision is the precision of the durations a backend
+	// stores (time limits, rate windows), as of its times: a duration
+	// that is not a whole multiple of it is refused (ErrInvalidInput with
+	// InvalidInputError.Smallest set to it), never rounded.
+	DurationPrecision = time.Millisecond
 	// DefaultRateWindow is the rate window used when none is given.
 	DefaultRateWindow = 60 * time.Second
 	// MaxIDLength bounds session, agent and request ids (bytes).
@@ -180,7 +185,8 @@ type CreateRequest struct {
 	// ID is optional; a random UUID is used when empty. An existing id is
 	// ErrConflict.
 	ID string
-	// AgentID is the agent the session is bound to. Required.
+	// AgentID is the agent the session is bound to. Required; a name (see
+	// ValidateName).
 	AgentID string
 	// DelegationChain is a snapshot of the delegation chain, outermost first.
 	DelegationChain []string
@@ -191,15 +197,19 @@ type CreateRequest struct {
 	// AuthorizedCredentials lists credential references the session may
 	// resolve; empty denies all.
 	AuthorizedCredentials []string
-	// TimeLimit is clamped to at least MinTimeLimit and rounded up to whole
-	// milliseconds.
+	// TimeLimit is how long the session lasts from its creation. It must
+	// be a whole number of milliseconds (DurationPrecision) and not
+	// negative; a limit under MinTimeLimit, 0 included, is raised to
+	// MinTimeLimit (1s). Anything else is ErrInvalidInput.
 	TimeLimit time.Duration
 	// CallBudget is the number of tool calls allowed; 0 rejects the first.
 	CallBudget int64
 	// RateLimit is the number of calls per RateWindow; 0 means unlimited.
 	RateLimit int64
-	// RateWindow defaults to DefaultRateWindow when zero; it is rounded up
-	// to whole milliseconds.
+	// RateWindow is the length of a rate window: DefaultRateWindow when
+	// zero, else a positive whole number of milliseconds
+	// (DurationPrecision; the smallest window is 1ms). A negative or finer
+	// value is ErrInvalidInput.
 	RateWindow time.Duration
 	// Sensitivity defaults to SensitivityInternal when empty.
 	Sensitivity Sensitivity
@@ -209,19 +219,24 @@ type CreateRequest struct {
 	MaxActivePerAgent int64
 }
 
-// Normalize validates r and returns it with defaults applied (time limit
-// clamp, rate window, sensitivity). The error is an *InvalidInputError.
+// Normalize validates r and returns it with defaults applied (a time limit
+// under MinTimeLimit raised to it, the default rate window and
+// sensitivity). The error is an *InvalidInputError. The agent id and the
+// delegation chain's entries must be names (see ValidateName).
 func (r CreateRequest) Normalize() (CreateRequest, error) {
 	if r.ID != "" {
 		if err := ValidateID("id", r.ID); err != nil {
 			return r, err
 		}
 	}
-	if err := ValidateID("agent_id", r.AgentID); err != nil {
+	if err := ValidateName("agent_id", r.AgentID); err != nil {
 		return r, err
 	}
 	if r.TimeLimit < 0 {
 		return r, Invalid("time_limit", "must not be negative")
+	}
+	if err := validPrecision("time_limit", r.TimeLimit); err != nil {
+		return r, err
 	}
 	if r.CallBudget < 0 {
 		return r, Invalid("call_budget", "must not be negative")
@@ -231,6 +246,9 @@ func (r CreateRequest) Normalize() (CreateRequest, error) {
 	}
 	if r.RateWindow < 0 {
 		return r, Invalid("rate_window", "must not be negative")
+	}
+	if err := validPrecision("rate_window", r.RateWindow); err != nil {
+		return r, err
 	}
 	if r.MaxActivePerAgent < 0 {
 		return r, Invalid("max_active_per_agent", "must not be negative")
@@ -245,7 +263,7 @@ func (r CreateRequest) Normalize() (CreateRequest, error) {
 		return r, Invalid("delegation_chain", "too many entries")
 	}
 	for _, d := range r.DelegationChain {
-		if err := ValidateID("delegation_chain", d); err != nil {
+		if err := ValidateName("delegation_chain", d); err != nil {
 			return r, err
 		}
 	}
@@ -271,12 +289,9 @@ func (r CreateRequest) Normalize() (CreateRequest, error) {
 	if r.TimeLimit < MinTimeLimit {
 		r.TimeLimit = MinTimeLimit
 	}
-	// Stored with millisecond precision; round up so the limit never shrinks.
-	r.TimeLimit = ceilMillis(r.TimeLimit)
 	if r.RateWindow == 0 {
 		r.RateWindow = DefaultRateWindow
 	}
-	r.RateWindow = ceilMillis(r.RateWindow)
 	if r.Sensitivity == "" {
 		r.Sensitivity = SensitivityInternal
 	}
@@ -316,14 +331,21 @@ func (r CreateRequest) NewSession(id string, now time.Time) Session {
 type UseRequest struct {
 	// SessionID is the session to charge. Required.
 	SessionID string
-	// AgentID, when not empty, must be the session's agent.
+	// AgentID, when not empty, must be the session's agent. It is a name
+	// (see ValidateName): compared exactly, never trimmed.
 	AgentID string
 	// Tools holds one entry per call; an empty batch checks the session and
 	// consumes nothing.
 	Tools []string
 	// RequestID, when not empty, makes the call idempotent per session: a
-	// retry with the same id returns the first outcome and consumes nothing
-	// more; the same id with different tools is ErrConflict.
+	// retry with the same id consumes nothing more and returns the first
+	// outcome exactly: the same refusal (with its details as they were),
+	// or for an allowed call the session as that call returned it
+	// (CallsMade, the rate window and Status active as they were then,
+	// not as they are now, even after a Close or the expiry). The same id
+	// with different tools is ErrConflict; another agent's AgentID is
+	// ErrAgentMismatch. The record goes with the session (Cleanup). It is a
+	// name (see ValidateName).
 	RequestID string
 }
 
@@ -333,12 +355,12 @@ func (r UseRequest) Validate() error {
 		return err
 	}
 	if r.AgentID != "" {
-		if err := ValidateID("agent_id", r.AgentID); err != nil {
+		if err := ValidateName("agent_id", r.AgentID); err != nil {
 			return err
 		}
 	}
 	if r.RequestID != "" {
-		if err := ValidateID("request_id", r.RequestID); err != nil {
+		if err := ValidateName("request_id", r.RequestID); err != nil {
 			return err
 		}
 	}
@@ -375,7 +397,7 @@ const (
 // Normalize validates f and applies the default limit.
 func (f ListFilter) Normalize() (ListFilter, error) {
 	if f.AgentID != "" {
-		if err := ValidateID("agent_id", f.AgentID); err != nil {
+		if err := ValidateName("agent_id", f.AgentID); err != nil {
 			return f, err
 		}
 	}
@@ -437,14 +459,13 @@ type Governance interface {
 	Restore(ctx context.Context, req RestoreRequest) (int64, error)
 }
 
-// ceilMillis rounds a non-negative d up to whole milliseconds, or down
-// where rounding up would overflow (within a millisecond of 292 years).
-func ceilMillis(d time.Duration) time.Duration {
-	t := d.Truncate(time.Millisecond)
-	if t == d || t > math.MaxInt64-time.Millisecond {
-		return t
+// validPrecision refuses a duration the store cannot keep exactly.
+func validPrecision(field string, d time.Duration) error {
+	if d%DurationPrecision != 0 {
+		return &InvalidInputError{Field: field, Reason: "must be a whole number of milliseconds (smallest 1ms)",
+			Smallest: DurationPrecision}
 	}
-	return t + time.Millisecond
+	return nil
 }
 
 func nonNil(s []string) []string {

@@ -259,7 +259,8 @@ type Runtime interface {
 	// poller whose index a trim overtook simply gets what is left.
 	HistorySlice(ctx context.Context, id string, from int64, limit int) ([]Message, error)
 	// EvictSameModeSiblings removes the owner's other sessions of the same
-	// chat mode that have no running turn, and returns them in id order.
+	// chat mode that have no live turn (none running, or a stale one: see
+	// TurnState.Stale), and returns them in id order.
 	// Their uploads go with them; their conversations are kept so that they
 	// can be loaded again.
 	EvictSameModeSiblings(ctx context.Context, req EvictRequest) ([]Evicted, error)

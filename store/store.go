@@ -30,7 +30,11 @@ type Store interface {
 	// written by a newer binary; Open refuses it with ErrSchemaTooNew).
 	SchemaVersion(ctx context.Context) (current, latest int64, err error)
 
-	// HealthCheck verifies that the backing database answers a real query.
+	// HealthCheck verifies that the backing database answers a real query
+	// and can be written: it probes a write (an in-place update of a row
+	// of the migration table) and rolls it back, so it changes nothing. A
+	// database the store can read but not write is ErrReadOnly; any other
+	// failure matches ErrStorage with its kind (or ErrBusy).
 	HealthCheck(ctx context.Context) error
 
 	// Backend names the implementation: "sqlite" (package sqlstore) or

@@ -2,6 +2,7 @@ package store
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -19,6 +20,29 @@ func ValidateID(field, id string) error {
 		return Invalid(field, "must be valid UTF-8")
 	case strings.ContainsFunc(id, isControl):
 		return Invalid(field, "must not contain control characters")
+	}
+	return nil
+}
+
+// ValidateName checks a name that is compared exactly and must never be
+// mistaken for another: an agent id (also in a delegation chain) or a
+// request id. It is an id (see ValidateID: 1 to MaxIDLength bytes of valid
+// UTF-8) without any control character (U+0000–U+001F, U+007F–U+009F) and
+// without white space (Unicode White_Space: space, tab, no-break space,
+// ...) at its start or end. Inner spaces are allowed: "agent 7" is valid,
+// "agent-7 " is not. The store never trims a name: a value with a stray
+// space is refused, so that it is never counted as another one.
+func ValidateName(field, name string) error {
+	if err := ValidateID(field, name); err != nil {
+		return err
+	}
+	if strings.ContainsFunc(name, unicode.IsControl) {
+		return Invalid(field, "must not contain control characters")
+	}
+	first, _ := utf8.DecodeRuneInString(name)
+	last, _ := utf8.DecodeLastRuneInString(name)
+	if unicode.IsSpace(first) || unicode.IsSpace(last) {
+		return Invalid(field, "must not begin or end with white space")
 	}
 	return nil
 }

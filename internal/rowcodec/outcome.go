@@ -73,3 +73,59 @@ func DecodeUseOutcome(kind, detail string) (refusal error, err error) {
 	}
 	return target, nil
 }
+
+// UseSuccess is what is recorded of an allowed Use that carried a request
+// id, so that a replay returns the session as the first call returned it:
+// the counters as they were then (the other fields of a session never
+// change, and its status was active). It is the JSON detail of an
+// UseOutcomeOK record.
+type UseSuccess struct {
+	CallsMade         int64 `json:"calls_made"`
+	RateWindowStartMS int64 `json:"rate_window_start_ms"`
+	RateWindowCalls   int64 `json:"rate_window_calls"`
+}
+
+// EncodeUseSuccess returns the detail recorded for an allowed Use that
+// returned s.
+func EncodeUseSuccess(s store.Session) string {
+	b, err := json.Marshal(UseSuccess{
+		CallsMade:         s.CallsMade,
+		RateWindowStartMS: ToMillis(s.RateWindowStart),
+		RateWindowCalls:   s.RateWindowCalls,
+	})
+	if err != nil { // three integers
+		return "{}"
+	}
+	return string(b)
+}
+
+// DecodeUseSuccess reads the detail of an UseOutcomeOK record. recorded is
+// false for a record that holds no counters ("{}": written by a version of
+// the store that did not keep them). A detail it cannot read is
+// store.ErrCorrupt.
+func DecodeUseSuccess(detail string) (u UseSuccess, recorded bool, err error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(detail), &raw); err != nil {
+		return UseSuccess{}, false, fmt.Errorf("%w: recorded outcome: %w", store.ErrCorrupt, err)
+	}
+	if len(raw) == 0 {
+		return UseSuccess{}, false, nil
+	}
+	if err := json.Unmarshal([]byte(detail), &u); err != nil {
+		return UseSuccess{}, false, fmt.Errorf("%w: recorded outcome: %w", store.ErrCorrupt, err)
+	}
+	if u.CallsMade < 0 || u.RateWindowCalls < 0 {
+		return UseSuccess{}, false, fmt.Errorf("%w: recorded outcome: negative counters", store.ErrCorrupt)
+	}
+	return u, true, nil
+}
+
+// Replay returns s (the session as stored now) as the recorded call
+// returned it: its counters as they were, status active.
+func (u UseSuccess) Replay(s store.Session) store.Session {
+	s.CallsMade = u.CallsMade
+	s.RateWindowStart = FromMillis(u.RateWindowStartMS)
+	s.RateWindowCalls = u.RateWindowCalls
+	s.Status = store.StatusActive
+	return s
+}

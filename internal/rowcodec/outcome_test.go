@@ -41,3 +41,27 @@ func TestUseOutcomeRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestUseSuccessRoundTrip(t *testing.T) {
+	s := store.Session{ID: "s", CallsMade: 3, RateWindowStart: time.UnixMilli(1_700_000_000_123).UTC(),
+		RateWindowCalls: 2, Status: store.StatusActive, CallBudget: 10}
+	u, recorded, err := DecodeUseSuccess(EncodeUseSuccess(s))
+	if err != nil || !recorded {
+		t.Fatalf("DecodeUseSuccess: %+v, %v, %v", u, recorded, err)
+	}
+	now := s
+	now.CallsMade, now.RateWindowCalls, now.Status = 9, 1, store.StatusClosed
+	now.RateWindowStart = now.RateWindowStart.Add(time.Hour)
+	if got := u.Replay(now); !reflect.DeepEqual(got, s) {
+		t.Fatalf("Replay = %+v, want %+v", got, s)
+	}
+	// Records of older versions hold no counters.
+	if _, recorded, err := DecodeUseSuccess("{}"); recorded || err != nil {
+		t.Fatalf(`DecodeUseSuccess("{}") = %v, %v`, recorded, err)
+	}
+	for _, bad := range []string{"", "[", `{"calls_made":-1}`, `{"calls_made":"x"}`} {
+		if _, _, err := DecodeUseSuccess(bad); !errors.Is(err, store.ErrCorrupt) {
+			t.Errorf("DecodeUseSuccess(%q): %v, want ErrCorrupt", bad, err)
+		}
+	}
+}

@@ -229,9 +229,11 @@ const (
 	convInfoSQL   = `SELECT ` + summaryColumns + ` FROM conversations WHERE id = ?`
 	convExistsSQL = `SELECT count(*) FROM conversations WHERE id = ?`
 	convDeleteSQL = `DELETE FROM conversations WHERE id = ?`
-	// convTouchSQL records activity on a conversation's records and tells
-	// whether it exists.
-	convTouchSQL = `UPDATE conversations SET updated_at_ms = ? WHERE id = ?`
+	// convTouchSQL records a change of a conversation's records (artifacts,
+	// traces, runs, reports): it bumps the version, as every change does,
+	// so that a conditional Save or Append of another writer notices it,
+	// and tells whether the conversation exists.
+	convTouchSQL = `UPDATE conversations SET version = version + 1, updated_at_ms = ? WHERE id = ?`
 
 	msgDeleteAllSQL  = `DELETE FROM conversation_messages WHERE session_id = ?`
 	msgInsertSQL     = `INSERT INTO conversation_messages (session_id, seq, role, content, created_at_ms) VALUES (?, ?, ?, ?, ?)`
@@ -531,8 +533,8 @@ func (c *Conversations) mustExist(ctx context.Context, id string) error {
 	return nil
 }
 
-// touch marks activity on the conversation inside a write and reports a
-// missing conversation.
+// touch marks a change of the conversation's records inside a write (a
+// new version, the update time) and reports a missing conversation.
 func (c *Conversations) touch(tx Tx, id string) error {
 	res, err := tx.Exec(convTouchSQL, rowcodec.ToMillis(c.s.now()), id)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -24,7 +25,7 @@ func (s *Store) Runtime() store.Runtime { return &Runtime{s: s} }
 
 const rtColumns = `id, agent_alias, workspace_dir, chat_mode, owner_id, model, model_provider,
 	temperature, created_at_ms, last_active_ms, turn_gen, turn_running, turn_owner,
-	turn_started_ms, turn_cancel`
+	turn_started_ms, turn_lease_ms, turn_cancel`
 
 // rtRow is a runtime_sessions row as stored.
 type rtRow struct {
@@ -42,10 +43,13 @@ type rtRow struct {
 	TurnRunning   bool            `db:"turn_running"`
 	TurnOwner     string          `db:"turn_owner"`
 	TurnStartedMS int64           `db:"turn_started_ms"`
+	TurnLeaseMS   int64           `db:"turn_lease_ms"`
 	TurnCancel    string          `db:"turn_cancel"`
 }
 
-func (r *rtRow) session() store.RuntimeSession {
+// session is the row as a RuntimeSession read at now (which decides
+// whether a running turn is stale).
+func (r *rtRow) session(now time.Time) store.RuntimeSession {
 	s := store.RuntimeSession{
 		ID:           r.ID,
 		AgentAlias:   r.AgentAlias,
@@ -64,6 +68,10 @@ func (r *rtRow) session() store.RuntimeSession {
 	}
 	if r.TurnGen > 0 {
 		s.Turn.StartedAt = rowcodec.FromMillis(r.TurnStartedMS)
+	}
+	if r.TurnRunning {
+		s.Turn.LeaseExpiresAt = rowcodec.FromMillis(r.TurnLeaseMS)
+		s.Turn.Stale = r.TurnLeaseMS <= rowcodec.ToMillis(now)
 	}
 	return s
 }
@@ -112,8 +120,10 @@ const (
 
 	rtCountByAgentSQL = `SELECT agent_alias, count(*) AS n FROM runtime_sessions GROUP BY agent_alias`
 
+	// rtEvictSQL removes the sessions that have no live turn: none
+	// running, or a stale one (its lease lapsed before now).
 	rtEvictSQL = `DELETE FROM runtime_sessions
-		WHERE owner_id = ? AND chat_mode = ? AND turn_running = false AND id <> ?
+		WHERE owner_id = ? AND chat_mode = ? AND (turn_running = false OR turn_lease_ms <= ?) AND id <> ?
 		RETURNING id, agent_alias`
 
 	rtDeleteSQL = `DELETE FROM runtime_sessions WHERE id = ?`
@@ -180,7 +190,7 @@ func (r *Runtime) Get(ctx context.Context, id string) (store.RuntimeSession, err
 	if err != nil {
 		return store.RuntimeSession{}, err
 	}
-	return row.session(), nil
+	return row.session(r.s.now()), nil
 }
 
 func rtNotFound(id string) error {
@@ -346,7 +356,7 @@ func (r *Runtime) EvictSameModeSiblings(ctx context.Context, req store.EvictRequ
 			ID    string `db:"id"`
 			Alias string `db:"agent_alias"`
 		}
-		if err := tx.Select(&rows, rtEvictSQL, req.OwnerID, string(req.ChatMode), req.ExceptID); err != nil {
+		if err := tx.Select(&rows, rtEvictSQL, req.OwnerID, string(req.ChatMode), rowcodec.ToMillis(r.s.now()), req.ExceptID); err != nil {
 			return err
 		}
 		out = make([]store.Evicted, len(rows))

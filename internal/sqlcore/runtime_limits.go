@@ -20,12 +20,15 @@ type RuntimeLimits struct {
 	// CancelPoll is how often running turns of a Store are checked for
 	// cancels recorded by other processes.
 	CancelPoll time.Duration
+	// TurnLease is how long a turn of this Store stays live without a
+	// renewal (see store.Turns); the Store renews every third of it.
+	TurnLease time.Duration
 }
 
 // DefaultRuntimeLimits returns the defaults with the backend's poll
 // interval.
 func DefaultRuntimeLimits(cancelPoll time.Duration) RuntimeLimits {
-	return RuntimeLimits{MaxUploadBytes: store.DefaultMaxUploadBytes, CancelPoll: cancelPoll}
+	return RuntimeLimits{MaxUploadBytes: store.DefaultMaxUploadBytes, CancelPoll: cancelPoll, TurnLease: store.DefaultTurnLease}
 }
 
 // Validate reports the first setting out of its bounds.
@@ -38,6 +41,9 @@ func (l RuntimeLimits) Validate() error {
 	}
 	if l.CancelPoll < time.Millisecond || l.CancelPoll > 10*time.Second {
 		return store.Invalid("option cancel_poll_interval", "must be from 1ms to 10s")
+	}
+	if l.TurnLease < store.MinTurnLease || l.TurnLease > store.MaxTurnLease {
+		return store.Invalid("option turn_lease", "must be from 100ms to 24h")
 	}
 	return nil
 }

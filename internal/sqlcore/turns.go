@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"math"
+	"time"
 
 	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/store"
@@ -13,9 +14,10 @@ import (
 // How turns and cancellation work
 //
 // The durable state of a turn is in its runtime_sessions row (turn_gen,
-// turn_running, turn_cancel) and, once cancelled or superseded, in a
-// runtime_cancel_causes row keyed by (session, generation). The contexts of
-// the turns a Store began are in its turnRegistry (turns_local.go).
+// turn_running, turn_owner, turn_lease_ms, turn_cancel) and, once cancelled
+// or superseded, in a runtime_cancel_causes row keyed by (session,
+// generation). The contexts of the turns a Store began are in its
+// turnRegistry (turns_local.go).
 //
 // A cancel is one write transaction that records the cause; only after it
 // committed does the canceller fire the context, directly when the turn
@@ -23,16 +25,29 @@ import (
 // fired by that Store's poller, which reads the committed state of its
 // running turns every poll interval. Either way the cause is durable before
 // the context fires.
+//
+// Leases. BeginTurn gives the turn a lease (turn_lease_ms = now + the
+// Store's TurnLease); the Store's heartbeat (turns_local.go) renews the
+// leases of all its running turns, and of the cause rows of its turns
+// (runtime_cancel_causes.owner, lease_ms), every third of the lease while
+// the Store is open, and reaps the cause rows whose lease has lapsed. A
+// running turn whose lease has lapsed is stale: its Store is gone. A cause
+// row is only written for a live turn (a stale one has nobody to take it);
+// the session row still carries the cancel, so that a Store that only
+// stalled sees it when it wakes. A cause row lives until it is taken and
+// its turn ended (in either order), or until it is reaped.
 
 const (
 	// rtTurnSQL reads the turn state of a session.
-	rtTurnSQL = `SELECT turn_gen, turn_running, turn_cancel FROM runtime_sessions WHERE id = ?`
+	rtTurnSQL = `SELECT turn_gen, turn_running, turn_cancel, turn_owner, turn_lease_ms
+		FROM runtime_sessions WHERE id = ?`
 
 	rtNextGenSQL = `UPDATE runtime_counters SET last_turn_gen = last_turn_gen + 1 WHERE id = 1
 		RETURNING last_turn_gen`
 
 	rtBeginTurnSQL = `UPDATE runtime_sessions
-		SET turn_gen = ?, turn_running = true, turn_owner = ?, turn_started_ms = ?, turn_cancel = ''
+		SET turn_gen = ?, turn_running = true, turn_owner = ?, turn_started_ms = ?, turn_lease_ms = ?,
+		turn_cancel = ''
 		WHERE id = ?`
 
 	rtEndTurnSQL = `UPDATE runtime_sessions SET turn_running = false, turn_cancel = ''
@@ -40,13 +55,31 @@ const (
 
 	rtSetCancelSQL = `UPDATE runtime_sessions SET turn_cancel = ? WHERE id = ?`
 
-	rtRecordCauseSQL = `INSERT INTO runtime_cancel_causes (session_id, generation, cause, recorded_at_ms)
-		VALUES (?, ?, ?, ?) ON CONFLICT (session_id, generation) DO NOTHING`
+	rtRecordCauseSQL = `INSERT INTO runtime_cancel_causes
+		(session_id, generation, cause, recorded_at_ms, owner, lease_ms)
+		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, generation) DO NOTHING`
 
+	// rtTakeCauseSQL takes a cause not taken yet; the caller deletes the
+	// row when its turn has ended already.
 	rtTakeCauseSQL = `UPDATE runtime_cancel_causes SET taken = true
-		WHERE session_id = ? AND generation = ? AND taken = false RETURNING cause`
+		WHERE session_id = ? AND generation = ? AND taken = false RETURNING cause, ended`
 
 	rtDropCauseSQL = `DELETE FROM runtime_cancel_causes WHERE session_id = ? AND generation = ?`
+
+	// EndTurn's part on the turn's cause: a taken cause is done with
+	// (rtDropTakenCauseSQL), one not taken yet stays takeable once, marked
+	// ended (rtEndCauseSQL).
+	rtDropTakenCauseSQL = `DELETE FROM runtime_cancel_causes
+		WHERE session_id = ? AND generation = ? AND taken = true`
+	rtEndCauseSQL = `UPDATE runtime_cancel_causes SET ended = true WHERE session_id = ? AND generation = ?`
+
+	// The heartbeat: renew the leases of one Store's turns and causes,
+	// reap the causes whose lease has lapsed.
+	rtRenewTurnsSQL  = `UPDATE runtime_sessions SET turn_lease_ms = ? WHERE turn_owner = ? AND turn_running = true`
+	rtRenewCausesSQL = `UPDATE runtime_cancel_causes SET lease_ms = ? WHERE owner = ?`
+	rtReapCausesSQL  = `DELETE FROM runtime_cancel_causes WHERE lease_ms <= ?`
+	// rtReapSessionCausesSQL reaps the dead causes of one session.
+	rtReapSessionCausesSQL = `DELETE FROM runtime_cancel_causes WHERE session_id = ? AND lease_ms <= ?`
 )
 
 // turnRow is the turn state of a session row.
@@ -54,7 +87,13 @@ type turnRow struct {
 	Gen     int64  `db:"turn_gen"`
 	Running bool   `db:"turn_running"`
 	Cancel  string `db:"turn_cancel"`
+	Owner   string `db:"turn_owner"`
+	LeaseMS int64  `db:"turn_lease_ms"`
 }
+
+// live reports whether the turn runs with a lease that has not lapsed at
+// nowMS.
+func (t *turnRow) live(nowMS int64) bool { return t.Running && t.LeaseMS > nowMS }
 
 func (r *Runtime) readTurn(tx Tx, id string) (turnRow, error) {
 	var t turnRow
@@ -69,8 +108,19 @@ func cancelled(k turnKey, cause store.CancelCause) error {
 
 // recordCancel records cause for the running turn t of session id, unless
 // a cause is recorded already, and returns the cause the turn's context
-// fires with (the first one recorded).
+// fires with (the first one recorded). The session row carries the cancel
+// (except a supersede, which the new generation shows); a takeable cause
+// row is written only for a live turn, with the lease of its Store.
 func (r *Runtime) recordCancel(tx Tx, id string, t turnRow, cause store.CancelCause) (store.CancelCause, error) {
+	now := rowcodec.ToMillis(r.s.now())
+	live := t.live(now)
+	if !live {
+		// A stale turn's Store is gone: drop the causes it left for
+		// itself, keep nothing new.
+		if _, err := tx.Exec(rtReapSessionCausesSQL, id, now); err != nil {
+			return "", err
+		}
+	}
 	if t.Cancel != "" {
 		return store.CancelCause(t.Cancel), nil
 	}
@@ -79,8 +129,10 @@ func (r *Runtime) recordCancel(tx Tx, id string, t turnRow, cause store.CancelCa
 			return "", err
 		}
 	}
-	if _, err := tx.Exec(rtRecordCauseSQL, id, t.Gen, string(cause), rowcodec.ToMillis(r.s.now())); err != nil {
-		return "", err
+	if live {
+		if _, err := tx.Exec(rtRecordCauseSQL, id, t.Gen, string(cause), now, t.Owner, t.LeaseMS); err != nil {
+			return "", err
+		}
 	}
 	if err := r.s.notifyTurns(tx); err != nil {
 		return "", err
@@ -129,7 +181,9 @@ func (r *Runtime) BeginTurn(ctx context.Context, id string) (uint64, context.Con
 				return err
 			}
 		}
-		if _, err := tx.Exec(rtBeginTurnSQL, gen, owner, rowcodec.ToMillis(r.s.now()), id); err != nil {
+		now := r.s.now()
+		lease := rowcodec.ToMillis(now.Add(r.s.cfg.TurnLease))
+		if _, err := tx.Exec(rtBeginTurnSQL, gen, owner, rowcodec.ToMillis(now), lease, id); err != nil {
 			return err
 		}
 		// Pending until committed: a cancel committed right after this
@@ -168,7 +222,12 @@ func (r *Runtime) EndTurn(ctx context.Context, id string, gen uint64) (bool, err
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(rtDropCauseSQL, id, int64(gen)); err != nil {
+		// The cause of the turn: done with once taken; one not taken yet
+		// stays takeable, marked ended.
+		if _, err := tx.Exec(rtDropTakenCauseSQL, id, int64(gen)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(rtEndCauseSQL, id, int64(gen)); err != nil {
 			return err
 		}
 		if n > 0 {
@@ -240,14 +299,65 @@ func (r *Runtime) TakeCancelCause(ctx context.Context, id string, gen uint64) (s
 	var cause string
 	err := r.s.write(ctx, func(tx Tx) error {
 		cause = ""
-		err := tx.Get(&cause, rtTakeCauseSQL, id, int64(gen))
+		var row struct {
+			Cause string `db:"cause"`
+			Ended bool   `db:"ended"`
+		}
+		err := tx.Get(&row, rtTakeCauseSQL, id, int64(gen))
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		if row.Ended { // taken and ended: nothing needs it any more
+			if _, err := tx.Exec(rtDropCauseSQL, id, int64(gen)); err != nil {
+				return err
+			}
+		}
+		cause = row.Cause
+		return nil
 	})
 	if err != nil || cause == "" {
 		return "", false, err
 	}
 	return store.CancelCause(cause), true, nil
+}
+
+// ReapCancelCauses removes the causes of dead turns (see
+// store.Turns.ReapCancelCauses).
+func (r *Runtime) ReapCancelCauses(ctx context.Context) (int64, error) {
+	var n int64
+	err := r.s.write(ctx, func(tx Tx) error {
+		res, err := tx.Exec(rtReapCausesSQL, rowcodec.ToMillis(r.s.now()))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
+// renewLeases is one beat of the Store's heartbeat: in one write
+// transaction it renews the leases of the Store's running turns and of
+// their causes to expire at lease, and reaps the causes of dead turns
+// (lease lapsed at now).
+func (s *Store) renewLeases(ctx context.Context, now time.Time, owner string) (reaped int64, err error) {
+	lease := rowcodec.ToMillis(now.Add(s.cfg.TurnLease))
+	err = s.write(ctx, func(tx Tx) error {
+		if _, err := tx.Exec(rtRenewTurnsSQL, lease, owner); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(rtRenewCausesSQL, lease, owner); err != nil {
+			return err
+		}
+		res, err := tx.Exec(rtReapCausesSQL, rowcodec.ToMillis(now))
+		if err != nil {
+			return err
+		}
+		reaped, err = res.RowsAffected()
+		return err
+	})
+	return reaped, err
 }

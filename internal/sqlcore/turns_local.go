@@ -3,6 +3,7 @@ package sqlcore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
@@ -37,6 +38,12 @@ type turnRegistry struct {
 	closed  bool
 	stop    chan struct{} // closed by close
 	done    chan struct{} // closed when the current poller exits
+
+	// The lease heartbeat runs from the first turn the Store began until
+	// close.
+	beating  bool
+	beatStop chan struct{} // closed by close
+	beatDone chan struct{} // closed when the heartbeat exits
 }
 
 // ownerToken identifies this Store in turn_owner.
@@ -89,10 +96,18 @@ func (r *turnRegistry) fire(k turnKey, cause error) {
 	}
 }
 
-// watchTurn marks turn k committed and makes sure the poller runs.
+// watchTurn marks turn k committed and makes sure the poller and the lease
+// heartbeat run.
 func (s *Store) watchTurn(k turnKey) {
 	r := &s.turns
 	r.mu.Lock()
+	if !r.beating && !r.closed {
+		// The turn is committed with a lease: keep it renewed from now
+		// until the Store closes, whatever happens to its context.
+		r.beating = true
+		r.beatStop, r.beatDone = make(chan struct{}), make(chan struct{})
+		go s.heartbeat(r.beatStop, r.beatDone, s.now())
+	}
 	e := r.turns[k]
 	switch {
 	case e == nil: // fired already
@@ -139,15 +154,25 @@ func (r *turnRegistry) watchList() []pollKey {
 // them any more. The durable turn state is left as it is.
 func (r *turnRegistry) close() {
 	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
 	r.closed = true
 	if r.stop != nil {
 		close(r.stop)
 	}
-	done := r.done
-	polling := r.polling
+	if r.beating {
+		close(r.beatStop)
+	}
+	done, beatDone := r.done, r.beatDone
+	polling, beating := r.polling, r.beating
 	turns := r.turns
 	r.turns, r.watched = nil, 0
 	r.mu.Unlock()
+	if beating {
+		<-beatDone
+	}
 	if polling {
 		<-done
 		r.mu.Lock()
@@ -156,6 +181,56 @@ func (r *turnRegistry) close() {
 	}
 	for _, e := range turns {
 		e.cancel(store.ErrStoreClosed)
+	}
+}
+
+// heartbeat keeps the leases of the Store's turns (and of their causes)
+// from lapsing while the Store is open, and reaps the causes of dead
+// turns: every third of the lease, by the Store's clock, it renews them
+// all in one write (renewLeases). It checks the clock every tenth of the
+// lease (at most every second), so that a clock moved by a test is
+// followed promptly. A failed beat is logged and tried again at the next
+// check.
+//
+// begun is when the first turn's lease was set (by its BeginTurn, just
+// before).
+func (s *Store) heartbeat(stop, done chan struct{}, begun time.Time) {
+	defer close(done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	lease := s.cfg.TurnLease
+	tick := time.NewTicker(min(lease/10, time.Second))
+	defer tick.Stop()
+	owner := s.turns.ownerToken()
+	last := begun
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		now := s.now()
+		if now.Before(last.Add(lease / 3)) {
+			continue
+		}
+		reaped, err := s.renewLeases(ctx, now, owner)
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, store.ErrStoreClosed) {
+				s.log.Warn("renewing the leases of running turns failed; retrying", "err", err)
+			}
+			continue
+		}
+		last = now
+		if reaped > 0 {
+			s.log.Debug("reaped the cancel causes of dead turns", "count", reaped)
+		}
 	}
 }
 

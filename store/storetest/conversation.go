@@ -65,6 +65,7 @@ func RunConversations(t *testing.T, h Harness) {
 		{"DeleteUpdatedBefore", testConvDeleteUpdatedBefore},
 		{"ListPagingParentAndAge", testConvListPaging},
 		{"OptimisticVersion", testConvVersion},
+		{"RecordWritesBumpVersion", testConvRecordWritesBumpVersion},
 		{"ConcurrentConditionalSavesOneWins", testConvConditionalRace},
 		{"DeleteCascadesNoLeftovers", testConvDeleteNoLeftovers},
 		{"SaveKeepsArtifactsTracesRunsReports", testConvSaveKeepsRecords},

@@ -61,7 +61,7 @@ func testTimesUTCMillis(t *testing.T, e *env) {
 	// A clock in another zone with sub-millisecond digits.
 	e.clock.Advance(123*time.Microsecond + 456*time.Nanosecond)
 	req := baseRequest()
-	req.TimeLimit = 1500*time.Millisecond + 1 // rounded up to whole ms
+	req.TimeLimit = 1501 * time.Millisecond
 	s := e.create(req)
 	got := e.get(s.ID)
 	for name, v := range map[string]time.Time{"created_at": got.CreatedAt, "expires_at": got.ExpiresAt, "rate_window_start": got.RateWindowStart} {

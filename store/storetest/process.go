@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,13 @@ const (
 	envRole = "STORETEST_HELPER_ROLE"
 	envLoc  = "STORETEST_HELPER_LOC"
 	envArgs = "STORETEST_HELPER_ARGS"
+	// envClock is the parent's clock minus the wall clock at spawn (ns):
+	// the helper's store runs on the wall clock shifted by it, so that
+	// both processes agree on the time (turn leases are decided with each
+	// store's clock) while the helper's still moves.
+	envClock = "STORETEST_HELPER_CLOCK_OFFSET"
+	// envLease is the turn lease of the helper's store (ns), when set.
+	envLease = "STORETEST_HELPER_TURN_LEASE"
 )
 
 // helperRole is the body of a second OS process: it runs against st and
@@ -60,7 +68,17 @@ func RunHelperProcess(h Harness) {
 		args = strings.Split(a, "\x1f")
 	}
 	ctx := context.Background()
-	st, err := h.Open(ctx, os.Getenv(envLoc), time.Now)
+	offset, _ := strconv.ParseInt(os.Getenv(envClock), 10, 64)
+	clock := func() time.Time { return time.Now().Add(time.Duration(offset)) }
+	var (
+		st  store.Store
+		err error
+	)
+	if lease, _ := strconv.ParseInt(os.Getenv(envLease), 10, 64); lease > 0 && h.OpenWith != nil {
+		st, err = h.OpenWith(ctx, os.Getenv(envLoc), clock, Options{TurnLease: time.Duration(lease)})
+	} else {
+		st, err = h.Open(ctx, os.Getenv(envLoc), clock)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "storetest: helper open: %v\n", err)
 		os.Exit(4)
@@ -77,14 +95,24 @@ func RunHelperProcess(h Harness) {
 }
 
 // spawn starts the test binary as helper role on the env's database. The
-// process is killed at test end if still running.
+// process is killed at test end if still running. Its store's clock is the
+// wall clock shifted to agree with the env's clock at spawn.
 func (e *env) spawn(role string, args ...string) (*exec.Cmd, io.ReadCloser) {
+	e.t.Helper()
+	return e.spawnWith(0, role, args...)
+}
+
+// spawnWith is spawn with the turn lease of the helper's store (0: the
+// default).
+func (e *env) spawnWith(lease time.Duration, role string, args ...string) (*exec.Cmd, io.ReadCloser) {
 	e.t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(),
 		envRole+"="+role,
 		envLoc+"="+e.loc,
 		envArgs+"="+strings.Join(args, "\x1f"),
+		envClock+"="+strconv.FormatInt(int64(e.clock.Now().Sub(time.Now())), 10),
+		envLease+"="+strconv.FormatInt(int64(lease), 10),
 	)
 	cmd.Stderr = &testWriter{t: e.t, prefix: role + ": "}
 	stdout, err := cmd.StdoutPipe()

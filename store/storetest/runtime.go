@@ -80,7 +80,7 @@ func RunRuntime(t *testing.T, h Harness) {
 		{"FirstCauseWins", testTurnFirstCauseWins},
 		{"CancelWithoutTurnRecordsNothing", testTurnCancelIdle},
 		{"EndTurnReleasesContext", testTurnEndReleases},
-		{"EndTurnDiscardsUntakenCause", testTurnEndDiscardsCause},
+		{"EndTurnKeepsUntakenCause", testTurnEndKeepsCause},
 		{"RemoveCauseOutlivesSession", testTurnRemoveCause},
 		{"GenerationsIncreaseAndAreNeverReused", testTurnGenerations},
 		{"BeginTurnMissingSession", testTurnBeginMissing},
@@ -92,9 +92,13 @@ func RunRuntime(t *testing.T, h Harness) {
 		{"ParentContextCancelsTurnContext", testTurnParentContext},
 		{"TurnLeftRunningSurvivesReopen", testTurnSurvivesReopen},
 		{"TurnInvalidInput", testTurnInvalidInput},
+		// Turn leases.
+		{"TurnLeaseRenewedWhileStoreIsOpen", testTurnLeaseRenewedWhileOpen},
+		{"StaleTurnSupersededAndItsCausesReaped", testTurnStaleSupersededAndReaped},
 		// Second OS process.
 		{"CancelAcrossProcesses", testTurnCancelAcrossProcesses},
 		{"TurnOfCrashedProcessCanBeCleared", testTurnCrashedProcess},
+		{"TurnOfKilledProcessGoesStale", testTurnOfKilledProcessGoesStale},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

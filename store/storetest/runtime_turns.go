@@ -235,24 +235,6 @@ func testTurnEndReleases(t *testing.T, e *env) {
 	e.endTurn("s", g2, false)
 }
 
-func testTurnEndDiscardsCause(t *testing.T, e *env) {
-	e.rtInsert(rtNew("s"))
-	gen, _ := e.beginTurn("s")
-	e.cancel("s", store.CauseClientRequest)
-	e.endTurn("s", gen, true)
-	if c, ok := e.takeCause("s", gen); ok {
-		t.Fatalf("cause %q survived EndTurn", c)
-	}
-	// A new turn starts clean.
-	g2, c2 := e.beginTurn("s")
-	if isDone(c2) || e.rtGet("s").Turn.CancelCause != "" {
-		t.Fatal("new turn inherited the cancel")
-	}
-	if _, ok := e.takeCause("s", g2); ok {
-		t.Fatal("new turn has a cause")
-	}
-}
-
 func testTurnRemoveCause(t *testing.T, e *env) {
 	e.rtInsert(rtNew("s"))
 	gen, tctx := e.beginTurn("s")

@@ -52,6 +52,9 @@ type Options struct {
 	// default, which makes every acknowledged write survive power loss.
 	// The benchmarks set it (BenchOptions.Durability); the tests do not.
 	Durability string
+	// TurnLease is the lease of the turns the store begins (0: the
+	// default, store.DefaultTurnLease).
+	TurnLease time.Duration
 }
 
 // Run runs the whole conformance suite.
@@ -61,6 +64,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Conversations", func(t *testing.T) { RunConversations(t, h) })
 	t.Run("Runtime", func(t *testing.T) { RunRuntime(t, h) })
 	t.Run("AgentSessions", func(t *testing.T) { RunAgentSessions(t, h) })
+	t.Run("Store", func(t *testing.T) { RunStore(t, h) })
 }
 
 // Clock is a manual clock for tests: time moves only when told to.
