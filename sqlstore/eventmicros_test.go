@@ -66,4 +66,3 @@ func TestEventMillisMigrateToMicros(t *testing.T) {
 		t.Fatalf("append after migration: %+v, %v", res.Event, err)
 	}
 }
-
