@@ -15,9 +15,10 @@ import (
 // SQLite writer's batches. Concurrent Use calls (without a request id) of
 // one session in one process queue up; one of them, the leader, runs
 // everything queued in one READ COMMITTED transaction: each call's
-// conditional UPDATE in queue order (a call that it refuses gets its
-// reason on the row the transaction has locked, exactly as alone), then
-// one COMMIT. A hot session is then bounded by a commit per batch instead
+// conditional UPDATE in queue order, all sent in one round trip (a
+// pipeline), then the calls they refused, each decided on the row the
+// transaction has locked (its reason, or its increment, exactly as
+// alone), then one COMMIT. A hot session is then bounded by a commit per batch instead
 // of a commit per call: callers on one row wait for its lock anyway, and
 // now they wait together. Decisions stay exact: the row is locked by the
 // transaction from its first UPDATE to its COMMIT, every call sees the
@@ -157,9 +158,36 @@ func (g *Governance) runUses(batch []*useCall) {
 	// leader's context.
 	ctx := context.WithoutCancel(batch[0].ctx)
 	err := g.s.inTx(ctx, func(tx pgx.Tx) error {
+		// Every call's conditional UPDATE, in one round trip.
+		nowMS := rowcodec.ToMillis(g.s.now())
+		b := &pgx.Batch{}
 		for _, c := range batch {
+			b.Queue(govUseSQL, nowMS, int64(len(c.tools)), c.req.SessionID, c.req.AgentID, c.tools)
+		}
+		br := tx.SendBatch(ctx, b)
+		var refused []*useCall
+		for _, c := range batch {
+			sess, err := scanGov(br.Query())
+			switch {
+			case err == nil:
+				c.v = verdict{sess: sess}
+			case errNoRows(err):
+				refused = append(refused, c)
+			default:
+				br.Close()
+				return err
+			}
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+		// The calls the UPDATE refused are decided after the others, on
+		// the row the transaction holds locked: all the calls of a batch
+		// were in flight together, so any order of them is one a caller
+		// could have seen, and this one needs no savepoints.
+		for _, c := range refused {
 			var err error
-			if c.v, err = g.useInTx(ctx, tx, c.req, c.tools); err != nil {
+			if c.v, err = g.decideLocked(ctx, tx, c.req, c.tools); err != nil {
 				return err
 			}
 		}
@@ -175,19 +203,6 @@ func (g *Governance) runUses(batch []*useCall) {
 	for _, c := range batch {
 		c.v, c.err = g.useAlone(c.ctx, c.req, c.tools)
 	}
-}
-
-// useInTx decides one call inside a batch's transaction: the conditional
-// UPDATE, or, when it matches nothing, the decision on the locked row.
-func (g *Governance) useInTx(ctx context.Context, tx pgx.Tx, req store.UseRequest, tools []string) (verdict, error) {
-	sess, err := scanGov(tx.Query(ctx, govUseSQL, rowcodec.ToMillis(g.s.now()), int64(len(tools)), req.SessionID, req.AgentID, tools))
-	if err == nil {
-		return verdict{sess: sess}, nil
-	}
-	if !errNoRows(err) {
-		return verdict{}, err
-	}
-	return g.decideLocked(ctx, tx, req, tools)
 }
 
 // useAlone decides one call by itself: one conditional UPDATE … RETURNING
