@@ -80,6 +80,9 @@ type writer struct {
 	// joinLate).
 	lastAnswered int
 	lastCommit   time.Duration
+	// noJoin, set by a request while it runs (tests only), keeps the
+	// transaction from taking late joiners.
+	noJoin bool
 
 	faults func(query string) error // tests only: see config.faults
 }
@@ -193,6 +196,10 @@ const maxJoinWait = 2 * time.Millisecond
 // takes microseconds, and so does the wait. One caller alone never waits:
 // the previous transaction answered only it.
 func (w *writer) joinLate(batch []*writeReq) []*writeReq {
+	if w.noJoin {
+		w.noJoin = false
+		return batch
+	}
 	batch = w.take(batch)
 	want := min(w.lastAnswered, w.maxBatch)
 	if len(batch) >= want || w.lastCommit <= 0 {
