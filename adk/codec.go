@@ -70,9 +70,14 @@ func withoutTemp(ev *session.Event) *session.Event {
 	return &cp
 }
 
-// decodeEvent decodes a stored event.
+// decodeEvent decodes a stored event: the common shape directly (see
+// fastDecodeEvent), anything else with encoding/json.
 func decodeEvent(ev store.AgentEvent) (*session.Event, error) {
 	out := new(session.Event)
+	if fastDecodeEvent(ev.Data, out) {
+		return out, nil
+	}
+	out = new(session.Event)
 	if err := json.Unmarshal(ev.Data, out); err != nil {
 		return nil, fmt.Errorf("%w: stored event %d does not decode as an ADK event: %w", store.ErrCorrupt, ev.Seq, err)
 	}

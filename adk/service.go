@@ -197,8 +197,9 @@ func (s *Service) Delete(ctx context.Context, req *session.DeleteRequest) error 
 // AppendEvent appends a non-partial event to the session and applies its
 // state delta, in one transaction; partial events are ignored. An empty
 // event ID is generated and a zero Timestamp set to now (both with ADK's
-// platform providers); the timestamp is truncated to milliseconds, the
-// store's precision, in ev itself. temp: keys of the delta are not
+// platform providers); the timestamp is truncated to microseconds, the
+// store's precision for events (and ADK's database service's), in ev
+// itself. temp: keys of the delta are not
 // persisted (the stored event omits them) but are visible in the handle.
 //
 // Through a handle of this service the append is conditional on the
@@ -227,7 +228,7 @@ func (s *Service) AppendEvent(ctx context.Context, sess session.Session, ev *ses
 	if ev.Timestamp.IsZero() {
 		ev.Timestamp = platform.Now(ctx)
 	}
-	ev.Timestamp = ev.Timestamp.Truncate(time.Millisecond)
+	ev.Timestamp = ev.Timestamp.Truncate(time.Microsecond)
 
 	stored := withoutTemp(ev)
 	data, err := json.Marshal(stored)

@@ -218,8 +218,10 @@ type verdict struct {
 // Use checks and records one call per tool (see store.Governance.Use).
 //
 // Without a request id, the hot path is one conditional UPDATE … RETURNING
-// (one round trip, its own transaction). When it matches nothing, a
-// transaction locks the row (SELECT … FOR UPDATE) and decides on it with
+// (one round trip, its own transaction); concurrent calls of the same
+// session in this process share one transaction and one commit (see
+// usebatch.go). When the UPDATE matches nothing, the row is locked
+// (SELECT … FOR UPDATE) and the call decided on it with
 // store.Session.CheckUse: the refusal with its reason, the durable expired
 // mark, or, if a concurrent change made the call allowable meanwhile, the
 // increment on the locked row. With a request id, the whole use runs on
@@ -232,18 +234,16 @@ func (g *Governance) Use(ctx context.Context, req store.UseRequest) (store.Sessi
 	tools := nonNil(req.Tools)
 	var v verdict
 	if req.RequestID == "" && len(tools) > 0 {
-		var sess store.Session
-		err := g.s.retry(ctx, func(ctx context.Context) error {
-			var err error
-			sess, err = scanGov(g.s.pool.Query(ctx, govUseSQL, rowcodec.ToMillis(g.s.now()), int64(len(tools)), req.SessionID, req.AgentID, tools))
-			return err
-		})
-		if err == nil {
-			return sess, nil
-		}
-		if !errNoRows(err) {
+		// Concurrent calls of one session share a transaction (see
+		// useBatched in usebatch.go).
+		v, err := g.useBatched(ctx, req, tools)
+		if err != nil {
 			return store.Session{}, err
 		}
+		if v.refusal != nil {
+			return store.Session{}, v.refusal
+		}
+		return v.sess, nil
 	}
 	err := g.s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error

@@ -32,6 +32,8 @@ type Store struct {
 	// turn cancels, supersedes and ends are announced.
 	channel string
 	core    *sqlcore.Store
+	// uses batches concurrent governed Use calls per session.
+	uses useBatcher
 
 	closed    atomic.Bool
 	closeOnce sync.Once

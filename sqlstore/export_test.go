@@ -52,13 +52,16 @@ func (s *Store) PauseWriter(ctx context.Context) (queued func() int, resume func
 	release := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- s.write(ctx, func(*wtx) error {
+		done <- s.write(ctx, func(tx *wtx) error {
 			select {
 			case <-started:
 			default:
 				close(started)
 			}
 			<-release
+			// The requests queued meanwhile commit in a transaction of
+			// their own, not joined to this one.
+			tx.w.noJoin = true
 			return nil
 		})
 	}()

@@ -68,7 +68,9 @@ type AgentEvent struct {
 	// InvocationID groups the events of one agent invocation; may be empty.
 	InvocationID string `json:"invocation_id,omitempty"`
 	// Timestamp defaults to the store's clock when zero. Stored with
-	// millisecond precision, like every time in the store.
+	// microsecond precision (the precision ADK keeps; the store's other
+	// times keep milliseconds): it reads back truncated to the
+	// microsecond, in UTC.
 	Timestamp time.Time `json:"timestamp"`
 	// Data is the event as a JSON document, at most MaxEventSize bytes.
 	Data json.RawMessage `json:"data"`

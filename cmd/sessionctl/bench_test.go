@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 )
 
 func TestBenchJSON(t *testing.T) {
@@ -29,6 +32,48 @@ func TestBenchJSON(t *testing.T) {
 	}
 	if rep.Results[1].Callers != 4 {
 		t.Fatalf("contended scenario ran with %d callers", rep.Results[1].Callers)
+	}
+	agent := 0
+	for _, r := range rep.Results {
+		if strings.HasPrefix(r.Name, "agent-") {
+			agent++
+			if r.Name == "agent-append" && r.Callers == 4 && r.RatioToF <= 0 {
+				t.Fatalf("agent-append/callers=4 without a ratio to F: %+v", r)
+			}
+		}
+	}
+	if agent != 5 || rep.Backend != "sqlite" {
+		t.Fatalf("%d agent-session scenarios on %q, want 5 on sqlite", agent, rep.Backend)
+	}
+}
+
+// TestBenchPostgres: bench runs against PostgreSQL (--db postgres://…),
+// each scenario in a temporary schema that is dropped afterwards.
+func TestBenchPostgres(t *testing.T) {
+	e := newPGEnv(t)
+	u := postgresURL(t)
+	r := e.run("bench", "--duration", "50ms", "--callers", "4", "--json").want(t, exitOK)
+	var rep benchReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("output is not one JSON document: %v\n%s", err, r.stdout)
+	}
+	if rep.Backend != "postgres" || len(rep.Results) != len(benchScenarios()) {
+		t.Fatalf("report: %+v", rep)
+	}
+	for _, r := range rep.Results {
+		if r.Ops <= 0 {
+			t.Fatalf("scenario %s: %+v", r.Name, r)
+		}
+	}
+	conn, err := pgx.Connect(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var left int
+	if err := conn.QueryRow(context.Background(),
+		`SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'sessionctl_bench_%'`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d bench schemas left behind (%v)", left, err)
 	}
 }
 

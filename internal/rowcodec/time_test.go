@@ -36,3 +36,18 @@ func TestMillisMatchStorePrecision(t *testing.T) {
 		}
 	}
 }
+
+// Event timestamps keep microseconds: a time with a sub-microsecond part
+// reads back truncated to the microsecond, in UTC, before and after 1970.
+func TestMicrosRoundTrip(t *testing.T) {
+	for _, at := range []time.Time{
+		time.Date(2026, 1, 2, 3, 4, 5, 678_901_234, time.FixedZone("x", 3600)),
+		time.Date(1969, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Unix(0, 0),
+	} {
+		got := FromMicros(ToMicros(at))
+		if !got.Equal(at.Truncate(time.Microsecond)) || got.Location() != time.UTC {
+			t.Fatalf("%v reads back as %v, want %v in UTC", at, got, at.Truncate(time.Microsecond))
+		}
+	}
+}

@@ -53,22 +53,25 @@ const (
 		FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id > ?
 		ORDER BY session_id LIMIT ?`
 
-	evInsertSQL = `INSERT INTO agent_events (session_pk, seq, event_id, invocation_id, ts_ms, data)
+	evInsertSQL = `INSERT INTO agent_events (session_pk, seq, event_id, invocation_id, ts_us, data)
 		VALUES (?, ?, ?, ?, ?, ?)`
 
-	evColumns = `seq, event_id, invocation_id, ts_ms, data`
+	evColumns = `seq, event_id, invocation_id, ts_us, data`
 
 	evByIDSQL = `SELECT ` + evColumns + ` FROM agent_events WHERE session_pk = ? AND event_id = ?`
 
 	// Recent events, newest first (the caller reverses); LIMIT -1 is no
-	// limit.
+	// limit. A time window walks the session's log backwards on the
+	// (session, seq) index and keeps the events inside it: no other index
+	// is maintained on every append for it.
 	evRecentSQL = `SELECT ` + evColumns + ` FROM agent_events
 		WHERE session_pk = ? ORDER BY seq DESC LIMIT ?`
 	evRecentAfterSQL = `SELECT ` + evColumns + ` FROM agent_events
-		WHERE session_pk = ? AND ts_ms >= ? ORDER BY seq DESC LIMIT ?`
+		WHERE session_pk = ? AND ts_us >= ? ORDER BY seq DESC LIMIT ?`
 
 	evPageSQL = `SELECT ` + evColumns + ` FROM agent_events
 		WHERE session_pk = ? AND seq > ? ORDER BY seq LIMIT ?`
+	// The events of one invocation, on the (session, seq) index too.
 	evPageInvocationSQL = `SELECT ` + evColumns + ` FROM agent_events
 		WHERE session_pk = ? AND invocation_id = ? AND seq > ? ORDER BY seq LIMIT ?`
 
@@ -223,7 +226,7 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 		limit := a.s.limit(req.Recent)
 		query, args := evRecentSQL, []any{row.PK, limit}
 		if !req.After.IsZero() {
-			query, args = evRecentAfterSQL, []any{row.PK, ceilMillis(req.After), limit}
+			query, args = evRecentAfterSQL, []any{row.PK, ceilMicros(req.After), limit}
 		}
 		out.Events, err = readEvents(r, query, args)
 		slices.Reverse(out.Events)
@@ -238,15 +241,15 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 	return out, nil
 }
 
-// ceilMillis is the first stored millisecond at or after t: events are
-// stored with millisecond timestamps, so ts_ms >= ceilMillis(t) selects
+// ceilMicros is the first stored microsecond at or after t: events are
+// stored with microsecond timestamps, so ts_us >= ceilMicros(t) selects
 // exactly the events at or after t.
-func ceilMillis(t time.Time) int64 {
-	ms := rowcodec.ToMillis(t)
-	if !rowcodec.FromMillis(ms).Equal(t) {
-		ms++
+func ceilMicros(t time.Time) int64 {
+	us := rowcodec.ToMicros(t)
+	if !rowcodec.FromMicros(us).Equal(t) {
+		us++
 	}
-	return ms
+	return us
 }
 
 // readState reads the three scopes of a session (pk 0: no session scope).
@@ -295,7 +298,7 @@ func readEvents(r Tx, query string, args []any) ([]store.AgentEvent, error) {
 		if err := rows.Scan(&ev.Seq, &ev.ID, &ev.InvocationID, &ts, &data); err != nil {
 			return err
 		}
-		ev.Timestamp = rowcodec.FromMillis(ts)
+		ev.Timestamp = rowcodec.FromMicros(ts)
 		ev.Data = data
 		evs = append(evs, ev)
 		return nil
@@ -466,9 +469,9 @@ func (a *AgentSessions) AppendEvent(ctx context.Context, req store.AppendEventRe
 		now := a.s.now()
 		ts := ev.Timestamp
 		if ts.IsZero() {
-			ts = now
+			ts = a.s.cfg.Clock() // events keep microseconds
 		}
-		tsMS := rowcodec.ToMillis(ts)
+		tsUS := rowcodec.ToMicros(ts)
 		var pk, version, count int64
 		err := tx.Scan(asBumpSQL, []any{rowcodec.ToMillis(now), key.App, key.User, key.Session, req.ExpectedVersion, 1},
 			&pk, &version, &count)
@@ -478,7 +481,7 @@ func (a *AgentSessions) AppendEvent(ctx context.Context, req store.AppendEventRe
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(evInsertSQL, pk, count, ev.ID, ev.InvocationID, tsMS, data)
+		_, err = tx.Exec(evInsertSQL, pk, count, ev.ID, ev.InvocationID, tsUS, data)
 		if a.s.isUnique(err) {
 			return errDuplicateEvent
 		}
@@ -490,7 +493,7 @@ func (a *AgentSessions) AppendEvent(ctx context.Context, req store.AppendEventRe
 		}
 		stored := ev
 		stored.Seq = count
-		stored.Timestamp = rowcodec.FromMillis(tsMS)
+		stored.Timestamp = rowcodec.FromMicros(tsUS)
 		res = store.AppendEventResult{Event: stored, Version: version, UpdatedAt: now}
 		return nil
 	})
@@ -521,7 +524,7 @@ func (a *AgentSessions) refuseAppend(tx Tx, key store.SessionKey, ev store.Agent
 	var data []byte
 	err = tx.Scan(evByIDSQL, []any{row.PK, ev.ID}, &stored.Seq, &stored.ID, &stored.InvocationID, &ts, &data)
 	if err == nil {
-		stored.Timestamp = rowcodec.FromMillis(ts)
+		stored.Timestamp = rowcodec.FromMicros(ts)
 		stored.Data = data
 		if !sameEvent(ev, stored) {
 			return &store.ConflictError{Resource: "event", ID: ev.ID, Reason: "event id exists with other content"}
@@ -557,7 +560,7 @@ func sameEvent(ev, stored store.AgentEvent) bool {
 	if ev.InvocationID != stored.InvocationID || string(ev.Data) != string(stored.Data) {
 		return false
 	}
-	return ev.Timestamp.IsZero() || rowcodec.ToMillis(ev.Timestamp) == rowcodec.ToMillis(stored.Timestamp)
+	return ev.Timestamp.IsZero() || rowcodec.ToMicros(ev.Timestamp) == rowcodec.ToMicros(stored.Timestamp)
 }
 
 // ListEvents returns a page of a session's events in log order (see

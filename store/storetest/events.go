@@ -38,7 +38,7 @@ func RunAgentSessions(t *testing.T, h Harness) {
 		{"AppendAndReadBack", testASAppendReadBack},
 		{"EventTimestampDefaultsToClock", testASTimestampDefault},
 		{"RecentAndAfterWindows", testASWindows},
-		{"AfterIsExactBelowMillisecond", testASAfterPrecision},
+		{"AfterIsExactToTheMicrosecond", testASAfterPrecision},
 		{"AppStateIsShared", testASAppState},
 		{"UserStateIsPerUser", testASUserState},
 		{"SessionStateIsPerSession", testASSessionState},
@@ -291,21 +291,29 @@ func testASAppendReadBack(t *testing.T, e *env) {
 func testASTimestampDefault(t *testing.T, e *env) {
 	key := asKey()
 	e.asCreate(key, store.ScopedState{})
-	e.clock.Advance(1234567 * time.Microsecond) // not on a millisecond
+	e.clock.Advance(1234567*time.Microsecond + 89) // not on a millisecond, nor a microsecond
 	res := e.asAppend(key, store.AgentEvent{ID: "a", Data: raw(1)}, store.ScopedState{}, 0)
-	want := e.clock.Now().Truncate(time.Millisecond)
+	want := e.clock.Now().Truncate(time.Microsecond)
 	if !res.Event.Timestamp.Equal(want) {
-		t.Fatalf("timestamp %v, want the clock truncated to ms %v", res.Event.Timestamp, want)
+		t.Fatalf("timestamp %v, want the clock truncated to µs %v", res.Event.Timestamp, want)
 	}
 	given := time.Date(2030, 5, 6, 7, 8, 9, 987654321, time.FixedZone("X", 3600))
 	res = e.asAppend(key, store.AgentEvent{ID: "b", Data: raw(2), Timestamp: given}, store.ScopedState{}, 0)
-	if !res.Event.Timestamp.Equal(given.Truncate(time.Millisecond)) || res.Event.Timestamp.Location() != time.UTC {
-		t.Fatalf("timestamp %v, want %v in UTC", res.Event.Timestamp, given.Truncate(time.Millisecond))
+	if !res.Event.Timestamp.Equal(given.Truncate(time.Microsecond)) || res.Event.Timestamp.Location() != time.UTC {
+		t.Fatalf("timestamp %v, want %v in UTC", res.Event.Timestamp, given.Truncate(time.Microsecond))
 	}
 	got := e.asGet(key).Events
-	if !got[0].Timestamp.Equal(want) || !got[1].Timestamp.Equal(given.Truncate(time.Millisecond)) {
-		t.Fatalf("stored timestamps %v, %v", got[0].Timestamp, got[1].Timestamp)
+	if !got[0].Timestamp.Equal(want) || !got[1].Timestamp.Equal(given.Truncate(time.Microsecond)) {
+		t.Fatalf("stored timestamps %v, %v (event timestamps keep microseconds)", got[0].Timestamp, got[1].Timestamp)
 	}
+	// A replay of an event with its microsecond timestamp is a replay; one
+	// microsecond off is other content.
+	if r := e.asAppend(key, store.AgentEvent{ID: "b", Data: raw(2), Timestamp: given}, store.ScopedState{}, 0); !r.Replayed {
+		t.Fatalf("replay with the same timestamp: %+v", r)
+	}
+	_, err := e.st.AgentSessions().AppendEvent(context.Background(), store.AppendEventRequest{Key: key,
+		Event: store.AgentEvent{ID: "b", Data: raw(2), Timestamp: given.Add(time.Microsecond)}})
+	wantErr(t, err, store.ErrConflict)
 }
 
 func testASWindows(t *testing.T, e *env) {
@@ -352,7 +360,7 @@ func testASWindows(t *testing.T, e *env) {
 func testASAfterPrecision(t *testing.T, e *env) {
 	key := asKey()
 	e.asCreate(key, store.ScopedState{})
-	at := time.Date(2025, 3, 4, 5, 6, 7, 8_000_000, time.UTC) // exactly 8 ms
+	at := time.Date(2025, 3, 4, 5, 6, 7, 8_007_000, time.UTC) // 8 ms and 7 µs: event times keep microseconds
 	e.asAppend(key, store.AgentEvent{ID: "a", Timestamp: at, Data: raw(1)}, store.ScopedState{}, 0)
 	for _, c := range []struct {
 		after time.Time
@@ -360,7 +368,9 @@ func testASAfterPrecision(t *testing.T, e *env) {
 	}{
 		{at, 1},
 		{at.Add(-time.Nanosecond), 1},
+		{at.Add(-time.Microsecond), 1},
 		{at.Add(time.Nanosecond), 0},
+		{at.Add(time.Microsecond), 0},
 		{at.Add(999 * time.Microsecond), 0},
 	} {
 		s, err := e.as().GetSession(e.ctx, store.GetAgentSessionRequest{Key: key, IncludeEvents: true, After: c.after})

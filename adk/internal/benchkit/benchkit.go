@@ -35,10 +35,10 @@ func Dir(b *testing.B) string {
 	return b.TempDir()
 }
 
-var text = strings.Repeat("The quick brown fox jumps over the lazy dog. ", 6)
+var text = strings.Repeat("The quick brown fox jumps over the lazy dog. ", 18)
 
-// Event returns a typical model-response event: about 300 bytes of text,
-// usage metadata and a one-key state delta.
+// Event returns a typical model-response event of about 1 KiB of JSON:
+// about 800 bytes of text, usage metadata and a one-key state delta.
 func Event(i int) *session.Event {
 	return &session.Event{
 		ID:           fmt.Sprintf("ev-%d-%d", time.Now().UnixNano(), i),
