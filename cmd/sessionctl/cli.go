@@ -59,6 +59,18 @@ func (g *globals) parse(fs *flag.FlagSet, sp spec, args []string) (pos []string,
 	}
 }
 
+// isSet reports whether the flag called name was given on the command
+// line (a flag given with its default value counts).
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			set = true
+		}
+	})
+	return set
+}
+
 // flagErr rewrites the flag package's messages with double dashes, the
 // spelling the help uses.
 func flagErr(err error) string {
@@ -216,6 +228,24 @@ func parseJSONTime(field, s string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
+// durationPrecision is the precision with which the store keeps durations
+// (time limits, rate windows) and times: whole milliseconds. A duration
+// flag that is not a whole number of it is refused, never rounded.
+const durationPrecision = time.Millisecond
+
+// checkDuration refuses a duration flag the store would change: below
+// least, or not a whole number of durationPrecision. The message names the
+// smallest allowed value.
+func checkDuration(flagName string, d, least time.Duration) error {
+	switch {
+	case d < least:
+		return fmt.Errorf("--%s %s is below the smallest allowed value, %s", flagName, d, least)
+	case d%durationPrecision != 0:
+		return fmt.Errorf("--%s %s is not a whole number of milliseconds, the precision the store keeps (the smallest allowed value is %s)", flagName, d, least)
+	}
+	return nil
+}
+
 // stringList is a repeatable string flag.
 type stringList []string
 
@@ -229,14 +259,15 @@ func (l *stringList) Set(s string) error {
 
 // nameList is a repeatable flag of tool or credential names, which may also
 // be given comma-separated ("--tool read,write"): names cannot hold commas.
+// Names are kept verbatim: "read_file " is not "read_file" (the store
+// refuses it), so the call counted is always the one asked for.
 type nameList []string
 
 func (l *nameList) String() string { return strings.Join(*l, ",") }
 
-// Set appends the comma-separated names of s.
+// Set appends the comma-separated names of s, as they are.
 func (l *nameList) Set(s string) error {
 	for _, v := range strings.Split(s, ",") {
-		v = strings.TrimSpace(v)
 		if v == "" {
 			return errors.New("empty name")
 		}

@@ -70,7 +70,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"create", "--agent", "a"}, "--budget is required"},
 		{[]string{"create", "--agent", "a", "--budget", "-5"}, "--budget is required and must not be negative"},
 		{[]string{"create", "--agent", "a", "--budget", "1", "--rate-limit", "-1"}, "rate_limit: must not be negative"},
-		{[]string{"create", "--agent", "a", "--budget", "1", "--time-limit", "-1s"}, "--time-limit must be positive"},
+		{[]string{"create", "--agent", "a", "--budget", "1", "--time-limit", "-1s"}, "--time-limit -1s is below the smallest allowed value, 1s"},
 		{[]string{"create", "--agent", "a", "--budget", "1", "--time-limit", "soon"}, "invalid value"},
 		{[]string{"create", "--agent", "a", "--budget", "1", "--sensitivity", "secret"}, "sensitivity: unknown level"},
 		{[]string{"create", "--agent", "a", "--budget", "1", "--tool", "a;b"}, "authorized_tools"},
@@ -232,13 +232,14 @@ func TestNewerSchema(t *testing.T) {
 		{"list"}, {"show", "s"}, {"stats"}, {"use", "s", "--tool", "t"}, {"close", "s"}, {"cleanup"},
 		{"create", "--agent", "a", "--budget", "1"}, {"export"}, {"migrate", "up"},
 	} {
-		e.run(args...).want(t, exitError).oneLineErr(t, "database schema is newer than this binary (database version 9999")
+		e.run(args...).want(t, exitSchemaTooNew).oneLineErr(t, "database schema is newer than this binary (database version 9999")
 	}
 	r := e.run("doctor").want(t, exitError)
 	if !strings.Contains(r.stdout, "version 9999 is newer than this binary") {
 		t.Errorf("doctor output:\n%s", r.stdout)
 	}
-	r = e.run("migrate", "status").want(t, 0)
+	r = e.run("migrate", "status").want(t, exitSchemaTooNew).oneLineErr(t, "database schema is newer than this binary (database version 9999")
+	e.run("migrate", "status", "--json").want(t, exitSchemaTooNew)
 	if !strings.Contains(r.stdout, "the database is newer than this binary") {
 		t.Errorf("migrate status output:\n%s", r.stdout)
 	}

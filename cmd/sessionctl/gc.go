@@ -99,9 +99,12 @@ func runGC(ctx context.Context, g *globals, args []string) int {
 	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
 		return code
 	}
+	if isSet(fs, "older-than") {
+		if err := checkDuration("older-than", *olderThan, durationPrecision); err != nil {
+			return g.usageErr(sp.name, "%v", err)
+		}
+	}
 	switch {
-	case *olderThan < 0:
-		return g.usageErr(sp.name, "--older-than must be positive")
 	case *keepLast < -1:
 		return g.usageErr(sp.name, "--keep-last must not be negative")
 	case *olderThan == 0 && *keepLast < 0:

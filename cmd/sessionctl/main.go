@@ -14,10 +14,11 @@
 // help exit" for the exit statuses.
 //
 // Exit statuses: 0 success, 1 runtime error, 2 usage error (unknown flag,
-// missing argument, invalid input). "sessionctl use" exits with a distinct
-// status per refusal: 3 not found, 4 agent mismatch, 5 closed, 6 expired,
-// 7 budget exceeded, 8 tool not authorized, 9 rate limited, 10 request id
-// conflict. "sessionctl doctor" exits 1 when the database is unhealthy.
+// missing argument, invalid input), 11 the database's schema is newer than
+// this binary. "sessionctl use" exits with a distinct status per refusal:
+// 3 not found, 4 agent mismatch, 5 closed, 6 expired, 7 budget exceeded,
+// 8 tool not authorized, 9 rate limited, 10 request id conflict.
+// "sessionctl doctor" exits 1 when the database is unhealthy.
 package main
 
 import (
