@@ -185,9 +185,10 @@ func (g *globals) clock() time.Time {
 	return time.Now().UTC()
 }
 
-// writeJSON writes v as one indented JSON document.
+// writeJSON writes v as one indented JSON document, unescaped (see
+// rawWriter).
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(rawWriter(w))
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)

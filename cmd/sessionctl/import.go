@@ -105,7 +105,7 @@ func runImport(ctx context.Context, g *globals, args []string) int {
 		}
 		defer st.Close()
 	}
-	progress := newProgress(g.stderr, len(pos))
+	progress := newProgress(rawWriter(g.stderr), len(pos))
 	doc := importJSON{DryRun: *dryRun}
 	for i, name := range pos {
 		progress.show(i, name)
@@ -265,7 +265,7 @@ func newProgress(w io.Writer, total int) *progress {
 
 func (p *progress) show(i int, name string) {
 	if p.on {
-		fmt.Fprintf(p.w, "\r\033[Kimporting %d/%d: %s", i+1, p.total, name)
+		fmt.Fprintf(p.w, "\r\033[Kimporting %d/%d: %s", i+1, p.total, esc(name))
 	}
 }
 

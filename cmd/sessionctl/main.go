@@ -105,6 +105,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func (g *globals) run(ctx context.Context, args []string) int {
+	// Human output escapes control characters (escape.go); JSON and raw
+	// content are written past it (rawWriter).
+	if _, ok := g.stdout.(*termWriter); !ok {
+		out := newTermWriter(g.stdout)
+		g.stdout = out
+		defer out.flush()
+	}
+	if _, ok := g.stderr.(*termWriter); !ok {
+		errw := newTermWriter(g.stderr)
+		g.stderr = errw
+		defer errw.flush()
+	}
 	fs := flag.NewFlagSet("sessionctl", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	defaultDB := os.Getenv("SESSIONCTL_DB")

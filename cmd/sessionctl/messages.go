@@ -104,7 +104,7 @@ func runMessages(ctx context.Context, g *globals, args []string) int {
 	tw := newTable(g.stdout)
 	fmt.Fprintln(tw, "SEQ\tROLE\tCREATED\tTEXT")
 	for _, m := range doc.Messages {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.Seq, m.Role, tableTime(m.CreatedAt), clip(messageText(m), *width))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.Seq, esc(m.Role), tableTime(m.CreatedAt), clip(messageText(m), *width))
 	}
 	if err := tw.Flush(); err != nil {
 		return g.fail(sp.name, err)
