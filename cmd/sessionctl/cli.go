@@ -8,8 +8,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -156,17 +158,27 @@ func (g *globals) wantArgs(sp spec, pos []string, min, max int) (code int, bad b
 
 // errNoDatabase says that the database file does not exist; read and
 // maintenance commands never create it.
-type errNoDatabase struct{ path string }
+type errNoDatabase struct {
+	path string
+	dir  string // the missing directory, when the file's directory is missing
+}
 
 func (e *errNoDatabase) Error() string {
+	if e.dir != "" {
+		return fmt.Sprintf("database file %s does not exist: the directory %s does not exist", e.path, e.dir)
+	}
 	return fmt.Sprintf("database file %s does not exist (create one with sessionctl create, import or demo)", e.path)
 }
 
 // mustExistFile checks that the database file exists without creating it.
 func (g *globals) mustExistFile() error {
 	fi, err := os.Stat(g.db)
-	if errors.Is(err, fs.ErrNotExist) {
-		return &errNoDatabase{path: g.db}
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		e := &errNoDatabase{path: g.db}
+		if dfi, derr := os.Stat(filepath.Dir(g.db)); derr != nil || !dfi.IsDir() {
+			e.dir = filepath.Dir(g.db)
+		}
+		return e
 	}
 	if err != nil {
 		return err
