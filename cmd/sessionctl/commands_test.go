@@ -545,7 +545,7 @@ func TestBackupWhileWriting(t *testing.T) {
 		dest := filepath.Join(e.dir, fmt.Sprintf("backup%d.db", i))
 		r := e.run("backup", dest, "--json").want(t, 0)
 		var doc backupJSON
-		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc.QuickCheck != "ok" || doc.Bytes != fileSize(dest) {
+		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc.IntegrityCheck != "ok" || doc.Bytes != fileSize(dest) {
 			t.Fatalf("backup: %s (%v)", r.stdout, err)
 		}
 		copies = append(copies, dest)
@@ -576,7 +576,7 @@ func TestBackupWhileWriting(t *testing.T) {
 		}
 		b.Close()
 	}
-	e.run("backup", copies[0]).want(t, exitError).oneLineErr(t, "exists: remove it or choose another name")
+	e.run("backup", copies[0]).want(t, exitError).oneLineErr(t, "exists: remove it, choose another name, or give --force")
 	e.run("backup", filepath.Join(e.dir, "no", "such", "dir.db")).want(t, exitError).oneLineErr(t, "does not exist")
 }
 

@@ -2,7 +2,7 @@ package main
 
 // The few places where sessionctl talks to SQLite itself: maintenance that
 // needs the database engine rather than the store's API (integrity and
-// foreign-key checks, VACUUM INTO backups, page counts, WAL checkpoints,
+// foreign-key checks, online-backup copies, page counts, WAL checkpoints,
 // the migration table of a file the store refuses to open).
 
 import (
