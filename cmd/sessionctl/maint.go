@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"modernc.org/sqlite" // registers the "sqlite" driver
@@ -29,6 +30,24 @@ func openRaw(path string, queryOnly bool) (*sql.DB, error) {
 	dsn := "file:" + escapeURIPath(path) + "?mode=rw&_pragma=busy_timeout(5000)"
 	if queryOnly {
 		dsn += "&_pragma=query_only(1)"
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
+
+// openRawReadOnly opens a one-connection, read-only pool on the existing
+// file path that creates nothing beside it: without a -wal file the file
+// is read as immutable (no -wal or -shm appears, and none is needed: the
+// database file holds everything committed); with one (a process has the
+// database open, or one that crashed left it), read-only through it.
+func openRawReadOnly(path string) (*sql.DB, error) {
+	dsn := "file:" + escapeURIPath(path) + "?mode=ro&_pragma=busy_timeout(5000)"
+	if _, err := os.Stat(path + "-wal"); errors.Is(err, os.ErrNotExist) {
+		dsn = "file:" + escapeURIPath(path) + "?mode=ro&immutable=1"
 	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
