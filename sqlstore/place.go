@@ -69,3 +69,15 @@ func checkWritable(path string) error {
 	}
 	return nil
 }
+
+// CheckWritable reports why Open could not write the database at path
+// (an error matching store.ErrReadOnly, or fs.ErrNotExist for a missing
+// directory), or nil when it could: the checks Open makes before it
+// creates anything. Tools use it to say that a database is read-only
+// without opening it.
+func CheckWritable(path string) error {
+	if err := checkDir(path); err != nil {
+		return err
+	}
+	return checkWritable(path)
+}

@@ -27,7 +27,9 @@ event appended in between; delete them through the library
 
 Then the WAL is checkpointed and truncated; with --vacuum the database
 file is also rewritten without its free pages. --dry-run only counts what
-would go. On PostgreSQL there is no checkpoint (the server manages its
+would go. Before it changes anything, gc checks the database (SQLite's
+quick_check, and that every stored document decodes, as doctor does) and
+refuses to rewrite a damaged one. On PostgreSQL there is no checkpoint (the server manages its
 WAL; autovacuum reclaims space) and --vacuum is refused.`,
 	examples: []string{
 		"sessionctl gc --older-than 720h --dry-run",
@@ -112,6 +114,11 @@ func runGC(ctx context.Context, g *globals, args []string) int {
 	}
 	if *vacuum && g.isPG() {
 		return g.fail(sp.name, errNotOnPostgres("--vacuum", "autovacuum reclaims space (or run VACUUM yourself)"))
+	}
+	if !*dryRun {
+		if err := g.checkBeforeRewrite(ctx); err != nil {
+			return g.fail(sp.name, err)
+		}
 	}
 	st, err := g.openExisting(ctx)
 	if err != nil {
