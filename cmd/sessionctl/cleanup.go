@@ -44,11 +44,12 @@ func runCleanup(ctx context.Context, g *globals, args []string) int {
 	if *vacuum && g.isPG() {
 		return g.fail(sp.name, errNotOnPostgres("--vacuum", "autovacuum reclaims space (or run VACUUM yourself)"))
 	}
-	if err := g.checkBeforeRewrite(ctx); err != nil {
-		return g.fail(sp.name, err)
-	}
 	st, err := g.openExisting(ctx)
 	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	if err := g.checkBeforeRewrite(ctx); err != nil {
+		st.Close()
 		return g.fail(sp.name, err)
 	}
 	n, err := st.Governance().Cleanup(ctx)

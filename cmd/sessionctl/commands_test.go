@@ -419,7 +419,7 @@ func testExportImportRoundTrip(t *testing.T, newTestEnv envMaker) {
 	src.fixture()
 	exported := filepath.Join(src.dir, "export.json")
 	src.run("export", "--output", exported).want(t, 0)
-	src.run("export", "--output", exported).want(t, exitError).oneLineErr(t, "file exists")
+	src.run("export", "--output", exported).want(t, exitError).oneLineErr(t, "exists: remove it or choose another name")
 
 	dst := newTestEnv(t)
 	dst.clock = src.clock
@@ -435,7 +435,7 @@ func testExportImportRoundTrip(t *testing.T, newTestEnv envMaker) {
 	dst.run("use", "t-spent", "--tool", "x").want(t, exitBudget)
 
 	before := fileState(t, dst.db)
-	dst.run("import", exported).want(t, exitError).oneLineErr(t, "a governed session id in the file exists (use --skip-existing)")
+	dst.run("import", exported).want(t, exitError).oneLineErr(t, "governed session t-active exists (use --skip-existing)")
 	sameFiles(t, before, fileState(t, dst.db))
 	r = dst.run("import", "--skip-existing", exported).want(t, 0)
 	if r.stdout != "imported nothing from 1 file, 4 existing skipped\n" {

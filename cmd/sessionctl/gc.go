@@ -115,14 +115,15 @@ func runGC(ctx context.Context, g *globals, args []string) int {
 	if *vacuum && g.isPG() {
 		return g.fail(sp.name, errNotOnPostgres("--vacuum", "autovacuum reclaims space (or run VACUUM yourself)"))
 	}
-	if !*dryRun {
-		if err := g.checkBeforeRewrite(ctx); err != nil {
-			return g.fail(sp.name, err)
-		}
-	}
 	st, err := g.openExisting(ctx)
 	if err != nil {
 		return g.fail(sp.name, err)
+	}
+	if !*dryRun {
+		if err := g.checkBeforeRewrite(ctx); err != nil {
+			st.Close()
+			return g.fail(sp.name, err)
+		}
 	}
 	all, err := registeredFacets()
 	if err != nil {

@@ -74,7 +74,6 @@ func (r result) oneLineErr(t *testing.T, want string) result {
 	return r
 }
 
-var versionRE = regexp.MustCompile(`"version": \d+`)
 
 var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
