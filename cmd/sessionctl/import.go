@@ -63,6 +63,7 @@ type importJSON struct {
 // importRun is the import of one file in progress: the writer of its
 // transaction (nil in a dry run) and what it counted.
 type importRun struct {
+	ctx     context.Context // an interrupt stops the import, rolling it back
 	w       store.RecordWriter
 	skip    bool
 	counts  facetCounts
@@ -73,6 +74,9 @@ type importRun struct {
 // that exists is skipped with --skip-existing, else a conflict. In a dry
 // run it only counts.
 func (x *importRun) put(counter *int64, what string, fn func(w store.RecordWriter) (bool, error)) error {
+	if err := x.ctx.Err(); err != nil {
+		return err
+	}
 	if x.w == nil {
 		*counter++
 		return nil
@@ -189,7 +193,7 @@ func importFile(ctx context.Context, g *globals, st cliStore, all []registered, 
 	}
 	var x *importRun
 	run := func(w store.RecordWriter) error {
-		x = &importRun{w: w, skip: skip}
+		x = &importRun{ctx: ctx, w: w, skip: skip}
 		f, err := os.Open(path)
 		if err != nil {
 			return err
