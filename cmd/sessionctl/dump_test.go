@@ -102,7 +102,43 @@ type dumpedUpload struct {
 
 type dumpedRuntime struct {
 	Session store.RuntimeSession `json:"session"`
-	Uploads []dumpedUpload       `json:"uploads"`
+	// Turn replaces Session.Turn (see turnWithoutProcess).
+	Turn    map[string]any `json:"turn"`
+	Uploads []dumpedUpload `json:"uploads"`
+}
+
+// MarshalJSON writes the session without its turn, then Turn.
+func (d dumpedRuntime) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(d.Session)
+	if err != nil {
+		return nil, err
+	}
+	var session map[string]any
+	if err := json.Unmarshal(b, &session); err != nil {
+		return nil, err
+	}
+	delete(session, "turn")
+	return json.Marshal(map[string]any{"session": session, "turn": d.Turn, "uploads": d.Uploads})
+}
+
+// processMembers are the members of a turn that belong to the process
+// running it: an import does not carry them over.
+var processMembers = []string{"running", "owner", "cancel_cause", "stale", "lease_expires_at"}
+
+// turnWithoutProcess is t as JSON without processMembers.
+func turnWithoutProcess(t store.TurnState) (map[string]any, error) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for _, k := range processMembers {
+		delete(m, k)
+	}
+	return m, nil
 }
 
 func dumpRuntime(ctx context.Context, _ *globals, st cliStore) (any, error) {
@@ -120,11 +156,15 @@ func dumpRuntime(ctx context.Context, _ *globals, st cliStore) (any, error) {
 				return nil, err
 			}
 			// Normalized: an imported turn is not running (README, import
-			// --help: a turn belongs to the process that ran it), so the
-			// process that owned it and a cancel recorded for it are gone.
-			// Its generation and start time are kept.
-			s.Turn.Running, s.Turn.Owner, s.Turn.CancelCause = false, "", ""
+			// --help: a turn belongs to the process that ran it), so what
+			// belonged to that process goes: its owner, a cancel recorded
+			// for it, and any lease it held (stale, lease_expires_at). Its
+			// generation and start time are kept. The turn is compared as
+			// JSON without those members, whichever of them the store has.
 			d := dumpedRuntime{Session: s}
+			if d.Turn, err = turnWithoutProcess(s.Turn); err != nil {
+				return nil, err
+			}
 			ups, err := allUploads(ctx, st, id)
 			if err != nil {
 				return nil, err

@@ -35,57 +35,58 @@ func safeForTerminal(s string) (bad rune, ok bool) {
 
 // TestHumanOutputEscapesControls: stored data with escape sequences, C1
 // controls, bidi overrides, tabs and newlines is printed escaped in every
-// table and line, while --json output carries it exactly.
+// table and line, while --json output carries it exactly. (esc itself,
+// for ids too: TestEsc.)
 func TestHumanOutputEscapesControls(t *testing.T) { bothBackends(t, testHumanOutputEscapesControls) }
 
 func testHumanOutputEscapesControls(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
 	ctx := context.Background()
-	// Ids refuse C0 controls, but C1 controls and bidi overrides are valid
-	// id characters.
-	id := "s\u009b2J\u202e"
-	e.run("create", "--id", id, "--agent", "ag\u009b", "--tool", "read_file", "--budget", "3", "--intent", hostile).want(t, 0)
+	// Ids are plain (the store refuses control characters in them); the
+	// free-text fields carry the hostile text.
+	id := "esc-1"
+	e.run("create", "--id", id, "--agent", "ag", "--tool", "read_file", "--budget", "3", "--intent", hostile).want(t, 0)
 	st := e.openStore()
 	c := store.NewConversation(id)
-	c.Config.Name, c.Config.Workspace, c.ModelName = hostile, hostile, "m\x1b[5m"
+	c.Config.Name, c.Config.Workspace = hostile, hostile
 	c.Messages = []store.Message{store.UserMessage(hostile), {Role: "tool", Content: []store.ContentBlock{store.ToolResultBlock("t1", hostile, true)}}}
 	if _, err := st.Conversations().Save(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Conversations().PutArtifacts(ctx, id, store.Artifact{URI: "u\u009b1m", ToolName: "t\u009b", Content: hostile}); err != nil {
+	if err := st.Conversations().PutArtifacts(ctx, id, store.Artifact{URI: "u1", ToolName: "t", Content: hostile}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Conversations().AppendTraces(ctx, id, store.TraceEvent{Kind: store.TraceToolExecution, Name: hostile}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Runtime().Insert(ctx, store.NewRuntimeSession{ID: id, AgentAlias: "al\u009b", WorkspaceDir: hostile,
-		ChatMode: store.ChatModeChat, OwnerID: "o\u202e"}); err != nil {
+	if _, err := st.Runtime().Insert(ctx, store.NewRuntimeSession{ID: id, AgentAlias: "al", WorkspaceDir: hostile,
+		ChatMode: store.ChatModeChat, OwnerID: "o"}); err != nil {
 		t.Fatal(err)
 	}
-	model := "m\u009b2J\u202e"
-	if _, err := st.Runtime().SetOverrides(ctx, id, store.Overrides{Model: &model}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Runtime().PutUpload(ctx, store.PutUploadRequest{SessionID: id, RefID: "r\u009b", Marker: hostile,
+	if _, err := st.Runtime().PutUpload(ctx, store.PutUploadRequest{SessionID: id, RefID: "r", Marker: hostile,
 		WorkspacePath: hostile, Content: []byte(hostile)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{
-		{"list"}, {"list", "--facet", "conversations"}, {"list", "--facet", "runtime"},
-		{"show", id}, {"messages", id}, {"artifacts", id}, {"traces", id}, {"uploads", id},
-		{"use", id, "--agent", "other", "--tool", "read_file"}, {"show", id + "\u009bmissing"},
+	for _, c := range []struct {
+		args    []string
+		escaped bool // the output shows hostile text, escaped
+	}{
+		{[]string{"list"}, false}, {[]string{"list", "--facet", "conversations"}, true}, {[]string{"list", "--facet", "runtime"}, false},
+		{[]string{"show", id}, true}, {[]string{"messages", id}, true}, {[]string{"artifacts", id}, false},
+		{[]string{"traces", id}, true}, {[]string{"uploads", id}, true},
+		{[]string{"use", id, "--agent", "other", "--tool", "read_file"}, false}, {[]string{"show", "missing"}, false},
 	} {
-		r := e.run(args...)
+		r := e.run(c.args...)
 		for _, out := range []string{r.stdout, r.stderr} {
 			if bad, ok := safeForTerminal(out); !ok {
-				t.Errorf("sessionctl %q printed %U raw:\n%q", args, bad, out)
+				t.Errorf("sessionctl %q printed %U raw:\n%q", c.args, bad, out)
 			}
 		}
-		if r.code == exitOK && !strings.Contains(r.stdout, `\u009b`) {
-			t.Errorf("sessionctl %q: the escaped id or data is missing:\n%s", args, r.stdout)
+		if c.escaped && (r.code != exitOK || !strings.Contains(r.stdout, `\x1b`)) {
+			t.Errorf("sessionctl %q: the escaped data is missing (exit %d):\n%s", c.args, r.code, r.stdout)
 		}
 	}
 	// Escaped, not dropped: the table of messages shows the sequences
@@ -109,11 +110,11 @@ func testHumanOutputEscapesControls(t *testing.T, newTestEnv envMaker) {
 	if err := json.Unmarshal([]byte(e.run("show", id, "--json").want(t, 0).stdout), &show); err != nil {
 		t.Fatal(err)
 	}
-	if show.Governed.DeclaredIntent != hostile || show.ID != id {
+	if show.Governed.DeclaredIntent != hostile || show.Conversation.Name != hostile {
 		t.Errorf("show --json: %q %q", show.ID, show.Governed.DeclaredIntent)
 	}
 	// Content printed "as it is" into a pipe or file stays exact.
-	if r := e.run("artifacts", id, "--uri", "u\u009b1m").want(t, 0); r.stdout != hostile {
+	if r := e.run("artifacts", id, "--uri", "u1").want(t, 0); r.stdout != hostile {
 		t.Errorf("artifacts --uri: %q", r.stdout)
 	}
 }
@@ -134,5 +135,20 @@ func TestTermWriter(t *testing.T) {
 	}
 	if want := "ok\tx\n\\x1b[2J\\u009bé\\u202e\\xffend\n\\xc2"; b.String() != want {
 		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}
+
+// TestEsc: what esc escapes, and what it leaves.
+func TestEsc(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain/id-1 é":           "plain/id-1 é",
+		"s\u009b2J\u202e":         `s\u009b2J\u202e`,
+		"a\x1b[1mb\tc\nd\re\x7f": `a\x1b[1mb\tc\nd\re\x7f`,
+		"bad\xffutf8":            `bad\xffutf8`,
+		`back\slash`:             `back\slash`,
+	} {
+		if got := esc(in); got != want {
+			t.Errorf("esc(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
