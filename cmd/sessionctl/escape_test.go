@@ -142,7 +142,7 @@ func TestTermWriter(t *testing.T) {
 func TestEsc(t *testing.T) {
 	for in, want := range map[string]string{
 		"plain/id-1 é":           "plain/id-1 é",
-		"s\u009b2J\u202e":         `s\u009b2J\u202e`,
+		"s\u009b2J\u202e":        `s\u009b2J\u202e`,
 		"a\x1b[1mb\tc\nd\re\x7f": `a\x1b[1mb\tc\nd\re\x7f`,
 		"bad\xffutf8":            `bad\xffutf8`,
 		`back\slash`:             `back\slash`,
