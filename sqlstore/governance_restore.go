@@ -28,25 +28,7 @@ func (g *Governance) Restore(ctx context.Context, req store.RestoreRequest) (int
 			query = govRestoreSkipSQL
 		}
 		for i := range req.Sessions {
-			sess := &req.Sessions[i]
-			anyTool := 0
-			if slices.Contains(sess.AuthorizedTools, store.AnyTool) {
-				anyTool = 1
-			}
-			res, err := tx.exec(query,
-				sess.ID, sess.AgentID, mustJSON(sess.DelegationChain), sess.DeclaredIntent,
-				mustJSON(sess.AuthorizedTools), mustJSON(sess.AuthorizedCredentials),
-				sess.TimeLimit.Milliseconds(), sess.CallBudget, sess.CallsMade, sess.RateLimit,
-				sess.RateWindow.Milliseconds(), rowcodec.ToMillis(sess.RateWindowStart), sess.RateWindowCalls,
-				string(sess.Sensitivity), string(sess.Status),
-				rowcodec.ToMillis(sess.CreatedAt), rowcodec.ToMillis(sess.ExpiresAt), anyTool)
-			if isUniqueViolation(err) {
-				return &store.ConflictError{Resource: "session", ID: sess.ID, Reason: "id exists"}
-			}
-			if err != nil {
-				return err
-			}
-			n, err := res.RowsAffected()
+			n, err := restoreSession(tx, query, &req.Sessions[i])
 			if err != nil {
 				return err
 			}
@@ -58,4 +40,28 @@ func (g *Governance) Restore(ctx context.Context, req store.RestoreRequest) (int
 		return 0, err
 	}
 	return restored, nil
+}
+
+// restoreSession inserts one validated session with query (govInsertSQL,
+// or govRestoreSkipSQL to leave an existing id alone) and returns the
+// number of rows inserted.
+func restoreSession(tx *wtx, query string, sess *store.Session) (int64, error) {
+	anyTool := 0
+	if slices.Contains(sess.AuthorizedTools, store.AnyTool) {
+		anyTool = 1
+	}
+	res, err := tx.exec(query,
+		sess.ID, sess.AgentID, mustJSON(sess.DelegationChain), sess.DeclaredIntent,
+		mustJSON(sess.AuthorizedTools), mustJSON(sess.AuthorizedCredentials),
+		sess.TimeLimit.Milliseconds(), sess.CallBudget, sess.CallsMade, sess.RateLimit,
+		sess.RateWindow.Milliseconds(), rowcodec.ToMillis(sess.RateWindowStart), sess.RateWindowCalls,
+		string(sess.Sensitivity), string(sess.Status),
+		rowcodec.ToMillis(sess.CreatedAt), rowcodec.ToMillis(sess.ExpiresAt), anyTool)
+	if isUniqueViolation(err) {
+		return 0, &store.ConflictError{Resource: "session", ID: sess.ID, Reason: "id exists"}
+	}
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }

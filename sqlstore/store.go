@@ -51,8 +51,12 @@ type Store struct {
 // Open opens (creating if needed) the session store in the SQLite file at
 // path and migrates its schema forward. It refuses a file that is not a
 // session store (store.ErrNotSessionStore), a damaged file
-// (store.ErrCorrupt) and a schema newer than this binary
-// (store.ErrSchemaTooNew), without modifying the file.
+// (store.ErrCorrupt), a schema newer than this binary
+// (store.ErrSchemaTooNew) and a database it cannot write — the file
+// read-only or immutable, or its directory unable to take the -wal, -shm
+// and -writer.lock files (store.ErrReadOnly) — without modifying the file
+// or creating anything beside it. A path whose directory does not exist is
+// an error matching fs.ErrNotExist that says so.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -67,7 +71,13 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if path == ":memory:" || hasMemoryMode(path) {
 		return nil, store.Invalid("path", "in-memory databases are not supported; use a temporary file")
 	}
+	if err := checkDir(path); err != nil {
+		return nil, err
+	}
 	if err := probe(ctx, path, &cfg); err != nil {
+		return nil, err
+	}
+	if err := checkWritable(path); err != nil {
 		return nil, err
 	}
 

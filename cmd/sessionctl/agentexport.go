@@ -23,8 +23,6 @@ var agentOps = facetOps{
 	count:     func(c *facetCounts) *int64 { return &c.AgentSessions },
 	section:   "agent_sessions",
 	export:    exportAgentSessions,
-	parse:     parseAgentSessions,
-	prepare:   prepareAgentSessions,
 	restore:   restoreAgentSessions,
 	stats:     statsAgentSessions,
 	statsRows: statsAgentSessionsRows,
@@ -64,8 +62,9 @@ type agentSessionExport struct {
 	User    string `json:"user"`
 	Session string `json:"session"`
 	// Version counts the session's writes (1 at creation, one per append
-	// and per session-state update); an import restores it, so that a
-	// runtime's ExpectedVersion taken before the export still holds.
+	// and per session-state update); an import restores it exactly, so
+	// that a runtime's ExpectedVersion taken before the export still
+	// holds.
 	Version    int64              `json:"version"`
 	EventCount int64              `json:"event_count"`
 	CreatedAt  time.Time          `json:"created_at"`
@@ -108,20 +107,68 @@ func rawState(m map[string]string) map[string]json.RawMessage {
 	return out
 }
 
-// exportAgentSessions adds every agent session (or those whose session id
-// is one of x.ids) with its events and session state, and the app and
-// user state of every application and user (or of those of the selected
-// sessions).
+// exportAgentSessions writes the app and user state of every application
+// and user (or of those of the selected sessions), then every agent
+// session (or those whose session id is one of x.ids) with its events and
+// session state, one at a time.
 func exportAgentSessions(ctx context.Context, x *exportRun) error {
 	as := x.st.AgentSessions()
-	out := &agentExport{AppState: []agentAppState{}, UserState: []agentUserState{}, Sessions: []agentSessionExport{}}
-	x.doc.AgentSessions = out
 	scopes, err := x.g.agentScopes(ctx)
 	if err != nil {
 		return err
 	}
-	apps, users := map[string]bool{}, map[store.SessionKey]bool{}
-	err = eachAgentSession(ctx, as, scopes.apps, func(s store.AgentSession) error {
+	// The apps and users of the selected sessions, listed without their
+	// events, so that their shared state comes first in the document.
+	var apps map[string]bool
+	var users map[store.SessionKey]bool
+	if x.ids != nil {
+		apps, users = map[string]bool{}, map[store.SessionKey]bool{}
+		err = eachAgentSession(ctx, as, scopes.apps, func(s store.AgentSession) error {
+			if x.wants(s.Key.Session) {
+				apps[s.Key.App] = true
+				users[store.SessionKey{App: s.Key.App, User: s.Key.User}] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	x.out.open("agent_sessions", '{')
+	defer x.out.close('}')
+	x.out.open("app_state", '[')
+	for _, app := range scopes.apps {
+		if apps != nil && !apps[app] {
+			continue
+		}
+		st, err := as.GetState(ctx, store.SessionKey{App: app})
+		if err != nil {
+			x.out.close(']')
+			return err
+		}
+		if len(st.App) > 0 {
+			x.out.value("", agentAppState{App: app, State: textState(st.App)})
+		}
+	}
+	x.out.close(']')
+	x.out.open("user_state", '[')
+	for _, u := range scopes.users {
+		if users != nil && !users[u] {
+			continue
+		}
+		st, err := as.GetState(ctx, u)
+		if err != nil {
+			x.out.close(']')
+			return err
+		}
+		if len(st.User) > 0 {
+			x.out.value("", agentUserState{App: u.App, User: u.User, State: textState(st.User)})
+		}
+	}
+	x.out.close(']')
+	x.out.open("sessions", '[')
+	defer x.out.close(']')
+	return eachAgentSession(ctx, as, scopes.apps, func(s store.AgentSession) error {
 		if !x.wants(s.Key.Session) {
 			return nil
 		}
@@ -132,41 +179,10 @@ func exportAgentSessions(ctx context.Context, x *exportRun) error {
 		if err != nil {
 			return err
 		}
-		out.Sessions = append(out.Sessions, newAgentSessionExport(full))
+		x.out.value("", newAgentSessionExport(full))
 		x.counts.AgentSessions++
-		x.found[s.Key.Session] = true
-		apps[s.Key.App] = true
-		users[store.SessionKey{App: s.Key.App, User: s.Key.User}] = true
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	for _, app := range scopes.apps {
-		if x.ids != nil && !apps[app] {
-			continue
-		}
-		st, err := as.GetState(ctx, store.SessionKey{App: app})
-		if err != nil {
-			return err
-		}
-		if len(st.App) > 0 {
-			out.AppState = append(out.AppState, agentAppState{App: app, State: textState(st.App)})
-		}
-	}
-	for _, u := range scopes.users {
-		if x.ids != nil && !users[u] {
-			continue
-		}
-		st, err := as.GetState(ctx, u)
-		if err != nil {
-			return err
-		}
-		if len(st.User) > 0 {
-			out.UserState = append(out.UserState, agentUserState{App: u.App, User: u.User, State: textState(st.User)})
-		}
-	}
-	return nil
 }
 
 func newAgentSessionExport(s store.AgentSession) agentSessionExport {
@@ -206,334 +222,167 @@ func eachAgentSession(ctx context.Context, as store.AgentSessions, apps []string
 	return nil
 }
 
-// agentImport is the validated agent-session section of an import file.
-type agentImport struct {
-	appState  []agentStateImport
-	userState []agentStateImport
-	sessions  []agentSessionImport
+// restoreAgentSessions reads the agent-session section of an export
+// document (version 2 and later; version 1 has none): the app and user
+// state, which a stored key with another value conflicts with, and the
+// sessions, each restored exactly (version, times, events, session state).
+func restoreAgentSessions(ctx context.Context, x *importRun, in *jsonIn, version int) error {
+	ok, err := in.delim('{', true)
+	if err != nil || !ok {
+		return err
+	}
+	if version < 2 {
+		return store.Invalid("agent_sessions", fmt.Sprintf("not part of export version %d", version))
+	}
+	seenApp, seenUser, seen := map[string]bool{}, map[store.SessionKey]bool{}, map[store.SessionKey]bool{}
+	for {
+		k, more, err := in.key()
+		if err != nil || !more {
+			return err
+		}
+		switch k {
+		case "app_state":
+			err = in.array(func(i int) error {
+				var a agentAppState
+				if err := in.decode(&a); err != nil {
+					return err
+				}
+				field := fmt.Sprintf("agent_sessions.app_state[%d]", i)
+				if err := store.ValidateID("app", a.App); err != nil {
+					return prefixInvalid(field, err)
+				}
+				if seenApp[a.App] {
+					return store.Invalid(field+".app", "app "+a.App+" appears twice")
+				}
+				seenApp[a.App] = true
+				state := rawState(a.State)
+				if err := validateStateScope(field+".state", state, func(c map[string]json.RawMessage) store.ScopedState { return store.ScopedState{App: c} }); err != nil {
+					return err
+				}
+				return x.putState("app", "app "+a.App, func(w store.RecordWriter) ([]string, error) { return w.PutAppState(a.App, state) })
+			})
+		case "user_state":
+			err = in.array(func(i int) error {
+				var u agentUserState
+				if err := in.decode(&u); err != nil {
+					return err
+				}
+				field := fmt.Sprintf("agent_sessions.user_state[%d]", i)
+				key := store.SessionKey{App: u.App, User: u.User}
+				if err := store.ValidateID("app", u.App); err != nil {
+					return prefixInvalid(field, err)
+				}
+				if err := store.ValidateID("user", u.User); err != nil {
+					return prefixInvalid(field, err)
+				}
+				if seenUser[key] {
+					return store.Invalid(field, "user "+u.User+" of app "+u.App+" appears twice")
+				}
+				seenUser[key] = true
+				state := rawState(u.State)
+				if err := validateStateScope(field+".state", state, func(c map[string]json.RawMessage) store.ScopedState { return store.ScopedState{User: c} }); err != nil {
+					return err
+				}
+				return x.putState("user", "user "+u.User+" of app "+u.App, func(w store.RecordWriter) ([]string, error) {
+					return w.PutUserState(u.App, u.User, state)
+				})
+			})
+		case "sessions":
+			err = in.array(func(i int) error {
+				var s agentSessionExport
+				if err := in.decode(&s); err != nil {
+					return err
+				}
+				field := fmt.Sprintf("agent_sessions.sessions[%d]", i)
+				rec, err := s.record(field)
+				if err != nil {
+					return err
+				}
+				if seen[rec.Key] {
+					return store.Invalid(field, "session "+keyText(rec.Key)+" appears twice")
+				}
+				seen[rec.Key] = true
+				return x.put(&x.counts.AgentSessions, "agent session "+keyText(rec.Key), func(w store.RecordWriter) (bool, error) {
+					return w.PutAgentSession(rec)
+				})
+			})
+		default:
+			err = store.Invalid("agent_sessions", fmt.Sprintf("unknown field %q", k))
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
-// agentStateImport is the app state of key.App, or the user state of
-// (key.App, key.User), in chunks the store takes in one request.
-type agentStateImport struct {
-	key    store.SessionKey
-	chunks []map[string]json.RawMessage
-}
-
-// agentSessionImport is a validated agent session and how to restore it:
-// create it with the first chunk of its session state, append its events
-// (each carrying one more chunk while there are any), write the chunks
-// left, then rewrite one state key with its own value (pad times) so that
-// the version ends where it was.
-type agentSessionImport struct {
-	key       store.SessionKey
-	createdAt time.Time
-	updatedAt time.Time
-	version   int64
-	chunks    []map[string]json.RawMessage
-	events    []store.AgentEvent
-	pad       int64
-}
-
-// maxVersionPad bounds the state rewrites an import makes to restore a
-// session's version: a version further above the session's events and
-// state writes is refused rather than replayed.
-const maxVersionPad = 1 << 20
-
-// stateChunks splits a state scope into maps of at most
-// store.MaxStateEntries keys (in key order). An empty scope is no chunk.
-func stateChunks(m map[string]json.RawMessage) []map[string]json.RawMessage {
+// validateStateScope checks the keys and values of one state scope, in
+// chunks of store.MaxStateEntries (the store's limit per request; a
+// restore takes any number).
+func validateStateScope(field string, m map[string]json.RawMessage, scope func(map[string]json.RawMessage) store.ScopedState) error {
 	keys := slices.Sorted(maps.Keys(m))
-	var out []map[string]json.RawMessage
 	for len(keys) > 0 {
 		n := min(len(keys), store.MaxStateEntries)
 		c := make(map[string]json.RawMessage, n)
 		for _, k := range keys[:n] {
 			c[k] = m[k]
 		}
-		out = append(out, c)
-		keys = keys[n:]
-	}
-	return out
-}
-
-// parseAgentSessions validates the agent-session section of an export
-// document (version 2 and later; version 1 has none).
-func parseAgentSessions(doc *exportDoc, version int, f *importFile) error {
-	x := doc.AgentSessions
-	if x == nil {
-		return nil
-	}
-	if version < 2 {
-		return store.Invalid("agent_sessions", fmt.Sprintf("not part of export version %d", version))
-	}
-	seenApp := map[string]bool{}
-	for i, a := range x.AppState {
-		field := fmt.Sprintf("agent_sessions.app_state[%d]", i)
-		if err := store.ValidateID("app", a.App); err != nil {
-			return prefixInvalid(field, err)
-		}
-		if seenApp[a.App] {
-			return store.Invalid(field+".app", "app "+a.App+" appears twice")
-		}
-		seenApp[a.App] = true
-		imp := agentStateImport{key: store.SessionKey{App: a.App}, chunks: stateChunks(rawState(a.State))}
-		for _, c := range imp.chunks {
-			if err := (store.ScopedState{App: c}).Validate(field + ".state"); err != nil {
-				return err
-			}
-		}
-		f.agent.appState = append(f.agent.appState, imp)
-	}
-	seenUser := map[store.SessionKey]bool{}
-	for i, u := range x.UserState {
-		field := fmt.Sprintf("agent_sessions.user_state[%d]", i)
-		key := store.SessionKey{App: u.App, User: u.User}
-		if err := store.ValidateID("app", u.App); err != nil {
-			return prefixInvalid(field, err)
-		}
-		if err := store.ValidateID("user", u.User); err != nil {
-			return prefixInvalid(field, err)
-		}
-		if seenUser[key] {
-			return store.Invalid(field, "user "+u.User+" of app "+u.App+" appears twice")
-		}
-		seenUser[key] = true
-		imp := agentStateImport{key: key, chunks: stateChunks(rawState(u.State))}
-		for _, c := range imp.chunks {
-			if err := (store.ScopedState{User: c}).Validate(field + ".state"); err != nil {
-				return err
-			}
-		}
-		f.agent.userState = append(f.agent.userState, imp)
-	}
-	seen := map[store.SessionKey]bool{}
-	for i := range x.Sessions {
-		field := fmt.Sprintf("agent_sessions.sessions[%d]", i)
-		imp, err := x.Sessions[i].validate(field)
-		if err != nil {
+		if err := scope(c).Validate(field); err != nil {
 			return err
 		}
-		if seen[imp.key] {
-			return store.Invalid(field, "session "+keyText(imp.key)+" appears twice")
-		}
-		seen[imp.key] = true
-		f.agent.sessions = append(f.agent.sessions, imp)
+		keys = keys[n:]
 	}
 	return nil
 }
 
-// validate checks s as the store would on import, without writing, and
-// plans its restore. The error is an *InvalidInputError.
-func (s *agentSessionExport) validate(field string) (agentSessionImport, error) {
+// record checks s as the store would on import, without writing, and
+// returns the agent session to restore. The error is an
+// *InvalidInputError.
+func (s *agentSessionExport) record(field string) (store.AgentSession, error) {
 	key := s.key()
-	imp := agentSessionImport{key: key, createdAt: s.CreatedAt.UTC(), updatedAt: s.UpdatedAt.UTC(), version: s.Version}
+	rec := store.AgentSession{Key: key, Version: s.Version, EventCount: s.EventCount,
+		CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC(), State: store.ScopedState{Session: rawState(s.State)}}
 	if err := key.Validate(); err != nil {
-		return imp, prefixInvalid(field, err)
+		return rec, prefixInvalid(field, err)
 	}
 	for _, t := range []struct {
 		name string
 		t    time.Time
 	}{{"created_at", s.CreatedAt}, {"updated_at", s.UpdatedAt}} {
 		if y := t.t.Year(); t.t.IsZero() || y < 1970 || y > 9999 {
-			return imp, store.Invalid(field+"."+t.name, "must be a time from 1970 to 9999")
+			return rec, store.Invalid(field+"."+t.name, "must be a time from 1970 to 9999")
 		}
 	}
+	if s.Version < 1 {
+		return rec, store.Invalid(field+".version", "must be at least 1")
+	}
 	if s.EventCount != int64(len(s.Events)) {
-		return imp, store.Invalid(field+".event_count", fmt.Sprintf("is %d, but the session has %d events", s.EventCount, len(s.Events)))
+		return rec, store.Invalid(field+".event_count", fmt.Sprintf("is %d, but the session has %d events", s.EventCount, len(s.Events)))
 	}
 	ids := map[string]bool{}
 	for i, ev := range s.Events {
 		f := fmt.Sprintf("%s.events[%d]", field, i)
 		switch {
 		case ev.Seq != int64(i+1):
-			return imp, store.Invalid(f+".seq", fmt.Sprintf("is %d, want %d: positions run from 1 without gaps", ev.Seq, i+1))
+			return rec, store.Invalid(f+".seq", fmt.Sprintf("is %d, want %d: positions run from 1 without gaps", ev.Seq, i+1))
 		case ev.ID == "":
-			return imp, store.Invalid(f+".id", "must not be empty")
+			return rec, store.Invalid(f+".id", "must not be empty")
 		case ids[ev.ID]:
-			return imp, store.Invalid(f+".id", "event id "+ev.ID+" appears twice")
+			return rec, store.Invalid(f+".id", "event id "+ev.ID+" appears twice")
 		case ev.Timestamp.IsZero():
-			return imp, store.Invalid(f+".timestamp", "must be set")
+			return rec, store.Invalid(f+".timestamp", "must be set")
 		}
 		ids[ev.ID] = true
 		e := store.AgentEvent{ID: ev.ID, InvocationID: ev.InvocationID, Timestamp: ev.Timestamp.UTC(), Data: json.RawMessage(ev.Data)}
 		if err := (store.AppendEventRequest{Key: key, Event: e}).Validate(); err != nil {
-			return imp, prefixInvalid(f, err)
+			return rec, prefixInvalid(f, err)
 		}
-		imp.events = append(imp.events, e)
+		e.Seq = ev.Seq
+		rec.Events = append(rec.Events, e)
 	}
-	imp.chunks = stateChunks(rawState(s.State))
-	for _, c := range imp.chunks {
-		if err := (store.ScopedState{Session: c}).Validate(field + ".state"); err != nil {
-			return imp, err
-		}
+	if err := validateStateScope(field+".state", rec.State.Session, func(c map[string]json.RawMessage) store.ScopedState { return store.ScopedState{Session: c} }); err != nil {
+		return rec, err
 	}
-	n := int64(len(imp.events))
-	writes := 1 + n + max(0, int64(len(imp.chunks))-1-n)
-	switch pad := s.Version - writes; {
-	case pad < 0:
-		return imp, store.Invalid(field+".version", fmt.Sprintf("is %d, but creating the session and writing its events and state takes %d writes", s.Version, writes))
-	case pad > 0 && len(s.State) == 0:
-		return imp, store.Invalid(field+".version", fmt.Sprintf("is %d, more than its %d writes, but the session has no session state whose updates would account for it", s.Version, writes))
-	case pad > maxVersionPad:
-		return imp, store.Invalid(field+".version", fmt.Sprintf("is %d, too far above its %d writes to restore", s.Version, writes))
-	default:
-		imp.pad = pad
-	}
-	return imp, nil
-}
-
-// prepareAgentSessions fails on an agent session that exists, and on a
-// shared state key that exists with another value; with --skip-existing
-// it drops those (a skipped session counts as skipped). State keys that
-// exist with the same value are dropped: writing them changes nothing.
-func prepareAgentSessions(ctx context.Context, x *importRun) error {
-	as := x.st.AgentSessions()
-	a := &x.file.agent
-	var err error
-	if a.appState, err = prepareState(ctx, as, a.appState, x.skip, "app"); err != nil {
-		return err
-	}
-	if a.userState, err = prepareState(ctx, as, a.userState, x.skip, "user"); err != nil {
-		return err
-	}
-	var keep []agentSessionImport
-	for _, s := range a.sessions {
-		_, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: s.key})
-		switch {
-		case err == nil && !x.skip:
-			return fmt.Errorf("%w: agent session %s exists (use --skip-existing)", store.ErrConflict, keyText(s.key))
-		case err == nil:
-			x.doc.Skipped++
-		case errors.Is(err, store.ErrNotFound):
-			keep = append(keep, s)
-		default:
-			return err
-		}
-	}
-	a.sessions = keep
-	return nil
-}
-
-// prepareState compares app or user state to import with the stored one.
-func prepareState(ctx context.Context, as store.AgentSessions, list []agentStateImport, skip bool, scope string) ([]agentStateImport, error) {
-	var out []agentStateImport
-	for _, imp := range list {
-		cur, err := as.GetState(ctx, imp.key)
-		if err != nil {
-			return nil, err
-		}
-		stored := cur.App
-		owner := "app " + imp.key.App
-		if scope == "user" {
-			stored = cur.User
-			owner = "user " + imp.key.User + " of app " + imp.key.App
-		}
-		var chunks []map[string]json.RawMessage
-		for _, c := range imp.chunks {
-			left := map[string]json.RawMessage{}
-			for k, v := range c {
-				old, ok := stored[k]
-				switch {
-				case !ok:
-					left[k] = v
-				case string(old) == string(v):
-				case !skip:
-					return nil, fmt.Errorf("%w: %s state key %q of %s exists with another value (use --skip-existing)", store.ErrConflict, scope, k, owner)
-				}
-			}
-			if len(left) > 0 {
-				chunks = append(chunks, left)
-			}
-		}
-		if len(chunks) > 0 {
-			out = append(out, agentStateImport{key: imp.key, chunks: chunks})
-		}
-	}
-	return out, nil
-}
-
-// restoreAgentSessions writes the app and user state, then each session.
-func restoreAgentSessions(ctx context.Context, x *importRun) error {
-	as := x.st.AgentSessions()
-	a := x.file.agent
-	for _, s := range a.appState {
-		for _, c := range s.chunks {
-			if _, err := as.UpdateState(ctx, store.UpdateStateRequest{Key: s.key, Delta: store.ScopedState{App: c}}); err != nil {
-				return fmt.Errorf("app state of %s: %w", s.key.App, err)
-			}
-		}
-	}
-	for _, s := range a.userState {
-		for _, c := range s.chunks {
-			if _, err := as.UpdateState(ctx, store.UpdateStateRequest{Key: s.key, Delta: store.ScopedState{User: c}}); err != nil {
-				return fmt.Errorf("user state of %s in app %s: %w", s.key.User, s.key.App, err)
-			}
-		}
-	}
-	for _, s := range a.sessions {
-		if err := restoreAgentSession(ctx, as, x.clock, s); err != nil {
-			return fmt.Errorf("agent session %s: %w", keyText(s.key), err)
-		}
-		x.doc.AgentSessions++
-	}
-	return nil
-}
-
-// restoreAgentSession recreates one session with its times, events,
-// session state and version. The store stamps creation and update times
-// with its clock, so the clock reads the exported times meanwhile. Every
-// write after the creation names the version it expects: a writer that
-// touches the session during its import fails the import instead of
-// interleaving with it.
-func restoreAgentSession(ctx context.Context, as store.AgentSessions, clock *importClock, s agentSessionImport) error {
-	defer clock.pin(time.Time{})
-	chunks := s.chunks
-	next := func() map[string]json.RawMessage {
-		if len(chunks) == 0 {
-			return nil
-		}
-		c := chunks[0]
-		chunks = chunks[1:]
-		return c
-	}
-	clock.pin(s.createdAt)
-	created, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: s.key, State: store.ScopedState{Session: next()}})
-	if err != nil {
-		return err
-	}
-	version := created.Version
-	clock.pin(s.updatedAt)
-	for _, ev := range s.events {
-		res, err := as.AppendEvent(ctx, store.AppendEventRequest{Key: s.key, Event: ev,
-			Delta: store.ScopedState{Session: next()}, ExpectedVersion: version})
-		if err != nil {
-			return fmt.Errorf("event %s: %w", ev.ID, err)
-		}
-		version = res.Version
-	}
-	for c := next(); c != nil; c = next() {
-		if version, err = as.UpdateState(ctx, store.UpdateStateRequest{Key: s.key,
-			Delta: store.ScopedState{Session: c}, ExpectedVersion: version}); err != nil {
-			return err
-		}
-	}
-	if s.pad > 0 {
-		// Rewrite one key with its own value: the state stays, the
-		// version counts one more write, as in the source.
-		k := slices.Min(slices.Collect(maps.Keys(s.chunks[0])))
-		same := map[string]json.RawMessage{k: s.chunks[0][k]}
-		for range s.pad {
-			if version, err = as.UpdateState(ctx, store.UpdateStateRequest{Key: s.key,
-				Delta: store.ScopedState{Session: same}, ExpectedVersion: version}); err != nil {
-				return err
-			}
-		}
-	}
-	if version != s.version {
-		return fmt.Errorf("restored at version %d, want %d", version, s.version)
-	}
-	return nil
+	return rec, nil
 }
 
 // agentCounts summarizes the agent sessions and their state.

@@ -22,6 +22,9 @@ import (
 // applied and latest schema versions.
 type cliStore interface {
 	store.Store
+	// RestoreRecords puts exported records back exactly, in one
+	// transaction (import).
+	store.RecordRestorer
 	// SchemaVersion returns the database's applied schema version and the
 	// latest version this binary knows.
 	SchemaVersion(ctx context.Context) (current, latest int64, err error)

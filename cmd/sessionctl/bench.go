@@ -342,7 +342,7 @@ func runBench(ctx context.Context, g *globals, args []string) int {
 		return exitError
 	}
 	if o.json {
-		enc := json.NewEncoder(g.stdout)
+		enc := json.NewEncoder(rawWriter(g.stdout))
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
 			return exitError

@@ -11,7 +11,10 @@ var cleanupSpec = spec{
 	about: `Deletes governed sessions that are closed or past their time limit, then
 checkpoints the WAL into the database file and truncates it. With --vacuum
 the database file is also rewritten without its free pages, so that it
-shrinks on disk (this holds the write lock while it runs). On PostgreSQL
+shrinks on disk (this holds the write lock while it runs). Before it
+changes anything, cleanup checks the database (SQLite's quick_check, and
+that every stored document decodes, as doctor does) and refuses to
+rewrite a damaged one. On PostgreSQL
 only the sessions are deleted: the server manages its WAL and reclaims
 space with autovacuum, and --vacuum is refused.`,
 	examples: []string{
@@ -43,6 +46,10 @@ func runCleanup(ctx context.Context, g *globals, args []string) int {
 	}
 	st, err := g.openExisting(ctx)
 	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	if err := g.checkBeforeRewrite(ctx); err != nil {
+		st.Close()
 		return g.fail(sp.name, err)
 	}
 	n, err := st.Governance().Cleanup(ctx)

@@ -8,8 +8,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -57,6 +59,18 @@ func (g *globals) parse(fs *flag.FlagSet, sp spec, args []string) (pos []string,
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// isSet reports whether the flag called name was given on the command
+// line (a flag given with its default value counts).
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			set = true
+		}
+	})
+	return set
 }
 
 // flagErr rewrites the flag package's messages with double dashes, the
@@ -144,17 +158,27 @@ func (g *globals) wantArgs(sp spec, pos []string, min, max int) (code int, bad b
 
 // errNoDatabase says that the database file does not exist; read and
 // maintenance commands never create it.
-type errNoDatabase struct{ path string }
+type errNoDatabase struct {
+	path string
+	dir  string // the missing directory, when the file's directory is missing
+}
 
 func (e *errNoDatabase) Error() string {
+	if e.dir != "" {
+		return fmt.Sprintf("database file %s does not exist: the directory %s does not exist", e.path, e.dir)
+	}
 	return fmt.Sprintf("database file %s does not exist (create one with sessionctl create, import or demo)", e.path)
 }
 
 // mustExistFile checks that the database file exists without creating it.
 func (g *globals) mustExistFile() error {
 	fi, err := os.Stat(g.db)
-	if errors.Is(err, fs.ErrNotExist) {
-		return &errNoDatabase{path: g.db}
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		e := &errNoDatabase{path: g.db}
+		if dfi, derr := os.Stat(filepath.Dir(g.db)); derr != nil || !dfi.IsDir() {
+			e.dir = filepath.Dir(g.db)
+		}
+		return e
 	}
 	if err != nil {
 		return err
@@ -173,9 +197,10 @@ func (g *globals) clock() time.Time {
 	return time.Now().UTC()
 }
 
-// writeJSON writes v as one indented JSON document.
+// writeJSON writes v as one indented JSON document, unescaped (see
+// rawWriter).
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(rawWriter(w))
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
@@ -216,6 +241,24 @@ func parseJSONTime(field, s string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
+// durationPrecision is the precision with which the store keeps durations
+// (time limits, rate windows) and times: whole milliseconds. A duration
+// flag that is not a whole number of it is refused, never rounded.
+const durationPrecision = time.Millisecond
+
+// checkDuration refuses a duration flag the store would change: below
+// least, or not a whole number of durationPrecision. The message names the
+// smallest allowed value.
+func checkDuration(flagName string, d, least time.Duration) error {
+	switch {
+	case d < least:
+		return fmt.Errorf("--%s %s is below the smallest allowed value, %s", flagName, d, least)
+	case d%durationPrecision != 0:
+		return fmt.Errorf("--%s %s is not a whole number of milliseconds, the precision the store keeps (the smallest allowed value is %s)", flagName, d, least)
+	}
+	return nil
+}
+
 // stringList is a repeatable string flag.
 type stringList []string
 
@@ -229,14 +272,15 @@ func (l *stringList) Set(s string) error {
 
 // nameList is a repeatable flag of tool or credential names, which may also
 // be given comma-separated ("--tool read,write"): names cannot hold commas.
+// Names are kept verbatim: "read_file " is not "read_file" (the store
+// refuses it), so the call counted is always the one asked for.
 type nameList []string
 
 func (l *nameList) String() string { return strings.Join(*l, ",") }
 
-// Set appends the comma-separated names of s.
+// Set appends the comma-separated names of s, as they are.
 func (l *nameList) Set(s string) error {
 	for _, v := range strings.Split(s, ",") {
-		v = strings.TrimSpace(v)
 		if v == "" {
 			return errors.New("empty name")
 		}

@@ -70,7 +70,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"create", "--agent", "a"}, "--budget is required"},
 		{[]string{"create", "--agent", "a", "--budget", "-5"}, "--budget is required and must not be negative"},
 		{[]string{"create", "--agent", "a", "--budget", "1", "--rate-limit", "-1"}, "rate_limit: must not be negative"},
-		{[]string{"create", "--agent", "a", "--budget", "1", "--time-limit", "-1s"}, "--time-limit must be positive"},
+		{[]string{"create", "--agent", "a", "--budget", "1", "--time-limit", "-1s"}, "--time-limit -1s is below the smallest allowed value, 1s"},
 		{[]string{"create", "--agent", "a", "--budget", "1", "--time-limit", "soon"}, "invalid value"},
 		{[]string{"create", "--agent", "a", "--budget", "1", "--sensitivity", "secret"}, "sensitivity: unknown level"},
 		{[]string{"create", "--agent", "a", "--budget", "1", "--tool", "a;b"}, "authorized_tools"},
@@ -232,13 +232,14 @@ func TestNewerSchema(t *testing.T) {
 		{"list"}, {"show", "s"}, {"stats"}, {"use", "s", "--tool", "t"}, {"close", "s"}, {"cleanup"},
 		{"create", "--agent", "a", "--budget", "1"}, {"export"}, {"migrate", "up"},
 	} {
-		e.run(args...).want(t, exitError).oneLineErr(t, "database schema is newer than this binary (database version 9999")
+		e.run(args...).want(t, exitSchemaTooNew).oneLineErr(t, "database schema is newer than this binary (database version 9999")
 	}
 	r := e.run("doctor").want(t, exitError)
 	if !strings.Contains(r.stdout, "version 9999 is newer than this binary") {
 		t.Errorf("doctor output:\n%s", r.stdout)
 	}
-	r = e.run("migrate", "status").want(t, 0)
+	r = e.run("migrate", "status").want(t, exitSchemaTooNew).oneLineErr(t, "database schema is newer than this binary (database version 9999")
+	e.run("migrate", "status", "--json").want(t, exitSchemaTooNew)
 	if !strings.Contains(r.stdout, "the database is newer than this binary") {
 		t.Errorf("migrate status output:\n%s", r.stdout)
 	}
@@ -418,7 +419,7 @@ func testExportImportRoundTrip(t *testing.T, newTestEnv envMaker) {
 	src.fixture()
 	exported := filepath.Join(src.dir, "export.json")
 	src.run("export", "--output", exported).want(t, 0)
-	src.run("export", "--output", exported).want(t, exitError).oneLineErr(t, "file exists")
+	src.run("export", "--output", exported).want(t, exitError).oneLineErr(t, "exists: remove it or choose another name")
 
 	dst := newTestEnv(t)
 	dst.clock = src.clock
@@ -434,7 +435,7 @@ func testExportImportRoundTrip(t *testing.T, newTestEnv envMaker) {
 	dst.run("use", "t-spent", "--tool", "x").want(t, exitBudget)
 
 	before := fileState(t, dst.db)
-	dst.run("import", exported).want(t, exitError).oneLineErr(t, "a governed session id in the file exists (use --skip-existing)")
+	dst.run("import", exported).want(t, exitError).oneLineErr(t, "governed session t-active exists (use --skip-existing)")
 	sameFiles(t, before, fileState(t, dst.db))
 	r = dst.run("import", "--skip-existing", exported).want(t, 0)
 	if r.stdout != "imported nothing from 1 file, 4 existing skipped\n" {
@@ -544,7 +545,7 @@ func TestBackupWhileWriting(t *testing.T) {
 		dest := filepath.Join(e.dir, fmt.Sprintf("backup%d.db", i))
 		r := e.run("backup", dest, "--json").want(t, 0)
 		var doc backupJSON
-		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc.QuickCheck != "ok" || doc.Bytes != fileSize(dest) {
+		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc.IntegrityCheck != "ok" || doc.Bytes != fileSize(dest) {
 			t.Fatalf("backup: %s (%v)", r.stdout, err)
 		}
 		copies = append(copies, dest)
@@ -575,7 +576,7 @@ func TestBackupWhileWriting(t *testing.T) {
 		}
 		b.Close()
 	}
-	e.run("backup", copies[0]).want(t, exitError).oneLineErr(t, "exists: remove it or choose another name")
+	e.run("backup", copies[0]).want(t, exitError).oneLineErr(t, "exists: remove it, choose another name, or give --force")
 	e.run("backup", filepath.Join(e.dir, "no", "such", "dir.db")).want(t, exitError).oneLineErr(t, "does not exist")
 }
 

@@ -18,8 +18,6 @@ var convOps = facetOps{
 	count:     func(c *facetCounts) *int64 { return &c.Conversations },
 	section:   "conversations",
 	export:    exportConversations,
-	parse:     parseConversations,
-	prepare:   prepareConversations,
 	restore:   restoreConversations,
 	stats:     statsConversations,
 	statsRows: statsConversationsRows,
@@ -27,10 +25,12 @@ var convOps = facetOps{
 	gcLines:   gcConversationsLines,
 }
 
-// exportConversations adds every conversation, or those of x.ids.
+// exportConversations writes every conversation, or those of x.ids, one
+// at a time.
 func exportConversations(ctx context.Context, x *exportRun) error {
 	conv := x.st.Conversations()
-	x.doc.Conversations = []convExport{}
+	x.out.open("conversations", '[')
+	defer x.out.close(']')
 	add := func(id string) error {
 		c, err := exportConversation(ctx, conv, id)
 		if errors.Is(err, store.ErrNotFound) {
@@ -39,9 +39,8 @@ func exportConversations(ctx context.Context, x *exportRun) error {
 		if err != nil {
 			return err
 		}
-		x.doc.Conversations = append(x.doc.Conversations, c)
+		x.out.value("", c)
 		x.counts.Conversations++
-		x.found[id] = true
 		return nil
 	}
 	if x.ids != nil {
@@ -70,55 +69,33 @@ func exportConversations(ctx context.Context, x *exportRun) error {
 	}
 }
 
-// parseConversations validates the conversations of an export document.
-func parseConversations(doc *exportDoc, _ int, f *importFile) error {
+// restoreConversations reads the conversations of an export document and
+// restores each with its records, exactly as exported.
+func restoreConversations(ctx context.Context, x *importRun, in *jsonIn, _ int) error {
 	seen := map[string]bool{}
-	for i := range doc.Conversations {
-		x := &doc.Conversations[i]
-		if err := x.validate(fmt.Sprintf("conversations[%d]", i)); err != nil {
+	return in.array(func(i int) error {
+		var c convExport
+		if err := in.decode(&c); err != nil {
 			return err
 		}
-		if seen[x.Conversation.ID] {
-			return store.Invalid("conversations", "id "+x.Conversation.ID+" appears twice")
-		}
-		seen[x.Conversation.ID] = true
-		x.Artifacts, x.Traces = nonNilSlice(x.Artifacts), nonNilSlice(x.Traces)
-		f.conversations = append(f.conversations, *x)
-	}
-	return nil
-}
-
-// prepareConversations fails on a conversation id that exists, or drops
-// it with --skip-existing.
-func prepareConversations(ctx context.Context, x *importRun) error {
-	var keep []convExport
-	for _, c := range x.file.conversations {
-		exists, err := x.st.Conversations().Exists(ctx, c.Conversation.ID)
-		if err != nil {
+		if err := c.validate(fmt.Sprintf("conversations[%d]", i)); err != nil {
 			return err
 		}
-		if exists && !x.skip {
-			return fmt.Errorf("%w: conversation %s exists (use --skip-existing)", store.ErrConflict, c.Conversation.ID)
+		id := c.Conversation.ID
+		if seen[id] {
+			return store.Invalid("conversations", "id "+id+" appears twice")
 		}
-		if exists {
-			x.doc.Skipped++
-			continue
-		}
-		keep = append(keep, c)
-	}
-	x.file.conversations = keep
-	return nil
+		seen[id] = true
+		return x.putConversation(c)
+	})
 }
 
-// restoreConversations saves the conversations with their records.
-func restoreConversations(ctx context.Context, x *importRun) error {
-	for _, c := range x.file.conversations {
-		if err := importConversation(ctx, x.st.Conversations(), x.clock, c); err != nil {
-			return fmt.Errorf("conversation %s: %w", c.Conversation.ID, err)
-		}
-		x.doc.Conversations++
-	}
-	return nil
+// putConversation restores one validated conversation.
+func (x *importRun) putConversation(c convExport) error {
+	return x.put(&x.counts.Conversations, "conversation "+c.Conversation.ID, func(w store.RecordWriter) (bool, error) {
+		return w.PutConversation(store.ConversationRecord{Conversation: c.Conversation, Artifacts: c.Artifacts,
+			Traces: c.Traces, Runs: c.Runs, Reports: c.Reports})
+	})
 }
 
 func statsConversations(ctx context.Context, _ *globals, st cliStore, doc *statsJSON) error {
@@ -173,7 +150,6 @@ func exportConversation(ctx context.Context, conv store.Conversations, id string
 // error is an *InvalidInputError.
 func (x *convExport) validate(field string) error {
 	c := x.Conversation
-	c.Version = 0
 	if _, _, err := store.NormalizeConversation(c); err != nil {
 		return prefixInvalid(field+".conversation", err)
 	}
@@ -206,111 +182,4 @@ func prefixInvalid(field string, err error) error {
 		return store.Invalid(field+"."+ie.Field, ie.Reason)
 	}
 	return err
-}
-
-// importConversation saves x: the conversation, then its records in
-// batches the store accepts. The store stamps artifacts (created and
-// updated), trace events and reports with its clock, so the clock reads
-// each batch's exported time meanwhile; run records keep their own times.
-// Record writes touch the conversation's update time, so when there were
-// any, the conversation is saved once more with its own times. Message
-// positions are renumbered from 0 (Save).
-func importConversation(ctx context.Context, conv store.Conversations, clock *importClock, x convExport) error {
-	defer clock.pin(time.Time{})
-	c := x.Conversation
-	c.Version = 0
-	if _, err := conv.Save(ctx, c); err != nil {
-		return err
-	}
-	id := c.ID
-	wrote := false
-	for _, part := range byTime(x.Artifacts, func(a store.Artifact) time.Time { return a.CreatedAt }) {
-		clock.pin(part[0].CreatedAt)
-		if err := conv.PutArtifacts(ctx, id, part...); err != nil {
-			return err
-		}
-		wrote = true
-	}
-	// Replaced artifacts: putting them again at their update time keeps
-	// their creation time.
-	var replaced []store.Artifact
-	for _, a := range x.Artifacts {
-		if !a.UpdatedAt.IsZero() && !a.UpdatedAt.Equal(a.CreatedAt) {
-			replaced = append(replaced, a)
-		}
-	}
-	for _, part := range byTime(replaced, func(a store.Artifact) time.Time { return a.UpdatedAt }) {
-		clock.pin(part[0].UpdatedAt)
-		if err := conv.PutArtifacts(ctx, id, part...); err != nil {
-			return err
-		}
-	}
-	for i, part := range byTime(x.Traces, func(e store.TraceEvent) time.Time { return e.CreatedAt }) {
-		clock.pin(part[0].CreatedAt)
-		var err error
-		if i == 0 {
-			err = conv.SaveTraces(ctx, id, part)
-		} else {
-			_, err = conv.AppendTraces(ctx, id, part...)
-		}
-		if err != nil {
-			return err
-		}
-		wrote = true
-	}
-	clock.pin(time.Time{})
-	for _, part := range chunks(x.Runs) {
-		if err := conv.PutRuns(ctx, id, part...); err != nil {
-			return err
-		}
-		wrote = true
-	}
-	for i, part := range byTime(x.Reports, func(r store.VerificationReport) time.Time { return r.CreatedAt }) {
-		clock.pin(part[0].CreatedAt)
-		var err error
-		if i == 0 {
-			err = conv.SaveReports(ctx, id, part)
-		} else {
-			err = conv.AppendReports(ctx, id, part...)
-		}
-		if err != nil {
-			return err
-		}
-		wrote = true
-	}
-	clock.pin(time.Time{})
-	if wrote {
-		if _, err := conv.Save(ctx, c); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// byTime splits s, in order, into runs of items with the same time (at)
-// of at most store.MaxRecordsPerCall each: one store call per run, with
-// the store's clock at that time. A zero time (a file written by hand)
-// leaves the store's clock at the current time.
-func byTime[T any](s []T, at func(T) time.Time) [][]T {
-	var out [][]T
-	for len(s) > 0 {
-		n := 1
-		for n < len(s) && n < store.MaxRecordsPerCall && at(s[n]).Equal(at(s[0])) {
-			n++
-		}
-		out = append(out, s[:n])
-		s = s[n:]
-	}
-	return out
-}
-
-// chunks splits s into parts of at most store.MaxRecordsPerCall.
-func chunks[T any](s []T) [][]T {
-	var out [][]T
-	for len(s) > 0 {
-		n := min(len(s), store.MaxRecordsPerCall)
-		out = append(out, s[:n])
-		s = s[n:]
-	}
-	return out
 }

@@ -48,7 +48,7 @@ func convTable(w io.Writer, items []store.ConversationSummary) error {
 	fmt.Fprintln(tw, "ID\tNAME\tSTATE\tPARENT\tMESSAGES\tTOKENS\tCOST\tUPDATED")
 	for _, c := range items {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
-			c.ID, orDash(clip(c.Name, 30)), c.State, orDash(c.ParentID), c.MessageCount,
+			esc(c.ID), orDash(clip(c.Name, 30)), esc(string(c.State)), orDash(esc(c.ParentID)), c.MessageCount,
 			c.TotalUsage.TotalTokens, usd(c.TotalCost), tableTime(c.UpdatedAt))
 	}
 	return tw.Flush()
@@ -61,10 +61,10 @@ func convDetails(w io.Writer, c store.ConversationSummary) error {
 	rows := [][2]string{
 		{"name", orDash(cell(c.Name))},
 		{"workspace", orDash(cell(c.Workspace))},
-		{"state", string(c.State)},
-		{"parent", orDash(c.ParentID)},
-		{"model", orDash(c.ModelName)},
-		{"messages", fmt.Sprintf("%d (sessionctl messages %s)", c.MessageCount, c.ID)},
+		{"state", esc(string(c.State))},
+		{"parent", orDash(esc(c.ParentID))},
+		{"model", orDash(cell(c.ModelName))},
+		{"messages", fmt.Sprintf("%d (sessionctl messages %s)", c.MessageCount, esc(c.ID))},
 		{"tokens", fmt.Sprintf("%d (%d prompt, %d completion)", u.TotalTokens, u.PromptTokens, u.CompletionTokens)},
 		{"cost", usd(c.TotalCost)},
 		{"version", fmt.Sprint(c.Version)},
@@ -84,9 +84,9 @@ func clip(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	r := []rune(s)
 	if len(r) <= n {
-		return s
+		return esc(s)
 	}
-	return string(r[:n-1]) + "…"
+	return esc(string(r[:n-1])) + "…"
 }
 
 // messageText summarizes a message's blocks on one line: text as is, tool

@@ -35,8 +35,8 @@ func runCreate(ctx context.Context, g *globals, args []string) int {
 	fs.Var(&chain, "delegation", "delegation chain entry `ID`, outermost first, repeatable")
 	budget := fs.Int64("budget", -1, "number of tool calls allowed, `N` >= 0 (required)")
 	rateLimit := fs.Int64("rate-limit", 0, "at most `N` calls per rate window (0: unlimited)")
-	rateWindow := fs.Duration("rate-window", store.DefaultRateWindow, "rate window `DURATION`")
-	timeLimit := fs.Duration("time-limit", time.Hour, "the session expires after `DURATION` (at least 1s)")
+	rateWindow := fs.Duration("rate-window", store.DefaultRateWindow, "rate window `DURATION` (whole milliseconds, at least 1ms)")
+	timeLimit := fs.Duration("time-limit", time.Hour, "the session expires after `DURATION` (whole milliseconds, at least 1s)")
 	intent := fs.String("intent", "", "declared intent `TEXT`")
 	sensitivity := fs.String("sensitivity", string(store.SensitivityInternal), "data sensitivity ceiling `LEVEL`: public, internal, confidential or restricted")
 	maxActive := fs.Int64("max-active", 0, "create only if the agent has fewer than `N` active sessions (0: no cap)")
@@ -54,11 +54,11 @@ func runCreate(ctx context.Context, g *globals, args []string) int {
 	if *budget < 0 {
 		return g.usageErr(sp.name, "--budget is required and must not be negative")
 	}
-	if *timeLimit <= 0 {
-		return g.usageErr(sp.name, "--time-limit must be positive")
+	if err := checkDuration("time-limit", *timeLimit, store.MinTimeLimit); err != nil {
+		return g.usageErr(sp.name, "%v", err)
 	}
-	if *rateWindow <= 0 {
-		return g.usageErr(sp.name, "--rate-window must be positive")
+	if err := checkDuration("rate-window", *rateWindow, durationPrecision); err != nil {
+		return g.usageErr(sp.name, "%v", err)
 	}
 	req := store.CreateRequest{
 		ID:                    *id,

@@ -7,8 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/agentstore/sessionstore/internal/facet"
+	"github.com/agentstore/sessionstore/migrations"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -20,11 +24,17 @@ unauthorized tool and the call past the budget are refused); records the
 same session's conversation (messages with a tool call, usage and cost);
 registers it with the runtime, stores an upload (content-addressed by
 SHA-256) and runs a turn that a client cancels (the cause is recorded
-durably and read back once); and prints what was stored. The file is created when it does not exist; an
-existing database is kept and the demo adds its own sessions to it, unless
---fresh removes it first. Inspect the result with "sessionctl list" and
-"sessionctl show ID". On PostgreSQL the store's tables are created in the
-schema when missing; --fresh is refused (drop the schema yourself).`,
+durably and read back once); and prints what was stored. The file is
+created when it does not exist; an existing database is kept and the demo
+adds its own sessions to it, unless --fresh removes it first.
+
+--fresh removes only a session store that no other process holds (open,
+locked or writing), and only one that holds nothing but what earlier demos
+wrote; a database with other data is removed only with --yes as well. A
+file that is not a session store is never removed. Inspect the result with
+"sessionctl list" and "sessionctl show ID". On PostgreSQL the store's
+tables are created in the schema when missing; --fresh is refused (drop
+the schema yourself).`,
 	examples: []string{
 		"sessionctl demo",
 		"sessionctl --db /tmp/demo.db demo --fresh && sessionctl --db /tmp/demo.db list",
@@ -34,7 +44,8 @@ schema when missing; --fresh is refused (drop the schema yourself).`,
 func runDemo(ctx context.Context, g *globals, args []string) int {
 	sp := demoSpec
 	fs := g.newFlags(sp)
-	fresh := fs.Bool("fresh", false, "remove the database file (and its -wal, -shm, -writer.lock) first")
+	fresh := fs.Bool("fresh", false, "remove the database file (and its -wal, -shm, -writer.lock) first: only a session store no other process holds")
+	yes := fs.Bool("yes", false, "with --fresh, also remove a database holding data the demo did not write")
 	pos, code, done := g.parse(fs, sp, args)
 	if done {
 		return code
@@ -55,11 +66,12 @@ func runDemo(ctx context.Context, g *globals, args []string) int {
 			return g.fail(sp.name, err)
 		}
 	}
-	if *fresh {
-		for _, suffix := range []string{"", "-wal", "-shm", "-writer.lock"} {
-			if err := os.Remove(g.db + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return g.fail(sp.name, err)
-			}
+	if *yes && !*fresh {
+		return g.usageErr(sp.name, "--yes goes with --fresh")
+	}
+	if *fresh && existed {
+		if err := removeForDemo(ctx, g.db, *yes); err != nil {
+			return g.fail(sp.name, err)
 		}
 		existed = false
 	}
@@ -93,7 +105,7 @@ func runDemo(ctx context.Context, g *globals, args []string) int {
 func demoGovernance(ctx context.Context, out io.Writer, st cliStore) (string, error) {
 	gov := st.Governance()
 	sess, err := gov.Create(ctx, store.CreateRequest{
-		AgentID:         "demo-agent",
+		AgentID:         demoAgent,
 		DeclaredIntent:  "summarize the repository",
 		AuthorizedTools: []string{"read_file", "list_dir"},
 		TimeLimit:       10 * time.Minute,
@@ -105,7 +117,7 @@ func demoGovernance(ctx context.Context, out io.Writer, st cliStore) (string, er
 	fmt.Fprintf(out, "\ngoverned session %s\n  agent %s, tools %v, budget %d calls, expires in 10m\n",
 		sess.ID, sess.AgentID, sess.AuthorizedTools, sess.CallBudget)
 	for _, tool := range []string{"list_dir", "read_file", "delete_file", "read_file", "read_file"} {
-		s, err := gov.Use(ctx, store.UseRequest{SessionID: sess.ID, AgentID: "demo-agent", Tools: []string{tool}})
+		s, err := gov.Use(ctx, store.UseRequest{SessionID: sess.ID, AgentID: demoAgent, Tools: []string{tool}})
 		if r, ok := useRefusal(err); ok {
 			fmt.Fprintf(out, "  use %-12s refused (%s): %v\n", tool, r.kind, err)
 			continue
@@ -177,7 +189,7 @@ func demoConversation(ctx context.Context, out io.Writer, st cliStore, id string
 // runs a turn that a client cancels.
 func demoRuntime(ctx context.Context, out io.Writer, st cliStore, id string) error {
 	rt := st.Runtime()
-	s, err := rt.Insert(ctx, store.NewRuntimeSession{ID: id, AgentAlias: "demo-agent",
+	s, err := rt.Insert(ctx, store.NewRuntimeSession{ID: id, AgentAlias: demoAgent,
 		WorkspaceDir: "/srv/demo-workspace", ChatMode: store.ChatModeChat, OwnerID: "demo-client"})
 	if err != nil {
 		return fmt.Errorf("runtime insert: %w", err)
@@ -231,4 +243,91 @@ func demoRuntime(ctx context.Context, out io.Writer, st cliStore, id string) err
 	}
 	fmt.Fprintf(out, "  stored durably: turn %s, 1 upload\n", turnText(final.Turn))
 	return nil
+}
+
+// The demo's own records: what demoGovernance, demoConversation and
+// demoRuntime write. A database holding nothing else was written by demos.
+const demoAgent = "demo-agent"
+
+// removeForDemo removes the database at path and the files beside it for
+// demo --fresh, after checking that it is a session store (a file that is
+// not is never removed), that no other process holds it, and — unless yes
+// — that it holds nothing but what earlier demos wrote. Nothing is removed
+// when a check fails.
+func removeForDemo(ctx context.Context, path string, yes bool) error {
+	other, err := nonDemoData(ctx, path)
+	if err != nil {
+		return err
+	}
+	if len(other) > 0 && !yes {
+		return fmt.Errorf("%s holds data the demo did not write (%s): give --yes as well to remove it, or choose another --db", path, strings.Join(other, ", "))
+	}
+	how, err := inUse(path)
+	if err != nil {
+		return fmt.Errorf("check whether %s is in use: %w", path, err)
+	}
+	if how != "" {
+		return fmt.Errorf("%s is in use (%s): demo --fresh does not remove a database another process holds", path, how)
+	}
+	for _, suffix := range []string{"-wal", "-shm", "-journal", ""} {
+		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	// The lock file goes last, once nothing it guards is left.
+	if err := os.Remove(path + "-writer.lock"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// nonDemoData reads the database at path without changing it and
+// describes what it holds that the demo does not write ("2 governed
+// sessions of other agents", ...); an error when it is not a session store.
+func nonDemoData(ctx context.Context, path string) ([]string, error) {
+	db, err := openRawReadOnly(path)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	if _, ok, err := rawSchemaVersion(ctx, db); err != nil {
+		return nil, fmt.Errorf("%s is not a session store, demo --fresh does not remove it: %w", path, mapRawErr(err))
+	} else if !ok {
+		return nil, fmt.Errorf("%s is not a session store (no %s table): demo --fresh does not remove it", path, migrations.TableName)
+	}
+	tables, err := sqliteTables(ctx, db)
+	if err != nil {
+		return nil, mapRawErr(err)
+	}
+	var out []string
+	for _, q := range []struct {
+		table, what, query string
+	}{
+		{"governed_sessions", "governed sessions of other agents", "SELECT count(*) FROM governed_sessions WHERE agent_id <> ?1"},
+		{"governed_use_requests", "recorded request ids", "SELECT count(*) FROM governed_use_requests"},
+		{"runtime_sessions", "runtime sessions the demo did not write", `SELECT count(*) FROM runtime_sessions WHERE agent_alias <> ?1
+			OR id NOT IN (SELECT id FROM governed_sessions WHERE agent_id = ?1)`},
+		{"conversations", "conversations the demo did not write", `SELECT count(*) FROM conversations
+			WHERE id NOT IN (SELECT id FROM governed_sessions WHERE agent_id = ?1)`},
+		{"agent_sessions", "agent sessions", "SELECT count(*) FROM agent_sessions"},
+		{"agent_app_state", "app state keys", "SELECT count(*) FROM agent_app_state"},
+		{"agent_user_state", "user state keys", "SELECT count(*) FROM agent_user_state"},
+	} {
+		if !slices.Contains(tables, q.table) {
+			continue
+		}
+		var n int64
+		if err := db.QueryRowContext(ctx, q.query, demoAgent).Scan(&n); err != nil {
+			return nil, mapRawErr(err)
+		}
+		if n > 0 {
+			out = append(out, fmt.Sprintf("%d %s", n, q.what))
+		}
+	}
+	for _, t := range tables {
+		if _, ok := facet.Owner(t); !ok && !slices.Contains(facet.SchemaTables(), t) {
+			out = append(out, "table "+t+" of no facet")
+		}
+	}
+	return out, nil
 }

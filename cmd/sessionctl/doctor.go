@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentstore/sessionstore/internal/facet"
 	"github.com/agentstore/sessionstore/migrations"
+	"github.com/agentstore/sessionstore/sqlstore"
 )
 
 var doctorSpec = spec{
@@ -17,13 +18,21 @@ var doctorSpec = spec{
 integrity (PRAGMA integrity_check, or quick_check with --quick), foreign
 keys (PRAGMA foreign_key_check), the schema version against this binary,
 that every table of every facet at that version is there (a table of no
-facet is a warning), the journal mode, the WAL size, and finally that the store opens and
+facet is a warning), that every stored document of every facet decodes
+(messages, trace events, run snapshots and events, reports, policies,
+agent events and state values, recorded use outcomes, upload content
+against its SHA-256; the first damaged ones are named by their ids), the
+journal mode, the WAL size, that the database can be written (a
+read-only or immutable file or directory fails; it is then read without
+creating anything beside it), and finally that the store opens and
 answers. Exits 1 when any check fails; warnings alone exit 0.
 
 On PostgreSQL (--db postgres://...) it checks the connection (server
 version, encoding, connections in use against max_connections), the schema
-version against this binary, the tables of every facet, that no index of
-the store's schema is invalid, that every foreign key is validated and that no row refers to a
+version against this binary, the tables of every facet, that every stored
+document decodes, that the session may write (not a read-only server or
+session, and the privileges to change every table of the store), that no
+index of the store's schema is invalid, that every foreign key is validated and that no row refers to a
 missing parent row (a scan of every foreign key; --quick skips it), and
 that the store opens and answers.`,
 	examples: []string{
@@ -118,7 +127,14 @@ func diagnose(ctx context.Context, g *globals, quick bool) []checkJSON {
 	walBytes := fileSize(g.db + "-wal")
 	add("file", checkOK, "database %s, wal %s", humanBytes(fileSize(g.db)), humanBytes(walBytes))
 
-	db, err := openRaw(g.db, true)
+	// A database the store cannot write is read without creating anything
+	// beside it, and the store is not opened (it would refuse).
+	writeErr := sqlstore.CheckWritable(g.db)
+	openDB := func(string, bool) (*sql.DB, error) { return openRawReadOnly(g.db) }
+	if writeErr == nil {
+		openDB = openRaw
+	}
+	db, err := openDB(g.db, true)
 	if err != nil {
 		add("sqlite", checkFail, "cannot open: %v", err)
 		return checks
@@ -155,11 +171,15 @@ func diagnose(ctx context.Context, g *globals, quick bool) []checkJSON {
 		tablesAt = current
 		add("schema", checkOK, "version %d, the same as this binary", current)
 	}
+	documentsOK := true
 	if tablesAt >= 0 {
 		if tables, err := sqliteTables(ctx, db); err != nil {
 			add("tables", checkFail, "%v", mapRawErr(err))
-		} else if !tablesCheck(tables, tablesAt, add) {
-			schemaOK = false
+		} else {
+			if !tablesCheck(tables, tablesAt, add) {
+				schemaOK = false
+			}
+			documentsOK = addDocumentsCheck(ctx, sqliteRows(db), false, tables, add)
 		}
 	}
 
@@ -177,7 +197,12 @@ func diagnose(ctx context.Context, g *globals, quick bool) []checkJSON {
 		add("wal", checkOK, "%s", humanBytes(walBytes))
 	}
 
-	if integrityOK && schemaOK {
+	if writeErr != nil {
+		add("write", checkFail, "the database cannot be written: %v", writeErr)
+	} else {
+		add("write", checkOK, "the file and its directory can be written")
+	}
+	if integrityOK && schemaOK && documentsOK && writeErr == nil {
 		db.Close() // the store checks the file itself; do not pin a read snapshot
 		st, err := g.openOrCreate(ctx)
 		if err != nil {

@@ -119,10 +119,11 @@ func dumpRuntime(ctx context.Context, _ *globals, st cliStore) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			// Normalized: an import starts the turn state afresh (README,
-			// import --help: a turn belongs to the process that ran it;
-			// generations come from the destination's own counter).
-			s.Turn = store.TurnState{}
+			// Normalized: an imported turn is not running (README, import
+			// --help: a turn belongs to the process that ran it), so the
+			// process that owned it and a cancel recorded for it are gone.
+			// Its generation and start time are kept.
+			s.Turn.Running, s.Turn.Owner, s.Turn.CancelCause = false, "", ""
 			d := dumpedRuntime{Session: s}
 			ups, err := allUploads(ctx, st, id)
 			if err != nil {
@@ -181,19 +182,6 @@ func dumpConversations(ctx context.Context, _ *globals, st cliStore) (any, error
 			if d.Reports, err = conv.Reports(ctx, sum.ID); err != nil {
 				return nil, err
 			}
-			// Normalized: message positions are renumbered from 0 by the
-			// import (README, import --help), so a history whose oldest
-			// messages were trimmed starts at 0 after it. The order and
-			// every other field of each message must be the same.
-			for i := range d.Conversation.Messages {
-				d.Conversation.Messages[i].Seq = int64(i)
-			}
-			// Excluded: the version counts the writes to the
-			// conversation, and the import's are not the source's (it
-			// saves the conversation, writes its records, and saves it
-			// again); import --help says so. Everything else of the
-			// conversation and its summary must be equal.
-			d.Conversation.Version, d.Summary.Version = 0, 0
 			out = append(out, d)
 		}
 		if page.Next == "" {

@@ -6,8 +6,8 @@ import (
 	"github.com/agentstore/sessionstore/store"
 )
 
-// Exit statuses. 0–2 apply to every command; 3–10 are the refusals of
-// "sessionctl use", one per kind, so that scripts can branch on them.
+// Exit statuses. 0–2 and 11 apply to every command; 3–10 are the refusals
+// of "sessionctl use", one per kind, so that scripts can branch on them.
 const (
 	exitOK       = 0
 	exitError    = 1
@@ -20,6 +20,8 @@ const (
 	exitTool     = 8
 	exitRate     = 9
 	exitConflict = 10
+	// exitSchemaTooNew: the database was migrated by a newer binary.
+	exitSchemaTooNew = 11
 )
 
 // exitTable documents the exit statuses ("sessionctl help exit").
@@ -38,6 +40,7 @@ var exitTable = []struct {
 	{exitTool, "use refused (tool): a tool is not authorized"},
 	{exitRate, "use refused (rate): the calls would exceed the rate limit"},
 	{exitConflict, "use refused (conflict): the request id was used with other tools"},
+	{exitSchemaTooNew, "the database's schema is newer than this binary (use a newer sessionctl)"},
 }
 
 // refusal describes a refused Use: its exit status and a short kind word.
@@ -70,10 +73,14 @@ func useRefusal(err error) (r refusal, ok bool) {
 }
 
 // exitFor is the exit status of a failed command: invalid input is a usage
-// error, anything else a runtime error.
+// error, a schema newer than this binary has its own status, anything else
+// is a runtime error.
 func exitFor(err error) int {
-	if errors.Is(err, store.ErrInvalidInput) {
+	switch {
+	case errors.Is(err, store.ErrInvalidInput):
 		return exitUsage
+	case errors.Is(err, store.ErrSchemaTooNew):
+		return exitSchemaTooNew
 	}
 	return exitError
 }

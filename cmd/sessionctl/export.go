@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/agentstore/sessionstore/store"
@@ -46,7 +48,10 @@ state values are JSON text in strings, so that they come back byte for
 byte). An ID selects the governed session, runtime session and
 conversation of that id and the agent sessions of that session id in
 any application and user. "sessionctl import" reads the file back (and
-version-1 files). Writes to stdout unless --output is given.`,
+version-1 files). Writes to stdout unless --output is given; --output FILE
+is written to a temporary file beside it and put in place once complete.
+The document is written one item at a time, so export's memory does not
+grow with the database.`,
 	examples: []string{
 		"sessionctl export > all.json",
 		"sessionctl export task-7 task-8 --output two.json",
@@ -54,14 +59,14 @@ version-1 files). Writes to stdout unless --output is given.`,
 }
 
 // exportRun is one export in progress: what the facets' export functions
-// read and fill in.
+// read and write to.
 type exportRun struct {
 	g   *globals
 	st  cliStore
 	ids []string // nil: everything
+	out *jsonOut
 	// found marks the ids that some facet had.
 	found  map[string]bool
-	doc    *exportDoc
 	counts facetCounts
 }
 
@@ -83,6 +88,9 @@ func runExport(ctx context.Context, g *globals, args []string) int {
 			return g.usageErr(sp.name, "%v", err)
 		}
 	}
+	if isSet(fs, "output") && *output == "" {
+		return g.usageErr(sp.name, "--output must not be empty")
+	}
 	st, err := g.openExisting(ctx)
 	if err != nil {
 		return g.fail(sp.name, err)
@@ -93,39 +101,118 @@ func runExport(ctx context.Context, g *globals, args []string) int {
 	if err != nil {
 		return g.fail(sp.name, err)
 	}
-	doc := exportDoc{Format: exportFormat, Version: exportVersion, ExportedAt: jsonTime(g.clock())}
-	x := &exportRun{g: g, st: st, found: map[string]bool{}, doc: &doc}
+	x := &exportRun{g: g, st: st, found: map[string]bool{}}
 	if len(pos) > 0 {
 		x.ids = pos
-	}
-	for _, f := range all {
-		if err := f.ops.export(ctx, x); err != nil {
-			return g.fail(sp.name, fmt.Errorf("%s: %w", f.Title, err))
-		}
-	}
-	for _, id := range pos {
-		if !x.found[id] {
-			return g.fail(sp.name, fmt.Errorf("session %s: %w", id, store.ErrNotFound))
-		}
-	}
-
-	var w io.Writer = g.stdout
-	if *output != "" {
-		f, err := os.OpenFile(*output, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
+		// Every id must name something before anything is written.
+		if err := x.checkIDs(ctx); err != nil {
 			return g.fail(sp.name, err)
 		}
-		w = f
-		defer f.Close()
 	}
-	if err := writeJSON(w, doc); err != nil {
+	if *output == "" {
+		if err := x.write(ctx, all, rawWriter(g.stdout)); err != nil {
+			return g.fail(sp.name, err)
+		}
+		return exitOK
+	}
+	if err := x.writeFile(ctx, all, *output); err != nil {
 		return g.fail(sp.name, err)
 	}
-	if f, ok := w.(*os.File); ok && *output != "" {
-		if err := f.Sync(); err != nil {
-			return g.fail(sp.name, err)
-		}
-		fmt.Fprintf(g.stderr, "exported %s to %s\n", countsText(x.counts), *output)
-	}
+	fmt.Fprintf(g.stderr, "exported %s to %s\n", countsText(x.counts), esc(*output))
 	return exitOK
+}
+
+// write streams the export document to w, facet by facet in registry
+// order (the order of exportDoc's sections), one item at a time.
+func (x *exportRun) write(ctx context.Context, all []registered, w io.Writer) error {
+	x.out = newJSONOut(w)
+	x.out.open("", '{')
+	x.out.value("format", exportFormat)
+	x.out.value("version", exportVersion)
+	x.out.value("exported_at", jsonTime(x.g.clock()))
+	for _, f := range all {
+		if err := f.ops.export(ctx, x); err != nil {
+			return fmt.Errorf("%s: %w", f.Title, err)
+		}
+		if x.out.err != nil {
+			return x.out.err
+		}
+	}
+	x.out.close('}')
+	return x.out.finish()
+}
+
+// writeFile writes the export document to a temporary file beside path,
+// syncs it and links it into place (failing if path appeared meanwhile),
+// then syncs the directory: path never holds a partial document.
+func (x *exportRun) writeFile(ctx context.Context, all []registered, path string) (err error) {
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("%s exists: remove it or choose another name", path)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".export-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		f.Close()
+		os.Remove(tmp)
+	}()
+	if err := f.Chmod(0o600); err != nil {
+		return err
+	}
+	if err := x.write(ctx, all, f); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := os.Link(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// checkIDs marks the ids some facet has in x.found and fails on the first
+// id no facet has.
+func (x *exportRun) checkIDs(ctx context.Context) error {
+	for _, id := range x.ids {
+		if _, err := x.st.Governance().Get(ctx, id); err == nil {
+			x.found[id] = true
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if _, err := x.st.Runtime().Get(ctx, id); err == nil {
+			x.found[id] = true
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		ok, err := x.st.Conversations().Exists(ctx, id)
+		if err != nil {
+			return err
+		}
+		x.found[id] = x.found[id] || ok
+	}
+	missing := slices.ContainsFunc(x.ids, func(id string) bool { return !x.found[id] })
+	if missing {
+		scopes, err := x.g.agentScopes(ctx)
+		if err != nil {
+			return err
+		}
+		err = eachAgentSession(ctx, x.st.AgentSessions(), scopes.apps, func(s store.AgentSession) error {
+			if slices.Contains(x.ids, s.Key.Session) {
+				x.found[s.Key.Session] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, id := range x.ids {
+		if !x.found[id] {
+			return fmt.Errorf("session %s: %w", id, store.ErrNotFound)
+		}
+	}
+	return nil
 }

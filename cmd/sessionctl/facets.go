@@ -25,19 +25,14 @@ type facetOps struct {
 	// section is the name of the facet's section in an export document.
 	section string
 
-	// export adds the facet's items to x.doc: every item, or those of
-	// x.ids (marking the ids it found in x.found). It counts them in
-	// x.counts.
+	// export writes the facet's section of an export document to x.out:
+	// every item, or those of x.ids. It counts them in x.counts.
 	export func(ctx context.Context, x *exportRun) error
-	// parse validates the facet's section of an export document of the
-	// given version into x.file.
-	parse func(doc *exportDoc, version int, f *importFile) error
-	// prepare runs before anything of a file is written: it fails on an
-	// item that exists already, or, with --skip-existing, drops it from
-	// the file and counts it as skipped.
-	prepare func(ctx context.Context, x *importRun) error
-	// restore writes the facet's items of the file and counts them.
-	restore func(ctx context.Context, x *importRun) error
+	// restore reads the facet's section of an export document of the
+	// given version from in, one item at a time: it validates each item
+	// and writes it through x.w (nil in a dry run), counting it, or with
+	// --skip-existing counting an existing one as skipped.
+	restore func(ctx context.Context, x *importRun, in *jsonIn, version int) error
 
 	// stats adds the facet's counts to doc; statsRows are its lines in the
 	// table of "sessionctl stats".
@@ -111,7 +106,7 @@ func (ops *facetOps) check(name facet.Name) error {
 	}{
 		{"summary", ops.one != "" && ops.many != "" && ops.count != nil},
 		{"export", ops.export != nil && ops.section != ""},
-		{"import", ops.parse != nil && ops.prepare != nil && ops.restore != nil},
+		{"import", ops.restore != nil},
 		{"stats", ops.stats != nil && ops.statsRows != nil},
 		{"gc", (ops.gc != nil && ops.gcLines != nil && ops.gcNone == "") ||
 			(ops.gc == nil && ops.gcLines == nil && ops.gcNone != "")},

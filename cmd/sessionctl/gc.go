@@ -27,7 +27,9 @@ event appended in between; delete them through the library
 
 Then the WAL is checkpointed and truncated; with --vacuum the database
 file is also rewritten without its free pages. --dry-run only counts what
-would go. On PostgreSQL there is no checkpoint (the server manages its
+would go. Before it changes anything, gc checks the database (SQLite's
+quick_check, and that every stored document decodes, as doctor does) and
+refuses to rewrite a damaged one. On PostgreSQL there is no checkpoint (the server manages its
 WAL; autovacuum reclaims space) and --vacuum is refused.`,
 	examples: []string{
 		"sessionctl gc --older-than 720h --dry-run",
@@ -99,9 +101,12 @@ func runGC(ctx context.Context, g *globals, args []string) int {
 	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
 		return code
 	}
+	if isSet(fs, "older-than") {
+		if err := checkDuration("older-than", *olderThan, durationPrecision); err != nil {
+			return g.usageErr(sp.name, "%v", err)
+		}
+	}
 	switch {
-	case *olderThan < 0:
-		return g.usageErr(sp.name, "--older-than must be positive")
 	case *keepLast < -1:
 		return g.usageErr(sp.name, "--keep-last must not be negative")
 	case *olderThan == 0 && *keepLast < 0:
@@ -113,6 +118,12 @@ func runGC(ctx context.Context, g *globals, args []string) int {
 	st, err := g.openExisting(ctx)
 	if err != nil {
 		return g.fail(sp.name, err)
+	}
+	if !*dryRun {
+		if err := g.checkBeforeRewrite(ctx); err != nil {
+			st.Close()
+			return g.fail(sp.name, err)
+		}
 	}
 	all, err := registeredFacets()
 	if err != nil {

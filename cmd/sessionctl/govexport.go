@@ -16,22 +16,20 @@ var govOps = facetOps{
 	count:     func(c *facetCounts) *int64 { return &c.Governed },
 	section:   "governed_sessions",
 	export:    exportGoverned,
-	parse:     parseGoverned,
-	prepare:   func(context.Context, *importRun) error { return nil }, // Restore checks and skips atomically
 	restore:   restoreGoverned,
 	stats:     statsGoverned,
 	statsRows: statsGovernedRows,
 	gcNone:    "governed sessions: closed and expired ones are deleted by sessionctl cleanup",
 }
 
-// exportGoverned adds every governed session, or those of x.ids.
+// exportGoverned writes every governed session, or those of x.ids.
 func exportGoverned(ctx context.Context, x *exportRun) error {
 	gov := x.st.Governance()
-	x.doc.Governed = []govView{}
+	x.out.open("governed_sessions", '[')
+	defer x.out.close(']')
 	add := func(s store.Session) {
-		x.doc.Governed = append(x.doc.Governed, newGovView(s))
+		x.out.value("", newGovView(s))
 		x.counts.Governed++
-		x.found[s.ID] = true
 	}
 	if x.ids != nil {
 		for _, id := range x.ids {
@@ -62,9 +60,16 @@ func exportGoverned(ctx context.Context, x *exportRun) error {
 	}
 }
 
-// parseGoverned validates the governed sessions of an export document.
-func parseGoverned(doc *exportDoc, _ int, f *importFile) error {
-	for i, v := range doc.Governed {
+// restoreGoverned reads the governed sessions of an export document and
+// restores each exactly as exported (counters, rate window, status,
+// times).
+func restoreGoverned(ctx context.Context, x *importRun, in *jsonIn, _ int) error {
+	seen := map[string]bool{}
+	return in.array(func(i int) error {
+		var v govView
+		if err := in.decode(&v); err != nil {
+			return err
+		}
 		s, err := v.session()
 		if err == nil {
 			err = s.ValidateStored()
@@ -72,27 +77,14 @@ func parseGoverned(doc *exportDoc, _ int, f *importFile) error {
 		if err != nil {
 			return fmt.Errorf("governed_sessions[%d]: %w", i, asInvalid(err))
 		}
-		f.governed = append(f.governed, s)
-	}
-	return (store.RestoreRequest{Sessions: f.governed}).Validate()
-}
-
-// restoreGoverned restores the governed sessions in one transaction: an
-// existing id fails all of them, or with --skip-existing is left alone.
-func restoreGoverned(ctx context.Context, x *importRun) error {
-	if len(x.file.governed) == 0 {
-		return nil
-	}
-	n, err := x.st.Governance().Restore(ctx, store.RestoreRequest{Sessions: x.file.governed, SkipExisting: x.skip})
-	if errors.Is(err, store.ErrConflict) {
-		return fmt.Errorf("%w: a governed session id in the file exists (use --skip-existing)", err)
-	}
-	if err != nil {
-		return err
-	}
-	x.doc.Governed += n
-	x.doc.Skipped += int64(len(x.file.governed)) - n
-	return nil
+		if seen[s.ID] {
+			return store.Invalid("governed_sessions", "id "+s.ID+" appears twice")
+		}
+		seen[s.ID] = true
+		return x.put(&x.counts.Governed, "governed session "+s.ID, func(w store.RecordWriter) (bool, error) {
+			return w.PutGovernedSession(s)
+		})
+	})
 }
 
 func statsGoverned(ctx context.Context, _ *globals, st cliStore, doc *statsJSON) error {

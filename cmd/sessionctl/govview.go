@@ -3,10 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentstore/sessionstore/store"
 )
@@ -103,7 +102,7 @@ func govTable(w io.Writer, sessions []store.Session) error {
 	fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tCALLS\tRATE\tTOOLS\tEXPIRES")
 	for _, s := range sessions {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n",
-			s.ID, s.AgentID, s.Status, s.CallsMade, s.CallBudget,
+			esc(s.ID), esc(s.AgentID), s.Status, s.CallsMade, s.CallBudget,
 			rateText(s), listText(s.AuthorizedTools, 40), tableTime(s.ExpiresAt))
 	}
 	return tw.Flush()
@@ -113,8 +112,8 @@ func govTable(w io.Writer, sessions []store.Session) error {
 func govDetails(w io.Writer, s store.Session) error {
 	tw := newTable(w)
 	rows := [][2]string{
-		{"id", s.ID},
-		{"agent", s.AgentID},
+		{"id", esc(s.ID)},
+		{"agent", esc(s.AgentID)},
 		{"status", string(s.Status)},
 		{"calls", fmt.Sprintf("%d of %d made, %d remaining", s.CallsMade, s.CallBudget, s.RemainingBudget())},
 		{"tools", listText(s.AuthorizedTools, 0)},
@@ -123,7 +122,7 @@ func govDetails(w io.Writer, s store.Session) error {
 		{"time limit", s.TimeLimit.String()},
 		{"created", tableTime(s.CreatedAt)},
 		{"expires", tableTime(s.ExpiresAt)},
-		{"sensitivity", string(s.Sensitivity)},
+		{"sensitivity", esc(string(s.Sensitivity))},
 		{"intent", orDash(cell(s.DeclaredIntent))},
 		{"delegation", listText(s.DelegationChain, 0)},
 	}
@@ -160,12 +159,17 @@ func shortDuration(d time.Duration) string {
 	return s
 }
 
-// listText joins a list for a table cell, cut at max bytes (0: no cut).
+// listText joins a list for a table cell (each item escaped), cut at max
+// bytes (0: no cut).
 func listText(l []string, max int) string {
 	if len(l) == 0 {
 		return "-"
 	}
-	s := strings.Join(l, ",")
+	items := make([]string, len(l))
+	for i, v := range l {
+		items[i] = esc(v)
+	}
+	s := strings.Join(items, ",")
 	if max > 0 && len(s) > max {
 		s = s[:max-3] + "..."
 	}
@@ -173,10 +177,11 @@ func listText(l []string, max int) string {
 }
 
 // cell makes text safe for one table cell: text with control characters
-// (newlines, tabs) is quoted.
+// (newlines, tabs, escape sequences) or bytes that are not UTF-8 is
+// quoted, with those escaped.
 func cell(s string) string {
-	if strings.ContainsFunc(s, unicode.IsControl) {
-		return strconv.Quote(s)
+	if strings.ContainsFunc(s, unsafeRune) || !utf8.ValidString(s) {
+		return `"` + esc(s) + `"`
 	}
 	return s
 }

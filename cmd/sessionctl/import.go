@@ -8,15 +8,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
-	"time"
+	"slices"
 
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/store/a3s"
 )
 
-// maxImportBytes bounds one import file.
-const maxImportBytes = 512 << 20
+// maxA3SBytes bounds one a3s session file, which is read whole (export
+// files are read one item at a time and have no bound).
+const maxA3SBytes = 512 << 20
 
 var importSpec = spec{
 	name: "import",
@@ -24,25 +24,28 @@ var importSpec = spec{
 	about: `Imports sessions from files ("-" reads stdin) of two formats, told apart by
 their content:
 
-  - "sessionctl export" files (version 1 or 2): governed sessions are
-    restored in one transaction exactly as exported (counters, rate
-    window, status, times); runtime sessions with their times, overrides
-    and uploads (each checked against its SHA-256; turn state starts
-    afresh); conversations come back with their messages, cost records,
-    artifacts, trace events, run records and reports, with their times
-    (message positions renumbered from 0; the version counts the import's
-    own writes); agent sessions with their times, version, session state
-    and event logs, and the app and user state they share (a stored state
-    key with another value is a conflict, like an existing id);
+  - "sessionctl export" files (version 1 or 2): every record comes back
+    exactly as exported — governed sessions with their counters, rate
+    window, status and times; runtime sessions with their times,
+    overrides, uploads (each checked against its SHA-256) and turn
+    generation (the turn is no longer running: it belonged to the process
+    that ran it); conversations with their version, message positions and
+    times, cost records, artifacts, trace events, run records and reports;
+    agent sessions with their version, times, session state and event
+    logs, and the app and user state they share (a stored state key with
+    another value is a conflict, like an existing id);
   - a3s session files (the JSON the a3s-code file store writes per
     session), as conversations; an "api_key" in them is never stored.
 
-A file is checked completely before anything of it is written. Files are
-imported in order; the first bad file stops the import (the files before it
-stay imported) — use --dry-run to check every file first. An id that
-already exists fails its file unless --skip-existing. Creates the database
-file when it does not exist. When stderr is a terminal and there are
-several files, a progress line is shown.`,
+Each file is imported in one transaction, read one item at a time: it is
+imported completely or not at all — a bad record, an id that already
+exists (unless --skip-existing) or a killed process leaves nothing of it,
+and running the import again imports it whole. Files are imported in
+order; the first bad file stops the import (the files before it stay
+imported) — use --dry-run to check every file first. Other writers wait
+while a file is imported (on SQLite the write lock is held). Creates the
+database file when it does not exist. When stderr is a terminal and there
+are several files, a progress line is shown.`,
 	examples: []string{
 		"sessionctl import all.json",
 		"sessionctl --db restored.db import --skip-existing ~/.a3s/sessions/*.json",
@@ -57,23 +60,51 @@ type importJSON struct {
 	DryRun  bool  `json:"dry_run"`
 }
 
-// importFile is one parsed and validated input file: the items of each
-// facet (see facetOps.parse).
-type importFile struct {
-	governed      []store.Session
-	runtime       []rtImport
-	conversations []convExport
-	agent         agentImport
+// importRun is the import of one file in progress: the writer of its
+// transaction (nil in a dry run) and what it counted.
+type importRun struct {
+	w       store.RecordWriter
+	skip    bool
+	counts  facetCounts
+	skipped int64
 }
 
-// importRun is the import of one file in progress: what the facets'
-// prepare and restore functions read and fill in.
-type importRun struct {
-	st    cliStore
-	file  *importFile
-	skip  bool
-	doc   *importJSON
-	clock *importClock
+// put writes one record through fn and counts it in counter; a record
+// that exists is skipped with --skip-existing, else a conflict. In a dry
+// run it only counts.
+func (x *importRun) put(counter *int64, what string, fn func(w store.RecordWriter) (bool, error)) error {
+	if x.w == nil {
+		*counter++
+		return nil
+	}
+	ok, err := fn(x.w)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: %w", what, err)
+	case ok:
+		*counter++
+	case x.skip:
+		x.skipped++
+	default:
+		return fmt.Errorf("%w: %s exists (use --skip-existing)", store.ErrConflict, what)
+	}
+	return nil
+}
+
+// putState writes app or user state through fn: keys stored with another
+// value conflict, unless --skip-existing keeps them.
+func (x *importRun) putState(scope, owner string, fn func(w store.RecordWriter) ([]string, error)) error {
+	if x.w == nil {
+		return nil
+	}
+	differing, err := fn(x.w)
+	if err != nil {
+		return fmt.Errorf("%s state of %s: %w", scope, owner, err)
+	}
+	if len(differing) > 0 && !x.skip {
+		return fmt.Errorf("%w: %s state key %q of %s exists with another value (use --skip-existing)", store.ErrConflict, scope, differing[0], owner)
+	}
+	return nil
 }
 
 func runImport(ctx context.Context, g *globals, args []string) int {
@@ -93,31 +124,18 @@ func runImport(ctx context.Context, g *globals, args []string) int {
 	if err != nil {
 		return g.fail(sp.name, err)
 	}
-	// The store runs on the import's clock, so that records the store
-	// stamps itself get their exported times (see importClock).
-	clock := newImportClock(g.now)
-	g.now = clock.now
 	var st cliStore
 	if !*dryRun {
-		var err error
 		if st, err = g.openOrCreate(ctx); err != nil {
 			return g.fail(sp.name, err)
 		}
 		defer st.Close()
 	}
-	progress := newProgress(g.stderr, len(pos))
+	progress := newProgress(rawWriter(g.stderr), len(pos))
 	doc := importJSON{DryRun: *dryRun}
 	for i, name := range pos {
 		progress.show(i, name)
-		f, err := readImportFile(g, name)
-		if err == nil && *dryRun {
-			doc.Governed += int64(len(f.governed))
-			doc.Runtime += int64(len(f.runtime))
-			doc.Conversations += int64(len(f.conversations))
-			doc.AgentSessions += int64(len(f.agent.sessions))
-		} else if err == nil {
-			err = importOne(ctx, all, &importRun{st: st, file: &f, skip: *skip, doc: &doc, clock: clock})
-		}
+		x, err := importFile(ctx, g, st, all, name, *skip)
 		if err != nil {
 			progress.done()
 			if doc.Files > 0 {
@@ -125,6 +143,10 @@ func runImport(ctx context.Context, g *globals, args []string) int {
 			}
 			return g.fail(sp.name, fmt.Errorf("%s: %w", name, err))
 		}
+		for _, f := range all {
+			*f.ops.count(&doc.facetCounts) += *f.ops.count(&x.counts)
+		}
+		doc.Skipped += x.skipped
 		doc.Files++
 	}
 	progress.done()
@@ -147,91 +169,215 @@ func runImport(ctx context.Context, g *globals, args []string) int {
 	return exitOK
 }
 
-// readImportFile reads and validates one file ("-" is stdin).
-func readImportFile(g *globals, name string) (importFile, error) {
-	var r io.Reader
+// importFile imports one file ("-" is stdin, first copied to a temporary
+// file) in one transaction of st, or checks it when st is nil (dry run).
+// The file is read one item at a time, inside the transaction; a
+// transaction the store runs again reads it again from the start.
+func importFile(ctx context.Context, g *globals, st cliStore, all []registered, name string, skip bool) (*importRun, error) {
+	path := name
 	if name == "-" {
-		r = g.stdin
-	} else {
-		f, err := os.Open(name)
+		tmp, err := spoolStdin(g)
 		if err != nil {
-			return importFile{}, err
+			return nil, err
+		}
+		defer os.Remove(tmp)
+		path = tmp
+	}
+	export, err := isExportStream(path)
+	if err != nil {
+		return nil, err
+	}
+	var x *importRun
+	run := func(w store.RecordWriter) error {
+		x = &importRun{w: w, skip: skip}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
 		}
 		defer f.Close()
-		r = f
-	}
-	data, err := io.ReadAll(io.LimitReader(r, maxImportBytes+1))
-	if err != nil {
-		return importFile{}, err
-	}
-	if len(data) > maxImportBytes {
-		return importFile{}, store.Invalid("file", fmt.Sprintf("larger than %s", humanBytes(maxImportBytes)))
-	}
-	var head struct {
-		Format  string `json:"format"`
-		Version int    `json:"version"`
-	}
-	if err := json.Unmarshal(data, &head); err != nil {
-		return importFile{}, store.Invalid("file", "not a JSON object: "+jsonErr(err))
-	}
-	switch head.Format {
-	case exportFormat:
-		return parseExport(data, head.Version)
-	case "":
-		c, err := a3s.Decode(bytes.NewReader(data))
-		if err != nil {
-			return importFile{}, fmt.Errorf("neither a %s file nor an a3s session file: %w", exportFormat, asInvalid(err))
+		if export {
+			return importExport(ctx, x, all, newJSONIn(f))
 		}
-		x := convExport{Conversation: c}
-		if err := x.validate("a3s"); err != nil {
-			return importFile{}, err
-		}
-		return importFile{conversations: []convExport{x}}, nil
+		return importWhole(ctx, x, all, f)
 	}
-	return importFile{}, store.Invalid("format", fmt.Sprintf("unknown format %q (this binary reads %s and a3s session files)", head.Format, exportFormat))
+	if st == nil {
+		err = run(nil)
+	} else {
+		err = st.RestoreRecords(ctx, run)
+	}
+	return x, err
 }
 
-// importOne writes one validated file: first every facet checks that
-// none of its items exists (or drops those with --skip-existing), so that
-// a conflict writes nothing; then every facet restores its items, in
-// registry order.
-func importOne(ctx context.Context, all []registered, x *importRun) error {
-	for _, f := range all {
-		if err := f.ops.prepare(ctx, x); err != nil {
+// spoolStdin copies stdin to a temporary file and returns its path.
+func spoolStdin(g *globals) (string, error) {
+	f, err := os.CreateTemp("", "sessionctl-import-*.json")
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.Copy(f, g.stdin); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return "", fmt.Errorf("read stdin: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// isExportStream reports whether the file at path is a JSON object whose
+// first key is "format", as sessionctl export writes it: such a file is
+// read one item at a time. Anything else is read whole (importWhole).
+func isExportStream(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	in := newJSONIn(f)
+	if ok, err := in.delim('{', false); err != nil || !ok {
+		return false, nil // importWhole says what is wrong
+	}
+	k, _, err := in.key()
+	return err == nil && k == "format", nil
+}
+
+// importExport reads a sessionctl export document one item at a time: its
+// format and version first, then each facet's section.
+func importExport(ctx context.Context, x *importRun, all []registered, in *jsonIn) error {
+	if _, err := in.delim('{', false); err != nil {
+		return store.Invalid("file", "not a JSON object: "+err.Error())
+	}
+	var format string
+	version := 0
+	for {
+		k, more, err := in.key()
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+		switch k {
+		case "format":
+			if err := in.decode(&format); err != nil {
+				return err
+			}
+			if format != exportFormat {
+				return store.Invalid("format", fmt.Sprintf("unknown format %q (this binary reads %s and a3s session files)", format, exportFormat))
+			}
+			continue
+		case "version":
+			if err := in.decode(&version); err != nil {
+				return err
+			}
+			if version < 1 || version > exportVersion {
+				return store.Invalid("version", fmt.Sprintf("export version %d is not supported (this binary reads 1 to %d)", version, exportVersion))
+			}
+			continue
+		case "exported_at":
+			var s string
+			if err := in.decode(&s); err != nil {
+				return err
+			}
+			continue
+		}
+		i := slices.IndexFunc(all, func(f registered) bool { return f.ops.section == k })
+		if i < 0 {
+			return store.Invalid("file", fmt.Sprintf("unknown field %q", k))
+		}
+		if format == "" || version == 0 {
+			return store.Invalid("file", fmt.Sprintf("format and version must come before %q (as sessionctl export writes them)", k))
+		}
+		if err := all[i].ops.restore(ctx, x, in, version); err != nil {
 			return err
 		}
 	}
+	if format == "" || version == 0 {
+		return store.Invalid("file", "format or version missing")
+	}
+	return in.end()
+}
+
+// importExportDoc imports an export document held in memory, whose keys
+// may come in any order (a tool rewrote it): its sections are restored in
+// registry order.
+func importExportDoc(ctx context.Context, x *importRun, all []registered, data []byte) error {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return store.Invalid("file", "not a JSON object: "+jsonErr(err))
+	}
+	var head struct {
+		Format     string `json:"format"`
+		Version    int    `json:"version"`
+		ExportedAt string `json:"exported_at"`
+	}
+	known := map[string]bool{"format": true, "version": true, "exported_at": true}
 	for _, f := range all {
-		if err := f.ops.restore(ctx, x); err != nil {
+		known[f.ops.section] = true
+	}
+	for k := range doc {
+		if !known[k] {
+			return store.Invalid("file", fmt.Sprintf("unknown field %q", k))
+		}
+	}
+	h, _ := json.Marshal(map[string]json.RawMessage{"format": doc["format"], "version": doc["version"]})
+	if err := json.Unmarshal(h, &head); err != nil {
+		return store.Invalid("file", jsonErr(err))
+	}
+	if head.Version < 1 || head.Version > exportVersion {
+		return store.Invalid("version", fmt.Sprintf("export version %d is not supported (this binary reads 1 to %d)", head.Version, exportVersion))
+	}
+	for _, f := range all {
+		raw, ok := doc[f.ops.section]
+		if !ok {
+			continue
+		}
+		in := newJSONIn(bytes.NewReader(raw))
+		if err := f.ops.restore(ctx, x, in, head.Version); err != nil {
+			return err
+		}
+		if err := in.end(); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// parseExport decodes and validates a sessionctl export document: each
-// facet validates its section.
-func parseExport(data []byte, version int) (importFile, error) {
-	if version < 1 || version > exportVersion {
-		return importFile{}, store.Invalid("version", fmt.Sprintf("export version %d is not supported (this binary reads 1 to %d)", version, exportVersion))
-	}
-	all, err := registeredFacets()
+// importWhole reads a file that is not an export stream whole: an a3s
+// session file, or an export document whose first key is not "format"
+// (read from memory then).
+func importWhole(ctx context.Context, x *importRun, all []registered, r io.Reader) error {
+	data, err := io.ReadAll(io.LimitReader(r, maxA3SBytes+1))
 	if err != nil {
-		return importFile{}, err
+		return err
 	}
-	var doc exportDoc
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&doc); err != nil {
-		return importFile{}, store.Invalid("file", jsonErr(err))
+	if len(data) > maxA3SBytes {
+		return store.Invalid("file", fmt.Sprintf("larger than %s (an export file of any size is read when it begins with its \"format\" key)", humanBytes(maxA3SBytes)))
 	}
-	var f importFile
-	for _, fc := range all {
-		if err := fc.ops.parse(&doc, version, &f); err != nil {
-			return importFile{}, err
+	var head struct {
+		Format  string `json:"format"`
+		Version int    `json:"version"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return store.Invalid("file", "not a JSON object: "+jsonErr(err))
+	}
+	switch head.Format {
+	case exportFormat:
+		return importExportDoc(ctx, x, all, data)
+	case "":
+		c, err := a3s.Decode(bytes.NewReader(data))
+		if err != nil {
+			return fmt.Errorf("neither a %s file nor an a3s session file: %w", exportFormat, asInvalid(err))
 		}
+		cx := convExport{Conversation: c}
+		if err := cx.validate("a3s"); err != nil {
+			return err
+		}
+		return x.putConversation(cx)
 	}
-	return f, nil
+	return store.Invalid("format", fmt.Sprintf("unknown format %q (this binary reads %s and a3s session files)", head.Format, exportFormat))
 }
 
 // asInvalid makes a parse error an invalid-input error (exit status 2).
@@ -265,7 +411,7 @@ func newProgress(w io.Writer, total int) *progress {
 
 func (p *progress) show(i int, name string) {
 	if p.on {
-		fmt.Fprintf(p.w, "\r\033[Kimporting %d/%d: %s", i+1, p.total, name)
+		fmt.Fprintf(p.w, "\r\033[Kimporting %d/%d: %s", i+1, p.total, esc(name))
 	}
 }
 
@@ -283,42 +429,4 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// importClock is the store's clock during an import. It reads the current
-// time, except while the import writes a record whose times the store
-// stamps itself and the export carries (an agent session's creation and
-// update times, ...): then it reads the exported time, so that the
-// restored record carries the times of the original. An import writes
-// from one goroutine, one call at a time, so a pinned time applies to
-// exactly the calls made while it is set.
-type importClock struct {
-	base func() time.Time
-	mu   sync.Mutex
-	at   time.Time
-}
-
-// newImportClock returns a clock reading base (nil: time.Now).
-func newImportClock(base func() time.Time) *importClock {
-	if base == nil {
-		base = time.Now
-	}
-	return &importClock{base: base}
-}
-
-func (c *importClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.at.IsZero() {
-		return c.at
-	}
-	return c.base()
-}
-
-// pin makes the clock read t until the next pin; the zero time returns it
-// to the current time.
-func (c *importClock) pin(t time.Time) {
-	c.mu.Lock()
-	c.at = t
-	c.mu.Unlock()
 }

@@ -14,10 +14,11 @@
 // help exit" for the exit statuses.
 //
 // Exit statuses: 0 success, 1 runtime error, 2 usage error (unknown flag,
-// missing argument, invalid input). "sessionctl use" exits with a distinct
-// status per refusal: 3 not found, 4 agent mismatch, 5 closed, 6 expired,
-// 7 budget exceeded, 8 tool not authorized, 9 rate limited, 10 request id
-// conflict. "sessionctl doctor" exits 1 when the database is unhealthy.
+// missing argument, invalid input), 11 the database's schema is newer than
+// this binary. "sessionctl use" exits with a distinct status per refusal:
+// 3 not found, 4 agent mismatch, 5 closed, 6 expired, 7 budget exceeded,
+// 8 tool not authorized, 9 rate limited, 10 request id conflict.
+// "sessionctl doctor" exits 1 when the database is unhealthy.
 package main
 
 import (
@@ -104,6 +105,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func (g *globals) run(ctx context.Context, args []string) int {
+	// Human output escapes control characters (escape.go); JSON and raw
+	// content are written past it (rawWriter).
+	if _, ok := g.stdout.(*termWriter); !ok {
+		out := newTermWriter(g.stdout)
+		g.stdout = out
+		defer out.flush()
+	}
+	if _, ok := g.stderr.(*termWriter); !ok {
+		errw := newTermWriter(g.stderr)
+		g.stderr = errw
+		defer errw.flush()
+	}
 	fs := flag.NewFlagSet("sessionctl", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	defaultDB := os.Getenv("SESSIONCTL_DB")

@@ -74,8 +74,6 @@ func (r result) oneLineErr(t *testing.T, want string) result {
 	return r
 }
 
-var versionRE = regexp.MustCompile(`"version": \d+`)
-
 var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
 // normalize replaces the env's directory and random UUIDs so that output

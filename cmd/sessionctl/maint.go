@@ -2,7 +2,7 @@ package main
 
 // The few places where sessionctl talks to SQLite itself: maintenance that
 // needs the database engine rather than the store's API (integrity and
-// foreign-key checks, VACUUM INTO backups, page counts, WAL checkpoints,
+// foreign-key checks, online-backup copies, page counts, WAL checkpoints,
 // the migration table of a file the store refuses to open).
 
 import (
@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"modernc.org/sqlite" // registers the "sqlite" driver
@@ -29,6 +30,24 @@ func openRaw(path string, queryOnly bool) (*sql.DB, error) {
 	dsn := "file:" + escapeURIPath(path) + "?mode=rw&_pragma=busy_timeout(5000)"
 	if queryOnly {
 		dsn += "&_pragma=query_only(1)"
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
+
+// openRawReadOnly opens a one-connection, read-only pool on the existing
+// file path that creates nothing beside it: without a -wal file the file
+// is read as immutable (no -wal or -shm appears, and none is needed: the
+// database file holds everything committed); with one (a process has the
+// database open, or one that crashed left it), read-only through it.
+func openRawReadOnly(path string) (*sql.DB, error) {
+	dsn := "file:" + escapeURIPath(path) + "?mode=ro&_pragma=busy_timeout(5000)"
+	if _, err := os.Stat(path + "-wal"); errors.Is(err, os.ErrNotExist) {
+		dsn = "file:" + escapeURIPath(path) + "?mode=ro&immutable=1"
 	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {

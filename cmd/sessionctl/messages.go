@@ -11,8 +11,9 @@ var messagesSpec = spec{
 	name: "messages",
 	args: "ID",
 	about: `Prints a conversation's messages, oldest first: from position --from, at most
---limit of them, or the last --last ones. Positions are gapless and stay
-put when older messages are trimmed. Tables show each message on one line
+--limit of them, or the last --last ones (--last 0 prints none; --last
+does not go with --from or --limit). Positions are gapless and stay put
+when older messages are trimmed. Tables show each message on one line
 (text, "[tool_use NAME {...}]", "[tool_result: ...]"), cut to --width
 characters; --json prints the messages with every content block.`,
 	examples: []string{
@@ -58,7 +59,9 @@ func runMessages(ctx context.Context, g *globals, args []string) int {
 	case *limit < 1 || *limit > maxMessagesLimit:
 		return g.usageErr(sp.name, "--limit must be between 1 and %d", maxMessagesLimit)
 	case *last < 0 || *last > maxMessagesLimit:
-		return g.usageErr(sp.name, "--last must be between 1 and %d", maxMessagesLimit)
+		return g.usageErr(sp.name, "--last must be between 0 and %d", maxMessagesLimit)
+	case isSet(fs, "last") && (isSet(fs, "from") || isSet(fs, "limit")):
+		return g.usageErr(sp.name, "--last does not go with --from or --limit")
 	case *width < 10:
 		return g.usageErr(sp.name, "--width must be at least 10")
 	}
@@ -69,9 +72,12 @@ func runMessages(ctx context.Context, g *globals, args []string) int {
 	defer st.Close()
 	conv := st.Conversations()
 	doc := messagesJSON{ID: id}
-	if *last > 0 {
+	switch {
+	case isSet(fs, "last") && *last == 0:
+		doc.Messages = []store.Message{} // zero means zero, not "all"
+	case isSet(fs, "last"):
 		doc.Messages, err = conv.LastMessages(ctx, id, *last)
-	} else {
+	default:
 		doc.Messages, err = conv.Messages(ctx, id, *from, *limit+1)
 		if err == nil && len(doc.Messages) > *limit {
 			next := doc.Messages[*limit].Seq
@@ -98,7 +104,7 @@ func runMessages(ctx context.Context, g *globals, args []string) int {
 	tw := newTable(g.stdout)
 	fmt.Fprintln(tw, "SEQ\tROLE\tCREATED\tTEXT")
 	for _, m := range doc.Messages {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.Seq, m.Role, tableTime(m.CreatedAt), clip(messageText(m), *width))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.Seq, esc(m.Role), tableTime(m.CreatedAt), clip(messageText(m), *width))
 	}
 	if err := tw.Flush(); err != nil {
 		return g.fail(sp.name, err)

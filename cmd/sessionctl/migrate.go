@@ -17,7 +17,9 @@ var migrateSpec = spec{
 	name: "migrate",
 	args: "[status|up]",
 	about: `"status" (the default) lists the schema migrations this binary knows and
-whether each is applied to the database; it never changes the file. "up"
+whether each is applied to the database; it never changes the file. It
+exits with status 11 when the database's schema is newer than this binary
+(as every command does on such a database). "up"
 applies the pending ones under the writer lock, so that concurrent
 processes never migrate twice, and creates the database when it does not
 exist. A database migrated by a newer binary is refused.
@@ -103,6 +105,9 @@ func migrateStatus(ctx context.Context, g *globals, asJSON bool) int {
 		if err := writeJSON(g.stdout, doc); err != nil {
 			return g.fail("migrate", err)
 		}
+		if current > latest {
+			return exitSchemaTooNew
+		}
 		return exitOK
 	}
 	w := g.stdout
@@ -120,6 +125,8 @@ func migrateStatus(ctx context.Context, g *globals, asJSON bool) int {
 	switch {
 	case current > latest:
 		fmt.Fprintf(w, "the database is newer than this binary: use a newer sessionctl\n")
+		fmt.Fprintf(g.stderr, "sessionctl migrate: %v\n", &store.SchemaTooNewError{DatabaseVersion: current, BinaryVersion: latest})
+		return exitSchemaTooNew
 	case current < latest:
 		fmt.Fprintf(w, "%d pending: run sessionctl migrate up\n", latest-current)
 	}

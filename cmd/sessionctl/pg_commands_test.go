@@ -164,12 +164,12 @@ func TestPGDoctorFindsDamage(t *testing.T) {
 	e.pgExec(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (9999, true)`)
 	before := fileState(t, e.db)
 	for _, args := range [][]string{{"list"}, {"stats"}, {"use", "s", "--tool", "t"}, {"migrate", "up"}} {
-		e.run(args...).want(t, exitError).oneLineErr(t, "database schema is newer than this binary (database version 9999")
+		e.run(args...).want(t, exitSchemaTooNew).oneLineErr(t, "database schema is newer than this binary (database version 9999")
 	}
 	if r := e.run("doctor").want(t, exitError); !strings.Contains(r.stdout, "version 9999 is newer than this binary") || strings.Contains(r.stdout, "store ") {
 		t.Errorf("doctor on a newer schema:\n%s", r.stdout)
 	}
-	if r := e.run("migrate", "status").want(t, 0); !strings.Contains(r.stdout, "the database is newer than this binary") {
+	if r := e.run("migrate", "status").want(t, exitSchemaTooNew); !strings.Contains(r.stdout, "the database is newer than this binary") {
 		t.Errorf("migrate status on a newer schema:\n%s", r.stdout)
 	}
 	sameFiles(t, before, fileState(t, e.db))

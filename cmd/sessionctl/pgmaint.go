@@ -264,7 +264,15 @@ func diagnosePG(ctx context.Context, g *globals, quick bool) []checkJSON {
 		}
 		if err != nil {
 			add("tables", checkFail, "%v", err)
-		} else if !tablesCheck(tables, current, add) {
+		} else {
+			if !tablesCheck(tables, current, add) {
+				schemaOK = false
+			}
+			if !addDocumentsCheck(ctx, pgRows(conn), true, tables, add) {
+				schemaOK = false
+			}
+		}
+		if !pgWriteCheck(ctx, conn, tables, add) {
 			schemaOK = false
 		}
 	}
@@ -299,4 +307,43 @@ func diagnosePG(ctx context.Context, g *globals, quick bool) []checkJSON {
 		}
 	}
 	return checks
+}
+
+// pgWriteCheck reports whether this session can write the store: the
+// server is not a standby, the session's transactions are not read-only,
+// and the role may insert, update and delete in every table of the store.
+func pgWriteCheck(ctx context.Context, conn *pgx.Conn, tables []string, add func(name, status, format string, args ...any)) bool {
+	var recovery bool
+	var readOnly string
+	if err := conn.QueryRow(ctx, `SELECT pg_is_in_recovery(), current_setting('default_transaction_read_only')`).Scan(&recovery, &readOnly); err != nil {
+		add("write", checkFail, "%v", err)
+		return false
+	}
+	switch {
+	case recovery:
+		add("write", checkFail, "the database cannot be written: the server is a read-only standby (in recovery)")
+		return false
+	case readOnly == "on":
+		add("write", checkFail, "the database cannot be written: default_transaction_read_only is on for this session")
+		return false
+	}
+	var denied []string
+	for _, t := range tables {
+		var ok bool
+		err := conn.QueryRow(ctx, `SELECT has_table_privilege(r, 'INSERT') AND has_table_privilege(r, 'UPDATE') AND has_table_privilege(r, 'DELETE')
+			FROM (SELECT format('%I.%I', current_schema(), $1::text) AS r) AS t`, t).Scan(&ok)
+		if err != nil {
+			add("write", checkFail, "%v", err)
+			return false
+		}
+		if !ok {
+			denied = append(denied, t)
+		}
+	}
+	if len(denied) > 0 {
+		add("write", checkFail, "the database cannot be written: the role may not change %s", strings.Join(denied, ", "))
+		return false
+	}
+	add("write", checkOK, "the session may write every table of the store")
+	return true
 }

@@ -46,7 +46,8 @@ var artifactsSpec = spec{
 	args: "ID",
 	about: `Lists a conversation's artifacts (tool outputs kept aside from the history)
 ordered by URI: tool, sizes, times. --json includes each artifact's content;
---uri prints one artifact's content as it is.`,
+--uri prints one artifact's content as it is (on a terminal its control
+characters are escaped, as in every table).`,
 	examples: []string{
 		"sessionctl artifacts conv-1",
 		"sessionctl artifacts conv-1 --uri a3s://tool-output/read/abc > output.txt",
@@ -74,7 +75,7 @@ func runArtifacts(ctx context.Context, g *globals, args []string) int {
 				if asJSON {
 					return writeJSON(g.stdout, a)
 				}
-				_, err = fmt.Fprint(g.stdout, a.Content)
+				_, err = fmt.Fprint(contentWriter(g.stdout), a.Content)
 				return err
 			}
 			list, err := conv.Artifacts(ctx, id)
@@ -91,7 +92,7 @@ func runArtifacts(ctx context.Context, g *globals, args []string) int {
 			tw := newTable(g.stdout)
 			fmt.Fprintln(tw, "URI\tTOOL\tBYTES\tSHOWN\tUPDATED")
 			for _, a := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", a.URI, orDash(a.ToolName), a.OriginalBytes, a.ShownBytes, tableTime(a.UpdatedAt))
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", esc(a.URI), orDash(esc(a.ToolName)), a.OriginalBytes, a.ShownBytes, tableTime(a.UpdatedAt))
 			}
 			return tw.Flush()
 		})
@@ -137,7 +138,7 @@ func runTraces(ctx context.Context, g *globals, args []string) int {
 			tw := newTable(g.stdout)
 			fmt.Fprintln(tw, "SEQ\tKIND\tNAME\tOK\tEXIT\tDURATION\tOUTPUT\tCREATED")
 			for _, e := range events {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%dms\t%d\t%s\n", e.Seq, e.Kind, e.Name, yesNo(e.Success),
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%dms\t%d\t%s\n", e.Seq, esc(string(e.Kind)), esc(e.Name), yesNo(e.Success),
 					e.ExitCode, e.DurationMS, e.OutputBytes, tableTime(e.CreatedAt))
 			}
 			return tw.Flush()
@@ -182,7 +183,7 @@ func runRuns(ctx context.Context, g *globals, args []string) int {
 			fmt.Fprintln(tw, "RUN\tSTATUS\tEVENTS\tCREATED\tUPDATED\tPROMPT")
 			for _, r := range runs {
 				s := r.Snapshot
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", s.ID, s.Status, s.EventCount,
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", esc(s.ID), esc(string(s.Status)), s.EventCount,
 					tableTime(s.CreatedAt), tableTime(s.UpdatedAt), clip(s.Prompt, 60))
 				if *events {
 					for _, e := range r.Events {
@@ -234,7 +235,7 @@ func runReports(ctx context.Context, g *globals, args []string) int {
 						passed++
 					}
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%d/%d\t%d\t%s\n", r.Seq, clip(r.Subject, 40), r.Status,
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d/%d\t%d\t%s\n", r.Seq, clip(r.Subject, 40), esc(string(r.Status)),
 					passed, len(r.Checks), len(r.ResidualRisks), tableTime(r.CreatedAt))
 			}
 			return tw.Flush()

@@ -145,10 +145,12 @@ func testExportImportRuntime(t *testing.T, newTestEnv envMaker) {
 	if err := json.Unmarshal([]byte(dst.run("show", "r1", "--json").want(t, 0).stdout), &b); err != nil {
 		t.Fatal(err)
 	}
-	// Fields, overrides and uploads carry over; the turn starts afresh.
+	// Fields, overrides, uploads and the turn's generation carry over; the
+	// turn is not running (it belonged to the process that ran it).
 	if a.Runtime.AgentAlias != b.Runtime.AgentAlias || a.Runtime.OwnerID != b.Runtime.OwnerID || a.Runtime.WorkspaceDir != b.Runtime.WorkspaceDir ||
 		overridesText(a.Runtime.Overrides) != overridesText(b.Runtime.Overrides) || a.Runtime.Uploads != b.Runtime.Uploads ||
-		a.Runtime.UploadBytes != b.Runtime.UploadBytes || b.Runtime.Turn.Running || b.Runtime.Turn.Generation != 0 {
+		a.Runtime.UploadBytes != b.Runtime.UploadBytes || b.Runtime.Turn.Running || b.Runtime.Turn.Generation != a.Runtime.Turn.Generation ||
+		a.Runtime.Turn.Generation == 0 {
 		t.Errorf("runtime session after import:\n%+v\nbefore:\n%+v", b.Runtime, a.Runtime)
 	}
 	before := fileState(t, dst.db)

@@ -9,7 +9,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
@@ -20,17 +19,16 @@ var rtOps = facetOps{
 	count:     func(c *facetCounts) *int64 { return &c.Runtime },
 	section:   "runtime_sessions",
 	export:    exportRuntimeSessions,
-	parse:     parseRuntime,
-	prepare:   prepareRuntime,
 	restore:   restoreRuntime,
 	stats:     statsRuntime,
 	statsRows: statsRuntimeRows,
 	gcNone:    "runtime sessions: they have no idle expiry and stay until removed",
 }
 
-// exportRuntimeSessions adds every runtime session, or those of x.ids.
+// exportRuntimeSessions writes every runtime session, or those of x.ids.
 func exportRuntimeSessions(ctx context.Context, x *exportRun) error {
-	x.doc.Runtime = []rtExport{}
+	x.out.open("runtime_sessions", '[')
+	defer x.out.close(']')
 	add := func(id string) error {
 		r, err := exportRuntime(ctx, x.st, id)
 		if errors.Is(err, store.ErrNotFound) {
@@ -39,9 +37,8 @@ func exportRuntimeSessions(ctx context.Context, x *exportRun) error {
 		if err != nil {
 			return err
 		}
-		x.doc.Runtime = append(x.doc.Runtime, r)
+		x.out.value("", r)
 		x.counts.Runtime++
-		x.found[id] = true
 		return nil
 	}
 	if x.ids != nil {
@@ -70,53 +67,28 @@ func exportRuntimeSessions(ctx context.Context, x *exportRun) error {
 	}
 }
 
-// parseRuntime validates the runtime sessions of an export document.
-func parseRuntime(doc *exportDoc, _ int, f *importFile) error {
+// restoreRuntime reads the runtime sessions of an export document and
+// restores each with its times, overrides, turn generation and uploads.
+func restoreRuntime(ctx context.Context, x *importRun, in *jsonIn, _ int) error {
 	seen := map[string]bool{}
-	for i := range doc.Runtime {
-		imp, err := doc.Runtime[i].validate(fmt.Sprintf("runtime_sessions[%d]", i))
+	return in.array(func(i int) error {
+		var r rtExport
+		if err := in.decode(&r); err != nil {
+			return err
+		}
+		rec, err := r.record(fmt.Sprintf("runtime_sessions[%d]", i))
 		if err != nil {
 			return err
 		}
-		if seen[imp.req.ID] {
-			return store.Invalid("runtime_sessions", "id "+imp.req.ID+" appears twice")
+		id := rec.Session.ID
+		if seen[id] {
+			return store.Invalid("runtime_sessions", "id "+id+" appears twice")
 		}
-		seen[imp.req.ID] = true
-		f.runtime = append(f.runtime, imp)
-	}
-	return nil
-}
-
-// prepareRuntime fails on a runtime session id that exists, or drops it
-// with --skip-existing.
-func prepareRuntime(ctx context.Context, x *importRun) error {
-	var keep []rtImport
-	for _, r := range x.file.runtime {
-		_, err := x.st.Runtime().Get(ctx, r.req.ID)
-		switch {
-		case err == nil && !x.skip:
-			return fmt.Errorf("%w: runtime session %s exists (use --skip-existing)", store.ErrConflict, r.req.ID)
-		case err == nil:
-			x.doc.Skipped++
-		case errors.Is(err, store.ErrNotFound):
-			keep = append(keep, r)
-		default:
-			return err
-		}
-	}
-	x.file.runtime = keep
-	return nil
-}
-
-// restoreRuntime inserts the runtime sessions.
-func restoreRuntime(ctx context.Context, x *importRun) error {
-	for _, r := range x.file.runtime {
-		if err := importRuntime(ctx, x.st.Runtime(), x.clock, r); err != nil {
-			return fmt.Errorf("runtime session %s: %w", r.req.ID, err)
-		}
-		x.doc.Runtime++
-	}
-	return nil
+		seen[id] = true
+		return x.put(&x.counts.Runtime, "runtime session "+id, func(w store.RecordWriter) (bool, error) {
+			return w.PutRuntimeSession(rec)
+		})
+	})
 }
 
 func statsRuntime(ctx context.Context, _ *globals, st cliStore, doc *statsJSON) error {
@@ -132,11 +104,10 @@ func statsRuntimeRows(doc *statsJSON) [][2]string {
 	}
 }
 
-// rtExport is one runtime session in an export file. Its turn state is
-// informative: an import starts the session without a turn (a turn
-// belongs to the process that ran it, and generations come from the
-// destination's own counter). Its times and its uploads' times are
-// restored.
+// rtExport is one runtime session in an export file. Its times, its
+// uploads' times and its turn's generation and start are restored; the
+// turn is not running after an import (a turn belongs to the process that
+// ran it; the destination's generation counter moves past it).
 type rtExport struct {
 	Session store.RuntimeSession `json:"session"`
 	Uploads []uploadContentJSON  `json:"uploads"`
@@ -165,85 +136,40 @@ func exportRuntime(ctx context.Context, st cliStore, id string) (rtExport, error
 	return x, nil
 }
 
-// rtImport is a validated runtime session to import.
-type rtImport struct {
-	req        store.NewRuntimeSession
-	overrides  store.Overrides
-	uploads    []store.PutUploadRequest
-	uploadedAt []time.Time // of each upload; zero: unknown
-	createdAt  time.Time   // zero: unknown
-	lastActive time.Time
-}
-
-// validate checks x as the store would on import (uploads against their
-// SHA-256), without writing. The error is an *InvalidInputError.
-func (x *rtExport) validate(field string) (rtImport, error) {
+// record checks x as the store would on import (uploads against their
+// SHA-256), without writing, and returns it as a record to restore. The
+// error is an *InvalidInputError.
+func (x *rtExport) record(field string) (store.RuntimeRecord, error) {
 	s := x.Session
-	imp := rtImport{
-		req:        store.NewRuntimeSession{ID: s.ID, AgentAlias: s.AgentAlias, WorkspaceDir: s.WorkspaceDir, ChatMode: s.ChatMode, OwnerID: s.OwnerID},
-		overrides:  s.Overrides,
-		createdAt:  s.CreatedAt,
-		lastActive: s.LastActive,
-	}
+	rec := store.RuntimeRecord{Session: s}
+	req := store.NewRuntimeSession{ID: s.ID, AgentAlias: s.AgentAlias, WorkspaceDir: s.WorkspaceDir, ChatMode: s.ChatMode, OwnerID: s.OwnerID}
 	if s.ID == "" {
-		return imp, store.Invalid(field+".session.id", "must not be empty")
+		return rec, store.Invalid(field+".session.id", "must not be empty")
 	}
-	if err := imp.req.Validate(); err != nil {
-		return imp, prefixInvalid(field+".session", err)
+	if err := req.Validate(); err != nil {
+		return rec, prefixInvalid(field+".session", err)
 	}
 	if err := s.Overrides.Validate(); err != nil {
-		return imp, prefixInvalid(field+".session.overrides", err)
+		return rec, prefixInvalid(field+".session.overrides", err)
 	}
 	for i, u := range x.Uploads {
 		f := fmt.Sprintf("%s.uploads[%d]", field, i)
 		if u.SessionID != "" && u.SessionID != s.ID {
-			return imp, store.Invalid(f+".session_id", "is not the session's id")
+			return rec, store.Invalid(f+".session_id", "is not the session's id")
 		}
 		content, err := base64.StdEncoding.DecodeString(u.ContentBase64)
 		if err != nil {
-			return imp, store.Invalid(f+".content_base64", "not valid base64")
+			return rec, store.Invalid(f+".content_base64", "not valid base64")
 		}
-		req := store.PutUploadRequest{SessionID: s.ID, RefID: u.RefID, Marker: u.Marker,
+		put := store.PutUploadRequest{SessionID: s.ID, RefID: u.RefID, Marker: u.Marker,
 			WorkspacePath: u.WorkspacePath, Content: content, SHA256: u.SHA256}
-		if err := req.Validate(); err != nil {
-			return imp, prefixInvalid(f, err)
+		if err := put.Validate(); err != nil {
+			return rec, prefixInvalid(f, err)
 		}
-		if _, err := req.CheckContent(sqlstore.MaxUploadLimit); err != nil {
-			return imp, prefixInvalid(f, err)
+		if _, err := put.CheckContent(sqlstore.MaxUploadLimit); err != nil {
+			return rec, prefixInvalid(f, err)
 		}
-		imp.uploads = append(imp.uploads, req)
-		imp.uploadedAt = append(imp.uploadedAt, u.CreatedAt)
+		rec.Uploads = append(rec.Uploads, store.UploadRecord{Upload: u.Upload, Content: content})
 	}
-	return imp, nil
-}
-
-// importRuntime inserts the session, sets its overrides and stores its
-// uploads (the store verifies each against its SHA-256). The store stamps
-// the session's creation and last-active times and each upload's time
-// with its clock, so the clock reads the exported times meanwhile.
-func importRuntime(ctx context.Context, rt store.Runtime, clock *importClock, imp rtImport) error {
-	defer clock.pin(time.Time{})
-	clock.pin(imp.createdAt)
-	if _, err := rt.Insert(ctx, imp.req); err != nil {
-		return err
-	}
-	o := imp.overrides
-	if o.Model != nil || o.Provider != nil || o.Temperature != nil {
-		if _, err := rt.SetOverrides(ctx, imp.req.ID, o); err != nil {
-			return err
-		}
-	}
-	for i, u := range imp.uploads {
-		clock.pin(imp.uploadedAt[i])
-		if _, err := rt.PutUpload(ctx, u); err != nil {
-			return fmt.Errorf("upload %s: %w", u.RefID, err)
-		}
-	}
-	if imp.lastActive.After(imp.createdAt) {
-		clock.pin(imp.lastActive)
-		if err := rt.Touch(ctx, imp.req.ID); err != nil {
-			return err
-		}
-	}
-	return nil
+	return rec, nil
 }

@@ -55,7 +55,7 @@ func rtTable(w io.Writer, items []store.RuntimeSession) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "ID\tAGENT\tMODE\tOWNER\tOVERRIDES\tTURN\tLAST ACTIVE")
 	for _, s := range items {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.AgentAlias, s.ChatMode, orDash(s.OwnerID),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", esc(s.ID), esc(s.AgentAlias), esc(string(s.ChatMode)), orDash(esc(s.OwnerID)),
 			overridesText(s.Overrides), turnText(s.Turn), tableTime(s.LastActive))
 	}
 	return tw.Flush()
@@ -65,15 +65,15 @@ func rtTable(w io.Writer, items []store.RuntimeSession) error {
 func rtDetails(w io.Writer, s store.RuntimeSession, uploads, uploadBytes int64) error {
 	tw := newTable(w)
 	rows := [][2]string{
-		{"agent", s.AgentAlias},
+		{"agent", esc(s.AgentAlias)},
 		{"workspace", cell(s.WorkspaceDir)},
-		{"chat mode", string(s.ChatMode)},
-		{"owner", orDash(s.OwnerID)},
+		{"chat mode", esc(string(s.ChatMode))},
+		{"owner", orDash(esc(s.OwnerID))},
 		{"overrides", overridesText(s.Overrides)},
 		{"created", tableTime(s.CreatedAt)},
 		{"last active", tableTime(s.LastActive)},
 		{"turn", turnDetails(s.Turn)},
-		{"uploads", fmt.Sprintf("%d, %s (sessionctl uploads %s)", uploads, humanBytes(uploadBytes), s.ID)},
+		{"uploads", fmt.Sprintf("%d, %s (sessionctl uploads %s)", uploads, humanBytes(uploadBytes), esc(s.ID))},
 	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "  %s\t%s\n", r[0], r[1])
@@ -88,7 +88,7 @@ func overridesText(o store.Overrides) string {
 		if s != "" {
 			s += " "
 		}
-		s += k + "=" + v
+		s += k + "=" + esc(v)
 	}
 	if o.Provider != nil {
 		add("provider", *o.Provider)
@@ -127,7 +127,7 @@ func turnDetails(t store.TurnState) string {
 		s += ", started " + tableTime(t.StartedAt)
 	}
 	if t.Owner != "" {
-		s += " by " + t.Owner
+		s += " by " + esc(t.Owner)
 	}
 	return s
 }

@@ -70,7 +70,7 @@ func runShow(ctx context.Context, g *globals, args []string) int {
 		return exitOK
 	}
 	w := g.stdout
-	fmt.Fprintf(w, "session %s\n", id)
+	fmt.Fprintf(w, "session %s\n", esc(id))
 	if f.gov != nil {
 		fmt.Fprintln(w, "\ngoverned:")
 		if err := govDetails(w, *f.gov); err != nil {

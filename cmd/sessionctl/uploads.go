@@ -13,7 +13,8 @@ var uploadsSpec = spec{
 	args: "ID",
 	about: `Lists a runtime session's uploads in ref order: marker, workspace path, size
 and SHA-256 (content is stored once per digest). --ref prints one upload's
-content as it is (after checking it against its digest); with --json, its
+content as it is (after checking it against its digest; on a terminal its
+control characters are escaped, as in every table); with --json, its
 metadata and the content in base64.`,
 	examples: []string{
 		"sessionctl uploads sess-42",
@@ -64,7 +65,7 @@ func runUploads(ctx context.Context, g *globals, args []string) int {
 		if *asJSON {
 			err = writeJSON(g.stdout, uploadContentJSON{Upload: u, ContentBase64: base64.StdEncoding.EncodeToString(content)})
 		} else {
-			_, err = g.stdout.Write(content)
+			_, err = contentWriter(g.stdout).Write(content)
 		}
 		if err != nil {
 			return g.fail(sp.name, err)
@@ -88,8 +89,8 @@ func runUploads(ctx context.Context, g *globals, args []string) int {
 	tw := newTable(g.stdout)
 	fmt.Fprintln(tw, "REF\tMARKER\tPATH\tSIZE\tSHA256\tCREATED")
 	for _, u := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", u.RefID, orDash(clip(u.Marker, 30)), cell(u.WorkspacePath),
-			humanBytes(u.SizeBytes), u.SHA256[:min(12, len(u.SHA256))], tableTime(u.CreatedAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", esc(u.RefID), orDash(clip(u.Marker, 30)), cell(u.WorkspacePath),
+			humanBytes(u.SizeBytes), esc(u.SHA256[:min(12, len(u.SHA256))]), tableTime(u.CreatedAt))
 	}
 	if err := tw.Flush(); err != nil {
 		return g.fail(sp.name, err)

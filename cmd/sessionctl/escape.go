@@ -1,0 +1,154 @@
+package main
+
+// Human output never passes control characters of stored data to the
+// terminal: an escape sequence in a message, a session name or an id would
+// otherwise reach it (move the cursor, retitle the window, rewrite what
+// the operator sees). Every field of stored data printed in a table or a
+// line goes through esc, which also escapes tabs and newlines, so that a
+// field stays in its cell and on its line. Behind that, the writers of
+// human output (termWriter) escape any control character but tab and
+// newline, as a safety net for a field printed without esc. JSON output is
+// written past the safety net, unchanged: encoding/json escapes the C0
+// controls itself, and a JSON consumer gets the data exactly.
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// unsafeRune reports whether r must not reach a terminal as it is: the C0
+// controls, DEL, the C1 controls (U+0080 to U+009F; U+009B is a CSI on
+// many terminals) and the bidirectional formatting characters, which can
+// make a line read differently from what it holds.
+func unsafeRune(r rune) bool {
+	switch {
+	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+		return true
+	}
+	return false
+}
+
+// esc returns s with every unsafe rune escaped as in a Go string literal
+// (\t, \n, \r, \x1b, \u009b, \u202e) and every byte that is not UTF-8 as
+// \xNN. Other text, backslashes included, is unchanged.
+func esc(s string) string {
+	if !strings.ContainsFunc(s, unsafeRune) && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x80 && unsafeRune(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unsafeRune(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// termWriter is the writer of human output: it escapes every unsafe rune
+// but tab and newline (which lay out tables and lines) as esc does. A
+// UTF-8 sequence split between two writes is held until the next one (or
+// flush).
+type termWriter struct {
+	w       io.Writer
+	pending []byte
+	buf     bytes.Buffer
+}
+
+func newTermWriter(w io.Writer) *termWriter { return &termWriter{w: w} }
+
+// Write escapes p and writes it; it reports len(p) when the escaped bytes
+// were written.
+func (t *termWriter) Write(p []byte) (int, error) {
+	data := p
+	if len(t.pending) > 0 {
+		data = append(t.pending, p...)
+		t.pending = nil
+	}
+	t.buf.Reset()
+	for i := 0; i < len(data); {
+		c := data[i]
+		if c >= 0x20 && c < 0x7f || c == '\t' || c == '\n' {
+			t.buf.WriteByte(c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(data[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1 && !utf8.FullRune(data[i:]):
+			// A sequence cut by the end of this write.
+			t.pending = append([]byte(nil), data[i:]...)
+			i = len(data)
+			continue
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&t.buf, `\x%02x`, c)
+		case unsafeRune(r):
+			t.buf.WriteString(esc(string(r)))
+		default:
+			t.buf.Write(data[i : i+n])
+		}
+		i += n
+	}
+	if _, err := t.w.Write(t.buf.Bytes()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// flush writes a held incomplete UTF-8 sequence, escaped.
+func (t *termWriter) flush() error {
+	if len(t.pending) == 0 {
+		return nil
+	}
+	p := t.pending
+	t.pending = nil
+	_, err := io.WriteString(t.w, esc(string(p)))
+	return err
+}
+
+// rawWriter returns the writer under a termWriter, for output that must
+// pass unchanged (JSON documents, export files); other writers are
+// returned as they are.
+func rawWriter(w io.Writer) io.Writer {
+	if t, ok := w.(*termWriter); ok {
+		if err := t.flush(); err != nil {
+			return errWriter{err}
+		}
+		return t.w
+	}
+	return w
+}
+
+// contentWriter is where stored content printed "as it is" goes (uploads
+// --ref, artifacts --uri): unchanged into a file or a pipe, escaped like
+// any human output on a terminal.
+func contentWriter(w io.Writer) io.Writer {
+	if isTerminal(rawWriter(w)) {
+		return w
+	}
+	return rawWriter(w)
+}
+
+// errWriter fails every write with err.
+type errWriter struct{ err error }
+
+func (e errWriter) Write([]byte) (int, error) { return 0, e.err }

@@ -1,0 +1,436 @@
+package sqlcore
+
+// Restoring exported records exactly (store.RecordWriter): the rows of the
+// conversation, runtime and agent-session facets written as they were
+// stored — versions, positions and times included — inside a backend's
+// write transaction. The stored forms are the ones the facets' own write
+// paths produce (the same validation and encoders); the round-trip tests
+// of sessionctl compare what the store API reads back.
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/agentstore/sessionstore/internal/rowcodec"
+	"github.com/agentstore/sessionstore/store"
+)
+
+const (
+	convRestoreSQL = `INSERT INTO conversations (` + convColumns + `)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO NOTHING`
+	artifactRestoreSQL = `INSERT INTO conversation_artifacts (session_id, ` + artifactColumns + `)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	runRestoreSQL = `INSERT INTO conversation_runs (session_id, ` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)`
+
+	rtRestoreSQL = `INSERT INTO runtime_sessions (id, agent_alias, workspace_dir, chat_mode, owner_id,
+		model, model_provider, temperature, created_at_ms, last_active_ms, turn_gen, turn_started_ms,
+		turn_running, turn_owner, turn_lease_ms, turn_cancel)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+	upRestoreSQL = `INSERT INTO uploads (` + upColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)`
+
+	asRestoreSQL = `INSERT INTO agent_sessions
+		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app, user_id, session_id) DO NOTHING RETURNING pk`
+	stAppRestoreSQL     = `INSERT INTO agent_app_state (app, key, value) VALUES (?, ?, ?) ON CONFLICT (app, key) DO NOTHING`
+	stAppValueSQL       = `SELECT value FROM agent_app_state WHERE app = ? AND key = ?`
+	stUserRestoreSQL    = `INSERT INTO agent_user_state (app, user_id, key, value) VALUES (?, ?, ?, ?) ON CONFLICT (app, user_id, key) DO NOTHING`
+	stUserValueSQL      = `SELECT value FROM agent_user_state WHERE app = ? AND user_id = ? AND key = ?`
+	stSessionRestoreSQL = `INSERT INTO agent_session_state (session_pk, key, value) VALUES (?, ?, ?)`
+)
+
+// recordWriter is the store.RecordWriter of one restore transaction.
+type recordWriter struct {
+	s        *Store
+	tx       Tx
+	governed func(store.Session) (bool, error)
+	now      time.Time
+}
+
+// NewRecordWriter returns the store.RecordWriter of a restore running in
+// tx; governed writes a governed session (the backend's own facet).
+func (s *Store) NewRecordWriter(tx Tx, governed func(store.Session) (bool, error)) store.RecordWriter {
+	return &recordWriter{s: s, tx: tx, governed: governed, now: s.now()}
+}
+
+func (w *recordWriter) PutGovernedSession(sess store.Session) (bool, error) {
+	if err := sess.ValidateStored(); err != nil {
+		return false, err
+	}
+	return w.governed(sess)
+}
+
+// or returns t, or the restore's time when t is zero, in stored form.
+func (w *recordWriter) or(t time.Time) int64 {
+	if t.IsZero() {
+		t = w.now
+	}
+	return rowcodec.ToMillis(t)
+}
+
+// affected reports whether res changed a row.
+func affected(res sql.Result) (bool, error) {
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// positions returns the stored position of each of n items whose given
+// positions are seq(i): as given, or from 0 when all are zero.
+func positions(n int, seq func(i int) int64) []int64 {
+	out := make([]int64, n)
+	allZero := true
+	for i := range n {
+		out[i] = seq(i)
+		allZero = allZero && out[i] == 0
+	}
+	if allZero {
+		for i := range out {
+			out[i] = int64(i)
+		}
+	}
+	return out
+}
+
+func (w *recordWriter) PutConversation(rec store.ConversationRecord) (bool, error) {
+	given := rec.Conversation
+	conv, contents, err := store.NormalizeConversation(given)
+	if err != nil {
+		return false, err
+	}
+	version := max(given.Version, 1)
+	seqs := positions(len(given.Messages), func(i int) int64 { return given.Messages[i].Seq })
+	for i := range seqs {
+		if seqs[i] < 0 || i > 0 && seqs[i] != seqs[0]+int64(i) {
+			return false, store.Invalid(fmt.Sprintf("messages[%d].seq", i), "positions must run on from the first without gaps")
+		}
+	}
+	if given.MessageCount != 0 && given.MessageCount != int64(len(seqs)) {
+		return false, store.Invalid("message_count", fmt.Sprintf("is %d, but the conversation has %d messages", given.MessageCount, len(seqs)))
+	}
+	toolNames, err := json.Marshal(conv.ToolNames)
+	if err != nil {
+		return false, store.Invalid("tool_names", "cannot be encoded as JSON")
+	}
+	tasks, err := json.Marshal(conv.Tasks)
+	if err != nil {
+		return false, store.Invalid("tasks", "cannot be encoded as JSON")
+	}
+	var llm any
+	if conv.LLMConfig != nil {
+		b, err := json.Marshal(conv.LLMConfig) // never the API key: it has no JSON name
+		if err != nil {
+			return false, store.Invalid("llm_config", "cannot be encoded as JSON")
+		}
+		llm = string(b)
+	}
+	traces := make([][]byte, len(rec.Traces))
+	for i, ev := range rec.Traces {
+		if traces[i], err = rowcodec.EncodeTraceEvent(fmt.Sprintf("traces[%d]", i), ev); err != nil {
+			return false, err
+		}
+	}
+	reports := make([][]byte, len(rec.Reports))
+	for i, r := range rec.Reports {
+		if reports[i], err = rowcodec.EncodeVerificationReport(fmt.Sprintf("reports[%d]", i), r); err != nil {
+			return false, err
+		}
+	}
+	for i := range rec.Artifacts {
+		if err := rec.Artifacts[i].Validate(fmt.Sprintf("artifacts[%d]", i)); err != nil {
+			return false, err
+		}
+	}
+	if err := w.s.lockKey(w.tx, lockClassConversation, conv.ID); err != nil {
+		return false, err
+	}
+	cfg, u := conv.Config, conv.TotalUsage
+	created := w.or(conv.CreatedAt)
+	updated := w.or(conv.UpdatedAt)
+	res, err := w.tx.Exec(convRestoreSQL,
+		conv.ID, version, cfg.Name, cfg.Workspace, cfg.SystemPrompt, cfg.MaxContextLength, cfg.AutoCompact,
+		cfg.AutoCompactThreshold, cfg.StorageType, nullDoc(cfg.QueueConfig), nullDoc(cfg.ConfirmationPolicy),
+		nullDoc(cfg.PermissionPolicy), cfg.ParentID, nullDoc(cfg.SecurityConfig), cfg.PlanningMode,
+		cfg.GoalTracking, string(conv.State),
+		conv.ContextUsage.UsedTokens, conv.ContextUsage.MaxTokens, conv.ContextUsage.Percent, conv.ContextUsage.Turns,
+		u.PromptTokens, u.CompletionTokens, u.TotalTokens, nullInt(u.CacheReadTokens), nullInt(u.CacheWriteTokens),
+		conv.TotalCost, conv.ModelName, string(toolNames), conv.ThinkingEnabled, nullInt(conv.ThinkingBudget),
+		llm, string(tasks), conv.ParentID, int64(len(seqs)), created, updated)
+	if err != nil {
+		return false, err
+	}
+	if ok, err := affected(res); !ok || err != nil {
+		return false, err
+	}
+	id := conv.ID
+	for i, m := range conv.Messages {
+		if _, err := w.tx.Exec(msgInsertSQL, id, seqs[i], m.Role, string(contents[i]), w.or(m.CreatedAt)); err != nil {
+			return false, err
+		}
+	}
+	if err := insertCostRecords(w.tx, id, 0, conv.CostRecords, rowcodec.ToMillis(w.now)); err != nil {
+		return false, err
+	}
+	for _, a := range rec.Artifacts {
+		at := w.or(a.CreatedAt)
+		up := at
+		if !a.UpdatedAt.IsZero() {
+			up = rowcodec.ToMillis(a.UpdatedAt)
+		}
+		if _, err := w.tx.Exec(artifactRestoreSQL, id, a.URI, a.ID, a.ToolName, a.Content,
+			a.OriginalBytes, a.ShownBytes, at, up); err != nil {
+			return false, err
+		}
+	}
+	tseq := positions(len(rec.Traces), func(i int) int64 { return rec.Traces[i].Seq })
+	for i, ev := range rec.Traces {
+		if _, err := w.tx.Exec(traceInsertSQL, id, tseq[i], ev.Kind, ev.Name, string(traces[i]), w.or(ev.CreatedAt)); err != nil {
+			return false, err
+		}
+	}
+	for i, r := range rec.Runs {
+		norm, snap, events, err := store.NormalizeRun(fmt.Sprintf("runs[%d]", i), r, w.now)
+		if err != nil {
+			return false, err
+		}
+		s := norm.Snapshot
+		if _, err := w.tx.Exec(runRestoreSQL, id, s.ID, s.Status, s.EventCount, string(snap),
+			rowcodec.ToMillis(s.CreatedAt), rowcodec.ToMillis(s.UpdatedAt)); err != nil {
+			return false, err
+		}
+		for j, ev := range norm.Events {
+			if _, err := w.tx.Exec(runEventInsertSQL, id, s.ID, ev.Seq, rowcodec.ToMillis(ev.Timestamp), string(events[j])); err != nil {
+				return false, err
+			}
+		}
+	}
+	rseq := positions(len(rec.Reports), func(i int) int64 { return rec.Reports[i].Seq })
+	for i, r := range rec.Reports {
+		if _, err := w.tx.Exec(reportInsertSQL, id, rseq[i], r.Subject, r.Status, string(reports[i]), w.or(r.CreatedAt)); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+func (w *recordWriter) PutRuntimeSession(rec store.RuntimeRecord) (bool, error) {
+	s := rec.Session
+	req := store.NewRuntimeSession{ID: s.ID, AgentAlias: s.AgentAlias, WorkspaceDir: s.WorkspaceDir, ChatMode: s.ChatMode, OwnerID: s.OwnerID}
+	if s.ID == "" {
+		return false, store.Invalid("id", "must not be empty")
+	}
+	if err := req.Validate(); err != nil {
+		return false, err
+	}
+	if err := s.Overrides.Validate(); err != nil {
+		return false, err
+	}
+	type upload struct {
+		req store.PutUploadRequest
+		sum [32]byte
+		at  int64
+	}
+	ups := make([]upload, len(rec.Uploads))
+	for i, u := range rec.Uploads {
+		if u.Upload.SessionID != "" && u.Upload.SessionID != s.ID {
+			return false, store.Invalid(fmt.Sprintf("uploads[%d].session_id", i), "is not the session's id")
+		}
+		r := store.PutUploadRequest{SessionID: s.ID, RefID: u.Upload.RefID, Marker: u.Upload.Marker,
+			WorkspacePath: u.Upload.WorkspacePath, Content: u.Content, SHA256: u.Upload.SHA256}
+		if err := r.Validate(); err != nil {
+			return false, err
+		}
+		sum, err := r.CheckContent(MaxUploadLimit)
+		if err != nil {
+			return false, err
+		}
+		if r.Content == nil {
+			r.Content = []byte{}
+		}
+		ups[i] = upload{r, sum, w.or(u.Upload.CreatedAt)}
+	}
+	created := w.or(s.CreatedAt)
+	lastActive := created
+	if !s.LastActive.IsZero() {
+		lastActive = rowcodec.ToMillis(s.LastActive)
+	}
+	o := s.Overrides
+	var started int64
+	if s.Turn.Generation > 0 {
+		started = rowcodec.ToMillis(s.Turn.StartedAt)
+	}
+	// A turn that was running is restored running, with the owner and
+	// lease it had: nothing renews that lease here, so the turn is (or
+	// turns) stale, as it would have in the source once its store stopped.
+	turn := s.Turn
+	switch {
+	case turn.Running && turn.Generation == 0:
+		return false, store.Invalid("turn.running", "a running turn needs a generation")
+	case turn.CancelCause != "" && (!turn.CancelCause.Valid() || turn.CancelCause == store.CauseSuperseded):
+		return false, store.Invalid("turn.cancel_cause", "is not a known cause")
+	case turn.CancelCause != "" && !turn.Running:
+		return false, store.Invalid("turn.cancel_cause", "is only recorded for a running turn")
+	}
+	var lease int64
+	if turn.Running {
+		lease = rowcodec.ToMillis(turn.LeaseExpiresAt)
+	} else {
+		turn.Owner = ""
+	}
+	res, err := w.tx.Exec(rtRestoreSQL, s.ID, s.AgentAlias, s.WorkspaceDir, string(s.ChatMode),
+		sql.NullString{String: s.OwnerID, Valid: s.OwnerID != ""},
+		nullString(o.Model), nullString(o.Provider), nullFloat(o.Temperature),
+		created, lastActive, int64(s.Turn.Generation), started,
+		turn.Running, turn.Owner, lease, string(turn.CancelCause))
+	if err != nil {
+		return false, err
+	}
+	if ok, err := affected(res); !ok || err != nil {
+		return false, err
+	}
+	if s.Turn.Generation > 0 {
+		if _, err := w.tx.Exec(`UPDATE runtime_counters SET last_turn_gen = `+w.s.d.Greatest+
+			`(last_turn_gen, CAST(? AS BIGINT)) WHERE id = 1`, int64(s.Turn.Generation)); err != nil {
+			return false, err
+		}
+	}
+	for _, u := range ups {
+		if err := w.s.lockKey(w.tx, lockClassUploadBlob, hex.EncodeToString(u.sum[:])); err != nil {
+			return false, err
+		}
+		size := int64(len(u.req.Content))
+		if _, err := w.tx.Exec(upPutBlobSQL, u.sum[:], size, u.req.Content); err != nil {
+			return false, err
+		}
+		if _, err := w.tx.Exec(upRestoreSQL, s.ID, u.req.RefID, u.req.Marker, u.req.WorkspacePath, u.sum[:], size, u.at); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// validateState checks the values of one state scope, any number of keys.
+func validateState(field string, m map[string]json.RawMessage) error {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if err := (store.ScopedState{Session: map[string]json.RawMessage{k: m[k]}}).Validate(field); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *recordWriter) PutAppState(app string, state map[string]json.RawMessage) ([]string, error) {
+	if err := store.ValidateID("app", app); err != nil {
+		return nil, err
+	}
+	if err := validateState("app_state", state); err != nil {
+		return nil, err
+	}
+	return w.putShared(state, func(k string, v json.RawMessage) (sql.Result, error) {
+		return w.tx.Exec(stAppRestoreSQL, app, k, string(v))
+	}, func(k string, dest *[]byte) error {
+		return w.tx.Scan(stAppValueSQL, []any{app, k}, dest)
+	})
+}
+
+func (w *recordWriter) PutUserState(app, user string, state map[string]json.RawMessage) ([]string, error) {
+	if err := (store.SessionKey{App: app, User: user, Session: "-"}).Validate(); err != nil {
+		return nil, err
+	}
+	if err := validateState("user_state", state); err != nil {
+		return nil, err
+	}
+	return w.putShared(state, func(k string, v json.RawMessage) (sql.Result, error) {
+		return w.tx.Exec(stUserRestoreSQL, app, user, k, string(v))
+	}, func(k string, dest *[]byte) error {
+		return w.tx.Scan(stUserValueSQL, []any{app, user, k}, dest)
+	})
+}
+
+// putShared inserts the keys of state that are not stored and returns
+// those stored with another value.
+func (w *recordWriter) putShared(state map[string]json.RawMessage,
+	insert func(k string, v json.RawMessage) (sql.Result, error), stored func(k string, dest *[]byte) error) ([]string, error) {
+	var differing []string
+	for _, k := range slices.Sorted(maps.Keys(state)) {
+		res, err := insert(k, state[k])
+		if err != nil {
+			return nil, err
+		}
+		if ok, err := affected(res); err != nil {
+			return nil, err
+		} else if ok {
+			continue
+		}
+		var cur []byte
+		if err := stored(k, &cur); err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(cur, state[k]) {
+			differing = append(differing, k)
+		}
+	}
+	return differing, nil
+}
+
+func (w *recordWriter) PutAgentSession(s store.AgentSession) (bool, error) {
+	key := s.Key
+	if err := key.Validate(); err != nil {
+		return false, err
+	}
+	if s.Version < 1 {
+		return false, store.Invalid("version", "must be at least 1")
+	}
+	if s.EventCount != int64(len(s.Events)) {
+		return false, store.Invalid("event_count", fmt.Sprintf("is %d, but the session has %d events", s.EventCount, len(s.Events)))
+	}
+	ids := make(map[string]bool, len(s.Events))
+	for i, ev := range s.Events {
+		f := fmt.Sprintf("events[%d]", i)
+		switch {
+		case ev.Seq != int64(i+1):
+			return false, store.Invalid(f+".seq", fmt.Sprintf("is %d, want %d: positions run from 1 without gaps", ev.Seq, i+1))
+		case ev.ID == "":
+			return false, store.Invalid(f+".id", "must not be empty")
+		case ids[ev.ID]:
+			return false, store.Invalid(f+".id", "appears twice")
+		case ev.Timestamp.IsZero():
+			return false, store.Invalid(f+".timestamp", "must be set")
+		}
+		ids[ev.ID] = true
+		ev.Seq = 0
+		if err := (store.AppendEventRequest{Key: key, Event: ev}).Validate(); err != nil {
+			return false, err
+		}
+	}
+	if err := validateState("state.session", s.State.Session); err != nil {
+		return false, err
+	}
+	created := w.or(s.CreatedAt)
+	updated := w.or(s.UpdatedAt)
+	var pk int64
+	err := w.tx.Get(&pk, asRestoreSQL, key.App, key.User, key.Session, s.Version, s.EventCount, created, updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil // exists
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, ev := range s.Events {
+		if _, err := w.tx.Exec(evInsertSQL, pk, ev.Seq, ev.ID, ev.InvocationID, rowcodec.ToMicros(ev.Timestamp), string(ev.Data)); err != nil {
+			return false, err
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.State.Session)) {
+		if _, err := w.tx.Exec(stSessionRestoreSQL, pk, k, string(s.State.Session[k])); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
