@@ -103,7 +103,7 @@ func (s *Store) listenFeedOnce(ctx context.Context, wake func()) error {
 	}
 	defer conn.Close(context.Background())
 	var channel string
-	if err := conn.QueryRow(ctx, "SELECT sessionstore_feed_channel()").Scan(&channel); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT sessionstore_feed_channel(current_schema())").Scan(&channel); err != nil {
 		return err
 	}
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {

@@ -14,7 +14,7 @@
 -- written before this version have epoch 0 until they change.
 --
 -- Notifications: a statement that changes a watched table sends NOTIFY on
--- the schema's feed channel (sessionstore_feed_channel()), but only while a
+-- the schema's feed channel (sessionstore_feed_channel), but only while a
 -- feed listens somewhere: a NOTIFY makes the committing transactions of the
 -- whole database take one lock in turn, which writers must not pay for
 -- nobody. A listening store keeps pushing the sequence
@@ -22,6 +22,10 @@
 -- into the future; a sequence is read and set outside transactions, so a
 -- writer sees a new listener at once, and the gate lapses by itself when
 -- the last listener is gone, even killed.
+--
+-- The trigger functions run with the search_path the schema was migrated
+-- with (the store's schema), so that they find the store's tables whatever
+-- the search_path of the session that writes.
 
 -- +goose Up
 -- +goose StatementBegin
@@ -43,7 +47,7 @@ ALTER TABLE agent_sessions ALTER COLUMN epoch SET DEFAULT sessionstore_feed_epoc
 ALTER TABLE governed_sessions ALTER COLUMN epoch SET DEFAULT sessionstore_feed_epoch();
 
 -- +goose StatementBegin
-CREATE FUNCTION sessionstore_messages_feed_epoch() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION sessionstore_messages_feed_epoch() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     UPDATE conversations AS c SET messages_epoch = sessionstore_feed_epoch()
     FROM (SELECT session_id, max(seq) AS top FROM gone GROUP BY session_id) AS g
@@ -58,7 +62,7 @@ CREATE TRIGGER conversation_messages_feed_epoch AFTER DELETE ON conversation_mes
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION sessionstore_messages_feed_epoch();
 
 -- +goose StatementBegin
-CREATE FUNCTION sessionstore_traces_feed_epoch() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION sessionstore_traces_feed_epoch() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     UPDATE conversations AS c SET traces_epoch = sessionstore_feed_epoch()
     FROM (SELECT session_id, max(seq) AS top FROM gone GROUP BY session_id) AS g
@@ -73,7 +77,7 @@ CREATE TRIGGER conversation_trace_events_feed_epoch AFTER DELETE ON conversation
     REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION sessionstore_traces_feed_epoch();
 
 -- +goose StatementBegin
-CREATE FUNCTION sessionstore_run_events_feed_epoch() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION sessionstore_run_events_feed_epoch() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     UPDATE conversation_runs AS r SET events_epoch = sessionstore_feed_epoch()
     FROM (SELECT session_id, run_id, max(seq) AS top FROM gone GROUP BY session_id, run_id) AS g
@@ -90,17 +94,17 @@ CREATE TRIGGER conversation_run_events_feed_epoch AFTER DELETE ON conversation_r
 CREATE SEQUENCE sessionstore_feed_gate MINVALUE 0 START WITH 0;
 
 -- +goose StatementBegin
-CREATE FUNCTION sessionstore_feed_channel() RETURNS text LANGUAGE sql STABLE AS $$
-    SELECT 'sessionstore_feed_' || md5(current_schema())
+CREATE FUNCTION sessionstore_feed_channel(schema_name text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+    SELECT 'sessionstore_feed_' || md5(schema_name)
 $$;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE FUNCTION sessionstore_feed_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION sessionstore_feed_notify() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     IF (SELECT last_value FROM sessionstore_feed_gate)
             > (extract(epoch FROM statement_timestamp()) * 1000)::bigint THEN
-        PERFORM pg_notify(sessionstore_feed_channel(), '');
+        PERFORM pg_notify(sessionstore_feed_channel(TG_TABLE_SCHEMA), '');
     END IF;
     RETURN NULL;
 END
@@ -131,7 +135,7 @@ DROP TRIGGER conversation_run_events_feed_notify ON conversation_run_events;
 DROP TRIGGER conversation_trace_events_feed_notify ON conversation_trace_events;
 DROP TRIGGER conversation_messages_feed_notify ON conversation_messages;
 DROP FUNCTION sessionstore_feed_notify();
-DROP FUNCTION sessionstore_feed_channel();
+DROP FUNCTION sessionstore_feed_channel(text);
 DROP SEQUENCE sessionstore_feed_gate;
 DROP TRIGGER conversation_run_events_feed_epoch ON conversation_run_events;
 DROP TRIGGER conversation_trace_events_feed_epoch ON conversation_trace_events;
