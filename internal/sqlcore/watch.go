@@ -38,7 +38,8 @@ type GovernedReader func(ctx context.Context, id string) (store.Session, int64, 
 // feedHub holds the open feeds of a Store and wakes them. Its zero value
 // is ready to use.
 type feedHub struct {
-	open atomic.Int64 // len(subs): FeedCommitted's fast path
+	open    atomic.Int64 // len(subs): FeedCommitted's fast path
+	sources atomic.Int64 // FeedWake goroutines running, also ones stopping
 
 	mu      sync.Mutex
 	subs    map[*feedSub]struct{}
@@ -76,8 +77,10 @@ func (h *feedHub) subscribe(source func(ctx context.Context, wake func())) (*fee
 		ctx, cancel := context.WithCancel(context.Background())
 		h.stop = cancel
 		h.running.Add(1)
+		h.sources.Add(1)
 		go func() {
 			defer h.running.Done()
+			defer h.sources.Add(-1)
 			source(ctx, h.wakeAll)
 		}()
 	}
@@ -136,9 +139,12 @@ func (s *Store) FeedCommitted() {
 	s.feeds.wakeAll()
 }
 
-// FeedState reports how many feeds of this Store are open (for tests and
-// diagnostics).
-func (s *Store) FeedState() (open int) { return int(s.feeds.open.Load()) }
+// FeedState reports how many feeds of this Store are open, and how many of
+// the backend's FeedWake loops run (one while a feed is open; a stopping
+// one may linger briefly), for tests and diagnostics.
+func (s *Store) FeedState() (open, waking int) {
+	return int(s.feeds.open.Load()), int(s.feeds.sources.Load())
+}
 
 // pollFunc reads the next page of a feed's stream. more says that another
 // page may follow at once; end that the stream can never change again
