@@ -99,7 +99,10 @@ func TestFeedNotifiesOnlyWhileListened(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	for _, write := range []func() error{
-		func() error { _, err := writer.Conversations().AppendMessages(ctx, "c", store.UserMessage("b")); return err },
+		func() error {
+			_, err := writer.Conversations().AppendMessages(ctx, "c", store.UserMessage("b"))
+			return err
+		},
 		func() error { _, err := writer.Conversations().PopMessage(ctx, "c"); return err },
 		func() error {
 			_, err := writer.Governance().Create(ctx, store.CreateRequest{ID: "g", AgentID: "a", CallBudget: 1, TimeLimit: time.Hour})
