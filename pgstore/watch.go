@@ -14,7 +14,7 @@ import (
 //
 // While a change feed of the store is open, the store holds a connection of
 // its own that LISTENs on the schema's feed channel (the SQL function
-// sessionstore_feed_channel, migration 8). Statement triggers on the
+// sessionstore_feed_channel, migration 7). Statement triggers on the
 // watched tables send NOTIFY on that channel, but only while the sequence
 // sessionstore_feed_gate is ahead of the server's clock: a NOTIFY makes
 // committing transactions of the whole database take one lock in turn, a
