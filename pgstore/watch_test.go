@@ -2,11 +2,13 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -147,11 +149,16 @@ func TestFeedEpochRenewedBehindTheStore(t *testing.T) {
 	if _, err := st.Conversations().Save(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	table := pgx.Identifier{schemaOf(t, loc), "conversations"}.Sanitize()
-	msgs := pgx.Identifier{schemaOf(t, loc), "conversation_messages"}.Sanitize()
+	// A session of its own on the store's schema, as a maintenance
+	// script would open it.
+	conn, err := pgx.Connect(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
 	epoch := func() int64 {
 		var e int64
-		if err := adminPool(t).QueryRow(ctx, "SELECT messages_epoch FROM "+table+" WHERE id = 'c'").Scan(&e); err != nil {
+		if err := conn.QueryRow(ctx, "SELECT messages_epoch FROM conversations WHERE id = 'c'").Scan(&e); err != nil {
 			t.Fatal(err)
 		}
 		return e
@@ -160,16 +167,129 @@ func TestFeedEpochRenewedBehindTheStore(t *testing.T) {
 	if e0 == 0 {
 		t.Fatal("a new conversation has epoch 0")
 	}
-	if _, err := adminPool(t).Exec(ctx, "DELETE FROM "+msgs+" WHERE session_id = 'c' AND seq = 0"); err != nil {
+	if _, err := conn.Exec(ctx, "DELETE FROM conversation_messages WHERE session_id = 'c' AND seq = 0"); err != nil {
 		t.Fatal(err)
 	}
 	if e := epoch(); e != e0 {
 		t.Fatalf("removing an older message changed the epoch: %d -> %d", e0, e)
 	}
-	if _, err := adminPool(t).Exec(ctx, "DELETE FROM "+msgs+" WHERE session_id = 'c' AND seq = 1"); err != nil {
+	if _, err := conn.Exec(ctx, "DELETE FROM conversation_messages WHERE session_id = 'c' AND seq = 1"); err != nil {
 		t.Fatal(err)
 	}
 	if e := epoch(); e == e0 {
 		t.Fatal("removing the last message kept the epoch")
+	}
+}
+
+// The feed's triggers do not depend on the schema's name: after a rename,
+// the store (opened on the new name) pops, saves and spends as before, and
+// its feeds work. A session on another search_path can still write the
+// governed sessions (the notify trigger finds its gate through the table's
+// schema).
+func TestFeedSurvivesSchemaRename(t *testing.T) {
+	ctx := context.Background()
+	loc := newSchema(t)
+	oldName := schemaOf(t, loc)
+	newName := oldName + "_renamed"
+	st := open(t, loc)
+	c := store.NewConversation("c")
+	c.Messages = []store.Message{store.UserMessage("a"), store.UserMessage("b")}
+	if _, err := st.Conversations().Save(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Governance().Create(ctx, store.CreateRequest{ID: "g", AgentID: "a", AuthorizedTools: []string{"*"}, CallBudget: 5, TimeLimit: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	admin := adminPool(t)
+	if _, err := admin.Exec(ctx, "ALTER SCHEMA "+oldName+" RENAME TO "+newName); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Exec(context.Background(), "ALTER SCHEMA "+newName+" RENAME TO "+oldName) })
+	// Another search_path: the writer names the table.
+	if _, err := admin.Exec(ctx, "UPDATE "+newName+".governed_sessions SET declared_intent = 'x' WHERE id = 'g'"); err != nil {
+		t.Fatalf("write from another search_path: %v", err)
+	}
+	renamed := open(t, withSearchPath(t, serverURL(t), newName))
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	seen := 0
+	for b, err := range renamed.Feed().Messages(fctx, store.MessageFeed{ID: "c"}) {
+		if err != nil {
+			var reset *store.FeedResetError
+			if seen == 2 && errors.As(err, &reset) {
+				break // the pop below
+			}
+			t.Fatalf("feed after %d messages: %v", seen, err)
+		}
+		seen += len(b.Items)
+		if seen == 2 {
+			if _, err := renamed.Conversations().PopMessage(ctx, "c"); err != nil {
+				t.Fatalf("PopMessage after the rename: %v", err)
+			}
+		}
+	}
+	if _, err := renamed.Governance().Use(ctx, store.UseRequest{SessionID: "g", Tools: []string{"t"}}); err != nil {
+		t.Fatalf("Use after the rename: %v", err)
+	}
+	if err := renamed.Conversations().Delete(ctx, "c"); err != nil {
+		t.Fatalf("Delete after the rename: %v", err)
+	}
+}
+
+// Migration 8 takes the fixed search_path off the feed's trigger
+// functions, and its down step puts it back.
+func TestFeedMigrationDownUp(t *testing.T) {
+	ctx := context.Background()
+	loc := newSchema(t)
+	p, db, pool, err := pgstore.NewMigrationProvider(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	defer db.Close()
+	pinned := func() []string {
+		t.Helper()
+		rows, err := db.QueryContext(ctx, `SELECT proname FROM pg_proc
+			WHERE pronamespace = current_schema()::regnamespace AND proname LIKE 'sessionstore%' AND proconfig IS NOT NULL
+			ORDER BY proname`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var names []string
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, n)
+		}
+		return names
+	}
+	if _, err := p.UpTo(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	if got := pinned(); len(got) != 4 {
+		t.Fatalf("at version 7, functions with a fixed search_path: %v, want the 4 trigger functions", got)
+	}
+	if _, err := p.UpTo(ctx, 8); err != nil {
+		t.Fatal(err)
+	}
+	if got := pinned(); len(got) != 0 {
+		t.Fatalf("at version 8, functions with a fixed search_path: %v", got)
+	}
+	if _, err := p.DownTo(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	if got := pinned(); len(got) != 4 {
+		t.Fatalf("down to 7, functions with a fixed search_path: %v", got)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := open(t, loc)
+	if _, err := st.Conversations().Save(ctx, store.NewConversation("c")); err != nil {
+		t.Fatal(err)
 	}
 }
