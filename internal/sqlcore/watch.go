@@ -169,8 +169,15 @@ func runFeed[T any](ctx context.Context, s *Store, poll pollFunc[T], yield func(
 	for {
 		b, more, end, err := poll(ctx)
 		if err != nil {
-			if ctx.Err() != nil {
-				err = ctx.Err() // the read was cut short by the caller
+			select {
+			case <-done:
+				// The store closed under the read: whatever the
+				// connection said, that is why it failed.
+				err = store.ErrStoreClosed
+			default:
+				if ctx.Err() != nil {
+					err = ctx.Err() // the read was cut short by the caller
+				}
 			}
 			yield(zero, err)
 			return

@@ -41,6 +41,7 @@ func RunFeed(t *testing.T, h Harness) {
 		{"Cancellation", testFeedCancel},
 		{"BreakStopsTheFeed", testFeedBreak},
 		{"StoreClosedEndsTheFeed", testFeedStoreClosed},
+		{"StoreClosedWhileReading", testFeedClosedWhileReading},
 		{"SlowConsumerGetsBoundedPages", testFeedSlowConsumer},
 		{"ConcurrentWritersExactlyOnce", testFeedConcurrent},
 		{"InvalidInput", testFeedInvalid},
@@ -966,6 +967,51 @@ func testFeedStoreClosed(t *testing.T, e *env) {
 	}
 	if _, err := collect(t, st.Feed().Messages(e.bounded(), store.MessageFeed{ID: "c"})); !errors.Is(err, store.ErrStoreClosed) {
 		t.Fatalf("feed opened on a closed store: %v", err)
+	}
+}
+
+// A store closed while its feed is reading (another store keeps
+// committing) ends the feed with ErrStoreClosed, not with whatever the
+// closing connection said.
+func testFeedClosedWhileReading(t *testing.T, e *env) {
+	e.feedConv(e.st, "c", 0)
+	writer := e.open()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer func() { close(stop); wg.Wait() }()
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := writer.Conversations().AppendMessages(e.ctx, "c", feedMsg(i)); err != nil {
+				t.Errorf("append: %v", err)
+				return
+			}
+		}
+	})
+	for round := range 5 {
+		st := e.open()
+		w := e.watchMsgs(st, store.MessageFeed{ID: "c", Limit: 1})
+		w.take(3, 1)
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			select {
+			case <-w.batches: // delivered before the close took effect
+				continue
+			case err := <-w.end:
+				if !errors.Is(err, store.ErrStoreClosed) {
+					t.Fatalf("round %d: the feed of a store closed while reading ended with %v", round, err)
+				}
+			case <-time.After(crossStoreTimeout):
+				t.Fatalf("round %d: the feed did not end after Close", round)
+			}
+			break
+		}
 	}
 }
 
