@@ -15,11 +15,13 @@ import (
 const DefaultFeedPollInterval = 5 * time.Millisecond
 
 // WithFeedPoll sets how often, while at least one change feed (Store.Feed)
-// is open, the store asks SQLite whether another connection committed
-// (PRAGMA data_version, on a connection of its own): the longest a feed
-// waits for a commit made by another process or another Store (default
-// 5ms). Commits made through the same Store wake its feeds at once. No
-// poll runs while no feed is open.
+// is open, the store checks whether another connection committed (PRAGMA
+// data_version, on a connection of its own; default 5ms). After a commit
+// of another process or Store the check runs every d, and while nothing
+// changes it slows down to 10 × d, so a feed waits at most d for the next
+// commit of a busy stream and at most 10 × d for the first after a quiet
+// spell. Commits made through the same Store wake its feeds at once. No
+// check runs while no feed is open.
 func WithFeedPoll(d time.Duration) Option {
 	return func(c *config) { c.feedPoll = d }
 }
@@ -45,6 +47,10 @@ func (s *Store) governedState(ctx context.Context, id string) (store.Session, in
 	sess, err := row.session()
 	return sess, epoch, err
 }
+
+// feedIdleFactor × the poll interval is the slowest the poll gets while
+// nothing is committed.
+const feedIdleFactor = 10
 
 // watchDataVersion is the core's FeedWake: while a feed is open it polls
 // PRAGMA data_version on a connection of its own, which changes whenever
@@ -86,22 +92,32 @@ func (s *Store) pollDataVersion(ctx context.Context, wake func()) error {
 	// Anything committed before the first version read and after a feed's
 	// first read is caught by one more read.
 	wake()
-	tick := time.NewTicker(s.cfg.feedPoll)
-	defer tick.Stop()
+	// The poll runs every feedPoll after a commit was seen and slows down,
+	// doubling, to feedIdleFactor × feedPoll while nothing changes: the
+	// wake-ups are the main cost of an idle feed (a data_version check
+	// itself costs about 10 µs).
+	fast := s.cfg.feedPoll
+	slow := feedIdleFactor * fast
+	every := fast
+	t := time.NewTimer(every)
+	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-tick.C:
+		case <-t.C:
 		}
 		var v int64
 		if err := st.QueryRowContext(ctx).Scan(&v); err != nil {
 			return err
 		}
 		if v != last {
-			last = v
+			last, every = v, fast
 			wake()
+		} else {
+			every = min(2*every, slow)
 		}
+		t.Reset(every)
 	}
 }
 
