@@ -29,12 +29,15 @@ import (
 // Ranging blocks: the batches are delivered in the caller's goroutine, in
 // order, each at most the request's Limit items, and the next one is read
 // only when the loop body has returned, so a slow consumer holds one batch
-// and nothing piles up in memory. Without new commits the loop waits; a
-// waiting feed costs no query on PostgreSQL (LISTEN/NOTIFY) and one cheap
-// check per poll interval on SQLite (PRAGMA data_version on a connection of
-// its own, polled only while a feed is open), and a commit made through the
-// same Store wakes it at once. Breaking out of the loop ends the feed and
-// releases everything it held; no goroutine is left behind.
+// and nothing piles up in memory. Without new commits the loop waits. A
+// commit made through the same Store wakes its feeds at once; commits of
+// other stores and processes are noticed by the backend while at least one
+// feed of the Store is open, and only then: on SQLite by polling PRAGMA
+// data_version on a connection of its own (sqlstore.WithFeedPoll), on
+// PostgreSQL by LISTEN/NOTIFY. A wake-up costs each open feed of the Store
+// one read of its stream, whichever stream the commit touched. Breaking
+// out of the loop ends the feed and releases everything it held; no
+// goroutine is left behind.
 //
 // The sequence ends after one non-nil error: ctx's error when ctx is done;
 // ErrNotFound (a *NotFoundError) when the watched object does not exist, or
