@@ -55,6 +55,7 @@ func (s *Store) newCore() {
 			_, err := tx.Exec(notifySQL, s.channel)
 			return err
 		},
+		FeedWake: s.listenFeed,
 	})
 }
 

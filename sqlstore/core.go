@@ -41,6 +41,7 @@ func (s *Store) newCore() {
 		Logger:            s.cfg.logger,
 		RuntimeLimits:     s.cfg.runtime,
 		IsUniqueViolation: isUniqueViolation,
+		FeedWake:          s.watchDataVersion,
 	})
 }
 

@@ -64,6 +64,13 @@ func knownVersions(t *testing.T) []int64 {
 	return vs
 }
 
+// postgresOnlySteps are the versions that change only the PostgreSQL
+// schema: their SQLite file is a step that changes nothing, so that a
+// version names one schema on both engines.
+var postgresOnlySteps = map[int64]bool{
+	8: true, // the change feed's notify trigger and search paths
+}
+
 func TestMigrationsDownUp(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "sessions.db")
@@ -87,7 +94,7 @@ func TestMigrationsDownUp(t *testing.T) {
 			t.Fatalf("applied %d, want %d", r.Source.Version, v)
 		}
 		schemas[v] = schemaOf(t, db)
-		if schemas[v] == schemas[prevVersion(versions, v)] {
+		if schemas[v] == schemas[prevVersion(versions, v)] && !postgresOnlySteps[v] {
 			t.Fatalf("migration %d changed nothing", v)
 		}
 	}

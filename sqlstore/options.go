@@ -35,6 +35,7 @@ type config struct {
 	fileLock    bool
 	journalMax  int64
 	runtime     sqlcore.RuntimeLimits
+	feedPoll    time.Duration
 
 	// faults, when set (tests only, see export_test.go), is consulted
 	// before every statement the writer runs in a write transaction,
@@ -55,6 +56,7 @@ func defaultConfig() config {
 		fileLock:    true,
 		journalMax:  64 << 20,
 		runtime:     sqlcore.DefaultRuntimeLimits(DefaultCancelPollInterval),
+		feedPoll:    DefaultFeedPollInterval,
 	}
 }
 
@@ -130,6 +132,9 @@ func (c *config) validate() error {
 	}
 	if c.maxBatch < 1 {
 		return invalidOption("max_batch", "must be at least 1")
+	}
+	if c.feedPoll <= 0 {
+		return invalidOption("feed_poll", "must be positive")
 	}
 	return c.runtime.Validate()
 }

@@ -267,6 +267,7 @@ func (s *Store) write(ctx context.Context, fn writeFunc) error {
 	if s.closed.Load() {
 		return store.ErrStoreClosed
 	}
+	defer s.core.FeedCommitted() // wake this store's change feeds at once
 	return s.w.do(ctx, fn)
 }
 

@@ -25,6 +25,11 @@ type Store interface {
 	// (app, user, session), event logs and app/user/session state.
 	AgentSessions() AgentSessions
 
+	// Feed returns the change feed: what is committed to a conversation's
+	// messages, traces and run events, an agent session's event log or a
+	// governed session's state, delivered as it commits (see Feed).
+	Feed() Feed
+
 	// SchemaVersion returns the database's applied schema version and the
 	// latest version this binary knows (current > latest is a database
 	// written by a newer binary; Open refuses it with ErrSchemaTooNew).

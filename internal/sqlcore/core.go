@@ -92,6 +92,12 @@ type Config struct {
 	// cancels, supersedes or ends a turn, to wake the TurnWake of other
 	// stores once it commits (PostgreSQL: NOTIFY).
 	NotifyTurns func(tx Tx) error
+	// FeedWake, when set, runs while at least one change feed of the Store
+	// is open and calls wake whenever another connection or process may
+	// have committed (SQLite: PRAGMA data_version changed; PostgreSQL: a
+	// NOTIFY), until ctx ends. The backend also calls
+	// Store.FeedCommitted after its own commits.
+	FeedWake func(ctx context.Context, wake func())
 }
 
 // Store implements the conversation, runtime and agent-session facets over
@@ -103,6 +109,7 @@ type Store struct {
 	cfg   Config
 	log   *slog.Logger
 	turns turnRegistry
+	feeds feedHub
 }
 
 // New returns the facets over db.
@@ -115,9 +122,13 @@ func New(db DB, cfg Config) *Store {
 }
 
 // Close cancels the contexts of the turns this Store began (with
-// store.ErrStoreClosed) and stops watching them. The backend calls it
-// before it closes its connections.
-func (s *Store) Close() { s.turns.close() }
+// store.ErrStoreClosed) and stops watching them, and ends its change feeds
+// with store.ErrStoreClosed. The backend calls it before it closes its
+// connections.
+func (s *Store) Close() {
+	s.turns.close()
+	s.feeds.close()
+}
 
 // now reads the injected clock, truncated to the stored precision.
 func (s *Store) now() time.Time { return rowcodec.FromMillis(rowcodec.ToMillis(s.cfg.Clock())) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"iter"
 	"reflect"
 	"slices"
 	"testing"
@@ -50,6 +51,23 @@ func callsAfterClose(st store.Store) map[string]map[string]closedCall {
 	err1 := func(_ any, err error) error { return err }
 	err2 := func(_, _ any, err error) error { return err }
 	return map[string]map[string]closedCall{
+		"Feed": {
+			"Messages": func(ctx context.Context) error {
+				return firstFeedErr(st.Feed().Messages(ctx, store.MessageFeed{ID: id}))
+			},
+			"Traces": func(ctx context.Context) error {
+				return firstFeedErr(st.Feed().Traces(ctx, store.TraceFeed{ID: id}))
+			},
+			"RunEvents": func(ctx context.Context) error {
+				return firstFeedErr(st.Feed().RunEvents(ctx, store.RunEventFeed{ID: id, RunID: "run"}))
+			},
+			"Events": func(ctx context.Context) error {
+				return firstFeedErr(st.Feed().Events(ctx, store.EventFeed{Key: key}))
+			},
+			"GovernedSession": func(ctx context.Context) error {
+				return firstFeedErr(st.Feed().GovernedSession(ctx, store.GovernedFeed{SessionID: id}))
+			},
+		},
 		"Store": {
 			"SchemaVersion": func(ctx context.Context) error { return err2(st.SchemaVersion(ctx)) },
 			"HealthCheck":   func(ctx context.Context) error { return st.HealthCheck(ctx) },
@@ -221,10 +239,11 @@ func testEveryMethodAfterClose(t *testing.T, e *env) {
 		"Conversations": interfaceMethods((*store.Conversations)(nil)),
 		"Runtime":       interfaceMethods((*store.Runtime)(nil)),
 		"AgentSessions": interfaceMethods((*store.AgentSessions)(nil)),
+		"Feed":          interfaceMethods((*store.Feed)(nil)),
 	}
 	// Methods of Store that cannot fail: the accessors, Backend and Close
 	// itself (called twice above).
-	notCalls := []string{"Governance", "Conversations", "Runtime", "AgentSessions", "Backend", "Close"}
+	notCalls := []string{"Governance", "Conversations", "Runtime", "AgentSessions", "Feed", "Backend", "Close"}
 	for facet, methods := range want {
 		for _, m := range methods {
 			if facet == "Store" && slices.Contains(notCalls, m) {
@@ -303,4 +322,13 @@ func testHealthCheckChangesNothing(t *testing.T, e *env) {
 	if err := e.st.HealthCheck(e.ctx); err != nil {
 		t.Fatalf("HealthCheck after reopening: %v", err)
 	}
+}
+
+// firstFeedErr reads a feed up to its first batch or error and returns the
+// error (nil if a batch came first).
+func firstFeedErr[T any](seq iter.Seq2[store.Batch[T], error]) error {
+	for _, err := range seq {
+		return err
+	}
+	return nil
 }
