@@ -121,9 +121,11 @@ func dumpRuntime(ctx context.Context, _ *globals, st cliStore) (any, error) {
 			}
 			// Normalized: an imported turn is not running (README, import
 			// --help: a turn belongs to the process that ran it), so the
-			// process that owned it and a cancel recorded for it are gone.
-			// Its generation and start time are kept.
+			// process that owned it, its lease (and so its staleness) and a
+			// cancel recorded for it are gone. Its generation and start time
+			// are kept.
 			s.Turn.Running, s.Turn.Owner, s.Turn.CancelCause = false, "", ""
+			s.Turn.Stale, s.Turn.LeaseExpiresAt = false, time.Time{}
 			d := dumpedRuntime{Session: s}
 			ups, err := allUploads(ctx, st, id)
 			if err != nil {

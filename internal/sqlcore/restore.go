@@ -31,9 +31,8 @@ const (
 	runRestoreSQL = `INSERT INTO conversation_runs (session_id, ` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)`
 
 	rtRestoreSQL = `INSERT INTO runtime_sessions (id, agent_alias, workspace_dir, chat_mode, owner_id,
-		model, model_provider, temperature, created_at_ms, last_active_ms, turn_gen, turn_started_ms,
-		turn_running, turn_owner, turn_lease_ms, turn_cancel)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+		model, model_provider, temperature, created_at_ms, last_active_ms, turn_gen, turn_started_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
 	upRestoreSQL = `INSERT INTO uploads (` + upColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)`
 
 	asRestoreSQL = `INSERT INTO agent_sessions
@@ -265,29 +264,10 @@ func (w *recordWriter) PutRuntimeSession(rec store.RuntimeRecord) (bool, error) 
 	if s.Turn.Generation > 0 {
 		started = rowcodec.ToMillis(s.Turn.StartedAt)
 	}
-	// A turn that was running is restored running, with the owner and
-	// lease it had: nothing renews that lease here, so the turn is (or
-	// turns) stale, as it would have in the source once its store stopped.
-	turn := s.Turn
-	switch {
-	case turn.Running && turn.Generation == 0:
-		return false, store.Invalid("turn.running", "a running turn needs a generation")
-	case turn.CancelCause != "" && (!turn.CancelCause.Valid() || turn.CancelCause == store.CauseSuperseded):
-		return false, store.Invalid("turn.cancel_cause", "is not a known cause")
-	case turn.CancelCause != "" && !turn.Running:
-		return false, store.Invalid("turn.cancel_cause", "is only recorded for a running turn")
-	}
-	var lease int64
-	if turn.Running {
-		lease = rowcodec.ToMillis(turn.LeaseExpiresAt)
-	} else {
-		turn.Owner = ""
-	}
 	res, err := w.tx.Exec(rtRestoreSQL, s.ID, s.AgentAlias, s.WorkspaceDir, string(s.ChatMode),
 		sql.NullString{String: s.OwnerID, Valid: s.OwnerID != ""},
 		nullString(o.Model), nullString(o.Provider), nullFloat(o.Temperature),
-		created, lastActive, int64(s.Turn.Generation), started,
-		turn.Running, turn.Owner, lease, string(turn.CancelCause))
+		created, lastActive, int64(s.Turn.Generation), started)
 	if err != nil {
 		return false, err
 	}
