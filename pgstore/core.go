@@ -23,6 +23,7 @@ var dialect = &sqlcore.Dialect{
 	LockKeySQL:  `SELECT pg_advisory_xact_lock(CAST(? AS integer), hashtext(CAST(? AS text)))`,
 	InList:      func(expr string) string { return expr + ` = ANY(?)` },
 	ListArg:     func(values any) (any, error) { return values, nil }, // pgx binds slices as arrays
+	AuditChain:  auditChainSQL,                                        // audit.go
 	PollTurnsSQL: `SELECT
 		j.id AS id,
 		j.gen AS gen,
