@@ -51,6 +51,7 @@ func (s *Store) newCore() {
 		Logger:            s.cfg.logger,
 		RuntimeLimits:     s.cfg.runtime,
 		IsUniqueViolation: isUniqueViolation,
+		AuditOff:          s.cfg.auditOff,
 		TurnWake:          s.listenTurns,
 		NotifyTurns: func(tx sqlcore.Tx) error {
 			_, err := tx.Exec(notifySQL, s.channel)

@@ -244,6 +244,10 @@ func (g *Governance) Use(ctx context.Context, req store.UseRequest) (store.Sessi
 			if err != nil {
 				return err
 			}
+			if g.s.cfg.auditOff {
+				sess, err = scanGov(g.s.pool.Query(ctx, govUseSQL, nowMS, int64(len(tools)), req.SessionID, req.AgentID, tools))
+				return err
+			}
 			sess, err = scanGov(g.s.pool.Query(ctx, govUseAuditedSQL, nowMS, int64(len(tools)), req.SessionID, req.AgentID, tools, payload, detail))
 			return err
 		})

@@ -44,6 +44,7 @@ func (s *Store) newCore() {
 		Logger:            s.cfg.logger,
 		RuntimeLimits:     s.cfg.runtime,
 		IsUniqueViolation: isUniqueViolation,
+		AuditOff:          s.cfg.auditOff,
 	})
 }
 

@@ -87,6 +87,9 @@ func auditHeadSQL(d *Dialect) string {
 // AppendAudit appends rec to its agent's chain at atMS, inside the
 // caller's write transaction.
 func (s *Store) AppendAudit(tx Tx, atMS int64, rec AuditRecord) error {
+	if s.cfg.AuditOff {
+		return nil
+	}
 	detail, err := AuditDetail(rec.Detail)
 	if err != nil {
 		return err
@@ -261,9 +264,11 @@ func (a *AuditFacet) Heads(ctx context.Context) ([]store.AuditHead, error) {
 	return heads, err
 }
 
-// chainCheck verifies one chain event by event.
+// chainCheck verifies one chain event by event, against its head (nil:
+// none).
 type chainCheck struct {
 	agent   string
+	head    *store.AuditHead
 	started bool
 	next    int64 // the sequence number expected next
 	prev    string
@@ -282,6 +287,14 @@ func (c *chainCheck) fail(seq int64, problem, reason string) {
 // add checks the next event of the chain (events come in sequence order).
 func (c *chainCheck) add(r *auditRow) {
 	if c.problem != nil {
+		return
+	}
+	if c.head == nil {
+		c.fail(r.Seq, store.AuditInserted, "the chain has no head")
+		return
+	}
+	if r.Seq > c.head.Seq {
+		c.fail(r.Seq, store.AuditInserted, fmt.Sprintf("the event is past the chain's head (%d)", c.head.Seq))
 		return
 	}
 	if !c.started {
@@ -316,15 +329,13 @@ func (c *chainCheck) add(r *auditRow) {
 	c.next, c.prev, c.last, c.lastH = r.Seq+1, r.Hash, r.Seq, r.Hash
 }
 
-// end checks the chain against its head (nil: none).
-func (c *chainCheck) end(head *store.AuditHead) {
-	if c.problem != nil {
+// end checks the end of the chain against its head.
+func (c *chainCheck) end() {
+	head := c.head
+	if c.problem != nil || head == nil {
 		return
 	}
 	switch {
-	case head == nil && c.started:
-		c.fail(c.first, store.AuditInserted, "the chain has no head")
-	case head == nil:
 	case !c.started:
 		c.fail(1, store.AuditRemoved, "the chain's events are missing")
 	case head.Seq > c.last:
@@ -354,34 +365,26 @@ func (a *AuditFacet) Verify(ctx context.Context) (store.AuditReport, error) {
 		}
 		hi := 0
 		var cur *chainCheck
-		finish := func() {
-			if cur == nil {
-				return
-			}
-			var head *store.AuditHead
-			if hi < len(heads) && heads[hi].AgentID == cur.agent {
-				head = &heads[hi]
-				hi++
-			}
-			cur.end(head)
-			if cur.problem != nil {
-				rep.Problems = append(rep.Problems, *cur.problem)
+		done := func(c *chainCheck) {
+			c.end()
+			if c.problem != nil {
+				rep.Problems = append(rep.Problems, *c.problem)
 			}
 			rep.Chains++
-			cur = nil
 		}
-		// headsBefore closes the chains that have a head but no event
-		// sorting before agent.
-		headsBefore := func(agent string, all bool) {
-			for hi < len(heads) && (all || heads[hi].AgentID < agent) {
-				c := &chainCheck{agent: heads[hi].AgentID}
-				c.end(&heads[hi])
+		// start closes the chains of the heads sorting before agent (they
+		// have no events) and starts agent's chain with its head, if any.
+		start := func(agent string) *chainCheck {
+			for hi < len(heads) && heads[hi].AgentID < agent {
+				done(&chainCheck{agent: heads[hi].AgentID, head: &heads[hi]})
 				hi++
-				if c.problem != nil {
-					rep.Problems = append(rep.Problems, *c.problem)
-				}
-				rep.Chains++
 			}
+			c := &chainCheck{agent: agent}
+			if hi < len(heads) && heads[hi].AgentID == agent {
+				c.head = &heads[hi]
+				hi++
+			}
+			return c
 		}
 		err := tx.Query(auditAllSQL, nil, func(r Rows) error {
 			var row auditRow
@@ -389,9 +392,10 @@ func (a *AuditFacet) Verify(ctx context.Context) (store.AuditReport, error) {
 				return err
 			}
 			if cur == nil || cur.agent != row.AgentID {
-				finish()
-				headsBefore(row.AgentID, false)
-				cur = &chainCheck{agent: row.AgentID}
+				if cur != nil {
+					done(cur)
+				}
+				cur = start(row.AgentID)
 			}
 			rep.Events++
 			cur.add(&row)
@@ -400,8 +404,12 @@ func (a *AuditFacet) Verify(ctx context.Context) (store.AuditReport, error) {
 		if err != nil {
 			return err
 		}
-		finish()
-		headsBefore("", true)
+		if cur != nil {
+			done(cur)
+		}
+		for ; hi < len(heads); hi++ {
+			done(&chainCheck{agent: heads[hi].AgentID, head: &heads[hi]})
+		}
 		rep.Digest = rowcodec.AuditDigest(func(yield func(string, int64, string) bool) {
 			for _, h := range heads {
 				if !yield(h.AgentID, h.Seq, h.Hash) {
@@ -519,7 +527,11 @@ func (a *AuditFacet) pruneOne(ctx context.Context, agent string, before time.Tim
 		if cut <= first {
 			return nil
 		}
-		c := &chainCheck{agent: agent}
+		head := &store.AuditHead{}
+		if err := tx.Scan(auditHeadOfSQL, []any{agent}, &head.AgentID, &head.Seq, &head.Hash); err != nil {
+			return err
+		}
+		c := &chainCheck{agent: agent, head: head}
 		if err := tx.Query(auditAgentSQL, []any{agent, cut}, func(r Rows) error {
 			var row auditRow
 			if err := r.Scan(row.dest()...); err != nil {
@@ -624,11 +636,11 @@ func restoreChains(req store.AuditRestoreRequest) ([]restoreChain, error) {
 	for _, agent := range order {
 		c := byAgent[agent]
 		slices.SortFunc(c.events, func(x, y auditRow) int { return int(min(max(x.Seq-y.Seq, -1), 1)) })
-		check := &chainCheck{agent: agent}
+		check := &chainCheck{agent: agent, head: &c.head}
 		for i := range c.events {
 			check.add(&c.events[i])
 		}
-		check.end(&c.head)
+		check.end()
 		if check.problem != nil {
 			return nil, store.Invalid("events", fmt.Sprintf("the chain of an agent does not verify at event %d (%s)", check.problem.Seq, check.problem.Problem))
 		}

@@ -92,6 +92,10 @@ type Config struct {
 	// cancels, supersedes or ends a turn, to wake the TurnWake of other
 	// stores once it commits (PostgreSQL: NOTIFY).
 	NotifyTurns func(tx Tx) error
+	// AuditOff appends no audit events. Backends set it for their
+	// benchmarks only (the baseline of the audit trail's cost); a store
+	// in use always audits.
+	AuditOff bool
 }
 
 // Store implements the conversation, runtime and agent-session facets over
