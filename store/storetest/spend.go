@@ -678,10 +678,10 @@ func testSpendInvalid(t *testing.T, e *env) {
 	for _, req := range []store.ReserveRequest{
 		{SessionID: s.ID, Amount: store.SpendAmount{CostMicros: -1}, Currency: "USD"},
 		{SessionID: s.ID, Amount: store.SpendAmount{InputTokens: -1}},
-		{SessionID: s.ID, Amount: usd(1)},                      // cost without a currency
-		{SessionID: s.ID, Amount: usd(1), Currency: "usd"},     // not upper-case
-		{SessionID: s.ID, Amount: usd(1), Currency: "US"},      // too short
-		{SessionID: s.ID, Amount: usd(1), Currency: "EUR"},     // not the limit's
+		{SessionID: s.ID, Amount: usd(1)},                  // cost without a currency
+		{SessionID: s.ID, Amount: usd(1), Currency: "usd"}, // not upper-case
+		{SessionID: s.ID, Amount: usd(1), Currency: "US"},  // too short
+		{SessionID: s.ID, Amount: usd(1), Currency: "EUR"}, // not the limit's
 		{SessionID: s.ID, Amount: usd(1), Currency: "USD", TTL: -time.Second},
 		{SessionID: s.ID, Amount: usd(1), Currency: "USD", TTL: time.Millisecond + time.Microsecond},
 		{SessionID: s.ID, Amount: usd(1), Currency: "USD", TTL: 365 * 24 * time.Hour},
@@ -709,7 +709,7 @@ func testSpendInvalid(t *testing.T, e *env) {
 	}
 	for _, limits := range [][]store.SpendLimit{
 		{{Metric: "calls", Limit: 1}},
-		{{Metric: store.MetricCost, Limit: 1}},                   // no currency
+		{{Metric: store.MetricCost, Limit: 1}},                         // no currency
 		{{Metric: store.MetricInputTokens, Limit: 1, Currency: "USD"}}, // currency on tokens
 		{{Metric: store.MetricCost, Limit: -1, Currency: "USD"}},
 		{{Metric: store.MetricCost, Window: "week", Limit: 1, Currency: "USD"}},
