@@ -64,7 +64,7 @@ func sweepModes() []bool {
 var outcomeSentinels = []error{
 	store.ErrNotFound, store.ErrExpired, store.ErrBudgetExceeded, store.ErrToolNotAuthorized,
 	store.ErrClosed, store.ErrRateLimited, store.ErrAgentMismatch, store.ErrTooManySessions,
-	store.ErrInvalidInput, store.ErrConflict,
+	store.ErrInvalidInput, store.ErrConflict, store.ErrSpendLimitExceeded,
 }
 
 func outcomeOf(err error) string {
@@ -198,10 +198,13 @@ var sweepTotals struct {
 // TestFaultSweep walks the facet registry: a facet without an entry here
 // fails it, so a new facet cannot skip the sweep.
 var facetSweeps = map[facet.Name]func() []sweepOp{
-	facet.Governance:    governanceSweepOps,
+	// Spend limits and reservations are tables of the governance facet
+	// (faultsweep_spend_test.go).
+	facet.Governance:    func() []sweepOp { return append(governanceSweepOps(), spendSweepOps()...) },
 	facet.Runtime:       runtimeSweepOps,
 	facet.Conversations: conversationSweepOps,
 	facet.AgentSessions: agentSweepOps,
+	facet.Audit:         auditSweepOps,
 }
 
 // TestFaultSweep injects every fault kind at every statement of every

@@ -256,14 +256,13 @@ type Audit interface {
 	// not an error.
 	Verify(ctx context.Context) (AuditReport, error)
 	// Checkpoint appends a checkpoint event to the chain of agentID, or of
-	// every agent when it is empty, and returns how many chains it
-	// appended to.
+	// every agent when it is empty, in one transaction, and returns how
+	// many chains it appended to.
 	Checkpoint(ctx context.Context, agentID string) (int64, error)
-	// Prune cuts chains at their newest checkpoint before req.Before and
-	// returns how many events it removed. Each chain is cut in its own
-	// transaction, only if the events it removes verify; a chain that
-	// does not fails the call with ErrCorrupt (the chains pruned before
-	// it stay pruned).
+	// Prune cuts chains at their newest checkpoint before req.Before, in
+	// one transaction, and returns how many events it removed. A chain
+	// is cut only if the events it removes verify: one that does not
+	// fails the whole call with ErrCorrupt, and nothing is removed.
 	Prune(ctx context.Context, req AuditPruneRequest) (int64, error)
 	// Restore inserts events and heads exactly as given, in one
 	// transaction, and returns how many events it inserted.

@@ -475,7 +475,8 @@ type Spend interface {
 	// AgentStatus is Status for the agent-wide limits alone.
 	AgentStatus(ctx context.Context, agentID string) (SpendStatus, error)
 	// ReleaseExpired releases every reservation that lapsed, of every
-	// agent, and returns how many (Reserve and Cleanup do it too).
+	// agent, in one transaction, and returns how many (Reserve and
+	// Cleanup do it too).
 	ReleaseExpired(ctx context.Context) (int64, error)
 }
 

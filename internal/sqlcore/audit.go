@@ -66,7 +66,7 @@ const (
 		WHERE agent_id = ? AND kind = 'checkpoint' AND at_ms < ? ORDER BY seq DESC LIMIT 1`
 	auditFirstSQL     = `SELECT seq FROM audit_events WHERE agent_id = ? ORDER BY seq LIMIT 1`
 	auditPruneSQL     = `DELETE FROM audit_events WHERE agent_id = ? AND seq < ?`
-	auditAgentsSQL    = `SELECT agent_id FROM audit_heads WHERE agent_id > ? ORDER BY agent_id LIMIT ?`
+	auditAgentsSQL    = `SELECT agent_id FROM audit_heads ORDER BY agent_id`
 	auditHasChainSQL  = `SELECT count(*) FROM audit_heads WHERE agent_id = ?`
 	auditHasEventsSQL = `SELECT count(*) FROM audit_events WHERE agent_id = ?`
 	auditPutHeadSQL   = `INSERT INTO audit_heads (agent_id, seq, prev_hash, hash) VALUES (?, ?, ?, ?)`
@@ -425,71 +425,50 @@ func (a *AuditFacet) Verify(ctx context.Context) (store.AuditReport, error) {
 	return rep, nil
 }
 
-// Checkpoint appends a checkpoint to one chain or to every chain, each in
-// its own transaction (see store.Audit.Checkpoint).
+// Checkpoint appends a checkpoint to one chain or to every chain, in one
+// transaction (see store.Audit.Checkpoint).
 func (a *AuditFacet) Checkpoint(ctx context.Context, agentID string) (int64, error) {
 	if agentID != "" {
 		if err := store.ValidateID("agent_id", agentID); err != nil {
 			return 0, err
 		}
-		ok, err := a.checkpointOne(ctx, agentID)
-		if err != nil || !ok {
-			return 0, err
-		}
-		return 1, nil
 	}
 	var n int64
-	err := a.eachChain(ctx, func(agent string) error {
-		ok, err := a.checkpointOne(ctx, agent)
-		if ok {
+	err := a.s.write(ctx, func(tx Tx) error {
+		n = 0
+		agents, err := chainsOf(tx, agentID)
+		if err != nil {
+			return err
+		}
+		nowMS := rowcodec.ToMillis(a.s.now())
+		for _, agent := range agents {
+			if err := a.s.AppendAudit(tx, nowMS, AuditRecord{AgentID: agent, Kind: store.AuditCheckpoint, Outcome: store.OutcomeAllowed}); err != nil {
+				return err
+			}
 			n++
 		}
-		return err
+		return nil
 	})
 	return n, err
 }
 
-// eachChain calls fn for the agent of every chain, in agent order, paging
-// through the heads.
-func (a *AuditFacet) eachChain(ctx context.Context, fn func(agent string) error) error {
-	const page = 500
-	after := ""
-	for {
-		var agents []string
-		if err := a.s.selectRows(ctx, &agents, auditAgentsSQL, after, int64(page)); err != nil {
-			return err
-		}
-		for _, agent := range agents {
-			if err := fn(agent); err != nil {
-				return err
-			}
-		}
-		if len(agents) < page {
-			return nil
-		}
-		after = agents[len(agents)-1]
-	}
-}
-
-// checkpointOne appends a checkpoint to an existing chain.
-func (a *AuditFacet) checkpointOne(ctx context.Context, agent string) (bool, error) {
-	var ok bool
-	err := a.s.write(ctx, func(tx Tx) error {
+// chainsOf returns the agents of every chain, or agent's alone if it has
+// one, in agent order.
+func chainsOf(tx Tx, agent string) ([]string, error) {
+	if agent != "" {
 		var n int64
-		if err := tx.Get(&n, auditHasChainSQL, agent); err != nil {
-			return err
+		if err := tx.Get(&n, auditHasChainSQL, agent); err != nil || n == 0 {
+			return nil, err
 		}
-		ok = n > 0
-		if !ok {
-			return nil
-		}
-		return a.s.AppendAudit(tx, rowcodec.ToMillis(a.s.now()), AuditRecord{AgentID: agent, Kind: store.AuditCheckpoint, Outcome: store.OutcomeAllowed})
-	})
-	return ok, err
+		return []string{agent}, nil
+	}
+	var agents []string
+	err := tx.Select(&agents, auditAgentsSQL)
+	return agents, err
 }
 
-// Prune cuts chains at their newest checkpoint before req.Before (see
-// store.Audit.Prune).
+// Prune cuts chains at their newest checkpoint before req.Before, in one
+// transaction (see store.Audit.Prune).
 func (a *AuditFacet) Prune(ctx context.Context, req store.AuditPruneRequest) (int64, error) {
 	if req.Before.IsZero() {
 		return 0, store.Invalid("before", "must be set")
@@ -498,65 +477,68 @@ func (a *AuditFacet) Prune(ctx context.Context, req store.AuditPruneRequest) (in
 		if err := store.ValidateID("agent_id", req.AgentID); err != nil {
 			return 0, err
 		}
-		return a.pruneOne(ctx, req.AgentID, req.Before)
 	}
-	var n int64
-	err := a.eachChain(ctx, func(agent string) error {
-		m, err := a.pruneOne(ctx, agent, req.Before)
-		n += m
-		return err
-	})
-	return n, err
-}
-
-// pruneOne cuts one chain in one transaction, after checking that the
-// events it removes verify.
-func (a *AuditFacet) pruneOne(ctx context.Context, agent string, before time.Time) (int64, error) {
 	var removed int64
 	err := a.s.write(ctx, func(tx Tx) error {
 		removed = 0
-		var cut, first int64
-		if err := tx.Get(&cut, auditCheckpointSQL, agent, rowcodec.ToMillis(before)); errors.Is(err, sql.ErrNoRows) {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		if err := tx.Get(&first, auditFirstSQL, agent); err != nil {
-			return err
-		}
-		if cut <= first {
-			return nil
-		}
-		head := &store.AuditHead{}
-		if err := tx.Scan(auditHeadOfSQL, []any{agent}, &head.AgentID, &head.Seq, &head.Hash); err != nil {
-			return err
-		}
-		c := &chainCheck{agent: agent, head: head}
-		if err := tx.Query(auditAgentSQL, []any{agent, cut}, func(r Rows) error {
-			var row auditRow
-			if err := r.Scan(row.dest()...); err != nil {
-				return err
-			}
-			c.add(&row)
-			return nil
-		}); err != nil {
-			return err
-		}
-		if c.problem != nil {
-			return fmt.Errorf("%w: audit chain of agent %q does not verify at event %d (%s): not pruned",
-				store.ErrCorrupt, agent, c.problem.Seq, c.problem.Reason)
-		}
-		res, err := tx.Exec(auditPruneSQL, agent, cut)
+		agents, err := chainsOf(tx, req.AgentID)
 		if err != nil {
 			return err
 		}
-		removed, err = res.RowsAffected()
-		return err
+		for _, agent := range agents {
+			n, err := pruneChain(tx, agent, req.Before)
+			if err != nil {
+				return err
+			}
+			removed += n
+		}
+		return nil
 	})
 	if err == nil && removed > 0 {
-		a.s.log.Info("sqlcore: pruned audit chain at a checkpoint", "agent_id", agent, "removed", removed)
+		a.s.log.Info("sqlcore: pruned audit chains at their checkpoints", "removed", removed)
 	}
 	return removed, err
+}
+
+// pruneChain cuts one chain at its newest checkpoint before before, after
+// checking that the events it removes verify.
+func pruneChain(tx Tx, agent string, before time.Time) (int64, error) {
+	var cut, first int64
+	if err := tx.Get(&cut, auditCheckpointSQL, agent, rowcodec.ToMillis(before)); errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	} else if err != nil {
+		return 0, err
+	}
+	if err := tx.Get(&first, auditFirstSQL, agent); err != nil {
+		return 0, err
+	}
+	if cut <= first {
+		return 0, nil
+	}
+	head := &store.AuditHead{}
+	if err := tx.Scan(auditHeadOfSQL, []any{agent}, &head.AgentID, &head.Seq, &head.Hash); err != nil {
+		return 0, err
+	}
+	c := &chainCheck{agent: agent, head: head}
+	if err := tx.Query(auditAgentSQL, []any{agent, cut}, func(r Rows) error {
+		var row auditRow
+		if err := r.Scan(row.dest()...); err != nil {
+			return err
+		}
+		c.add(&row)
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	if c.problem != nil {
+		return 0, fmt.Errorf("%w: audit chain of agent %q does not verify at event %d (%s): not pruned",
+			store.ErrCorrupt, agent, c.problem.Seq, c.problem.Reason)
+	}
+	res, err := tx.Exec(auditPruneSQL, agent, cut)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // Restore inserts chains exactly as given (see store.Audit.Restore).

@@ -962,36 +962,22 @@ func (sp *SpendFacet) sweepAll(tx Tx, nowMS int64) (int64, error) {
 	}
 }
 
-// ReleaseExpired releases every lapsed reservation (see
-// store.Spend.ReleaseExpired), one agent per transaction.
+// ReleaseExpired releases every lapsed reservation, in one transaction
+// (see store.Spend.ReleaseExpired).
 func (sp *SpendFacet) ReleaseExpired(ctx context.Context) (int64, error) {
-	var total int64
-	for {
-		var agents []string
+	var n int64
+	err := sp.s.write(ctx, func(tx Tx) error {
 		nowMS := rowcodec.ToMillis(sp.s.now())
-		if err := sp.s.selectRows(ctx, &agents, spendLapsedAgentsSQL, nowMS); err != nil {
-			return total, err
+		if err := tx.Get(&n, `SELECT count(*) FROM spend_reservations WHERE status = 'reserved' AND expires_at_ms <= ?`, nowMS); err != nil {
+			return err
 		}
-		if len(agents) == 0 {
-			return total, nil
+		if n == 0 {
+			return nil
 		}
-		for _, a := range agents {
-			var n int64
-			err := sp.s.write(ctx, func(tx Tx) error {
-				var count int64
-				if err := tx.Get(&count, `SELECT count(*) FROM spend_reservations
-					WHERE agent_id = ? AND status = 'reserved' AND expires_at_ms <= ?`, a, nowMS); err != nil {
-					return err
-				}
-				n = count
-				return sp.sweepAgent(tx, a, nowMS)
-			})
-			if err != nil {
-				return total, err
-			}
-			total += n
-		}
-	}
+		_, err := sp.sweepAll(tx, nowMS)
+		return err
+	})
+	return n, err
 }
 
 // Status returns a session's spend (see store.Spend.Status).
