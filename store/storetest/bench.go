@@ -35,8 +35,9 @@ type BenchOptions struct {
 }
 
 // Bench runs the whole benchmark suite: governance, conversations, agent
-// sessions and runtime turns, as sub-benchmarks (see BenchGovernance,
-// BenchConversations, BenchAgentSessions and BenchRuntime). A backend runs
+// sessions, runtime turns, and spend limits with the audit trail, as
+// sub-benchmarks (see BenchGovernance, BenchConversations,
+// BenchAgentSessions, BenchRuntime and BenchSpend). A backend runs
 // it from one benchmark, once per durability setting it wants measured:
 //
 //	func BenchmarkStore(b *testing.B) {
@@ -52,6 +53,7 @@ func Bench(b *testing.B, h Harness, o BenchOptions) {
 	b.Run("Conversations", func(b *testing.B) { BenchConversations(b, h, o) })
 	b.Run("AgentSessions", func(b *testing.B) { BenchAgentSessions(b, h, o) })
 	b.Run("Runtime", func(b *testing.B) { BenchRuntime(b, h, o) })
+	b.Run("Spend", func(b *testing.B) { BenchSpend(b, h, o) })
 }
 
 // benchEnv opens the stores of one run of the suite.
