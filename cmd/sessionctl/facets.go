@@ -58,6 +58,7 @@ var maintenance = map[facet.Name]*facetOps{
 	facet.Runtime:       &rtOps,
 	facet.Conversations: &convOps,
 	facet.AgentSessions: &agentOps,
+	facet.Audit:         &auditOps, // audit.go
 }
 
 // facetCounts counts the items of each facet, in the JSON of import.
@@ -66,6 +67,7 @@ type facetCounts struct {
 	Runtime       int64 `json:"runtime_sessions"`
 	Conversations int64 `json:"conversations"`
 	AgentSessions int64 `json:"agent_sessions"`
+	Audit         int64 `json:"audit_chains"`
 }
 
 // registered pairs a facet with its operations.

@@ -64,6 +64,7 @@ type importFile struct {
 	runtime       []rtImport
 	conversations []convExport
 	agent         agentImport
+	audit         store.AuditRestoreRequest
 }
 
 // importRun is the import of one file in progress: what the facets'

@@ -69,12 +69,17 @@ func commands() []command {
 		{"reports", groupInspect, "list a conversation's verification reports", runReports},
 		{"uploads", groupInspect, "list a runtime session's uploads", runUploads},
 		{"stats", groupInspect, "counts by status, sizes, schema version", runStats},
+		{"audit", groupInspect, "list, verify, checkpoint or prune the audit trail", runAudit},
 
 		{"create", groupDrive, "create a governed session and print its id", runCreate},
 		{"use", groupDrive, "record tool calls against a governed session", runUse},
 		{"close", groupDrive, "close governed sessions", runClose},
 		{"close-agent", groupDrive, "close every active session of an agent", runCloseAgent},
 		{"cleanup", groupDrive, "delete expired and closed governed sessions", runCleanup},
+		{"reserve", groupDrive, "reserve tokens and money before a model call", runReserve},
+		{"settle", groupDrive, "record a reservation's actual usage", runSettle},
+		{"release", groupDrive, "give a reservation back unused", runRelease},
+		{"limits", groupDrive, "show or set an agent's spend limits", runLimits},
 		{"gc", groupDrive, "retention: old conversations, long histories", runGC},
 
 		{"migrate", groupMaintain, "show migration status or migrate up", runMigrate},

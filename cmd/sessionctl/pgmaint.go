@@ -297,6 +297,7 @@ func diagnosePG(ctx context.Context, g *globals, quick bool) []checkJSON {
 		} else {
 			add("store", checkOK, "opens and answers")
 		}
+		auditCheck(ctx, st, add) // audit.go
 	}
 	return checks
 }
