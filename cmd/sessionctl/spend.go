@@ -211,8 +211,11 @@ func spendDetails(w io.Writer, v spendView) error {
 		fmt.Fprintf(tw, "  %s %s\t%s spent, %s reserved of %s (%s left)\t%s\n", l.Scope, l.Metric,
 			amount(l.Spent), amount(l.Reserved), amount(l.Limit), amount(l.Remaining), window)
 	}
-	fmt.Fprintf(tw, "  reservations\t%d live\t\n", v.Live)
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "  %d live %s\n", v.Live, plural(int(v.Live), "reservation", "reservations"))
+	return err
 }
 
 // loadSpend reads the spend of a governed session; nil when it has no
