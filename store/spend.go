@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"strconv"
@@ -478,6 +479,127 @@ type Spend interface {
 	// agent, in one transaction, and returns how many (Reserve and
 	// Cleanup do it too).
 	ReleaseExpired(ctx context.Context) (int64, error)
+	// Export returns the spend state exactly as stored (limits with their
+	// counters, reservations with what they hold): everything, or that of
+	// the given sessions (their limits, their agents' limits and their
+	// reservations). The export side of an import.
+	Export(ctx context.Context, sessionIDs []string) (SpendRecords, error)
+	// Restore inserts exported spend state exactly as given, in one
+	// transaction, and returns how many limits and reservations it
+	// inserted. The sessions must exist. A limit or reservation that
+	// exists (by id, or an agent's limit of the same metric and window)
+	// fails the whole request with ErrConflict unless req.SkipExisting
+	// leaves it alone; invalid records are ErrInvalidInput. Either way
+	// nothing is written.
+	Restore(ctx context.Context, req SpendRestoreRequest) (int64, error)
+}
+
+// SpendRecords is spend state as stored, for export and import.
+type SpendRecords struct {
+	Limits       []SpendLimitRecord  `json:"limits"`
+	Reservations []ReservationRecord `json:"reservations"`
+}
+
+// SpendLimitRecord is a stored limit: its id (which reservations' holds
+// name), its owner (SessionID empty for an agent's limit), its position
+// among its owner's limits, and its current window's counters.
+type SpendLimitRecord struct {
+	ID        string `json:"id"`
+	AgentID   string `json:"agent_id"`
+	SessionID string `json:"session_id,omitempty"`
+	Position  int64  `json:"position"`
+	SpendLimit
+	WindowStart time.Time `json:"window_start"`
+	Spent       int64     `json:"spent"`
+	Reserved    int64     `json:"reserved"`
+}
+
+// SpendHold is what a reservation holds of one limit: in the window that
+// started at WindowStart.
+type SpendHold struct {
+	LimitID     string    `json:"limit_id"`
+	WindowStart time.Time `json:"window_start"`
+}
+
+// ReservationRecord is a stored reservation with what it holds and, for a
+// refused one, the refusal a replay returns (JSON).
+type ReservationRecord struct {
+	Reservation
+	Holds   []SpendHold     `json:"holds"`
+	Refusal json.RawMessage `json:"refusal,omitempty"`
+}
+
+// SpendRestoreRequest puts exported spend state back (see Spend.Restore).
+type SpendRestoreRequest struct {
+	Records      SpendRecords
+	SkipExisting bool
+}
+
+// Validate checks the records' shapes. The error is an
+// *InvalidInputError.
+func (r SpendRestoreRequest) Validate() error {
+	ids := map[string]bool{}
+	for i, l := range r.Records.Limits {
+		f := "limits[" + strconv.Itoa(i) + "]"
+		if err := ValidateID(f+".id", l.ID); err != nil {
+			return err
+		}
+		if ids[l.ID] {
+			return Invalid(f+".id", "appears twice")
+		}
+		ids[l.ID] = true
+		if err := ValidateID(f+".agent_id", l.AgentID); err != nil {
+			return err
+		}
+		if l.SessionID != "" {
+			if err := ValidateID(f+".session_id", l.SessionID); err != nil {
+				return err
+			}
+		}
+		if _, err := l.SpendLimit.normalize(f); err != nil {
+			return err
+		}
+		if l.Window == "" || l.Spent < 0 || l.Reserved < 0 || l.Position < 0 || !millis(l.WindowStart) {
+			return Invalid(f, "window, counters, position or window start out of range")
+		}
+	}
+	for i, res := range r.Records.Reservations {
+		f := "reservations[" + strconv.Itoa(i) + "]"
+		if err := validateReservationRef(res.SessionID, res.ID, res.AgentID); err != nil {
+			return err
+		}
+		if res.AgentID == "" {
+			return Invalid(f+".agent_id", "must not be empty")
+		}
+		switch res.Status {
+		case ReservationReserved, ReservationSettled, ReservationReleased, ReservationExpired, ReservationRefused:
+		default:
+			return Invalid(f+".status", "unknown status")
+		}
+		if err := res.Amount.validate(f + ".amount"); err != nil {
+			return err
+		}
+		if err := res.Actual.validate(f + ".actual"); err != nil {
+			return err
+		}
+		if res.Currency != "" {
+			if err := ValidateCurrency(f+".currency", res.Currency); err != nil {
+				return err
+			}
+		}
+		if !millis(res.CreatedAt) || !millis(res.ExpiresAt) || !millis(res.ClosedAt) {
+			return Invalid(f, "times must be whole milliseconds")
+		}
+		if (res.Status == ReservationRefused) != (len(res.Refusal) > 0) || (len(res.Refusal) > 0 && !json.Valid(res.Refusal)) {
+			return Invalid(f+".refusal", "a refused reservation, and only one, carries its refusal as JSON")
+		}
+		for _, h := range res.Holds {
+			if err := ValidateID(f+".holds.limit_id", h.LimitID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // ErrSpendLimitExceeded: a reservation would overshoot a spend limit.

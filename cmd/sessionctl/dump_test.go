@@ -110,10 +110,15 @@ func dumpGoverned(ctx context.Context, _ *globals, st cliStore) (any, error) {
 		}
 		out = append(out, page.Items...)
 		if page.Next == "" {
-			return out, nil
+			break
 		}
 		f.After = page.Next
 	}
+	spend, err := st.Spend().Export(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"sessions": out, "spend": spend}, nil
 }
 
 // dumpedUpload is an upload entry and the digest of the content it reads.

@@ -30,6 +30,9 @@ type exportDoc struct {
 	Conversations []convExport `json:"conversations"`
 	// AgentSessions is nil in version-1 documents.
 	AgentSessions *agentExport `json:"agent_sessions,omitempty"`
+	// Spend is the governed sessions' spend limits and reservations, and
+	// their agents' limits (nil before version 3; govexport.go).
+	Spend *store.SpendRecords `json:"spend,omitempty"`
 	// Audit is nil before version 3 (audit.go).
 	Audit *auditExport `json:"audit,omitempty"`
 }
@@ -39,7 +42,8 @@ var exportSpec = spec{
 	args: "[ID...]",
 	about: `Exports sessions as one JSON document (format "sessionctl-export", version 3):
 every facet of the given ids, or everything. Governed sessions keep their
-counters, rate window, status and times; runtime sessions come with their
+counters, rate window, status and times, with their spend limits and
+reservations and their agents' limits (the "spend" section); runtime sessions come with their
 overrides and uploads (content in base64); conversations with their
 messages, cost records, artifacts, trace events, run records and
 verification reports (never an LLM API key: the store does not keep one);

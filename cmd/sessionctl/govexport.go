@@ -1,7 +1,8 @@
 package main
 
 // Maintenance of governed sessions: export and import (restored in one
-// transaction exactly as exported), stats. gc leaves them to cleanup.
+// transaction exactly as exported, then their spend limits and
+// reservations), stats. gc leaves them to cleanup.
 
 import (
 	"context"
@@ -24,8 +25,28 @@ var govOps = facetOps{
 	gcNone:    "governed sessions: closed and expired ones are deleted by sessionctl cleanup",
 }
 
-// exportGoverned adds every governed session, or those of x.ids.
+// exportGoverned adds every governed session, or those of x.ids, and
+// their spend state.
 func exportGoverned(ctx context.Context, x *exportRun) error {
+	if err := exportGovernedSessions(ctx, x); err != nil {
+		return err
+	}
+	var ids []string
+	if x.ids != nil {
+		ids = []string{}
+		for _, v := range x.doc.Governed {
+			ids = append(ids, v.ID)
+		}
+	}
+	spend, err := x.st.Spend().Export(ctx, ids)
+	if err != nil {
+		return err
+	}
+	x.doc.Spend = &spend
+	return nil
+}
+
+func exportGovernedSessions(ctx context.Context, x *exportRun) error {
 	gov := x.st.Governance()
 	x.doc.Governed = []govView{}
 	add := func(s store.Session) {
@@ -63,7 +84,7 @@ func exportGoverned(ctx context.Context, x *exportRun) error {
 }
 
 // parseGoverned validates the governed sessions of an export document.
-func parseGoverned(doc *exportDoc, _ int, f *importFile) error {
+func parseGoverned(doc *exportDoc, version int, f *importFile) error {
 	for i, v := range doc.Governed {
 		s, err := v.session()
 		if err == nil {
@@ -73,6 +94,15 @@ func parseGoverned(doc *exportDoc, _ int, f *importFile) error {
 			return fmt.Errorf("governed_sessions[%d]: %w", i, asInvalid(err))
 		}
 		f.governed = append(f.governed, s)
+	}
+	if doc.Spend != nil {
+		if version < 3 {
+			return store.Invalid("spend", fmt.Sprintf("not part of export version %d", version))
+		}
+		f.spend = *doc.Spend
+		if err := (store.SpendRestoreRequest{Records: f.spend}).Validate(); err != nil {
+			return fmt.Errorf("spend: %w", err)
+		}
 	}
 	return (store.RestoreRequest{Sessions: f.governed}).Validate()
 }
@@ -92,6 +122,14 @@ func restoreGoverned(ctx context.Context, x *importRun) error {
 	}
 	x.doc.Governed += n
 	x.doc.Skipped += int64(len(x.file.governed)) - n
+	if len(x.file.spend.Limits)+len(x.file.spend.Reservations) > 0 {
+		if _, err := x.st.Spend().Restore(ctx, store.SpendRestoreRequest{Records: x.file.spend, SkipExisting: x.skip}); err != nil {
+			if errors.Is(err, store.ErrConflict) {
+				return fmt.Errorf("%w: a spend limit or reservation in the file exists (use --skip-existing)", err)
+			}
+			return err
+		}
+	}
 	return nil
 }
 

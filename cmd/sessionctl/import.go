@@ -65,6 +65,7 @@ type importFile struct {
 	conversations []convExport
 	agent         agentImport
 	audit         store.AuditRestoreRequest
+	spend         store.SpendRecords
 }
 
 // importRun is the import of one file in progress: what the facets'

@@ -47,6 +47,8 @@ func RunSpend(t *testing.T, h Harness) {
 		{"InvalidInputChangesNothing", testSpendInvalid},
 		{"CleanupKeepsSessionsWithLiveReservations", testSpendCleanup},
 		{"StateSurvivesReopen", testSpendReopen},
+		{"ExportRestoreRoundTrip", testSpendExportRestore},
+		{"RestoreInvalidWritesNothing", testSpendRestoreInvalid},
 		{"ConcurrentExactCostLimit", testSpendConcurrentExact},
 		{"ConcurrentMixedAmountsNeverOvershoot", testSpendConcurrentMixed},
 		{"ConcurrentAgentLimitAcrossSessions", testSpendConcurrentAgent},
@@ -1080,3 +1082,111 @@ func testSpendKilledProcess(t *testing.T, e *env) {
 		t.Fatalf("lapse events = %d, %v; want %d", len(page.Items), err, n)
 	}
 }
+
+func testSpendExportRestore(t *testing.T, e *env) {
+	a := e.spendSession(costLimit(1000, store.WindowLifetime), tokenLimit(store.MetricTotalTokens, 500, store.WindowHour))
+	b := e.create(func() store.CreateRequest { r := baseRequest(); r.AgentID = a.AgentID; return r }())
+	other := e.spendSession(costLimit(10, store.WindowDay))
+	if err := e.st.Spend().SetAgentLimits(e.ctx, a.AgentID, []store.SpendLimit{costLimit(5000, store.WindowMonth)}); err != nil {
+		t.Fatal(err)
+	}
+	e.mustReserve(a.ID, store.SpendAmount{InputTokens: 100, CostMicros: 300}, "settled")
+	e.settle(a.ID, "settled", store.SpendAmount{InputTokens: 90, CostMicros: 250})
+	e.mustReserve(a.ID, usd(100), "released")
+	e.release(a.ID, "released")
+	e.mustReserve(b.ID, usd(400), "held")
+	_, err := e.reserve(a.ID, usd(900), "refused")
+	wantSpendRefusal(t, err)
+	e.mustReserve(other.ID, usd(5), "other")
+	all, err := e.st.Spend().Export(e.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all.Limits) != 4 || len(all.Reservations) != 5 {
+		t.Fatalf("export: %d limits, %d reservations", len(all.Limits), len(all.Reservations))
+	}
+	one, err := e.st.Spend().Export(e.ctx, []string{b.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(one.Limits) != 1 || one.Limits[0].SessionID != "" || len(one.Reservations) != 1 || one.Reservations[0].ID != "held" {
+		t.Fatalf("export of one session: %+v", one)
+	}
+	var sessions []store.Session
+	for _, id := range []string{a.ID, b.ID, other.ID} {
+		sessions = append(sessions, e.get(id))
+	}
+	fresh := newEnv(t, e.h)
+	fresh.clock = e.clock
+	fresh.reopen()
+	if _, err := fresh.gov().Restore(fresh.ctx, store.RestoreRequest{Sessions: sessions}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := fresh.st.Spend().Restore(fresh.ctx, store.SpendRestoreRequest{Records: all})
+	if err != nil || n != 9 {
+		t.Fatalf("Restore = %d, %v; want 9", n, err)
+	}
+	again, err := fresh.st.Spend().Export(fresh.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(again) != fmt.Sprint(all) {
+		t.Fatalf("restored spend differs:\n%+v\n%+v", again, all)
+	}
+	for _, id := range []string{a.ID, b.ID, other.ID} {
+		if got, want := fresh.spendStatus(id), e.spendStatus(id); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("status of %s after restore:\n%+v\nwant\n%+v", id, got, want)
+		}
+	}
+	// The restored reservations go on: held can be settled, a replay of the
+	// refused one returns its refusal, the limits keep counting.
+	fresh.settle(b.ID, "held", usd(400))
+	_, err = fresh.reserve(a.ID, usd(900), "refused")
+	wantSpendRefusal(t, err)
+	_, err = fresh.st.Spend().Restore(fresh.ctx, store.SpendRestoreRequest{Records: all})
+	wantErr(t, err, store.ErrConflict)
+	if n, err := fresh.st.Spend().Restore(fresh.ctx, store.SpendRestoreRequest{Records: all, SkipExisting: true}); err != nil || n != 0 {
+		t.Fatalf("Restore with SkipExisting = %d, %v", n, err)
+	}
+}
+
+func testSpendRestoreInvalid(t *testing.T, e *env) {
+	s := e.spendSession()
+	at := e.clock.Now()
+	good := store.SpendRecords{
+		Limits: []store.SpendLimitRecord{{ID: "l1", AgentID: s.AgentID, SessionID: s.ID, SpendLimit: costLimit(10, store.WindowLifetime), WindowStart: time.Unix(0, 0)}},
+		Reservations: []store.ReservationRecord{{Reservation: store.Reservation{SessionID: s.ID, ID: "r", AgentID: s.AgentID,
+			Status: store.ReservationReserved, Amount: usd(5), Currency: "USD", CreatedAt: at, ExpiresAt: at.Add(time.Minute)},
+			Holds: []store.SpendHold{{LimitID: "l1", WindowStart: time.Unix(0, 0)}}}},
+	}
+	for _, edit := range []func(r *store.SpendRecords){
+		func(r *store.SpendRecords) { r.Limits[0].Metric = "calls" },
+		func(r *store.SpendRecords) { r.Limits[0].Spent = -1 },
+		func(r *store.SpendRecords) { r.Limits[0].Currency = "" },
+		func(r *store.SpendRecords) { r.Limits = append(r.Limits, r.Limits[0]) },
+		func(r *store.SpendRecords) { r.Reservations[0].Status = "pending" },
+		func(r *store.SpendRecords) { r.Reservations[0].Amount.CostMicros = -5 },
+		func(r *store.SpendRecords) { r.Reservations[0].Refusal = json.RawMessage(`{}`) },
+		func(r *store.SpendRecords) { r.Reservations[0].CreatedAt = at.Add(time.Microsecond) },
+	} {
+		bad := store.SpendRecords{Limits: slicesClone(good.Limits), Reservations: slicesClone(good.Reservations)}
+		edit(&bad)
+		if _, err := e.st.Spend().Restore(e.ctx, store.SpendRestoreRequest{Records: bad}); !errors.Is(err, store.ErrInvalidInput) {
+			t.Fatalf("Restore of %+v: %v", bad, err)
+		}
+	}
+	missing := store.SpendRecords{Limits: slicesClone(good.Limits), Reservations: slicesClone(good.Reservations)}
+	missing.Reservations[0].SessionID = "no-such-session"
+	if _, err := e.st.Spend().Restore(e.ctx, store.SpendRestoreRequest{Records: missing}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Restore for a missing session: %v", err)
+	}
+	if got, _ := e.st.Spend().Export(e.ctx, nil); len(got.Limits)+len(got.Reservations) != 0 {
+		t.Fatalf("refused restores wrote %+v", got)
+	}
+	if n, err := e.st.Spend().Restore(e.ctx, store.SpendRestoreRequest{Records: good}); err != nil || n != 2 {
+		t.Fatalf("Restore = %d, %v", n, err)
+	}
+	wantCounters(t, limitIn(t, e.spendStatus(s.ID), store.ScopeSession, store.MetricCost, store.WindowLifetime), 0, 0)
+}
+
+func slicesClone[T any](s []T) []T { return append([]T(nil), s...) }
