@@ -74,7 +74,7 @@ type spendStatements struct {
 
 func newSpendStatements(d *Dialect) spendStatements {
 	return spendStatements{
-		session:     spendSessionSQL + d.ForKeyShare,
+		session:     spendSessionSQL + d.ForUpdate,
 		limitsOf:    spendLimitsOfSQL + d.ForUpdate,
 		agentLimits: spendAgentLimitsSQL + d.ForUpdate,
 		resGet:      spendResGetSQL + d.ForUpdate,
@@ -306,6 +306,15 @@ func (sp *SpendFacet) Reserve(ctx context.Context, req store.ReserveRequest) (st
 	err = sp.s.write(ctx, func(tx Tx) error {
 		out, refusal = store.Reservation{}, nil
 		nowMS := rowcodec.ToMillis(sp.s.now())
+		// The session row first, locked where rows are locked one by one:
+		// concurrent retries of one request id wait for each other here.
+		var sess spendSession
+		if err := tx.Get(&sess, sp.s.q.spend.session, req.SessionID); errors.Is(err, sql.ErrNoRows) {
+			refusal = &store.NotFoundError{Resource: "session", ID: req.SessionID}
+			return nil
+		} else if err != nil {
+			return err
+		}
 		if req.RequestID != "" {
 			var r resRow
 			err := tx.Get(&r, sp.s.q.spend.resGet, req.SessionID, id)
@@ -317,8 +326,7 @@ func (sp *SpendFacet) Reserve(ctx context.Context, req store.ReserveRequest) (st
 				return err
 			}
 		}
-		sess, err := sp.checkSession(tx, req.SessionID, req.AgentID, id, store.AuditReserve, nowMS)
-		if err != nil {
+		if err := sp.checkSession(tx, sess, req.SessionID, req.AgentID, id, store.AuditReserve, nowMS); err != nil {
 			var r *refused
 			if errors.As(err, &r) {
 				refusal = r.err
@@ -434,17 +442,11 @@ func (sp *SpendFacet) recordRefusal(tx Tx, req store.ReserveRequest, id, agent s
 	return row.put(tx)
 }
 
-// checkSession applies a decision's session checks in the documented
-// order (not found, agent mismatch, closed, expired), marking an expired
-// session durably. A refusal comes back as a *refused error, audited
-// (except not found, which has no chain to go to).
-func (sp *SpendFacet) checkSession(tx Tx, id, agent, requestID string, kind store.AuditKind, nowMS int64) (spendSession, error) {
-	var sess spendSession
-	if err := tx.Get(&sess, sp.s.q.spend.session, id); errors.Is(err, sql.ErrNoRows) {
-		return sess, &refused{err: &store.NotFoundError{Resource: "session", ID: id}, audited: true}
-	} else if err != nil {
-		return sess, err
-	}
+// checkSession applies a decision's session checks after not found, in
+// the documented order (agent mismatch, closed, expired), marking an
+// expired session durably. A refusal comes back as an audited *refused
+// error.
+func (sp *SpendFacet) checkSession(tx Tx, sess spendSession, id, agent, requestID string, kind store.AuditKind, nowMS int64) error {
 	var refusal error
 	switch {
 	case agent != "" && agent != sess.AgentID:
@@ -455,17 +457,17 @@ func (sp *SpendFacet) checkSession(tx Tx, id, agent, requestID string, kind stor
 		refusal = &store.ExpiredError{SessionID: id, ExpiresAt: rowcodec.FromMillis(sess.ExpiresAtMS)}
 		if sess.Status == string(store.StatusActive) {
 			if err := sp.s.MarkExpired(tx, id, sess.AgentID, nowMS); err != nil {
-				return sess, err
+				return err
 			}
 		}
 	default:
-		return sess, nil
+		return nil
 	}
 	if err := sp.audit(tx, nowMS, AuditRecord{AgentID: sess.AgentID, Kind: kind, Outcome: store.AuditOutcome(refusal),
 		SessionID: id, RequestID: requestID, Detail: refusal}); err != nil {
-		return sess, err
+		return err
 	}
-	return sess, &refused{err: refusal, audited: true}
+	return &refused{err: refusal, audited: true}
 }
 
 // MarkExpired marks an active session expired durably and audits it,
