@@ -17,7 +17,10 @@
 // missing argument, invalid input). "sessionctl use" exits with a distinct
 // status per refusal: 3 not found, 4 agent mismatch, 5 closed, 6 expired,
 // 7 budget exceeded, 8 tool not authorized, 9 rate limited, 10 request id
-// conflict. "sessionctl doctor" exits 1 when the database is unhealthy.
+// conflict; "sessionctl reserve" exits 12 when a spend limit refuses (its
+// other refusals, and those of settle and release, exit as use's).
+// "sessionctl doctor" and "sessionctl audit verify" exit 1 when the database
+// is unhealthy or an audit chain does not verify.
 package main
 
 import (
