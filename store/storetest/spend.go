@@ -1061,7 +1061,9 @@ func testSpendKilledProcess(t *testing.T, e *env) {
 	if _, err := st.Spend().Reserve(e.ctx, store.ReserveRequest{SessionID: s.ID, Amount: usd(1), Currency: "USD"}); !errors.Is(err, store.ErrSpendLimitExceeded) {
 		t.Fatalf("reserve while the dead process's reservations hold: %v", err)
 	}
-	// ... and are released once they have.
+	// ... and are released once they have: the helper reserved on the real
+	// clock, after this store's clock was set.
+	clock.Advance(time.Since(clock.Now()))
 	clock.Advance(ttl + time.Second)
 	stat, err := st.Spend().Status(e.ctx, s.ID)
 	if err != nil {
