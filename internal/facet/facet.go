@@ -80,7 +80,7 @@ var registry = []Facet{
 		About:  "governed task sessions: call budgets, tool allow-lists, rate and time limits, request-id outcomes, spend limits and reservations",
 		Since:  1,
 		Tables: []string{"governed_sessions", "governed_use_requests", "spend_limits", "spend_reservations"},
-		Added:  map[string]int64{"spend_limits": 7, "spend_reservations": 7},
+		Added:  map[string]int64{"spend_limits": 8, "spend_reservations": 8},
 	},
 	{
 		Name:  Runtime,
@@ -111,7 +111,7 @@ var registry = []Facet{
 		Name:   Audit,
 		Title:  "audit chains",
 		About:  "the audit trail of governance decisions: one hash chain of events per agent, and the chains' heads",
-		Since:  7,
+		Since:  8,
 		Tables: []string{"audit_events", "audit_heads"},
 	},
 }
