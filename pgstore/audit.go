@@ -25,3 +25,21 @@ func (s *Store) Spend() store.Spend { return s.core.Spend() }
 // path stays one round trip. Parameters 1 to 5 are govUseSQL's; 6 is the
 // event's payload and 7 its detail (sqlcore.AuditPayload).
 var govUseAuditedSQL = sqlcore.AuditedUpdateSQL(dialect, govUseSQL, store.AuditUse, "$1::bigint", "$3::text", "$6::bytea", "$7::text")
+
+// useStatement returns the conditional UPDATE of a governed Use without a
+// request id, and its arguments: govUseAuditedSQL, which appends the
+// audit event of the allowed use in the same statement, or govUseSQL on a
+// store that audits nothing (benchmarks only). Every path that runs the
+// hot UPDATE takes its statement from here, so that no allowed call goes
+// unaudited.
+func (g *Governance) useStatement(nowMS int64, req store.UseRequest, tools []string) (string, []any, error) {
+	args := []any{nowMS, int64(len(tools)), req.SessionID, req.AgentID, tools}
+	if g.s.cfg.auditOff {
+		return govUseSQL, args, nil
+	}
+	payload, detail, err := sqlcore.AuditPayload(nowMS, sqlcore.UseAudit("", req.SessionID, "", tools))
+	if err != nil {
+		return "", nil, err
+	}
+	return govUseAuditedSQL, append(args, payload, detail), nil
+}

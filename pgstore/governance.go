@@ -239,16 +239,11 @@ func (g *Governance) Use(ctx context.Context, req store.UseRequest) (store.Sessi
 		var sess store.Session
 		err := g.s.retry(ctx, func(ctx context.Context) error {
 			// The update and its audit event, in one statement.
-			nowMS := rowcodec.ToMillis(g.s.now())
-			payload, detail, err := sqlcore.AuditPayload(nowMS, sqlcore.UseAudit("", req.SessionID, "", tools))
+			query, args, err := g.useStatement(rowcodec.ToMillis(g.s.now()), req, tools)
 			if err != nil {
 				return err
 			}
-			if g.s.cfg.auditOff {
-				sess, err = scanGov(g.s.pool.Query(ctx, govUseSQL, nowMS, int64(len(tools)), req.SessionID, req.AgentID, tools))
-				return err
-			}
-			sess, err = scanGov(g.s.pool.Query(ctx, govUseAuditedSQL, nowMS, int64(len(tools)), req.SessionID, req.AgentID, tools, payload, detail))
+			sess, err = scanGov(g.s.pool.Query(ctx, query, args...))
 			return err
 		})
 		if err == nil {
