@@ -23,6 +23,7 @@ var dialect = &sqlcore.Dialect{
 	LockKeySQL:  `SELECT pg_advisory_xact_lock(CAST(? AS integer), hashtext(CAST(? AS text)))`,
 	InList:      func(expr string) string { return expr + ` = ANY(?)` },
 	ListArg:     func(values any) (any, error) { return values, nil }, // pgx binds slices as arrays
+	AuditChain:  auditChainSQL,                                        // audit.go
 	PollTurnsSQL: `SELECT
 		j.id AS id,
 		j.gen AS gen,
@@ -50,6 +51,7 @@ func (s *Store) newCore() {
 		Logger:            s.cfg.logger,
 		RuntimeLimits:     s.cfg.runtime,
 		IsUniqueViolation: isUniqueViolation,
+		AuditOff:          s.cfg.auditOff,
 		TurnWake:          s.listenTurns,
 		NotifyTurns: func(tx sqlcore.Tx) error {
 			_, err := tx.Exec(notifySQL, s.channel)

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentstore/sessionstore/internal/rowcodec"
+	"github.com/agentstore/sessionstore/internal/sqlcore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -137,8 +138,6 @@ const (
 	govApplySQL = `UPDATE governed_sessions
 		SET calls_made = $2, rate_window_start_ms = $3, rate_window_calls = $4 WHERE id = $1`
 
-	govMarkExpiredSQL = `UPDATE governed_sessions SET status = 'expired' WHERE id = $1 AND status = 'active'`
-
 	govCloseSQL = `UPDATE governed_sessions SET status = 'closed'
 		WHERE id = $1 AND status <> 'closed' RETURNING ` + govColumns
 
@@ -146,9 +145,6 @@ const (
 
 	govCloseAgentSQL = `UPDATE governed_sessions SET status = 'closed'
 		WHERE agent_id = $1 AND status = 'active' AND expires_at_ms > $2`
-
-	govCleanupSQL = `DELETE FROM governed_sessions
-		WHERE status IN ('closed', 'expired') OR (status = 'active' AND expires_at_ms <= $1)`
 
 	govRequestGetSQL = `SELECT tools, outcome, detail FROM governed_use_requests
 		WHERE session_id = $1 AND request_id = $2`
@@ -170,7 +166,9 @@ func (g *Governance) Create(ctx context.Context, req store.CreateRequest) (store
 		id = uuid.NewString()
 	}
 	var out store.Session
+	var refusal error
 	err = g.s.inTx(ctx, func(tx pgx.Tx) error {
+		refusal = nil
 		now := g.s.now()
 		if req.MaxActivePerAgent > 0 {
 			if _, err := tx.Exec(ctx, govLockAgentSQL, req.AgentID); err != nil {
@@ -181,7 +179,9 @@ func (g *Governance) Create(ctx context.Context, req store.CreateRequest) (store
 				return err
 			}
 			if n >= req.MaxActivePerAgent {
-				return &store.TooManySessionsError{AgentID: req.AgentID, Max: req.MaxActivePerAgent, Current: n}
+				// A refusal is a decision: its audit event commits.
+				refusal = &store.TooManySessionsError{AgentID: req.AgentID, Max: req.MaxActivePerAgent, Current: n}
+				return g.s.core.AuditRefusal(&pgTx{ctx: ctx, q: tx}, store.AuditCreate, req.AgentID, req.ID, "", refusal)
 			}
 		}
 		sess := req.NewSession(id, now)
@@ -200,8 +200,12 @@ func (g *Governance) Create(ctx context.Context, req store.CreateRequest) (store
 			return &store.ConflictError{Resource: "session", ID: id, Reason: "id exists"}
 		}
 		out = sess
-		return nil
+		// The session's spend limits and the audit event of the create.
+		return g.s.core.OnCreate(&pgTx{ctx: ctx, q: tx}, sess, req)
 	})
+	if err == nil && refusal != nil {
+		err = refusal
+	}
 	if err != nil {
 		return store.Session{}, err
 	}
@@ -287,12 +291,17 @@ func (g *Governance) decideLocked(ctx context.Context, tx pgx.Tx, req store.UseR
 // decideOn decides a use on a session row the transaction has locked.
 func (g *Governance) decideOn(ctx context.Context, tx pgx.Tx, sess store.Session, req store.UseRequest, tools []string) (verdict, error) {
 	now := g.s.now()
+	atx := &pgTx{ctx: ctx, q: tx}
 	refusal := sess.CheckUse(req.AgentID, tools, now)
 	if refusal != nil {
 		if errors.Is(refusal, store.ErrExpired) && sess.Status == store.StatusActive {
-			if _, err := tx.Exec(ctx, govMarkExpiredSQL, sess.ID); err != nil {
+			// Marked expired durably, and audited as such.
+			if err := g.s.core.MarkExpired(atx, sess.ID, sess.AgentID, rowcodec.ToMillis(now)); err != nil {
 				return verdict{}, err
 			}
+		}
+		if err := g.s.core.AuditRefusal(atx, store.AuditUse, sess.AgentID, sess.ID, req.RequestID, refusal); err != nil {
+			return verdict{}, err
 		}
 		return verdict{refusal: refusal}, nil
 	}
@@ -301,6 +310,9 @@ func (g *Governance) decideOn(ctx context.Context, tx pgx.Tx, sess store.Session
 		if _, err := tx.Exec(ctx, govApplySQL, sess.ID, sess.CallsMade, rowcodec.ToMillis(sess.RateWindowStart), sess.RateWindowCalls); err != nil {
 			return verdict{}, err
 		}
+	}
+	if err := g.s.core.AppendAudit(atx, rowcodec.ToMillis(now), sqlcore.UseAudit(sess.AgentID, sess.ID, req.RequestID, tools)); err != nil {
+		return verdict{}, err
 	}
 	return verdict{sess: sess}, nil
 }
@@ -387,8 +399,11 @@ func (g *Governance) Close(ctx context.Context, id string) (store.Session, error
 			}
 			return &store.ClosedError{SessionID: id}
 		}
+		if err != nil {
+			return err
+		}
 		out = sess
-		return err
+		return g.s.core.AuditClosed(&pgTx{ctx: ctx, q: tx}, sess.AgentID, sess.ID)
 	})
 	return out, err
 }
@@ -484,10 +499,17 @@ func (g *Governance) CloseAllForAgent(ctx context.Context, agentID string) (int6
 		return 0, err
 	}
 	var n int64
-	err := g.s.retry(ctx, func(ctx context.Context) error {
-		tag, err := g.s.pool.Exec(ctx, govCloseAgentSQL, agentID, rowcodec.ToMillis(g.s.now()))
-		n = tag.RowsAffected()
-		return err
+	err := g.s.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, govCloseAgentSQL+` RETURNING id`, agentID, rowcodec.ToMillis(g.s.now()))
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		n = int64(len(ids))
+		return g.s.core.AuditClosed(&pgTx{ctx: ctx, q: tx}, agentID, ids...)
 	})
 	return n, err
 }
@@ -496,9 +518,11 @@ func (g *Governance) CloseAllForAgent(ctx context.Context, agentID string) (int6
 // by cascade).
 func (g *Governance) Cleanup(ctx context.Context) (int64, error) {
 	var n int64
-	err := g.s.retry(ctx, func(ctx context.Context) error {
-		tag, err := g.s.pool.Exec(ctx, govCleanupSQL, rowcodec.ToMillis(g.s.now()))
-		n = tag.RowsAffected()
+	err := g.s.inTx(ctx, func(tx pgx.Tx) error {
+		// Lapsed reservations released, sessions holding none removed,
+		// each removal audited (see sqlcore.Store.CleanupGoverned).
+		var err error
+		n, err = g.s.core.CleanupGoverned(&pgTx{ctx: ctx, q: tx})
 		return err
 	})
 	if err == nil && n > 0 {

@@ -19,6 +19,9 @@ type config struct {
 	maxAttempts int
 	lockWait    time.Duration
 	runtime     sqlcore.RuntimeLimits
+	// auditOff (tests only, see export_test.go) appends no audit events:
+	// the baseline of the audit trail's benchmarks.
+	auditOff bool
 }
 
 func defaultConfig() config {

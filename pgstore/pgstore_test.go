@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentstore/sessionstore/pgstore"
@@ -43,7 +44,19 @@ var harness = storetest.Harness{
 				return nil, err
 			}
 		}
+		if o.NoAudit {
+			opts = append(opts, pgstore.WithoutAudit())
+		}
 		return pgstore.Open(ctx, loc, opts...)
+	},
+	Exec: func(ctx context.Context, loc, query string) error {
+		conn, err := pgx.Connect(ctx, loc)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, query)
+		return err
 	},
 }
 

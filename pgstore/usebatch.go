@@ -15,7 +15,7 @@ import (
 // SQLite writer's batches. Concurrent Use calls (without a request id) of
 // one session in one process queue up; one of them, the leader, runs
 // everything queued in one READ COMMITTED transaction: each call's
-// conditional UPDATE in queue order, all sent in one round trip (a
+// conditional UPDATE (with its audit event) in queue order, all sent in one round trip (a
 // pipeline), then the calls they refused, each decided on the row the
 // transaction has locked (its reason, or its increment, exactly as
 // alone), then one COMMIT. A hot session is then bounded by a commit per batch instead
@@ -162,7 +162,11 @@ func (g *Governance) runUses(batch []*useCall) {
 		nowMS := rowcodec.ToMillis(g.s.now())
 		b := &pgx.Batch{}
 		for _, c := range batch {
-			b.Queue(govUseSQL, nowMS, int64(len(c.tools)), c.req.SessionID, c.req.AgentID, c.tools)
+			query, args, err := g.useStatement(nowMS, c.req, c.tools)
+			if err != nil {
+				return err
+			}
+			b.Queue(query, args...)
 		}
 		br := tx.SendBatch(ctx, b)
 		var refused []*useCall
@@ -211,8 +215,12 @@ func (g *Governance) runUses(batch []*useCall) {
 func (g *Governance) useAlone(ctx context.Context, req store.UseRequest, tools []string) (verdict, error) {
 	var sess store.Session
 	err := g.s.retry(ctx, func(ctx context.Context) error {
-		var err error
-		sess, err = scanGov(g.s.pool.Query(ctx, govUseSQL, rowcodec.ToMillis(g.s.now()), int64(len(tools)), req.SessionID, req.AgentID, tools))
+		// The update and its audit event, in one statement.
+		query, args, err := g.useStatement(rowcodec.ToMillis(g.s.now()), req, tools)
+		if err != nil {
+			return err
+		}
+		sess, err = scanGov(g.s.pool.Query(ctx, query, args...))
 		return err
 	})
 	if err == nil {

@@ -18,6 +18,9 @@ var dialect = &sqlcore.Dialect{
 	NoLimit:  int64(-1),
 	InList:   sqlcore.JSONInList,
 	ListArg:  sqlcore.JSONListArg,
+	// The audit chain's hash is a Go function registered with the driver
+	// (audit.go).
+	AuditChain: auditChainSQL,
 	PollTurnsSQL: `SELECT
 		j.value ->> 'id' AS id,
 		j.value ->> 'gen' AS gen,
@@ -42,6 +45,7 @@ func (s *Store) newCore() {
 		RuntimeLimits:     s.cfg.runtime,
 		IsUniqueViolation: isUniqueViolation,
 		FeedWake:          s.watchDataVersion,
+		AuditOff:          s.cfg.auditOff,
 	})
 }
 

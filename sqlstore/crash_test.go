@@ -21,6 +21,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -48,7 +49,9 @@ var _ = registerRelRole("crash-writer", crashWriterRole)
 // each worker loops: Use of "s" with a unique request id, acknowledged as
 // "use <id>", and an append of one message to "c", acknowledged as
 // "msg <seq> <text>"; worker 0 also creates a session every 8th turn,
-// acknowledged as "create <id>".
+// acknowledged as "create <id>". Each worker also reserves against the cost
+// limit of session "sp" ("reserve <id>") and settles ("settle <id>") or
+// releases ("release <id>") every reservation in turn.
 func crashWriterRole(ctx context.Context, args []string, out *lineWriter) error {
 	path, prefix := args[0], args[3]
 	workers, err := strconv.Atoi(args[1])
@@ -62,6 +65,11 @@ func crashWriterRole(ctx context.Context, args []string, out *lineWriter) error 
 	gov := st.Governance()
 	if _, err := gov.Create(ctx, longSession("s", 1<<40)); err != nil && !errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("create s: %w", err)
+	}
+	spendReq := longSession("sp", 1)
+	spendReq.SpendLimits = []store.SpendLimit{{Metric: store.MetricCost, Limit: 1 << 50, Currency: "USD"}}
+	if _, err := gov.Create(ctx, spendReq); err != nil && !errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("create sp: %w", err)
 	}
 	conv := st.Conversations()
 	if ok, err := conv.Exists(ctx, "c"); err != nil {
@@ -108,11 +116,37 @@ func crashWriterRole(ctx context.Context, args []string, out *lineWriter) error 
 					errc <- err
 					return
 				}
+				if err := crashSpend(ctx, st.Spend(), id+"-r", i%2 == 0, out); err != nil {
+					errc <- err
+					return
+				}
 			}
 		})
 	}
 	wg.Wait() // only on error: the parent kills the process
 	return <-errc
+}
+
+// crashSpend reserves 10 micro-units on "sp" as id, then settles 7 of
+// them or releases the reservation, acknowledging each step.
+func crashSpend(ctx context.Context, sp store.Spend, id string, settle bool, out *lineWriter) error {
+	if _, err := sp.Reserve(ctx, store.ReserveRequest{SessionID: "sp", RequestID: id,
+		Amount: store.SpendAmount{CostMicros: 10}, Currency: "USD", TTL: time.Hour}); err != nil {
+		return fmt.Errorf("reserve %s: %w", id, err)
+	}
+	if err := out.Line("reserve %s", id); err != nil {
+		return err
+	}
+	if settle {
+		if _, err := sp.Settle(ctx, store.SettleRequest{SessionID: "sp", RequestID: id, Actual: store.SpendAmount{CostMicros: 7}}); err != nil {
+			return fmt.Errorf("settle %s: %w", id, err)
+		}
+		return out.Line("settle %s", id)
+	}
+	if _, err := sp.Release(ctx, store.ReleaseRequest{SessionID: "sp", RequestID: id}); err != nil {
+		return fmt.Errorf("release %s: %w", id, err)
+	}
+	return out.Line("release %s", id)
 }
 
 // crashTotals is what the trials did, for the closing report.
@@ -166,6 +200,7 @@ func TestCrashTrials(t *testing.T) {
 			t.Fatalf("trial %d: the helper was not killed but ended: %v", trial, err)
 		}
 		var uses, creates []string
+		spend := map[string]string{} // reservation id -> last acknowledged step
 		msgs := map[int64]string{}
 		for _, l := range lines {
 			switch {
@@ -180,16 +215,20 @@ func TestCrashTrials(t *testing.T) {
 				uses = append(uses, l[4:])
 			case strings.HasPrefix(l, "create "):
 				creates = append(creates, l[7:])
+			case strings.HasPrefix(l, "reserve "), strings.HasPrefix(l, "settle "), strings.HasPrefix(l, "release "):
+				step, id, _ := strings.Cut(l, " ")
+				spend[id] = step
 			}
 		}
 		calls, messages = verifyCrash(t, trial, path, uses, creates, msgs, calls, messages, workers)
+		verifyCrashSpend(t, trial, path, spend)
 		crashTotals.Lock()
 		crashTotals.trials++
 		crashTotals.kills++
 		if early {
 			crashTotals.early++
 		}
-		crashTotals.acked += len(uses) + len(creates) + len(msgs)
+		crashTotals.acked += len(uses) + len(creates) + len(msgs) + len(spend)
 		crashTotals.Unlock()
 	}
 	crashTotals.Lock()
@@ -305,4 +344,79 @@ func verifyCrash(t *testing.T, trial int, path string, uses, creates []string, m
 	crashTotals.Unlock()
 	integrityCheck(t, path)
 	return s.CallsMade, int64(len(history))
+}
+
+// verifyCrashSpend checks the reservations of a trial after the kill:
+// every acknowledged step is there (a reservation at least reserved, a
+// settle settled with its usage, a release released), the limit's
+// counters equal what the reservations say, exactly, and every audit chain
+// verifies.
+func verifyCrashSpend(t *testing.T, trial int, path string, acked map[string]string) {
+	t.Helper()
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	db := openSQL(t, path, true)
+	defer db.Close()
+	var tables int
+	if err := db.QueryRow("SELECT count(*) FROM sqlite_schema WHERE name = 'spend_reservations'").Scan(&tables); err != nil || tables == 0 {
+		if len(acked) > 0 {
+			t.Fatalf("trial %d: %d acknowledged spend steps, no reservations table (%v)", trial, len(acked), err)
+		}
+		return
+	}
+	status := map[string]string{}
+	actual := map[string]int64{}
+	rows, err := db.Query("SELECT request_id, status, actual_cost FROM spend_reservations WHERE session_id = 'sp'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var settledSum, reservedSum int64
+	for rows.Next() {
+		var id, st string
+		var cost int64
+		if err := rows.Scan(&id, &st, &cost); err != nil {
+			t.Fatal(err)
+		}
+		status[id], actual[id] = st, cost
+		switch st {
+		case "settled":
+			settledSum += cost
+		case "reserved":
+			reservedSum += 10
+		}
+	}
+	rows.Close()
+	for id, step := range acked {
+		got := status[id]
+		switch {
+		case step == "reserve" && got == "":
+			t.Fatalf("trial %d: acknowledged reservation %s is lost", trial, id)
+		case step == "settle" && (got != "settled" || actual[id] != 7):
+			t.Fatalf("trial %d: acknowledged settle %s reads %q with %d", trial, id, got, actual[id])
+		case step == "release" && got != "released":
+			t.Fatalf("trial %d: acknowledged release %s reads %q", trial, id, got)
+		}
+	}
+	var spent, reserved int64
+	err = db.QueryRow("SELECT spent, reserved FROM spend_limits WHERE session_id = 'sp'").Scan(&spent, &reserved)
+	if errors.Is(err, sql.ErrNoRows) && len(status) == 0 {
+		return
+	}
+	if err != nil {
+		t.Fatalf("trial %d: the limit of sp: %v", trial, err)
+	}
+	if spent != settledSum || reserved != reservedSum {
+		t.Fatalf("trial %d: limit counters spent %d reserved %d, the reservations say %d and %d: they did not commit together",
+			trial, spent, reserved, settledSum, reservedSum)
+	}
+	st, err := sqlstore.Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("trial %d: reopen: %v", trial, err)
+	}
+	defer st.Close()
+	rep, err := st.Audit().Verify(context.Background())
+	if err != nil || !rep.OK() {
+		t.Fatalf("trial %d: audit after the kill: %+v, %v", trial, rep.Problems, err)
+	}
 }

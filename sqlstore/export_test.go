@@ -18,6 +18,12 @@ func WithFaults(f func(query string) error) Option {
 	return func(c *config) { c.faults = f }
 }
 
+// WithoutAudit opens a store that appends no audit events: the baseline
+// of the audit trail's benchmarks (storetest.Options.NoAudit).
+func WithoutAudit() Option {
+	return func(c *config) { c.auditOff = true }
+}
+
 // MapErr exposes mapErr, the one place SQLite errors become store errors.
 func MapErr(err error) error { return mapErr(err) }
 

@@ -66,7 +66,7 @@ func sweepModes() []bool {
 var outcomeSentinels = []error{
 	store.ErrNotFound, store.ErrExpired, store.ErrBudgetExceeded, store.ErrToolNotAuthorized,
 	store.ErrClosed, store.ErrRateLimited, store.ErrAgentMismatch, store.ErrTooManySessions,
-	store.ErrInvalidInput, store.ErrConflict,
+	store.ErrInvalidInput, store.ErrConflict, store.ErrSpendLimitExceeded,
 }
 
 func outcomeOf(err error) string {
@@ -200,10 +200,13 @@ var sweepTotals struct {
 // TestFaultSweep walks the facet registry: a facet without an entry here
 // fails it, so a new facet cannot skip the sweep.
 var facetSweeps = map[facet.Name]func() []sweepOp{
-	facet.Governance:    governanceSweepOps,
+	// Spend limits and reservations are tables of the governance facet
+	// (faultsweep_spend_test.go).
+	facet.Governance:    func() []sweepOp { return append(governanceSweepOps(), spendSweepOps()...) },
 	facet.Runtime:       runtimeSweepOps,
 	facet.Conversations: conversationSweepOps,
 	facet.AgentSessions: agentSweepOps,
+	facet.Audit:         auditSweepOps,
 }
 
 // TestFaultSweep injects every fault kind at every statement of every
@@ -454,7 +457,7 @@ func sweepBatch(t *testing.T, setup func(context.Context, store.Store) error, re
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	newState := dumpState(t, ref)
+	newState := batchState(t, ref) // audit chains compared as sets of events
 	if !strings.HasPrefix(stmts[1], "SAVEPOINT") {
 		t.Fatalf("the requests were not batched in one transaction: %q", stmts)
 	}
@@ -518,12 +521,13 @@ func sweepBatch(t *testing.T, setup func(context.Context, store.Store) error, re
 						}
 					}
 				}
-				if state := dumpState(t, path); state != newState {
+				if state := batchState(t, path); state != newState {
 					t.Fatalf("%s: after retries the state is\n%s\nwant\n%s", name, state, newState)
 				}
 				if err := st.Close(); err != nil {
 					t.Fatal(err)
 				}
+				verifyAuditFile(t, path)
 				if !raceDetector {
 					integrityCheck(t, path)
 				}

@@ -142,16 +142,11 @@ const (
 
 	govGetSQL = `SELECT ` + govColumns + ` FROM governed_sessions WHERE id = ?`
 
-	govMarkExpiredSQL = `UPDATE governed_sessions SET status = 'expired' WHERE id = ? AND status = 'active'`
-
 	govCloseSQL = `UPDATE governed_sessions SET status = 'closed'
 		WHERE id = ? AND status <> 'closed' RETURNING ` + govColumns
 
 	govCloseAgentSQL = `UPDATE governed_sessions SET status = 'closed'
 		WHERE agent_id = ? AND status = 'active' AND expires_at_ms > ?`
-
-	govCleanupSQL = `DELETE FROM governed_sessions
-		WHERE status IN ('closed', 'expired') OR (status = 'active' AND expires_at_ms <= ?)`
 
 	govRequestGetSQL = `SELECT tools, outcome, detail FROM governed_use_requests
 		WHERE session_id = ? AND request_id = ?`
@@ -211,7 +206,9 @@ func (g *Governance) Create(ctx context.Context, req store.CreateRequest) (store
 		id = uuid.NewString()
 	}
 	var out store.Session
+	var refusal error
 	err = g.s.write(ctx, func(tx *wtx) error {
+		refusal = nil
 		now := g.s.now()
 		if req.MaxActivePerAgent > 0 {
 			var n int64
@@ -219,7 +216,9 @@ func (g *Governance) Create(ctx context.Context, req store.CreateRequest) (store
 				return err
 			}
 			if n >= req.MaxActivePerAgent {
-				return &store.TooManySessionsError{AgentID: req.AgentID, Max: req.MaxActivePerAgent, Current: n}
+				// A refusal is a decision: its audit event commits.
+				refusal = &store.TooManySessionsError{AgentID: req.AgentID, Max: req.MaxActivePerAgent, Current: n}
+				return g.s.core.AuditRefusal(tx, store.AuditCreate, req.AgentID, req.ID, "", refusal)
 			}
 		}
 		sess := req.NewSession(id, now)
@@ -241,8 +240,12 @@ func (g *Governance) Create(ctx context.Context, req store.CreateRequest) (store
 			return err
 		}
 		out = sess
-		return nil
+		// The session's spend limits and the audit event of the create.
+		return g.s.core.OnCreate(tx, sess, req)
 	})
+	if err == nil && refusal != nil {
+		err = refusal
+	}
 	if err != nil {
 		return store.Session{}, err
 	}
@@ -313,6 +316,9 @@ func (g *Governance) decide(tx *wtx, req store.UseRequest, tools string) (verdic
 			sess.RateWindowStart = rowcodec.FromMillis(windowStart)
 			sess.RateWindowCalls = windowCalls
 			sess.Status = store.StatusActive
+			if err := g.s.core.AppendAudit(tx, nowMS, sqlcore.UseAudit(sess.AgentID, req.SessionID, req.RequestID, req.Tools)); err != nil {
+				return verdict{}, err
+			}
 			return verdict{sess: sess}, nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
@@ -337,12 +343,19 @@ func (g *Governance) decide(tx *wtx, req store.UseRequest, tools string) (verdic
 			// an allowed call that was not counted.
 			return verdict{}, fmt.Errorf("sqlstore: governed use check mismatch for session %q", req.SessionID)
 		}
+		if err := g.s.core.AppendAudit(tx, nowMS, sqlcore.UseAudit(sess.AgentID, req.SessionID, req.RequestID, req.Tools)); err != nil {
+			return verdict{}, err
+		}
 		return verdict{sess: sess}, nil
 	}
 	if errors.Is(refusal, store.ErrExpired) && sess.Status == store.StatusActive {
-		if _, err := tx.exec(govMarkExpiredSQL, req.SessionID); err != nil {
+		// Marked expired durably, and audited as such.
+		if err := g.s.core.MarkExpired(tx, req.SessionID, sess.AgentID, nowMS); err != nil {
 			return verdict{}, err
 		}
+	}
+	if err := g.s.core.AuditRefusal(tx, store.AuditUse, sess.AgentID, req.SessionID, req.RequestID, refusal); err != nil {
+		return verdict{}, err
 	}
 	return verdict{refusal: refusal}, nil
 }
@@ -425,8 +438,10 @@ func (g *Governance) Close(ctx context.Context, id string) (store.Session, error
 		if err != nil {
 			return err
 		}
-		out, err = row.session()
-		return err
+		if out, err = row.session(); err != nil {
+			return err
+		}
+		return g.s.core.AuditClosed(tx, out.AgentID, out.ID)
 	})
 	return out, err
 }
@@ -525,12 +540,12 @@ func (g *Governance) CloseAllForAgent(ctx context.Context, agentID string) (int6
 	}
 	var n int64
 	err := g.s.write(ctx, func(tx *wtx) error {
-		res, err := tx.exec(govCloseAgentSQL, agentID, rowcodec.ToMillis(g.s.now()))
-		if err != nil {
+		var ids []string
+		if err := tx.selectRows(&ids, govCloseAgentSQL+` RETURNING id`, agentID, rowcodec.ToMillis(g.s.now())); err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
-		return err
+		n = int64(len(ids))
+		return g.s.core.AuditClosed(tx, agentID, ids...)
 	})
 	return n, err
 }
@@ -539,11 +554,10 @@ func (g *Governance) CloseAllForAgent(ctx context.Context, agentID string) (int6
 func (g *Governance) Cleanup(ctx context.Context) (int64, error) {
 	var n int64
 	err := g.s.write(ctx, func(tx *wtx) error {
-		res, err := tx.exec(govCleanupSQL, rowcodec.ToMillis(g.s.now()))
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
+		// Lapsed reservations released, sessions holding none removed,
+		// each removal audited (see sqlcore.Store.CleanupGoverned).
+		var err error
+		n, err = g.s.core.CleanupGoverned(tx)
 		return err
 	})
 	if err == nil && n > 0 {

@@ -42,6 +42,9 @@ type config struct {
 	// BEGIN and COMMIT included; a non-nil error is returned in place of
 	// running the statement.
 	faults func(query string) error
+	// auditOff (tests only, see export_test.go) appends no audit events:
+	// the baseline of the audit trail's benchmarks.
+	auditOff bool
 }
 
 func defaultConfig() config {

@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"testing"
@@ -29,7 +30,19 @@ var harness = storetest.Harness{
 		if o.Durability != "" {
 			opts = append(opts, sqlstore.WithSynchronous(sqlstore.Synchronous(o.Durability)))
 		}
+		if o.NoAudit {
+			opts = append(opts, sqlstore.WithoutAudit())
+		}
 		return sqlstore.Open(ctx, loc, opts...)
+	},
+	Exec: func(ctx context.Context, loc, query string) error {
+		db, err := sql.Open("sqlite", "file:"+loc+"?_pragma=busy_timeout(5000)")
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		_, err = db.ExecContext(ctx, query)
+		return err
 	},
 }
 

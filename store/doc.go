@@ -2,9 +2,9 @@
 // runtime works with, the interfaces a backend implements, and the errors it
 // returns. It contains no SQL, and nothing about how a backend lays out its
 // rows. Package sqlstore implements it on SQLite and package pgstore on
-// PostgreSQL; both run the same code for the conversation, runtime and
-// agent-session facets (an internal package) and each its own for
-// governance. Package storetest holds the conformance suite and the
+// PostgreSQL; both run the same code for the conversation, runtime,
+// agent-session and spend facets and the audit trail (an internal package)
+// and each its own for governance. Package storetest holds the conformance suite and the
 // benchmarks every backend runs, and package store/a3s the a3s JSON codec.
 //
 // # Conversation write verbs
@@ -25,6 +25,16 @@
 // the details for logging; extract them with errors.As. The Error() strings
 // are deliberately opaque: they never contain limits, tool names or agent ids,
 // so they can be returned to an untrusted agent as they are.
+//
+// # Spend and audit
+//
+// Spend limits bound what governed sessions and agents consume in tokens
+// and money (integer micro-units of a named currency, never a float):
+// Spend.Reserve counts an upper bound against every limit that applies,
+// Settle records the actual usage, Release gives it back, and a
+// reservation that lapses is released (see Spend). Every governance
+// decision appends an event to its agent's hash chain in the decision's
+// own transaction (see Audit).
 //
 // # Time
 //

@@ -217,6 +217,10 @@ type CreateRequest struct {
 	// agent has fewer active sessions, atomically; otherwise the call fails
 	// with a *TooManySessionsError.
 	MaxActivePerAgent int64
+	// SpendLimits are the session's limits on tokens and money (see
+	// Spend); the agent's own limits apply too. At most MaxSpendLimits,
+	// no two with the same metric and window.
+	SpendLimits []SpendLimit
 }
 
 // Normalize validates r and returns it with defaults applied (a time limit
@@ -298,6 +302,11 @@ func (r CreateRequest) Normalize() (CreateRequest, error) {
 	if !r.Sensitivity.Valid() {
 		return r, Invalid("sensitivity", "unknown level")
 	}
+	limits, err := NormalizeSpendLimits("spend_limits", r.SpendLimits)
+	if err != nil {
+		return r, err
+	}
+	r.SpendLimits = limits
 	r.DelegationChain = nonNil(r.DelegationChain)
 	r.AuthorizedTools = nonNil(r.AuthorizedTools)
 	r.AuthorizedCredentials = nonNil(r.AuthorizedCredentials)

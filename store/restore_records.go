@@ -50,6 +50,19 @@ type RecordWriter interface {
 	// scopes are written by PutAppState and PutUserState) and its whole
 	// event log (s.Events, positions 1 to EventCount).
 	PutAgentSession(s AgentSession) (bool, error)
+	// PutAuditChain writes the audit chain of one agent, its events and
+	// its head, exactly as given (as Audit.Restore does for one chain):
+	// the chain must verify (it may start at a checkpoint) and end at its
+	// head. It returns false, writing nothing, when the agent has a chain.
+	PutAuditChain(head AuditHead, events []AuditEvent) (bool, error)
+	// PutSpendLimit and PutReservation write one spend limit (with its
+	// window's counters) or one reservation (with its holds and refusal)
+	// exactly as exported by Spend.Export; a session's records need the
+	// governed session. They return false, writing nothing, when the
+	// limit (by id, or its owner's metric and window) or the reservation
+	// (by session and request id) exists.
+	PutSpendLimit(l SpendLimitRecord) (bool, error)
+	PutReservation(r ReservationRecord) (bool, error)
 }
 
 // RuntimeRecord is a runtime session and its uploads with their content.

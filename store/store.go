@@ -30,6 +30,14 @@ type Store interface {
 	// governed session's state, delivered as it commits (see Feed).
 	Feed() Feed
 
+	// Spend returns the spend facet: limits on tokens and money of
+	// governed sessions and agents, and the reservations against them.
+	Spend() Spend
+
+	// Audit returns the audit trail of governance decisions: one hash
+	// chain per agent.
+	Audit() Audit
+
 	// SchemaVersion returns the database's applied schema version and the
 	// latest version this binary knows (current > latest is a database
 	// written by a newer binary; Open refuses it with ErrSchemaTooNew).

@@ -424,7 +424,7 @@ func testExportImportRoundTrip(t *testing.T, newTestEnv envMaker) {
 	dst := newTestEnv(t)
 	dst.clock = src.clock
 	r := dst.run("import", exported).want(t, 0)
-	if r.stdout != "imported 4 governed sessions from 1 file\n" {
+	if r.stdout != "imported 4 governed sessions and 2 audit chains from 1 file\n" {
 		t.Errorf("import: %q", r.stdout)
 	}
 	want := src.run("list", "--json").want(t, 0).stdout
@@ -435,10 +435,17 @@ func testExportImportRoundTrip(t *testing.T, newTestEnv envMaker) {
 	dst.run("use", "t-spent", "--tool", "x").want(t, exitBudget)
 
 	before := fileState(t, dst.db)
+	// Sections are imported in registry order, in one transaction: the
+	// governed session is the first conflict, and nothing is written.
 	dst.run("import", exported).want(t, exitError).oneLineErr(t, "governed session t-active exists (use --skip-existing)")
 	sameFiles(t, before, fileState(t, dst.db))
+	// An existing audit chain is a conflict like an existing id.
+	dst.runStdin(onlyAudit(t, readFile(t, exported)), "import", "-").want(t, exitError).oneLineErr(t, "the audit chain of agent a1 exists (use --skip-existing)")
+	sameFiles(t, before, fileState(t, dst.db))
+	dst.runStdin(withoutAudit(t, readFile(t, exported)), "import", "-").want(t, exitError).oneLineErr(t, "governed session t-active exists (use --skip-existing)")
+	sameFiles(t, before, fileState(t, dst.db))
 	r = dst.run("import", "--skip-existing", exported).want(t, 0)
-	if r.stdout != "imported nothing from 1 file, 4 existing skipped\n" {
+	if r.stdout != "imported nothing from 1 file, 6 existing skipped\n" {
 		t.Errorf("import --skip-existing: %q", r.stdout)
 	}
 	// stdin
@@ -453,7 +460,7 @@ func TestImportBadInput(t *testing.T) { bothBackends(t, testImportBadInput) }
 func testImportBadInput(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
 	e.run("create", "--id", "keep", "--agent", "a", "--budget", "1").want(t, 0)
-	good := e.run("export").want(t, 0).stdout
+	good := withoutAudit(t, e.run("export").want(t, 0).stdout)
 	write := func(name, content string) string {
 		p := filepath.Join(e.dir, name)
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
@@ -589,15 +596,15 @@ func TestDemo(t *testing.T) {
 		t.Errorf("second demo:\n%s", r.stdout)
 	}
 	var page listJSON
-	if err := json.Unmarshal([]byte(e.run("list", "--json").want(t, 0).stdout), &page); err != nil || len(page.Items) != 2 {
-		t.Fatalf("two demos keep two governed sessions: %d (%v)", len(page.Items), err)
+	if err := json.Unmarshal([]byte(e.run("list", "--json").want(t, 0).stdout), &page); err != nil || len(page.Items) != 4 {
+		t.Fatalf("two demos keep four governed sessions: %d (%v)", len(page.Items), err)
 	}
 	r = e.run("demo", "--fresh").want(t, 0)
 	if !strings.Contains(r.stdout, "(new)") {
 		t.Errorf("demo --fresh:\n%s", r.stdout)
 	}
-	if err := json.Unmarshal([]byte(e.run("list", "--json").want(t, 0).stdout), &page); err != nil || len(page.Items) != 1 {
-		t.Fatalf("demo --fresh keeps one governed session: %d (%v)", len(page.Items), err)
+	if err := json.Unmarshal([]byte(e.run("list", "--json").want(t, 0).stdout), &page); err != nil || len(page.Items) != 2 {
+		t.Fatalf("demo --fresh keeps two governed sessions: %d (%v)", len(page.Items), err)
 	}
 }
 
@@ -679,4 +686,50 @@ func TestDoctorDoesNotMigrateOlderSchema(t *testing.T) {
 	if v, err := p.GetDBVersion(context.Background()); err != nil || v != 1 {
 		t.Fatalf("schema version after doctor = %d, %v; want 1 (doctor migrated the file)", v, err)
 	}
+}
+
+// withoutAudit removes the audit section of an export document, for tests
+// that import a file into the database it came from (whose chains exist).
+func withoutAudit(t *testing.T, doc string) string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(doc), &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "audit")
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b) + "\n"
+}
+
+// onlyAudit keeps the head and the audit section of an export document.
+func onlyAudit(t *testing.T, doc string) string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(doc), &m); err != nil {
+		t.Fatal(err)
+	}
+	for k := range m {
+		switch k {
+		case "format", "version", "exported_at", "audit":
+		default:
+			delete(m, k)
+		}
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b) + "\n"
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -15,11 +15,14 @@ var createSpec = spec{
 The session allows --budget tool calls of the --tool names ("*" for any
 tool) until --time-limit has passed, at most --rate-limit calls per
 --rate-window when a rate limit is given. --max-active creates the session
-only if the agent has fewer active sessions, atomically. Creates the
-database file when it does not exist.`,
+only if the agent has fewer active sessions, atomically. --limit sets a
+spend limit of the session, METRIC=AMOUNT[/WINDOW] (see "sessionctl
+limits", which sets an agent's own). Creates the database file when it
+does not exist.`,
 	examples: []string{
 		`id=$(sessionctl create --agent agent-42 --tool read_file --tool list_dir --budget 100 --time-limit 1h)`,
 		`sessionctl create --id task-7 --agent a1 --tool '*' --budget 10 --rate-limit 5 --rate-window 1m --json`,
+		`sessionctl create --agent a1 --tool '*' --budget 50 --limit cost=2.50USD --limit tokens=200000/hour`,
 	},
 }
 
@@ -40,6 +43,8 @@ func runCreate(ctx context.Context, g *globals, args []string) int {
 	intent := fs.String("intent", "", "declared intent `TEXT`")
 	sensitivity := fs.String("sensitivity", string(store.SensitivityInternal), "data sensitivity ceiling `LEVEL`: public, internal, confidential or restricted")
 	maxActive := fs.Int64("max-active", 0, "create only if the agent has fewer than `N` active sessions (0: no cap)")
+	var limits limitList
+	fs.Var(&limits, "limit", "a spend limit `METRIC=AMOUNT[/WINDOW]`, repeatable: input, output, tokens or cost (like 2.50USD) per lifetime, hour, day or month")
 	asJSON := fs.Bool("json", false, "print the created session as JSON")
 	pos, code, done := g.parse(fs, sp, args)
 	if done {
@@ -73,6 +78,7 @@ func runCreate(ctx context.Context, g *globals, args []string) int {
 		RateWindow:            *rateWindow,
 		Sensitivity:           store.Sensitivity(*sensitivity),
 		MaxActivePerAgent:     *maxActive,
+		SpendLimits:           limits,
 	}
 	if _, err := req.Normalize(); err != nil {
 		return g.usageErr(sp.name, "%v", err)

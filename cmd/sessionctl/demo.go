@@ -24,9 +24,12 @@ unauthorized tool and the call past the budget are refused); records the
 same session's conversation (messages with a tool call, usage and cost);
 registers it with the runtime, stores an upload (content-addressed by
 SHA-256) and runs a turn that a client cancels (the cause is recorded
-durably and read back once); and prints what was stored. The file is
-created when it does not exist; an existing database is kept and the demo
-adds its own sessions to it, unless --fresh removes it first.
+durably and read back once); lets a cost limit stop the agent (each model
+call reserves an upper bound and settles what it cost, until the next
+reservation would pass the limit) and verifies the audit trail of every
+decision; and prints what was stored. The file is created when it does not
+exist; an existing database is kept and the demo adds its own sessions to
+it, unless --fresh removes it first.
 
 --fresh removes only a session store that no other process holds (open,
 locked or writing), and only one that holds nothing but what earlier demos
@@ -94,6 +97,9 @@ func runDemo(ctx context.Context, g *globals, args []string) int {
 		return g.fail(sp.name, err)
 	}
 	if err := demoRuntime(ctx, out, st, id); err != nil {
+		return g.fail(sp.name, err)
+	}
+	if err := demoSpend(ctx, out, st, id); err != nil { // demo_spend.go
 		return g.fail(sp.name, err)
 	}
 	fmt.Fprintf(out, "\nnext: sessionctl --db %s show %s\n", shellQuote(g.dbName()), id)

@@ -215,6 +215,7 @@ func diagnose(ctx context.Context, g *globals, quick bool) []checkJSON {
 		} else {
 			add("store", checkOK, "opens and answers reads and writes")
 		}
+		auditCheck(ctx, st, add) // audit.go
 	}
 	return checks
 }
@@ -270,9 +271,9 @@ func tablesCheck(tables []string, version int64, add func(name, status, format s
 	var parts []string
 	n := 0
 	for _, f := range facet.All() {
-		if f.Since <= version {
-			parts = append(parts, fmt.Sprintf("%s %d", f.Name, len(f.Tables)))
-			n += len(f.Tables)
+		if t := f.TablesAt(version); len(t) > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", f.Name, len(t)))
+			n += len(t)
 		}
 	}
 	add("tables", checkOK, "%d tables of %d facets (%s) and the migration table", n, len(parts), strings.Join(parts, ", "))

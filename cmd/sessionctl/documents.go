@@ -77,6 +77,12 @@ var documentChecks = map[facet.Name][]docCheck{
 				_, err := rowcodec.DecodeUseOutcome(string(cols[0]), string(cols[1]))
 				return err
 			}},
+		{table: "spend_reservations", what: "reservation holds",
+			query:  `SELECT session_id || ' reservation ' || request_id, holds FROM spend_reservations`,
+			decode: decodeJSON[[]json.RawMessage]()},
+		{table: "spend_reservations", what: "reservation detail",
+			query:  `SELECT session_id || ' reservation ' || request_id, detail FROM spend_reservations`,
+			decode: validJSON},
 	},
 	facet.Runtime: {
 		{table: "upload_blobs", what: "upload content",
@@ -125,6 +131,13 @@ var documentChecks = map[facet.Name][]docCheck{
 		{table: "agent_session_state", what: "session state value",
 			query: `SELECT s.app || '/' || s.user_id || '/' || s.session_id || ' key ' || t.key, t.value
 				FROM agent_session_state AS t JOIN agent_sessions AS s ON s.pk = t.session_pk`,
+			decode: validJSON},
+	},
+	facet.Audit: {
+		// The detail is hashed as stored: audit verify finds an edited
+		// one; this finds one that is not JSON.
+		{table: "audit_events", what: "audit detail",
+			query:  `SELECT agent_id || ' event ' || CAST(seq AS TEXT), detail FROM audit_events`,
 			decode: validJSON},
 	},
 }

@@ -27,6 +27,29 @@ var dumpers = map[facet.Name]func(ctx context.Context, g *globals, st cliStore) 
 	facet.Runtime:       dumpRuntime,
 	facet.Conversations: dumpConversations,
 	facet.AgentSessions: dumpAgentSessions,
+	facet.Audit:         dumpAudit,
+}
+
+// dumpAudit reads every chain: its head and its events, hashes included.
+func dumpAudit(ctx context.Context, _ *globals, st cliStore) (any, error) {
+	heads, err := st.Audit().Heads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var events []store.AuditEvent
+	f := store.AuditFilter{Limit: store.MaxPageSize}
+	for {
+		page, err := st.Audit().List(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, page.Items...)
+		if page.Next == "" {
+			break
+		}
+		f.After = page.Next
+	}
+	return map[string]any{"heads": heads, "events": events}, nil
 }
 
 // dump reads every facet of the env's database.
@@ -87,10 +110,15 @@ func dumpGoverned(ctx context.Context, _ *globals, st cliStore) (any, error) {
 		}
 		out = append(out, page.Items...)
 		if page.Next == "" {
-			return out, nil
+			break
 		}
 		f.After = page.Next
 	}
+	spend, err := st.Spend().Export(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"sessions": out, "spend": spend}, nil
 }
 
 // dumpedUpload is an upload entry and the digest of the content it reads.

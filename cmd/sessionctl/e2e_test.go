@@ -68,7 +68,7 @@ func TestEndToEnd(t *testing.T) {
 	// The README's run command works on a fresh directory.
 	demoDB := filepath.Join(t.TempDir(), "sessions.db")
 	r := execCLI(t, bin, demoDB, "demo")
-	if r.code != 0 || strings.Count(r.stdout, "stored durably") != 3 {
+	if r.code != 0 || strings.Count(r.stdout, "stored durably") != 4 {
 		t.Errorf("demo: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if r = execCLI(t, bin, demoDB, "doctor"); r.code != 0 {
@@ -93,7 +93,7 @@ func TestEndToEndPostgres(t *testing.T) {
 	concurrentUses(t, bin, db)
 	expiredAndRefusals(t, bin, db)
 	r = execCLI(t, bin, db, "demo")
-	if r.code != 0 || strings.Count(r.stdout, "stored durably") != 3 {
+	if r.code != 0 || strings.Count(r.stdout, "stored durably") != 4 {
 		t.Errorf("demo: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -13,11 +13,12 @@ import (
 )
 
 // exportFormat names sessionctl's export document; exportVersion is its
-// version. Version 2 added the agent_sessions section; a reader takes
-// every version up to its own and refuses newer ones.
+// version. Version 2 added the agent_sessions section, version 3 the
+// audit section; a reader takes every version up to its own and refuses
+// newer ones.
 const (
 	exportFormat  = "sessionctl-export"
-	exportVersion = 2
+	exportVersion = 3
 )
 
 // exportDoc is an export file: every facet of the exported sessions, one
@@ -31,24 +32,32 @@ type exportDoc struct {
 	Conversations []convExport `json:"conversations"`
 	// AgentSessions is nil in version-1 documents.
 	AgentSessions *agentExport `json:"agent_sessions,omitempty"`
+	// Spend is the governed sessions' spend limits and reservations, and
+	// their agents' limits (nil before version 3; govexport.go).
+	Spend *store.SpendRecords `json:"spend,omitempty"`
+	// Audit is nil before version 3 (audit.go).
+	Audit *auditExport `json:"audit,omitempty"`
 }
 
 var exportSpec = spec{
 	name: "export",
 	args: "[ID...]",
-	about: `Exports sessions as one JSON document (format "sessionctl-export", version 2):
+	about: `Exports sessions as one JSON document (format "sessionctl-export", version 3):
 every facet of the given ids, or everything. Governed sessions keep their
-counters, rate window, status and times; runtime sessions come with their
+counters, rate window, status and times, with their spend limits and
+reservations and their agents' limits (the "spend" section); runtime sessions come with their
 overrides and uploads (content in base64); conversations with their
 messages, cost records, artifacts, trace events, run records and
 verification reports (never an LLM API key: the store does not keep one);
 agent sessions with their event logs and session state, and the app and
 user state they share once per application and per user (event data and
 state values are JSON text in strings, so that they come back byte for
-byte). An ID selects the governed session, runtime session and
+byte); the audit trail as whole hash chains with their heads (with ids,
+the chains of the agents of the selected governed sessions). An ID
+selects the governed session, runtime session and
 conversation of that id and the agent sessions of that session id in
 any application and user. "sessionctl import" reads the file back (and
-version-1 files). Writes to stdout unless --output is given; --output FILE
+files of versions 1 and 2). Writes to stdout unless --output is given; --output FILE
 is written to a temporary file beside it and put in place once complete.
 The document is written one item at a time, so export's memory does not
 grow with the database.`,

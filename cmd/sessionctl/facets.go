@@ -32,7 +32,10 @@ type facetOps struct {
 	// given version from in, one item at a time: it validates each item
 	// and writes it through x.w (nil in a dry run), counting it, or with
 	// --skip-existing counting an existing one as skipped.
-	restore func(ctx context.Context, x *importRun, in *jsonIn, version int) error
+	restore sectionRestore
+	// more holds the restore of each further section the facet's export
+	// writes (the governed sessions' "spend"), by section name.
+	more map[string]sectionRestore
 
 	// stats adds the facet's counts to doc; statsRows are its lines in the
 	// table of "sessionctl stats".
@@ -47,12 +50,17 @@ type facetOps struct {
 	gcNone  string
 }
 
+// sectionRestore reads one section of an export document of the given
+// version (see facetOps.restore).
+type sectionRestore func(ctx context.Context, x *importRun, in *jsonIn, version int) error
+
 // maintenance holds the operations of every registered facet.
 var maintenance = map[facet.Name]*facetOps{
 	facet.Governance:    &govOps,
 	facet.Runtime:       &rtOps,
 	facet.Conversations: &convOps,
 	facet.AgentSessions: &agentOps,
+	facet.Audit:         &auditOps, // audit.go
 }
 
 // facetCounts counts the items of each facet, in the JSON of import.
@@ -61,6 +69,7 @@ type facetCounts struct {
 	Runtime       int64 `json:"runtime_sessions"`
 	Conversations int64 `json:"conversations"`
 	AgentSessions int64 `json:"agent_sessions"`
+	Audit         int64 `json:"audit_chains"`
 }
 
 // registered pairs a facet with its operations.

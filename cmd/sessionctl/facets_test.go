@@ -24,6 +24,7 @@ func TestEveryFacetHasMaintenance(t *testing.T) {
 	}
 	var empty exportDoc
 	empty.AgentSessions = &agentExport{}
+	empty.Audit = &auditExport{}
 	b, err := json.Marshal(empty)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 
@@ -24,7 +25,7 @@ var importSpec = spec{
 	about: `Imports sessions from files ("-" reads stdin) of two formats, told apart by
 their content:
 
-  - "sessionctl export" files (version 1 or 2): every record comes back
+  - "sessionctl export" files (versions 1 to 3): every record comes back
     exactly as exported — governed sessions with their counters, rate
     window, status and times; runtime sessions with their times,
     overrides, uploads (each checked against its SHA-256) and turn
@@ -33,7 +34,9 @@ their content:
     times, cost records, artifacts, trace events, run records and reports;
     agent sessions with their version, times, session state and event
     logs, and the app and user state they share (a stored state key with
-    another value is a conflict, like an existing id);
+    another value is a conflict, like an existing id); audit chains whole,
+    each checked to verify and end at its head (an agent with a chain is
+    a conflict, like an existing id);
   - a3s session files (the JSON the a3s-code file store writes per
     session), as conversations; an "api_key" in them is never stored.
 
@@ -283,14 +286,14 @@ func importExport(ctx context.Context, x *importRun, all []registered, in *jsonI
 			}
 			continue
 		}
-		i := slices.IndexFunc(all, func(f registered) bool { return f.ops.section == k })
-		if i < 0 {
+		restore := sectionOf(all, k)
+		if restore == nil {
 			return store.Invalid("file", fmt.Sprintf("unknown field %q", k))
 		}
 		if format == "" || version == 0 {
 			return store.Invalid("file", fmt.Sprintf("format and version must come before %q (as sessionctl export writes them)", k))
 		}
-		if err := all[i].ops.restore(ctx, x, in, version); err != nil {
+		if err := restore(ctx, x, in, version); err != nil {
 			return err
 		}
 	}
@@ -298,6 +301,20 @@ func importExport(ctx context.Context, x *importRun, all []registered, in *jsonI
 		return store.Invalid("file", "format or version missing")
 	}
 	return in.end()
+}
+
+// sectionOf returns the restore of the export section named k, nil for
+// an unknown one.
+func sectionOf(all []registered, k string) sectionRestore {
+	for _, f := range all {
+		if f.ops.section == k {
+			return f.ops.restore
+		}
+		if r := f.ops.more[k]; r != nil {
+			return r
+		}
+	}
+	return nil
 }
 
 // importExportDoc imports an export document held in memory, whose keys
@@ -316,6 +333,9 @@ func importExportDoc(ctx context.Context, x *importRun, all []registered, data [
 	known := map[string]bool{"format": true, "version": true, "exported_at": true}
 	for _, f := range all {
 		known[f.ops.section] = true
+		for k := range f.ops.more {
+			known[k] = true
+		}
 	}
 	for k := range doc {
 		if !known[k] {
@@ -330,16 +350,18 @@ func importExportDoc(ctx context.Context, x *importRun, all []registered, data [
 		return store.Invalid("version", fmt.Sprintf("export version %d is not supported (this binary reads 1 to %d)", head.Version, exportVersion))
 	}
 	for _, f := range all {
-		raw, ok := doc[f.ops.section]
-		if !ok {
-			continue
-		}
-		in := newJSONIn(bytes.NewReader(raw))
-		if err := f.ops.restore(ctx, x, in, head.Version); err != nil {
-			return err
-		}
-		if err := in.end(); err != nil {
-			return err
+		for _, k := range append([]string{f.ops.section}, slices.Sorted(maps.Keys(f.ops.more))...) {
+			raw, ok := doc[k]
+			if !ok {
+				continue
+			}
+			in := newJSONIn(bytes.NewReader(raw))
+			if err := sectionOf(all, k)(ctx, x, in, head.Version); err != nil {
+				return err
+			}
+			if err := in.end(); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

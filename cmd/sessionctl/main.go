@@ -17,8 +17,11 @@
 // missing argument, invalid input), 11 the database's schema is newer than
 // this binary. "sessionctl use" exits with a distinct status per refusal:
 // 3 not found, 4 agent mismatch, 5 closed, 6 expired, 7 budget exceeded,
-// 8 tool not authorized, 9 rate limited, 10 request id conflict.
-// "sessionctl doctor" exits 1 when the database is unhealthy.
+// 8 tool not authorized, 9 rate limited, 10 request id conflict;
+// "sessionctl reserve" exits 12 when a spend limit refuses (its other
+// refusals, and those of settle and release, exit as use's).
+// "sessionctl doctor" and "sessionctl audit verify" exit 1 when the
+// database is unhealthy or an audit chain does not verify.
 package main
 
 import (
@@ -70,12 +73,17 @@ func commands() []command {
 		{"reports", groupInspect, "list a conversation's verification reports", runReports},
 		{"uploads", groupInspect, "list a runtime session's uploads", runUploads},
 		{"stats", groupInspect, "counts by status, sizes, schema version", runStats},
+		{"audit", groupInspect, "list, verify, checkpoint or prune the audit trail", runAudit},
 
 		{"create", groupDrive, "create a governed session and print its id", runCreate},
 		{"use", groupDrive, "record tool calls against a governed session", runUse},
 		{"close", groupDrive, "close governed sessions", runClose},
 		{"close-agent", groupDrive, "close every active session of an agent", runCloseAgent},
 		{"cleanup", groupDrive, "delete expired and closed governed sessions", runCleanup},
+		{"reserve", groupDrive, "reserve tokens and money before a model call", runReserve},
+		{"settle", groupDrive, "record a reservation's actual usage", runSettle},
+		{"release", groupDrive, "give a reservation back unused", runRelease},
+		{"limits", groupDrive, "show or set an agent's spend limits", runLimits},
 		{"gc", groupDrive, "retention: old conversations, long histories", runGC},
 
 		{"migrate", groupMaintain, "show migration status or migrate up", runMigrate},

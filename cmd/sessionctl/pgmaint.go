@@ -305,6 +305,7 @@ func diagnosePG(ctx context.Context, g *globals, quick bool) []checkJSON {
 		} else {
 			add("store", checkOK, "opens and answers")
 		}
+		auditCheck(ctx, st, add) // audit.go
 	}
 	return checks
 }

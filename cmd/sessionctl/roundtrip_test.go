@@ -68,6 +68,17 @@ func (e *testEnv) fullFixture() {
 	must(err)
 	_, err = conv.AppendMessages(ctx, "c1/child", store.AssistantMessage("after the trim"))
 	must(err)
+	// Spend: an agent's limits, a reservation settled, one still held.
+	must(st.Spend().SetAgentLimits(ctx, "a1", []store.SpendLimit{{Metric: store.MetricCost, Window: store.WindowDay, Limit: 5_000_000, Currency: "USD"}}))
+	_, err = st.Spend().Reserve(ctx, store.ReserveRequest{SessionID: "t-active", RequestID: "call-1",
+		Amount: store.SpendAmount{InputTokens: 900, CostMicros: 40_000}, Currency: "USD", TTL: 24 * time.Hour})
+	must(err)
+	_, err = st.Spend().Settle(ctx, store.SettleRequest{SessionID: "t-active", RequestID: "call-1",
+		Actual: store.SpendAmount{InputTokens: 700, CostMicros: 31_000}, Conversation: "c1"})
+	must(err)
+	_, err = st.Spend().Reserve(ctx, store.ReserveRequest{SessionID: "t-active", RequestID: "call-2",
+		Amount: store.SpendAmount{CostMicros: 50_000}, Currency: "USD", TTL: 24 * time.Hour})
+	must(err)
 	must(st.Close())
 	e.clock.Advance(time.Minute)
 	e.agentFixture()
@@ -100,7 +111,7 @@ func roundTrip(t *testing.T, makers ...envMaker) {
 	for i, mk := range makers[1:] {
 		file := filepath.Join(prev.dir, fmt.Sprintf("hop%d.json", i+1))
 		r := prev.run("export", "--output", file).want(t, 0)
-		const counts = "4 governed sessions, 3 runtime sessions, 3 conversations and 4 agent sessions"
+		const counts = "4 governed sessions, 3 runtime sessions, 3 conversations, 4 agent sessions and 2 audit chains"
 		if r.stderr != "exported "+counts+" to "+file+"\n" {
 			t.Errorf("export: %q", r.stderr)
 		}

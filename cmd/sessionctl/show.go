@@ -12,7 +12,8 @@ var showSpec = spec{
 	name: "show",
 	args: "ID",
 	about: `Shows every facet the store holds for one session id: the governed
-session's counters and limits; the runtime session's agent, workspace,
+session's counters and limits, and its spend limits and its agent's with
+what is spent and reserved; the runtime session's agent, workspace,
 owner, model overrides, uploads and current turn; and the conversation's
 metadata (state, message count, usage, cost). Facets the session does not
 have are left out (null in JSON); an id with no facet at all is an error.`,
@@ -25,10 +26,13 @@ have are left out (null in JSON); an id with no facet at all is an error.`,
 // showJSON is the JSON document of show: one member per facet, null when
 // the session has no such facet.
 type showJSON struct {
-	ID           string    `json:"id"`
-	Governed     *govView  `json:"governed"`
-	Runtime      *rtShow   `json:"runtime"`
-	Conversation *convView `json:"conversation"`
+	ID       string   `json:"id"`
+	Governed *govView `json:"governed"`
+	// Spend is the governed session's spend (spend.go); left out when
+	// neither it nor its agent has limits and nothing is reserved.
+	Spend        *spendView `json:"spend,omitempty"`
+	Runtime      *rtShow    `json:"runtime"`
+	Conversation *convView  `json:"conversation"`
 }
 
 // rtShow is the runtime facet in show: the session and its upload totals.
@@ -76,6 +80,12 @@ func runShow(ctx context.Context, g *globals, args []string) int {
 		if err := govDetails(w, *f.gov); err != nil {
 			return g.fail(sp.name, err)
 		}
+		if doc.Spend != nil {
+			fmt.Fprintln(w, "\nspend:")
+			if err := spendDetails(w, *doc.Spend); err != nil {
+				return g.fail(sp.name, err)
+			}
+		}
 	}
 	if f.rt != nil {
 		fmt.Fprintln(w, "\nruntime:")
@@ -110,6 +120,9 @@ func loadFacets(ctx context.Context, st cliStore, id string) (showJSON, facets, 
 		f.gov = &s
 		v := newGovView(s)
 		doc.Governed = &v
+		if doc.Spend, err = loadSpend(ctx, st, id); err != nil {
+			return doc, f, err
+		}
 	case !errors.Is(err, store.ErrNotFound):
 		return doc, f, err
 	}

@@ -63,6 +63,7 @@ type statsJSON struct {
 	Runtime             rtCounts     `json:"runtime"`
 	Conversations       convCounts   `json:"conversations"`
 	AgentSessions       agentCounts  `json:"agent_sessions"`
+	Audit               *auditStats  `json:"audit,omitempty"`
 	DatabaseBytes       int64        `json:"database_bytes"`
 	// SQLite only: the WAL file and the pages of the database file.
 	WALBytes  *int64 `json:"wal_bytes,omitempty"`

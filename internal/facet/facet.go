@@ -1,5 +1,6 @@
 // Package facet is the one registry of the store's facets: governed
-// sessions, runtime bookkeeping, conversations and agent sessions. Each
+// sessions (with their spend limits), runtime bookkeeping, conversations,
+// agent sessions and the audit trail. Each
 // entry names the facet and the database tables it owns (the same names on
 // SQLite and PostgreSQL).
 //
@@ -14,6 +15,7 @@
 package facet
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/agentstore/sessionstore/migrations"
@@ -28,6 +30,7 @@ const (
 	Runtime       Name = "runtime"
 	Conversations Name = "conversations"
 	AgentSessions Name = "agent_sessions"
+	Audit         Name = "audit"
 )
 
 // Facet describes one facet of the store.
@@ -45,6 +48,26 @@ type Facet struct {
 	// Tables are the database tables the facet owns, parents before their
 	// children. Deleting the facet's data touches these tables only.
 	Tables []string
+	// Added maps the tables of Tables that later migrations added to the
+	// facet to the schema version that created them; the others date from
+	// Since.
+	Added map[string]int64
+}
+
+// TablesAt returns the facet's tables that a store at schema version has,
+// in the order of Tables.
+func (f Facet) TablesAt(version int64) []string {
+	var out []string
+	for _, t := range f.Tables {
+		since, ok := f.Added[t]
+		if !ok {
+			since = f.Since
+		}
+		if since <= version {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // registry holds the facets in the order of All. Keep it in step with
@@ -54,9 +77,10 @@ var registry = []Facet{
 	{
 		Name:   Governance,
 		Title:  "governed sessions",
-		About:  "governed task sessions: call budgets, tool allow-lists, rate and time limits, request-id outcomes",
+		About:  "governed task sessions: call budgets, tool allow-lists, rate and time limits, request-id outcomes, spend limits and reservations",
 		Since:  1,
-		Tables: []string{"governed_sessions", "governed_use_requests"},
+		Tables: []string{"governed_sessions", "governed_use_requests", "spend_limits", "spend_reservations"},
+		Added:  map[string]int64{"spend_limits": 9, "spend_reservations": 9},
 	},
 	{
 		Name:  Runtime,
@@ -83,14 +107,23 @@ var registry = []Facet{
 		Tables: []string{"agent_sessions", "agent_events", "agent_app_state",
 			"agent_user_state", "agent_session_state"},
 	},
+	{
+		Name:   Audit,
+		Title:  "audit chains",
+		About:  "the audit trail of governance decisions: one hash chain of events per agent, and the chains' heads",
+		Since:  9,
+		Tables: []string{"audit_events", "audit_heads"},
+	},
 }
 
 // All returns every facet, in the order maintenance paths handle them:
-// governance, runtime, conversations, agent sessions. The result is a copy.
+// governance, runtime, conversations, agent sessions, audit. The result is
+// a copy.
 func All() []Facet {
 	out := make([]Facet, len(registry))
 	for i, f := range registry {
 		f.Tables = slices.Clone(f.Tables)
+		f.Added = maps.Clone(f.Added)
 		out[i] = f
 	}
 	return out
@@ -126,9 +159,7 @@ func SchemaTables() []string { return []string{migrations.TableName} }
 func TablesAt(version int64) []string {
 	out := SchemaTables()
 	for _, f := range All() {
-		if f.Since <= version {
-			out = append(out, f.Tables...)
-		}
+		out = append(out, f.TablesAt(version)...)
 	}
 	slices.Sort(out)
 	return out

@@ -56,6 +56,28 @@ func TestRegistryIsWellFormed(t *testing.T) {
 	if got := TablesAt(0); !slices.Equal(got, SchemaTables()) {
 		t.Errorf("TablesAt(0) = %v, want the schema tables only", got)
 	}
+	for _, f := range All() {
+		for tb, v := range f.Added {
+			if !slices.Contains(f.Tables, tb) || v <= f.Since || v > latest {
+				t.Errorf("facet %s: table %s added at %d: not one of its tables, or not a version after %d", f.Name, tb, v, f.Since)
+			}
+		}
+	}
+}
+
+// A table added to a facet later is not among the tables of an older
+// schema.
+func TestTablesAtKnowsAddedTables(t *testing.T) {
+	gov, _ := Lookup(Governance)
+	if got := gov.TablesAt(7); slices.Contains(got, "spend_limits") || !slices.Contains(got, "governed_sessions") {
+		t.Fatalf("governance tables at 7 = %v", got)
+	}
+	if got := gov.TablesAt(8); !slices.Contains(got, "spend_limits") || !slices.Contains(got, "spend_reservations") {
+		t.Fatalf("governance tables at 8 = %v", got)
+	}
+	if got := TablesAt(7); slices.Contains(got, "audit_events") || slices.Contains(got, "spend_reservations") {
+		t.Fatalf("TablesAt(7) = %v", got)
+	}
 }
 
 func TestAllReturnsACopy(t *testing.T) {
@@ -100,7 +122,9 @@ func TestMigrationsCreateTheRegisteredTables(t *testing.T) {
 				switch {
 				case !ok:
 					t.Errorf("%s %s creates table %s, which belongs to no facet: register it in internal/facet", dialect.name, name, tb)
-				case f.Since != version:
+				case f.Added[tb] != 0 && f.Added[tb] != version:
+					t.Errorf("%s %s creates table %s of facet %s, added (Added) at %d", dialect.name, name, tb, f.Name, f.Added[tb])
+				case f.Added[tb] == 0 && f.Since != version:
 					t.Errorf("%s %s creates table %s of facet %s, whose Since is %d", dialect.name, name, tb, f.Name, f.Since)
 				}
 			}

@@ -98,6 +98,11 @@ type Config struct {
 	// NOTIFY), until ctx ends. The backend also calls
 	// Store.FeedCommitted after its own commits.
 	FeedWake func(ctx context.Context, wake func())
+
+	// AuditOff appends no audit events. Backends set it for their
+	// benchmarks only (the baseline of the audit trail's cost); a store
+	// in use always audits.
+	AuditOff bool
 }
 
 // Store implements the conversation, runtime and agent-session facets over

@@ -36,6 +36,10 @@ type Dialect struct {
 	// from a []string or []int64.
 	InList  func(expr string) string
 	ListArg func(values any) (any, error)
+	// AuditChain returns the SQL expression of an audit event's hash (see
+	// rowcodec.AuditHash) from SQL expressions of the previous hash (hex
+	// text), the sequence number, the agent id and the payload (bytes).
+	AuditChain func(prev, seq, agent, payload string) string
 	// PollTurnsSQL returns the watched turns that are no longer running as
 	// begun: cancelled, superseded, ended or removed. Its one parameter is
 	// a JSON array of {"id": text, "gen": integer}; its columns are those
@@ -63,6 +67,7 @@ func JSONListArg(values any) (any, error) {
 const (
 	lockClassConversation int32 = 0x434F4E56 // "CONV": saves of one conversation id
 	lockClassUploadBlob   int32 = 0x424C4F42 // "BLOB": writers of one upload digest and the collector
+	lockClassSpendAgent   int32 = 0x5350454E // "SPEN": changes of one agent's spend limits
 )
 
 // statements are the facets' statements whose text depends on the
@@ -78,6 +83,8 @@ type statements struct {
 	rtKeyShare    string
 	stUsersGet    string
 	stSessionsGet string
+	auditHead     string
+	spend         spendStatements
 }
 
 func newStatements(d *Dialect) statements {
@@ -93,6 +100,8 @@ func newStatements(d *Dialect) statements {
 		rtKeyShare:    rtExistsSQL + d.ForKeyShare,
 		stUsersGet:    stUsersGetSQL + d.InList("user_id"),
 		stSessionsGet: stSessionsGetSQL + d.InList("session_pk"),
+		auditHead:     auditHeadSQL(d),
+		spend:         newSpendStatements(d),
 	}
 }
 

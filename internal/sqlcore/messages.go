@@ -73,69 +73,77 @@ func (c *Conversations) Append(ctx context.Context, req store.AppendRequest) (st
 	}
 	var out store.AppendResult
 	err = c.s.write(ctx, func(tx Tx) error {
-		now := rowcodec.ToMillis(c.s.now())
-		var row appendRow
-		if err := tx.Get(&row, c.s.q.convAppendGet, req.ID); errors.Is(err, sql.ErrNoRows) {
-			return notFound(req.ID)
-		} else if err != nil {
-			return err
-		}
-		if req.ExpectVersion != 0 && row.Version != req.ExpectVersion {
-			return &store.ConflictError{Resource: "conversation", ID: req.ID, Reason: "version changed"}
-		}
-		next, err := nextSeq(tx, msgLastSQL, req.ID)
-		if err != nil {
-			return err
-		}
-		for i, m := range req.Messages {
-			at := now
-			if !m.CreatedAt.IsZero() {
-				at = rowcodec.ToMillis(m.CreatedAt)
-			}
-			if _, err := tx.Exec(msgInsertSQL, req.ID, next+int64(i), m.Role, string(contents[i]), at); err != nil {
-				return err
-			}
-		}
-		if len(req.CostRecords) > 0 {
-			first, err := nextSeq(tx, costLastSQL, req.ID)
-			if err != nil {
-				return err
-			}
-			if err := insertCostRecords(tx, req.ID, first, req.CostRecords, now); err != nil {
-				return err
-			}
-		}
-		u := (&convRow{PromptTokens: row.PromptTokens, CompletionTokens: row.CompletionTokens, TotalTokens: row.TotalTokens,
-			CacheReadTokens: row.CacheReadTokens, CacheWriteTokens: row.CacheWriteTokens}).usage()
-		if req.Usage != nil {
-			u = u.Add(*req.Usage)
-		}
-		cu := store.ContextUsage{UsedTokens: row.ContextUsedTokens, MaxTokens: row.ContextMaxTokens,
-			Percent: row.ContextPercent, Turns: row.ContextTurns}
-		if req.ContextUsage != nil {
-			cu = *req.ContextUsage
-			if cu.MaxTokens == 0 {
-				cu.MaxTokens = store.DefaultMaxContextTokens
-			}
-		}
-		cost := row.TotalCost + req.Cost
-		if math.IsInf(cost, 0) {
-			return store.Invalid("cost", "total cost overflows")
-		}
-		count := row.MessageCount + int64(len(req.Messages))
-		version := row.Version + 1
-		if _, err := tx.Exec(convAppendSetSQL, version, count, now,
-			u.PromptTokens, u.CompletionTokens, u.TotalTokens, nullInt(u.CacheReadTokens), nullInt(u.CacheWriteTokens),
-			cost, cu.UsedTokens, cu.MaxTokens, cu.Percent, cu.Turns, req.ID); err != nil {
-			return err
-		}
-		out = store.AppendResult{FirstSeq: next, MessageCount: count, Version: version}
-		return nil
+		var err error
+		out, err = c.appendTx(tx, req, contents)
+		return err
 	})
 	if err != nil {
 		return store.AppendResult{}, err
 	}
 	return out, nil
+}
+
+// appendTx is Append inside the caller's write transaction, for a request
+// that passed Validate (contents are its messages' stored contents).
+func (c *Conversations) appendTx(tx Tx, req store.AppendRequest, contents [][]byte) (store.AppendResult, error) {
+	var none store.AppendResult
+	now := rowcodec.ToMillis(c.s.now())
+	var row appendRow
+	if err := tx.Get(&row, c.s.q.convAppendGet, req.ID); errors.Is(err, sql.ErrNoRows) {
+		return none, notFound(req.ID)
+	} else if err != nil {
+		return none, err
+	}
+	if req.ExpectVersion != 0 && row.Version != req.ExpectVersion {
+		return none, &store.ConflictError{Resource: "conversation", ID: req.ID, Reason: "version changed"}
+	}
+	next, err := nextSeq(tx, msgLastSQL, req.ID)
+	if err != nil {
+		return none, err
+	}
+	for i, m := range req.Messages {
+		at := now
+		if !m.CreatedAt.IsZero() {
+			at = rowcodec.ToMillis(m.CreatedAt)
+		}
+		if _, err := tx.Exec(msgInsertSQL, req.ID, next+int64(i), m.Role, string(contents[i]), at); err != nil {
+			return none, err
+		}
+	}
+	if len(req.CostRecords) > 0 {
+		first, err := nextSeq(tx, costLastSQL, req.ID)
+		if err != nil {
+			return none, err
+		}
+		if err := insertCostRecords(tx, req.ID, first, req.CostRecords, now); err != nil {
+			return none, err
+		}
+	}
+	u := (&convRow{PromptTokens: row.PromptTokens, CompletionTokens: row.CompletionTokens, TotalTokens: row.TotalTokens,
+		CacheReadTokens: row.CacheReadTokens, CacheWriteTokens: row.CacheWriteTokens}).usage()
+	if req.Usage != nil {
+		u = u.Add(*req.Usage)
+	}
+	cu := store.ContextUsage{UsedTokens: row.ContextUsedTokens, MaxTokens: row.ContextMaxTokens,
+		Percent: row.ContextPercent, Turns: row.ContextTurns}
+	if req.ContextUsage != nil {
+		cu = *req.ContextUsage
+		if cu.MaxTokens == 0 {
+			cu.MaxTokens = store.DefaultMaxContextTokens
+		}
+	}
+	cost := row.TotalCost + req.Cost
+	if math.IsInf(cost, 0) {
+		return none, store.Invalid("cost", "total cost overflows")
+	}
+	count := row.MessageCount + int64(len(req.Messages))
+	version := row.Version + 1
+	if _, err := tx.Exec(convAppendSetSQL, version, count, now,
+		u.PromptTokens, u.CompletionTokens, u.TotalTokens, nullInt(u.CacheReadTokens), nullInt(u.CacheWriteTokens),
+		cost, cu.UsedTokens, cu.MaxTokens, cu.Percent, cu.Turns, req.ID); err != nil {
+		return none, err
+	}
+	return store.AppendResult{FirstSeq: next, MessageCount: count, Version: version}, nil
 }
 
 // nextSeq returns one past the last sequence number query finds for id

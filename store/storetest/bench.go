@@ -35,9 +35,9 @@ type BenchOptions struct {
 }
 
 // Bench runs the whole benchmark suite: governance, conversations, agent
-// sessions, runtime turns and the change feed, as sub-benchmarks (see
-// BenchGovernance, BenchConversations, BenchAgentSessions, BenchRuntime
-// and BenchFeed). A backend runs
+// sessions, runtime turns, the change feed, and spend limits with the
+// audit trail, as sub-benchmarks (see BenchGovernance, BenchConversations,
+// BenchAgentSessions, BenchRuntime, BenchFeed and BenchSpend). A backend runs
 // it from one benchmark, once per durability setting it wants measured:
 //
 //	func BenchmarkStore(b *testing.B) {
@@ -54,6 +54,7 @@ func Bench(b *testing.B, h Harness, o BenchOptions) {
 	b.Run("AgentSessions", func(b *testing.B) { BenchAgentSessions(b, h, o) })
 	b.Run("Runtime", func(b *testing.B) { BenchRuntime(b, h, o) })
 	b.Run("Feed", func(b *testing.B) { BenchFeed(b, h, o) })
+	b.Run("Spend", func(b *testing.B) { BenchSpend(b, h, o) })
 }
 
 // benchEnv opens the stores of one run of the suite.

@@ -50,7 +50,37 @@ func callsAfterClose(st store.Store) map[string]map[string]closedCall {
 	content := []byte("upload")
 	err1 := func(_ any, err error) error { return err }
 	err2 := func(_, _ any, err error) error { return err }
+	sp, au := st.Spend(), st.Audit()
+	amount := store.SpendAmount{InputTokens: 10, OutputTokens: 10}
 	return map[string]map[string]closedCall{
+		"Spend": {
+			"Reserve": func(ctx context.Context) error {
+				return err1(sp.Reserve(ctx, store.ReserveRequest{SessionID: id, AgentID: "agent", RequestID: "res", Amount: amount}))
+			},
+			"Settle": func(ctx context.Context) error {
+				return err1(sp.Settle(ctx, store.SettleRequest{SessionID: id, RequestID: "res", AgentID: "agent", Actual: amount}))
+			},
+			"Release": func(ctx context.Context) error {
+				return err1(sp.Release(ctx, store.ReleaseRequest{SessionID: id, RequestID: "res", AgentID: "agent"}))
+			},
+			"Reservation": func(ctx context.Context) error { return err1(sp.Reservation(ctx, id, "res")) },
+			"SetAgentLimits": func(ctx context.Context) error {
+				return sp.SetAgentLimits(ctx, "agent", []store.SpendLimit{{Metric: store.MetricTotalTokens, Window: store.WindowDay, Limit: 1000}})
+			},
+			"Status":         func(ctx context.Context) error { return err1(sp.Status(ctx, id)) },
+			"AgentStatus":    func(ctx context.Context) error { return err1(sp.AgentStatus(ctx, "agent")) },
+			"ReleaseExpired": func(ctx context.Context) error { return err1(sp.ReleaseExpired(ctx)) },
+		},
+		"Audit": {
+			"List":       func(ctx context.Context) error { return err1(au.List(ctx, store.AuditFilter{AgentID: "agent"})) },
+			"Heads":      func(ctx context.Context) error { return err1(au.Heads(ctx)) },
+			"Verify":     func(ctx context.Context) error { return err1(au.Verify(ctx)) },
+			"Checkpoint": func(ctx context.Context) error { return err1(au.Checkpoint(ctx, "agent")) },
+			"Prune": func(ctx context.Context) error {
+				return err1(au.Prune(ctx, store.AuditPruneRequest{Before: time.UnixMilli(1700000000000), AgentID: "agent"}))
+			},
+			"Restore": func(ctx context.Context) error { return err1(au.Restore(ctx, store.AuditRestoreRequest{})) },
+		},
 		"Feed": {
 			"Messages": func(ctx context.Context) error {
 				return firstFeedErr(st.Feed().Messages(ctx, store.MessageFeed{ID: id}))
@@ -240,10 +270,12 @@ func testEveryMethodAfterClose(t *testing.T, e *env) {
 		"Runtime":       interfaceMethods((*store.Runtime)(nil)),
 		"AgentSessions": interfaceMethods((*store.AgentSessions)(nil)),
 		"Feed":          interfaceMethods((*store.Feed)(nil)),
+		"Spend":         interfaceMethods((*store.Spend)(nil)),
+		"Audit":         interfaceMethods((*store.Audit)(nil)),
 	}
 	// Methods of Store that cannot fail: the accessors, Backend and Close
 	// itself (called twice above).
-	notCalls := []string{"Governance", "Conversations", "Runtime", "AgentSessions", "Feed", "Backend", "Close"}
+	notCalls := []string{"Governance", "Conversations", "Runtime", "AgentSessions", "Feed", "Spend", "Audit", "Backend", "Close"}
 	for facet, methods := range want {
 		for _, m := range methods {
 			if facet == "Store" && slices.Contains(notCalls, m) {

@@ -37,6 +37,11 @@ type Harness struct {
 	// OpenWith opens the store at loc with the given clock and settings.
 	// Zero fields of opts keep the backend's defaults.
 	OpenWith func(ctx context.Context, loc string, clock store.Clock, opts Options) (store.Store, error)
+	// Exec runs one SQL statement on the database at loc behind the
+	// store's back (the audit tests tamper with the trail this way). The
+	// statements use only literals, no parameters. Tests that need it
+	// skip without it.
+	Exec func(ctx context.Context, loc, query string) error
 }
 
 // Options are backend settings some tests need.
@@ -55,6 +60,10 @@ type Options struct {
 	// TurnLease is the lease of the turns the store begins (0: the
 	// default, store.DefaultTurnLease).
 	TurnLease time.Duration
+	// NoAudit opens a store that appends no audit events: the baseline
+	// against which the benchmarks measure the audit trail's cost. A
+	// backend offers it to its tests only.
+	NoAudit bool
 }
 
 // Run runs the whole conformance suite.
@@ -67,6 +76,8 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Store", func(t *testing.T) { RunStore(t, h) })
 	t.Run("RestoreRecords", func(t *testing.T) { RunRestoreRecords(t, h) })
 	t.Run("Feed", func(t *testing.T) { RunFeed(t, h) })
+	t.Run("Spend", func(t *testing.T) { RunSpend(t, h) })
+	t.Run("Audit", func(t *testing.T) { RunAudit(t, h) })
 }
 
 // Clock is a manual clock for tests: time moves only when told to.

@@ -1,0 +1,561 @@
+package main
+
+// Spend limits on the command line: the --limit flag of create and
+// limits, the spend block of show, and the reserve, settle and release
+// commands. Money is written as a decimal amount with its currency code
+// ("2.50USD") and kept as integer micro-units: no floating point between
+// the flag and the database.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// exitSpend is the exit status of a reservation refused by a spend limit
+// (reserve). The other refusals of reserve, settle and release exit as
+// use's do (see exit.go).
+const exitSpend = 12
+
+func init() {
+	exitTable = append(exitTable, struct {
+		code    int
+		meaning string
+	}{exitSpend, "reserve refused (spend): the reservation would exceed a spend limit"})
+}
+
+// metricNames maps the spellings a --limit accepts to metrics.
+var metricNames = map[string]store.SpendMetric{
+	"input": store.MetricInputTokens, "input_tokens": store.MetricInputTokens,
+	"output": store.MetricOutputTokens, "output_tokens": store.MetricOutputTokens,
+	"tokens": store.MetricTotalTokens, "total": store.MetricTotalTokens, "total_tokens": store.MetricTotalTokens,
+	"cost": store.MetricCost,
+}
+
+// limitList is a repeatable --limit METRIC=AMOUNT[/WINDOW] flag:
+// "cost=2.50USD/day", "tokens=100000/hour", "input=5000".
+type limitList []store.SpendLimit
+
+func (l *limitList) String() string {
+	var parts []string
+	for _, x := range *l {
+		parts = append(parts, limitText(x))
+	}
+	return strings.Join(parts, ",")
+}
+
+// Set parses one limit.
+func (l *limitList) Set(s string) error {
+	lim, err := parseLimit(s)
+	if err != nil {
+		return err
+	}
+	*l = append(*l, lim)
+	return nil
+}
+
+func parseLimit(s string) (store.SpendLimit, error) {
+	name, rest, ok := strings.Cut(s, "=")
+	if !ok {
+		return store.SpendLimit{}, fmt.Errorf("%q is not METRIC=AMOUNT[/WINDOW]", s)
+	}
+	m, ok := metricNames[strings.ToLower(name)]
+	if !ok {
+		return store.SpendLimit{}, fmt.Errorf("%q: unknown metric (input, output, tokens or cost)", name)
+	}
+	amount, window, _ := strings.Cut(rest, "/")
+	lim := store.SpendLimit{Metric: m, Window: store.SpendWindow(strings.ToLower(window))}
+	if lim.Window != "" && !lim.Window.Valid() {
+		return store.SpendLimit{}, fmt.Errorf("%q: unknown window (lifetime, hour, day or month)", window)
+	}
+	if m == store.MetricCost {
+		micros, cur, err := parseMoney(amount)
+		if err != nil {
+			return store.SpendLimit{}, err
+		}
+		lim.Limit, lim.Currency = micros, cur
+		return lim, nil
+	}
+	n, err := strconv.ParseInt(amount, 10, 64)
+	if err != nil || n < 0 {
+		return store.SpendLimit{}, fmt.Errorf("%q is not a number of tokens", amount)
+	}
+	lim.Limit = n
+	return lim, nil
+}
+
+// parseMoney parses "2.50USD" into micro-units and the currency code.
+func parseMoney(s string) (int64, string, error) {
+	i := strings.IndexFunc(s, func(r rune) bool { return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' })
+	if i <= 0 {
+		return 0, "", fmt.Errorf("%q is not an amount with its currency, like 2.50USD", s)
+	}
+	micros, err := store.ParseMicros(s[:i])
+	if err != nil {
+		return 0, "", fmt.Errorf("%q: %w", s, err)
+	}
+	cur := s[i:]
+	if err := store.ValidateCurrency("currency", cur); err != nil {
+		return 0, "", fmt.Errorf("%q: %w", s, err)
+	}
+	return micros, cur, nil
+}
+
+// moneyText formats micro-units with their currency: "2.5 USD".
+func moneyText(micros int64, cur string) string {
+	return strings.TrimSpace(store.FormatMicros(micros) + " " + cur)
+}
+
+// limitText is a limit as --limit spells it.
+func limitText(l store.SpendLimit) string {
+	amount := strconv.FormatInt(l.Limit, 10)
+	if l.Metric == store.MetricCost {
+		amount = store.FormatMicros(l.Limit) + l.Currency
+	}
+	return fmt.Sprintf("%s=%s/%s", l.Metric, amount, l.Window)
+}
+
+// amountFlags are the amount flags of reserve and settle.
+type amountFlags struct {
+	input, output *int64
+	cost          *string
+}
+
+func addAmountFlags(fs interface {
+	Int64(string, int64, string) *int64
+	String(string, string, string) *string
+}, what string) amountFlags {
+	return amountFlags{
+		input:  fs.Int64("input-tokens", 0, what+" input (prompt) tokens, `N`"),
+		output: fs.Int64("output-tokens", 0, what+" output (completion) tokens, `N`"),
+		cost:   fs.String("cost", "", what+" cost, an `AMOUNT` with its currency code, like 0.25USD"),
+	}
+}
+
+func (f amountFlags) amount() (store.SpendAmount, string, error) {
+	a := store.SpendAmount{InputTokens: *f.input, OutputTokens: *f.output}
+	var cur string
+	if *f.cost != "" {
+		var err error
+		if a.CostMicros, cur, err = parseMoney(*f.cost); err != nil {
+			return a, "", err
+		}
+	}
+	return a, cur, nil
+}
+
+// amountText describes an amount: "1000 in + 500 out tokens, 0.25 USD".
+func amountText(a store.SpendAmount, cur string) string {
+	var parts []string
+	if a.InputTokens != 0 || a.OutputTokens != 0 {
+		parts = append(parts, fmt.Sprintf("%d in + %d out tokens", a.InputTokens, a.OutputTokens))
+	}
+	if a.CostMicros != 0 || cur != "" {
+		parts = append(parts, moneyText(a.CostMicros, cur))
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// spendView is the spend block of show and limits: each limit with what is
+// spent and reserved in its current window. Amounts of money are
+// micro-units (the *_micros of cost limits) with the decimal text beside.
+type spendView struct {
+	Limits []limitView `json:"limits"`
+	Live   int64       `json:"live_reservations"`
+}
+
+type limitView struct {
+	Scope       string `json:"scope"`
+	Metric      string `json:"metric"`
+	Window      string `json:"window"`
+	WindowStart string `json:"window_start"`
+	Currency    string `json:"currency,omitempty"`
+	Limit       int64  `json:"limit"`
+	Spent       int64  `json:"spent"`
+	Reserved    int64  `json:"reserved"`
+	Remaining   int64  `json:"remaining"`
+}
+
+func newSpendView(st store.SpendStatus) spendView {
+	v := spendView{Limits: []limitView{}, Live: st.Live}
+	for _, l := range st.Limits {
+		v.Limits = append(v.Limits, limitView{Scope: string(l.Scope), Metric: string(l.Metric), Window: string(l.Window),
+			WindowStart: jsonTime(l.WindowStart), Currency: l.Currency, Limit: l.Limit, Spent: l.Spent,
+			Reserved: l.Reserved, Remaining: l.Remaining()})
+	}
+	return v
+}
+
+// spendDetails writes the spend block as aligned lines.
+func spendDetails(w io.Writer, v spendView) error {
+	tw := newTable(w)
+	for _, l := range v.Limits {
+		amount := func(n int64) string {
+			if l.Metric == string(store.MetricCost) {
+				return moneyText(n, l.Currency)
+			}
+			return strconv.FormatInt(n, 10)
+		}
+		window := l.Window
+		if l.Window != string(store.WindowLifetime) {
+			window += " from " + l.WindowStart
+		}
+		fmt.Fprintf(tw, "  %s %s\t%s spent, %s reserved of %s (%s left)\t%s\n", l.Scope, l.Metric,
+			amount(l.Spent), amount(l.Reserved), amount(l.Limit), amount(l.Remaining), window)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "  %d live %s\n", v.Live, plural(int(v.Live), "reservation", "reservations"))
+	return err
+}
+
+// loadSpend reads the spend of a governed session; nil when it has no
+// limits, its agent has none and nothing is reserved.
+func loadSpend(ctx context.Context, st cliStore, id string) (*spendView, error) {
+	s, err := st.Spend().Status(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(s.Limits) == 0 && s.Live == 0 {
+		return nil, nil
+	}
+	v := newSpendView(s)
+	return &v, nil
+}
+
+// reservationView is the JSON shape of a reservation.
+type reservationView struct {
+	SessionID    string            `json:"session_id"`
+	ID           string            `json:"id"`
+	AgentID      string            `json:"agent_id"`
+	Status       string            `json:"status"`
+	Amount       store.SpendAmount `json:"amount"`
+	Currency     string            `json:"currency,omitempty"`
+	Actual       store.SpendAmount `json:"actual"`
+	CreatedAt    string            `json:"created_at"`
+	ExpiresAt    string            `json:"expires_at"`
+	ClosedAt     string            `json:"closed_at,omitempty"`
+	AmountText   string            `json:"amount_text"`
+	ActualText   string            `json:"actual_text,omitempty"`
+	Conversation string            `json:"conversation,omitempty"`
+}
+
+func newReservationView(r store.Reservation) reservationView {
+	v := reservationView{SessionID: r.SessionID, ID: r.ID, AgentID: r.AgentID, Status: string(r.Status),
+		Amount: r.Amount, Currency: r.Currency, Actual: r.Actual, CreatedAt: jsonTime(r.CreatedAt),
+		ExpiresAt: jsonTime(r.ExpiresAt), ClosedAt: jsonTime(r.ClosedAt), AmountText: amountText(r.Amount, r.Currency)}
+	if r.Status == store.ReservationSettled {
+		v.ActualText = amountText(r.Actual, r.Currency)
+	}
+	return v
+}
+
+// spendRefusal maps an error of reserve, settle or release to its exit
+// status: a spend limit 12, the others as use's.
+func spendRefusal(err error) (refusal, bool) {
+	if errors.Is(err, store.ErrSpendLimitExceeded) {
+		return refusal{exitSpend, "spend"}, true
+	}
+	if errors.Is(err, store.ErrInvalidInput) {
+		return refusal{}, false
+	}
+	return useRefusal(err)
+}
+
+// spendRefusalDetail explains a refusal to the operator (the store's
+// Error() strings are opaque on purpose).
+func spendRefusalDetail(err error, session, request string) string {
+	var se *store.SpendLimitError
+	var exp *store.ExpiredError
+	var agent *store.AgentMismatchError
+	var conf *store.ConflictError
+	switch {
+	case errors.As(err, &se):
+		amount := func(n int64) string {
+			if se.Metric == store.MetricCost {
+				return moneyText(n, se.Currency)
+			}
+			return strconv.FormatInt(n, 10)
+		}
+		window := string(se.Window)
+		if se.Window != store.WindowLifetime {
+			window += " from " + tableTime(se.WindowStart)
+		}
+		return fmt.Sprintf("%v: the %s %s limit (%s) is %s, %s spent and %s reserved; %s requested",
+			err, se.Scope, se.Metric, window, amount(se.Limit), amount(se.Spent), amount(se.Reserved), amount(se.Requested))
+	case errors.As(err, &exp):
+		return fmt.Sprintf("%v at %s", err, tableTime(exp.ExpiresAt))
+	case errors.As(err, &agent):
+		return fmt.Sprintf("the session belongs to %s, not %s", agent.Expected, agent.Actual)
+	case errors.As(err, &conf):
+		return fmt.Sprintf("reservation %s: %s", request, conf.Reason)
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Sprintf("%v: %s %s", err, session, request)
+	}
+	return err.Error()
+}
+
+var reserveSpec = spec{
+	name: "reserve",
+	args: "SESSION",
+	about: `Reserves an upper bound of usage on a governed session before a model call:
+checks the session (as use does) and every spend limit of the session and of
+its agent, and counts the reservation against all of them in one
+transaction. Prints the reservation id (the whole reservation with --json).
+Settle it after the call ("sessionctl settle"), or release it ("sessionctl
+release"); one that is neither by --ttl is released when it lapses.
+
+A --request-id makes a retry return the first outcome. A refusal by a spend
+limit exits 12; the session's refusals exit as use's (3 not found, 4 agent
+mismatch, 5 closed, 6 expired, 10 the request id reused with another
+amount).`,
+	examples: []string{
+		`sessionctl reserve task-7 --agent a1 --input-tokens 8000 --output-tokens 2000 --cost 0.12USD --request-id call-17`,
+		`id=$(sessionctl reserve "$session" --cost 0.50USD --ttl 2m) || echo "refused: $?"`,
+	},
+}
+
+func runReserve(ctx context.Context, g *globals, args []string) int {
+	sp := reserveSpec
+	fs := g.newFlags(sp)
+	agent := fs.String("agent", "", "the presenting agent `ID`; refused when it is not the session's agent")
+	requestID := fs.String("request-id", "", "the reservation's `ID` (default: a random one); a retry returns the first outcome")
+	ttl := fs.Duration("ttl", store.DefaultReservationTTL, "the reservation lapses after `DURATION` unless settled or released")
+	amounts := addAmountFlags(fs, "the upper bound of")
+	asJSON := fs.Bool("json", false, "print the reservation as JSON")
+	pos, code, done := g.parse(fs, sp, args)
+	if done {
+		return code
+	}
+	if code, bad := g.wantArgs(sp, pos, 1, 1); bad {
+		return code
+	}
+	amount, cur, err := amounts.amount()
+	if err != nil {
+		return g.usageErr(sp.name, "--cost: %v", err)
+	}
+	req := store.ReserveRequest{SessionID: pos[0], AgentID: *agent, RequestID: *requestID, Amount: amount, Currency: cur, TTL: *ttl}
+	if _, err := req.Normalize(); err != nil {
+		return g.usageErr(sp.name, "%v", err)
+	}
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	defer st.Close()
+	r, err := st.Spend().Reserve(ctx, req)
+	if err != nil {
+		if ref, ok := spendRefusal(err); ok {
+			fmt.Fprintf(g.stderr, "sessionctl reserve: refused (%s): %s\n", ref.kind, spendRefusalDetail(err, req.SessionID, req.RequestID))
+			return ref.code
+		}
+		return g.fail(sp.name, err)
+	}
+	if *asJSON {
+		if err := writeJSON(g.stdout, newReservationView(r)); err != nil {
+			return g.fail(sp.name, err)
+		}
+		return exitOK
+	}
+	fmt.Fprintln(g.stdout, r.ID)
+	return exitOK
+}
+
+var settleSpec = spec{
+	name: "settle",
+	args: "SESSION RESERVATION",
+	about: `Records the actual usage of a reservation and releases the rest of it, in one
+transaction; every part of the usage must be at most what was reserved. A
+retry with the same usage changes nothing; another usage, or settling a
+released reservation, is a conflict (exit 10). A reservation that lapsed is
+still settled: the usage happened. --conversation also adds the usage to a
+conversation's totals in the same transaction (the cost when it is in USD,
+the conversation's currency).`,
+	examples: []string{
+		`sessionctl settle task-7 call-17 --input-tokens 7410 --output-tokens 388 --cost 0.0871USD`,
+		`sessionctl settle task-7 call-17 --output-tokens 120 --conversation task-7`,
+	},
+}
+
+func runSettle(ctx context.Context, g *globals, args []string) int {
+	sp := settleSpec
+	fs := g.newFlags(sp)
+	agent := fs.String("agent", "", "the presenting agent `ID`; refused when it is not the session's agent")
+	conversation := fs.String("conversation", "", "also add the usage to conversation `ID`")
+	amounts := addAmountFlags(fs, "the actual")
+	asJSON := fs.Bool("json", false, "print the reservation as JSON")
+	pos, code, done := g.parse(fs, sp, args)
+	if done {
+		return code
+	}
+	if code, bad := g.wantArgs(sp, pos, 2, 2); bad {
+		return code
+	}
+	actual, cur, err := amounts.amount()
+	if err != nil {
+		return g.usageErr(sp.name, "--cost: %v", err)
+	}
+	req := store.SettleRequest{SessionID: pos[0], RequestID: pos[1], AgentID: *agent, Actual: actual, Conversation: *conversation}
+	if err := req.Validate(); err != nil {
+		return g.usageErr(sp.name, "%v", err)
+	}
+	return g.finishReservation(ctx, sp.name, *asJSON, pos, func(st cliStore) (store.Reservation, error) {
+		if cur != "" {
+			// The store keeps the currency on the reservation: a cost in
+			// another one is a mistake of the caller.
+			r, err := st.Spend().Reservation(ctx, req.SessionID, req.RequestID)
+			if err == nil && r.Currency != cur {
+				return store.Reservation{}, store.Invalid("cost", "is not in the currency of the reservation")
+			}
+		}
+		return st.Spend().Settle(ctx, req)
+	})
+}
+
+var releaseSpec = spec{
+	name: "release",
+	args: "SESSION RESERVATION",
+	about: `Gives a reservation back unused. Releasing it again, or releasing one that
+lapsed, changes nothing; releasing a settled one is a conflict (exit 10).`,
+	examples: []string{"sessionctl release task-7 call-17"},
+}
+
+func runRelease(ctx context.Context, g *globals, args []string) int {
+	sp := releaseSpec
+	fs := g.newFlags(sp)
+	agent := fs.String("agent", "", "the presenting agent `ID`; refused when it is not the session's agent")
+	asJSON := fs.Bool("json", false, "print the reservation as JSON")
+	pos, code, done := g.parse(fs, sp, args)
+	if done {
+		return code
+	}
+	if code, bad := g.wantArgs(sp, pos, 2, 2); bad {
+		return code
+	}
+	req := store.ReleaseRequest{SessionID: pos[0], RequestID: pos[1], AgentID: *agent}
+	if err := req.Validate(); err != nil {
+		return g.usageErr(sp.name, "%v", err)
+	}
+	return g.finishReservation(ctx, sp.name, *asJSON, pos, func(st cliStore) (store.Reservation, error) {
+		return st.Spend().Release(ctx, req)
+	})
+}
+
+// finishReservation runs a settle or a release and prints its outcome.
+func (g *globals) finishReservation(ctx context.Context, name string, asJSON bool, pos []string, fn func(st cliStore) (store.Reservation, error)) int {
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return g.fail(name, err)
+	}
+	defer st.Close()
+	r, err := fn(st)
+	if err != nil {
+		if ref, ok := spendRefusal(err); ok {
+			fmt.Fprintf(g.stderr, "sessionctl %s: refused (%s): %s\n", name, ref.kind, spendRefusalDetail(err, pos[0], pos[1]))
+			return ref.code
+		}
+		return g.fail(name, err)
+	}
+	if asJSON {
+		if err := writeJSON(g.stdout, newReservationView(r)); err != nil {
+			return g.fail(name, err)
+		}
+		return exitOK
+	}
+	switch r.Status {
+	case store.ReservationSettled:
+		fmt.Fprintf(g.stdout, "settled %s: %s of %s reserved\n", r.ID, amountText(r.Actual, r.Currency), amountText(r.Amount, r.Currency))
+	default:
+		fmt.Fprintf(g.stdout, "%s %s: %s\n", r.Status, r.ID, amountText(r.Amount, r.Currency))
+	}
+	return exitOK
+}
+
+var limitsSpec = spec{
+	name: "limits",
+	args: "AGENT",
+	about: `Shows the spend limits an agent has across all of its sessions, with what is
+spent and reserved in their current windows; with --limit or --clear,
+replaces them first. A limit is METRIC=AMOUNT[/WINDOW]: the metric input,
+output, tokens (input plus output) or cost (an amount with its currency
+code, kept exactly in micro-units); the window lifetime (the default),
+hour, day or month, calendar periods in UTC. A limit that keeps its metric
+and window keeps what was spent and reserved.`,
+	examples: []string{
+		`sessionctl limits agent-42 --limit cost=20USD/day --limit tokens=2000000/month`,
+		`sessionctl limits agent-42 --json`,
+	},
+}
+
+func runLimits(ctx context.Context, g *globals, args []string) int {
+	sp := limitsSpec
+	fs := g.newFlags(sp)
+	var limits limitList
+	fs.Var(&limits, "limit", "a spend limit `METRIC=AMOUNT[/WINDOW]`, repeatable (replaces the agent's limits)")
+	clear := fs.Bool("clear", false, "remove every limit of the agent")
+	asJSON := fs.Bool("json", false, "print one JSON document")
+	pos, code, done := g.parse(fs, sp, args)
+	if done {
+		return code
+	}
+	if code, bad := g.wantArgs(sp, pos, 1, 1); bad {
+		return code
+	}
+	if *clear && len(limits) > 0 {
+		return g.usageErr(sp.name, "--clear and --limit exclude each other")
+	}
+	if err := store.ValidateID("agent", pos[0]); err != nil {
+		return g.usageErr(sp.name, "%v", err)
+	}
+	if _, err := store.NormalizeSpendLimits("limit", limits); err != nil {
+		return g.usageErr(sp.name, "%v", err)
+	}
+	var st cliStore
+	var err error
+	if *clear || len(limits) > 0 {
+		st, err = g.openOrCreate(ctx)
+	} else {
+		st, err = g.openExisting(ctx)
+	}
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	defer st.Close()
+	if *clear || len(limits) > 0 {
+		if err := st.Spend().SetAgentLimits(ctx, pos[0], limits); err != nil {
+			return g.fail(sp.name, err)
+		}
+	}
+	status, err := st.Spend().AgentStatus(ctx, pos[0])
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	v := newSpendView(status)
+	if *asJSON {
+		if err := writeJSON(g.stdout, struct {
+			AgentID string `json:"agent_id"`
+			spendView
+		}{pos[0], v}); err != nil {
+			return g.fail(sp.name, err)
+		}
+		return exitOK
+	}
+	if len(v.Limits) == 0 {
+		fmt.Fprintf(g.stdout, "agent %s has no spend limits\n", pos[0])
+		return exitOK
+	}
+	fmt.Fprintf(g.stdout, "agent %s:\n", pos[0])
+	if err := spendDetails(g.stdout, v); err != nil {
+		return g.fail(sp.name, err)
+	}
+	return exitOK
+}

@@ -1,0 +1,608 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// RunAudit runs the audit-trail tests: every decision of a scripted run
+// appears once, in order, in its agent's chain; the chains verify, and
+// verify finds any event changed, removed or inserted behind the store's
+// back; retention cuts a chain only at a checkpoint; export and restore
+// keep the chains and their digest.
+func RunAudit(t *testing.T, h Harness) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, e *env)
+	}{
+		{"ScriptedRunAppearsOnceInOrder", testAuditScripted},
+		{"OneChainPerAgent", testAuditPerAgent},
+		{"ChainsStayWholeUnderConcurrency", testAuditConcurrent},
+		{"DigestCoversEveryChainHead", testAuditDigest},
+		{"ListFiltersAndPaging", testAuditList},
+		{"VerifyFindsTampering", testAuditTamper},
+		{"CheckpointAndPrune", testAuditPrune},
+		{"PruneRefusesAChainThatDoesNotVerify", testAuditPruneTampered},
+		{"RestoreRoundTrip", testAuditRestore},
+		{"RestoreRefusesBrokenChains", testAuditRestoreBroken},
+		{"InvalidInputChangesNothing", testAuditInvalid},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, newEnv(t, h))
+		})
+	}
+}
+
+// auditAll returns every event, or those of one agent, through the pages.
+func (e *env) auditAll(agent string) []store.AuditEvent {
+	e.t.Helper()
+	var out []store.AuditEvent
+	f := store.AuditFilter{AgentID: agent, Limit: 7}
+	for {
+		page, err := e.st.Audit().List(e.ctx, f)
+		if err != nil {
+			e.t.Fatalf("audit List: %v", err)
+		}
+		out = append(out, page.Items...)
+		if page.Next == "" {
+			return out
+		}
+		f.After = page.Next
+	}
+}
+
+func (e *env) auditCount() int { return len(e.auditAll("")) }
+
+func (e *env) verifyAudit() store.AuditReport {
+	e.t.Helper()
+	rep, err := e.st.Audit().Verify(e.ctx)
+	if err != nil {
+		e.t.Fatalf("audit Verify: %v", err)
+	}
+	if !rep.OK() {
+		e.t.Fatalf("audit Verify found %+v", rep.Problems)
+	}
+	return rep
+}
+
+// step is an expected audit event: kind, outcome, session and request.
+type step struct {
+	kind    store.AuditKind
+	outcome string
+	session string
+	request string
+}
+
+func (s step) String() string {
+	return fmt.Sprintf("%s/%s/%s/%s", s.kind, s.outcome, s.session, s.request)
+}
+
+func stepsOf(events []store.AuditEvent) []step {
+	out := make([]step, len(events))
+	for i, ev := range events {
+		out[i] = step{ev.Kind, ev.Outcome, ev.SessionID, ev.RequestID}
+	}
+	return out
+}
+
+func testAuditScripted(t *testing.T, e *env) {
+	agent := "agent-" + fmt.Sprint(nextID.Add(1))
+	req := func(id string) store.CreateRequest {
+		r := baseRequest()
+		r.ID, r.AgentID, r.CallBudget = id, agent, 10
+		r.SpendLimits = []store.SpendLimit{costLimit(100, store.WindowLifetime)}
+		return r
+	}
+	gov, sp := e.gov(), e.st.Spend()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	refused := func(err, target error) {
+		t.Helper()
+		if !errors.Is(err, target) {
+			t.Fatalf("got %v, want %v", err, target)
+		}
+	}
+	e.create(req("s1"))
+	e.mustUse("s1", "read_file")
+	_, err := e.use("s1", "write_file")
+	refused(err, store.ErrToolNotAuthorized)
+	e.mustReserve("s1", usd(50), "r1")
+	_, err = e.reserve("s1", usd(60), "r2")
+	refused(err, store.ErrSpendLimitExceeded)
+	e.settle("s1", "r1", usd(40))
+	e.mustReserve("s1", usd(10), "r3")
+	e.release("s1", "r3")
+	must(sp.SetAgentLimits(e.ctx, agent, []store.SpendLimit{costLimit(1000, store.WindowDay)}))
+	_, err = gov.Use(e.ctx, store.UseRequest{SessionID: "s1", Tools: []string{"read_file"}, RequestID: "u1"})
+	must(err)
+	// Not decisions: a replay, a missing session, bad input, another agent.
+	_, err = gov.Use(e.ctx, store.UseRequest{SessionID: "s1", Tools: []string{"read_file"}, RequestID: "u1"})
+	must(err)
+	e.mustReserve("s1", usd(10), "r3")
+	e.settle("s1", "r1", usd(40))
+	_, err = e.use("missing", "read_file")
+	refused(err, store.ErrNotFound)
+	_, err = e.use("s1", "bad tool!")
+	refused(err, store.ErrInvalidInput)
+	e.create(baseRequest())
+	_, err = gov.Close(e.ctx, "s1")
+	must(err)
+	_, err = gov.Close(e.ctx, "s1") // an error, not a decision
+	refused(err, store.ErrClosed)
+	_, err = e.reserve("s1", usd(1), "r4")
+	refused(err, store.ErrClosed)
+	_, err = e.use("s1", "read_file")
+	refused(err, store.ErrClosed)
+	r2 := req("s2")
+	r2.MaxActivePerAgent = 1
+	e.create(r2)
+	r3 := req("s3")
+	r3.MaxActivePerAgent = 1
+	_, err = gov.Create(e.ctx, r3)
+	refused(err, store.ErrTooManySessions)
+	_, err = sp.Reserve(e.ctx, store.ReserveRequest{SessionID: "s2", RequestID: "r5", Amount: usd(10), Currency: "USD", TTL: time.Second})
+	must(err)
+	e.clock.Advance(2 * time.Second)
+	e.mustReserve("s2", usd(10), "r6")
+	_, err = gov.Use(e.ctx, store.UseRequest{SessionID: "s2", AgentID: "intruder", Tools: []string{"read_file"}})
+	refused(err, store.ErrAgentMismatch)
+	e.clock.Advance(time.Hour)
+	_, err = e.use("s2", "read_file")
+	refused(err, store.ErrExpired)
+	_, err = e.use("s2", "read_file")
+	refused(err, store.ErrExpired)
+	n, err := gov.Cleanup(e.ctx)
+	must(err)
+	if n != 3 { // s1, s2 and the other agent's session, expired too
+		t.Fatalf("Cleanup removed %d sessions, want 3", n)
+	}
+	e.create(req("s4"))
+	e.create(req("s5"))
+	if n, err := gov.CloseAllForAgent(e.ctx, agent); err != nil || n != 2 {
+		t.Fatalf("CloseAllForAgent = %d, %v", n, err)
+	}
+
+	ok := store.OutcomeAllowed
+	want := []step{
+		{store.AuditCreate, ok, "s1", ""},
+		{store.AuditUse, ok, "s1", ""},
+		{store.AuditUse, store.OutcomeToolDenied, "s1", ""},
+		{store.AuditReserve, ok, "s1", "r1"},
+		{store.AuditReserve, store.OutcomeSpendExceeded, "s1", "r2"},
+		{store.AuditSettle, ok, "s1", "r1"},
+		{store.AuditReserve, ok, "s1", "r3"},
+		{store.AuditRelease, ok, "s1", "r3"},
+		{store.AuditLimits, ok, "", ""},
+		{store.AuditUse, ok, "s1", "u1"},
+		{store.AuditClose, ok, "s1", ""},
+		{store.AuditReserve, store.OutcomeClosed, "s1", "r4"},
+		{store.AuditUse, store.OutcomeClosed, "s1", ""},
+		{store.AuditCreate, ok, "s2", ""},
+		{store.AuditCreate, store.OutcomeTooManySessions, "s3", ""},
+		{store.AuditReserve, ok, "s2", "r5"},
+		{store.AuditLapse, ok, "s2", "r5"},
+		{store.AuditReserve, ok, "s2", "r6"},
+		{store.AuditUse, store.OutcomeAgentMismatch, "s2", ""},
+		{store.AuditExpire, ok, "s2", ""},
+		{store.AuditUse, store.OutcomeExpired, "s2", ""},
+		{store.AuditUse, store.OutcomeExpired, "s2", ""},
+		{store.AuditLapse, ok, "s2", "r6"},
+		{store.AuditCleanup, ok, "s1", ""},
+		{store.AuditCleanup, ok, "s2", ""},
+		{store.AuditCreate, ok, "s4", ""},
+		{store.AuditCreate, ok, "s5", ""},
+		{store.AuditClose, ok, "s4", ""},
+		{store.AuditClose, ok, "s5", ""},
+	}
+	events := e.auditAll(agent)
+	if got := stepsOf(events); !slices.Equal(got, want) {
+		t.Fatalf("the agent's chain holds\n%v\nwant\n%v", got, want)
+	}
+	for i, ev := range events {
+		if ev.Seq != int64(i+1) || ev.AgentID != agent || len(ev.Hash) != 64 {
+			t.Fatalf("event %d = %+v", i, ev)
+		}
+		if i > 0 && ev.PrevHash != events[i-1].Hash {
+			t.Fatalf("event %d does not link to %d", i+1, i)
+		}
+	}
+	if !strings.Contains(string(events[1].Detail), "read_file") || !strings.Contains(string(events[4].Detail), `"requested":60`) {
+		t.Fatalf("details: %s; %s", events[1].Detail, events[4].Detail)
+	}
+	rep := e.verifyAudit()
+	// The other agent's chain: its create and its cleanup.
+	if rep.Chains != 2 || rep.Events != int64(len(want)+2) {
+		t.Fatalf("verify checked %d chains and %d events, want 2 and %d", rep.Chains, rep.Events, len(want)+2)
+	}
+}
+
+func testAuditPerAgent(t *testing.T, e *env) {
+	a, b := baseRequest(), baseRequest()
+	sa, sb := e.create(a), e.create(b)
+	for range 3 {
+		e.mustUse(sa.ID, "read_file")
+		e.mustUse(sb.ID, "list_dir")
+	}
+	for _, s := range []store.Session{sa, sb} {
+		events := e.auditAll(s.AgentID)
+		if len(events) != 4 || events[0].Seq != 1 || events[3].Seq != 4 || events[0].PrevHash != strings.Repeat("0", 64) {
+			t.Fatalf("chain of %s = %+v", s.AgentID, events)
+		}
+	}
+	heads, err := e.st.Audit().Heads(e.ctx)
+	if err != nil || len(heads) != 2 || heads[0].Seq != 4 || heads[1].Seq != 4 {
+		t.Fatalf("heads = %+v, %v", heads, err)
+	}
+}
+
+func testAuditConcurrent(t *testing.T, e *env) {
+	agents := make([]store.Session, 4)
+	for i := range agents {
+		req := baseRequest()
+		req.CallBudget = 1000
+		req.SpendLimits = []store.SpendLimit{costLimit(1_000_000, store.WindowLifetime)}
+		agents[i] = e.create(req)
+	}
+	second := e.open()
+	var wg sync.WaitGroup
+	for w := range 16 {
+		st := e.st
+		if w%2 == 1 {
+			st = second
+		}
+		wg.Go(func() {
+			s := agents[w%len(agents)]
+			for i := range 10 {
+				if _, err := st.Governance().Use(e.ctx, store.UseRequest{SessionID: s.ID, Tools: []string{"read_file"}}); err != nil {
+					t.Errorf("use: %v", err)
+				}
+				id := fmt.Sprintf("c-%d-%d", w, i)
+				if _, err := st.Spend().Reserve(e.ctx, store.ReserveRequest{SessionID: s.ID, RequestID: id, Amount: usd(1), Currency: "USD"}); err != nil {
+					t.Errorf("reserve: %v", err)
+				}
+				if _, err := st.Spend().Settle(e.ctx, store.SettleRequest{SessionID: s.ID, RequestID: id, Actual: usd(1)}); err != nil {
+					t.Errorf("settle: %v", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	rep := e.verifyAudit()
+	// Per agent: the create, and 4 goroutines x 10 x (use, reserve, settle).
+	if rep.Chains != 4 || rep.Events != 4*(1+4*10*3) {
+		t.Fatalf("verify: %d chains, %d events", rep.Chains, rep.Events)
+	}
+}
+
+func testAuditDigest(t *testing.T, e *env) {
+	s := e.create(baseRequest())
+	first := e.verifyAudit()
+	if again := e.verifyAudit(); again.Digest != first.Digest || len(first.Digest) != 64 {
+		t.Fatalf("digest %q then %q", first.Digest, again.Digest)
+	}
+	e.mustUse(s.ID, "read_file")
+	if grown := e.verifyAudit(); grown.Digest == first.Digest {
+		t.Fatal("the digest did not change when a chain grew")
+	}
+	empty := newEnv(t, e.h)
+	if rep := empty.verifyAudit(); rep.Chains != 0 || rep.Events != 0 || rep.Digest == "" {
+		t.Fatalf("empty trail: %+v", rep)
+	}
+}
+
+func testAuditList(t *testing.T, e *env) {
+	s := e.spendSession(costLimit(100, store.WindowLifetime))
+	other := e.create(baseRequest())
+	e.mustUse(s.ID, "read_file")
+	start := e.clock.Now()
+	e.clock.Advance(time.Second)
+	e.mustReserve(s.ID, usd(10), "r")
+	_, err := e.use(s.ID, "nope")
+	wantErr(t, err, store.ErrToolNotAuthorized)
+	e.mustUse(other.ID, "read_file")
+	list := func(f store.AuditFilter) []step {
+		t.Helper()
+		p, err := e.st.Audit().List(e.ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stepsOf(p.Items)
+	}
+	if got := list(store.AuditFilter{SessionID: s.ID, Kind: store.AuditUse}); len(got) != 2 {
+		t.Fatalf("uses of the session: %v", got)
+	}
+	if got := list(store.AuditFilter{Outcome: store.OutcomeToolDenied}); len(got) != 1 || got[0].session != s.ID {
+		t.Fatalf("refusals: %v", got)
+	}
+	if got := list(store.AuditFilter{AgentID: s.AgentID, Since: start.Add(time.Millisecond)}); len(got) != 2 {
+		t.Fatalf("since: %v", got)
+	}
+	if got := list(store.AuditFilter{AgentID: s.AgentID, Until: start.Add(time.Millisecond)}); len(got) != 2 {
+		t.Fatalf("until: %v", got)
+	}
+	all := e.auditAll("")
+	if len(all) != 6 {
+		t.Fatalf("%d events in all, want 6", len(all))
+	}
+	for i := 1; i < len(all); i++ {
+		a, b := all[i-1], all[i]
+		if a.AgentID > b.AgentID || (a.AgentID == b.AgentID && a.Seq >= b.Seq) {
+			t.Fatalf("events out of (agent, seq) order: %v then %v", a, b)
+		}
+	}
+	if _, err := e.st.Audit().List(e.ctx, store.AuditFilter{After: "garbage"}); !errors.Is(err, store.ErrInvalidInput) {
+		t.Fatalf("bad cursor: %v", err)
+	}
+}
+
+// tamper runs one raw statement behind the store's back; the test skips
+// when the harness cannot.
+func (e *env) tamper(query string) {
+	e.t.Helper()
+	if e.h.Exec == nil {
+		e.t.Skip("the harness has no Exec")
+	}
+	if err := e.h.Exec(e.ctx, e.loc, query); err != nil {
+		e.t.Fatalf("tamper %q: %v", query, err)
+	}
+}
+
+func testAuditTamper(t *testing.T, e *env) {
+	if e.h.Exec == nil {
+		t.Skip("the harness has no Exec")
+	}
+	// Each case on a fresh database: two agents' chains of 5 events; the
+	// case tampers with the first agent's and verify must name the first
+	// event it changed, removed or inserted, and nothing of the other.
+	zero := strings.Repeat("0", 64)
+	cases := []struct {
+		name    string
+		query   func(agent string, ev []store.AuditEvent) string
+		seq     int64
+		problem string
+	}{
+		{"edit detail", func(a string, _ []store.AuditEvent) string {
+			return `UPDATE audit_events SET detail = '{"tools":["rm_rf"]}' WHERE agent_id = '` + a + `' AND seq = 3`
+		}, 3, store.AuditChanged},
+		{"edit outcome", func(a string, _ []store.AuditEvent) string {
+			return `UPDATE audit_events SET outcome = 'ok' WHERE agent_id = '` + a + `' AND seq = 3`
+		}, 3, store.AuditChanged},
+		{"edit time", func(a string, _ []store.AuditEvent) string {
+			return `UPDATE audit_events SET at_ms = at_ms - 1 WHERE agent_id = '` + a + `' AND seq = 2`
+		}, 2, store.AuditChanged},
+		{"edit session", func(a string, _ []store.AuditEvent) string {
+			return `UPDATE audit_events SET session_id = 'other' WHERE agent_id = '` + a + `' AND seq = 1`
+		}, 1, store.AuditChanged},
+		{"edit hash", func(a string, _ []store.AuditEvent) string {
+			return `UPDATE audit_events SET hash = '` + zero + `' WHERE agent_id = '` + a + `' AND seq = 2`
+		}, 2, store.AuditChanged},
+		{"edit kind", func(a string, ev []store.AuditEvent) string {
+			return `UPDATE audit_events SET kind = 'use' WHERE agent_id = '` + a + `' AND seq = 5`
+		}, 5, store.AuditChanged},
+		{"delete middle", func(a string, _ []store.AuditEvent) string {
+			return `DELETE FROM audit_events WHERE agent_id = '` + a + `' AND seq = 3`
+		}, 3, store.AuditRemoved},
+		{"delete first", func(a string, _ []store.AuditEvent) string {
+			return `DELETE FROM audit_events WHERE agent_id = '` + a + `' AND seq = 1`
+		}, 1, store.AuditRemoved},
+		{"delete last", func(a string, _ []store.AuditEvent) string {
+			return `DELETE FROM audit_events WHERE agent_id = '` + a + `' AND seq = 5`
+		}, 5, store.AuditRemoved},
+		{"delete chain", func(a string, _ []store.AuditEvent) string {
+			return `DELETE FROM audit_events WHERE agent_id = '` + a + `'`
+		}, 1, store.AuditRemoved},
+		{"insert at end", func(a string, ev []store.AuditEvent) string {
+			return `INSERT INTO audit_events (agent_id, seq, at_ms, kind, outcome, session_id, request_id, detail, prev_hash, hash)
+				VALUES ('` + a + `', 6, 0, 'use', 'ok', '', '', '{}', '` + ev[4].Hash + `', '` + zero + `')`
+		}, 6, store.AuditInserted},
+		{"insert chain", func(a string, ev []store.AuditEvent) string {
+			return `INSERT INTO audit_events (agent_id, seq, at_ms, kind, outcome, session_id, request_id, detail, prev_hash, hash)
+				VALUES ('` + a + `-forged', 1, 0, 'use', 'ok', '', '', '{}', '` + zero + `', '` + zero + `')`
+		}, 1, store.AuditInserted},
+		{"edit head", func(a string, _ []store.AuditEvent) string {
+			return `UPDATE audit_heads SET hash = '` + zero + `' WHERE agent_id = '` + a + `'`
+		}, 5, store.AuditHeadChanged},
+		{"delete head", func(a string, _ []store.AuditEvent) string {
+			return `DELETE FROM audit_heads WHERE agent_id = '` + a + `'`
+		}, 1, store.AuditInserted},
+	}
+	for _, c := range cases {
+		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
+			e := newEnv(t, e.h)
+			var victim, bystander store.Session
+			for i, s := range []*store.Session{&victim, &bystander} {
+				*s = e.create(baseRequest())
+				e.mustUse(s.ID, "read_file")
+				_, err := e.use(s.ID, "write_file")
+				wantErr(t, err, store.ErrToolNotAuthorized)
+				e.mustUse(s.ID, "list_dir")
+				if _, err := e.gov().Close(e.ctx, s.ID); err != nil {
+					t.Fatal(err)
+				}
+				_ = i
+			}
+			events := e.auditAll(victim.AgentID)
+			if len(events) != 5 {
+				t.Fatalf("%d events", len(events))
+			}
+			before := e.verifyAudit()
+			e.tamper(c.query(victim.AgentID, events))
+			rep, err := e.st.Audit().Verify(e.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mine []store.AuditProblem
+			for _, p := range rep.Problems {
+				if strings.HasPrefix(p.AgentID, victim.AgentID) {
+					mine = append(mine, p)
+				} else {
+					t.Errorf("a problem in another chain: %+v", p)
+				}
+			}
+			if len(mine) != 1 || mine[0].Seq != c.seq || mine[0].Problem != c.problem || mine[0].Reason == "" {
+				t.Fatalf("verify found %+v, want %s at %d", rep.Problems, c.problem, c.seq)
+			}
+			if c.name != "insert chain" && c.name != "delete chain" && rep.Digest == before.Digest && strings.Contains(c.name, "head") {
+				t.Fatalf("the digest did not change")
+			}
+		})
+	}
+}
+
+func testAuditPrune(t *testing.T, e *env) {
+	s := e.create(baseRequest())
+	keep := e.create(baseRequest())
+	for range 4 {
+		e.mustUse(s.ID, "read_file")
+	}
+	e.mustUse(keep.ID, "read_file")
+	e.clock.Advance(time.Second)
+	if n, err := e.st.Audit().Checkpoint(e.ctx, s.AgentID); err != nil || n != 1 {
+		t.Fatalf("Checkpoint = %d, %v", n, err)
+	}
+	cut := e.clock.Now()
+	e.clock.Advance(time.Second)
+	e.mustUse(s.ID, "list_dir")
+	// A cut before the checkpoint was made finds none.
+	if n, err := e.st.Audit().Prune(e.ctx, store.AuditPruneRequest{Before: cut}); err != nil || n != 0 {
+		t.Fatalf("Prune before the checkpoint = %d, %v", n, err)
+	}
+	if n, err := e.st.Audit().Prune(e.ctx, store.AuditPruneRequest{Before: e.clock.Now()}); err != nil || n != 5 {
+		t.Fatalf("Prune = %d, %v; want the 5 events before the checkpoint", n, err)
+	}
+	events := e.auditAll(s.AgentID)
+	if len(events) != 2 || events[0].Kind != store.AuditCheckpoint || events[0].Seq != 6 || events[1].Seq != 7 {
+		t.Fatalf("chain after the cut: %v", stepsOf(events))
+	}
+	if got := e.auditAll(keep.AgentID); len(got) != 2 {
+		t.Fatalf("a chain without a checkpoint was cut: %d events", len(got))
+	}
+	e.verifyAudit()
+	if n, err := e.st.Audit().Prune(e.ctx, store.AuditPruneRequest{Before: e.clock.Now()}); err != nil || n != 0 {
+		t.Fatalf("second Prune = %d, %v", n, err)
+	}
+	// Every chain at once.
+	e.clock.Advance(time.Second)
+	if n, err := e.st.Audit().Checkpoint(e.ctx, ""); err != nil || n != 2 {
+		t.Fatalf("Checkpoint of all = %d, %v", n, err)
+	}
+	e.clock.Advance(time.Second)
+	if n, err := e.st.Audit().Prune(e.ctx, store.AuditPruneRequest{Before: e.clock.Now()}); err != nil || n != 4 {
+		t.Fatalf("Prune of all = %d, %v; want 4", n, err)
+	}
+	e.verifyAudit()
+	if n, err := e.st.Audit().Checkpoint(e.ctx, "no-such-agent"); err != nil || n != 0 {
+		t.Fatalf("Checkpoint of an agent without a chain = %d, %v", n, err)
+	}
+}
+
+func testAuditPruneTampered(t *testing.T, e *env) {
+	s := e.create(baseRequest())
+	e.mustUse(s.ID, "read_file")
+	e.mustUse(s.ID, "read_file")
+	e.tamper(`UPDATE audit_events SET detail = '{"tools":[]}' WHERE agent_id = '` + s.AgentID + `' AND seq = 2`)
+	if _, err := e.st.Audit().Checkpoint(e.ctx, s.AgentID); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Second)
+	_, err := e.st.Audit().Prune(e.ctx, store.AuditPruneRequest{Before: e.clock.Now()})
+	wantErr(t, err, store.ErrCorrupt)
+	if n := len(e.auditAll(s.AgentID)); n != 4 {
+		t.Fatalf("a refused prune left %d events, want 4", n)
+	}
+}
+
+func testAuditRestore(t *testing.T, e *env) {
+	a := e.spendSession(costLimit(100, store.WindowLifetime))
+	b := e.create(baseRequest())
+	e.mustReserve(a.ID, usd(10), "r")
+	e.mustUse(b.ID, "read_file")
+	if _, err := e.st.Audit().Checkpoint(e.ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Second)
+	if _, err := e.st.Audit().Prune(e.ctx, store.AuditPruneRequest{Before: e.clock.Now(), AgentID: a.AgentID}); err != nil {
+		t.Fatal(err)
+	}
+	e.mustUse(a.ID, "list_dir")
+	rep := e.verifyAudit()
+	events := e.auditAll("")
+	heads, err := e.st.Audit().Heads(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := newEnv(t, e.h)
+	n, err := fresh.st.Audit().Restore(fresh.ctx, store.AuditRestoreRequest{Events: events, Heads: heads})
+	if err != nil || n != int64(len(events)) {
+		t.Fatalf("Restore = %d, %v; want %d", n, err, len(events))
+	}
+	if got := fresh.verifyAudit(); got.Digest != rep.Digest || got.Events != rep.Events {
+		t.Fatalf("restored trail: %+v, original %+v", got, rep)
+	}
+	if got := fresh.auditAll(""); fmt.Sprint(got) != fmt.Sprint(events) {
+		t.Fatalf("restored events differ:\n%v\n%v", got, events)
+	}
+	_, err = fresh.st.Audit().Restore(fresh.ctx, store.AuditRestoreRequest{Events: events, Heads: heads})
+	wantErr(t, err, store.ErrConflict)
+	if n, err := fresh.st.Audit().Restore(fresh.ctx, store.AuditRestoreRequest{Events: events, Heads: heads, SkipExisting: true}); err != nil || n != 0 {
+		t.Fatalf("Restore with SkipExisting = %d, %v", n, err)
+	}
+	// The restored chains go on.
+	s := fresh.create(func() store.CreateRequest { r := baseRequest(); r.AgentID = b.AgentID; return r }())
+	fresh.mustUse(s.ID, "read_file")
+	fresh.verifyAudit()
+}
+
+func testAuditRestoreBroken(t *testing.T, e *env) {
+	s := e.create(baseRequest())
+	e.mustUse(s.ID, "read_file")
+	e.mustUse(s.ID, "read_file")
+	events := e.auditAll("")
+	heads, _ := e.st.Audit().Heads(e.ctx)
+	fresh := newEnv(t, e.h)
+	broken := slices.Clone(events)
+	broken[1].Outcome = store.OutcomeRateLimited
+	for _, req := range []store.AuditRestoreRequest{
+		{Events: broken, Heads: heads},
+		{Events: events[1:], Heads: heads},
+		{Events: events[:2], Heads: heads},
+		{Events: events},
+		{Events: events, Heads: append(slices.Clone(heads), heads[0])},
+	} {
+		if _, err := fresh.st.Audit().Restore(fresh.ctx, req); !errors.Is(err, store.ErrInvalidInput) {
+			t.Fatalf("Restore of a broken chain: %v", err)
+		}
+	}
+	if n := fresh.auditCount(); n != 0 {
+		t.Fatalf("refused restores wrote %d events", n)
+	}
+}
+
+func testAuditInvalid(t *testing.T, e *env) {
+	for _, f := range []store.AuditFilter{
+		{AgentID: "\x00"}, {Kind: "nope"}, {Limit: -1}, {After: "x"}, {After: "-1:a"},
+	} {
+		if _, err := e.st.Audit().List(e.ctx, f); !errors.Is(err, store.ErrInvalidInput) {
+			t.Fatalf("List(%+v) = %v", f, err)
+		}
+	}
+	if _, err := e.st.Audit().Prune(e.ctx, store.AuditPruneRequest{}); !errors.Is(err, store.ErrInvalidInput) {
+		t.Fatalf("Prune without a time: %v", err)
+	}
+	if _, err := e.st.Audit().Checkpoint(e.ctx, "\x01"); !errors.Is(err, store.ErrInvalidInput) {
+		t.Fatalf("Checkpoint of a bad agent id: %v", err)
+	}
+}
