@@ -46,7 +46,15 @@ func TestDemoFreshRefusesForeignFiles(t *testing.T) {
 // write is removed only with --yes.
 func TestDemoFreshKeepsOtherData(t *testing.T) {
 	e := newTestEnv(t)
+	listed := func() int {
+		var page listJSON
+		if err := json.Unmarshal([]byte(e.run("list", "--json").want(t, 0).stdout), &page); err != nil {
+			t.Fatal(err)
+		}
+		return len(page.Items)
+	}
 	e.run("demo").want(t, 0)
+	one := listed() // the governed sessions of one demo run
 	e.run("create", "--id", "mine", "--agent", "me", "--budget", "3").want(t, 0)
 	e.run("demo", "--fresh").want(t, exitError).oneLineErr(t, "holds data the demo did not write (1 governed sessions of other agents): give --yes")
 	e.run("show", "mine").want(t, 0)
@@ -55,9 +63,8 @@ func TestDemoFreshKeepsOtherData(t *testing.T) {
 	// A store written by demos only goes without --yes.
 	e.run("demo").want(t, 0)
 	e.run("demo", "--fresh").want(t, 0)
-	var page listJSON
-	if err := json.Unmarshal([]byte(e.run("list", "--json").want(t, 0).stdout), &page); err != nil || len(page.Items) != 1 {
-		t.Fatalf("after demo --fresh: %d sessions (%v)", len(page.Items), err)
+	if n := listed(); n != one {
+		t.Fatalf("after demo --fresh: %d sessions, want the %d of one demo", n, one)
 	}
 	e.run("demo", "--yes").want(t, exitUsage).oneLineErr(t, "--yes goes with --fresh")
 }

@@ -24,17 +24,17 @@ const (
 // exportDoc is an export file: every facet of the exported sessions, one
 // section per facet of the registry (see facetOps.section).
 type exportDoc struct {
-	Format        string       `json:"format"`
-	Version       int          `json:"version"`
-	ExportedAt    string       `json:"exported_at"`
-	Governed      []govView    `json:"governed_sessions"`
-	Runtime       []rtExport   `json:"runtime_sessions"`
-	Conversations []convExport `json:"conversations"`
-	// AgentSessions is nil in version-1 documents.
-	AgentSessions *agentExport `json:"agent_sessions,omitempty"`
+	Format     string    `json:"format"`
+	Version    int       `json:"version"`
+	ExportedAt string    `json:"exported_at"`
+	Governed   []govView `json:"governed_sessions"`
 	// Spend is the governed sessions' spend limits and reservations, and
 	// their agents' limits (nil before version 3; govexport.go).
-	Spend *store.SpendRecords `json:"spend,omitempty"`
+	Spend         *store.SpendRecords `json:"spend,omitempty"`
+	Runtime       []rtExport          `json:"runtime_sessions"`
+	Conversations []convExport        `json:"conversations"`
+	// AgentSessions is nil in version-1 documents.
+	AgentSessions *agentExport `json:"agent_sessions,omitempty"`
 	// Audit is nil before version 3 (audit.go).
 	Audit *auditExport `json:"audit,omitempty"`
 }
