@@ -70,6 +70,8 @@ func callsAfterClose(st store.Store) map[string]map[string]closedCall {
 			"Status":         func(ctx context.Context) error { return err1(sp.Status(ctx, id)) },
 			"AgentStatus":    func(ctx context.Context) error { return err1(sp.AgentStatus(ctx, "agent")) },
 			"ReleaseExpired": func(ctx context.Context) error { return err1(sp.ReleaseExpired(ctx)) },
+			"Export":         func(ctx context.Context) error { return err1(sp.Export(ctx, nil)) },
+			"Restore":        func(ctx context.Context) error { return err1(sp.Restore(ctx, store.SpendRestoreRequest{})) },
 		},
 		"Audit": {
 			"List":       func(ctx context.Context) error { return err1(au.List(ctx, store.AuditFilter{AgentID: "agent"})) },

@@ -968,25 +968,20 @@ func spendHangRole(ctx context.Context, st store.Store, args []string, out io.Wr
 	select {} // until killed
 }
 
-// realTimeStore opens a store on the env's database with a manual clock
-// that starts at the real time: helper processes run on the real clock.
-func (e *env) realTimeStore() (store.Store, *Clock) {
-	e.t.Helper()
-	clock := &Clock{now: time.Now().UTC().Truncate(time.Millisecond)}
-	st, err := e.h.Open(e.ctx, e.loc, clock.Now)
-	if err != nil {
-		e.t.Fatalf("open store: %v", err)
-	}
-	e.t.Cleanup(func() { st.Close() })
-	return st, clock
+// helperClockStore returns a store on the env's database and the manual
+// clock it runs on, the env's: helper processes (spawn) run on the wall
+// clock shifted to agree with it at spawn, so that every process of a
+// test judges reservation expiry on one time line.
+func (e *env) helperClockStore() (store.Store, *Clock) {
+	return e.st, e.clock
 }
 
 func testSpendMultiProcess(t *testing.T, e *env) {
 	const procs, workers, amount, fits = 3, 6, 1000, 400
 	limit := int64(amount*fits + amount - 1)
-	st, _ := e.realTimeStore()
+	st, _ := e.helperClockStore()
 	req := baseRequest()
-	req.TimeLimit = 100 * 365 * 24 * time.Hour // helpers run on the real clock
+	req.TimeLimit = 100 * 365 * 24 * time.Hour // helpers' clocks move on with the wall clock
 	req.SpendLimits = []store.SpendLimit{costLimit(limit, store.WindowLifetime)}
 	s, err := st.Governance().Create(e.ctx, req)
 	if err != nil {
@@ -1040,7 +1035,7 @@ func testSpendMultiProcess(t *testing.T, e *env) {
 
 func testSpendKilledProcess(t *testing.T, e *env) {
 	const n, amount, ttl = 5, 100, 10 * time.Minute
-	st, clock := e.realTimeStore()
+	st, clock := e.helperClockStore()
 	req := baseRequest()
 	req.TimeLimit = 100 * 365 * 24 * time.Hour
 	req.SpendLimits = []store.SpendLimit{costLimit(n*amount, store.WindowLifetime)}
@@ -1048,6 +1043,7 @@ func testSpendKilledProcess(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	spawned := time.Now()
 	cmd, stdout := e.spawn("spend-reserve-and-hang", s.ID, strconv.Itoa(n), strconv.Itoa(amount), strconv.FormatInt(ttl.Milliseconds(), 10))
 	sc := bufio.NewScanner(stdout)
 	if !sc.Scan() || !strings.Contains(sc.Text(), `"reserved":5`) {
@@ -1061,10 +1057,9 @@ func testSpendKilledProcess(t *testing.T, e *env) {
 	if _, err := st.Spend().Reserve(e.ctx, store.ReserveRequest{SessionID: s.ID, Amount: usd(1), Currency: "USD"}); !errors.Is(err, store.ErrSpendLimitExceeded) {
 		t.Fatalf("reserve while the dead process's reservations hold: %v", err)
 	}
-	// ... and are released once they have: the helper reserved on the real
-	// clock, after this store's clock was set.
-	clock.Advance(time.Since(clock.Now()))
-	clock.Advance(ttl + time.Second)
+	// ... and are released once they have: the helper's clock started at
+	// this one's and moved on with the wall clock until it was killed.
+	clock.Advance(time.Since(spawned) + ttl + time.Second)
 	stat, err := st.Spend().Status(e.ctx, s.ID)
 	if err != nil {
 		t.Fatal(err)
