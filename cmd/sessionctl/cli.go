@@ -138,6 +138,15 @@ func (g *globals) fail(name string, err error) int {
 	return exitFor(err)
 }
 
+// result is the exit status of a command that ended with err: 0 for nil,
+// else err reported as by fail.
+func (g *globals) result(name string, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	return g.fail(name, err)
+}
+
 // oneLine folds a multi-line message into one line.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")

@@ -123,10 +123,10 @@ func TestDamagedDatabase(t *testing.T) {
 		{"list"}, {"show", "x"}, {"stats"}, {"use", "x", "--tool", "t"}, {"create", "--agent", "a", "--budget", "1"},
 		{"close", "x"}, {"cleanup"}, {"export"}, {"import", "-"},
 	} {
-		e.run(args...).want(t, exitError).oneLineErr(t, "not a session store")
+		e.run(args...).want(t, exitNotStore).oneLineErr(t, "not a session store")
 	}
 	for _, args := range [][]string{{"migrate", "status"}, {"migrate", "up"}, {"backup", filepath.Join(e.dir, "b.db")}} {
-		e.run(args...).want(t, exitError).oneLineErr(t, "damaged")
+		e.run(args...).want(t, exitStorage).oneLineErr(t, "damaged")
 	}
 	r := e.run("doctor").want(t, exitError).oneLineErr(t, "is unhealthy")
 	if !strings.Contains(r.stdout, "sqlite  fail    not a readable SQLite database: database file is damaged") {
@@ -283,11 +283,11 @@ func TestShowNotFound(t *testing.T) { bothBackends(t, testShowNotFound) }
 func testShowNotFound(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
 	e.run("create", "--id", "s", "--agent", "a", "--budget", "1").want(t, 0)
-	e.run("show", "nope").want(t, exitError).oneLineErr(t, "session nope: session not found")
-	e.run("close", "nope").want(t, exitError).oneLineErr(t, "nope: session not found")
+	e.run("show", "nope").want(t, exitNotFound).oneLineErr(t, "session nope: session not found")
+	e.run("close", "nope").want(t, exitNotFound).oneLineErr(t, "nope: session not found")
 	e.run("close", "s").want(t, 0)
-	e.run("close", "s").want(t, exitError).oneLineErr(t, "s: session already closed")
-	e.run("create", "--id", "s", "--agent", "a", "--budget", "1").want(t, exitError).oneLineErr(t, "session s already exists")
+	e.run("close", "s").want(t, exitClosed).oneLineErr(t, "s: session already closed")
+	e.run("create", "--id", "s", "--agent", "a", "--budget", "1").want(t, exitConflict).oneLineErr(t, "session s already exists")
 }
 
 func TestCreateMaxActive(t *testing.T) { bothBackends(t, testCreateMaxActive) }
@@ -296,7 +296,7 @@ func testCreateMaxActive(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
 	e.run("create", "--agent", "a", "--budget", "1", "--max-active", "2").want(t, 0)
 	e.run("create", "--agent", "a", "--budget", "1", "--max-active", "2").want(t, 0)
-	e.run("create", "--agent", "a", "--budget", "1", "--max-active", "2").want(t, exitError).
+	e.run("create", "--agent", "a", "--budget", "1", "--max-active", "2").want(t, exitTooMany).
 		oneLineErr(t, "too many concurrent sessions: agent a has 2 active sessions, --max-active is 2")
 	r := e.run("close-agent", "a", "--json").want(t, 0)
 	if strings.TrimSpace(r.stdout) != "{\n  \"agent_id\": \"a\",\n  \"closed\": 2\n}" {
@@ -437,12 +437,12 @@ func testExportImportRoundTrip(t *testing.T, newTestEnv envMaker) {
 	before := fileState(t, dst.db)
 	// Sections are imported in registry order, in one transaction: the
 	// governed session is the first conflict, and nothing is written.
-	dst.run("import", exported).want(t, exitError).oneLineErr(t, "governed session t-active exists (use --skip-existing)")
+	dst.run("import", exported).want(t, exitConflict).oneLineErr(t, "governed session t-active exists (use --skip-existing)")
 	sameFiles(t, before, fileState(t, dst.db))
 	// An existing audit chain is a conflict like an existing id.
-	dst.runStdin(onlyAudit(t, readFile(t, exported)), "import", "-").want(t, exitError).oneLineErr(t, "the audit chain of agent a1 exists (use --skip-existing)")
+	dst.runStdin(onlyAudit(t, readFile(t, exported)), "import", "-").want(t, exitConflict).oneLineErr(t, "the audit chain of agent a1 exists (use --skip-existing)")
 	sameFiles(t, before, fileState(t, dst.db))
-	dst.runStdin(withoutAudit(t, readFile(t, exported)), "import", "-").want(t, exitError).oneLineErr(t, "governed session t-active exists (use --skip-existing)")
+	dst.runStdin(withoutAudit(t, readFile(t, exported)), "import", "-").want(t, exitConflict).oneLineErr(t, "governed session t-active exists (use --skip-existing)")
 	sameFiles(t, before, fileState(t, dst.db))
 	r = dst.run("import", "--skip-existing", exported).want(t, 0)
 	if r.stdout != "imported nothing from 1 file, 6 existing skipped\n" {
