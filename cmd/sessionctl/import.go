@@ -11,6 +11,8 @@ import (
 	"os"
 	"slices"
 
+	"github.com/mattn/go-isatty"
+
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/store/a3s"
 )
@@ -443,12 +445,9 @@ func (p *progress) done() {
 	}
 }
 
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
+// isTerminal reports whether w is a terminal (not merely a character
+// device: /dev/null is one too).
+func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }

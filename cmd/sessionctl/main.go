@@ -53,6 +53,9 @@ type globals struct {
 	stderr io.Writer
 	stdin  io.Reader
 	now    func() time.Time
+	// terminalStdin overrides whether stdin is a terminal (tests); nil
+	// asks the file.
+	terminalStdin *bool
 }
 
 // Command groups, in the order help lists them.
@@ -72,6 +75,7 @@ func commands() []command {
 		{"runs", groupInspect, "list a conversation's run records", runRuns},
 		{"reports", groupInspect, "list a conversation's verification reports", runReports},
 		{"uploads", groupInspect, "list a runtime session's uploads", runUploads},
+		{"agents", groupInspect, "list, show, follow, delete agent sessions (app, user, session)", runAgents},
 		{"stats", groupInspect, "counts by status, sizes, schema version", runStats},
 		{"audit", groupInspect, "list, verify, checkpoint or prune the audit trail", runAudit},
 
@@ -79,6 +83,7 @@ func commands() []command {
 		{"use", groupDrive, "record tool calls against a governed session", runUse},
 		{"close", groupDrive, "close governed sessions", runClose},
 		{"close-agent", groupDrive, "close every active session of an agent", runCloseAgent},
+		{"delete", groupDrive, "delete one conversation or runtime session with what it owns", runDelete},
 		{"cleanup", groupDrive, "delete expired and closed governed sessions", runCleanup},
 		{"reserve", groupDrive, "reserve tokens and money before a model call", runReserve},
 		{"settle", groupDrive, "record a reservation's actual usage", runSettle},
