@@ -46,7 +46,7 @@ func (g *globals) parse(fs *flag.FlagSet, sp spec, args []string) (pos []string,
 			return nil, exitOK, true
 		}
 		if err != nil {
-			return nil, g.usageErr(sp.name, "%s", flagErr(err)), true
+			return nil, g.usageErr(sp.name, "%s", flagSuggestion(fs, err)), true
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {

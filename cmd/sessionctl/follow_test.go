@@ -363,3 +363,61 @@ func testFollowOtherProcess(t *testing.T, newTestEnv envMaker) {
 		t.Fatalf("follow process after an interrupt: %v", err)
 	}
 }
+
+// BenchmarkFollowLatency measures the latency from commit to print across
+// two processes: this process appends one message at a time (the append
+// returns once it is committed) and reads the line that "sessionctl
+// messages --follow --json", running in another OS process, prints for it.
+// It reports the median and the 99th percentile.
+//
+//	go test ./cmd/sessionctl -run '^$' -bench FollowLatency -benchtime 300x
+//	scripts/with-postgres.sh go test ./cmd/sessionctl -run '^$' -bench FollowLatency/postgres -benchtime 300x
+func BenchmarkFollowLatency(b *testing.B) {
+	b.Run("sqlite", func(b *testing.B) { benchFollowLatency(b, b.TempDir()+"/sessions.db") })
+	b.Run("postgres", func(b *testing.B) { benchFollowLatency(b, pgSchemaURL(b)) })
+}
+
+func benchFollowLatency(b *testing.B, db string) {
+	ctx := context.Background()
+	g := &globals{db: db}
+	st, err := g.openOrCreate(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Conversations().Save(ctx, store.NewConversation("c1")); err != nil {
+		b.Fatal(err)
+	}
+	h := startHelper(b, "sessionctl", false, "--db", db, "messages", "c1", "--follow", "--json")
+	lines := make(chan string, 16)
+	go func() {
+		defer close(lines)
+		for {
+			l, err := h.out.ReadString('\n')
+			if err != nil {
+				return
+			}
+			lines <- l
+		}
+	}()
+	// A first message proves the follow runs before the clock starts.
+	if _, err := st.Conversations().AppendMessages(ctx, "c1", store.UserMessage("warm-up")); err != nil {
+		b.Fatal(err)
+	}
+	waitLines(b, lines, 1, "the warm-up message")
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := st.Conversations().AppendMessages(ctx, "c1", store.UserMessage(fmt.Sprint("m", i))); err != nil {
+			b.Fatal(err)
+		}
+		committed := time.Now()
+		waitLines(b, lines, 1, "a followed message")
+		lat = append(lat, time.Since(committed))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	h.cmd.Process.Signal(os.Interrupt)
+}

@@ -99,6 +99,7 @@ func commands() []command {
 		{"demo", groupMaintain, "create a database and show what the store does", runDemo},
 		{"bench", groupMaintain, "measure the store on this disk (fsync rate, Use, get, list)", runBench},
 		{"version", groupMaintain, "print the binary and schema versions", runVersion},
+		{"completion", groupMaintain, "print a shell completion script (bash, zsh, fish)", runCompletion},
 	}
 	return cmds
 }
@@ -137,13 +138,17 @@ func (g *globals) run(ctx context.Context, args []string) int {
 		defaultDB = "sessions.db"
 	}
 	fs.StringVar(&g.db, "db", defaultDB, "database file or postgres:// URL (default $SESSIONCTL_DB, else ./sessions.db)")
-	if err := fs.Parse(args); err != nil {
+	version := fs.Bool("version", false, "print the versions (as sessionctl version)")
+	if err := fs.Parse(hoistGlobals(args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			g.usage(g.stdout)
 			return exitOK
 		}
 		fmt.Fprintf(g.stderr, "sessionctl: %s (see sessionctl help)\n", flagErr(err))
 		return exitUsage
+	}
+	if *version {
+		return runVersion(ctx, g, nil) // whatever else the line holds
 	}
 	if fs.NArg() == 0 {
 		g.usage(g.stderr)
@@ -160,7 +165,7 @@ func (g *globals) run(ctx context.Context, args []string) int {
 	if c, ok := lookup(name); ok {
 		return c.run(ctx, g, rest)
 	}
-	fmt.Fprintf(g.stderr, "sessionctl: unknown command %q (see sessionctl help)\n", name)
+	fmt.Fprintf(g.stderr, "sessionctl: unknown command %q%s (see sessionctl help)\n", name, didYouMean(name, commandNames()))
 	return exitUsage
 }
 
@@ -185,7 +190,7 @@ func (g *globals) help(args []string) int {
 	}
 	c, ok := lookup(args[0])
 	if !ok {
-		fmt.Fprintf(g.stderr, "sessionctl help: unknown command %q\n", args[0])
+		fmt.Fprintf(g.stderr, "sessionctl help: unknown command %q%s\n", args[0], didYouMean(args[0], commandNames()))
 		return exitUsage
 	}
 	return c.run(context.Background(), g, []string{"--help"})
@@ -207,7 +212,8 @@ func (g *globals) usage(w io.Writer) {
 	fmt.Fprintln(w, "\nGlobal flags:")
 	fmt.Fprintln(w, "  --db PATH   database file (default $SESSIONCTL_DB, else ./sessions.db), or a")
 	fmt.Fprintln(w, "              postgres:// URL for PostgreSQL (the store's schema: the first of")
-	fmt.Fprintln(w, "              its search_path, public by default)")
+	fmt.Fprintln(w, "              its search_path, public by default); anywhere on the line")
+	fmt.Fprintln(w, "  --version   print the module, VCS, Go, SQLite and schema versions")
 	fmt.Fprintln(w, "\nRead commands take --json. \"sessionctl COMMAND --help\" shows a command's")
 	fmt.Fprintln(w, "flags and an example; \"sessionctl help exit\" lists the exit statuses.")
 	fmt.Fprintln(w, "\nExample:\n  sessionctl --db /tmp/demo.db demo && sessionctl --db /tmp/demo.db list")
