@@ -5,7 +5,8 @@
 //
 //	sessionctl [--db PATH] COMMAND [ARGS]
 //
-// The database is --db, else $SESSIONCTL_DB, else ./sessions.db: a SQLite
+// Global flags (--db, --version) may stand anywhere on the line. The
+// database is --db, else $SESSIONCTL_DB, else ./sessions.db: a SQLite
 // file, or a postgres:// (postgresql://) URL for a PostgreSQL server, on
 // which every command works except backup (use pg_dump). Read
 // commands take --json for one JSON document with snake_case field names;
@@ -13,15 +14,15 @@
 // example. Run "sessionctl help" for the list of commands and "sessionctl
 // help exit" for the exit statuses.
 //
-// Exit statuses: 0 success, 1 runtime error, 2 usage error (unknown flag,
-// missing argument, invalid input), 11 the database's schema is newer than
-// this binary. "sessionctl use" exits with a distinct status per refusal:
-// 3 not found, 4 agent mismatch, 5 closed, 6 expired, 7 budget exceeded,
-// 8 tool not authorized, 9 rate limited, 10 request id conflict;
-// "sessionctl reserve" exits 12 when a spend limit refuses (its other
-// refusals, and those of settle and release, exit as use's).
-// "sessionctl doctor" and "sessionctl audit verify" exit 1 when the
-// database is unhealthy or an audit chain does not verify.
+// Exit statuses, the same for every command (one mapping, exit.go): 0
+// success, 1 runtime error, 2 usage error (unknown flag, missing argument,
+// invalid input), 3 not found, 4 agent mismatch, 5 closed, 6 expired, 7
+// budget exceeded, 8 tool not authorized, 9 rate limited, 10 conflict, 11
+// the database's schema is newer than this binary, 12 a spend limit, 13
+// too many sessions, 14 not a session store, 15 storage failure, 16 busy,
+// 17 a followed stream was rewritten. "sessionctl doctor" and "sessionctl
+// audit verify" exit 1 when the database is unhealthy or an audit chain
+// does not verify.
 package main
 
 import (
