@@ -127,6 +127,7 @@ func (g *globals) printHelp(fs *flag.FlagSet, sp spec) {
 
 // usageErr reports a usage error in one line and returns exit status 2.
 func (g *globals) usageErr(name, format string, args ...any) int {
+	g.status.clear()
 	fmt.Fprintf(g.stderr, "sessionctl %s: %s (see sessionctl %s --help)\n", name, fmt.Sprintf(format, args...), name)
 	return exitUsage
 }
@@ -134,6 +135,7 @@ func (g *globals) usageErr(name, format string, args ...any) int {
 // fail reports err in one line and returns its exit status (2 for invalid
 // input, else 1).
 func (g *globals) fail(name string, err error) int {
+	g.status.clear()
 	fmt.Fprintf(g.stderr, "sessionctl %s: %s\n", name, oneLine(err.Error()))
 	return exitFor(err)
 }

@@ -636,31 +636,6 @@ func TestDatabaseFromEnvironment(t *testing.T) {
 	}
 }
 
-func TestImportProgressLine(t *testing.T) {
-	var buf strings.Builder
-	if p := newProgress(&buf, 5); p.on {
-		t.Fatal("progress is on for a writer that is not a terminal")
-	}
-	if p := newProgress(os.Stderr, 1); p.on {
-		t.Fatal("progress is on for a single file")
-	}
-	p := &progress{w: &buf, total: 3, on: true}
-	p.show(0, "a.json")
-	p.show(1, "b.json")
-	p.done()
-	if got := buf.String(); got != "\r\033[Kimporting 1/3: a.json\r\033[Kimporting 2/3: b.json\r\033[K" {
-		t.Errorf("progress output %q", got)
-	}
-	// On a terminal, the line is drawn; /dev/tty exists only with a
-	// controlling terminal, so this part runs where there is one.
-	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
-		defer tty.Close()
-		if !newProgress(tty, 2).on {
-			t.Error("progress is off on a terminal")
-		}
-	}
-}
-
 // doctor changes nothing: on a schema older than the binary it reports the
 // pending migration and does not open the store (which would migrate it).
 func TestDoctorDoesNotMigrateOlderSchema(t *testing.T) {

@@ -57,6 +57,14 @@ type globals struct {
 	// terminalStdin overrides whether stdin is a terminal (tests); nil
 	// asks the file.
 	terminalStdin *bool
+	// terminalStdout and terminalStderr do the same for stdout and
+	// stderr (progress.go).
+	terminalStdout, terminalStderr *bool
+	// progressEvery is the least time between two redraws of the status
+	// line: 0 is progressEvery, below 0 redraws on every update (tests).
+	progressEvery time.Duration
+	// status is the running command's status line (nil: none).
+	status *progress
 }
 
 // Command groups, in the order help lists them.
@@ -164,7 +172,9 @@ func (g *globals) run(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	if c, ok := lookup(name); ok {
-		return c.run(ctx, g, rest)
+		code := c.run(ctx, g, rest)
+		g.status.clear() // whatever path the command returned by
+		return code
 	}
 	fmt.Fprintf(g.stderr, "sessionctl: unknown command %q%s (see sessionctl help)\n", name, didYouMean(name, commandNames()))
 	return exitUsage

@@ -1,0 +1,197 @@
+package main
+
+// The status line of export, import, gc and backup (progress.go): drawn on
+// stderr when it is a terminal (injected through globals), never on a file
+// or a pipe, and cleared before the summary or an error.
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const clearLine = "\r\033[K"
+
+// runOnTerminal runs sessionctl with stderr as a terminal (stdout too when
+// stdoutTerm), the status line redrawn on every update.
+func (e *testEnv) runOnTerminal(stdoutTerm bool, args ...string) result {
+	e.t.Helper()
+	yes := true
+	return e.runWith(func(g *globals) {
+		g.terminalStderr = &yes
+		g.terminalStdout = &stdoutTerm
+		g.progressEvery = -1
+	}, "", args...)
+}
+
+// statusLines splits what a terminal stderr received into the status
+// lines drawn and the rest (what remains on the screen once every status
+// line is erased). It fails the test if a status line is left on the
+// screen: the last one must be cleared before anything else is printed
+// and before the command ends.
+func statusLines(t *testing.T, stderr string) (lines []string, rest string) {
+	t.Helper()
+	segs := strings.Split(stderr, clearLine)
+	rest = segs[0]
+	for i, s := range segs[1:] {
+		status, after, hasNL := strings.Cut(s, "\n")
+		if !hasNL {
+			if s != "" {
+				lines = append(lines, s)
+				if i == len(segs)-2 {
+					t.Errorf("status line %q left on the screen (stderr %q)", s, stderr)
+				}
+			}
+			continue
+		}
+		// Text with a new line after a clear is ordinary output; a status
+		// line must have been cleared before it.
+		rest += status + "\n" + after
+	}
+	for _, l := range lines {
+		if n := len([]rune(l)); n > progressWidth {
+			t.Errorf("status line of %d runes, wider than %d: %q", n, progressWidth, l)
+		}
+	}
+	return lines, rest
+}
+
+// noStatus fails unless out holds no trace of a status line.
+func noStatus(t *testing.T, what, out string) {
+	t.Helper()
+	if strings.ContainsAny(out, "\r\033") {
+		t.Errorf("%s holds a status line on a non-terminal: %q", what, out)
+	}
+}
+
+// hasLine fails unless one of lines starts with prefix and contains each
+// of parts.
+func hasLine(t *testing.T, lines []string, prefix string, parts ...string) {
+	t.Helper()
+next:
+	for _, l := range lines {
+		if !strings.HasPrefix(l, prefix) {
+			continue
+		}
+		for _, p := range parts {
+			if !strings.Contains(l, p) {
+				continue next
+			}
+		}
+		return
+	}
+	t.Errorf("no status line %q... with %q among:\n%s", prefix, parts, strings.Join(lines, "\n"))
+}
+
+// TestProgressUnit: the line is drawn with "\r" and an erase, throttled,
+// cut to progressWidth, cleared once; a nil progress does nothing; it is
+// never started when stderr is not a terminal.
+func TestProgressUnit(t *testing.T) {
+	var buf bytes.Buffer
+	p := &progress{w: &buf, every: time.Hour}
+	p.show("phase %d", 1)
+	p.update(func() string { return "too soon" })
+	p.show("phase %d", 2)
+	p.clear()
+	p.clear()
+	p.update(func() string { return "after a clear" })
+	p.clear()
+	want := clearLine + "phase 1" + clearLine + "phase 2" + clearLine + clearLine + "after a clear" + clearLine
+	if got := buf.String(); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+
+	buf.Reset()
+	p = &progress{w: &buf, every: -1}
+	p.update(func() string { return strings.Repeat("é", 200) })
+	if got := strings.TrimPrefix(buf.String(), clearLine); len([]rune(got)) != progressWidth || !strings.HasSuffix(got, "…") {
+		t.Errorf("long line drawn as %q", got)
+	}
+
+	var none *progress
+	none.show("x")
+	none.update(func() string { t.Error("text asked of a nil progress"); return "" })
+	none.clear()
+
+	var errb bytes.Buffer
+	g := &globals{stderr: &errb}
+	if g.startProgress(true) != nil || g.status != nil {
+		t.Error("progress started on a buffer")
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	g = &globals{stderr: newTermWriter(f)}
+	if g.startProgress(true) != nil {
+		t.Error("progress started on a file")
+	}
+	yes := true
+	g = &globals{stderr: &errb, terminalStderr: &yes}
+	if g.startProgress(false) != nil {
+		t.Error("progress started though the command turned it off")
+	}
+	if p := g.startProgress(true); p == nil || g.status != p || p.every != progressEvery {
+		t.Errorf("progress on a terminal: %+v", p)
+	}
+	// On a real terminal, the line is drawn; /dev/tty exists only with a
+	// controlling terminal, so this part runs where there is one.
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		defer tty.Close()
+		if (&globals{stderr: tty}).startProgress(true) == nil {
+			t.Error("progress is off on a terminal")
+		}
+	}
+}
+
+// TestProgressImport: importing shows the file and the records and bytes
+// done on a terminal, cleared before the summary; the summary is the same
+// as without a terminal, and without one stderr stays empty.
+func TestProgressImport(t *testing.T) {
+	src := newTestEnv(t)
+	src.fixture()
+	src.convFixture()
+	a := filepath.Join(src.dir, "a.json")
+	b := filepath.Join(src.dir, "b.json")
+	src.run("export", "t-active", "--output", a).want(t, 0)
+	src.run("export", "c1", "--output", b).want(t, 0)
+
+	plain := newTestEnv(t).run("import", a, b).want(t, 0)
+	noStatus(t, "stderr", plain.stderr)
+	noStatus(t, "stdout", plain.stdout)
+
+	r := newTestEnv(t).runOnTerminal(false, "import", a, b).want(t, 0)
+	lines, rest := statusLines(t, r.stderr)
+	if rest != "" {
+		t.Errorf("stderr besides the status line: %q", rest)
+	}
+	if r.stdout != plain.stdout {
+		t.Errorf("summary on a terminal %q, without %q", r.stdout, plain.stdout)
+	}
+	hasLine(t, lines, "importing 1/2 a.json")
+	hasLine(t, lines, "importing 1/2 a.json: ", " of ", " read, ", "1 governed session")
+	hasLine(t, lines, "importing 2/2 b.json: ", " read, ", "1 conversation")
+
+	r = newTestEnv(t).runOnTerminal(false, "import", "--dry-run", "--json", a).want(t, 0)
+	lines, _ = statusLines(t, r.stderr)
+	hasLine(t, lines, "checking a.json: ", "1 governed session")
+	noStatus(t, "stdout", r.stdout)
+
+	// A failing file: the line is cleared before the error.
+	bad := filepath.Join(src.dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"format": "sessionctl-export", "version": 99}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = newTestEnv(t).runOnTerminal(false, "import", a, bad)
+	if r.code == 0 {
+		t.Fatal("import of a bad file succeeded")
+	}
+	_, rest = statusLines(t, r.stderr)
+	if !strings.HasPrefix(rest, "sessionctl import: "+bad) || strings.Count(rest, "\n") != 1 {
+		t.Errorf("error after the status line: %q", rest)
+	}
+}
