@@ -181,6 +181,7 @@ func exportAgentSessions(ctx context.Context, x *exportRun) error {
 		}
 		x.out.value("", newAgentSessionExport(full))
 		x.counts.AgentSessions++
+		x.tick()
 		return nil
 	})
 }

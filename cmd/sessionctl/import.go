@@ -445,14 +445,17 @@ func jsonErr(err error) string {
 }
 
 // importStatus returns the status line's report of one file's import: the
-// records imported so far and the bytes read of the file.
+// records imported so far (every facet's, skipped ones aside) and the
+// bytes read of the file.
 func importStatus(p *progress, label string) func(x *importRun, read, size int64) {
 	if p == nil {
 		return nil
 	}
 	return func(x *importRun, read, size int64) {
 		p.update(func() string {
-			return fmt.Sprintf("%s: %s read, %s", label, ofTotal(read, size), countsText(x.counts))
+			c := x.counts
+			n := c.Governed + c.Runtime + c.Conversations + c.AgentSessions + c.Audit
+			return fmt.Sprintf("%s: %d %s, %s read", label, n, plural(int(n), "record", "records"), ofTotal(read, size))
 		})
 	}
 }

@@ -173,12 +173,12 @@ func TestProgressImport(t *testing.T) {
 		t.Errorf("summary on a terminal %q, without %q", r.stdout, plain.stdout)
 	}
 	hasLine(t, lines, "importing 1/2 a.json")
-	hasLine(t, lines, "importing 1/2 a.json: ", " of ", " read, ", "1 governed session")
-	hasLine(t, lines, "importing 2/2 b.json: ", " read, ", "1 conversation")
+	hasLine(t, lines, "importing 1/2 a.json: 1 record, ", " of ", " read")
+	hasLine(t, lines, "importing 2/2 b.json: 1 record, ", " read")
 
 	r = newTestEnv(t).runOnTerminal(false, "import", "--dry-run", "--json", a).want(t, 0)
 	lines, _ = statusLines(t, r.stderr)
-	hasLine(t, lines, "checking a.json: ", "1 governed session")
+	hasLine(t, lines, "checking a.json: 1 record, ")
 	noStatus(t, "stdout", r.stdout)
 
 	// A failing file: the line is cleared before the error.
@@ -192,6 +192,60 @@ func TestProgressImport(t *testing.T) {
 	}
 	_, rest = statusLines(t, r.stderr)
 	if !strings.HasPrefix(rest, "sessionctl import: "+bad) || strings.Count(rest, "\n") != 1 {
+		t.Errorf("error after the status line: %q", rest)
+	}
+}
+
+// TestProgressExport: export shows the section and the items and bytes
+// written; the document is the same with and without a terminal; no line
+// is drawn when the document itself goes to a terminal, nor on a
+// non-terminal stderr.
+func TestProgressExport(t *testing.T) {
+	e := newTestEnv(t)
+	e.fixture()
+	e.convFixture()
+
+	plain := e.run("export").want(t, 0)
+	noStatus(t, "stderr", plain.stderr)
+	r := e.runOnTerminal(false, "export").want(t, 0)
+	if r.stdout != plain.stdout {
+		t.Error("the document differs when stderr is a terminal")
+	}
+	lines, rest := statusLines(t, r.stderr)
+	if rest != "" {
+		t.Errorf("stderr besides the status line: %q", rest)
+	}
+	hasLine(t, lines, "exporting governed sessions: 0 done, ", " B written")
+	hasLine(t, lines, "exporting governed sessions: 4 done, ", " KiB written")
+	hasLine(t, lines, "exporting conversations: 3 done, ", " KiB written")
+	hasLine(t, lines, "exporting the end of the document: ")
+
+	// The document on a terminal: no status line among it.
+	r = e.runOnTerminal(true, "export").want(t, 0)
+	if r.stderr != "" {
+		t.Errorf("stderr with the document on a terminal: %q", r.stderr)
+	}
+
+	// To a file: the line is cleared before the summary, which is the
+	// same as without a terminal.
+	out := filepath.Join(e.dir, "x.json")
+	plain = e.run("export", "t-active", "c1", "--output", out).want(t, 0)
+	noStatus(t, "stderr", plain.stderr)
+	if err := os.Remove(out); err != nil {
+		t.Fatal(err)
+	}
+	r = e.runOnTerminal(true, "export", "t-active", "c1", "--output", out).want(t, 0)
+	lines, rest = statusLines(t, r.stderr)
+	if rest != plain.stderr {
+		t.Errorf("summary on a terminal %q, without %q", rest, plain.stderr)
+	}
+	hasLine(t, lines, "exporting: checking the ids")
+	hasLine(t, lines, "exporting governed sessions: 1 done, ")
+	hasLine(t, lines, "exporting conversations: 1 done, ")
+
+	// An error: cleared before it.
+	r = e.runOnTerminal(false, "export", "t-active", "--output", out).want(t, exitError)
+	if _, rest = statusLines(t, r.stderr); !strings.HasPrefix(rest, "sessionctl export: ") {
 		t.Errorf("error after the status line: %q", rest)
 	}
 }
