@@ -249,3 +249,50 @@ func TestProgressExport(t *testing.T) {
 		t.Errorf("error after the status line: %q", rest)
 	}
 }
+
+// TestProgressGC: gc shows its steps (the check, the deletions, the trim,
+// the idle agent sessions, the checkpoint) and what they did; its output
+// is the same with and without a terminal.
+func TestProgressGC(t *testing.T) {
+	envs := func() (*testEnv, *testEnv) {
+		a, b := newTestEnv(t), newTestEnv(t)
+		for _, e := range []*testEnv{a, b} {
+			e.convFixture()
+			e.agentFixture()
+		}
+		return a, b
+	}
+	args := []string{"gc", "--older-than", "720h", "--keep-last", "2", "--vacuum"}
+	plainEnv, termEnv := envs()
+	plain := plainEnv.run(args...).want(t, 0)
+	noStatus(t, "stderr", plain.stderr)
+	r := termEnv.runOnTerminal(true, args...).want(t, 0)
+	if r.stdout != plain.stdout {
+		t.Errorf("output on a terminal:\n%s\nwithout:\n%s", r.stdout, plain.stdout)
+	}
+	lines, rest := statusLines(t, r.stderr)
+	if rest != "" {
+		t.Errorf("stderr besides the status line: %q", rest)
+	}
+	hasLine(t, lines, "gc: checking the database before changing it")
+	hasLine(t, lines, "gc: deleting conversations not updated since ", ": 1 deleted")
+	hasLine(t, lines, "gc: trimming every conversation to its last 2 messages")
+	hasLine(t, lines, "gc: counting idle agent sessions: ", " read, ")
+	hasLine(t, lines, "gc: rewriting the database file (vacuum), then checkpointing the WAL")
+
+	e, _ := envs()
+	args = []string{"gc", "--older-than", "720h", "--keep-last", "2", "--dry-run", "--json"}
+	plain = e.run(args...).want(t, 0)
+	r = e.runOnTerminal(true, args...).want(t, 0)
+	if r.stdout != plain.stdout {
+		t.Errorf("JSON on a terminal:\n%s\nwithout:\n%s", r.stdout, plain.stdout)
+	}
+	noStatus(t, "stdout", r.stdout)
+	lines, _ = statusLines(t, r.stderr)
+	hasLine(t, lines, "gc: counting conversations (dry run): 3 read")
+	for _, l := range lines {
+		if strings.Contains(l, "checking the database") || strings.Contains(l, "WAL") {
+			t.Errorf("a dry run shows %q", l)
+		}
+	}
+}
