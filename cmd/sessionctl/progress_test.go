@@ -296,3 +296,39 @@ func TestProgressGC(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressBackup: backup shows its steps and the pages and bytes
+// copied of the total; its summary is the same with and without a
+// terminal.
+func TestProgressBackup(t *testing.T) {
+	e := newTestEnv(t)
+	e.fixture()
+	e.convFixture()
+	plain := e.run("backup", filepath.Join(e.dir, "plain.db")).want(t, 0)
+	noStatus(t, "stderr", plain.stderr)
+	r := e.runOnTerminal(true, "backup", filepath.Join(e.dir, "term.db")).want(t, 0)
+	if want := strings.ReplaceAll(plain.stdout, "plain.db", "term.db"); r.stdout != want {
+		t.Errorf("summary on a terminal %q, without %q", r.stdout, want)
+	}
+	lines, rest := statusLines(t, r.stderr)
+	if rest != "" {
+		t.Errorf("stderr besides the status line: %q", rest)
+	}
+	hasLine(t, lines, "backup: counting the rows of every table")
+	hasLine(t, lines, "backup: copying the pages")
+	hasLine(t, lines, "backup: copied ", " pages, ", " KiB of ", "(100%)")
+	hasLine(t, lines, "backup: checking the copy")
+	hasLine(t, lines, "backup: syncing the copy")
+
+	r = e.runOnTerminal(false, "backup", "--json", filepath.Join(e.dir, "json.db")).want(t, 0)
+	noStatus(t, "stdout", r.stdout)
+	if lines, _ = statusLines(t, r.stderr); len(lines) == 0 {
+		t.Error("no status line with --json")
+	}
+
+	// An error is printed after the line is cleared.
+	r = e.runOnTerminal(false, "backup", filepath.Join(e.dir, "term.db")).want(t, exitError)
+	if _, rest = statusLines(t, r.stderr); !strings.HasPrefix(rest, "sessionctl backup: ") {
+		t.Errorf("error after the status line: %q", rest)
+	}
+}
