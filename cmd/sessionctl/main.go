@@ -33,6 +33,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"text/tabwriter"
 	"time"
 )
@@ -65,6 +66,9 @@ type globals struct {
 	progressEvery time.Duration
 	// status is the running command's status line (nil: none).
 	status *progress
+	// buildInfo replaces debug.ReadBuildInfo (tests); nil reads the
+	// binary's.
+	buildInfo func() (*debug.BuildInfo, bool)
 }
 
 // Command groups, in the order help lists them.
