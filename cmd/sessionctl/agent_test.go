@@ -171,7 +171,7 @@ func testAgentSessionsExportImport(t *testing.T, newTestEnv envMaker) {
 	// written; --skip-existing skips sessions, and state keys with the
 	// same value are nothing to write.
 	before := fileState(t, dst.db)
-	dst.run("import", file).want(t, exitError).oneLineErr(t, "agent session s1 (app billing, user ada) exists (use --skip-existing)")
+	dst.run("import", file).want(t, exitConflict).oneLineErr(t, "agent session s1 (app billing, user ada) exists (use --skip-existing)")
 	sameFiles(t, before, fileState(t, dst.db))
 	r = dst.run("import", "--skip-existing", file).want(t, 0)
 	if r.stdout != "imported nothing from 1 file, 4 existing skipped\n" {
@@ -189,7 +189,7 @@ func testAgentSessionsExportImport(t *testing.T, newTestEnv envMaker) {
 		t.Fatal(err)
 	}
 	before = fileState(t, third.db)
-	third.run("import", file).want(t, exitError).oneLineErr(t, `app state key "greeting" of app support exists with another value (use --skip-existing)`)
+	third.run("import", file).want(t, exitConflict).oneLineErr(t, `app state key "greeting" of app support exists with another value (use --skip-existing)`)
 	sameFiles(t, before, fileState(t, third.db))
 	third.run("import", "--skip-existing", file).want(t, 0)
 	st = third.openStore()

@@ -181,6 +181,7 @@ func exportAgentSessions(ctx context.Context, x *exportRun) error {
 		}
 		x.out.value("", newAgentSessionExport(full))
 		x.counts.AgentSessions++
+		x.tick()
 		return nil
 	})
 }
@@ -455,10 +456,17 @@ func gcAgentSessions(ctx context.Context, g *globals, st cliStore, req gcRequest
 	if err != nil {
 		return err
 	}
+	var seen int64
+	p := g.status
+	p.show("gc: counting idle agent sessions")
 	return eachAgentSession(ctx, st.AgentSessions(), scopes.apps, func(s store.AgentSession) error {
+		seen++
 		if s.UpdatedAt.Before(req.cutoff) {
 			doc.IdleAgentSessions++
 		}
+		p.update(func() string {
+			return fmt.Sprintf("gc: counting idle agent sessions: %d read, %d idle", seen, doc.IdleAgentSessions)
+		})
 		return nil
 	})
 }

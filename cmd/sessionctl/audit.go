@@ -358,6 +358,7 @@ func exportAudit(ctx context.Context, x *exportRun) error {
 	for _, h := range heads {
 		x.out.value("", h)
 		x.counts.Audit++
+		x.tick()
 	}
 	x.out.close(']')
 	x.out.open("events", '[')

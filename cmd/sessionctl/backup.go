@@ -35,6 +35,9 @@ database, its -wal, -shm, -journal or -writer.lock), and must not exist
 unless --force is given. Never copy a live database file with cp: the WAL
 holds committed transactions the main file does not.
 
+When stderr is a terminal, a status line shows the step running and the
+pages copied of the total.
+
 Not supported on PostgreSQL (exit status 1): back the store's schema up
 with the server's own tools, e.g. pg_dump --schema=NAME, or continuous
 archiving.`,
@@ -100,10 +103,11 @@ func runBackup(ctx context.Context, g *globals, args []string) int {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return g.fail(sp.name, fmt.Errorf("directory %s does not exist", dir))
 	}
-	doc, err := backup(ctx, g.db, dest, *force)
+	doc, err := backup(ctx, g.db, dest, *force, g.startProgress(true))
 	if err != nil {
 		return g.fail(sp.name, err)
 	}
+	g.status.clear()
 	doc.Replaced = replaced
 	if *asJSON {
 		if err := writeJSON(g.stdout, doc); err != nil {
@@ -151,8 +155,9 @@ func resolvedPath(path string) string {
 // backup copies the database at src to dest through a temporary file
 // beside dest, checks the copy and renames it into place (replacing dest
 // only with force), then syncs the directory. Nothing is left at dest or
-// beside it when any step fails.
-func backup(ctx context.Context, src, dest string, force bool) (doc backupJSON, err error) {
+// beside it when any step fails. Each step and the pages copied are
+// reported on the status line p (nil: none).
+func backup(ctx context.Context, src, dest string, force bool, p *progress) (doc backupJSON, err error) {
 	doc = backupJSON{Source: src, Backup: dest}
 	tmp := filepath.Join(filepath.Dir(dest), fmt.Sprintf(".%s.backup-%d-%x", filepath.Base(dest), os.Getpid(), rand.Uint64()))
 	defer func() {
@@ -162,13 +167,15 @@ func backup(ctx context.Context, src, dest string, force bool) (doc backupJSON, 
 			}
 		}
 	}()
-	counts, err := snapshotCopy(ctx, src, tmp, &doc)
+	counts, err := snapshotCopy(ctx, src, tmp, &doc, p)
 	if err != nil {
 		return doc, err
 	}
+	p.show("backup: checking the copy (integrity_check, row counts)")
 	if err := checkCopy(ctx, tmp, counts, &doc); err != nil {
 		return doc, err
 	}
+	p.show("backup: syncing the copy and putting it in place")
 	if err := syncFile(tmp); err != nil {
 		return doc, err
 	}
@@ -200,8 +207,8 @@ type tableCount struct {
 // snapshotCopy copies every page of one snapshot of src to the new file
 // tmp with SQLite's online backup, and returns the row count of every
 // table in that same snapshot: the read transaction that counts them is
-// the one the backup reads.
-func snapshotCopy(ctx context.Context, src, tmp string, doc *backupJSON) ([]tableCount, error) {
+// the one the backup reads. The pages copied are reported on p.
+func snapshotCopy(ctx context.Context, src, tmp string, doc *backupJSON, p *progress) ([]tableCount, error) {
 	db, err := openRaw(src, true)
 	if err != nil {
 		return nil, err
@@ -224,10 +231,16 @@ func snapshotCopy(ctx context.Context, src, tmp string, doc *backupJSON) ([]tabl
 		return nil, fmt.Errorf("%s is not a session store (no %s table)", src, migrations.TableName)
 	}
 	doc.SchemaVersion = v
+	p.show("backup: counting the rows of every table")
 	counts, err := countRows(ctx, conn)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src, mapRawErr(err))
 	}
+	var pageSize int64
+	if err := conn.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
+		return nil, fmt.Errorf("%s: %w", src, mapRawErr(err))
+	}
+	p.show("backup: copying the pages")
 	err = conn.Raw(func(dc any) error {
 		b, ok := dc.(interface {
 			NewBackup(string) (*sqlite.Backup, error)
@@ -245,6 +258,11 @@ func snapshotCopy(ctx context.Context, src, tmp string, doc *backupJSON) ([]tabl
 				bk.Finish()
 				return err
 			}
+			p.update(func() string {
+				total := int64(bk.PageCount())
+				done := total - int64(bk.Remaining())
+				return fmt.Sprintf("backup: copied %d of %d pages, %s", done, total, ofTotal(done*pageSize, total*pageSize))
+			})
 			if !more {
 				break
 			}

@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
+
+	"github.com/agentstore/sessionstore/store"
 )
 
 var cleanupSpec = spec{
@@ -16,8 +20,10 @@ changes anything, cleanup checks the database (SQLite's quick_check, and
 that every stored document decodes, as doctor does) and refuses to
 rewrite a damaged one. On PostgreSQL
 only the sessions are deleted: the server manages its WAL and reclaims
-space with autovacuum, and --vacuum is refused.`,
+space with autovacuum, and --vacuum is refused. --dry-run lists the
+sessions cleanup would remove and changes nothing.`,
 	examples: []string{
+		"sessionctl cleanup --dry-run",
 		"sessionctl cleanup",
 		"sessionctl cleanup --vacuum --json",
 	},
@@ -33,6 +39,7 @@ func runCleanup(ctx context.Context, g *globals, args []string) int {
 	sp := cleanupSpec
 	fs := g.newFlags(sp)
 	vacuum := fs.Bool("vacuum", false, "also rewrite the database file without free pages")
+	dryRun := fs.Bool("dry-run", false, "list what would be removed, change nothing")
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	pos, code, done := g.parse(fs, sp, args)
 	if done {
@@ -40,6 +47,12 @@ func runCleanup(ctx context.Context, g *globals, args []string) int {
 	}
 	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
 		return code
+	}
+	if *dryRun {
+		if *vacuum {
+			return g.usageErr(sp.name, "--vacuum does not go with --dry-run")
+		}
+		return g.result(sp.name, g.cleanupDryRun(ctx, *asJSON))
 	}
 	if *vacuum && g.isPG() {
 		return g.fail(sp.name, errNotOnPostgres("--vacuum", "autovacuum reclaims space (or run VACUUM yourself)"))
@@ -90,4 +103,55 @@ func printWAL(w io.Writer, r WALResult) {
 	if r.Vacuumed {
 		fmt.Fprintf(w, "vacuum: database file %s smaller\n", humanBytes(r.VacuumedBytes))
 	}
+}
+
+// cleanupDryRunJSON is the JSON document of cleanup --dry-run.
+type cleanupDryRunJSON struct {
+	WouldRemove int64     `json:"would_remove"`
+	Sessions    []govView `json:"sessions"`
+}
+
+// cleanupDryRun lists the governed sessions cleanup would remove: closed,
+// and expired (past their time limit, marked or not), as of now.
+func (g *globals) cleanupDryRun(ctx context.Context, asJSON bool) error {
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	doc := cleanupDryRunJSON{Sessions: []govView{}}
+	var list []store.Session
+	for _, status := range []store.Status{store.StatusClosed, store.StatusExpired} {
+		f := store.ListFilter{Status: status, Limit: store.MaxPageSize}
+		for {
+			page, err := st.Governance().List(ctx, f)
+			if err != nil {
+				return err
+			}
+			list = append(list, page.Items...)
+			if page.Next == "" {
+				break
+			}
+			f.After = page.Next
+		}
+	}
+	slices.SortFunc(list, func(a, b store.Session) int { return strings.Compare(a.ID, b.ID) })
+	now := g.clock()
+	for _, s := range list {
+		doc.Sessions = append(doc.Sessions, newGovView(s))
+	}
+	doc.WouldRemove = int64(len(list))
+	if asJSON {
+		return writeJSON(g.stdout, doc)
+	}
+	fmt.Fprintf(g.stdout, "would remove %d closed or expired governed %s\n", len(list), plural(len(list), "session", "sessions"))
+	if len(list) == 0 {
+		return nil
+	}
+	tw := newTable(g.stdout)
+	fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tCALLS\tEXPIRES")
+	for _, s := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\n", esc(s.ID), esc(s.AgentID), s.EffectiveStatus(now), s.CallsMade, s.CallBudget, tableTime(s.ExpiresAt))
+	}
+	return tw.Flush()
 }

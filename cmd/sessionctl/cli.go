@@ -46,7 +46,7 @@ func (g *globals) parse(fs *flag.FlagSet, sp spec, args []string) (pos []string,
 			return nil, exitOK, true
 		}
 		if err != nil {
-			return nil, g.usageErr(sp.name, "%s", flagErr(err)), true
+			return nil, g.usageErr(sp.name, "%s", flagSuggestion(fs, err)), true
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -127,6 +127,7 @@ func (g *globals) printHelp(fs *flag.FlagSet, sp spec) {
 
 // usageErr reports a usage error in one line and returns exit status 2.
 func (g *globals) usageErr(name, format string, args ...any) int {
+	g.status.clear()
 	fmt.Fprintf(g.stderr, "sessionctl %s: %s (see sessionctl %s --help)\n", name, fmt.Sprintf(format, args...), name)
 	return exitUsage
 }
@@ -134,8 +135,18 @@ func (g *globals) usageErr(name, format string, args ...any) int {
 // fail reports err in one line and returns its exit status (2 for invalid
 // input, else 1).
 func (g *globals) fail(name string, err error) int {
+	g.status.clear()
 	fmt.Fprintf(g.stderr, "sessionctl %s: %s\n", name, oneLine(err.Error()))
 	return exitFor(err)
+}
+
+// result is the exit status of a command that ended with err: 0 for nil,
+// else err reported as by fail.
+func (g *globals) result(name string, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	return g.fail(name, err)
 }
 
 // oneLine folds a multi-line message into one line.

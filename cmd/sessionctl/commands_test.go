@@ -123,10 +123,10 @@ func TestDamagedDatabase(t *testing.T) {
 		{"list"}, {"show", "x"}, {"stats"}, {"use", "x", "--tool", "t"}, {"create", "--agent", "a", "--budget", "1"},
 		{"close", "x"}, {"cleanup"}, {"export"}, {"import", "-"},
 	} {
-		e.run(args...).want(t, exitError).oneLineErr(t, "not a session store")
+		e.run(args...).want(t, exitNotStore).oneLineErr(t, "not a session store")
 	}
 	for _, args := range [][]string{{"migrate", "status"}, {"migrate", "up"}, {"backup", filepath.Join(e.dir, "b.db")}} {
-		e.run(args...).want(t, exitError).oneLineErr(t, "damaged")
+		e.run(args...).want(t, exitStorage).oneLineErr(t, "damaged")
 	}
 	r := e.run("doctor").want(t, exitError).oneLineErr(t, "is unhealthy")
 	if !strings.Contains(r.stdout, "sqlite  fail    not a readable SQLite database: database file is damaged") {
@@ -283,11 +283,11 @@ func TestShowNotFound(t *testing.T) { bothBackends(t, testShowNotFound) }
 func testShowNotFound(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
 	e.run("create", "--id", "s", "--agent", "a", "--budget", "1").want(t, 0)
-	e.run("show", "nope").want(t, exitError).oneLineErr(t, "session nope: session not found")
-	e.run("close", "nope").want(t, exitError).oneLineErr(t, "nope: session not found")
+	e.run("show", "nope").want(t, exitNotFound).oneLineErr(t, "session nope: session not found")
+	e.run("close", "nope").want(t, exitNotFound).oneLineErr(t, "nope: session not found")
 	e.run("close", "s").want(t, 0)
-	e.run("close", "s").want(t, exitError).oneLineErr(t, "s: session already closed")
-	e.run("create", "--id", "s", "--agent", "a", "--budget", "1").want(t, exitError).oneLineErr(t, "session s already exists")
+	e.run("close", "s").want(t, exitClosed).oneLineErr(t, "s: session already closed")
+	e.run("create", "--id", "s", "--agent", "a", "--budget", "1").want(t, exitConflict).oneLineErr(t, "session s already exists")
 }
 
 func TestCreateMaxActive(t *testing.T) { bothBackends(t, testCreateMaxActive) }
@@ -296,7 +296,7 @@ func testCreateMaxActive(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
 	e.run("create", "--agent", "a", "--budget", "1", "--max-active", "2").want(t, 0)
 	e.run("create", "--agent", "a", "--budget", "1", "--max-active", "2").want(t, 0)
-	e.run("create", "--agent", "a", "--budget", "1", "--max-active", "2").want(t, exitError).
+	e.run("create", "--agent", "a", "--budget", "1", "--max-active", "2").want(t, exitTooMany).
 		oneLineErr(t, "too many concurrent sessions: agent a has 2 active sessions, --max-active is 2")
 	r := e.run("close-agent", "a", "--json").want(t, 0)
 	if strings.TrimSpace(r.stdout) != "{\n  \"agent_id\": \"a\",\n  \"closed\": 2\n}" {
@@ -437,12 +437,12 @@ func testExportImportRoundTrip(t *testing.T, newTestEnv envMaker) {
 	before := fileState(t, dst.db)
 	// Sections are imported in registry order, in one transaction: the
 	// governed session is the first conflict, and nothing is written.
-	dst.run("import", exported).want(t, exitError).oneLineErr(t, "governed session t-active exists (use --skip-existing)")
+	dst.run("import", exported).want(t, exitConflict).oneLineErr(t, "governed session t-active exists (use --skip-existing)")
 	sameFiles(t, before, fileState(t, dst.db))
 	// An existing audit chain is a conflict like an existing id.
-	dst.runStdin(onlyAudit(t, readFile(t, exported)), "import", "-").want(t, exitError).oneLineErr(t, "the audit chain of agent a1 exists (use --skip-existing)")
+	dst.runStdin(onlyAudit(t, readFile(t, exported)), "import", "-").want(t, exitConflict).oneLineErr(t, "the audit chain of agent a1 exists (use --skip-existing)")
 	sameFiles(t, before, fileState(t, dst.db))
-	dst.runStdin(withoutAudit(t, readFile(t, exported)), "import", "-").want(t, exitError).oneLineErr(t, "governed session t-active exists (use --skip-existing)")
+	dst.runStdin(withoutAudit(t, readFile(t, exported)), "import", "-").want(t, exitConflict).oneLineErr(t, "governed session t-active exists (use --skip-existing)")
 	sameFiles(t, before, fileState(t, dst.db))
 	r = dst.run("import", "--skip-existing", exported).want(t, 0)
 	if r.stdout != "imported nothing from 1 file, 6 existing skipped\n" {
@@ -633,31 +633,6 @@ func TestDatabaseFromEnvironment(t *testing.T) {
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("$SESSIONCTL_DB not used: %v", err)
-	}
-}
-
-func TestImportProgressLine(t *testing.T) {
-	var buf strings.Builder
-	if p := newProgress(&buf, 5); p.on {
-		t.Fatal("progress is on for a writer that is not a terminal")
-	}
-	if p := newProgress(os.Stderr, 1); p.on {
-		t.Fatal("progress is on for a single file")
-	}
-	p := &progress{w: &buf, total: 3, on: true}
-	p.show(0, "a.json")
-	p.show(1, "b.json")
-	p.done()
-	if got := buf.String(); got != "\r\033[Kimporting 1/3: a.json\r\033[Kimporting 2/3: b.json\r\033[K" {
-		t.Errorf("progress output %q", got)
-	}
-	// On a terminal, the line is drawn; /dev/tty exists only with a
-	// controlling terminal, so this part runs where there is one.
-	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
-		defer tty.Close()
-		if !newProgress(tty, 2).on {
-			t.Error("progress is off on a terminal")
-		}
 	}
 }
 

@@ -143,7 +143,7 @@ func testConversationCommandErrors(t *testing.T, newTestEnv envMaker) {
 		{"messages", "nope"}, {"artifacts", "nope"}, {"traces", "nope"}, {"runs", "nope"}, {"reports", "nope"},
 		{"artifacts", "c1", "--uri", "a3s://missing"},
 	} {
-		e.run(args...).want(t, exitError).oneLineErr(t, "not found")
+		e.run(args...).want(t, exitNotFound).oneLineErr(t, "not found")
 	}
 	for _, c := range []struct {
 		args []string
@@ -209,7 +209,7 @@ func testGC(t *testing.T, newTestEnv envMaker) {
 	if dry.DeletedConversations != real.DeletedConversations || dry.TrimmedConversations != real.TrimmedConversations || dry.RemovedMessages != real.RemovedMessages {
 		t.Errorf("dry run %+v differs from the real run %+v", dry, real)
 	}
-	e.run("show", "old").want(t, exitError)
+	e.run("show", "old").want(t, exitNotFound)
 	var msgs messagesJSON
 	if err := json.Unmarshal([]byte(e.run("messages", "c1", "--json").want(t, 0).stdout), &msgs); err != nil {
 		t.Fatal(err)
@@ -236,7 +236,7 @@ func testGC(t *testing.T, newTestEnv envMaker) {
 			t.Errorf("gc of everything:\n%s", r.stdout)
 		}
 	}
-	e.run("runs", "c1").want(t, exitError).oneLineErr(t, "not found")
+	e.run("runs", "c1").want(t, exitNotFound).oneLineErr(t, "not found")
 }
 
 func TestExportImportConversations(t *testing.T) { bothBackends(t, testExportImportConversations) }
@@ -271,7 +271,7 @@ func testExportImportConversations(t *testing.T, newTestEnv envMaker) {
 	}
 	// Importing again conflicts before writing anything; --skip-existing skips.
 	before := fileState(t, dst.db)
-	dst.run("import", file).want(t, exitError).oneLineErr(t, "c1 exists (use --skip-existing)")
+	dst.run("import", file).want(t, exitConflict).oneLineErr(t, "c1 exists (use --skip-existing)")
 	sameFiles(t, before, fileState(t, dst.db))
 	r = dst.run("import", "--skip-existing", file).want(t, 0)
 	if r.stdout != "imported nothing from 1 file, 5 existing skipped\n" {

@@ -41,6 +41,7 @@ func exportConversations(ctx context.Context, x *exportRun) error {
 		}
 		x.out.value("", c)
 		x.counts.Conversations++
+		x.tick()
 		return nil
 	}
 	if x.ids != nil {

@@ -95,7 +95,7 @@ func runCreate(ctx context.Context, g *globals, args []string) int {
 		case errors.As(err, &tm):
 			err = fmt.Errorf("%w: agent %s has %d active sessions, --max-active is %d", err, tm.AgentID, tm.Current, tm.Max)
 		case errors.Is(err, store.ErrConflict):
-			err = fmt.Errorf("session %s already exists", *id)
+			err = fmt.Errorf("session %s already exists: %w", *id, err)
 		}
 		return g.fail(sp.name, err)
 	}

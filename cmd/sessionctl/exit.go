@@ -6,8 +6,9 @@ import (
 	"github.com/agentstore/sessionstore/store"
 )
 
-// Exit statuses. 0–2 and 11 apply to every command; 3–10 are the refusals
-// of "sessionctl use", one per kind, so that scripts can branch on them.
+// Exit statuses. Every command exits with these: one status per kind of
+// error, whichever command met it, so that scripts can branch on them.
+// exitFor is the one place that maps an error to its status.
 const (
 	exitOK       = 0
 	exitError    = 1
@@ -22,65 +23,102 @@ const (
 	exitConflict = 10
 	// exitSchemaTooNew: the database was migrated by a newer binary.
 	exitSchemaTooNew = 11
+	// exitSpend (12, spend.go): a spend limit refused a reservation.
+	exitTooMany   = 13
+	exitNotStore  = 14
+	exitStorage   = 15
+	exitBusy      = 16
+	exitFeedReset = 17
 )
 
-// exitTable documents the exit statuses ("sessionctl help exit").
+// exitTable documents the exit statuses ("sessionctl help exit"), in
+// order of status.
 var exitTable = []struct {
 	code    int
 	meaning string
 }{
 	{exitOK, "success (use: the calls were allowed and counted)"},
-	{exitError, "runtime error (missing or damaged database, I/O, unhealthy doctor)"},
+	{exitError, "runtime error (missing database, I/O outside the store, unhealthy doctor, audit chain that does not verify)"},
 	{exitUsage, "usage error (unknown command or flag, missing argument, invalid input)"},
-	{exitNotFound, "use refused (not-found): no such session"},
-	{exitAgent, "use refused (agent): the session belongs to another agent"},
-	{exitClosed, "use refused (closed): the session is closed"},
-	{exitExpired, "use refused (expired): the session is past its time limit"},
-	{exitBudget, "use refused (budget): the calls would exceed the call budget"},
-	{exitTool, "use refused (tool): a tool is not authorized"},
-	{exitRate, "use refused (rate): the calls would exceed the rate limit"},
-	{exitConflict, "use refused (conflict): the request id was used with other tools"},
+	{exitNotFound, "not found: no such session, conversation, run or agent session (refused (not-found))"},
+	{exitAgent, "agent mismatch: the session belongs to another agent (refused (agent))"},
+	{exitClosed, "closed: the session is already closed (refused (closed))"},
+	{exitExpired, "expired: the session is past its time limit (refused (expired))"},
+	{exitBudget, "budget: the calls would exceed the call budget (refused (budget))"},
+	{exitTool, "tool: a tool is not authorized (refused (tool))"},
+	{exitRate, "rate: the calls would exceed the rate limit (refused (rate))"},
+	{exitConflict, "conflict: the request id was used with other tools, the id exists, or a stale version (refused (conflict))"},
 	{exitSchemaTooNew, "the database's schema is newer than this binary (use a newer sessionctl)"},
+	{exitSpend, "spend: the reservation would exceed a spend limit (refused (spend))"},
+	{exitTooMany, "too many sessions: the agent's --max-active or the store's session cap is reached (refused (too-many))"},
+	{exitNotStore, "not a session store: the file or schema is not a session store database"},
+	{exitStorage, "storage failure: the database could not keep or read the data (disk full, read-only, damaged, I/O)"},
+	{exitBusy, "busy: the database stayed locked or contended; the same command may succeed later"},
+	{exitFeedReset, "feed reset: a followed stream was rewritten (reload it and follow again)"},
 }
 
-// refusal describes a refused Use: its exit status and a short kind word.
+// refusal describes a refused request: its exit status and a short kind
+// word.
 type refusal struct {
 	code int
 	kind string
 }
 
+// errorKinds maps error kinds to exit statuses and kind words, in the
+// order they are tested: the first kind err matches wins (a feed reset
+// matches ErrConflict too, so it comes first).
+var errorKinds = []struct {
+	target  error
+	r       refusal
+	refusal bool // a refusal of a request, printed as "refused (kind)" by use, reserve, settle, release
+}{
+	{store.ErrFeedReset, refusal{exitFeedReset, "feed-reset"}, false},
+	{store.ErrSpendLimitExceeded, refusal{exitSpend, "spend"}, true},
+	{store.ErrNotFound, refusal{exitNotFound, "not-found"}, true},
+	{store.ErrAgentMismatch, refusal{exitAgent, "agent"}, true},
+	{store.ErrClosed, refusal{exitClosed, "closed"}, true},
+	{store.ErrExpired, refusal{exitExpired, "expired"}, true},
+	{store.ErrBudgetExceeded, refusal{exitBudget, "budget"}, true},
+	{store.ErrToolNotAuthorized, refusal{exitTool, "tool"}, true},
+	{store.ErrRateLimited, refusal{exitRate, "rate"}, true},
+	{store.ErrConflict, refusal{exitConflict, "conflict"}, true},
+	{store.ErrTooManySessions, refusal{exitTooMany, "too-many"}, true},
+	{store.ErrSchemaTooNew, refusal{exitSchemaTooNew, "schema-too-new"}, false},
+	{store.ErrNotSessionStore, refusal{exitNotStore, "not-a-store"}, false},
+	{store.ErrBusy, refusal{exitBusy, "busy"}, false},
+	{store.ErrStorage, refusal{exitStorage, "storage"}, false},
+}
+
 // useRefusal maps a Use error to its refusal kind; ok is false for errors
 // that are not refusals (storage failures, invalid input).
 func useRefusal(err error) (r refusal, ok bool) {
-	for _, m := range []struct {
-		target error
-		r      refusal
-	}{
-		{store.ErrNotFound, refusal{exitNotFound, "not-found"}},
-		{store.ErrAgentMismatch, refusal{exitAgent, "agent"}},
-		{store.ErrClosed, refusal{exitClosed, "closed"}},
-		{store.ErrExpired, refusal{exitExpired, "expired"}},
-		{store.ErrBudgetExceeded, refusal{exitBudget, "budget"}},
-		{store.ErrToolNotAuthorized, refusal{exitTool, "tool"}},
-		{store.ErrRateLimited, refusal{exitRate, "rate"}},
-		{store.ErrConflict, refusal{exitConflict, "conflict"}},
-	} {
-		if errors.Is(err, m.target) {
-			return m.r, true
+	if errors.Is(err, store.ErrInvalidInput) {
+		return refusal{}, false
+	}
+	for _, k := range errorKinds {
+		if k.refusal && k.target != store.ErrSpendLimitExceeded && errors.Is(err, k.target) {
+			return k.r, true
 		}
 	}
 	return refusal{}, false
 }
 
-// exitFor is the exit status of a failed command: invalid input is a usage
-// error, a schema newer than this binary has its own status, anything else
-// is a runtime error.
+// exitFor is the exit status of a failed command, the one mapping from
+// error kinds to exit statuses (see exitTable): invalid input is a usage
+// error, each kind of errorKinds has its status, anything else is a
+// runtime error.
 func exitFor(err error) int {
-	switch {
-	case errors.Is(err, store.ErrInvalidInput):
+	if err == nil {
+		return exitOK
+	}
+	var ue *usageError
+	if errors.Is(err, store.ErrInvalidInput) || errors.As(err, &ue) {
 		return exitUsage
-	case errors.Is(err, store.ErrSchemaTooNew):
-		return exitSchemaTooNew
+	}
+	for _, k := range errorKinds {
+		if errors.Is(err, k.target) {
+			return k.r.code
+		}
 	}
 	return exitError
 }

@@ -60,7 +60,9 @@ any application and user. "sessionctl import" reads the file back (and
 files of versions 1 and 2). Writes to stdout unless --output is given; --output FILE
 is written to a temporary file beside it and put in place once complete.
 The document is written one item at a time, so export's memory does not
-grow with the database.`,
+grow with the database. When stderr is a terminal (and the document does
+not go to a terminal), a status line shows the section being written and
+the items and bytes written so far.`,
 	examples: []string{
 		"sessionctl export > all.json",
 		"sessionctl export task-7 task-8 --output two.json",
@@ -77,6 +79,35 @@ type exportRun struct {
 	// found marks the ids that some facet had.
 	found  map[string]bool
 	counts facetCounts
+	// p is the status line (nil: none), section the title of the facet
+	// being written, done its counter in counts, and written the bytes of
+	// the document so far.
+	p       *progress
+	section string
+	done    *int64
+	written *countingWriter
+	// text is status, as a value: the facets' export functions, which
+	// the maintenance table holds, report through tick, and a direct
+	// reference from tick to status (and so to countsText, which reads
+	// that table) would be an initialization cycle.
+	text func() string
+}
+
+// tick reports one more item written on the status line.
+func (x *exportRun) tick() {
+	if x.p != nil {
+		x.p.update(x.text)
+	}
+}
+
+// status is the status line's text: the section being written, its items
+// and the bytes of the document written so far.
+func (x *exportRun) status() string {
+	n := x.written.n + int64(x.out.w.Buffered()) // the document so far
+	if x.done == nil {
+		return fmt.Sprintf("exporting %s: %s written", x.section, humanBytes(n))
+	}
+	return fmt.Sprintf("exporting %s: %d done, %s written", x.section, *x.done, humanBytes(n))
 }
 
 // wants reports whether id is selected.
@@ -111,7 +142,11 @@ func runExport(ctx context.Context, g *globals, args []string) int {
 		return g.fail(sp.name, err)
 	}
 	x := &exportRun{g: g, st: st, found: map[string]bool{}}
+	// The line would tangle with a document written to a terminal.
+	x.p = g.startProgress(*output != "" || !g.stdoutIsTerminal())
+	x.text = x.status
 	if len(pos) > 0 {
+		x.p.show("exporting: checking the ids")
 		x.ids = pos
 		// Every id must name something before anything is written.
 		if err := x.checkIDs(ctx); err != nil {
@@ -122,11 +157,13 @@ func runExport(ctx context.Context, g *globals, args []string) int {
 		if err := x.write(ctx, all, rawWriter(g.stdout)); err != nil {
 			return g.fail(sp.name, err)
 		}
+		x.p.clear()
 		return exitOK
 	}
 	if err := x.writeFile(ctx, all, *output); err != nil {
 		return g.fail(sp.name, err)
 	}
+	x.p.clear()
 	fmt.Fprintf(g.stderr, "exported %s to %s\n", countsText(x.counts), esc(*output))
 	return exitOK
 }
@@ -134,12 +171,15 @@ func runExport(ctx context.Context, g *globals, args []string) int {
 // write streams the export document to w, facet by facet in registry
 // order (the order of exportDoc's sections), one item at a time.
 func (x *exportRun) write(ctx context.Context, all []registered, w io.Writer) error {
-	x.out = newJSONOut(w)
+	x.written = &countingWriter{w: w}
+	x.out = newJSONOut(x.written)
 	x.out.open("", '{')
 	x.out.value("format", exportFormat)
 	x.out.value("version", exportVersion)
 	x.out.value("exported_at", jsonTime(x.g.clock()))
 	for _, f := range all {
+		x.section, x.done = f.Title, f.ops.count(&x.counts)
+		x.p.show("%s", x.status())
 		if err := f.ops.export(ctx, x); err != nil {
 			return fmt.Errorf("%s: %w", f.Title, err)
 		}
@@ -148,6 +188,8 @@ func (x *exportRun) write(ctx context.Context, all []registered, w io.Writer) er
 		}
 	}
 	x.out.close('}')
+	x.section, x.done = "the end of the document", nil
+	x.p.show("%s", x.status())
 	return x.out.finish()
 }
 

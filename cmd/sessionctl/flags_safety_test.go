@@ -37,7 +37,7 @@ func testUseToolVerbatim(t *testing.T, newTestEnv envMaker) {
 	if v.CallsMade != 0 {
 		t.Fatalf("%d calls charged for refused tool names", v.CallsMade)
 	}
-	e.run("show", "s2").want(t, exitError)
+	e.run("show", "s2").want(t, exitNotFound)
 }
 
 // TestDurationsBelowPrecision: durations the store would round (below its
@@ -91,7 +91,7 @@ func testMessagesLastZero(t *testing.T, newTestEnv envMaker) {
 	if len(doc.Messages) != 0 || doc.MessageCount != 5 || doc.NextFrom != nil {
 		t.Errorf("messages --last 0 --json: %+v", doc)
 	}
-	e.run("messages", "missing", "--last", "0").want(t, exitError)
+	e.run("messages", "missing", "--last", "0").want(t, exitNotFound)
 	for _, args := range [][]string{
 		{"messages", "c1", "--last", "2", "--from", "1"},
 		{"messages", "c1", "--last", "2", "--limit", "3"},

@@ -27,7 +27,9 @@ event appended in between; delete them through the library
 
 Then the WAL is checkpointed and truncated; with --vacuum the database
 file is also rewritten without its free pages. --dry-run only counts what
-would go. Before it changes anything, gc checks the database (SQLite's
+would go. When stderr is a terminal, a status line shows the step
+running and what it has deleted or counted so far. Before it changes
+anything, gc checks the database (SQLite's
 quick_check, and that every stored document decodes, as doctor does) and
 refuses to rewrite a damaged one. On PostgreSQL there is no checkpoint (the server manages its
 WAL; autovacuum reclaims space) and --vacuum is refused.`,
@@ -119,7 +121,9 @@ func runGC(ctx context.Context, g *globals, args []string) int {
 	if err != nil {
 		return g.fail(sp.name, err)
 	}
+	p := g.startProgress(true)
 	if !*dryRun {
+		p.show("gc: checking the database before changing it")
 		if err := g.checkBeforeRewrite(ctx); err != nil {
 			st.Close()
 			return g.fail(sp.name, err)
@@ -155,12 +159,18 @@ func runGC(ctx context.Context, g *globals, args []string) int {
 		return g.fail(sp.name, err)
 	}
 	if !*dryRun && !g.isPG() {
+		if *vacuum {
+			p.show("gc: rewriting the database file (vacuum), then checkpointing the WAL")
+		} else {
+			p.show("gc: checkpointing the WAL")
+		}
 		wal, err := checkpoint(ctx, g.db, *vacuum)
 		if err != nil {
 			return g.fail(sp.name, err)
 		}
 		doc.WALResult = &wal
 	}
+	p.clear()
 	if *asJSON {
 		if err := writeJSON(g.stdout, doc); err != nil {
 			return g.fail(sp.name, err)
@@ -183,11 +193,11 @@ func runGC(ctx context.Context, g *globals, args []string) int {
 
 // gcConversations deletes and trims conversations, or with req.dryRun
 // counts what it would remove.
-func gcConversations(ctx context.Context, _ *globals, st cliStore, req gcRequest, doc *gcJSON) error {
+func gcConversations(ctx context.Context, g *globals, st cliStore, req gcRequest, doc *gcJSON) error {
 	if req.dryRun {
-		return gcCount(ctx, st, req.cutoff, req.keepLast, doc)
+		return gcCount(ctx, g.status, st, req.cutoff, req.keepLast, doc)
 	}
-	return gcRun(ctx, st, req.cutoff, req.keepLast, doc)
+	return gcRun(ctx, g.status, st, req.cutoff, req.keepLast, doc)
 }
 
 // gcConversationsLines are gc's lines about conversations.
@@ -209,22 +219,27 @@ func gcConversationsLines(req gcRequest, doc *gcJSON) []string {
 	return lines
 }
 
-// gcRun deletes and trims.
-func gcRun(ctx context.Context, st cliStore, cutoff time.Time, keepLast int, doc *gcJSON) error {
+// gcRun deletes and trims, reporting each batch on the status line p.
+func gcRun(ctx context.Context, p *progress, st cliStore, cutoff time.Time, keepLast int, doc *gcJSON) error {
 	conv := st.Conversations()
 	if !cutoff.IsZero() {
+		p.show("gc: deleting conversations not updated since %s", tableTime(cutoff))
 		for {
 			n, err := conv.DeleteUpdatedBefore(ctx, cutoff, gcBatch)
 			if err != nil {
 				return err
 			}
 			doc.DeletedConversations += n
+			p.update(func() string {
+				return fmt.Sprintf("gc: deleting conversations not updated since %s: %d deleted", tableTime(cutoff), doc.DeletedConversations)
+			})
 			if n < gcBatch {
 				break
 			}
 		}
 	}
 	if keepLast >= 0 {
+		p.show("gc: trimming every conversation to its last %d %s", keepLast, plural(keepLast, "message", "messages"))
 		r, err := conv.TrimAllMessages(ctx, keepLast)
 		if err != nil {
 			return err
@@ -234,14 +249,21 @@ func gcRun(ctx context.Context, st cliStore, cutoff time.Time, keepLast int, doc
 	return nil
 }
 
-// gcCount counts what gcRun would remove, reading summaries only.
-func gcCount(ctx context.Context, st cliStore, cutoff time.Time, keepLast int, doc *gcJSON) error {
+// gcCount counts what gcRun would remove, reading summaries only, and
+// reports each page on the status line p.
+func gcCount(ctx context.Context, p *progress, st cliStore, cutoff time.Time, keepLast int, doc *gcJSON) error {
 	f := store.ConversationFilter{Limit: store.MaxPageSize}
+	var seen int64
+	p.show("gc: counting conversations (dry run)")
 	for {
 		page, err := st.Conversations().List(ctx, f)
 		if err != nil {
 			return err
 		}
+		seen += int64(len(page.Items))
+		p.update(func() string {
+			return fmt.Sprintf("gc: counting conversations (dry run): %d read", seen)
+		})
 		for _, c := range page.Items {
 			if !cutoff.IsZero() && c.UpdatedAt.Before(cutoff) {
 				doc.DeletedConversations++

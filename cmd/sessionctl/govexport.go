@@ -60,6 +60,7 @@ func exportGovernedSessions(ctx context.Context, x *exportRun) ([]string, error)
 	add := func(s store.Session) {
 		x.out.value("", newGovView(s))
 		x.counts.Governed++
+		x.tick()
 	}
 	if x.ids != nil {
 		written := []string{}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"syscall"
 	"testing"
@@ -63,6 +64,9 @@ func runRole(role string, args []string) int {
 			return 100
 		}
 	case "sessionctl":
+		// As main: an interrupt cancels the context (follow ends with 0).
+		ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+		defer stop()
 		return run(ctx, args, os.Stdout, os.Stderr)
 	default:
 		fmt.Fprintln(os.Stderr, "helper: unknown role", role)
@@ -82,7 +86,7 @@ type helperProc struct {
 
 // startHelper starts the test binary in role with args; with wantReady it
 // waits for the role's "ready" line.
-func startHelper(t *testing.T, role string, wantReady bool, args ...string) *helperProc {
+func startHelper(t testing.TB, role string, wantReady bool, args ...string) *helperProc {
 	t.Helper()
 	a, err := json.Marshal(args)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/agentstore/sessionstore/store"
@@ -47,8 +48,9 @@ and running the import again imports it whole. Files are imported in
 order; the first bad file stops the import (the files before it stay
 imported) — use --dry-run to check every file first. Other writers wait
 while a file is imported (on SQLite the write lock is held). Creates the
-database file when it does not exist. When stderr is a terminal and there
-are several files, a progress line is shown.`,
+database file when it does not exist. When stderr is a terminal, a status
+line shows the file being imported, the records imported so far and the
+bytes read of the file.`,
 	examples: []string{
 		"sessionctl import all.json",
 		"sessionctl --db restored.db import --skip-existing ~/.a3s/sessions/*.json",
@@ -70,12 +72,18 @@ type importRun struct {
 	skip    bool
 	counts  facetCounts
 	skipped int64
+	// tick, when not nil, is called after every record counted (the
+	// status line).
+	tick func(x *importRun)
 }
 
 // put writes one record through fn and counts it in counter; a record
 // that exists is skipped with --skip-existing, else a conflict. In a dry
 // run it only counts.
 func (x *importRun) put(counter *int64, what string, fn func(w store.RecordWriter) (bool, error)) error {
+	if x.tick != nil {
+		defer x.tick(x)
+	}
 	if x.w == nil {
 		*counter++
 		return nil
@@ -134,13 +142,24 @@ func runImport(ctx context.Context, g *globals, args []string) int {
 		}
 		defer st.Close()
 	}
-	progress := newProgress(rawWriter(g.stderr), len(pos))
+	p := g.startProgress(true)
 	doc := importJSON{DryRun: *dryRun}
 	for i, name := range pos {
-		progress.show(i, name)
-		x, err := importFile(ctx, g, st, all, name, *skip)
+		label := esc(filepath.Base(name)) // the line is short; the user gave the path
+		if name == "-" {
+			label = "stdin"
+		}
+		if len(pos) > 1 {
+			label = fmt.Sprintf("%d/%d %s", i+1, len(pos), label)
+		}
+		if *dryRun {
+			label = "checking " + label
+		} else {
+			label = "importing " + label
+		}
+		p.show("%s", label)
+		x, err := importFile(ctx, g, st, all, name, *skip, importStatus(p, label))
 		if err != nil {
-			progress.done()
 			if doc.Files > 0 {
 				err = fmt.Errorf("%w (the %d %s before it %s imported)", err, doc.Files, plural(doc.Files, "file", "files"), plural(doc.Files, "was", "were"))
 			}
@@ -152,7 +171,7 @@ func runImport(ctx context.Context, g *globals, args []string) int {
 		doc.Skipped += x.skipped
 		doc.Files++
 	}
-	progress.done()
+	p.clear()
 	if *asJSON {
 		if err := writeJSON(g.stdout, doc); err != nil {
 			return g.fail(sp.name, err)
@@ -176,9 +195,10 @@ func runImport(ctx context.Context, g *globals, args []string) int {
 // file) in one transaction of st, or checks it when st is nil (dry run).
 // The file is read one item at a time, inside the transaction; a
 // transaction the store runs again reads it again from the start.
-func importFile(ctx context.Context, g *globals, st cliStore, all []registered, name string, skip bool) (*importRun, error) {
+func importFile(ctx context.Context, g *globals, st cliStore, all []registered, name string, skip bool, status func(x *importRun, read, size int64)) (*importRun, error) {
 	path := name
 	if name == "-" {
+		g.status.show("reading stdin")
 		tmp, err := spoolStdin(g)
 		if err != nil {
 			return nil, err
@@ -190,6 +210,7 @@ func importFile(ctx context.Context, g *globals, st cliStore, all []registered, 
 	if err != nil {
 		return nil, err
 	}
+	size := fileSize(path)
 	var x *importRun
 	run := func(w store.RecordWriter) error {
 		x = &importRun{w: w, skip: skip}
@@ -198,10 +219,14 @@ func importFile(ctx context.Context, g *globals, st cliStore, all []registered, 
 			return err
 		}
 		defer f.Close()
-		if export {
-			return importExport(ctx, x, all, newJSONIn(f))
+		in := &countingReader{r: f}
+		if status != nil {
+			x.tick = func(x *importRun) { status(x, in.n, size) }
 		}
-		return importWhole(ctx, x, all, f)
+		if export {
+			return importExport(ctx, x, all, newJSONIn(in))
+		}
+		return importWhole(ctx, x, all, in)
 	}
 	if st == nil {
 		err = run(nil)
@@ -419,36 +444,18 @@ func jsonErr(err error) string {
 	return err.Error()
 }
 
-// progress shows "importing 3/120: name" on a terminal, overwritten in
-// place; on anything else (a pipe, a file, a test) it stays silent.
-type progress struct {
-	w     io.Writer
-	total int
-	on    bool
-}
-
-func newProgress(w io.Writer, total int) *progress {
-	return &progress{w: w, total: total, on: total > 1 && isTerminal(w)}
-}
-
-func (p *progress) show(i int, name string) {
-	if p.on {
-		fmt.Fprintf(p.w, "\r\033[Kimporting %d/%d: %s", i+1, p.total, esc(name))
+// importStatus returns the status line's report of one file's import: the
+// records imported so far (every facet's, skipped ones aside) and the
+// bytes read of the file.
+func importStatus(p *progress, label string) func(x *importRun, read, size int64) {
+	if p == nil {
+		return nil
 	}
-}
-
-func (p *progress) done() {
-	if p.on {
-		fmt.Fprint(p.w, "\r\033[K")
+	return func(x *importRun, read, size int64) {
+		p.update(func() string {
+			c := x.counts
+			n := c.Governed + c.Runtime + c.Conversations + c.AgentSessions + c.Audit
+			return fmt.Sprintf("%s: %d %s, %s read", label, n, plural(int(n), "record", "records"), ofTotal(read, size))
+		})
 	}
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -5,7 +5,8 @@
 //
 //	sessionctl [--db PATH] COMMAND [ARGS]
 //
-// The database is --db, else $SESSIONCTL_DB, else ./sessions.db: a SQLite
+// Global flags (--db, --version) may stand anywhere on the line. The
+// database is --db, else $SESSIONCTL_DB, else ./sessions.db: a SQLite
 // file, or a postgres:// (postgresql://) URL for a PostgreSQL server, on
 // which every command works except backup (use pg_dump). Read
 // commands take --json for one JSON document with snake_case field names;
@@ -13,15 +14,15 @@
 // example. Run "sessionctl help" for the list of commands and "sessionctl
 // help exit" for the exit statuses.
 //
-// Exit statuses: 0 success, 1 runtime error, 2 usage error (unknown flag,
-// missing argument, invalid input), 11 the database's schema is newer than
-// this binary. "sessionctl use" exits with a distinct status per refusal:
-// 3 not found, 4 agent mismatch, 5 closed, 6 expired, 7 budget exceeded,
-// 8 tool not authorized, 9 rate limited, 10 request id conflict;
-// "sessionctl reserve" exits 12 when a spend limit refuses (its other
-// refusals, and those of settle and release, exit as use's).
-// "sessionctl doctor" and "sessionctl audit verify" exit 1 when the
-// database is unhealthy or an audit chain does not verify.
+// Exit statuses, the same for every command (one mapping, exit.go): 0
+// success, 1 runtime error, 2 usage error (unknown flag, missing argument,
+// invalid input), 3 not found, 4 agent mismatch, 5 closed, 6 expired, 7
+// budget exceeded, 8 tool not authorized, 9 rate limited, 10 conflict, 11
+// the database's schema is newer than this binary, 12 a spend limit, 13
+// too many sessions, 14 not a session store, 15 storage failure, 16 busy,
+// 17 a followed stream was rewritten. "sessionctl doctor" and "sessionctl
+// audit verify" exit 1 when the database is unhealthy or an audit chain
+// does not verify.
 package main
 
 import (
@@ -32,6 +33,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"text/tabwriter"
 	"time"
 )
@@ -53,6 +55,20 @@ type globals struct {
 	stderr io.Writer
 	stdin  io.Reader
 	now    func() time.Time
+	// terminalStdin overrides whether stdin is a terminal (tests); nil
+	// asks the file.
+	terminalStdin *bool
+	// terminalStdout and terminalStderr do the same for stdout and
+	// stderr (progress.go).
+	terminalStdout, terminalStderr *bool
+	// progressEvery is the least time between two redraws of the status
+	// line: 0 is progressEvery, below 0 redraws on every update (tests).
+	progressEvery time.Duration
+	// status is the running command's status line (nil: none).
+	status *progress
+	// buildInfo replaces debug.ReadBuildInfo (tests); nil reads the
+	// binary's.
+	buildInfo func() (*debug.BuildInfo, bool)
 }
 
 // Command groups, in the order help lists them.
@@ -72,6 +88,7 @@ func commands() []command {
 		{"runs", groupInspect, "list a conversation's run records", runRuns},
 		{"reports", groupInspect, "list a conversation's verification reports", runReports},
 		{"uploads", groupInspect, "list a runtime session's uploads", runUploads},
+		{"agents", groupInspect, "list, show, follow, delete agent sessions (app, user, session)", runAgents},
 		{"stats", groupInspect, "counts by status, sizes, schema version", runStats},
 		{"audit", groupInspect, "list, verify, checkpoint or prune the audit trail", runAudit},
 
@@ -79,6 +96,7 @@ func commands() []command {
 		{"use", groupDrive, "record tool calls against a governed session", runUse},
 		{"close", groupDrive, "close governed sessions", runClose},
 		{"close-agent", groupDrive, "close every active session of an agent", runCloseAgent},
+		{"delete", groupDrive, "delete one conversation or runtime session with what it owns", runDelete},
 		{"cleanup", groupDrive, "delete expired and closed governed sessions", runCleanup},
 		{"reserve", groupDrive, "reserve tokens and money before a model call", runReserve},
 		{"settle", groupDrive, "record a reservation's actual usage", runSettle},
@@ -94,6 +112,7 @@ func commands() []command {
 		{"demo", groupMaintain, "create a database and show what the store does", runDemo},
 		{"bench", groupMaintain, "measure the store on this disk (fsync rate, Use, get, list)", runBench},
 		{"version", groupMaintain, "print the binary and schema versions", runVersion},
+		{"completion", groupMaintain, "print a shell completion script (bash, zsh, fish)", runCompletion},
 	}
 	return cmds
 }
@@ -132,13 +151,17 @@ func (g *globals) run(ctx context.Context, args []string) int {
 		defaultDB = "sessions.db"
 	}
 	fs.StringVar(&g.db, "db", defaultDB, "database file or postgres:// URL (default $SESSIONCTL_DB, else ./sessions.db)")
-	if err := fs.Parse(args); err != nil {
+	version := fs.Bool("version", false, "print the versions (as sessionctl version)")
+	if err := fs.Parse(hoistGlobals(args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			g.usage(g.stdout)
 			return exitOK
 		}
 		fmt.Fprintf(g.stderr, "sessionctl: %s (see sessionctl help)\n", flagErr(err))
 		return exitUsage
+	}
+	if *version {
+		return runVersion(ctx, g, nil) // whatever else the line holds
 	}
 	if fs.NArg() == 0 {
 		g.usage(g.stderr)
@@ -153,9 +176,11 @@ func (g *globals) run(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	if c, ok := lookup(name); ok {
-		return c.run(ctx, g, rest)
+		code := c.run(ctx, g, rest)
+		g.status.clear() // whatever path the command returned by
+		return code
 	}
-	fmt.Fprintf(g.stderr, "sessionctl: unknown command %q (see sessionctl help)\n", name)
+	fmt.Fprintf(g.stderr, "sessionctl: unknown command %q%s (see sessionctl help)\n", name, didYouMean(name, commandNames()))
 	return exitUsage
 }
 
@@ -180,7 +205,7 @@ func (g *globals) help(args []string) int {
 	}
 	c, ok := lookup(args[0])
 	if !ok {
-		fmt.Fprintf(g.stderr, "sessionctl help: unknown command %q\n", args[0])
+		fmt.Fprintf(g.stderr, "sessionctl help: unknown command %q%s\n", args[0], didYouMean(args[0], commandNames()))
 		return exitUsage
 	}
 	return c.run(context.Background(), g, []string{"--help"})
@@ -202,7 +227,8 @@ func (g *globals) usage(w io.Writer) {
 	fmt.Fprintln(w, "\nGlobal flags:")
 	fmt.Fprintln(w, "  --db PATH   database file (default $SESSIONCTL_DB, else ./sessions.db), or a")
 	fmt.Fprintln(w, "              postgres:// URL for PostgreSQL (the store's schema: the first of")
-	fmt.Fprintln(w, "              its search_path, public by default)")
+	fmt.Fprintln(w, "              its search_path, public by default); anywhere on the line")
+	fmt.Fprintln(w, "  --version   print the module, VCS, Go, SQLite and schema versions")
 	fmt.Fprintln(w, "\nRead commands take --json. \"sessionctl COMMAND --help\" shows a command's")
 	fmt.Fprintln(w, "flags and an example; \"sessionctl help exit\" lists the exit statuses.")
 	fmt.Fprintln(w, "\nExample:\n  sessionctl --db /tmp/demo.db demo && sessionctl --db /tmp/demo.db list")

@@ -46,8 +46,17 @@ func (e *testEnv) run(args ...string) result {
 
 func (e *testEnv) runStdin(stdin string, args ...string) result {
 	e.t.Helper()
+	return e.runWith(nil, stdin, args...)
+}
+
+// runWith is runStdin with the globals adjusted by setup (when not nil).
+func (e *testEnv) runWith(setup func(g *globals), stdin string, args ...string) result {
+	e.t.Helper()
 	var out, errb bytes.Buffer
 	g := &globals{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, now: e.clock.Now}
+	if setup != nil {
+		setup(g)
+	}
 	full := append([]string{"--db", e.db}, args...)
 	code := g.run(context.Background(), full)
 	return result{args: args, code: code, stdout: out.String(), stderr: errb.String()}

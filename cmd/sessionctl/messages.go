@@ -15,9 +15,16 @@ var messagesSpec = spec{
 does not go with --from or --limit). Positions are gapless and stay put
 when older messages are trimmed. Tables show each message on one line
 (text, "[tool_use NAME {...}]", "[tool_result: ...]"), cut to --width
-characters; --json prints the messages with every content block.`,
+characters; --json prints the messages with every content block.
+
+With --follow, messages prints from --from (or the last --last) on, then
+every message as it is committed, also by other processes, until
+interrupted (Ctrl-C); --json then prints one JSON object per line. Each
+message is printed once, in order; to resume, pass the next position
+(the last seq printed plus one) to --from.`,
 	examples: []string{
 		"sessionctl messages conv-1 --last 20",
+		"sessionctl messages conv-1 --last 5 --follow",
 		"sessionctl messages conv-1 --from 100 --limit 50 --json",
 	},
 }
@@ -42,7 +49,8 @@ func runMessages(ctx context.Context, g *globals, args []string) int {
 	limit := fs.Int("limit", 50, fmt.Sprintf("at most `N` messages (1 to %d)", maxMessagesLimit))
 	last := fs.Int("last", 0, "only the last `N` messages (instead of --from and --limit)")
 	width := fs.Int("width", 100, "cut message text in tables to `N` characters")
-	asJSON := fs.Bool("json", false, "print one JSON document")
+	asJSON := fs.Bool("json", false, "print one JSON document (with --follow: one object per line)")
+	followFlag := fs.Bool("follow", false, "then print new messages as they commit, until interrupted")
 	pos, code, done := g.parse(fs, sp, args)
 	if done {
 		return code
@@ -64,12 +72,17 @@ func runMessages(ctx context.Context, g *globals, args []string) int {
 		return g.usageErr(sp.name, "--last does not go with --from or --limit")
 	case *width < 10:
 		return g.usageErr(sp.name, "--width must be at least 10")
+	case *followFlag && isSet(fs, "limit"):
+		return g.usageErr(sp.name, "--limit does not go with --follow")
 	}
 	st, err := g.openExisting(ctx)
 	if err != nil {
 		return g.fail(sp.name, err)
 	}
 	defer st.Close()
+	if *followFlag {
+		return g.result(sp.name, followMessages(ctx, g, st, id, *from, *last, isSet(fs, "last"), *width, *asJSON))
+	}
 	conv := st.Conversations()
 	doc := messagesJSON{ID: id}
 	switch {
@@ -113,4 +126,37 @@ func runMessages(ctx context.Context, g *globals, args []string) int {
 		fmt.Fprintf(g.stderr, "more messages follow: add --from %d for the next page\n", *doc.NextFrom)
 	}
 	return exitOK
+}
+
+// followMessages prints the conversation's messages from position from
+// (or its last ones, with useLast) and then as they commit.
+func followMessages(ctx context.Context, g *globals, st store.Store, id string, from int64, last int, useLast bool, width int, asJSON bool) error {
+	conv := st.Conversations()
+	if useLast {
+		// Start at the first of the last messages, or after the last one
+		// for --last 0; an empty conversation starts at 0.
+		msgs, err := conv.LastMessages(ctx, id, max(last, 1))
+		if err != nil {
+			return withID(id, err)
+		}
+		switch {
+		case len(msgs) == 0:
+			from = 0
+		case last == 0:
+			from = msgs[len(msgs)-1].Seq + 1
+		default:
+			from = msgs[0].Seq
+		}
+	} else if ok, err := conv.Exists(ctx, id); err != nil || !ok {
+		if err == nil {
+			err = store.ErrNotFound
+		}
+		return withID(id, err)
+	}
+	w := []int{5, 9, 20}
+	feed := st.Feed().Messages(ctx, store.MessageFeed{ID: id, From: store.Position{Seq: from}, Limit: followLimit})
+	err := follow(ctx, g, feed, asJSON, cols(w, "SEQ", "ROLE", "CREATED", "TEXT"), func(m store.Message) string {
+		return cols(w, fmt.Sprint(m.Seq), esc(m.Role), tableTime(m.CreatedAt), clip(messageText(m), width))
+	})
+	return withID(id, followErr("conversation "+id, err))
 }

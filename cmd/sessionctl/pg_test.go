@@ -49,30 +49,37 @@ var pgAdmin struct {
 // ends) and --db the server URL with that schema as its search_path.
 func newPGEnv(t *testing.T) *testEnv {
 	t.Helper()
-	u := postgresURL(t)
+	return &testEnv{t: t, dir: t.TempDir(), db: pgSchemaURL(t), clock: storetest.NewClock(), pg: true}
+}
+
+// pgSchemaURL creates a fresh schema on the test server (dropped when tb
+// ends) and returns the server URL with that schema as its search_path.
+func pgSchemaURL(tb testing.TB) string {
+	tb.Helper()
+	u := postgresURL(tb)
 	pgAdmin.once.Do(func() { pgAdmin.pool, pgAdmin.err = pgxpool.New(context.Background(), u) })
 	if pgAdmin.err != nil {
-		t.Fatalf("connect to %s: %v", envPostgresURL, pgAdmin.err)
+		tb.Fatalf("connect to %s: %v", envPostgresURL, pgAdmin.err)
 	}
 	var b [8]byte
 	rand.Read(b[:])
 	schema := "sessionctl_" + hex.EncodeToString(b[:])
 	if _, err := pgAdmin.pool.Exec(context.Background(), "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("create schema: %v", err)
+		tb.Fatalf("create schema: %v", err)
 	}
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		if _, err := pgAdmin.pool.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
+			tb.Errorf("drop schema %s: %v", schema, err)
 		}
 	})
 	pu, err := url.Parse(u)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	q := pu.Query()
 	q.Set("search_path", schema)
 	pu.RawQuery = q.Encode()
-	return &testEnv{t: t, dir: t.TempDir(), db: pu.String(), clock: storetest.NewClock(), pg: true}
+	return pu.String()
 }
 
 // envMaker makes a test's environment on one backend.

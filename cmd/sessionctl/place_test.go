@@ -78,7 +78,7 @@ func TestImmutableDatabase(t *testing.T) {
 			t.Cleanup(func() { exec.Command("chattr", "-i", path).Run() })
 			before := lsDir(t, filepath.Dir(e.db))
 			for _, args := range [][]string{{"list"}, {"show", "s"}, {"use", "s", "--tool", "t"}, {"stats"}, {"export"}} {
-				e.run(args...).want(t, exitError).oneLineErr(t, "database is read-only")
+				e.run(args...).want(t, exitStorage).oneLineErr(t, "database is read-only")
 			}
 			if after := lsDir(t, filepath.Dir(e.db)); !slices.Equal(before, after) {
 				t.Errorf("files beside the database: %v, before %v", after, before)

@@ -13,7 +13,7 @@ import (
 // recordCmd runs the common part of a record command: flags, one ID
 // argument, an existing database. body prints the records.
 func recordCmd(ctx context.Context, g *globals, sp spec, args []string, extra func(fs *flag.FlagSet),
-	body func(ctx context.Context, conv store.Conversations, id string, asJSON bool) error) int {
+	body func(ctx context.Context, st store.Store, id string, asJSON bool) error) int {
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	if extra != nil {
@@ -35,7 +35,7 @@ func recordCmd(ctx context.Context, g *globals, sp spec, args []string, extra fu
 		return g.fail(sp.name, err)
 	}
 	defer st.Close()
-	if err := body(ctx, st.Conversations(), id, *asJSON); err != nil {
+	if err := body(ctx, st, id, *asJSON); err != nil {
 		return g.fail(sp.name, withID(id, err))
 	}
 	return exitOK
@@ -66,7 +66,8 @@ func runArtifacts(ctx context.Context, g *globals, args []string) int {
 		func(fs *flag.FlagSet) {
 			uri = fs.String("uri", "", "print only the content of the artifact with `URI`")
 		},
-		func(ctx context.Context, conv store.Conversations, id string, asJSON bool) error {
+		func(ctx context.Context, st store.Store, id string, asJSON bool) error {
+			conv := st.Conversations()
 			if *uri != "" {
 				a, err := conv.Artifact(ctx, id, *uri)
 				if err != nil {
@@ -102,9 +103,14 @@ var tracesSpec = spec{
 	name: "traces",
 	args: "ID",
 	about: `Lists a conversation's trace events (tool and program executions), oldest
-first, from position --from, at most --limit of them (0: all).`,
+first, from position --from, at most --limit of them (0: all).
+
+With --follow, traces prints from --from on, then every trace event as it
+is committed, also by other processes, until interrupted (Ctrl-C); --json
+then prints one JSON object per line.`,
 	examples: []string{
 		"sessionctl traces conv-1",
+		"sessionctl traces conv-1 --follow --json",
 		"sessionctl traces conv-1 --from 200 --limit 100 --json",
 	},
 }
@@ -118,12 +124,21 @@ type tracesJSON struct {
 func runTraces(ctx context.Context, g *globals, args []string) int {
 	var from *int64
 	var limit *int
+	var followFlag *bool
 	return recordCmd(ctx, g, tracesSpec, args,
 		func(fs *flag.FlagSet) {
 			from = fs.Int64("from", 0, "first event position `N`")
 			limit = fs.Int("limit", 0, "at most `N` events (0: all)")
+			followFlag = fs.Bool("follow", false, "then print new trace events as they commit, until interrupted")
 		},
-		func(ctx context.Context, conv store.Conversations, id string, asJSON bool) error {
+		func(ctx context.Context, st store.Store, id string, asJSON bool) error {
+			conv := st.Conversations()
+			if *followFlag {
+				if *limit != 0 {
+					return store.Invalid("limit", "does not go with --follow")
+				}
+				return followTraces(ctx, g, st, id, *from, asJSON)
+			}
 			events, err := conv.Traces(ctx, id, *from, *limit)
 			if err != nil {
 				return err
@@ -150,9 +165,14 @@ var runsSpec = spec{
 	args: "ID",
 	about: `Lists a conversation's run records (agent runs with their status snapshot),
 ordered by creation time. --events adds each run's replayable events to the
-table; --json prints the records with their events.`,
+table; --json prints the records with their events.
+
+With --follow --run RUN, runs prints the events of that run, then every
+event as it is appended, also by other processes, until interrupted
+(Ctrl-C); --json then prints one JSON object per line.`,
 	examples: []string{
 		"sessionctl runs conv-1",
+		"sessionctl runs conv-1 --follow --run run-7",
 		"sessionctl runs conv-1 --json | jq '.runs[0].events'",
 	},
 }
@@ -164,10 +184,26 @@ type runsJSON struct {
 }
 
 func runRuns(ctx context.Context, g *globals, args []string) int {
-	var events *bool
+	var events, followFlag *bool
+	var run *string
+	var from *int64
 	return recordCmd(ctx, g, runsSpec, args,
-		func(fs *flag.FlagSet) { events = fs.Bool("events", false, "list each run's events under it") },
-		func(ctx context.Context, conv store.Conversations, id string, asJSON bool) error {
+		func(fs *flag.FlagSet) {
+			events = fs.Bool("events", false, "list each run's events under it")
+			followFlag = fs.Bool("follow", false, "print the events of --run as they are appended, until interrupted")
+			run = fs.String("run", "", "with --follow: the run `ID` to follow")
+			from = fs.Int64("from", 0, "with --follow: the first event sequence number `N`")
+		},
+		func(ctx context.Context, st store.Store, id string, asJSON bool) error {
+			conv := st.Conversations()
+			switch {
+			case *followFlag && *run == "":
+				return store.Invalid("follow", "needs --run, the run to follow")
+			case !*followFlag && (*run != "" || *from != 0):
+				return store.Invalid("run", "--run and --from go with --follow")
+			case *followFlag:
+				return followRunEvents(ctx, g, st, id, *run, *from, asJSON)
+			}
 			runs, err := conv.Runs(ctx, id)
 			if err != nil {
 				return err
@@ -214,7 +250,8 @@ type reportsJSON struct {
 
 func runReports(ctx context.Context, g *globals, args []string) int {
 	return recordCmd(ctx, g, reportsSpec, args, nil,
-		func(ctx context.Context, conv store.Conversations, id string, asJSON bool) error {
+		func(ctx context.Context, st store.Store, id string, asJSON bool) error {
+			conv := st.Conversations()
 			reports, err := conv.Reports(ctx, id)
 			if err != nil {
 				return err
@@ -255,4 +292,46 @@ func nonNilSlice[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// followTraces prints the conversation's trace events from position from
+// on, then as they commit.
+func followTraces(ctx context.Context, g *globals, st store.Store, id string, from int64, asJSON bool) error {
+	if from < 0 {
+		return store.Invalid("from", "must not be negative")
+	}
+	if ok, err := st.Conversations().Exists(ctx, id); err != nil || !ok {
+		if err == nil {
+			err = store.ErrNotFound
+		}
+		return err
+	}
+	w := []int{5, 17, 20, 3, 4, 8, 6}
+	feed := st.Feed().Traces(ctx, store.TraceFeed{ID: id, From: store.Position{Seq: from}, Limit: followLimit})
+	err := followAs(ctx, g, feed, asJSON, cols(w, "SEQ", "KIND", "NAME", "OK", "EXIT", "DURATION", "OUTPUT", "CREATED"), func(e store.TraceEvent) string {
+		return cols(w, fmt.Sprint(e.Seq), esc(string(e.Kind)), esc(e.Name), yesNo(e.Success), fmt.Sprint(e.ExitCode),
+			fmt.Sprintf("%dms", e.DurationMS), fmt.Sprint(e.OutputBytes), tableTime(e.CreatedAt))
+	}, func(e store.TraceEvent) any { return traceLine{e, e.Seq} })
+	return followErr("the trace events of conversation "+id, err)
+}
+
+// followRunEvents prints the events of one run from sequence number from
+// on, then as they are appended.
+func followRunEvents(ctx context.Context, g *globals, st store.Store, id, run string, from int64, asJSON bool) error {
+	if from < 0 {
+		return store.Invalid("from", "must not be negative")
+	}
+	w := []int{6, 20}
+	feed := st.Feed().RunEvents(ctx, store.RunEventFeed{ID: id, RunID: run, From: store.Position{Seq: from}, Limit: followLimit})
+	err := follow(ctx, g, feed, asJSON, cols(w, "SEQ", "TIMESTAMP", "EVENT"), func(e store.RunEvent) string {
+		return cols(w, fmt.Sprint(e.Seq), tableTime(e.Timestamp), clip(compactJSON(e.Event), 100))
+	})
+	return followErr("run "+run+" of conversation "+id, err)
+}
+
+// traceLine is a trace event as a follow prints it in JSON: with its
+// position also when it is 0 (the store's type leaves a zero seq out).
+type traceLine struct {
+	store.TraceEvent
+	Seq int64 `json:"seq"`
 }

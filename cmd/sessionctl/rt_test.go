@@ -84,8 +84,8 @@ func TestRuntimeCommands(t *testing.T) { bothBackends(t, testRuntimeCommands) }
 func testRuntimeCommands(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
 	e.rtFixture()
-	e.run("uploads", "nope").want(t, exitError).oneLineErr(t, "not found")
-	e.run("uploads", "r1", "--ref", "missing").want(t, exitError).oneLineErr(t, "not found")
+	e.run("uploads", "nope").want(t, exitNotFound).oneLineErr(t, "not found")
+	e.run("uploads", "r1", "--ref", "missing").want(t, exitNotFound).oneLineErr(t, "not found")
 	e.run("list", "--owner", "o1", "--parent", "c").want(t, exitUsage).oneLineErr(t, "do not go together")
 	e.run("list", "--facet", "runtime", "--status", "active").want(t, exitUsage).oneLineErr(t, "--agent and --status apply to governed sessions, not runtime")
 	e.run("list", "--facet", "conversations", "--owner", "o1").want(t, exitUsage).oneLineErr(t, "--owner applies to runtime sessions, not conversations")
@@ -154,7 +154,7 @@ func testExportImportRuntime(t *testing.T, newTestEnv envMaker) {
 		t.Errorf("runtime session after import:\n%+v\nbefore:\n%+v", b.Runtime, a.Runtime)
 	}
 	before := fileState(t, dst.db)
-	dst.run("import", file).want(t, exitError).oneLineErr(t, "runtime session r1 exists (use --skip-existing)")
+	dst.run("import", file).want(t, exitConflict).oneLineErr(t, "runtime session r1 exists (use --skip-existing)")
 	sameFiles(t, before, fileState(t, dst.db))
 	if r := dst.run("import", file, "--skip-existing").want(t, 0); !strings.HasSuffix(r.stdout, ", 3 existing skipped\n") {
 		t.Errorf("skip existing: %q", r.stdout)

@@ -39,6 +39,7 @@ func exportRuntimeSessions(ctx context.Context, x *exportRun) error {
 		}
 		x.out.value("", r)
 		x.counts.Runtime++
+		x.tick()
 		return nil
 	}
 	if x.ids != nil {

@@ -22,13 +22,6 @@ import (
 // use's do (see exit.go).
 const exitSpend = 12
 
-func init() {
-	exitTable = append(exitTable, struct {
-		code    int
-		meaning string
-	}{exitSpend, "reserve refused (spend): the reservation would exceed a spend limit"})
-}
-
 // metricNames maps the spellings a --limit accepts to metrics.
 var metricNames = map[string]store.SpendMetric{
 	"input": store.MetricInputTokens, "input_tokens": store.MetricInputTokens,
@@ -262,11 +255,11 @@ func newReservationView(r store.Reservation) reservationView {
 // spendRefusal maps an error of reserve, settle or release to its exit
 // status: a spend limit 12, the others as use's.
 func spendRefusal(err error) (refusal, bool) {
-	if errors.Is(err, store.ErrSpendLimitExceeded) {
-		return refusal{exitSpend, "spend"}, true
-	}
 	if errors.Is(err, store.ErrInvalidInput) {
 		return refusal{}, false
+	}
+	if errors.Is(err, store.ErrSpendLimitExceeded) {
+		return refusal{exitSpend, "spend"}, true
 	}
 	return useRefusal(err)
 }

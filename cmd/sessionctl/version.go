@@ -14,7 +14,13 @@ var versionSpec = spec{
 	name: "version",
 	about: `Prints the version of sessionctl (the module version and VCS revision it
 was built from), the Go and SQLite versions, and the newest schema version
-it can read and migrate to. It does not open the database.`,
+it can read and migrate to. It does not open the database.
+
+The revision is the one "go build" stamps when it runs in a git checkout
+(vcs.revision; "modified" when the work tree had uncommitted changes).
+Where Go stamps none (-buildvcs=false, a linked git worktree, a source
+tarball), a build may give it: go build -ldflags "-X
+main.buildRevision=$(git rev-parse HEAD)" ./cmd/sessionctl.`,
 	examples: []string{"sessionctl version", "sessionctl version --json"},
 }
 
@@ -22,6 +28,7 @@ it can read and migrate to. It does not open the database.`,
 type versionJSON struct {
 	Version       string `json:"version"`
 	Revision      string `json:"revision,omitempty"`
+	Modified      bool   `json:"modified,omitempty"`
 	GoVersion     string `json:"go_version"`
 	Platform      string `json:"platform"`
 	SQLiteVersion string `json:"sqlite_version"`
@@ -39,17 +46,11 @@ func runVersion(ctx context.Context, g *globals, args []string) int {
 	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
 		return code
 	}
-	doc := versionJSON{Version: "(devel)", GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" {
-			doc.Version = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				doc.Revision = s.Value
-			}
-		}
+	readBI := g.buildInfo
+	if readBI == nil {
+		readBI = debug.ReadBuildInfo
 	}
+	doc := buildVersion(readBI())
 	var err error
 	if doc.SchemaVersion, err = migrations.Latest(); err != nil {
 		return g.fail(sp.name, err)
@@ -65,11 +66,47 @@ func runVersion(ctx context.Context, g *globals, args []string) int {
 	}
 	rev := ""
 	if doc.Revision != "" {
-		rev = " (" + doc.Revision[:min(12, len(doc.Revision))] + ")"
+		rev = " (" + doc.Revision[:min(12, len(doc.Revision))]
+		if doc.Modified {
+			rev += ", modified"
+		}
+		rev += ")"
 	}
 	fmt.Fprintf(g.stdout, "sessionctl %s%s %s %s\n", doc.Version, rev, doc.GoVersion, doc.Platform)
 	fmt.Fprintf(g.stdout, "schema version %d, SQLite %s (modernc.org/sqlite, pure Go)\n", doc.SchemaVersion, doc.SQLiteVersion)
 	return exitOK
+}
+
+// buildRevision is the VCS revision given at link time (-ldflags "-X
+// main.buildRevision=..."), for builds Go stamps none into; a revision in
+// the build information takes precedence.
+var buildRevision string
+
+// buildVersion is the binary's part of the version document: the module
+// version and VCS revision from the build information bi (ok false: none,
+// as under go test without -buildvcs), the Go version and platform.
+func buildVersion(bi *debug.BuildInfo, ok bool) versionJSON {
+	doc := versionJSON{Version: "(devel)", Revision: buildRevision, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if !ok || bi == nil {
+		return doc
+	}
+	if bi.Main.Version != "" {
+		doc.Version = bi.Main.Version
+	}
+	if bi.GoVersion != "" {
+		doc.GoVersion = bi.GoVersion
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			if s.Value != "" {
+				doc.Revision = s.Value
+			}
+		case "vcs.modified":
+			doc.Modified = s.Value == "true"
+		}
+	}
+	return doc
 }
 
 // sqliteVersion asks the linked SQLite library for its version.

@@ -1,0 +1,617 @@
+package main
+
+// Agent sessions on the command line (ADK-style sessions keyed by app,
+// user and session id; store.AgentSessions): "sessionctl agents" lists
+// them, shows one with its merged state and last events, pages or follows
+// its event log, prints state and deletes one.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+var agentsSpec = spec{
+	name: "agents",
+	args: "[list | show | events | state | delete] [APP USER SESSION]",
+	about: `Agent sessions (the sessions of an ADK-style runtime, keyed by application,
+user and session id): their state in three scopes and their event log.
+
+  agents [list]                   lists sessions ordered by application, user
+                                  and session id: of --app (every application
+                                  when not given), of --user, not updated for
+                                  --idle; --limit per page, --after the cursor
+                                  printed after a page (--all reads every page)
+  agents show APP USER SESSION    the session, its merged state (app: and
+                                  user: keys as ADK names them) and its last
+                                  --last events (default 10)
+  agents events APP USER SESSION  its event log, oldest first: from --from
+                                  (sequence number, from 1), at most --limit,
+                                  or the last --last; --invocation ID selects
+                                  one invocation's; --follow then prints new
+                                  events as they commit, until interrupted
+  agents state APP [USER [SESSION]]
+                                  the app state, and the user and session
+                                  state when named
+  agents delete APP USER SESSION  deletes the session with its events and
+                                  session state (app and user state stay);
+                                  asks on a terminal, else needs --yes`,
+	examples: []string{
+		"sessionctl agents --app support --user ada",
+		"sessionctl agents show support ada s1",
+		"sessionctl agents events support ada s1 --last 5 --follow",
+		"sessionctl agents state support ada --json",
+		"sessionctl agents delete support ada s1 --yes",
+	},
+}
+
+// agentSubcommands are the actions of "sessionctl agents".
+var agentSubcommands = []string{"list", "show", "events", "state", "delete"}
+
+func runAgents(ctx context.Context, g *globals, args []string) int {
+	sub := "list"
+	if len(args) > 0 && slices.Contains(agentSubcommands, args[0]) {
+		sub, args = args[0], args[1:]
+	}
+	sp := agentsSpec
+	fs := g.newFlags(sp)
+	app := fs.String("app", "", "list: only the sessions of application `APP`")
+	user := fs.String("user", "", "list: only the sessions of user `USER`")
+	idle := fs.Duration("idle", 0, "list: only sessions not updated for `DURATION`")
+	limit := fs.Int("limit", 50, fmt.Sprintf("list, events: at most `N` per page (1 to %d)", store.MaxPageSize))
+	after := fs.String("after", "", "list: continue after `CURSOR` (printed after a page)")
+	all := fs.Bool("all", false, "list: every page")
+	last := fs.Int("last", 10, "show, events: only the last `N` events")
+	from := fs.Int64("from", 1, "events: the first event sequence number `N`")
+	invocation := fs.String("invocation", "", "events: only the events of invocation `ID`")
+	followFlag := fs.Bool("follow", false, "events: then print new events as they commit, until interrupted")
+	yes := fs.Bool("yes", false, "delete: do not ask")
+	asJSON := fs.Bool("json", false, "print one JSON document (events --follow: one object per line)")
+	pos, code, done := g.parse(fs, sp, args)
+	if done {
+		return code
+	}
+	name := sp.name + " " + sub
+	only := func(sub string, flags ...string) bool {
+		for _, f := range flags {
+			if isSet(fs, f) {
+				g.usageErr(name, "--%s does not apply to agents %s", f, sub)
+				return false
+			}
+		}
+		return true
+	}
+	key := func(min int) (store.SessionKey, int, bool) {
+		if len(pos) < min || len(pos) > 3 || (min == 3 && len(pos) != 3) {
+			return store.SessionKey{}, g.usageErr(name, "expected %s", map[int]string{1: "APP [USER [SESSION]]", 3: "APP USER SESSION"}[min]), false
+		}
+		k := store.SessionKey{App: pos[0]}
+		if len(pos) > 1 {
+			k.User = pos[1]
+		}
+		if len(pos) > 2 {
+			k.Session = pos[2]
+		}
+		for i, field := range []string{"app", "user", "session"}[:len(pos)] {
+			if err := store.ValidateID(field, pos[i]); err != nil {
+				return k, g.usageErr(name, "%v", err), false
+			}
+		}
+		return k, 0, true
+	}
+	if *limit < 1 || *limit > store.MaxPageSize {
+		return g.usageErr(name, "--limit must be between 1 and %d", store.MaxPageSize)
+	}
+	if *last < 0 || *last > store.MaxPageSize {
+		return g.usageErr(name, "--last must be between 0 and %d", store.MaxPageSize)
+	}
+	switch sub {
+	case "list":
+		if !only(sub, "last", "from", "invocation", "follow", "yes") {
+			return exitUsage
+		}
+		if len(pos) > 0 {
+			return g.usageErr(name, "unexpected argument %q (use --app and --user)", pos[0])
+		}
+		for _, f := range []struct{ field, v string }{{"app", *app}, {"user", *user}} {
+			if f.v != "" {
+				if err := store.ValidateID(f.field, f.v); err != nil {
+					return g.usageErr(name, "%v", err)
+				}
+			}
+		}
+		if *idle < 0 {
+			return g.usageErr(name, "--idle must not be negative")
+		}
+		var cur agentCursor
+		if *after != "" {
+			var err error
+			if cur, err = decodeAgentCursor(*after); err != nil || (*app != "" && cur.App != *app) {
+				return g.usageErr(name, "--after %q is not a cursor of this listing", *after)
+			}
+		}
+		return g.result(name, g.agentsList(ctx, agentListReq{app: *app, user: *user, idle: *idle, limit: *limit, after: cur, all: *all}, *asJSON))
+	case "show":
+		if !only(sub, "app", "user", "idle", "limit", "after", "all", "from", "invocation", "follow", "yes") {
+			return exitUsage
+		}
+		k, code, ok := key(3)
+		if !ok {
+			return code
+		}
+		return g.result(name, g.agentsShow(ctx, k, *last, *asJSON))
+	case "events":
+		if !only(sub, "app", "user", "idle", "after", "all", "yes") {
+			return exitUsage
+		}
+		k, code, ok := key(3)
+		if !ok {
+			return code
+		}
+		useLast := isSet(fs, "last")
+		switch {
+		case useLast && (isSet(fs, "from") || isSet(fs, "limit")):
+			return g.usageErr(name, "--last does not go with --from or --limit")
+		case *from < 1:
+			return g.usageErr(name, "--from must be at least 1 (events are numbered from 1)")
+		case *followFlag && (isSet(fs, "limit") || *invocation != ""):
+			return g.usageErr(name, "--follow does not go with --limit or --invocation")
+		case useLast && *invocation != "":
+			return g.usageErr(name, "--last does not go with --invocation")
+		}
+		if *invocation != "" {
+			if err := store.ValidateID("invocation", *invocation); err != nil {
+				return g.usageErr(name, "%v", err)
+			}
+		}
+		req := agentEventsReq{key: k, from: *from, limit: *limit, last: -1, invocation: *invocation}
+		if useLast {
+			req.last = *last
+		}
+		if *followFlag {
+			return g.result(name, g.agentsFollow(ctx, req, *asJSON))
+		}
+		return g.result(name, g.agentsEvents(ctx, req, *asJSON))
+	case "state":
+		if !only(sub, "app", "user", "idle", "limit", "after", "all", "last", "from", "invocation", "follow", "yes") {
+			return exitUsage
+		}
+		k, code, ok := key(1)
+		if !ok {
+			return code
+		}
+		return g.result(name, g.agentsState(ctx, k, *asJSON))
+	case "delete":
+		if !only(sub, "app", "user", "idle", "limit", "after", "all", "last", "from", "invocation", "follow") {
+			return exitUsage
+		}
+		k, code, ok := key(3)
+		if !ok {
+			return code
+		}
+		return g.result(name, g.agentsDelete(ctx, name, k, *yes, *asJSON))
+	}
+	return exitOK
+}
+
+// agentCursor is the cursor of "agents list": the application and the
+// store's cursor within it (empty: its first session).
+type agentCursor struct {
+	App   string `json:"app"`
+	After string `json:"after,omitempty"`
+}
+
+func (c agentCursor) encode() string {
+	b, _ := json.Marshal(c) // two strings always marshal
+	return string(b)
+}
+
+func decodeAgentCursor(s string) (agentCursor, error) {
+	var c agentCursor
+	if err := json.Unmarshal([]byte(s), &c); err != nil || c.App == "" {
+		return c, store.Invalid("after", "not a cursor of this listing")
+	}
+	if c.After != "" {
+		if _, err := store.DecodeSessionCursor(c.After); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// agentView is an agent session in the JSON of agents list and show.
+type agentView struct {
+	App        string `json:"app"`
+	User       string `json:"user"`
+	Session    string `json:"session"`
+	Version    int64  `json:"version"`
+	EventCount int64  `json:"event_count"`
+	StateKeys  int    `json:"session_state_keys"`
+	CreatedAt  string `json:"created_at"`
+	UpdatedAt  string `json:"updated_at"`
+}
+
+func newAgentView(s store.AgentSession) agentView {
+	return agentView{App: s.Key.App, User: s.Key.User, Session: s.Key.Session, Version: s.Version,
+		EventCount: s.EventCount, StateKeys: len(s.State.Session),
+		CreatedAt: jsonTime(s.CreatedAt), UpdatedAt: jsonTime(s.UpdatedAt)}
+}
+
+// agentListJSON is the JSON document of agents list.
+type agentListJSON struct {
+	Items []agentView `json:"items"`
+	Next  string      `json:"next"`
+}
+
+type agentListReq struct {
+	app, user string
+	idle      time.Duration
+	limit     int
+	after     agentCursor
+	all       bool
+}
+
+// agentsList lists agent sessions, one page (or every page with all).
+func (g *globals) agentsList(ctx context.Context, req agentListReq, asJSON bool) error {
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	apps := []string{req.app}
+	if req.app == "" {
+		scopes, err := g.agentScopes(ctx)
+		if err != nil {
+			return err
+		}
+		apps = scopes.apps
+	}
+	if req.after.App != "" {
+		i, _ := slices.BinarySearch(apps, req.after.App)
+		apps = apps[i:]
+		if len(apps) == 0 || apps[0] != req.after.App {
+			req.after.After = "" // the cursor's application is gone: continue with the next
+		}
+	}
+	cutoff := time.Time{}
+	if req.idle > 0 {
+		cutoff = g.clock().Add(-req.idle)
+	}
+	doc := agentListJSON{Items: []agentView{}}
+	cursor := req.after.After
+	for i := 0; i < len(apps); {
+		n := req.limit
+		if !req.all {
+			n -= len(doc.Items)
+		}
+		page, err := st.AgentSessions().ListSessions(ctx, store.ListAgentSessionsRequest{App: apps[i], User: req.user,
+			Cursor: cursor, Limit: n})
+		if err != nil {
+			return err
+		}
+		for _, s := range page.Items {
+			if cutoff.IsZero() || s.UpdatedAt.Before(cutoff) {
+				doc.Items = append(doc.Items, newAgentView(s))
+			}
+		}
+		if cursor = page.Next; cursor == "" {
+			i++ // this application is done
+		}
+		if !req.all && len(doc.Items) >= req.limit {
+			if i < len(apps) {
+				doc.Next = agentCursor{App: apps[i], After: cursor}.encode()
+			}
+			break
+		}
+	}
+	if asJSON {
+		return writeJSON(g.stdout, doc)
+	}
+	if len(doc.Items) == 0 {
+		_, err := fmt.Fprintln(g.stdout, "no agent sessions")
+		return err
+	}
+	tw := newTable(g.stdout)
+	fmt.Fprintln(tw, "APP\tUSER\tSESSION\tVERSION\tEVENTS\tSTATE KEYS\tUPDATED")
+	for _, v := range doc.Items {
+		up, _ := parseJSONTime("updated_at", v.UpdatedAt)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", esc(v.App), esc(v.User), esc(v.Session), v.Version, v.EventCount, v.StateKeys, tableTime(up))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if doc.Next != "" {
+		fmt.Fprintf(g.stderr, "more agent sessions follow: add --after %s for the next page\n", shellQuote(doc.Next))
+	}
+	return nil
+}
+
+// agentShowJSON is the JSON document of agents show.
+type agentShowJSON struct {
+	agentView
+	// State is the merged state (app: and user: prefixes, as ADK reads it).
+	State  map[string]json.RawMessage `json:"state"`
+	Events []store.AgentEvent         `json:"events"`
+}
+
+// agentsShow prints one session, its merged state and its last events.
+func (g *globals) agentsShow(ctx context.Context, k store.SessionKey, last int, asJSON bool) error {
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	s, err := st.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: k, IncludeEvents: last > 0, Recent: last})
+	if err != nil {
+		return agentKeyErr(k, err)
+	}
+	doc := agentShowJSON{agentView: newAgentView(s), State: store.DefaultStatePrefixes.Merge(s.State), Events: nonNilSlice(s.Events)}
+	if asJSON {
+		return writeJSON(g.stdout, doc)
+	}
+	w := g.stdout
+	fmt.Fprintf(w, "agent session %s\n", esc(keyText(k)))
+	tw := newTable(w)
+	fmt.Fprintf(tw, "  version\t%d\n", s.Version)
+	fmt.Fprintf(tw, "  events\t%d\n", s.EventCount)
+	fmt.Fprintf(tw, "  created\t%s\n", tableTime(s.CreatedAt))
+	fmt.Fprintf(tw, "  updated\t%s\n", tableTime(s.UpdatedAt))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nstate (%d keys, merged):\n", len(doc.State))
+	if err := stateTable(g, doc.State, ""); err != nil {
+		return err
+	}
+	if last == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nlast %d %s:\n", len(s.Events), plural(len(s.Events), "event", "events"))
+	if err := eventTable(g, s.Events); err != nil {
+		return err
+	}
+	if s.EventCount > int64(len(s.Events)) {
+		fmt.Fprintf(w, "(sessionctl agents events %s %s %s --from 1 for the whole log)\n", shellQuote(k.App), shellQuote(k.User), shellQuote(k.Session))
+	}
+	return nil
+}
+
+// stateTable prints keys and values, sorted by key; scope is the column
+// of the scope, or "" to leave it out.
+func stateTable(g *globals, m map[string]json.RawMessage, scope string) error {
+	if len(m) == 0 {
+		_, err := fmt.Fprintln(g.stdout, "  (none)")
+		return err
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	tw := newTable(g.stdout)
+	for _, k := range keys {
+		if scope != "" {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", scope, esc(k), clip(jsonText(m[k]), 80))
+		} else {
+			fmt.Fprintf(tw, "  %s\t%s\n", esc(k), clip(jsonText(m[k]), 80))
+		}
+	}
+	return tw.Flush()
+}
+
+// eventTable prints events as a table.
+func eventTable(g *globals, events []store.AgentEvent) error {
+	if len(events) == 0 {
+		_, err := fmt.Fprintln(g.stdout, "no events")
+		return err
+	}
+	tw := newTable(g.stdout)
+	fmt.Fprintln(tw, "SEQ\tID\tINVOCATION\tTIMESTAMP\tDATA")
+	for _, e := range events {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", e.Seq, esc(e.ID), orDash(esc(e.InvocationID)), e.Timestamp.UTC().Format(eventTimeLayout), clip(jsonText(e.Data), 60))
+	}
+	return tw.Flush()
+}
+
+// jsonText is a stored JSON value on one line, without insignificant
+// white space.
+func jsonText(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return compactJSON(raw)
+	}
+	return b.String()
+}
+
+// eventTimeLayout shows an agent event's time to the microsecond, the
+// precision the store keeps.
+const eventTimeLayout = "2006-01-02 15:04:05.000000Z"
+
+// agentKeyErr names the session in a not-found error.
+func agentKeyErr(k store.SessionKey, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("agent session %s: %w", keyText(k), err)
+	}
+	return err
+}
+
+type agentEventsReq struct {
+	key        store.SessionKey
+	from       int64
+	limit      int
+	last       int // -1: not asked for
+	invocation string
+}
+
+// agentEventsJSON is the JSON document of agents events. NextFrom is the
+// --from of the next page, null on the last page.
+type agentEventsJSON struct {
+	App        string             `json:"app"`
+	User       string             `json:"user"`
+	Session    string             `json:"session"`
+	EventCount int64              `json:"event_count"`
+	Events     []store.AgentEvent `json:"events"`
+	NextFrom   *int64             `json:"next_from"`
+}
+
+// agentsEvents prints a page of a session's event log.
+func (g *globals) agentsEvents(ctx context.Context, req agentEventsReq, asJSON bool) error {
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	as := st.AgentSessions()
+	doc := agentEventsJSON{App: req.key.App, User: req.key.User, Session: req.key.Session}
+	if req.last >= 0 {
+		s, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: req.key, IncludeEvents: req.last > 0, Recent: req.last})
+		if err != nil {
+			return agentKeyErr(req.key, err)
+		}
+		doc.EventCount, doc.Events = s.EventCount, nonNilSlice(s.Events)
+	} else {
+		lr := store.ListEventsRequest{Key: req.key, InvocationID: req.invocation, Limit: req.limit}
+		if req.from > 1 {
+			lr.Cursor = store.EventCursor(req.from - 1)
+		}
+		page, err := as.ListEvents(ctx, lr)
+		if err != nil {
+			return agentKeyErr(req.key, err)
+		}
+		doc.Events = nonNilSlice(page.Items)
+		if page.Next != "" && len(page.Items) > 0 {
+			next := page.Items[len(page.Items)-1].Seq + 1
+			doc.NextFrom = &next
+		}
+		s, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: req.key})
+		if err != nil {
+			return agentKeyErr(req.key, err)
+		}
+		doc.EventCount = s.EventCount
+	}
+	if asJSON {
+		return writeJSON(g.stdout, doc)
+	}
+	if len(doc.Events) == 0 {
+		_, err := fmt.Fprintf(g.stdout, "no events (the session has %d)\n", doc.EventCount)
+		return err
+	}
+	if err := eventTable(g, doc.Events); err != nil {
+		return err
+	}
+	if doc.NextFrom != nil {
+		fmt.Fprintf(g.stderr, "more events follow: add --from %d for the next page\n", *doc.NextFrom)
+	}
+	return nil
+}
+
+// agentsFollow prints a session's events from req.from (or its last
+// req.last) on, then as they are appended.
+func (g *globals) agentsFollow(ctx context.Context, req agentEventsReq, asJSON bool) error {
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	s, err := st.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: req.key})
+	if err != nil {
+		return agentKeyErr(req.key, err)
+	}
+	from := req.from
+	if req.last >= 0 {
+		from = max(s.EventCount-int64(req.last)+1, 1)
+	}
+	w := []int{5, 20, 12, 27}
+	feed := st.Feed().Events(ctx, store.EventFeed{Key: req.key, From: store.Position{Seq: from}, Limit: followLimit})
+	err = follow(ctx, g, feed, asJSON, cols(w, "SEQ", "ID", "INVOCATION", "TIMESTAMP", "DATA"), func(e store.AgentEvent) string {
+		return cols(w, fmt.Sprint(e.Seq), esc(e.ID), orDash(esc(e.InvocationID)), e.Timestamp.UTC().Format(eventTimeLayout), clip(jsonText(e.Data), 80))
+	})
+	return agentKeyErr(req.key, followErr("agent session "+keyText(req.key), err))
+}
+
+// agentsState prints the app state, and the user and session state when
+// named.
+func (g *globals) agentsState(ctx context.Context, k store.SessionKey, asJSON bool) error {
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	s, err := st.AgentSessions().GetState(ctx, k)
+	if err != nil {
+		return agentKeyErr(k, err)
+	}
+	if asJSON {
+		doc := struct {
+			App     map[string]json.RawMessage `json:"app"`
+			User    map[string]json.RawMessage `json:"user,omitempty"`
+			Session map[string]json.RawMessage `json:"session,omitempty"`
+		}{App: nonNilMap(s.App), User: s.User, Session: s.Session}
+		if k.User != "" {
+			doc.User = nonNilMap(s.User)
+		}
+		if k.Session != "" {
+			doc.Session = nonNilMap(s.Session)
+		}
+		return writeJSON(g.stdout, doc)
+	}
+	scopes := []struct {
+		name string
+		m    map[string]json.RawMessage
+		on   bool
+	}{{"app", s.App, true}, {"user", s.User, k.User != ""}, {"session", s.Session, k.Session != ""}}
+	for i, sc := range scopes {
+		if !sc.on {
+			continue
+		}
+		if i > 0 {
+			fmt.Fprintln(g.stdout)
+		}
+		fmt.Fprintf(g.stdout, "%s state (%d %s):\n", sc.name, len(sc.m), plural(len(sc.m), "key", "keys"))
+		if err := stateTable(g, sc.m, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nonNilMap makes JSON print {} rather than null.
+func nonNilMap[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return map[K]V{}
+	}
+	return m
+}
+
+// agentsDelete deletes one agent session after confirmation.
+func (g *globals) agentsDelete(ctx context.Context, name string, k store.SessionKey, yes, asJSON bool) error {
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	as := st.AgentSessions()
+	s, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: k})
+	if err != nil {
+		return agentKeyErr(k, err)
+	}
+	what := fmt.Sprintf("agent session %s with %d %s and %d session state %s", keyText(k), s.EventCount,
+		plural(int(s.EventCount), "event", "events"), len(s.State.Session), plural(len(s.State.Session), "key", "keys"))
+	if err := g.confirm(name, what, yes); err != nil {
+		return err
+	}
+	if err := as.DeleteSession(ctx, k); err != nil {
+		return agentKeyErr(k, err)
+	}
+	if asJSON {
+		return writeJSON(g.stdout, map[string]any{"deleted": newAgentView(s)})
+	}
+	_, err = fmt.Fprintf(g.stdout, "deleted %s\n", esc(what))
+	return err
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// runBare runs sessionctl with exactly args (no --db put in front).
+func (e *testEnv) runBare(args ...string) result {
+	e.t.Helper()
+	var out, errb bytes.Buffer
+	g := &globals{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, now: e.clock.Now}
+	code := g.run(context.Background(), args)
+	return result{args: args, code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+// TestGlobalFlagsAnywhere: --db works before or after the command and
+// its arguments, as --db PATH or --db=PATH; after "--" it is an argument.
+func TestGlobalFlagsAnywhere(t *testing.T) {
+	e := newTestEnv(t)
+	e.run("create", "--id", "s1", "--agent", "a", "--budget", "1").want(t, 0)
+	for _, args := range [][]string{
+		{"--db", e.db, "show", "s1"},
+		{"show", "s1", "--db", e.db},
+		{"show", "--db=" + e.db, "s1"},
+		{"show", "--json", "s1", "-db", e.db},
+	} {
+		if r := e.runBare(args...).want(t, 0); !strings.Contains(r.stdout, "s1") {
+			t.Errorf("%q: %s", args, r.stdout)
+		}
+	}
+	e.runBare("show", "--db", e.db, "--", "--db").want(t, exitNotFound).oneLineErr(t, "session --db: session not found") // after --, the ID
+}
+
+// TestVersionFlag: --version anywhere prints what the version command
+// prints.
+func TestVersionFlag(t *testing.T) {
+	e := newTestEnv(t)
+	want := e.run("version").want(t, 0).stdout
+	for _, args := range [][]string{{"--version"}, {"list", "--version"}} {
+		if r := e.run(args...).want(t, 0); r.stdout != want {
+			t.Errorf("%q: %q, want %q", args, r.stdout, want)
+		}
+	}
+	if !strings.Contains(want, "schema version") || !strings.Contains(want, "SQLite") || !strings.Contains(want, "go1.") {
+		t.Errorf("version: %q", want)
+	}
+}
+
+// TestDidYouMean: a mistyped command or flag is named with the closest
+// real one; an unrelated word gets no suggestion.
+func TestDidYouMean(t *testing.T) {
+	e := newTestEnv(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"lsit"}, `unknown command "lsit" (did you mean list?)`},
+		{[]string{"agnets"}, `(did you mean agents?)`},
+		{[]string{"messges", "c1"}, `(did you mean messages?)`},
+		{[]string{"help", "shwo"}, `(did you mean show?)`},
+		{[]string{"list", "--jsno"}, `unknown flag --jsno (did you mean --json?)`},
+		{[]string{"messages", "c1", "--folow"}, `(did you mean --follow?)`},
+		{[]string{"completion", "zhs"}, `(did you mean zsh?)`},
+	} {
+		e.run(c.args...).want(t, exitUsage).oneLineErr(t, c.want)
+	}
+	if r := e.run("frobnicate").want(t, exitUsage); strings.Contains(r.stderr, "did you mean") {
+		t.Errorf("a suggestion for an unrelated word: %q", r.stderr)
+	}
+	if suggest("x", []string{"list", "show"}) != "" || suggest("sho", []string{"list", "show"}) != "show" || editDistance("kitten", "sitting") != 3 {
+		t.Error("suggest or editDistance")
+	}
+}
+
+// TestCompletion: the scripts name every command and its flags and
+// actions, and the bash one parses and completes.
+func TestCompletion(t *testing.T) {
+	e := newTestEnv(t)
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		out := e.run("completion", shell).want(t, 0).stdout
+		for _, c := range commands() {
+			if !strings.Contains(out, c.name) {
+				t.Errorf("%s completion lacks command %s", shell, c.name)
+			}
+		}
+		for _, w := range []string{"follow", "dry-run", "events", "verify"} {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s completion lacks %s", shell, w)
+			}
+		}
+	}
+	e.run("completion").want(t, exitUsage)
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash to run the script")
+	}
+	script := e.run("completion", "bash").stdout +
+		"COMP_WORDS=(sessionctl agents sh); COMP_CWORD=2; _sessionctl; echo \"${COMPREPLY[*]}\"\n" +
+		"COMP_WORDS=(sessionctl --db x.db messages c1 --fol); COMP_CWORD=5; _sessionctl; echo \"${COMPREPLY[*]}\"\n" +
+		"COMP_WORDS=(sessionctl ag); COMP_CWORD=1; _sessionctl; echo \"${COMPREPLY[*]}\"\n"
+	out, err := exec.Command(bash, "--norc", "-c", script).CombinedOutput()
+	if err != nil || string(out) != "show\n--follow\nagents\n" {
+		t.Errorf("bash completion: %v\n%s", err, out)
+	}
+}

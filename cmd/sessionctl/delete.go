@@ -1,0 +1,186 @@
+package main
+
+// Deleting one thing: "sessionctl delete ID" removes a runtime session
+// and/or a conversation with everything it owns; "agents delete" an agent
+// session. Both confirm first (confirm).
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+var deleteSpec = spec{
+	name: "delete",
+	args: "ID",
+	about: `Deletes the runtime session and the conversation of one id, with everything
+they own: the runtime session's uploads and turn (a running turn is
+cancelled with the cause session_removed), the conversation's messages,
+cost records, artifacts, trace events, runs and verification reports. One
+transaction per facet; nothing is left half deleted. --facet conversations
+deletes only the conversation (the runtime session stays); --facet runtime
+deletes the runtime session, which takes its conversation with it.
+
+A governed session is not deleted here: close it, and cleanup removes it
+(cleanup --dry-run lists what it would remove). Agent sessions are deleted
+with "sessionctl agents delete APP USER SESSION".
+
+delete names what it will remove and asks on a terminal; when stdin is
+not a terminal it needs --yes (without it: exit 2). --dry-run only prints
+what would be deleted.`,
+	examples: []string{
+		"sessionctl delete conv-1",
+		"sessionctl delete conv-1 --facet conversations --yes",
+		"sessionctl delete rt-7 --dry-run --json",
+	},
+}
+
+// deleteJSON is the JSON document of delete.
+type deleteJSON struct {
+	ID           string `json:"id"`
+	DryRun       bool   `json:"dry_run"`
+	Runtime      bool   `json:"runtime_session"`
+	Uploads      int64  `json:"uploads"`
+	Conversation bool   `json:"conversation"`
+	Messages     int64  `json:"messages"`
+}
+
+func runDelete(ctx context.Context, g *globals, args []string) int {
+	sp := deleteSpec
+	fs := g.newFlags(sp)
+	facetFlag := fs.String("facet", "", "delete only `FACET`: conversations or runtime")
+	yes := fs.Bool("yes", false, "do not ask")
+	dryRun := fs.Bool("dry-run", false, "print what would be deleted, delete nothing")
+	asJSON := fs.Bool("json", false, "print one JSON document")
+	pos, code, done := g.parse(fs, sp, args)
+	if done {
+		return code
+	}
+	if code, bad := g.wantArgs(sp, pos, 1, 1); bad {
+		return code
+	}
+	id := pos[0]
+	if err := store.ValidateID("id", id); err != nil {
+		return g.usageErr(sp.name, "%v", err)
+	}
+	switch *facetFlag {
+	case "", facetConversations, facetRuntime:
+	default:
+		return g.usageErr(sp.name, "--facet must be conversations or runtime, not %q", *facetFlag)
+	}
+	return g.result(sp.name, g.deleteOne(ctx, sp.name, id, *facetFlag, *yes, *dryRun, *asJSON))
+}
+
+func (g *globals) deleteOne(ctx context.Context, name, id, only string, yes, dryRun, asJSON bool) error {
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	doc, f, err := loadFacets(ctx, st, id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	out := deleteJSON{ID: id, DryRun: dryRun}
+	if f.rt != nil && only != facetConversations {
+		out.Runtime = true
+		out.Uploads = doc.Runtime.Uploads
+	}
+	// Removing a runtime session takes its conversation with it.
+	if f.conv != nil && (only != facetRuntime || out.Runtime) {
+		out.Conversation = true
+		out.Messages = f.conv.MessageCount
+	}
+	if !out.Runtime && !out.Conversation {
+		what := "runtime session or conversation"
+		if only != "" {
+			what = map[string]string{facetConversations: "conversation", facetRuntime: "runtime session"}[only]
+		}
+		hint := ""
+		if f.gov != nil {
+			hint = " (a governed session is removed by close, then cleanup)"
+		}
+		return fmt.Errorf("session %s: no %s to delete%s: %w", id, what, hint, store.ErrNotFound)
+	}
+	what := deleteText(out)
+	if dryRun {
+		if asJSON {
+			return writeJSON(g.stdout, out)
+		}
+		_, err := fmt.Fprintf(g.stdout, "would delete %s\n", esc(what))
+		return err
+	}
+	if err := g.confirm(name, what, yes); err != nil {
+		return err
+	}
+	if out.Runtime {
+		if _, err := st.Runtime().Remove(ctx, id); err != nil {
+			return withID(id, err)
+		}
+	} else if err := st.Conversations().Delete(ctx, id); err != nil {
+		return withID(id, err)
+	}
+	if asJSON {
+		return writeJSON(g.stdout, out)
+	}
+	_, err = fmt.Fprintf(g.stdout, "deleted %s\n", esc(what))
+	return err
+}
+
+// deleteText names what a delete removes: "runtime session x with 1
+// upload and conversation x with 4 messages".
+func deleteText(d deleteJSON) string {
+	var parts []string
+	if d.Runtime {
+		parts = append(parts, fmt.Sprintf("runtime session %s with %d %s", d.ID, d.Uploads, plural(int(d.Uploads), "upload", "uploads")))
+	}
+	if d.Conversation {
+		parts = append(parts, fmt.Sprintf("conversation %s with %d %s", d.ID, d.Messages, plural(int(d.Messages), "message", "messages")))
+	}
+	return joinAnd(parts)
+}
+
+// confirm asks before a destructive command deletes what: with yes it does
+// not ask; on a terminal it asks on stderr and reads the answer from stdin
+// ("y" or "yes" goes on; anything else is errDeclined, exit 1); when stdin
+// is not a terminal the command needs --yes (a usage error, exit 2).
+func (g *globals) confirm(name, what string, yes bool) error {
+	if yes {
+		return nil
+	}
+	if !g.stdinIsTerminal() {
+		return &usageError{fmt.Sprintf("refusing to delete %s without --yes: stdin is not a terminal to ask on", what)}
+	}
+	fmt.Fprintf(g.stderr, "sessionctl %s: delete %s? [y/N] ", name, esc(what))
+	line, err := bufio.NewReader(g.stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return nil
+	}
+	return errDeclined
+}
+
+// errDeclined: the operator answered no; nothing was deleted.
+var errDeclined = errors.New("not confirmed: nothing was deleted")
+
+// usageError is a usage error found while a command runs (exit 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// stdinIsTerminal reports whether stdin is a terminal to ask on (tests
+// set g.terminalStdin).
+func (g *globals) stdinIsTerminal() bool {
+	if g.terminalStdin != nil {
+		return *g.terminalStdin
+	}
+	return isTerminal(g.stdin)
+}
