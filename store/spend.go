@@ -318,12 +318,12 @@ func (r ReserveRequest) Normalize() (ReserveRequest, error) {
 		return r, err
 	}
 	if r.AgentID != "" {
-		if err := ValidateID("agent_id", r.AgentID); err != nil {
+		if err := ValidateName("agent_id", r.AgentID); err != nil {
 			return r, err
 		}
 	}
 	if r.RequestID != "" {
-		if err := ValidateID("request_id", r.RequestID); err != nil {
+		if err := ValidateName("request_id", r.RequestID); err != nil {
 			return r, err
 		}
 	}
@@ -399,11 +399,11 @@ func validateReservationRef(session, request, agent string) error {
 	if err := ValidateID("session_id", session); err != nil {
 		return err
 	}
-	if err := ValidateID("request_id", request); err != nil {
+	if err := ValidateName("request_id", request); err != nil {
 		return err
 	}
 	if agent != "" {
-		return ValidateID("agent_id", agent)
+		return ValidateName("agent_id", agent)
 	}
 	return nil
 }
@@ -548,7 +548,7 @@ func (r SpendRestoreRequest) Validate() error {
 			return Invalid(f+".id", "appears twice")
 		}
 		ids[l.ID] = true
-		if err := ValidateID(f+".agent_id", l.AgentID); err != nil {
+		if err := ValidateName(f+".agent_id", l.AgentID); err != nil {
 			return err
 		}
 		if l.SessionID != "" {

@@ -762,7 +762,7 @@ type limitsDetail struct {
 // SetAgentLimits replaces an agent's limits (see
 // store.Spend.SetAgentLimits).
 func (sp *SpendFacet) SetAgentLimits(ctx context.Context, agentID string, limits []store.SpendLimit) error {
-	if err := store.ValidateID("agent_id", agentID); err != nil {
+	if err := store.ValidateName("agent_id", agentID); err != nil {
 		return err
 	}
 	limits, err := store.NormalizeSpendLimits("limits", limits)
@@ -1004,7 +1004,7 @@ func (sp *SpendFacet) Status(ctx context.Context, sessionID string) (store.Spend
 
 // AgentStatus returns an agent's spend (see store.Spend.AgentStatus).
 func (sp *SpendFacet) AgentStatus(ctx context.Context, agentID string) (store.SpendStatus, error) {
-	if err := store.ValidateID("agent_id", agentID); err != nil {
+	if err := store.ValidateName("agent_id", agentID); err != nil {
 		return store.SpendStatus{}, err
 	}
 	var out store.SpendStatus

@@ -689,6 +689,11 @@ func testSpendInvalid(t *testing.T, e *env) {
 		{SessionID: s.ID, Amount: usd(1), Currency: "USD", TTL: 365 * 24 * time.Hour},
 		{SessionID: "", Amount: usd(1), Currency: "USD"},
 		{SessionID: s.ID, RequestID: "bad\x00id", Amount: usd(1), Currency: "USD"},
+		// Names as governance takes them (store.ValidateName): no control
+		// characters, no white space at either end.
+		{SessionID: s.ID, RequestID: "req\u0085", Amount: usd(1), Currency: "USD"},
+		{SessionID: s.ID, RequestID: " req", Amount: usd(1), Currency: "USD"},
+		{SessionID: s.ID, AgentID: "agent\t", Amount: usd(1), Currency: "USD"},
 		{SessionID: s.ID, Amount: store.SpendAmount{InputTokens: 1 << 62, OutputTokens: 1 << 62}},
 	} {
 		if _, err := e.st.Spend().Reserve(e.ctx, req); !errors.Is(err, store.ErrInvalidInput) {
@@ -708,6 +713,9 @@ func testSpendInvalid(t *testing.T, e *env) {
 	}
 	if _, err := e.st.Spend().Release(e.ctx, store.ReleaseRequest{SessionID: s.ID}); !errors.Is(err, store.ErrInvalidInput) {
 		t.Fatalf("Release without an id: %v", err)
+	}
+	if err := e.st.Spend().SetAgentLimits(e.ctx, "agent\u009b", []store.SpendLimit{costLimit(1, store.WindowDay)}); !errors.Is(err, store.ErrInvalidInput) {
+		t.Fatalf("SetAgentLimits of an agent name with a control character: %v", err)
 	}
 	for _, limits := range [][]store.SpendLimit{
 		{{Metric: "calls", Limit: 1}},
