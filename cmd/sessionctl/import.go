@@ -157,7 +157,9 @@ func runImport(ctx context.Context, g *globals, args []string) int {
 		} else {
 			label = "importing " + label
 		}
-		p.show("%s", label)
+		// Throttled like every update: many small files must not redraw
+		// the line for each.
+		p.update(func() string { return label })
 		x, err := importFile(ctx, g, st, all, name, *skip, importStatus(p, label))
 		if err != nil {
 			if doc.Files > 0 {
@@ -221,7 +223,10 @@ func importFile(ctx context.Context, g *globals, st cliStore, all []registered, 
 		defer f.Close()
 		in := &countingReader{r: f}
 		if status != nil {
+			// After every record, and every read: a large a3s file is
+			// read whole before its one record.
 			x.tick = func(x *importRun) { status(x, in.n, size) }
+			in.after = func() { x.tick(x) }
 		}
 		if export {
 			return importExport(ctx, x, all, newJSONIn(in))

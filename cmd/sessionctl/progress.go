@@ -65,7 +65,8 @@ func (p *progress) update(text func() string) {
 }
 
 // show draws text at once: a new phase of the command ("checking the
-// copy"), which must not wait for the next update.
+// copy"), which must not wait for the next update. A command has a few
+// phases; what repeats (an item, a file) goes through update.
 func (p *progress) show(format string, args ...any) {
 	if p == nil {
 		return
@@ -124,15 +125,20 @@ func isTerminal(w any) bool {
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
-// countingReader counts the bytes read through it.
+// countingReader counts the bytes read through it and calls after (when
+// not nil) after each read.
 type countingReader struct {
-	r io.Reader
-	n int64
+	r     io.Reader
+	n     int64
+	after func()
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	if c.after != nil {
+		c.after()
+	}
 	return n, err
 }
 
