@@ -19,6 +19,7 @@ type config struct {
 	maxAttempts int
 	lockWait    time.Duration
 	runtime     sqlcore.RuntimeLimits
+	readOnly    bool // WithReadOnly (readonly.go)
 }
 
 func defaultConfig() config {

@@ -35,6 +35,7 @@ type config struct {
 	fileLock    bool
 	journalMax  int64
 	runtime     sqlcore.RuntimeLimits
+	readOnly    bool // WithReadOnly (readonly.go)
 
 	// faults, when set (tests only, see export_test.go), is consulted
 	// before every statement the writer runs in a write transaction,
