@@ -66,6 +66,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("AgentSessions", func(t *testing.T) { RunAgentSessions(t, h) })
 	t.Run("Store", func(t *testing.T) { RunStore(t, h) })
 	t.Run("RestoreRecords", func(t *testing.T) { RunRestoreRecords(t, h) })
+	t.Run("UseRecords", func(t *testing.T) { RunUseRecords(t, h) })
 }
 
 // Clock is a manual clock for tests: time moves only when told to.
