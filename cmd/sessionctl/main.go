@@ -70,6 +70,7 @@ func commands() []command {
 		{"reports", groupInspect, "list a conversation's verification reports", runReports},
 		{"uploads", groupInspect, "list a runtime session's uploads", runUploads},
 		{"stats", groupInspect, "counts by status, sizes, schema version", runStats},
+		{"serve", groupInspect, "serve the read-only web console (HTTP)", runServe},
 
 		{"create", groupDrive, "create a governed session and print its id", runCreate},
 		{"use", groupDrive, "record tool calls against a governed session", runUse},
