@@ -29,7 +29,9 @@
     var timer = null, busy = false;
     function schedule() {
       clearTimeout(timer);
-      if (box.checked && !document.hidden) timer = setTimeout(refresh, secs * 1000);
+      var on = box.checked && !document.hidden;
+      document.body.dataset.live = on ? "on" : (document.hidden ? "hidden" : "paused");
+      if (on) timer = setTimeout(refresh, secs * 1000);
     }
     function refresh() {
       if (busy) return;
