@@ -258,13 +258,14 @@ type errorPage struct {
 
 // layout is what every page's template gets.
 type layout struct {
-	Title   string
-	Nav     string
-	Prefix  string
-	JSONURL string
-	Refresh int64 // seconds; 0 when the page is not live
-	Backend string
-	Data    any
+	Title    string
+	Nav      string
+	Prefix   string
+	JSONURL  string
+	Refresh  int64 // seconds; 0 when the page is not live
+	Backend  string
+	ReadOnly bool // the store reports that its database refuses writes
+	Data     any
 }
 
 // render writes a page as HTML, or as JSON with ?format=json.
@@ -286,7 +287,7 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, pag
 		return
 	}
 	t := c.pages[page]
-	lay := layout{Title: title, Nav: nav, Prefix: c.prefix, JSONURL: jsonURL(r), Backend: c.st.Backend(), Data: data}
+	lay := layout{Title: title, Nav: nav, Prefix: c.prefix, JSONURL: jsonURL(r), Backend: c.st.Backend(), ReadOnly: c.storeReadOnly(), Data: data}
 	if lv, ok := data.(interface{ live() bool }); ok && lv.live() && c.refresh > 0 {
 		lay.Refresh = max(1, int64(c.refresh/time.Second))
 	}
@@ -299,6 +300,12 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, pag
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
+}
+
+// storeReadOnly reports whether the store says its database refuses writes.
+func (c *console) storeReadOnly() bool {
+	ro, ok := c.st.(readOnlyReporter)
+	return ok && ro.ReadOnly()
 }
 
 // jsonURL is the request's URL with format=json.
