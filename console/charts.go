@@ -256,3 +256,60 @@ func traceChart(events []store.TraceEvent) template.HTML {
 	}
 	return barChart("traces", fmt.Sprintf("Duration of the last %d trace events", n), "milliseconds", bars)
 }
+
+// stackedDays draws one column per day, stacked by series (in order),
+// with a legend.
+func stackedDays(id, title, unit string, days []time.Time, order []string, series map[string][]float64) template.HTML {
+	var b strings.Builder
+	maxV := 0.0
+	var parts []string
+	for i, d := range days {
+		sum := 0.0
+		var dp []string
+		for _, name := range order {
+			v := series[name][i]
+			sum += v
+			if v > 0 {
+				dp = append(dp, fmt.Sprintf("%s %s", fmtValue(v), name))
+			}
+		}
+		maxV = math.Max(maxV, sum)
+		if len(dp) > 0 {
+			parts = append(parts, d.Format("2006-01-02")+": "+strings.Join(dp, ", "))
+		}
+	}
+	desc := title + ". "
+	if len(parts) == 0 {
+		desc += "None in the period."
+	} else {
+		desc += strings.Join(parts, "; ") + "; no other day has any."
+	}
+	if maxV <= 0 {
+		maxV = 1
+	}
+	fmt.Fprintf(&b, `<figure class="chart"><svg id="%s" class="chart-svg" viewBox="0 0 %d %d" role="img" aria-labelledby="%s-t %s-d" xmlns="http://www.w3.org/2000/svg">`,
+		esc(id), chartW, chartH, esc(id), esc(id))
+	fmt.Fprintf(&b, `<title id="%s-t">%s</title><desc id="%s-d">%s</desc>`, esc(id), esc(title), esc(id), esc(desc))
+	axes(&b, maxV, unit, "day (UTC)", days[0].Format("01-02"), days[len(days)-1].Format("01-02"))
+	plotW, plotH := float64(chartW-padLeft-padRight), float64(chartH-padTop-padBot)
+	colW := plotW / float64(len(days))
+	for i, d := range days {
+		y := float64(chartH - padBot)
+		for si, name := range order {
+			v := series[name][i]
+			if v <= 0 {
+				continue
+			}
+			h := plotH * v / maxV
+			y -= h
+			fmt.Fprintf(&b, `<rect class="bar bar-%d" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s</title></rect>`,
+				si%6, padLeft+float64(i)*colW+2, y, colW-4, h, esc(fmt.Sprintf("%s: %s %s %s", d.Format("2006-01-02"), fmtValue(v), name, unit)))
+		}
+	}
+	for si, name := range order {
+		x := padLeft + 8 + si*100
+		fmt.Fprintf(&b, `<rect class="bar bar-%d" x="%d" y="6" width="10" height="10"/><text class="tick" x="%d" y="15">%s</text>`, si%6, x, x+14, esc(name))
+	}
+	b.WriteString(`</svg><figcaption>` + esc(desc) + `</figcaption></figure>`)
+	return template.HTML(b.String())
+}

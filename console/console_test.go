@@ -64,7 +64,8 @@ func pageCases(f fixture) []pageCase {
 	esc := url.PathEscape
 	ak := "app=" + f.AgentKey.App + "&user=" + f.AgentKey.User + "&session=" + f.AgentKey.Session
 	return []pageCase{
-		{"/", []string{"Governed sessions by status", "Cost by day of last update", `<svg id="status"`, f.Conv}, []string{"stats", "top_conversations_by_cost", "spend_by_day"}},
+		{"/", []string{"Governed sessions by status", "Cost by day of last update", `<svg id="status"`, `<svg id="uses"`, "2026-01-02: 3 ok, 1 tool", "Recent refusals", "req-2", f.Conv},
+			[]string{"stats", "top_conversations_by_cost", "spend_by_day", "recent_refusals", "uses_by_day"}},
 		{"/governed", []string{f.Governed, f.Closed, "agent-7"}, []string{"filter", "sessions"}},
 		{"/governed?status=closed", []string{f.Closed}, []string{"sessions"}},
 		{"/governed/" + f.Governed, []string{"Budget burn-down", `id="g-budget"`, `id="g-rate"`, `id="g-time"`, "req-0", "req-2", "o-tool"}, []string{"session", "effective_status", "uses"}},
@@ -396,6 +397,8 @@ func TestMetrics(t *testing.T) {
 			`sessionstore_conversations{state="active"} 2`,
 			`sessionstore_runtime_sessions{agent="coder"} 1`,
 			`sessionstore_scrape_success 1`,
+			`sessionstore_governed_use_records{outcome="ok"} 3`,
+			`sessionstore_governed_use_records{outcome="tool"} 1`,
 			`go_goroutines`,
 		} {
 			if !strings.Contains(body, want) {

@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/agentstore/sessionstore/store"
 )
 
 // storeCollector reads the store's counts at each scrape (bounded: see
@@ -16,6 +18,7 @@ type storeCollector struct {
 	c                                                  *console
 	governed, calls, budget, convs, messages           *prometheus.Desc
 	tokens, cost, runtime, truncated, scrape, scrapeOK *prometheus.Desc
+	uses                                               *prometheus.Desc
 }
 
 func newStoreCollector(c *console) *storeCollector {
@@ -35,12 +38,13 @@ func newStoreCollector(c *console) *storeCollector {
 		truncated: d("scan_truncated", "1 when the store held more items than one scrape reads (the counts are partial)."),
 		scrape:    d("scrape_duration_seconds", "How long reading the store's counts took."),
 		scrapeOK:  d("scrape_success", "1 when the store answered the scrape."),
+		uses:      d("governed_use_records", "Recorded uses (those with a request id) by outcome: ok or the refusal's kind.", "outcome"),
 	}
 }
 
 // Describe sends the descriptors of every metric.
 func (s *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{s.governed, s.calls, s.budget, s.convs, s.messages, s.tokens, s.cost, s.runtime, s.truncated, s.scrape, s.scrapeOK} {
+	for _, d := range []*prometheus.Desc{s.governed, s.calls, s.budget, s.convs, s.messages, s.tokens, s.cost, s.runtime, s.truncated, s.scrape, s.scrapeOK, s.uses} {
 		ch <- d
 	}
 }
@@ -55,8 +59,23 @@ func (s *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(s.scrapeOK, prometheus.GaugeValue, 0)
 		return
 	}
+	byOutcome := map[string]int64{}
+	if ur, ok := s.c.st.Governance().(store.UseRecorder); ok {
+		counts, err := ur.UseOutcomes(ctx, time.Time{})
+		if err != nil {
+			s.c.log.Error("console: metrics scrape failed", "err", err)
+			ch <- prometheus.MustNewConstMetric(s.scrapeOK, prometheus.GaugeValue, 0)
+			return
+		}
+		for _, c := range counts {
+			byOutcome[c.Outcome] += c.Count
+		}
+	}
 	g := prometheus.GaugeValue
 	ch <- prometheus.MustNewConstMetric(s.scrapeOK, g, 1)
+	for outcome, n := range byOutcome {
+		ch <- prometheus.MustNewConstMetric(s.uses, g, float64(n), outcome)
+	}
 	for status, n := range st.Governed.ByStatus {
 		ch <- prometheus.MustNewConstMetric(s.governed, g, float64(n), status)
 	}

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"time"
 
 	"github.com/agentstore/sessionstore/store"
 )
@@ -15,4 +16,22 @@ func (g *Governance) UseRecords(ctx context.Context, req store.UseRecordsRequest
 		return store.Page[store.UseRecord]{}, store.ErrStoreClosed
 	}
 	return g.s.core.UseRecords(ctx, req)
+}
+
+// RecentRefusals returns the latest refused use records of every session
+// (see store.UseRecorder).
+func (g *Governance) RecentRefusals(ctx context.Context, limit int) ([]store.UseRecord, error) {
+	if g.s.closed.Load() {
+		return nil, store.ErrStoreClosed
+	}
+	return g.s.core.RecentRefusals(ctx, limit)
+}
+
+// UseOutcomes counts use records by outcome and UTC day (see
+// store.UseRecorder).
+func (g *Governance) UseOutcomes(ctx context.Context, since time.Time) ([]store.UseOutcomeCount, error) {
+	if g.s.closed.Load() {
+		return nil, store.ErrStoreClosed
+	}
+	return g.s.core.UseOutcomes(ctx, since)
 }

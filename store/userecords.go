@@ -8,6 +8,7 @@ import (
 // UseRecord is the recorded outcome of a Use that carried a request id
 // (see UseRequest.RequestID): what a replay of that id returns.
 type UseRecord struct {
+	SessionID string   `json:"session_id"`
 	RequestID string   `json:"request_id"`
 	Tools     []string `json:"tools"`
 	// Outcome is "ok" for an allowed call, else the refusal's kind:
@@ -58,4 +59,20 @@ type UseRecorder interface {
 	// first (by time, then request id). A session without records, or a
 	// missing one, gives an empty page.
 	UseRecords(ctx context.Context, req UseRecordsRequest) (Page[UseRecord], error)
+	// RecentRefusals returns the latest refused use records of every
+	// session, newest first, at most limit (0 means DefaultPageSize, at
+	// most MaxPageSize). It reads the whole table of records: it is for
+	// inspection, not for a hot path.
+	RecentRefusals(ctx context.Context, limit int) ([]UseRecord, error)
+	// UseOutcomes counts the use records of every session created at or
+	// after since, by outcome and by UTC day, in day then outcome order.
+	UseOutcomes(ctx context.Context, since time.Time) ([]UseOutcomeCount, error)
+}
+
+// UseOutcomeCount is the number of use records of one outcome on one UTC
+// day.
+type UseOutcomeCount struct {
+	Day     time.Time `json:"day"` // midnight UTC
+	Outcome string    `json:"outcome"`
+	Count   int64     `json:"count"`
 }

@@ -79,6 +79,45 @@ func RunUseRecords(t *testing.T, h Harness) {
 	if !got[0].CreatedAt.Before(got[1].CreatedAt) || !got[0].CreatedAt.Equal(s.CreatedAt) {
 		t.Errorf("times %v %v, created %v", got[0].CreatedAt, got[1].CreatedAt, s.CreatedAt)
 	}
+	if got[0].SessionID != s.ID {
+		t.Errorf("record of session %q, want %q", got[0].SessionID, s.ID)
+	}
+
+	// A refusal on the other session, a day later (it has expired).
+	e.clock.Advance(24 * time.Hour)
+	if err := use(other.ID, "y", "read"); !errors.Is(err, store.ErrExpired) {
+		t.Fatalf("expired refusal: %v", err)
+	}
+	refusals, err := ur.RecentRefusals(e.ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(refusals) != 2 || refusals[0].SessionID != other.ID || refusals[0].Outcome != store.UseExpired ||
+		refusals[1].SessionID != s.ID || refusals[1].RequestID != "r2" {
+		t.Errorf("recent refusals %+v, want y (expired) then r2 (budget)", refusals)
+	}
+	if one, err := ur.RecentRefusals(e.ctx, 1); err != nil || len(one) != 1 || one[0].RequestID != "y" {
+		t.Errorf("recent refusals, limit 1: %+v, %v", one, err)
+	}
+	counts, err := ur.UseOutcomes(e.ctx, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	day0 := s.CreatedAt.UTC().Truncate(24 * time.Hour)
+	want := []store.UseOutcomeCount{{Day: day0, Outcome: store.UseBudget, Count: 1}, {Day: day0, Outcome: store.UseOK, Count: 3},
+		{Day: day0.Add(24 * time.Hour), Outcome: store.UseExpired, Count: 1}}
+	if len(counts) != len(want) {
+		t.Fatalf("outcome counts %+v, want %+v", counts, want)
+	}
+	for i := range want {
+		if !counts[i].Day.Equal(want[i].Day) || counts[i].Outcome != want[i].Outcome || counts[i].Count != want[i].Count {
+			t.Errorf("outcome count %d: %+v, want %+v", i, counts[i], want[i])
+		}
+	}
+	if later, err := ur.UseOutcomes(e.ctx, day0.Add(24*time.Hour)); err != nil || len(later) != 1 {
+		t.Errorf("outcome counts since the second day: %+v, %v", later, err)
+	}
+
 	empty, err := ur.UseRecords(e.ctx, store.UseRecordsRequest{SessionID: "missing"})
 	if err != nil || len(empty.Items) != 0 || empty.Next != "" {
 		t.Errorf("missing session: %+v, %v", empty, err)
