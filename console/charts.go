@@ -232,7 +232,9 @@ func burnDownChart(s store.Session, uses []store.UseRecord, now time.Time) templ
 	if end.Before(pts[len(pts)-1].T) {
 		end = pts[len(pts)-1].T
 	}
-	pts = append(pts, point{end, float64(s.RemainingBudget())})
+	if lastPt := pts[len(pts)-1]; end.After(lastPt.T) || lastPt.V != float64(s.RemainingBudget()) {
+		pts = append(pts, point{end, float64(s.RemainingBudget())})
+	}
 	desc := fmt.Sprintf("Remaining budget of %d calls: %d at creation (%s)", s.CallBudget, s.CallBudget, fmtTime(s.CreatedAt))
 	for _, p := range pts[1:] {
 		desc += fmt.Sprintf(", %s at %s", fmtValue(p.V), fmtTime(p.T))
