@@ -18,6 +18,9 @@ CGO_ENABLED=0 go build ./...
 with_postgres=(scripts/with-postgres.sh)
 # ----------------------------------------------------------------------------
 
+# This includes the web console (./console): its pages on both backends
+# and its browser test, which needs a chromium binary (.ci/run installs
+# Debian's; outside CI the browser test skips without one and says so).
 CGO_ENABLED=1 "${with_postgres[@]}" go test -race -shuffle=on -timeout 30m ./...
 
 # --- ADK for Go adapter: the separate module adk/ ------------------------

@@ -73,6 +73,9 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if rp["application_name"] == "" {
 		rp["application_name"] = "sessionstore"
 	}
+	if cfg.readOnly {
+		readOnlyParams(pc)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, mapErr(err)
@@ -110,7 +113,11 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg config) (*Store, erro
 	if err := pool.Ping(ctx); err != nil {
 		return nil, mapErr(err)
 	}
-	if err := s.migrate(ctx); err != nil {
+	migrate := s.migrate
+	if cfg.readOnly {
+		migrate = s.checkReadOnly
+	}
+	if err := migrate(ctx); err != nil {
 		return nil, err
 	}
 	database, schema, err := s.identity(ctx)

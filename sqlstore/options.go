@@ -36,6 +36,7 @@ type config struct {
 	journalMax  int64
 	runtime     sqlcore.RuntimeLimits
 	feedPoll    time.Duration
+	readOnly    bool // WithReadOnly (readonly.go)
 
 	// faults, when set (tests only, see export_test.go), is consulted
 	// before every statement the writer runs in a write transaction,

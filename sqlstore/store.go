@@ -74,6 +74,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err := checkDir(path); err != nil {
 		return nil, err
 	}
+	if cfg.readOnly {
+		return openReadOnly(ctx, path, cfg)
+	}
 	if err := probe(ctx, path, &cfg); err != nil {
 		return nil, err
 	}
@@ -139,6 +142,9 @@ func OpenDB(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	}
 	if db == nil {
 		return nil, store.Invalid("db", "must not be nil")
+	}
+	if cfg.readOnly {
+		return nil, store.Invalid("read_only", "not supported by OpenDB; use Open")
 	}
 	if n := db.Stats().MaxOpenConnections; n == 1 {
 		return nil, store.Invalid("db", "needs at least two connections (one writer, readers)")
@@ -266,6 +272,9 @@ func (s *Store) now() time.Time { return rowcodec.FromMillis(rowcodec.ToMillis(s
 func (s *Store) write(ctx context.Context, fn writeFunc) error {
 	if s.closed.Load() {
 		return store.ErrStoreClosed
+	}
+	if s.w == nil {
+		return errReadOnlyStore
 	}
 	defer s.core.FeedCommitted() // wake this store's change feeds at once
 	return s.w.do(ctx, fn)

@@ -91,6 +91,7 @@ func commands() []command {
 		{"agents", groupInspect, "list, show, follow, delete agent sessions (app, user, session)", runAgents},
 		{"stats", groupInspect, "counts by status, sizes, schema version", runStats},
 		{"audit", groupInspect, "list, verify, checkpoint or prune the audit trail", runAudit},
+		{"serve", groupInspect, "serve the read-only web console (HTTP)", runServe},
 
 		{"create", groupDrive, "create a governed session and print its id", runCreate},
 		{"use", groupDrive, "record tool calls against a governed session", runUse},

@@ -78,6 +78,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Feed", func(t *testing.T) { RunFeed(t, h) })
 	t.Run("Spend", func(t *testing.T) { RunSpend(t, h) })
 	t.Run("Audit", func(t *testing.T) { RunAudit(t, h) })
+	t.Run("UseRecords", func(t *testing.T) { RunUseRecords(t, h) })
 }
 
 // Clock is a manual clock for tests: time moves only when told to.

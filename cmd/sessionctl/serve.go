@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/agentstore/sessionstore/console"
+	"github.com/agentstore/sessionstore/pgstore"
+	"github.com/agentstore/sessionstore/sqlstore"
+	"github.com/agentstore/sessionstore/store"
+)
+
+var serveSpec = spec{
+	name: "serve",
+	about: `Serves the read-only web console (package console) over HTTP: an overview
+with charts, governed sessions, conversations, runtime sessions and agent
+sessions, every page also as JSON (?format=json), and Prometheus metrics at
+/metrics. The database is opened read-only, enforced by the database
+itself (SQLite: mode=ro and query_only; PostgreSQL: read-only
+transactions), so nothing the console does can change it.
+
+It listens on the loopback interface by default. Listening on any other
+address needs --basic-auth USER:PASSWORD or --token TOKEN (also read from
+$SESSIONCTL_BASIC_AUTH and $SESSIONCTL_TOKEN, which keeps them out of the
+process list); credentials are compared in constant time, and /healthz
+answers without them. It runs until interrupted.`,
+	examples: []string{
+		"sessionctl serve",
+		"sessionctl --db sessions.db serve --addr 127.0.0.1:8080 --prefix /console",
+		"SESSIONCTL_TOKEN=$(openssl rand -hex 16) sessionctl serve --addr 0.0.0.0:7777",
+	},
+}
+
+// serveStarted, when set (tests), is told the address the console listens on.
+var serveStarted func(addr string)
+
+func runServe(ctx context.Context, g *globals, args []string) int {
+	sp := serveSpec
+	fs := g.newFlags(sp)
+	addr := fs.String("addr", "127.0.0.1:7777", "address to listen on (host:port); a non-loopback host needs --basic-auth or --token")
+	prefix := fs.String("prefix", "", "path prefix to serve the console under, e.g. /console")
+	basic := fs.String("basic-auth", os.Getenv("SESSIONCTL_BASIC_AUTH"), "require HTTP basic auth USER:PASSWORD (default $SESSIONCTL_BASIC_AUTH)")
+	token := fs.String("token", os.Getenv("SESSIONCTL_TOKEN"), "require the bearer token TOKEN (default $SESSIONCTL_TOKEN)")
+	hide := fs.Bool("hide-content", false, "hide message bodies, tool inputs and state values until asked for")
+	refresh := fs.Duration("refresh", 5*time.Second, "live refresh interval of growing pages (0 disables)")
+	pos, code, done := g.parse(fs, sp, args)
+	if done {
+		return code
+	}
+	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
+		return code
+	}
+	auth, err := newServeAuth(*basic, *token)
+	if err != nil {
+		return g.usageErr(sp.name, "%s", err)
+	}
+	loop, err := isLoopback(*addr)
+	if err != nil {
+		return g.usageErr(sp.name, "%s", err)
+	}
+	if !loop && auth == nil {
+		return g.usageErr(sp.name, "--addr %s is not a loopback address: give --basic-auth or --token", *addr)
+	}
+	if *refresh == 0 {
+		*refresh = -1
+	}
+	if err := g.mustExist(ctx); err != nil {
+		return g.fail(sp.name, err)
+	}
+	st, err := g.openReadOnly(ctx)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	defer st.Close()
+	h, err := console.New(st, console.Options{Prefix: *prefix, ReadOnly: true, HideContent: *hide, Refresh: *refresh,
+		Clock: g.now, Logger: slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		return g.usageErr(sp.name, "%s", err)
+	}
+	p := strings.TrimRight(*prefix, "/")
+	mux := http.NewServeMux()
+	mux.Handle(p+"/", auth.wrap(h, p+"/healthz"))
+	if p != "" {
+		mux.Handle(p, auth.wrap(h, ""))
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	fmt.Fprintf(g.stdout, "sessionctl serve: console of %s on http://%s%s/ (read-only; interrupt to stop)\n", g.dbName(), ln.Addr(), p)
+	if f, ok := g.stdout.(*termWriter); ok {
+		f.flush()
+	}
+	if serveStarted != nil {
+		serveStarted(ln.Addr().String())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return g.fail(sp.name, err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return g.fail(sp.name, err)
+	}
+	return exitOK
+}
+
+// openReadOnly opens the store at --db read-only.
+func (g *globals) openReadOnly(ctx context.Context) (store.Store, error) {
+	var st store.Store
+	var err error
+	if g.isPG() {
+		opts := []pgstore.Option{pgstore.WithReadOnly(true)}
+		if g.now != nil {
+			opts = append(opts, pgstore.WithClock(g.now))
+		}
+		st, err = pgstore.Open(ctx, g.db, opts...)
+	} else {
+		opts := []sqlstore.Option{sqlstore.WithReadOnly(true)}
+		if g.now != nil {
+			opts = append(opts, sqlstore.WithClock(g.now))
+		}
+		st, err = sqlstore.Open(ctx, g.db, opts...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s read-only: %w", g.dbName(), err)
+	}
+	return st, nil
+}
+
+// isLoopback reports whether addr's host is a loopback address (or
+// "localhost"); an empty host listens everywhere and is not.
+func isLoopback(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, fmt.Errorf("--addr %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return true, nil
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback(), nil
+}
+
+// serveAuth checks the credentials of a request: basic auth, a bearer
+// token, or both (either one passes). Digests of equal length are compared
+// in constant time, so neither the length nor a prefix of a secret leaks
+// through timing.
+type serveAuth struct {
+	user, pass [32]byte
+	token      [32]byte
+	hasBasic   bool
+	hasToken   bool
+}
+
+func newServeAuth(basic, token string) (*serveAuth, error) {
+	if basic == "" && token == "" {
+		return nil, nil
+	}
+	a := &serveAuth{}
+	if basic != "" {
+		u, p, ok := strings.Cut(basic, ":")
+		if !ok || u == "" || p == "" {
+			return nil, errors.New("--basic-auth must be USER:PASSWORD")
+		}
+		a.user, a.pass, a.hasBasic = sha256.Sum256([]byte(u)), sha256.Sum256([]byte(p)), true
+	}
+	if token != "" {
+		if len(token) < 16 {
+			return nil, errors.New("--token must be at least 16 characters")
+		}
+		a.token, a.hasToken = sha256.Sum256([]byte(token)), true
+	}
+	return a, nil
+}
+
+func (a *serveAuth) ok(r *http.Request) bool {
+	if a.hasToken {
+		if t, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found {
+			d := sha256.Sum256([]byte(t))
+			if subtle.ConstantTimeCompare(d[:], a.token[:]) == 1 {
+				return true
+			}
+		}
+	}
+	if a.hasBasic {
+		if u, p, found := r.BasicAuth(); found {
+			du, dp := sha256.Sum256([]byte(u)), sha256.Sum256([]byte(p))
+			uok := subtle.ConstantTimeCompare(du[:], a.user[:])
+			pok := subtle.ConstantTimeCompare(dp[:], a.pass[:])
+			if uok&pok == 1 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// wrap requires credentials for every path but exempt (the health check).
+func (a *serveAuth) wrap(h http.Handler, exempt string) http.Handler {
+	if a == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if (exempt != "" && r.URL.Path == exempt) || a.ok(r) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if a.hasBasic {
+			w.Header().Set("WWW-Authenticate", `Basic realm="sessionctl console", charset="UTF-8"`)
+		} else {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sessionctl console"`)
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		http.Error(w, "authentication required", http.StatusUnauthorized)
+	})
+}

@@ -1,0 +1,242 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/agentstore/sessionstore/console"
+	"github.com/agentstore/sessionstore/sqlstore"
+	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/store/storetest"
+)
+
+// chromium finds a Chromium (or Chrome) binary: $CHROMIUM, else the
+// usual names on PATH. Outside CI the browser test skips without one; in
+// CI (CI=true) it must run (.ci/run installs Debian's chromium).
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("no chromium binary found: in CI the browser test must run (.ci/run installs Debian's chromium; or set $CHROMIUM)")
+	}
+	t.Skip("browser test skipped: no chromium binary found on PATH (apt-get install chromium, or set $CHROMIUM to a Chromium or Chrome binary)")
+	return ""
+}
+
+// screenshotDir is where the browser test writes its screenshots:
+// $CONSOLE_SCREENSHOTS, else a directory of the test's own.
+func screenshotDir(t *testing.T) string {
+	if d := os.Getenv("CONSOLE_SCREENSHOTS"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return t.TempDir()
+}
+
+// TestBrowser drives a real Chromium through the console's main flows:
+// the overview, filtering governed sessions, a conversation with a tool
+// call expanded, an agent-written <script> and <img onerror> that must
+// render as text and run nothing, a live page following appends made by
+// another writer, and the go-to box. Any console error, uncaught
+// exception or CSP violation fails it. It writes a screenshot of each
+// main page.
+func TestBrowser(t *testing.T) {
+	bin := chromium(t)
+	shots := screenshotDir(t)
+	ctx := context.Background()
+
+	// The fixture, then the console on a read-only store of the file,
+	// while a writable store (another writer, as another process would
+	// be) appends to a conversation.
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	clock := storetest.NewClock()
+	w, err := sqlstore.Open(ctx, path, sqlstore.WithClock(clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	f := populate(t, w, clock)
+	ro, err := sqlstore.Open(ctx, path, sqlstore.WithReadOnly(true), sqlstore.WithClock(clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	srv := newServer(t, ro, f, console.Options{Refresh: time.Second})
+	base := srv.URL + prefix
+
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox,
+		chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.WindowSize(1280, 1000))
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+
+	// Every CSP violation is recorded by a listener that the browser
+	// installs before any script of the page runs (CDP scripts are not
+	// subject to the page's CSP).
+	if _, err := chromedp.Call(bctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+		Source: `window.__csp = []; document.addEventListener("securitypolicyviolation", function (e) { window.__csp.push(e.violatedDirective + " " + e.blockedURI); });`,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var problems []string
+	messages := chromedp.Console(bctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleException || m.Type == chromedp.ConsoleWarning || m.Source == "security" {
+				mu.Lock()
+				problems = append(problems, fmt.Sprintf("%s (%s) %s at %s", m.Type, m.Source, m.Text, m.URL))
+				mu.Unlock()
+			}
+		}
+	}()
+
+	step := func(name string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(bctx, 30*time.Second)
+		defer cancel()
+		if err := chromedp.Do(sctx, actions...); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		csp, err := chromedp.Run(sctx, chromedp.Evaluate[[]string](`window.__csp || []`))
+		if err != nil {
+			t.Fatalf("%s: read CSP reports: %v", name, err)
+		}
+		if len(csp) > 0 {
+			t.Errorf("%s: CSP violations: %v", name, csp)
+		}
+	}
+	shot := func(name string) {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(bctx, 30*time.Second)
+		defer cancel()
+		png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evalBool := func(expr string) bool {
+		t.Helper()
+		v, err := chromedp.Run(bctx, chromedp.Evaluate[bool](expr))
+		if err != nil {
+			t.Fatalf("evaluate %s: %v", expr, err)
+		}
+		return v
+	}
+
+	// 1. The overview, with its charts.
+	step("overview", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("svg#status")), chromedp.WaitVisible(chromedp.CSS("svg#spend")))
+	if !evalBool(`document.querySelector("svg#status title").textContent === "Governed sessions by status"`) {
+		t.Error("the status chart has no title")
+	}
+	shot("overview")
+
+	// 2. Filter the governed sessions by agent, through the form.
+	step("filter", chromedp.Navigate(base+"/governed"), chromedp.SendKeys(chromedp.CSS(`input[name="agent"]`), "agent-9"),
+		chromedp.Click(chromedp.ID("apply-filters")), chromedp.WaitVisible(chromedp.CSS(`input[name="agent"][value="agent-9"]`)))
+	if n, _ := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("#governed-list tbody tr").length`)); n != 5 {
+		t.Errorf("filtered list has %d rows, want 5", n)
+	}
+	shot("governed")
+	step("governed detail", chromedp.Navigate(base+"/governed/"+f.Governed), chromedp.WaitVisible(chromedp.CSS("svg#burndown")))
+	shot("governed-detail")
+
+	// 3. A conversation: expand the tool call.
+	convURL := base + "/conversations/" + url.PathEscape(f.Conv) + "?from=0"
+	step("conversation", chromedp.Navigate(convURL), chromedp.WaitVisible(chromedp.CSS("details.b-tool_use summary")))
+	if evalBool(`document.querySelector("details.b-tool_use").open`) {
+		t.Error("the tool call is expanded before a click")
+	}
+	step("expand tool call", chromedp.Click(chromedp.CSS("details.b-tool_use summary")), chromedp.WaitVisible(chromedp.CSS("details.b-tool_use[open] pre")))
+	if !evalBool(`document.querySelector("details.b-tool_use[open] pre").textContent.includes("parser.go")`) {
+		t.Error("the expanded tool call does not show its input")
+	}
+	shot("conversation")
+
+	// 4. Agent-written markup renders as text and runs nothing.
+	if !evalBool(`window.__xss === undefined`) {
+		t.Error("agent-written script ran")
+	}
+	if !evalBool(`Array.from(document.querySelectorAll("li.message pre.content")).some(function (p) { return p.textContent.includes("<script>window.__xss=1</script><img src=x onerror=") })`) {
+		t.Error("the agent-written markup is not shown as text")
+	}
+	if !evalBool(`document.querySelectorAll("main script, main img").length === 0`) {
+		t.Error("agent-written markup became elements")
+	}
+
+	// 5. Live: the latest page follows appends of another writer.
+	step("live page", chromedp.Navigate(base+"/conversations/"+url.PathEscape(f.Conv)), chromedp.WaitVisible(chromedp.ID("live")))
+	for i := range 2 {
+		text := fmt.Sprintf("live message %d from another writer", i)
+		if _, err := w.Conversations().AppendMessages(ctx, f.Conv, store.AssistantMessage(text)); err != nil {
+			t.Fatal(err)
+		}
+		step("live update", void(chromedp.Poll[bool](fmt.Sprintf(`document.getElementById("message-list").textContent.includes(%q)`, text),
+			chromedp.WithPollingTimeout(20*time.Second))))
+	}
+	// Unticking the box pauses it (the script says so on the body).
+	if !evalBool(`document.body.dataset.live === "on"`) {
+		t.Error("live mode is not on")
+	}
+	step("pause", chromedp.Click(chromedp.ID("live")))
+	if !evalBool(`document.body.dataset.live === "paused" && !document.getElementById("live").checked`) {
+		t.Error("unticking the live box did not pause the page")
+	}
+
+	// 6. The go-to box.
+	step("go to", chromedp.Navigate(base+"/"), chromedp.SendKeys(chromedp.ID("goto-id"), f.Runtime+"\n"),
+		chromedp.WaitVisible(chromedp.CSS("#uploads")))
+	loc, err := chromedp.Run(bctx, chromedp.Location())
+	if err != nil || !strings.HasSuffix(loc, prefix+"/runtime/"+f.Runtime) {
+		t.Errorf("go to %s landed on %q (%v)", f.Runtime, loc, err)
+	}
+	shot("runtime")
+	step("agent session", chromedp.Navigate(base+"/agents/session?app="+f.AgentKey.App+"&user="+f.AgentKey.User+"&session="+f.AgentKey.Session),
+		chromedp.WaitVisible(chromedp.ID("events")))
+	if !evalBool(`window.__xss === undefined`) {
+		t.Error("agent-written script ran on the agent session page")
+	}
+	shot("agent-session")
+
+	cancelBrowser()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range problems {
+		t.Errorf("browser console: %s", p)
+	}
+	t.Logf("screenshots in %s", shots)
+}
+
+// void makes an action that returns a value into one that returns none.
+func void[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := a(ctx, t)
+		return chromedp.Void{}, err
+	}
+}

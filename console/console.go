@@ -1,0 +1,342 @@
+// Package console is a read-only web console for a session store: an
+// http.Handler that a program mounts in its own mux, and that "sessionctl
+// serve" runs on its own.
+//
+// Every page is rendered on the server with html/template (agent-written
+// content is always escaped), works without JavaScript, and has a JSON twin:
+// the same URL with ?format=json. Charts are inline SVG drawn in Go, with
+// axis labels, units and a text alternative. Every response carries a strict
+// Content-Security-Policy (no inline script or style), nosniff and
+// frame-ancestors 'none'; data pages are not cached. The console never
+// writes: every method but GET and HEAD is answered 405, and Options.ReadOnly
+// makes New refuse a store the database itself does not keep read-only
+// (sqlstore.WithReadOnly, pgstore.WithReadOnly).
+//
+// /metrics serves Prometheus metrics of the store; /healthz answers "ok"
+// while the database answers reads.
+package console
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// Options configure the console. The zero value serves at the root of the
+// mux, with a silent logger, the system clock, live refresh every 5 seconds
+// and content shown.
+type Options struct {
+	// Prefix is the path the console is mounted under, for example
+	// "/console"; every link and asset it emits starts with it. Empty (or
+	// "/") mounts it at the root. Mount the handler at Prefix+"/".
+	Prefix string
+	// ReadOnly makes New refuse a store that was not opened read-only by
+	// its backend (sqlstore.WithReadOnly, pgstore.WithReadOnly), so that
+	// the database enforces what the console promises. The console itself
+	// never writes, whatever this says.
+	ReadOnly bool
+	// Logger receives the details of failed requests (the pages show only
+	// a constant message). Nil discards them.
+	Logger *slog.Logger
+	// Clock is the current time, for "ago" labels, effective statuses and
+	// charts. Nil is time.Now.
+	Clock func() time.Time
+	// Refresh is the interval at which pages of live data refresh in the
+	// browser while live mode is on and the tab is visible (default 5s;
+	// negative disables live mode).
+	Refresh time.Duration
+	// HideContent hides message bodies, tool inputs and results,
+	// artifacts and state values until the viewer asks for them
+	// (?content=show), in the HTML and in the JSON twins.
+	HideContent bool
+	// Redact, when set, is applied to every piece of agent-written text
+	// before it is rendered or served as JSON: message text, tool inputs
+	// and results, artifact content, declared intents, prompts, event and
+	// state values. field names what the text is ("message.text",
+	// "tool.input", ...). JSON documents are passed as their text; a
+	// result that is no longer valid JSON is served as a JSON string.
+	Redact func(field, text string) string
+	// Registerer, when set, also registers the console's metrics
+	// collector there (the console's /metrics always serves its own
+	// registry).
+	Registerer prometheus.Registerer
+}
+
+// readOnlyReporter is implemented by the stores of both backends.
+type readOnlyReporter interface{ ReadOnly() bool }
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// console is the handler New returns.
+type console struct {
+	st      store.Store
+	opt     Options
+	prefix  string
+	log     *slog.Logger
+	now     func() time.Time
+	refresh time.Duration
+	pages   map[string]*template.Template
+	mux     *http.ServeMux
+	metrics http.Handler
+}
+
+// New returns the console's handler for st. It fails when the options are
+// invalid, and with Options.ReadOnly when st is not read-only.
+func New(st store.Store, opt Options) (http.Handler, error) {
+	if st == nil {
+		return nil, errors.New("console: nil store")
+	}
+	prefix, err := cleanPrefix(opt.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	if opt.ReadOnly {
+		ro, ok := st.(readOnlyReporter)
+		if !ok || !ro.ReadOnly() {
+			return nil, fmt.Errorf("console: %w: the store was not opened read-only (sqlstore.WithReadOnly, pgstore.WithReadOnly)", store.ErrInvalidInput)
+		}
+	}
+	c := &console{st: st, opt: opt, prefix: prefix, log: opt.Logger, now: opt.Clock, refresh: opt.Refresh}
+	if c.log == nil {
+		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.refresh == 0 {
+		c.refresh = 5 * time.Second
+	}
+	if c.pages, err = parsePages(c.funcs()); err != nil {
+		return nil, err
+	}
+	if c.metrics, err = c.newMetrics(opt.Registerer); err != nil {
+		return nil, err
+	}
+	c.routes()
+	return c, nil
+}
+
+// cleanPrefix checks a mount prefix and returns it without a trailing
+// slash ("" for the root).
+func cleanPrefix(p string) (string, error) {
+	p = strings.TrimRight(p, "/")
+	if p == "" {
+		return "", nil
+	}
+	if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?#{}\\ ") || strings.Contains(p, "//") || strings.Contains(p, "/./") || strings.Contains(p, "/../") {
+		return "", fmt.Errorf("console: %w: prefix %q must be a clean absolute path", store.ErrInvalidInput, p)
+	}
+	return p, nil
+}
+
+func (c *console) routes() {
+	m := http.NewServeMux()
+	p := c.prefix
+	handle := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
+		m.HandleFunc("GET "+p+pattern, func(w http.ResponseWriter, r *http.Request) {
+			if err := h(w, r); err != nil {
+				c.fail(w, r, err)
+			}
+		})
+	}
+	handle("/{$}", c.overview)
+	handle("/governed", c.governedList)
+	handle("/governed/{id}", c.governedDetail)
+	handle("/conversations", c.conversationList)
+	handle("/conversations/{id}", c.conversationDetail)
+	handle("/conversations/{id}/messages/{seq}", c.messageDetail)
+	handle("/conversations/{id}/messages.json", c.messagesDownload)
+	handle("/runtime", c.runtimeList)
+	handle("/runtime/{id}", c.runtimeDetail)
+	handle("/runtime/{id}/uploads/{ref}", c.uploadDownload)
+	handle("/agents", c.agentList)
+	handle("/agents/session", c.agentDetail)
+	handle("/go", c.goTo)
+	m.HandleFunc("GET "+p+"/healthz", c.healthz)
+	m.Handle("GET "+p+"/metrics", c.metrics)
+	static, _ := fs.Sub(staticFS, "static")
+	m.Handle("GET "+p+"/static/", http.StripPrefix(p+"/static/", staticHandler(http.FileServerFS(static))))
+	if p != "" {
+		m.HandleFunc("GET "+p, func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, p+"/", http.StatusMovedPermanently)
+		})
+	}
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		c.fail(w, r, errPageNotFound)
+	})
+	c.mux = m
+}
+
+// ServeHTTP sets the security headers of every response, refuses every
+// method but GET and HEAD, and routes the request.
+func (c *console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		h.Set("Allow", "GET, HEAD")
+		h.Set("Cache-Control", "no-store")
+		http.Error(w, "method not allowed: the console is read-only", http.StatusMethodNotAllowed)
+		return
+	}
+	c.mux.ServeHTTP(w, r)
+}
+
+// staticHandler serves the embedded assets with a short cache life.
+func staticHandler(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (c *console) healthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if _, _, err := c.st.SchemaVersion(r.Context()); err != nil {
+		c.log.Warn("console: health check failed", "err", err)
+		http.Error(w, "unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	io.WriteString(w, "ok\n")
+}
+
+// Errors of the console itself.
+var (
+	errPageNotFound = &store.NotFoundError{Resource: "page"}
+	errBadRequest   = store.Invalid("request", "bad parameter")
+)
+
+// fail answers a failed request: a constant message per kind, the details
+// to the log.
+func (c *console) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, msg := http.StatusInternalServerError, "the store could not answer"
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		status, msg = http.StatusNotFound, "not found"
+	case errors.Is(err, store.ErrInvalidInput):
+		status, msg = http.StatusBadRequest, "bad request"
+	case errors.Is(err, context.Canceled):
+		return
+	default:
+		c.log.Error("console: request failed", "path", r.URL.Path, "err", err)
+	}
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalidInput) {
+		c.log.Debug("console: request refused", "path", r.URL.Path, "err", err)
+	}
+	data := errorPage{Status: status, Message: msg}
+	c.render(w, r, status, "error", msg, "", data)
+}
+
+type errorPage struct {
+	Status  int    `json:"status"`
+	Message string `json:"error"`
+}
+
+// layout is what every page's template gets.
+type layout struct {
+	Title    string
+	Nav      string
+	Prefix   string
+	JSONURL  string
+	Refresh  int64 // seconds; 0 when the page is not live
+	Backend  string
+	ReadOnly bool // the store reports that its database refuses writes
+	Data     any
+}
+
+// render writes a page as HTML, or as JSON with ?format=json.
+func (c *console) render(w http.ResponseWriter, r *http.Request, status int, page, title, nav string, data any) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	if r.URL.Query().Get("format") == "json" {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(data); err != nil {
+			c.log.Error("console: encode JSON", "err", err)
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
+		}
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		w.Write(buf.Bytes())
+		return
+	}
+	t := c.pages[page]
+	lay := layout{Title: title, Nav: nav, Prefix: c.prefix, JSONURL: jsonURL(r), Backend: c.st.Backend(), ReadOnly: c.storeReadOnly(), Data: data}
+	if lv, ok := data.(interface{ live() bool }); ok && lv.live() && c.refresh > 0 {
+		lay.Refresh = max(1, int64(c.refresh/time.Second))
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout", lay); err != nil {
+		c.log.Error("console: render", "page", page, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// storeReadOnly reports whether the store says its database refuses writes.
+func (c *console) storeReadOnly() bool {
+	ro, ok := c.st.(readOnlyReporter)
+	return ok && ro.ReadOnly()
+}
+
+// jsonURL is the request's URL with format=json.
+func jsonURL(r *http.Request) string {
+	q := r.URL.Query()
+	q.Set("format", "json")
+	return r.URL.EscapedPath() + "?" + q.Encode()
+}
+
+// link builds a path under the prefix from path segments, each escaped.
+func (c *console) link(segs ...string) string {
+	var b strings.Builder
+	b.WriteString(c.prefix)
+	for _, s := range segs {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(s))
+	}
+	return b.String()
+}
+
+// withQuery returns base with the query parameters kv (name, value
+// pairs); empty values are left out.
+func withQuery(base string, kv ...string) string {
+	q := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	if len(q) == 0 {
+		return base
+	}
+	return base + "?" + q.Encode()
+}

@@ -1,0 +1,285 @@
+package console
+
+import (
+	"context"
+	"html/template"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// scanLimit bounds how many governed sessions and conversations one
+// overview (or metrics scrape) reads: the counts of a larger store are
+// those of its first scanLimit items in id order, and say so (Truncated).
+const scanLimit = 100_000
+
+// stats are the store-wide counts of the overview and of /metrics.
+type stats struct {
+	Governed struct {
+		Total     int64            `json:"total"`
+		ByStatus  map[string]int64 `json:"by_status"`
+		Calls     int64            `json:"calls_made"`
+		Budget    int64            `json:"call_budget"`
+		Truncated bool             `json:"truncated"`
+		byAgent   map[string]int64
+	} `json:"governed"`
+	Conversations struct {
+		Total        int64            `json:"total"`
+		ByState      map[string]int64 `json:"by_state"`
+		Messages     int64            `json:"messages"`
+		TotalTokens  int64            `json:"total_tokens"`
+		TotalCostUSD float64          `json:"total_cost_usd"`
+		Truncated    bool             `json:"truncated"`
+		top          []store.ConversationSummary
+		recent       []store.ConversationSummary
+		days         map[string]*dayTotals
+	} `json:"conversations"`
+	Runtime struct {
+		Total   int64            `json:"total"`
+		ByAgent map[string]int64 `json:"by_agent"`
+	} `json:"runtime"`
+	Elapsed time.Duration `json:"-"`
+}
+
+type dayTotals struct {
+	Cost   float64
+	Tokens int64
+}
+
+// collect counts the store (bounded by scanLimit).
+func (c *console) collect(ctx context.Context) (*stats, error) {
+	start := time.Now()
+	s := &stats{}
+	now := c.now()
+	s.Governed.ByStatus = map[string]int64{string(store.StatusActive): 0, string(store.StatusClosed): 0, string(store.StatusExpired): 0}
+	s.Governed.byAgent = map[string]int64{}
+	f := store.ListFilter{Limit: store.MaxPageSize}
+	for {
+		page, err := c.st.Governance().List(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range page.Items {
+			s.Governed.Total++
+			s.Governed.ByStatus[string(g.EffectiveStatus(now))]++
+			s.Governed.Calls += g.CallsMade
+			s.Governed.Budget += g.CallBudget
+			s.Governed.byAgent[g.AgentID] += g.CallsMade
+		}
+		if page.Next == "" {
+			break
+		}
+		if s.Governed.Total >= scanLimit {
+			s.Governed.Truncated = true
+			break
+		}
+		f.After = page.Next
+	}
+	cs := &s.Conversations
+	cs.ByState = map[string]int64{}
+	cs.days = map[string]*dayTotals{}
+	cf := store.ConversationFilter{Limit: store.MaxPageSize}
+	for {
+		page, err := c.st.Conversations().List(ctx, cf)
+		if err != nil {
+			return nil, err
+		}
+		for _, cv := range page.Items {
+			cs.Total++
+			cs.ByState[string(cv.State)]++
+			cs.Messages += cv.MessageCount
+			cs.TotalTokens += cv.TotalUsage.TotalTokens
+			cs.TotalCostUSD += cv.TotalCost
+			day := cv.UpdatedAt.UTC().Format("2006-01-02")
+			d := cs.days[day]
+			if d == nil {
+				d = &dayTotals{}
+				cs.days[day] = d
+			}
+			d.Cost += cv.TotalCost
+			d.Tokens += cv.TotalUsage.TotalTokens
+			cs.top = topN(cs.top, cv, 10, func(a, b store.ConversationSummary) bool { return a.TotalCost > b.TotalCost })
+			cs.recent = topN(cs.recent, cv, 10, func(a, b store.ConversationSummary) bool { return a.UpdatedAt.After(b.UpdatedAt) })
+		}
+		if page.Next == "" {
+			break
+		}
+		if cs.Total >= scanLimit {
+			cs.Truncated = true
+			break
+		}
+		cf.After = page.Next
+	}
+	var err error
+	if s.Runtime.Total, err = c.st.Runtime().Count(ctx); err != nil {
+		return nil, err
+	}
+	if s.Runtime.ByAgent, err = c.st.Runtime().CountByAgent(ctx); err != nil {
+		return nil, err
+	}
+	s.Elapsed = time.Since(start)
+	return s, nil
+}
+
+// topN keeps the n greatest items by less-is-greater order.
+func topN[T any](list []T, v T, n int, greater func(a, b T) bool) []T {
+	i, _ := slices.BinarySearchFunc(list, v, func(a, b T) int {
+		if greater(a, b) {
+			return -1
+		}
+		return 1
+	})
+	if i >= n {
+		return list
+	}
+	list = slices.Insert(list, i, v)
+	if len(list) > n {
+		list = list[:n]
+	}
+	return list
+}
+
+type overviewPage struct {
+	Stats         *stats                      `json:"stats"`
+	TopByCost     []store.ConversationSummary `json:"top_conversations_by_cost"`
+	RecentlyMoved []store.ConversationSummary `json:"recent_conversations"`
+	SpendByDay    []daySpend                  `json:"spend_by_day"`
+	StatusChart   template.HTML               `json:"-"`
+	AgentChart    template.HTML               `json:"-"`
+	// RecentRefusals and UsesByDay come from the use records (uses with a
+	// request id) when the store keeps them (store.UseRecorder).
+	RecentRefusals []store.UseRecord       `json:"recent_refusals"`
+	UsesByDay      []store.UseOutcomeCount `json:"uses_by_day"`
+	UseChart       template.HTML           `json:"-"`
+	SpendChart     template.HTML           `json:"-"`
+	TokenChart     template.HTML           `json:"-"`
+}
+
+type daySpend struct {
+	Day     string  `json:"day"`
+	CostUSD float64 `json:"cost_usd"`
+	Tokens  int64   `json:"tokens"`
+}
+
+func (p *overviewPage) live() bool { return true }
+
+// overviewDays is how many days the spend charts cover.
+const overviewDays = 14
+
+func (c *console) overview(w http.ResponseWriter, r *http.Request) error {
+	s, err := c.collect(r.Context())
+	if err != nil {
+		return err
+	}
+	show := c.showContent(r)
+	p := &overviewPage{Stats: s, TopByCost: s.Conversations.top, RecentlyMoved: s.Conversations.recent}
+	for _, l := range [][]store.ConversationSummary{p.TopByCost, p.RecentlyMoved} {
+		for i := range l {
+			l[i].Name = c.cleanText("conversation.name", l[i].Name, show)
+		}
+	}
+	if p.TopByCost == nil {
+		p.TopByCost = []store.ConversationSummary{}
+	}
+	if p.RecentlyMoved == nil {
+		p.RecentlyMoved = []store.ConversationSummary{}
+	}
+	g := s.Governed.ByStatus
+	p.StatusChart = barChart("status", "Governed sessions by status", "sessions", []bar{
+		{"active", float64(g["active"])}, {"closed", float64(g["closed"])}, {"expired", float64(g["expired"])}})
+	type agentCalls struct {
+		agent string
+		calls int64
+	}
+	var ac []agentCalls
+	for a, n := range s.Governed.byAgent {
+		ac = append(ac, agentCalls{a, n})
+	}
+	slices.SortFunc(ac, func(a, b agentCalls) int {
+		if a.calls != b.calls {
+			return int(b.calls - a.calls)
+		}
+		if a.agent < b.agent {
+			return -1
+		}
+		return 1
+	})
+	var bars []bar
+	for _, a := range ac[:min(len(ac), 10)] {
+		bars = append(bars, bar{a.agent, float64(a.calls)})
+	}
+	p.AgentChart = barChart("agents", "Tool calls made by agent (top 10)", "calls", bars)
+	today := c.now().UTC().Truncate(24 * time.Hour)
+	var cost, tokens []point
+	for i := overviewDays - 1; i >= 0; i-- {
+		day := today.AddDate(0, 0, -i)
+		key := day.Format("2006-01-02")
+		d := s.Conversations.days[key]
+		if d == nil {
+			d = &dayTotals{}
+		}
+		p.SpendByDay = append(p.SpendByDay, daySpend{key, d.Cost, d.Tokens})
+		cost = append(cost, point{day, d.Cost})
+		tokens = append(tokens, point{day, float64(d.Tokens)})
+	}
+	p.RecentRefusals, p.UsesByDay = []store.UseRecord{}, []store.UseOutcomeCount{}
+	if ur, ok := c.st.Governance().(store.UseRecorder); ok {
+		if p.RecentRefusals, err = ur.RecentRefusals(r.Context(), 20); err != nil {
+			return err
+		}
+		if p.UsesByDay, err = ur.UseOutcomes(r.Context(), today.AddDate(0, 0, -(overviewDays-1))); err != nil {
+			return err
+		}
+		p.UseChart = useChart(today, p.UsesByDay)
+	}
+	p.SpendChart = lineChart("spend", "Cost by day of last update", "US dollars", cost, 0, false, daysDesc("Cost (USD) of the conversations last updated on each day", p.SpendByDay, true))
+	p.TokenChart = lineChart("tokens", "Tokens by day of last update", "tokens", tokens, 0, false, daysDesc("Tokens of the conversations last updated on each day", p.SpendByDay, false))
+	c.render(w, r, http.StatusOK, "overview", "Overview", "overview", p)
+	return nil
+}
+
+func daysDesc(title string, days []daySpend, cost bool) string {
+	out := title + ": "
+	for i, d := range days {
+		if i > 0 {
+			out += ", "
+		}
+		if cost {
+			out += d.Day + " " + fmtValue(d.CostUSD)
+		} else {
+			out += d.Day + " " + fmtNum(d.Tokens)
+		}
+	}
+	return out + "."
+}
+
+// useOrder is the order of the outcomes in the uses chart.
+var useOrder = []string{store.UseOK, store.UseBudget, store.UseRate, store.UseTool, store.UseExpired, store.UseClosed}
+
+// useChart stacks the recorded uses of the last overviewDays days by
+// outcome.
+func useChart(today time.Time, counts []store.UseOutcomeCount) template.HTML {
+	days := make([]time.Time, overviewDays)
+	index := map[time.Time]int{}
+	for i := range days {
+		days[i] = today.AddDate(0, 0, i-(overviewDays-1))
+		index[days[i]] = i
+	}
+	series := map[string][]float64{}
+	order := slices.Clone(useOrder)
+	for _, o := range order {
+		series[o] = make([]float64, overviewDays)
+	}
+	for _, c := range counts {
+		if _, known := series[c.Outcome]; !known {
+			series[c.Outcome] = make([]float64, overviewDays)
+			order = append(order, c.Outcome)
+		}
+		if i, ok := index[c.Day.UTC()]; ok {
+			series[c.Outcome][i] += float64(c.Count)
+		}
+	}
+	return stackedDays("uses", "Calls and refusals by kind per day (uses with a request id)", "uses", days, order, series)
+}

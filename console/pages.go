@@ -1,0 +1,641 @@
+package console
+
+import (
+	"errors"
+	"html/template"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// pageLimit reads ?limit=, bounded to [1, max] (def when absent).
+func pageLimit(r *http.Request, def, maxN int) (int, error) {
+	s := r.URL.Query().Get("limit")
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, store.Invalid("limit", "must be a positive number")
+	}
+	return min(n, maxN), nil
+}
+
+// queryTime reads a time parameter: RFC 3339 or a date (YYYY-MM-DD).
+func queryTime(r *http.Request, name string) (time.Time, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, store.Invalid(name, "must be a date (2006-01-02) or an RFC 3339 time")
+}
+
+// ---- governed sessions --------------------------------------------------
+
+type governedListPage struct {
+	Filter struct {
+		Status string `json:"status,omitempty"`
+		Agent  string `json:"agent,omitempty"`
+		Tool   string `json:"tool,omitempty"`
+		Since  string `json:"since,omitempty"`
+		Until  string `json:"until,omitempty"`
+	} `json:"filter"`
+	Sessions []store.Session `json:"sessions"`
+	// Next is the cursor of the following page (the after parameter).
+	Next    string `json:"next,omitempty"`
+	NextURL string `json:"-"`
+	Now     time.Time
+}
+
+// governedScanPages bounds the store pages one list request reads when
+// filters the store does not apply (tool, time range) drop sessions.
+const governedScanPages = 20
+
+func (c *console) governedList(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	var p governedListPage
+	p.Now = c.now()
+	p.Filter.Status, p.Filter.Agent, p.Filter.Tool = q.Get("status"), q.Get("agent"), q.Get("tool")
+	p.Filter.Since, p.Filter.Until = q.Get("since"), q.Get("until")
+	limit, err := pageLimit(r, 50, store.MaxPageSize)
+	if err != nil {
+		return err
+	}
+	since, err := queryTime(r, "since")
+	if err != nil {
+		return err
+	}
+	until, err := queryTime(r, "until")
+	if err != nil {
+		return err
+	}
+	f := store.ListFilter{AgentID: p.Filter.Agent, Status: store.Status(p.Filter.Status), After: q.Get("after"), Limit: limit}
+	p.Sessions = []store.Session{}
+	if err := c.scanGoverned(r, f, &p, since, until, limit); err != nil {
+		return err
+	}
+	if p.Next != "" {
+		p.NextURL = withQuery(c.link("governed"), "status", p.Filter.Status, "agent", p.Filter.Agent,
+			"tool", p.Filter.Tool, "since", p.Filter.Since, "until", p.Filter.Until, "after", p.Next,
+			"limit", q.Get("limit"))
+	}
+	c.render(w, r, http.StatusOK, "governed", "Governed sessions", "governed", &p)
+	return nil
+}
+
+// scanGoverned fills p with up to limit sessions that pass the filters
+// the store does not apply (tool, time range), reading at most
+// governedScanPages pages of the store; p.Next resumes after what it read.
+func (c *console) scanGoverned(r *http.Request, f store.ListFilter, p *governedListPage, since, until time.Time, limit int) error {
+	show := c.showContent(r)
+	for range governedScanPages {
+		page, err := c.st.Governance().List(r.Context(), f)
+		if err != nil {
+			return err
+		}
+		for i, s := range page.Items {
+			if p.Filter.Tool != "" && !s.ToolAuthorized(p.Filter.Tool) ||
+				!since.IsZero() && s.CreatedAt.Before(since) ||
+				!until.IsZero() && !s.CreatedAt.Before(until) {
+				continue
+			}
+			s.DeclaredIntent = c.cleanText("governed.intent", s.DeclaredIntent, show)
+			p.Sessions = append(p.Sessions, s)
+			if len(p.Sessions) == limit {
+				if i < len(page.Items)-1 || page.Next != "" {
+					p.Next = s.ID
+				}
+				return nil
+			}
+		}
+		if page.Next == "" {
+			return nil
+		}
+		f.After = page.Next
+	}
+	p.Next = f.After // the scan's bound: the next page resumes here
+	return nil
+}
+
+type governedDetailPage struct {
+	Session store.Session `json:"session"`
+	// Effective is the status at the console's clock.
+	Effective store.Status  `json:"effective_status"`
+	Now       time.Time     `json:"now"`
+	Gauges    template.HTML `json:"-"`
+	BurnDown  template.HTML `json:"-"`
+	// Uses is every recorded use with a request id, oldest first, when
+	// the store keeps them (see store.UseRecorder).
+	Uses []store.UseRecord `json:"uses"`
+}
+
+func (p *governedDetailPage) live() bool { return p.Effective == store.StatusActive }
+
+func (c *console) governedDetail(w http.ResponseWriter, r *http.Request) error {
+	s, err := c.st.Governance().Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	now := c.now()
+	s.DeclaredIntent = c.cleanText("governed.intent", s.DeclaredIntent, c.showContent(r))
+	p := &governedDetailPage{Session: s, Effective: s.EffectiveStatus(now), Now: now, Uses: []store.UseRecord{}}
+	if ur, ok := c.st.Governance().(store.UseRecorder); ok {
+		uses, err := ur.UseRecords(r.Context(), store.UseRecordsRequest{SessionID: s.ID, Limit: store.MaxPageSize})
+		if err != nil {
+			return err
+		}
+		p.Uses = uses.Items
+	}
+	p.Gauges = governedGauges(s, now)
+	p.BurnDown = burnDownChart(s, p.Uses, now)
+	c.render(w, r, http.StatusOK, "governed_detail", "Governed session "+s.ID, "governed", p)
+	return nil
+}
+
+// ---- conversations -------------------------------------------------------
+
+type conversationListPage struct {
+	Conversations []store.ConversationSummary `json:"conversations"`
+	Next          string                      `json:"next,omitempty"`
+	Parent        string                      `json:"parent,omitempty"`
+	NextURL       string                      `json:"-"`
+}
+
+func (c *console) conversationList(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	limit, err := pageLimit(r, 50, store.MaxPageSize)
+	if err != nil {
+		return err
+	}
+	page, err := c.st.Conversations().List(r.Context(), store.ConversationFilter{ParentID: q.Get("parent"), After: q.Get("after"), Limit: limit})
+	if err != nil {
+		return err
+	}
+	p := &conversationListPage{Conversations: page.Items, Next: page.Next, Parent: q.Get("parent")}
+	show := c.showContent(r)
+	for i := range p.Conversations {
+		p.Conversations[i].Name = c.cleanText("conversation.name", p.Conversations[i].Name, show)
+	}
+	if p.Next != "" {
+		p.NextURL = withQuery(c.link("conversations"), "parent", p.Parent, "after", p.Next, "limit", q.Get("limit"))
+	}
+	c.render(w, r, http.StatusOK, "conversations", "Conversations", "conversations", p)
+	return nil
+}
+
+type conversationPage struct {
+	Conversation  store.ConversationSummary  `json:"conversation"`
+	Messages      []store.Message            `json:"messages"`
+	From          int64                      `json:"from"`
+	Limit         int                        `json:"limit"`
+	Total         int64                      `json:"message_count"`
+	ContentHidden bool                       `json:"content_hidden"`
+	Artifacts     []store.Artifact           `json:"artifacts"`
+	Traces        []store.TraceEvent         `json:"traces"`
+	Runs          []store.RunRecord          `json:"runs"`
+	Reports       []store.VerificationReport `json:"reports"`
+
+	Views       []messageView `json:"-"`
+	FirstURL    string        `json:"-"`
+	PrevURL     string        `json:"-"`
+	NextURL     string        `json:"-"`
+	LastURL     string        `json:"-"`
+	ShowURL     string        `json:"-"`
+	DownloadURL string        `json:"-"`
+	TraceChart  template.HTML `json:"-"`
+	AtEnd       bool          `json:"-"`
+}
+
+func (p *conversationPage) live() bool { return p.AtEnd }
+
+// conversationDetail shows one page of messages: ?from=SEQ (oldest
+// first), ?before=SEQ (the page before), or ?last (the default: the most
+// recent page).
+func (c *console) conversationDetail(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	conv := c.st.Conversations()
+	info, err := conv.Info(ctx, id)
+	if err != nil {
+		return err
+	}
+	limit, err := pageLimit(r, 100, store.MaxMessagePage)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	var msgs []store.Message
+	switch {
+	case q.Get("from") != "":
+		from, perr := strconv.ParseInt(q.Get("from"), 10, 64)
+		if perr != nil || from < 0 {
+			return store.Invalid("from", "must be a message position")
+		}
+		msgs, err = conv.Messages(ctx, id, from, limit)
+	case q.Get("before") != "":
+		before, perr := strconv.ParseInt(q.Get("before"), 10, 64)
+		if perr != nil || before < 0 {
+			return store.Invalid("before", "must be a message position")
+		}
+		msgs, err = conv.MessagesBefore(ctx, id, before, limit)
+	default:
+		msgs, err = conv.LastMessages(ctx, id, limit)
+	}
+	if err != nil {
+		return err
+	}
+	show := c.showContent(r)
+	info.Name = c.cleanText("conversation.name", info.Name, show)
+	p := &conversationPage{Conversation: info, Limit: limit, Total: info.MessageCount, ContentHidden: !show, Messages: make([]store.Message, len(msgs))}
+	for i, m := range msgs {
+		p.Messages[i] = c.cleanMessage(m, show)
+		p.Views = append(p.Views, newMessageView(id, p.Messages[i]))
+	}
+	if p.Artifacts, err = conv.Artifacts(ctx, id); err != nil {
+		return err
+	}
+	for i := range p.Artifacts {
+		p.Artifacts[i].Content = c.cleanText("artifact.content", p.Artifacts[i].Content, show)
+	}
+	if p.Traces, err = conv.Traces(ctx, id, 0, 1000); err != nil {
+		return err
+	}
+	if p.Runs, err = conv.Runs(ctx, id); err != nil {
+		return err
+	}
+	for i := range p.Runs {
+		s := &p.Runs[i].Snapshot
+		s.Prompt = c.cleanText("run.prompt", s.Prompt, show)
+		s.ResultText = c.cleanText("run.result", s.ResultText, show)
+		for j := range p.Runs[i].Events {
+			if show {
+				p.Runs[i].Events[j].Event = c.redactJSON("run.event", p.Runs[i].Events[j].Event)
+			} else {
+				p.Runs[i].Events[j].Event = hiddenJSON
+			}
+		}
+	}
+	if p.Reports, err = conv.Reports(ctx, id); err != nil {
+		return err
+	}
+	base := c.link("conversations", id)
+	lim := q.Get("limit")
+	content := ""
+	if show && c.opt.HideContent {
+		content = "show"
+	}
+	if len(msgs) > 0 {
+		first, last := msgs[0].Seq, msgs[len(msgs)-1].Seq
+		p.From = first
+		p.FirstURL = withQuery(base, "from", "0", "limit", lim, "content", content)
+		p.LastURL = withQuery(base, "limit", lim, "content", content)
+		if first > 0 {
+			p.PrevURL = withQuery(base, "before", strconv.FormatInt(first, 10), "limit", lim, "content", content)
+		}
+		more, err := conv.Messages(ctx, id, last+1, 1)
+		if err != nil {
+			return err
+		}
+		if len(more) > 0 {
+			p.NextURL = withQuery(base, "from", strconv.FormatInt(last+1, 10), "limit", lim, "content", content)
+		}
+	}
+	p.AtEnd = p.NextURL == ""
+	if !show {
+		p.ShowURL = withQuery(base, "from", q.Get("from"), "before", q.Get("before"), "limit", lim, "content", "show")
+	}
+	p.DownloadURL = withQuery(c.link("conversations", id, "messages.json"), "from", strconv.FormatInt(p.From, 10), "limit", strconv.Itoa(limit), "content", content)
+	p.TraceChart = traceChart(p.Traces)
+	c.render(w, r, http.StatusOK, "conversation", "Conversation "+id, "conversations", p)
+	return nil
+}
+
+type messagePage struct {
+	ConversationID string        `json:"conversation_id"`
+	Message        store.Message `json:"message"`
+	View           messageView   `json:"-"`
+	BackURL        string        `json:"-"`
+	DownloadURL    string        `json:"-"`
+}
+
+// messageDetail shows one message whole, untruncated.
+func (c *console) messageDetail(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	seq, err := strconv.ParseInt(r.PathValue("seq"), 10, 64)
+	if err != nil || seq < 0 {
+		return errPageNotFound
+	}
+	msgs, err := c.st.Conversations().Messages(r.Context(), id, seq, 1)
+	if err != nil {
+		return err
+	}
+	if len(msgs) == 0 || msgs[0].Seq != seq {
+		return &store.NotFoundError{Resource: "message", ID: id}
+	}
+	m := c.cleanMessage(msgs[0], c.showContent(r))
+	p := &messagePage{ConversationID: id, Message: m, View: newMessageView(id, m),
+		BackURL:     withQuery(c.link("conversations", id), "from", strconv.FormatInt(seq, 10)),
+		DownloadURL: withQuery(c.link("conversations", id, "messages.json"), "from", strconv.FormatInt(seq, 10), "limit", "1", "content", r.URL.Query().Get("content"))}
+	c.render(w, r, http.StatusOK, "message", "Message "+strconv.FormatInt(seq, 10), "conversations", p)
+	return nil
+}
+
+// messagesDownload serves a page of messages as a JSON file attachment.
+func (c *console) messagesDownload(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	from, err := strconv.ParseInt(r.URL.Query().Get("from"), 10, 64)
+	if err != nil || from < 0 {
+		from = 0
+	}
+	limit, err := pageLimit(r, store.MaxMessagePage, store.MaxMessagePage)
+	if err != nil {
+		return err
+	}
+	msgs, err := c.st.Conversations().Messages(r.Context(), id, from, limit)
+	if err != nil {
+		return err
+	}
+	show := c.showContent(r)
+	for i := range msgs {
+		msgs[i] = c.cleanMessage(msgs[i], show)
+	}
+	w.Header().Set("Content-Disposition", attachment("messages-"+id+"-"+strconv.FormatInt(from, 10)+".json"))
+	q := r.URL.Query()
+	q.Set("format", "json")
+	r.URL.RawQuery = q.Encode()
+	c.render(w, r, http.StatusOK, "", "", "", struct {
+		ConversationID string          `json:"conversation_id"`
+		Messages       []store.Message `json:"messages"`
+	}{id, msgs})
+	return nil
+}
+
+// attachment is a Content-Disposition that downloads under a safe name.
+func attachment(name string) string {
+	safe := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_' {
+			return r
+		}
+		return '_'
+	}, name)
+	if len(safe) > 120 {
+		safe = safe[:120]
+	}
+	return `attachment; filename="` + safe + `"`
+}
+
+// ---- runtime sessions ----------------------------------------------------
+
+type runtimeListPage struct {
+	Sessions []store.RuntimeSession `json:"sessions"`
+	Count    int64                  `json:"count"`
+	ByAgent  map[string]int64       `json:"by_agent"`
+	Next     string                 `json:"next,omitempty"`
+	NextURL  string                 `json:"-"`
+	Agents   []string               `json:"-"`
+}
+
+func (c *console) runtimeList(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	limit, err := pageLimit(r, 50, 200)
+	if err != nil {
+		return err
+	}
+	rt := c.st.Runtime()
+	ids, err := rt.ListIDs(ctx, store.ListIDsRequest{After: r.URL.Query().Get("after"), Limit: limit})
+	if err != nil {
+		return err
+	}
+	p := &runtimeListPage{Sessions: []store.RuntimeSession{}, Next: ids.Next}
+	for _, id := range ids.Items {
+		s, err := rt.Get(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // removed since the listing
+		}
+		if err != nil {
+			return err
+		}
+		p.Sessions = append(p.Sessions, s)
+	}
+	if p.Count, err = rt.Count(ctx); err != nil {
+		return err
+	}
+	if p.ByAgent, err = rt.CountByAgent(ctx); err != nil {
+		return err
+	}
+	for a := range p.ByAgent {
+		p.Agents = append(p.Agents, a)
+	}
+	slices.Sort(p.Agents)
+	if p.Next != "" {
+		p.NextURL = withQuery(c.link("runtime"), "after", p.Next, "limit", r.URL.Query().Get("limit"))
+	}
+	c.render(w, r, http.StatusOK, "runtime", "Runtime sessions", "runtime", p)
+	return nil
+}
+
+type runtimeDetailPage struct {
+	Session    store.RuntimeSession `json:"session"`
+	HistoryLen int64                `json:"history_len"`
+	Uploads    []store.Upload       `json:"uploads"`
+	Next       string               `json:"next_upload,omitempty"`
+	NextURL    string               `json:"-"`
+	HasConv    bool                 `json:"-"`
+}
+
+func (p *runtimeDetailPage) live() bool { return p.Session.Turn.Running }
+
+func (c *console) runtimeDetail(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	rt := c.st.Runtime()
+	s, err := rt.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	p := &runtimeDetailPage{Session: s}
+	if p.HistoryLen, err = rt.HistoryLen(ctx, id); err != nil {
+		return err
+	}
+	p.HasConv = p.HistoryLen > 0
+	ups, err := rt.ListUploads(ctx, store.ListUploadsRequest{SessionID: id, After: r.URL.Query().Get("after"), Limit: 100})
+	if err != nil {
+		return err
+	}
+	p.Uploads, p.Next = ups.Items, ups.Next
+	if p.Next != "" {
+		p.NextURL = withQuery(c.link("runtime", id), "after", p.Next)
+	}
+	c.render(w, r, http.StatusOK, "runtime_detail", "Runtime session "+id, "runtime", p)
+	return nil
+}
+
+// uploadDownload serves an upload's bytes, always as an attachment of an
+// opaque type, never inline.
+func (c *console) uploadDownload(w http.ResponseWriter, r *http.Request) error {
+	if !c.showContent(r) {
+		return store.Invalid("content", "content is hidden: add content=show")
+	}
+	u, data, err := c.st.Runtime().ReadUpload(r.Context(), r.PathValue("id"), r.PathValue("ref"))
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Disposition", attachment(u.RefID))
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	w.Write(data)
+	return nil
+}
+
+// ---- agent sessions ------------------------------------------------------
+
+type agentListPage struct {
+	App      string               `json:"app"`
+	User     string               `json:"user,omitempty"`
+	Sessions []store.AgentSession `json:"sessions"`
+	Next     string               `json:"next,omitempty"`
+	NextURL  string               `json:"-"`
+}
+
+func (c *console) agentList(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	p := &agentListPage{App: q.Get("app"), User: q.Get("user"), Sessions: []store.AgentSession{}}
+	if p.App != "" {
+		limit, err := pageLimit(r, 50, store.MaxPageSize)
+		if err != nil {
+			return err
+		}
+		page, err := c.st.AgentSessions().ListSessions(r.Context(), store.ListAgentSessionsRequest{App: p.App, User: p.User, Cursor: q.Get("cursor"), Limit: limit})
+		if err != nil {
+			return err
+		}
+		p.Sessions, p.Next = page.Items, page.Next
+		for i := range p.Sessions {
+			p.Sessions[i].State = store.ScopedState{}
+		}
+		if p.Next != "" {
+			p.NextURL = withQuery(c.link("agents"), "app", p.App, "user", p.User, "cursor", p.Next, "limit", q.Get("limit"))
+		}
+	}
+	c.render(w, r, http.StatusOK, "agents", "Agent sessions", "agents", p)
+	return nil
+}
+
+type agentDetailPage struct {
+	Session    store.AgentSession `json:"session"`
+	Merged     map[string]any     `json:"merged_state"`
+	Events     []store.AgentEvent `json:"events"`
+	Invocation string             `json:"invocation,omitempty"`
+	Next       string             `json:"next,omitempty"`
+	NextURL    string             `json:"-"`
+	MergedView []kv               `json:"-"`
+}
+
+type kv struct{ Key, Value string }
+
+func (p *agentDetailPage) live() bool { return p.Next == "" }
+
+func (c *console) agentDetail(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	q := r.URL.Query()
+	key := store.SessionKey{App: q.Get("app"), User: q.Get("user"), Session: q.Get("session")}
+	as := c.st.AgentSessions()
+	s, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: key})
+	if err != nil {
+		return err
+	}
+	limit, err := pageLimit(r, 100, store.MaxPageSize)
+	if err != nil {
+		return err
+	}
+	ev, err := as.ListEvents(ctx, store.ListEventsRequest{Key: key, Cursor: q.Get("cursor"), InvocationID: q.Get("invocation"), Limit: limit})
+	if err != nil {
+		return err
+	}
+	show := c.showContent(r)
+	s.State.App = c.cleanState("state.app", s.State.App, show)
+	s.State.User = c.cleanState("state.user", s.State.User, show)
+	s.State.Session = c.cleanState("state.session", s.State.Session, show)
+	p := &agentDetailPage{Session: s, Events: ev.Items, Invocation: q.Get("invocation"), Next: ev.Next, Merged: map[string]any{}}
+	for i := range p.Events {
+		if show {
+			p.Events[i].Data = c.redactJSON("event.data", p.Events[i].Data)
+		} else {
+			p.Events[i].Data = hiddenJSON
+		}
+	}
+	merged := store.DefaultStatePrefixes.Merge(s.State)
+	keys := make([]string, 0, len(merged))
+	for k, v := range merged {
+		p.Merged[k] = v
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		p.MergedView = append(p.MergedView, kv{k, prettyJSON(merged[k])})
+	}
+	if p.Next != "" {
+		p.NextURL = withQuery(c.link("agents", "session"), "app", key.App, "user", key.User, "session", key.Session,
+			"invocation", p.Invocation, "cursor", p.Next, "limit", q.Get("limit"))
+	}
+	c.render(w, r, http.StatusOK, "agent_detail", "Agent session "+key.Session, "agents", p)
+	return nil
+}
+
+// ---- go to an id ---------------------------------------------------------
+
+type goPage struct {
+	ID      string  `json:"id"`
+	Matches []match `json:"matches"`
+}
+
+type match struct {
+	Kind string `json:"kind"`
+	URL  string `json:"url"`
+}
+
+// goTo finds an id in every facet: one match redirects to it, several are
+// listed, none is a 404 page.
+func (c *console) goTo(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id := strings.TrimSpace(r.URL.Query().Get("id"))
+	p := &goPage{ID: id, Matches: []match{}}
+	if id != "" && store.ValidateID("id", id) == nil {
+		if _, err := c.st.Governance().Get(ctx, id); err == nil {
+			p.Matches = append(p.Matches, match{"governed session", c.link("governed", id)})
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if ok, err := c.st.Conversations().Exists(ctx, id); err != nil {
+			return err
+		} else if ok {
+			p.Matches = append(p.Matches, match{"conversation", c.link("conversations", id)})
+		}
+		if _, err := c.st.Runtime().Get(ctx, id); err == nil {
+			p.Matches = append(p.Matches, match{"runtime session", c.link("runtime", id)})
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+	}
+	status := http.StatusOK
+	switch {
+	case len(p.Matches) == 1 && r.URL.Query().Get("format") != "json":
+		http.Redirect(w, r, p.Matches[0].URL, http.StatusSeeOther)
+		return nil
+	case len(p.Matches) == 0:
+		status = http.StatusNotFound
+	}
+	c.render(w, r, status, "go", "Go to "+id, "", p)
+	return nil
+}
