@@ -171,6 +171,9 @@ func (c *console) routes() {
 	handle("/agents", c.agentList)
 	handle("/agents/session", c.agentDetail)
 	handle("/go", c.goTo)
+	handle("/live/conversations/{id}/messages", c.liveMessages)
+	handle("/live/agents/events", c.liveEvents)
+	handle("/live/governed/{id}", c.liveGoverned)
 	m.HandleFunc("GET "+p+"/healthz", c.healthz)
 	m.Handle("GET "+p+"/metrics", c.metrics)
 	static, _ := fs.Sub(staticFS, "static")
@@ -262,7 +265,8 @@ type layout struct {
 	Nav      string
 	Prefix   string
 	JSONURL  string
-	Refresh  int64 // seconds; 0 when the page is not live
+	Refresh  int64  // seconds; 0 when the page is not live
+	LiveURL  string // the page's server-sent events, when it follows a feed
 	Backend  string
 	ReadOnly bool // the store reports that its database refuses writes
 	Data     any
@@ -290,6 +294,9 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, pag
 	lay := layout{Title: title, Nav: nav, Prefix: c.prefix, JSONURL: jsonURL(r), Backend: c.st.Backend(), ReadOnly: c.storeReadOnly(), Data: data}
 	if lv, ok := data.(interface{ live() bool }); ok && lv.live() && c.refresh > 0 {
 		lay.Refresh = max(1, int64(c.refresh/time.Second))
+		if lu, ok := data.(interface{ liveURL() string }); ok {
+			lay.LiveURL = lu.liveURL()
+		}
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", lay); err != nil {
