@@ -56,9 +56,12 @@ type Options struct {
 	// Clock is the current time, for "ago" labels, effective statuses and
 	// charts. Nil is time.Now.
 	Clock func() time.Time
-	// Refresh is the interval at which pages of live data refresh in the
+	// Refresh is the interval at which live pages without a change feed
+	// (the overview, a runtime session with a running turn) reload in the
 	// browser while live mode is on and the tab is visible (default 5s;
-	// negative disables live mode).
+	// negative disables live mode, server-sent events included). Pages of
+	// a conversation, an agent session and a governed session follow the
+	// store's change feed through server-sent events instead.
 	Refresh time.Duration
 	// HideContent hides message bodies, tool inputs and results,
 	// artifacts and state values until the viewer asks for them
