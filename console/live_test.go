@@ -289,3 +289,66 @@ func TestLiveMessages(t *testing.T) {
 		waitNoLiveStreams(t)
 	})
 }
+
+// TestLiveAgentAndGoverned follows an agent session's events and a
+// governed session's state through server-sent events while another
+// store writes them.
+func TestLiveAgentAndGoverned(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		ro, f, loc := seeded(t, b)
+		w, err := b.open(ctx, loc, f.Clock.Now, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		srv := newServer(t, ro, f, console.Options{})
+
+		// Agent session: the page's live URL starts after its last event.
+		_, page := get(t, srv, prefix+"/agents/session?app="+f.AgentKey.App+"&user="+f.AgentKey.User+"&session="+f.AgentKey.Session)
+		m := regexp.MustCompile(`data-live-url="([^"]+)"`).FindStringSubmatch(page)
+		if m == nil {
+			t.Fatal("the agent session page has no live URL")
+		}
+		liveURL := strings.ReplaceAll(m[1], "&amp;", "&")
+		s := openSSE(t, srv.URL+liveURL, "")
+		if _, err := w.AgentSessions().AppendEvent(ctx, store.AppendEventRequest{Key: f.AgentKey,
+			Event: store.AgentEvent{Data: []byte(`{"text":"<img src=x onerror=alert(1)>"}`)}}); err != nil {
+			t.Fatal(err)
+		}
+		ev := s.next(t)
+		if ev.Event != "events" || strings.Count(ev.Data, "<li id=\"e") != 1 {
+			t.Fatalf("event %q with %q, want the one new agent event", ev.Event, ev.Data)
+		}
+		if strings.Contains(ev.Data, "<img") || !strings.Contains(ev.Data, "&lt;img") {
+			t.Errorf("agent event data not escaped: %q", ev.Data)
+		}
+		s.cancel()
+
+		// Governed session: each change is one JSON state; closing it
+		// ends the stream.
+		gov := w.Governance()
+		cur, err := gov.Get(ctx, f.Governed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := openSSE(t, srv.URL+prefix+"/live/governed/"+url.PathEscape(f.Governed)+"?after="+strconv.FormatInt(cur.FeedSeq(), 10), "")
+		if _, err := gov.Use(ctx, store.UseRequest{SessionID: f.Governed, AgentID: "agent-7", Tools: []string{"read_file"}, RequestID: "live-1"}); err != nil {
+			t.Fatal(err)
+		}
+		ev = g.next(t)
+		if ev.Event != "governed" || !strings.Contains(ev.Data, fmt.Sprintf(`"calls_made":%d`, cur.CallsMade+1)) {
+			t.Fatalf("event %q with %q, want the state after one more call", ev.Event, ev.Data)
+		}
+		if _, err := gov.Close(ctx, f.Governed); err != nil {
+			t.Fatal(err)
+		}
+		for ev = g.next(t); ev.Event == "governed"; ev = g.next(t) {
+		}
+		if ev.Event != "end" {
+			t.Fatalf("event %q after closing, want end", ev.Event)
+		}
+		g.cancel()
+		waitNoLiveStreams(t)
+	})
+}
