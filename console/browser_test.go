@@ -81,7 +81,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	srv := newServer(t, ro, f, console.Options{Refresh: time.Second})
+	srv := newServer(t, ro, f, console.Options{Refresh: time.Minute})
 	base := srv.URL + prefix
 
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox,
@@ -190,23 +190,42 @@ func TestBrowser(t *testing.T) {
 		t.Error("agent-written markup became elements")
 	}
 
-	// 5. Live: the latest page follows appends of another writer.
-	step("live page", chromedp.Navigate(base+"/conversations/"+url.PathEscape(f.Conv)), chromedp.WaitVisible(chromedp.ID("live")))
-	for i := range 2 {
-		text := fmt.Sprintf("live message %d from another writer", i)
+	// 5. Live: the latest page follows appends of another writer through
+	// the console's server-sent events (no polling: the page's refresh
+	// interval is far longer than the wait), pauses on the button, and
+	// after resuming gets what was appended meanwhile, once.
+	step("live page", chromedp.Navigate(base+"/conversations/"+url.PathEscape(f.Conv)), chromedp.WaitVisible(chromedp.ID("live")),
+		void(chromedp.Poll[bool](`document.body.dataset.live === "on"`, chromedp.WithPollingTimeout(10*time.Second))))
+	appendLive := func(text string) {
+		t.Helper()
 		if _, err := w.Conversations().AppendMessages(ctx, f.Conv, store.AssistantMessage(text)); err != nil {
 			t.Fatal(err)
 		}
-		step("live update", void(chromedp.Poll[bool](fmt.Sprintf(`document.getElementById("message-list").textContent.includes(%q)`, text),
-			chromedp.WithPollingTimeout(20*time.Second))))
 	}
-	// Unticking the box pauses it (the script says so on the body).
-	if !evalBool(`document.body.dataset.live === "on"`) {
-		t.Error("live mode is not on")
+	shows := func(text string) string {
+		return fmt.Sprintf(`document.getElementById("message-list").textContent.includes(%q)`, text)
+	}
+	for i := range 2 {
+		text := fmt.Sprintf("live message %d from another writer", i)
+		appendLive(text)
+		step("live update", void(chromedp.Poll[bool](shows(text), chromedp.WithPollingTimeout(20*time.Second))))
 	}
 	step("pause", chromedp.Click(chromedp.ID("live")))
-	if !evalBool(`document.body.dataset.live === "paused" && !document.getElementById("live").checked`) {
-		t.Error("unticking the live box did not pause the page")
+	if !evalBool(`document.body.dataset.live === "paused" && document.getElementById("live").getAttribute("aria-pressed") === "true"`) {
+		t.Error("the pause button did not pause the page")
+	}
+	appendLive("appended while paused")
+	time.Sleep(time.Second)
+	if evalBool(shows("appended while paused")) {
+		t.Error("a paused page still updated")
+	}
+	step("resume", chromedp.Click(chromedp.ID("live")),
+		void(chromedp.Poll[bool](shows("appended while paused"), chromedp.WithPollingTimeout(20*time.Second))))
+	if !evalBool(`document.body.dataset.live === "on" && document.querySelectorAll("#message-list li.message").length === new Set(Array.from(document.querySelectorAll("#message-list li.message")).map(function (li) { return li.id; })).size`) {
+		t.Error("after resuming, the page is not live or shows a message twice")
+	}
+	if !evalBool(`document.querySelectorAll("main script, main img").length === 0 && window.__xss === undefined`) {
+		t.Error("agent-written markup became elements on the live page")
 	}
 
 	// 6. The go-to box.

@@ -56,9 +56,12 @@ type Options struct {
 	// Clock is the current time, for "ago" labels, effective statuses and
 	// charts. Nil is time.Now.
 	Clock func() time.Time
-	// Refresh is the interval at which pages of live data refresh in the
+	// Refresh is the interval at which live pages without a change feed
+	// (the overview, a runtime session with a running turn) reload in the
 	// browser while live mode is on and the tab is visible (default 5s;
-	// negative disables live mode).
+	// negative disables live mode, server-sent events included). Pages of
+	// a conversation, an agent session and a governed session follow the
+	// store's change feed through server-sent events instead.
 	Refresh time.Duration
 	// HideContent hides message bodies, tool inputs and results,
 	// artifacts and state values until the viewer asks for them
@@ -171,6 +174,9 @@ func (c *console) routes() {
 	handle("/agents", c.agentList)
 	handle("/agents/session", c.agentDetail)
 	handle("/go", c.goTo)
+	handle("/live/conversations/{id}/messages", c.liveMessages)
+	handle("/live/agents/events", c.liveEvents)
+	handle("/live/governed/{id}", c.liveGoverned)
 	m.HandleFunc("GET "+p+"/healthz", c.healthz)
 	m.Handle("GET "+p+"/metrics", c.metrics)
 	static, _ := fs.Sub(staticFS, "static")
@@ -262,7 +268,8 @@ type layout struct {
 	Nav      string
 	Prefix   string
 	JSONURL  string
-	Refresh  int64 // seconds; 0 when the page is not live
+	Refresh  int64  // seconds; 0 when the page is not live
+	LiveURL  string // the page's server-sent events, when it follows a feed
 	Backend  string
 	ReadOnly bool // the store reports that its database refuses writes
 	Data     any
@@ -290,6 +297,9 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, pag
 	lay := layout{Title: title, Nav: nav, Prefix: c.prefix, JSONURL: jsonURL(r), Backend: c.st.Backend(), ReadOnly: c.storeReadOnly(), Data: data}
 	if lv, ok := data.(interface{ live() bool }); ok && lv.live() && c.refresh > 0 {
 		lay.Refresh = max(1, int64(c.refresh/time.Second))
+		if lu, ok := data.(interface{ liveURL() string }); ok {
+			lay.LiveURL = lu.liveURL()
+		}
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", lay); err != nil {

@@ -136,7 +136,11 @@ type governedDetailPage struct {
 	// Uses is every recorded use with a request id, oldest first, when
 	// the store keeps them (see store.UseRecorder).
 	Uses []store.UseRecord `json:"uses"`
+	// LiveURL streams the session's changes (see liveGoverned).
+	LiveURL string `json:"-"`
 }
+
+func (p *governedDetailPage) liveURL() string { return p.LiveURL }
 
 func (p *governedDetailPage) live() bool { return p.Effective == store.StatusActive }
 
@@ -157,6 +161,7 @@ func (c *console) governedDetail(w http.ResponseWriter, r *http.Request) error {
 	}
 	p.Gauges = governedGauges(s, now)
 	p.BurnDown = burnDownChart(s, p.Uses, now)
+	p.LiveURL = withQuery(c.link("live", "governed", s.ID), "after", strconv.FormatInt(s.FeedSeq(), 10))
 	c.render(w, r, http.StatusOK, "governed_detail", "Governed session "+s.ID, "governed", p)
 	return nil
 }
@@ -213,7 +218,10 @@ type conversationPage struct {
 	DownloadURL string        `json:"-"`
 	TraceChart  template.HTML `json:"-"`
 	AtEnd       bool          `json:"-"`
+	LiveURL     string        `json:"-"`
 }
+
+func (p *conversationPage) liveURL() string { return p.LiveURL }
 
 func (p *conversationPage) live() bool { return p.AtEnd }
 
@@ -310,6 +318,11 @@ func (c *console) conversationDetail(w http.ResponseWriter, r *http.Request) err
 		}
 	}
 	p.AtEnd = p.NextURL == ""
+	after := ""
+	if len(msgs) > 0 {
+		after = strconv.FormatInt(msgs[len(msgs)-1].Seq, 10)
+	}
+	p.LiveURL = withQuery(c.link("live", "conversations", id, "messages"), "after", after, "content", content)
 	if !show {
 		p.ShowURL = withQuery(base, "from", q.Get("from"), "before", q.Get("before"), "limit", lim, "content", "show")
 	}
@@ -540,7 +553,10 @@ type agentDetailPage struct {
 	Next       string             `json:"next,omitempty"`
 	NextURL    string             `json:"-"`
 	MergedView []kv               `json:"-"`
+	LiveURL    string             `json:"-"`
 }
+
+func (p *agentDetailPage) liveURL() string { return p.LiveURL }
 
 type kv struct{ Key, Value string }
 
@@ -588,6 +604,17 @@ func (c *console) agentDetail(w http.ResponseWriter, r *http.Request) error {
 	if p.Next != "" {
 		p.NextURL = withQuery(c.link("agents", "session"), "app", key.App, "user", key.User, "session", key.Session,
 			"invocation", p.Invocation, "cursor", p.Next, "limit", q.Get("limit"))
+	}
+	if p.Next == "" && p.Invocation == "" {
+		after := ""
+		if n := len(p.Events); n > 0 {
+			after = strconv.FormatInt(p.Events[n-1].Seq, 10)
+		}
+		content := ""
+		if show && c.opt.HideContent {
+			content = "show"
+		}
+		p.LiveURL = withQuery(c.link("live", "agents", "events"), "app", key.App, "user", key.User, "session", key.Session, "after", after, "content", content)
 	}
 	c.render(w, r, http.StatusOK, "agent_detail", "Agent session "+key.Session, "agents", p)
 	return nil
