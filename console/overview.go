@@ -48,8 +48,13 @@ type dayTotals struct {
 	Tokens int64
 }
 
-// collect counts the store (bounded by scanLimit).
+// collect counts the store: by the database's own aggregates when the
+// store is a store.Totaler (both backends are), else by reading the
+// listings (bounded by scanLimit).
 func (c *console) collect(ctx context.Context) (*stats, error) {
+	if t, ok := c.st.(store.Totaler); ok {
+		return c.collectTotals(ctx, t)
+	}
 	start := time.Now()
 	s := &stats{}
 	now := c.now()
@@ -113,6 +118,49 @@ func (c *console) collect(ctx context.Context) (*stats, error) {
 		cf.After = page.Next
 	}
 	var err error
+	if s.Runtime.Total, err = c.st.Runtime().Count(ctx); err != nil {
+		return nil, err
+	}
+	if s.Runtime.ByAgent, err = c.st.Runtime().CountByAgent(ctx); err != nil {
+		return nil, err
+	}
+	s.Elapsed = time.Since(start)
+	return s, nil
+}
+
+// collectTotals fills the stats from store.Totaler: grouped queries, no
+// listing read whole, so the overview and /metrics cost the same at any
+// store size (never truncated).
+func (c *console) collectTotals(ctx context.Context, t store.Totaler) (*stats, error) {
+	start := time.Now()
+	today := c.now().UTC().Truncate(24 * time.Hour)
+	tot, err := t.Totals(ctx, store.TotalsRequest{Since: today.AddDate(0, 0, -(overviewDays - 1)), Top: 10})
+	if err != nil {
+		return nil, err
+	}
+	s := &stats{}
+	g := &s.Governed
+	g.Total, g.Calls, g.Budget = tot.Governed.Total, tot.Governed.CallsMade, tot.Governed.CallBudget
+	g.ByStatus = map[string]int64{}
+	for st, n := range tot.Governed.ByStatus {
+		g.ByStatus[string(st)] = n
+	}
+	g.byAgent = map[string]int64{}
+	for _, a := range tot.Governed.TopAgents {
+		g.byAgent[a.AgentID] = a.CallsMade
+	}
+	cs := &s.Conversations
+	ct := tot.Conversations
+	cs.Total, cs.Messages, cs.TotalTokens, cs.TotalCostUSD = ct.Total, ct.Messages, ct.TotalTokens, ct.TotalCost
+	cs.ByState = map[string]int64{}
+	for st, n := range ct.ByState {
+		cs.ByState[string(st)] = n
+	}
+	cs.days = map[string]*dayTotals{}
+	for _, d := range ct.Days {
+		cs.days[d.Day.UTC().Format("2006-01-02")] = &dayTotals{Cost: d.TotalCost, Tokens: d.TotalTokens}
+	}
+	cs.top, cs.recent = ct.TopByCost, ct.Recent
 	if s.Runtime.Total, err = c.st.Runtime().Count(ctx); err != nil {
 		return nil, err
 	}
