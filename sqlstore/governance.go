@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -222,21 +221,8 @@ func (g *Governance) Create(ctx context.Context, req store.CreateRequest) (store
 			}
 		}
 		sess := req.NewSession(id, now)
-		anyTool := 0
-		if slices.Contains(sess.AuthorizedTools, store.AnyTool) {
-			anyTool = 1
-		}
-		_, err := tx.exec(govInsertSQL,
-			sess.ID, sess.AgentID, mustJSON(sess.DelegationChain), sess.DeclaredIntent,
-			mustJSON(sess.AuthorizedTools), mustJSON(sess.AuthorizedCredentials),
-			sess.TimeLimit.Milliseconds(), sess.CallBudget, sess.CallsMade, sess.RateLimit,
-			sess.RateWindow.Milliseconds(), rowcodec.ToMillis(sess.RateWindowStart), sess.RateWindowCalls,
-			string(sess.Sensitivity), string(sess.Status),
-			rowcodec.ToMillis(sess.CreatedAt), rowcodec.ToMillis(sess.ExpiresAt), anyTool)
-		if isUniqueViolation(err) {
-			return &store.ConflictError{Resource: "session", ID: id, Reason: "id exists"}
-		}
-		if err != nil {
+		// The same insert as a restore's (governance_restore.go).
+		if _, err := restoreSession(tx, govInsertSQL, &sess); err != nil {
 			return err
 		}
 		out = sess
