@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -147,6 +148,45 @@ func (g *globals) result(name string, err error) int {
 		return exitOK
 	}
 	return g.fail(name, err)
+}
+
+// report is the one place that prints a command's error and maps it to
+// the exit status: nothing for success or help (0) or for an exitStatus
+// (the command printed its own lines); "sessionctl NAME: msg (see
+// sessionctl NAME --help)" for a usage error (2); else "sessionctl NAME:
+// msg" and the status of exitFor. name is the command's name, used when
+// err does not carry one.
+func (g *globals) report(name string, err error) int {
+	g.status.clear() // whatever path the command returned by
+	if err == nil || errors.Is(err, errHelp) {
+		return exitOK
+	}
+	var st exitStatus
+	if errors.As(err, &st) {
+		return int(st)
+	}
+	var ue *helpUsageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(g.stderr, "sessionctl %s: %s (see sessionctl %s --help)\n", ue.name, ue.msg, ue.name)
+		return exitUsage
+	}
+	var ce *cmdError
+	if errors.As(err, &ce) {
+		name = ce.name
+	}
+	fmt.Fprintf(g.stderr, "sessionctl %s: %s\n", name, oneLine(err.Error()))
+	return exitFor(err)
+}
+
+// legacy adapts a command that still returns its exit status, having
+// reported its errors itself, to the error-returning form.
+func legacy(run func(ctx context.Context, g *globals, args []string) int) func(ctx context.Context, g *globals, args []string) error {
+	return func(ctx context.Context, g *globals, args []string) error {
+		if code := run(ctx, g, args); code != exitOK {
+			return exitStatus(code)
+		}
+		return nil
+	}
 }
 
 // oneLine folds a multi-line message into one line.

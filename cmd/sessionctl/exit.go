@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/agentstore/sessionstore/store"
 )
@@ -111,8 +112,16 @@ func exitFor(err error) int {
 	if err == nil {
 		return exitOK
 	}
+	if errors.Is(err, errHelp) {
+		return exitOK
+	}
+	var st exitStatus
+	if errors.As(err, &st) {
+		return int(st)
+	}
 	var ue *usageError
-	if errors.Is(err, store.ErrInvalidInput) || errors.As(err, &ue) {
+	var he *helpUsageError
+	if errors.Is(err, store.ErrInvalidInput) || errors.As(err, &ue) || errors.As(err, &he) {
 		return exitUsage
 	}
 	for _, k := range errorKinds {
@@ -122,3 +131,30 @@ func exitFor(err error) int {
 	}
 	return exitError
 }
+
+// errHelp: the command printed its help as asked (--help); exit 0.
+var errHelp = errors.New("help printed")
+
+// exitStatus is the error of a command that has printed its own lines
+// (refusals of use, reserve, settle, release; an unhealthy doctor): report
+// prints nothing more and exits with the status.
+type exitStatus int
+
+func (e exitStatus) Error() string { return "exit status " + strconv.Itoa(int(e)) }
+
+// helpUsageError is a usage error of command name, found while parsing
+// the command line or checking its arguments: report prints it with a
+// pointer to the command's help (exit 2).
+type helpUsageError struct{ name, msg string }
+
+func (e *helpUsageError) Error() string { return e.msg }
+
+// cmdError is an error reported under name, not the command's own name
+// (see fail).
+type cmdError struct {
+	name string
+	err  error
+}
+
+func (e *cmdError) Error() string { return e.err.Error() }
+func (e *cmdError) Unwrap() error { return e.err }
