@@ -54,7 +54,7 @@ user and session id): their state in three scopes and their event log.
 // agentSubcommands are the actions of "sessionctl agents".
 var agentSubcommands = []string{"list", "show", "events", "state", "delete"}
 
-func runAgents(ctx context.Context, g *globals, args []string) int {
+func runAgents(ctx context.Context, g *globals, args []string) error {
 	sub := "list"
 	if len(args) > 0 && slices.Contains(agentSubcommands, args[0]) {
 		sub, args = args[0], args[1:]
@@ -73,23 +73,22 @@ func runAgents(ctx context.Context, g *globals, args []string) int {
 	followFlag := fs.Bool("follow", false, "events: then print new events as they commit, until interrupted")
 	yes := fs.Bool("yes", false, "delete: do not ask")
 	asJSON := fs.Bool("json", false, "print one JSON document (events --follow: one object per line)")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
 	name := sp.name + " " + sub
-	only := func(sub string, flags ...string) bool {
+	only := func(sub string, flags ...string) error {
 		for _, f := range flags {
 			if isSet(fs, f) {
-				g.usageErr(name, "--%s does not apply to agents %s", f, sub)
-				return false
+				return g.usageErr(name, "--%s does not apply to agents %s", f, sub)
 			}
 		}
-		return true
+		return nil
 	}
-	key := func(min int) (store.SessionKey, int, bool) {
+	key := func(min int) (store.SessionKey, error) {
 		if len(pos) < min || len(pos) > 3 || (min == 3 && len(pos) != 3) {
-			return store.SessionKey{}, g.usageErr(name, "expected %s", map[int]string{1: "APP [USER [SESSION]]", 3: "APP USER SESSION"}[min]), false
+			return store.SessionKey{}, g.usageErr(name, "expected %s", map[int]string{1: "APP [USER [SESSION]]", 3: "APP USER SESSION"}[min])
 		}
 		k := store.SessionKey{App: pos[0]}
 		if len(pos) > 1 {
@@ -100,10 +99,10 @@ func runAgents(ctx context.Context, g *globals, args []string) int {
 		}
 		for i, field := range []string{"app", "user", "session"}[:len(pos)] {
 			if err := store.ValidateID(field, pos[i]); err != nil {
-				return k, g.usageErr(name, "%v", err), false
+				return k, g.usageErr(name, "%v", err)
 			}
 		}
-		return k, 0, true
+		return k, nil
 	}
 	if *limit < 1 || *limit > store.MaxPageSize {
 		return g.usageErr(name, "--limit must be between 1 and %d", store.MaxPageSize)
@@ -113,8 +112,8 @@ func runAgents(ctx context.Context, g *globals, args []string) int {
 	}
 	switch sub {
 	case "list":
-		if !only(sub, "last", "from", "invocation", "follow", "yes") {
-			return exitUsage
+		if err := only(sub, "last", "from", "invocation", "follow", "yes"); err != nil {
+			return err
 		}
 		if len(pos) > 0 {
 			return g.usageErr(name, "unexpected argument %q (use --app and --user)", pos[0])
@@ -138,21 +137,21 @@ func runAgents(ctx context.Context, g *globals, args []string) int {
 		}
 		return g.result(name, g.agentsList(ctx, agentListReq{app: *app, user: *user, idle: *idle, limit: *limit, after: cur, all: *all}, *asJSON))
 	case "show":
-		if !only(sub, "app", "user", "idle", "limit", "after", "all", "from", "invocation", "follow", "yes") {
-			return exitUsage
+		if err := only(sub, "app", "user", "idle", "limit", "after", "all", "from", "invocation", "follow", "yes"); err != nil {
+			return err
 		}
-		k, code, ok := key(3)
-		if !ok {
-			return code
+		k, err := key(3)
+		if err != nil {
+			return err
 		}
 		return g.result(name, g.agentsShow(ctx, k, *last, *asJSON))
 	case "events":
-		if !only(sub, "app", "user", "idle", "after", "all", "yes") {
-			return exitUsage
+		if err := only(sub, "app", "user", "idle", "after", "all", "yes"); err != nil {
+			return err
 		}
-		k, code, ok := key(3)
-		if !ok {
-			return code
+		k, err := key(3)
+		if err != nil {
+			return err
 		}
 		useLast := isSet(fs, "last")
 		switch {
@@ -179,25 +178,25 @@ func runAgents(ctx context.Context, g *globals, args []string) int {
 		}
 		return g.result(name, g.agentsEvents(ctx, req, *asJSON))
 	case "state":
-		if !only(sub, "app", "user", "idle", "limit", "after", "all", "last", "from", "invocation", "follow", "yes") {
-			return exitUsage
+		if err := only(sub, "app", "user", "idle", "limit", "after", "all", "last", "from", "invocation", "follow", "yes"); err != nil {
+			return err
 		}
-		k, code, ok := key(1)
-		if !ok {
-			return code
+		k, err := key(1)
+		if err != nil {
+			return err
 		}
 		return g.result(name, g.agentsState(ctx, k, *asJSON))
 	case "delete":
-		if !only(sub, "app", "user", "idle", "limit", "after", "all", "last", "from", "invocation", "follow") {
-			return exitUsage
+		if err := only(sub, "app", "user", "idle", "limit", "after", "all", "last", "from", "invocation", "follow"); err != nil {
+			return err
 		}
-		k, code, ok := key(3)
-		if !ok {
-			return code
+		k, err := key(3)
+		if err != nil {
+			return err
 		}
 		return g.result(name, g.agentsDelete(ctx, name, k, *yes, *asJSON))
 	}
-	return exitOK
+	return nil
 }
 
 // agentCursor is the cursor of "agents list": the application and the

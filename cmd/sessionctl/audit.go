@@ -52,7 +52,7 @@ transaction to its agent's hash chain.
 	},
 }
 
-func runAudit(ctx context.Context, g *globals, args []string) int {
+func runAudit(ctx context.Context, g *globals, args []string) error {
 	sub := "list"
 	if len(args) > 0 && slices.Contains([]string{"list", "verify", "checkpoint", "prune"}, args[0]) {
 		sub, args = args[0], args[1:]
@@ -71,12 +71,12 @@ func runAudit(ctx context.Context, g *globals, args []string) int {
 	before := fs.String("before", "", "prune: cut at the newest checkpoint before `TIME` (RFC 3339)")
 	olderThan := fs.Duration("older-than", 0, "prune: cut at the newest checkpoint older than `DURATION`")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+		return err
 	}
 	name := sp.name + " " + sub
 	switch sub {
@@ -115,7 +115,7 @@ func runAudit(ctx context.Context, g *globals, args []string) int {
 			return g.jsonOr(name, map[string]int64{"checkpointed_chains": n})
 		}
 		fmt.Fprintf(g.stdout, "checkpointed %d %s\n", n, plural(int(n), "chain", "chains"))
-		return exitOK
+		return nil
 	case "prune":
 		cut, err := optTime("before", *before)
 		if err != nil {
@@ -142,17 +142,17 @@ func runAudit(ctx context.Context, g *globals, args []string) int {
 			return g.jsonOr(name, map[string]any{"before": jsonTime(cut), "removed_events": n})
 		}
 		fmt.Fprintf(g.stdout, "removed %d %s before the checkpoints made before %s\n", n, plural(int(n), "event", "events"), tableTime(cut))
-		return exitOK
+		return nil
 	}
-	return exitUsage
+	return exitStatus(exitUsage)
 }
 
-// jsonOr writes v as JSON and returns the exit status.
-func (g *globals) jsonOr(name string, v any) int {
+// jsonOr writes v as JSON (a failure is reported under name).
+func (g *globals) jsonOr(name string, v any) error {
 	if err := writeJSON(g.stdout, v); err != nil {
 		return g.fail(name, err)
 	}
-	return exitOK
+	return nil
 }
 
 // optTime parses an optional RFC 3339 flag value (zero when empty).
@@ -207,7 +207,7 @@ func (v auditExportEvent) event() (store.AuditEvent, error) {
 		SessionID: v.SessionID, RequestID: v.RequestID, Detail: json.RawMessage(v.Detail), PrevHash: v.PrevHash, Hash: v.Hash}, nil
 }
 
-func (g *globals) auditList(ctx context.Context, name string, f store.AuditFilter, all, asJSON bool) int {
+func (g *globals) auditList(ctx context.Context, name string, f store.AuditFilter, all, asJSON bool) error {
 	st, err := g.openExisting(ctx)
 	if err != nil {
 		return g.fail(name, err)
@@ -249,10 +249,10 @@ func (g *globals) auditList(ctx context.Context, name string, f store.AuditFilte
 	if next != "" {
 		fmt.Fprintf(g.stdout, "more: --after %s\n", next)
 	}
-	return exitOK
+	return nil
 }
 
-func (g *globals) auditVerify(ctx context.Context, name string, asJSON bool) int {
+func (g *globals) auditVerify(ctx context.Context, name string, asJSON bool) error {
 	st, err := g.openExisting(ctx)
 	if err != nil {
 		return g.fail(name, err)
@@ -262,9 +262,9 @@ func (g *globals) auditVerify(ctx context.Context, name string, asJSON bool) int
 	if err != nil {
 		return g.fail(name, err)
 	}
-	code := exitOK
+	var code error // a chain that does not verify: exit 1, the report said why
 	if !rep.OK() {
-		code = exitError
+		code = exitStatus(exitError)
 	}
 	if asJSON {
 		if err := writeJSON(g.stdout, struct {

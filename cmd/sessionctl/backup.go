@@ -63,17 +63,17 @@ type backupJSON struct {
 // and the files SQLite and the store keep beside it.
 var dbFileSuffixes = []string{"", "-wal", "-shm", "-journal", "-writer.lock"}
 
-func runBackup(ctx context.Context, g *globals, args []string) int {
+func runBackup(ctx context.Context, g *globals, args []string) error {
 	sp := backupSpec
 	fs := g.newFlags(sp)
 	force := fs.Bool("force", false, "replace FILE if it exists")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 1, 1); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
+		return err
 	}
 	dest := pos[0]
 	if g.isPG() {
@@ -113,11 +113,11 @@ func runBackup(ctx context.Context, g *globals, args []string) int {
 		if err := writeJSON(g.stdout, doc); err != nil {
 			return g.fail(sp.name, err)
 		}
-		return exitOK
+		return nil
 	}
 	fmt.Fprintf(g.stdout, "backed up %s to %s: %s, schema version %d, integrity_check %s, %d rows in %d tables (as in the source)\n",
 		esc(doc.Source), esc(doc.Backup), humanBytes(doc.Bytes), doc.SchemaVersion, doc.IntegrityCheck, doc.Rows, doc.Tables)
-	return exitOK
+	return nil
 }
 
 // ownFile reports whether dest names one of the files of the database at

@@ -303,7 +303,7 @@ when the server's data is on that disk.`,
 // runBench measures the store on the user's disk, like pgbench or
 // redis-benchmark: first the fsync rate F of the directory, then each
 // scenario on a temporary database in that directory.
-func runBench(ctx context.Context, g *globals, args []string) int {
+func runBench(ctx context.Context, g *globals, args []string) error {
 	o := benchOptions{}
 	sp := benchSpec
 	fs := g.newFlags(sp)
@@ -312,12 +312,12 @@ func runBench(ctx context.Context, g *globals, args []string) int {
 	fs.IntVar(&o.callers, "callers", 32, "concurrent callers for the contended scenarios")
 	fs.StringVar(&o.sync, "sync", "FULL", "synchronous level: FULL or NORMAL")
 	fs.BoolVar(&o.json, "json", false, "print one JSON document")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+		return err
 	}
 	if o.duration <= 0 || o.callers < 1 {
 		return g.usageErr(sp.name, "want a positive --duration and --callers")
@@ -339,18 +339,18 @@ func runBench(ctx context.Context, g *globals, args []string) int {
 	rep, err := bench(ctx, &o, syncLevel, open, progressFor(g.stderr, o.json))
 	if err != nil {
 		fmt.Fprintf(g.stderr, "sessionctl bench: %v\n", err)
-		return exitError
+		return exitStatus(exitError)
 	}
 	if o.json {
 		enc := json.NewEncoder(rawWriter(g.stdout))
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
-			return exitError
+			return exitStatus(exitError)
 		}
-		return exitOK
+		return nil
 	}
 	printBench(g.stdout, rep)
-	return exitOK
+	return nil
 }
 
 // benchOpener opens a fresh store for scenario i; close closes it and

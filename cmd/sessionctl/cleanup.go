@@ -35,18 +35,18 @@ type cleanupJSON struct {
 	*WALResult       // SQLite only
 }
 
-func runCleanup(ctx context.Context, g *globals, args []string) int {
+func runCleanup(ctx context.Context, g *globals, args []string) error {
 	sp := cleanupSpec
 	fs := g.newFlags(sp)
 	vacuum := fs.Bool("vacuum", false, "also rewrite the database file without free pages")
 	dryRun := fs.Bool("dry-run", false, "list what would be removed, change nothing")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+		return err
 	}
 	if *dryRun {
 		if *vacuum {
@@ -84,13 +84,13 @@ func runCleanup(ctx context.Context, g *globals, args []string) int {
 		if err := writeJSON(g.stdout, doc); err != nil {
 			return g.fail(sp.name, err)
 		}
-		return exitOK
+		return nil
 	}
 	fmt.Fprintf(g.stdout, "removed %d closed or expired governed %s\n", n, plural(int(n), "session", "sessions"))
 	if doc.WALResult != nil {
 		printWAL(g.stdout, *doc.WALResult)
 	}
-	return exitOK
+	return nil
 }
 
 // printWAL reports a checkpoint (and vacuum) in one or two lines.

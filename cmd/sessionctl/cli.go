@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -36,26 +35,26 @@ func (g *globals) newFlags(sp spec) *flag.FlagSet {
 }
 
 // parse parses args, allowing flags after positional arguments ("show ID
-// --json"); "--" ends the flags. It returns the positional arguments, or
-// done with the exit status when the command must stop (help was asked
-// for: 0; a bad flag: 2).
-func (g *globals) parse(fs *flag.FlagSet, sp spec, args []string) (pos []string, code int, done bool) {
+// --json"); "--" ends the flags. It returns the positional arguments, or an
+// error when the command must stop: errHelp when help was asked for and
+// printed (exit 0), a usage error for a bad flag (exit 2).
+func (g *globals) parse(fs *flag.FlagSet, sp spec, args []string) (pos []string, err error) {
 	for {
 		err := fs.Parse(args)
 		if errors.Is(err, flag.ErrHelp) {
 			g.printHelp(fs, sp)
-			return nil, exitOK, true
+			return nil, errHelp
 		}
 		if err != nil {
-			return nil, g.usageErr(sp.name, "%s", flagSuggestion(fs, err)), true
+			return nil, g.usageErr(sp.name, "%s", flagSuggestion(fs, err))
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
-			return pos, 0, false
+			return pos, nil
 		}
 		consumed := len(args) - len(rest)
 		if consumed > 0 && args[consumed-1] == "--" {
-			return append(pos, rest...), 0, false
+			return append(pos, rest...), nil
 		}
 		pos = append(pos, rest[0])
 		args = rest[1:]
@@ -126,26 +125,24 @@ func (g *globals) printHelp(fs *flag.FlagSet, sp spec) {
 	}
 }
 
-// usageErr reports a usage error in one line and returns exit status 2.
-func (g *globals) usageErr(name, format string, args ...any) int {
-	g.status.clear()
-	fmt.Fprintf(g.stderr, "sessionctl %s: %s (see sessionctl %s --help)\n", name, fmt.Sprintf(format, args...), name)
-	return exitUsage
+// usageErr returns a usage error of command name (printed by report as
+// one line with a pointer to the command's help; exit status 2).
+func (g *globals) usageErr(name, format string, args ...any) error {
+	return &helpUsageError{name: name, msg: fmt.Sprintf(format, args...)}
 }
 
-// fail reports err in one line and returns its exit status (2 for invalid
-// input, else 1).
-func (g *globals) fail(name string, err error) int {
-	g.status.clear()
-	fmt.Fprintf(g.stderr, "sessionctl %s: %s\n", name, oneLine(err.Error()))
-	return exitFor(err)
+// fail returns err to be reported under name ("sessionctl NAME: msg"),
+// for the commands whose errors are not reported under the command's own
+// name (agents list, audit verify, ...); report prints it and maps it to
+// its exit status.
+func (g *globals) fail(name string, err error) error {
+	return &cmdError{name: name, err: err}
 }
 
-// result is the exit status of a command that ended with err: 0 for nil,
-// else err reported as by fail.
-func (g *globals) result(name string, err error) int {
+// result is fail for an err that may be nil (success).
+func (g *globals) result(name string, err error) error {
 	if err == nil {
-		return exitOK
+		return nil
 	}
 	return g.fail(name, err)
 }
@@ -174,19 +171,15 @@ func (g *globals) report(name string, err error) int {
 	if errors.As(err, &ce) {
 		name = ce.name
 	}
-	fmt.Fprintf(g.stderr, "sessionctl %s: %s\n", name, oneLine(err.Error()))
-	return exitFor(err)
+	return g.reportItem(name, err)
 }
 
-// legacy adapts a command that still returns its exit status, having
-// reported its errors itself, to the error-returning form.
-func legacy(run func(ctx context.Context, g *globals, args []string) int) func(ctx context.Context, g *globals, args []string) error {
-	return func(ctx context.Context, g *globals, args []string) error {
-		if code := run(ctx, g, args); code != exitOK {
-			return exitStatus(code)
-		}
-		return nil
-	}
+// reportItem prints the error of one item of a command that goes on with
+// the next (close ID...), as report would, and returns its exit status.
+func (g *globals) reportItem(name string, err error) int {
+	g.status.clear()
+	fmt.Fprintf(g.stderr, "sessionctl %s: %s\n", name, oneLine(err.Error()))
+	return exitFor(err)
 }
 
 // oneLine folds a multi-line message into one line.
@@ -194,17 +187,18 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// wantArgs checks the number of positional arguments.
-func (g *globals) wantArgs(sp spec, pos []string, min, max int) (code int, bad bool) {
+// wantArgs checks the number of positional arguments (a usage error
+// when it is wrong).
+func (g *globals) wantArgs(sp spec, pos []string, min, max int) error {
 	switch {
 	case len(pos) < min && min == 1:
-		return g.usageErr(sp.name, "missing %s", strings.Fields(sp.args)[0]), true
+		return g.usageErr(sp.name, "missing %s", strings.Fields(sp.args)[0])
 	case len(pos) < min:
-		return g.usageErr(sp.name, "expected %s", sp.args), true
+		return g.usageErr(sp.name, "expected %s", sp.args)
 	case max >= 0 && len(pos) > max:
-		return g.usageErr(sp.name, "unexpected argument %q", pos[max]), true
+		return g.usageErr(sp.name, "unexpected argument %q", pos[max])
 	}
-	return 0, false
+	return nil
 }
 
 // errNoDatabase says that the database file does not exist; read and

@@ -20,15 +20,15 @@ are still closed.`,
 	},
 }
 
-func runClose(ctx context.Context, g *globals, args []string) int {
+func runClose(ctx context.Context, g *globals, args []string) error {
 	sp := closeSpec
 	fs := g.newFlags(sp)
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 1, -1); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 1, -1); err != nil {
+		return err
 	}
 	for _, id := range pos {
 		if err := store.ValidateID("id", id); err != nil {
@@ -47,12 +47,15 @@ func runClose(ctx context.Context, g *globals, args []string) int {
 			if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrClosed) {
 				err = fmt.Errorf("%s: %w", id, err)
 			}
-			status = max(status, g.fail(sp.name, err))
+			status = max(status, g.reportItem(sp.name, err))
 			continue
 		}
 		fmt.Fprintf(g.stdout, "closed %s (%d of %d calls made)\n", s.ID, s.CallsMade, s.CallBudget)
 	}
-	return status
+	if status != exitOK {
+		return exitStatus(status)
+	}
+	return nil
 }
 
 var closeAgentSpec = spec{
@@ -69,16 +72,16 @@ type closeAgentJSON struct {
 	Closed  int64  `json:"closed"`
 }
 
-func runCloseAgent(ctx context.Context, g *globals, args []string) int {
+func runCloseAgent(ctx context.Context, g *globals, args []string) error {
 	sp := closeAgentSpec
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 1, 1); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
+		return err
 	}
 	agent := pos[0]
 	if err := store.ValidateID("agent", agent); err != nil {
@@ -97,8 +100,8 @@ func runCloseAgent(ctx context.Context, g *globals, args []string) int {
 		if err := writeJSON(g.stdout, closeAgentJSON{AgentID: agent, Closed: n}); err != nil {
 			return g.fail(sp.name, err)
 		}
-		return exitOK
+		return nil
 	}
 	fmt.Fprintf(g.stdout, "closed %d active %s of agent %s\n", n, plural(int(n), "session", "sessions"), agent)
-	return exitOK
+	return nil
 }

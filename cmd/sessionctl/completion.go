@@ -27,18 +27,17 @@ shell's start-up file.`,
 	},
 }
 
-func runCompletion(ctx context.Context, g *globals, args []string) int {
+func runCompletion(ctx context.Context, g *globals, args []string) error {
 	sp := completionSpec
 	fs := g.newFlags(sp)
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 1, 1); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
+		return err
 	}
 	words := completionWords()
-	var err error
 	switch pos[0] {
 	case "bash":
 		err = writeBash(rawWriter(g.stdout), words)

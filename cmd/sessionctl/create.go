@@ -26,7 +26,7 @@ does not exist.`,
 	},
 }
 
-func runCreate(ctx context.Context, g *globals, args []string) int {
+func runCreate(ctx context.Context, g *globals, args []string) error {
 	sp := createSpec
 	fs := g.newFlags(sp)
 	var tools, creds nameList
@@ -46,12 +46,12 @@ func runCreate(ctx context.Context, g *globals, args []string) int {
 	var limits limitList
 	fs.Var(&limits, "limit", "a spend limit `METRIC=AMOUNT[/WINDOW]`, repeatable: input, output, tokens or cost (like 2.50USD) per lifetime, hour, day or month")
 	asJSON := fs.Bool("json", false, "print the created session as JSON")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+		return err
 	}
 	if *agent == "" {
 		return g.usageErr(sp.name, "--agent is required")
@@ -103,8 +103,8 @@ func runCreate(ctx context.Context, g *globals, args []string) int {
 		if err := writeJSON(g.stdout, newGovView(sess)); err != nil {
 			return g.fail(sp.name, err)
 		}
-		return exitOK
+		return nil
 	}
 	fmt.Fprintln(g.stdout, sess.ID)
-	return exitOK
+	return nil
 }

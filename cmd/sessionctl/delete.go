@@ -50,19 +50,19 @@ type deleteJSON struct {
 	Messages     int64  `json:"messages"`
 }
 
-func runDelete(ctx context.Context, g *globals, args []string) int {
+func runDelete(ctx context.Context, g *globals, args []string) error {
 	sp := deleteSpec
 	fs := g.newFlags(sp)
 	facetFlag := fs.String("facet", "", "delete only `FACET`: conversations or runtime")
 	yes := fs.Bool("yes", false, "do not ask")
 	dryRun := fs.Bool("dry-run", false, "print what would be deleted, delete nothing")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 1, 1); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
+		return err
 	}
 	id := pos[0]
 	if err := store.ValidateID("id", id); err != nil {

@@ -44,17 +44,17 @@ the schema yourself).`,
 	},
 }
 
-func runDemo(ctx context.Context, g *globals, args []string) int {
+func runDemo(ctx context.Context, g *globals, args []string) error {
 	sp := demoSpec
 	fs := g.newFlags(sp)
 	fresh := fs.Bool("fresh", false, "remove the database file (and its -wal, -shm, -writer.lock) first: only a session store no other process holds")
 	yes := fs.Bool("yes", false, "with --fresh, also remove a database holding data the demo did not write")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+		return err
 	}
 	if *fresh && g.isPG() {
 		return g.fail(sp.name, errNotOnPostgres("demo --fresh", "drop and recreate the schema yourself"))
@@ -103,7 +103,7 @@ func runDemo(ctx context.Context, g *globals, args []string) int {
 		return g.fail(sp.name, err)
 	}
 	fmt.Fprintf(out, "\nnext: sessionctl --db %s show %s\n", shellQuote(g.dbName()), id)
-	return exitOK
+	return nil
 }
 
 // demoGovernance creates a governed session with a budget of 3 and spends

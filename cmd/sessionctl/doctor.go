@@ -68,17 +68,17 @@ type doctorJSON struct {
 	Checks  []checkJSON `json:"checks"`
 }
 
-func runDoctor(ctx context.Context, g *globals, args []string) int {
+func runDoctor(ctx context.Context, g *globals, args []string) error {
 	sp := doctorSpec
 	fs := g.newFlags(sp)
 	quick := fs.Bool("quick", false, "run quick_check instead of the full integrity_check (PostgreSQL: skip the orphan-row scan)")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+		return err
 	}
 	doc := doctorJSON{Path: g.dbName()}
 	if g.isPG() {
@@ -112,9 +112,9 @@ func runDoctor(ctx context.Context, g *globals, args []string) int {
 	}
 	if !doc.Healthy {
 		fmt.Fprintf(g.stderr, "sessionctl doctor: %s is unhealthy\n", doc.Path)
-		return exitError
+		return exitStatus(exitError)
 	}
-	return exitOK
+	return nil
 }
 
 // diagnose runs the checks in order; a check that makes the next ones

@@ -115,13 +115,13 @@ func (x *exportRun) wants(id string) bool {
 	return x.ids == nil || slices.Contains(x.ids, id)
 }
 
-func runExport(ctx context.Context, g *globals, args []string) int {
+func runExport(ctx context.Context, g *globals, args []string) error {
 	sp := exportSpec
 	fs := g.newFlags(sp)
 	output := fs.String("output", "", "write to `FILE` instead of stdout (must not exist)")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
 	for _, id := range pos {
 		if err := store.ValidateID("id", id); err != nil {
@@ -158,14 +158,14 @@ func runExport(ctx context.Context, g *globals, args []string) int {
 			return g.fail(sp.name, err)
 		}
 		x.p.clear()
-		return exitOK
+		return nil
 	}
 	if err := x.writeFile(ctx, all, *output); err != nil {
 		return g.fail(sp.name, err)
 	}
 	x.p.clear()
 	fmt.Fprintf(g.stderr, "exported %s to %s\n", countsText(x.counts), esc(*output))
-	return exitOK
+	return nil
 }
 
 // write streams the export document to w, facet by facet in registry

@@ -88,7 +88,7 @@ type gcRequest struct {
 	dryRun   bool
 }
 
-func runGC(ctx context.Context, g *globals, args []string) int {
+func runGC(ctx context.Context, g *globals, args []string) error {
 	sp := gcSpec
 	fs := g.newFlags(sp)
 	olderThan := fs.Duration("older-than", 0, "delete conversations not updated for `DURATION` (e.g. 720h)")
@@ -96,12 +96,12 @@ func runGC(ctx context.Context, g *globals, args []string) int {
 	dryRun := fs.Bool("dry-run", false, "count what would be removed, change nothing")
 	vacuum := fs.Bool("vacuum", false, "also rewrite the database file without free pages")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+		return err
 	}
 	if isSet(fs, "older-than") {
 		if err := checkDuration("older-than", *olderThan, durationPrecision); err != nil {
@@ -175,7 +175,7 @@ func runGC(ctx context.Context, g *globals, args []string) int {
 		if err := writeJSON(g.stdout, doc); err != nil {
 			return g.fail(sp.name, err)
 		}
-		return exitOK
+		return nil
 	}
 	w := g.stdout
 	for _, f := range all {
@@ -188,7 +188,7 @@ func runGC(ctx context.Context, g *globals, args []string) int {
 	if doc.WALResult != nil {
 		printWAL(w, *doc.WALResult)
 	}
-	return exitOK
+	return nil
 }
 
 // gcConversations deletes and trims conversations, or with req.dryRun

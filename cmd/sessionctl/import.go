@@ -118,18 +118,18 @@ func (x *importRun) putState(scope, owner string, fn func(w store.RecordWriter) 
 	return nil
 }
 
-func runImport(ctx context.Context, g *globals, args []string) int {
+func runImport(ctx context.Context, g *globals, args []string) error {
 	sp := importSpec
 	fs := g.newFlags(sp)
 	skip := fs.Bool("skip-existing", false, "leave sessions whose id exists untouched instead of failing")
 	dryRun := fs.Bool("dry-run", false, "parse and validate every file, write nothing")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 1, -1); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 1, -1); err != nil {
+		return err
 	}
 	all, err := registeredFacets()
 	if err != nil {
@@ -178,7 +178,7 @@ func runImport(ctx context.Context, g *globals, args []string) int {
 		if err := writeJSON(g.stdout, doc); err != nil {
 			return g.fail(sp.name, err)
 		}
-		return exitOK
+		return nil
 	}
 	verb := "imported"
 	if *dryRun {
@@ -190,7 +190,7 @@ func runImport(ctx context.Context, g *globals, args []string) int {
 		fmt.Fprintf(g.stdout, ", %d existing skipped", doc.Skipped)
 	}
 	fmt.Fprintln(g.stdout)
-	return exitOK
+	return nil
 }
 
 // importFile imports one file ("-" is stdin, first copied to a temporary

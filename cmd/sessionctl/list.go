@@ -50,7 +50,7 @@ const (
 	facetConversations = "conversations"
 )
 
-func runList(ctx context.Context, g *globals, args []string) int {
+func runList(ctx context.Context, g *globals, args []string) error {
 	sp := listSpec
 	fs := g.newFlags(sp)
 	facet := fs.String("facet", "", "`FACET` to list: governed (default), runtime or conversations")
@@ -62,12 +62,12 @@ func runList(ctx context.Context, g *globals, args []string) int {
 	after := fs.String("after", "", "start after session `ID` (the cursor of the previous page)")
 	all := fs.Bool("all", false, "list every page")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+		return err
 	}
 	if *facet == "" {
 		switch {
@@ -142,11 +142,11 @@ func runList(ctx context.Context, g *globals, args []string) int {
 		if err := writeJSON(g.stdout, doc); err != nil {
 			return g.fail(sp.name, err)
 		}
-		return exitOK
+		return nil
 	}
 	if len(items) == 0 {
 		fmt.Fprintln(g.stdout, "no governed sessions")
-		return exitOK
+		return nil
 	}
 	if err := govTable(g.stdout, items); err != nil {
 		return g.fail(sp.name, err)
@@ -154,10 +154,10 @@ func runList(ctx context.Context, g *globals, args []string) int {
 	if next != "" {
 		fmt.Fprintf(g.stderr, "more sessions follow: add --after %s for the next page\n", next)
 	}
-	return exitOK
+	return nil
 }
 
-func listConversations(ctx context.Context, g *globals, st cliStore, f store.ConversationFilter, all, asJSON bool) int {
+func listConversations(ctx context.Context, g *globals, st cliStore, f store.ConversationFilter, all, asJSON bool) error {
 	var items []store.ConversationSummary
 	next := ""
 	for {
@@ -180,11 +180,11 @@ func listConversations(ctx context.Context, g *globals, st cliStore, f store.Con
 		if err := writeJSON(g.stdout, doc); err != nil {
 			return g.fail("list", err)
 		}
-		return exitOK
+		return nil
 	}
 	if len(items) == 0 {
 		fmt.Fprintln(g.stdout, "no conversations")
-		return exitOK
+		return nil
 	}
 	if err := convTable(g.stdout, items); err != nil {
 		return g.fail("list", err)
@@ -192,12 +192,12 @@ func listConversations(ctx context.Context, g *globals, st cliStore, f store.Con
 	if next != "" {
 		fmt.Fprintf(g.stderr, "more conversations follow: add --after %s for the next page\n", next)
 	}
-	return exitOK
+	return nil
 }
 
 // listRuntime pages through runtime session ids and reads each session,
 // keeping those of owner (all when empty), until a page is full.
-func listRuntime(ctx context.Context, g *globals, st cliStore, owner, after string, limit int, all, asJSON bool) int {
+func listRuntime(ctx context.Context, g *globals, st cliStore, owner, after string, limit int, all, asJSON bool) error {
 	rt := st.Runtime()
 	var items []store.RuntimeSession
 	next := ""
@@ -240,11 +240,11 @@ scan:
 		if err := writeJSON(g.stdout, doc); err != nil {
 			return g.fail("list", err)
 		}
-		return exitOK
+		return nil
 	}
 	if len(items) == 0 {
 		fmt.Fprintln(g.stdout, "no runtime sessions")
-		return exitOK
+		return nil
 	}
 	if err := rtTable(g.stdout, items); err != nil {
 		return g.fail("list", err)
@@ -252,5 +252,5 @@ scan:
 	if next != "" {
 		fmt.Fprintf(g.stderr, "more runtime sessions may follow: add --after %s for the next page\n", next)
 	}
-	return exitOK
+	return nil
 }

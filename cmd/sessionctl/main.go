@@ -81,40 +81,40 @@ const (
 
 func commands() []command {
 	cmds := []command{
-		{"list", groupInspect, "list sessions (filters, paging)", legacy(runList)},
-		{"show", groupInspect, "show every facet of one session", legacy(runShow)},
-		{"messages", groupInspect, "print a conversation's messages (ranges)", legacy(runMessages)},
-		{"artifacts", groupInspect, "list a conversation's artifacts", legacy(runArtifacts)},
-		{"traces", groupInspect, "list a conversation's trace events", legacy(runTraces)},
-		{"runs", groupInspect, "list a conversation's run records", legacy(runRuns)},
-		{"reports", groupInspect, "list a conversation's verification reports", legacy(runReports)},
-		{"uploads", groupInspect, "list a runtime session's uploads", legacy(runUploads)},
-		{"agents", groupInspect, "list, show, follow, delete agent sessions (app, user, session)", legacy(runAgents)},
-		{"stats", groupInspect, "counts by status, sizes, schema version", legacy(runStats)},
-		{"audit", groupInspect, "list, verify, checkpoint or prune the audit trail", legacy(runAudit)},
-		{"serve", groupInspect, "serve the read-only web console (HTTP)", legacy(runServe)},
+		{"list", groupInspect, "list sessions (filters, paging)", runList},
+		{"show", groupInspect, "show every facet of one session", runShow},
+		{"messages", groupInspect, "print a conversation's messages (ranges)", runMessages},
+		{"artifacts", groupInspect, "list a conversation's artifacts", runArtifacts},
+		{"traces", groupInspect, "list a conversation's trace events", runTraces},
+		{"runs", groupInspect, "list a conversation's run records", runRuns},
+		{"reports", groupInspect, "list a conversation's verification reports", runReports},
+		{"uploads", groupInspect, "list a runtime session's uploads", runUploads},
+		{"agents", groupInspect, "list, show, follow, delete agent sessions (app, user, session)", runAgents},
+		{"stats", groupInspect, "counts by status, sizes, schema version", runStats},
+		{"audit", groupInspect, "list, verify, checkpoint or prune the audit trail", runAudit},
+		{"serve", groupInspect, "serve the read-only web console (HTTP)", runServe},
 
-		{"create", groupDrive, "create a governed session and print its id", legacy(runCreate)},
-		{"use", groupDrive, "record tool calls against a governed session", legacy(runUse)},
-		{"close", groupDrive, "close governed sessions", legacy(runClose)},
-		{"close-agent", groupDrive, "close every active session of an agent", legacy(runCloseAgent)},
-		{"delete", groupDrive, "delete one conversation or runtime session with what it owns", legacy(runDelete)},
-		{"cleanup", groupDrive, "delete expired and closed governed sessions", legacy(runCleanup)},
-		{"reserve", groupDrive, "reserve tokens and money before a model call", legacy(runReserve)},
-		{"settle", groupDrive, "record a reservation's actual usage", legacy(runSettle)},
-		{"release", groupDrive, "give a reservation back unused", legacy(runRelease)},
-		{"limits", groupDrive, "show or set an agent's spend limits", legacy(runLimits)},
-		{"gc", groupDrive, "retention: old conversations, long histories", legacy(runGC)},
+		{"create", groupDrive, "create a governed session and print its id", runCreate},
+		{"use", groupDrive, "record tool calls against a governed session", runUse},
+		{"close", groupDrive, "close governed sessions", runClose},
+		{"close-agent", groupDrive, "close every active session of an agent", runCloseAgent},
+		{"delete", groupDrive, "delete one conversation or runtime session with what it owns", runDelete},
+		{"cleanup", groupDrive, "delete expired and closed governed sessions", runCleanup},
+		{"reserve", groupDrive, "reserve tokens and money before a model call", runReserve},
+		{"settle", groupDrive, "record a reservation's actual usage", runSettle},
+		{"release", groupDrive, "give a reservation back unused", runRelease},
+		{"limits", groupDrive, "show or set an agent's spend limits", runLimits},
+		{"gc", groupDrive, "retention: old conversations, long histories", runGC},
 
-		{"migrate", groupMaintain, "show migration status or migrate up", legacy(runMigrate)},
-		{"doctor", groupMaintain, "check integrity, foreign keys, schema, WAL", legacy(runDoctor)},
-		{"backup", groupMaintain, "write a consistent copy of the database", legacy(runBackup)},
-		{"export", groupMaintain, "export sessions to JSON", legacy(runExport)},
-		{"import", groupMaintain, "import sessions from JSON files", legacy(runImport)},
-		{"demo", groupMaintain, "create a database and show what the store does", legacy(runDemo)},
-		{"bench", groupMaintain, "measure the store on this disk (fsync rate, Use, get, list)", legacy(runBench)},
-		{"version", groupMaintain, "print the binary and schema versions", legacy(runVersion)},
-		{"completion", groupMaintain, "print a shell completion script (bash, zsh, fish)", legacy(runCompletion)},
+		{"migrate", groupMaintain, "show migration status or migrate up", runMigrate},
+		{"doctor", groupMaintain, "check integrity, foreign keys, schema, WAL", runDoctor},
+		{"backup", groupMaintain, "write a consistent copy of the database", runBackup},
+		{"export", groupMaintain, "export sessions to JSON", runExport},
+		{"import", groupMaintain, "import sessions from JSON files", runImport},
+		{"demo", groupMaintain, "create a database and show what the store does", runDemo},
+		{"bench", groupMaintain, "measure the store on this disk (fsync rate, Use, get, list)", runBench},
+		{"version", groupMaintain, "print the binary and schema versions", runVersion},
+		{"completion", groupMaintain, "print a shell completion script (bash, zsh, fish)", runCompletion},
 	}
 	return cmds
 }
@@ -163,7 +163,7 @@ func (g *globals) run(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	if *version {
-		return g.report("version", legacy(runVersion)(ctx, g, nil)) // whatever else the line holds
+		return g.report("version", runVersion(ctx, g, nil)) // whatever else the line holds
 	}
 	if fs.NArg() == 0 {
 		g.usage(g.stderr)

@@ -42,7 +42,7 @@ type messagesJSON struct {
 	NextFrom     *int64          `json:"next_from"`
 }
 
-func runMessages(ctx context.Context, g *globals, args []string) int {
+func runMessages(ctx context.Context, g *globals, args []string) error {
 	sp := messagesSpec
 	fs := g.newFlags(sp)
 	from := fs.Int64("from", 0, "first message position `N`")
@@ -51,12 +51,12 @@ func runMessages(ctx context.Context, g *globals, args []string) int {
 	width := fs.Int("width", 100, "cut message text in tables to `N` characters")
 	asJSON := fs.Bool("json", false, "print one JSON document (with --follow: one object per line)")
 	followFlag := fs.Bool("follow", false, "then print new messages as they commit, until interrupted")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 1, 1); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
+		return err
 	}
 	id := pos[0]
 	switch {
@@ -108,11 +108,11 @@ func runMessages(ctx context.Context, g *globals, args []string) int {
 		if err := writeJSON(g.stdout, doc); err != nil {
 			return g.fail(sp.name, err)
 		}
-		return exitOK
+		return nil
 	}
 	if len(doc.Messages) == 0 {
 		fmt.Fprintf(g.stdout, "no messages (the conversation has %d)\n", doc.MessageCount)
-		return exitOK
+		return nil
 	}
 	tw := newTable(g.stdout)
 	fmt.Fprintln(tw, "SEQ\tROLE\tCREATED\tTEXT")
@@ -125,7 +125,7 @@ func runMessages(ctx context.Context, g *globals, args []string) int {
 	if doc.NextFrom != nil {
 		fmt.Fprintf(g.stderr, "more messages follow: add --from %d for the next page\n", *doc.NextFrom)
 	}
-	return exitOK
+	return nil
 }
 
 // followMessages prints the conversation's messages from position from

@@ -56,16 +56,16 @@ type migrateUpJSON struct {
 	ToVersion   int64 `json:"to_version"`
 }
 
-func runMigrate(ctx context.Context, g *globals, args []string) int {
+func runMigrate(ctx context.Context, g *globals, args []string) error {
 	sp := migrateSpec
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 0, 1); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 0, 1); err != nil {
+		return err
 	}
 	action := "status"
 	if len(pos) == 1 {
@@ -80,7 +80,7 @@ func runMigrate(ctx context.Context, g *globals, args []string) int {
 	return g.usageErr(sp.name, "unknown action %q: want status or up", action)
 }
 
-func migrateStatus(ctx context.Context, g *globals, asJSON bool) int {
+func migrateStatus(ctx context.Context, g *globals, asJSON bool) error {
 	var current, latest int64
 	var status []*goose.MigrationStatus
 	var err error
@@ -106,9 +106,9 @@ func migrateStatus(ctx context.Context, g *globals, asJSON bool) int {
 			return g.fail("migrate", err)
 		}
 		if current > latest {
-			return exitSchemaTooNew
+			return exitStatus(exitSchemaTooNew)
 		}
-		return exitOK
+		return nil
 	}
 	w := g.stdout
 	fmt.Fprintf(w, "database %s: schema version %d; this binary: %d\n", g.dbName(), current, latest)
@@ -126,14 +126,14 @@ func migrateStatus(ctx context.Context, g *globals, asJSON bool) int {
 	case current > latest:
 		fmt.Fprintf(w, "the database is newer than this binary: use a newer sessionctl\n")
 		fmt.Fprintf(g.stderr, "sessionctl migrate: %v\n", &store.SchemaTooNewError{DatabaseVersion: current, BinaryVersion: latest})
-		return exitSchemaTooNew
+		return exitStatus(exitSchemaTooNew)
 	case current < latest:
 		fmt.Fprintf(w, "%d pending: run sessionctl migrate up\n", latest-current)
 	}
-	return exitOK
+	return nil
 }
 
-func migrateUp(ctx context.Context, g *globals, asJSON bool) int {
+func migrateUp(ctx context.Context, g *globals, asJSON bool) error {
 	var doc migrateUpJSON
 	err := g.mustExist(ctx)
 	var missing *errNoDatabase
@@ -173,7 +173,7 @@ func migrateUp(ctx context.Context, g *globals, asJSON bool) int {
 		if err := writeJSON(g.stdout, doc); err != nil {
 			return g.fail("migrate", err)
 		}
-		return exitOK
+		return nil
 	}
 	switch {
 	case doc.Created:
@@ -183,7 +183,7 @@ func migrateUp(ctx context.Context, g *globals, asJSON bool) int {
 	default:
 		fmt.Fprintf(g.stdout, "migrated %s from schema version %d to %d\n", g.dbName(), doc.FromVersion, doc.ToVersion)
 	}
-	return exitOK
+	return nil
 }
 
 // sqliteMigrationStatus reads the migration state of the existing file

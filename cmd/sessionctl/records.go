@@ -13,18 +13,18 @@ import (
 // recordCmd runs the common part of a record command: flags, one ID
 // argument, an existing database. body prints the records.
 func recordCmd(ctx context.Context, g *globals, sp spec, args []string, extra func(fs *flag.FlagSet),
-	body func(ctx context.Context, st store.Store, id string, asJSON bool) error) int {
+	body func(ctx context.Context, st store.Store, id string, asJSON bool) error) error {
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	if extra != nil {
 		extra(fs)
 	}
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 1, 1); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
+		return err
 	}
 	id := pos[0]
 	if err := store.ValidateID("id", id); err != nil {
@@ -38,7 +38,7 @@ func recordCmd(ctx context.Context, g *globals, sp spec, args []string, extra fu
 	if err := body(ctx, st, id, *asJSON); err != nil {
 		return g.fail(sp.name, withID(id, err))
 	}
-	return exitOK
+	return nil
 }
 
 var artifactsSpec = spec{
@@ -60,7 +60,7 @@ type artifactsJSON struct {
 	Artifacts []store.Artifact `json:"artifacts"`
 }
 
-func runArtifacts(ctx context.Context, g *globals, args []string) int {
+func runArtifacts(ctx context.Context, g *globals, args []string) error {
 	var uri *string
 	return recordCmd(ctx, g, artifactsSpec, args,
 		func(fs *flag.FlagSet) {
@@ -121,7 +121,7 @@ type tracesJSON struct {
 	Traces []store.TraceEvent `json:"traces"`
 }
 
-func runTraces(ctx context.Context, g *globals, args []string) int {
+func runTraces(ctx context.Context, g *globals, args []string) error {
 	var from *int64
 	var limit *int
 	var followFlag *bool
@@ -183,7 +183,7 @@ type runsJSON struct {
 	Runs []store.RunRecord `json:"runs"`
 }
 
-func runRuns(ctx context.Context, g *globals, args []string) int {
+func runRuns(ctx context.Context, g *globals, args []string) error {
 	var events, followFlag *bool
 	var run *string
 	var from *int64
@@ -248,7 +248,7 @@ type reportsJSON struct {
 	Reports []store.VerificationReport `json:"reports"`
 }
 
-func runReports(ctx context.Context, g *globals, args []string) int {
+func runReports(ctx context.Context, g *globals, args []string) error {
 	return recordCmd(ctx, g, reportsSpec, args, nil,
 		func(ctx context.Context, st store.Store, id string, asJSON bool) error {
 			conv := st.Conversations()

@@ -43,7 +43,7 @@ answers without them. It runs until interrupted.`,
 // serveStarted, when set (tests), is told the address the console listens on.
 var serveStarted func(addr string)
 
-func runServe(ctx context.Context, g *globals, args []string) int {
+func runServe(ctx context.Context, g *globals, args []string) error {
 	sp := serveSpec
 	fs := g.newFlags(sp)
 	addr := fs.String("addr", "127.0.0.1:7777", "address to listen on (host:port); a non-loopback host needs --basic-auth or --token")
@@ -52,12 +52,12 @@ func runServe(ctx context.Context, g *globals, args []string) int {
 	token := fs.String("token", os.Getenv("SESSIONCTL_TOKEN"), "require the bearer token TOKEN (default $SESSIONCTL_TOKEN)")
 	hide := fs.Bool("hide-content", false, "hide message bodies, tool inputs and state values until asked for")
 	refresh := fs.Duration("refresh", 5*time.Second, "live refresh interval of growing pages (0 disables)")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+		return err
 	}
 	auth, err := newServeAuth(*basic, *token)
 	if err != nil {
@@ -116,7 +116,7 @@ func runServe(ctx context.Context, g *globals, args []string) int {
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return g.fail(sp.name, err)
 	}
-	return exitOK
+	return nil
 }
 
 // openReadOnly opens the store at --db read-only.

@@ -42,16 +42,16 @@ type rtShow struct {
 	UploadBytes int64 `json:"upload_bytes"`
 }
 
-func runShow(ctx context.Context, g *globals, args []string) int {
+func runShow(ctx context.Context, g *globals, args []string) error {
 	sp := showSpec
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 1, 1); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
+		return err
 	}
 	id := pos[0]
 	if err := store.ValidateID("id", id); err != nil {
@@ -71,7 +71,7 @@ func runShow(ctx context.Context, g *globals, args []string) int {
 		if err := writeJSON(g.stdout, doc); err != nil {
 			return g.fail(sp.name, err)
 		}
-		return exitOK
+		return nil
 	}
 	w := g.stdout
 	fmt.Fprintf(w, "session %s\n", esc(id))
@@ -99,7 +99,7 @@ func runShow(ctx context.Context, g *globals, args []string) int {
 			return g.fail(sp.name, err)
 		}
 	}
-	return exitOK
+	return nil
 }
 
 // facets are the store's records of one session id; nil when absent.

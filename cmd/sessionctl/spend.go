@@ -317,7 +317,7 @@ amount).`,
 	},
 }
 
-func runReserve(ctx context.Context, g *globals, args []string) int {
+func runReserve(ctx context.Context, g *globals, args []string) error {
 	sp := reserveSpec
 	fs := g.newFlags(sp)
 	agent := fs.String("agent", "", "the presenting agent `ID`; refused when it is not the session's agent")
@@ -325,12 +325,12 @@ func runReserve(ctx context.Context, g *globals, args []string) int {
 	ttl := fs.Duration("ttl", store.DefaultReservationTTL, "the reservation lapses after `DURATION` unless settled or released")
 	amounts := addAmountFlags(fs, "the upper bound of")
 	asJSON := fs.Bool("json", false, "print the reservation as JSON")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 1, 1); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
+		return err
 	}
 	amount, cur, err := amounts.amount()
 	if err != nil {
@@ -349,7 +349,7 @@ func runReserve(ctx context.Context, g *globals, args []string) int {
 	if err != nil {
 		if ref, ok := spendRefusal(err); ok {
 			fmt.Fprintf(g.stderr, "sessionctl reserve: refused (%s): %s\n", ref.kind, spendRefusalDetail(err, req.SessionID, req.RequestID))
-			return ref.code
+			return exitStatus(ref.code)
 		}
 		return g.fail(sp.name, err)
 	}
@@ -357,10 +357,10 @@ func runReserve(ctx context.Context, g *globals, args []string) int {
 		if err := writeJSON(g.stdout, newReservationView(r)); err != nil {
 			return g.fail(sp.name, err)
 		}
-		return exitOK
+		return nil
 	}
 	fmt.Fprintln(g.stdout, r.ID)
-	return exitOK
+	return nil
 }
 
 var settleSpec = spec{
@@ -379,19 +379,19 @@ the conversation's currency).`,
 	},
 }
 
-func runSettle(ctx context.Context, g *globals, args []string) int {
+func runSettle(ctx context.Context, g *globals, args []string) error {
 	sp := settleSpec
 	fs := g.newFlags(sp)
 	agent := fs.String("agent", "", "the presenting agent `ID`; refused when it is not the session's agent")
 	conversation := fs.String("conversation", "", "also add the usage to conversation `ID`")
 	amounts := addAmountFlags(fs, "the actual")
 	asJSON := fs.Bool("json", false, "print the reservation as JSON")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 2, 2); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 2, 2); err != nil {
+		return err
 	}
 	actual, cur, err := amounts.amount()
 	if err != nil {
@@ -422,17 +422,17 @@ lapsed, changes nothing; releasing a settled one is a conflict (exit 10).`,
 	examples: []string{"sessionctl release task-7 call-17"},
 }
 
-func runRelease(ctx context.Context, g *globals, args []string) int {
+func runRelease(ctx context.Context, g *globals, args []string) error {
 	sp := releaseSpec
 	fs := g.newFlags(sp)
 	agent := fs.String("agent", "", "the presenting agent `ID`; refused when it is not the session's agent")
 	asJSON := fs.Bool("json", false, "print the reservation as JSON")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 2, 2); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 2, 2); err != nil {
+		return err
 	}
 	req := store.ReleaseRequest{SessionID: pos[0], RequestID: pos[1], AgentID: *agent}
 	if err := req.Validate(); err != nil {
@@ -444,7 +444,7 @@ func runRelease(ctx context.Context, g *globals, args []string) int {
 }
 
 // finishReservation runs a settle or a release and prints its outcome.
-func (g *globals) finishReservation(ctx context.Context, name string, asJSON bool, pos []string, fn func(st cliStore) (store.Reservation, error)) int {
+func (g *globals) finishReservation(ctx context.Context, name string, asJSON bool, pos []string, fn func(st cliStore) (store.Reservation, error)) error {
 	st, err := g.openExisting(ctx)
 	if err != nil {
 		return g.fail(name, err)
@@ -454,7 +454,7 @@ func (g *globals) finishReservation(ctx context.Context, name string, asJSON boo
 	if err != nil {
 		if ref, ok := spendRefusal(err); ok {
 			fmt.Fprintf(g.stderr, "sessionctl %s: refused (%s): %s\n", name, ref.kind, spendRefusalDetail(err, pos[0], pos[1]))
-			return ref.code
+			return exitStatus(ref.code)
 		}
 		return g.fail(name, err)
 	}
@@ -462,7 +462,7 @@ func (g *globals) finishReservation(ctx context.Context, name string, asJSON boo
 		if err := writeJSON(g.stdout, newReservationView(r)); err != nil {
 			return g.fail(name, err)
 		}
-		return exitOK
+		return nil
 	}
 	switch r.Status {
 	case store.ReservationSettled:
@@ -470,7 +470,7 @@ func (g *globals) finishReservation(ctx context.Context, name string, asJSON boo
 	default:
 		fmt.Fprintf(g.stdout, "%s %s: %s\n", r.Status, r.ID, amountText(r.Amount, r.Currency))
 	}
-	return exitOK
+	return nil
 }
 
 var limitsSpec = spec{
@@ -489,19 +489,19 @@ and window keeps what was spent and reserved.`,
 	},
 }
 
-func runLimits(ctx context.Context, g *globals, args []string) int {
+func runLimits(ctx context.Context, g *globals, args []string) error {
 	sp := limitsSpec
 	fs := g.newFlags(sp)
 	var limits limitList
 	fs.Var(&limits, "limit", "a spend limit `METRIC=AMOUNT[/WINDOW]`, repeatable (replaces the agent's limits)")
 	clear := fs.Bool("clear", false, "remove every limit of the agent")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 1, 1); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
+		return err
 	}
 	if *clear && len(limits) > 0 {
 		return g.usageErr(sp.name, "--clear and --limit exclude each other")
@@ -513,7 +513,6 @@ func runLimits(ctx context.Context, g *globals, args []string) int {
 		return g.usageErr(sp.name, "%v", err)
 	}
 	var st cliStore
-	var err error
 	if *clear || len(limits) > 0 {
 		st, err = g.openOrCreate(ctx)
 	} else {
@@ -540,15 +539,15 @@ func runLimits(ctx context.Context, g *globals, args []string) int {
 		}{pos[0], v}); err != nil {
 			return g.fail(sp.name, err)
 		}
-		return exitOK
+		return nil
 	}
 	if len(v.Limits) == 0 {
 		fmt.Fprintf(g.stdout, "agent %s has no spend limits\n", pos[0])
-		return exitOK
+		return nil
 	}
 	fmt.Fprintf(g.stdout, "agent %s:\n", pos[0])
 	if err := spendDetails(g.stdout, v); err != nil {
 		return g.fail(sp.name, err)
 	}
-	return exitOK
+	return nil
 }

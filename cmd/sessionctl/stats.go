@@ -74,16 +74,16 @@ type statsJSON struct {
 	StoreBytes *int64 `json:"store_bytes,omitempty"`
 }
 
-func runStats(ctx context.Context, g *globals, args []string) int {
+func runStats(ctx context.Context, g *globals, args []string) error {
 	sp := statsSpec
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+		return err
 	}
 	st, err := g.openExisting(ctx)
 	if err != nil {
@@ -98,7 +98,7 @@ func runStats(ctx context.Context, g *globals, args []string) int {
 		if err := writeJSON(g.stdout, doc); err != nil {
 			return g.fail(sp.name, err)
 		}
-		return exitOK
+		return nil
 	}
 	tw := newTable(g.stdout)
 	rows := [][2]string{
@@ -128,7 +128,7 @@ func runStats(ctx context.Context, g *globals, args []string) int {
 	if err := tw.Flush(); err != nil {
 		return g.fail(sp.name, err)
 	}
-	return exitOK
+	return nil
 }
 
 func collectStats(ctx context.Context, g *globals, st cliStore) (statsJSON, error) {

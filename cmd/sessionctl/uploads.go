@@ -35,17 +35,17 @@ type uploadContentJSON struct {
 	ContentBase64 string `json:"content_base64"`
 }
 
-func runUploads(ctx context.Context, g *globals, args []string) int {
+func runUploads(ctx context.Context, g *globals, args []string) error {
 	sp := uploadsSpec
 	fs := g.newFlags(sp)
 	ref := fs.String("ref", "", "print the content of the upload `REF`")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 1, 1); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
+		return err
 	}
 	id := pos[0]
 	if err := store.ValidateID("id", id); err != nil {
@@ -70,7 +70,7 @@ func runUploads(ctx context.Context, g *globals, args []string) int {
 		if err != nil {
 			return g.fail(sp.name, err)
 		}
-		return exitOK
+		return nil
 	}
 	list, err := allUploads(ctx, st, id)
 	if err != nil {
@@ -80,11 +80,11 @@ func runUploads(ctx context.Context, g *globals, args []string) int {
 		if err := writeJSON(g.stdout, uploadsJSON{ID: id, Uploads: nonNilSlice(list)}); err != nil {
 			return g.fail(sp.name, err)
 		}
-		return exitOK
+		return nil
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(g.stdout, "no uploads")
-		return exitOK
+		return nil
 	}
 	tw := newTable(g.stdout)
 	fmt.Fprintln(tw, "REF\tMARKER\tPATH\tSIZE\tSHA256\tCREATED")
@@ -95,7 +95,7 @@ func runUploads(ctx context.Context, g *globals, args []string) int {
 	if err := tw.Flush(); err != nil {
 		return g.fail(sp.name, err)
 	}
-	return exitOK
+	return nil
 }
 
 // allUploads pages through every upload entry of a runtime session.

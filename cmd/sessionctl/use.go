@@ -27,7 +27,7 @@ limited, 10 request id reused with different tools.`,
 	},
 }
 
-func runUse(ctx context.Context, g *globals, args []string) int {
+func runUse(ctx context.Context, g *globals, args []string) error {
 	sp := useSpec
 	fs := g.newFlags(sp)
 	var tools nameList
@@ -35,12 +35,12 @@ func runUse(ctx context.Context, g *globals, args []string) int {
 	fs.Var(&tools, "tool", "tool `NAME` of one call, repeatable or comma-separated")
 	requestID := fs.String("request-id", "", "idempotency `KEY`: a retry returns the first outcome and consumes nothing")
 	asJSON := fs.Bool("json", false, "print the updated session as JSON when allowed")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 1, 1); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
+		return err
 	}
 	req := store.UseRequest{SessionID: pos[0], AgentID: *agent, Tools: tools, RequestID: *requestID}
 	if err := req.Validate(); err != nil {
@@ -55,7 +55,7 @@ func runUse(ctx context.Context, g *globals, args []string) int {
 	if err != nil {
 		if r, ok := useRefusal(err); ok {
 			fmt.Fprintf(g.stderr, "sessionctl use: refused (%s): %s\n", r.kind, refusalDetail(err, req))
-			return r.code
+			return exitStatus(r.code)
 		}
 		return g.fail(sp.name, err)
 	}
@@ -63,11 +63,11 @@ func runUse(ctx context.Context, g *globals, args []string) int {
 		if err := writeJSON(g.stdout, newGovView(sess)); err != nil {
 			return g.fail(sp.name, err)
 		}
-		return exitOK
+		return nil
 	}
 	fmt.Fprintf(g.stdout, "allowed %d %s: %d of %d calls made, %d remaining\n",
 		len(req.Tools), plural(len(req.Tools), "call", "calls"), sess.CallsMade, sess.CallBudget, sess.RemainingBudget())
-	return exitOK
+	return nil
 }
 
 // refusalDetail explains a refusal to the operator. The store's Error()

@@ -35,23 +35,22 @@ type versionJSON struct {
 	SchemaVersion int64  `json:"schema_version"`
 }
 
-func runVersion(ctx context.Context, g *globals, args []string) int {
+func runVersion(ctx context.Context, g *globals, args []string) error {
 	sp := versionSpec
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, code, done := g.parse(fs, sp, args)
-	if done {
-		return code
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
 	}
-	if code, bad := g.wantArgs(sp, pos, 0, 0); bad {
-		return code
+	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+		return err
 	}
 	readBI := g.buildInfo
 	if readBI == nil {
 		readBI = debug.ReadBuildInfo
 	}
 	doc := buildVersion(readBI())
-	var err error
 	if doc.SchemaVersion, err = migrations.Latest(); err != nil {
 		return g.fail(sp.name, err)
 	}
@@ -62,7 +61,7 @@ func runVersion(ctx context.Context, g *globals, args []string) int {
 		if err := writeJSON(g.stdout, doc); err != nil {
 			return g.fail(sp.name, err)
 		}
-		return exitOK
+		return nil
 	}
 	rev := ""
 	if doc.Revision != "" {
@@ -74,7 +73,7 @@ func runVersion(ctx context.Context, g *globals, args []string) int {
 	}
 	fmt.Fprintf(g.stdout, "sessionctl %s%s %s %s\n", doc.Version, rev, doc.GoVersion, doc.Platform)
 	fmt.Fprintf(g.stdout, "schema version %d, SQLite %s (modernc.org/sqlite, pure Go)\n", doc.SchemaVersion, doc.SQLiteVersion)
-	return exitOK
+	return nil
 }
 
 // buildRevision is the VCS revision given at link time (-ldflags "-X
