@@ -976,18 +976,12 @@ func spendHangRole(ctx context.Context, st store.Store, args []string, out io.Wr
 	select {} // until killed
 }
 
-// helperClockStore returns a store on the env's database and the manual
-// clock it runs on, the env's: helper processes (spawn) run on the wall
-// clock shifted to agree with it at spawn, so that every process of a
-// test judges reservation expiry on one time line.
-func (e *env) helperClockStore() (store.Store, *Clock) {
-	return e.st, e.clock
-}
-
 func testSpendMultiProcess(t *testing.T, e *env) {
 	const procs, workers, amount, fits = 3, 6, 1000, 400
 	limit := int64(amount*fits + amount - 1)
-	st, _ := e.helperClockStore()
+	// Every process judges expiry on the env's clock: spawned helpers run
+	// on the wall clock shifted to agree with it at spawn.
+	st := e.st
 	req := baseRequest()
 	req.TimeLimit = 100 * 365 * 24 * time.Hour // helpers' clocks move on with the wall clock
 	req.SpendLimits = []store.SpendLimit{costLimit(limit, store.WindowLifetime)}
@@ -1043,7 +1037,7 @@ func testSpendMultiProcess(t *testing.T, e *env) {
 
 func testSpendKilledProcess(t *testing.T, e *env) {
 	const n, amount, ttl = 5, 100, 10 * time.Minute
-	st, clock := e.helperClockStore()
+	st, clock := e.st, e.clock
 	req := baseRequest()
 	req.TimeLimit = 100 * 365 * 24 * time.Hour
 	req.SpendLimits = []store.SpendLimit{costLimit(n*amount, store.WindowLifetime)}
