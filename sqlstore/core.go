@@ -21,6 +21,9 @@ var dialect = &sqlcore.Dialect{
 	// The audit chain's hash is a Go function registered with the driver
 	// (audit.go).
 	AuditChain: auditChainSQL,
+	// A BLOB column is handed over as a []byte the driver allocated for
+	// the row, which the hot reads keep (hotread.go).
+	BytesColumn: func(col string) string { return "CAST(" + col + " AS BLOB)" },
 	PollTurnsSQL: `SELECT
 		j.value ->> 'id' AS id,
 		j.value ->> 'gen' AS gen,

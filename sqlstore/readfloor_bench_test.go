@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -17,9 +18,9 @@ import (
 // BenchmarkReadFloor measures what the pure-Go SQLite driver itself costs
 // for the agent-session reads that issue 15 compares with ADK, with no
 // store code on the way: the statements the store runs (same columns,
-// same indexes, a database the store wrote), on one read connection,
-// stepping every row and scanning every column, and nothing else (no
-// decoding, no state). The store's figures cannot go below these, so they
+// same indexes, a database the store wrote), prepared once on one read
+// connection, stepping every row and taking every column's value from the
+// driver, and nothing else (no database/sql, no decoding, no state). The store's figures cannot go below these, so they
 // bound the ratio any change of the store's code can reach:
 //
 //	go test ./sqlstore -run '^$' -bench 'ReadFloor' -benchtime 2s
@@ -80,30 +81,48 @@ func BenchmarkReadFloor(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	// floor runs query and scans every column of every row.
+	// floor runs query on the driver's connection, prepared once, and
+	// takes every column of every row as the driver produces it: no
+	// database/sql, no conversion, nothing decoded.
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
 	floor := func(b *testing.B, want int, query string, args ...any) {
-		b.ReportAllocs()
-		for b.Loop() {
-			rows, err := db.QueryContext(ctx, query, args...)
+		named := make([]driver.NamedValue, len(args))
+		for i, a := range args {
+			v, err := driver.DefaultParameterConverter.ConvertValue(a)
 			if err != nil {
 				b.Fatal(err)
 			}
-			cols, _ := rows.Columns()
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
+			named[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+		}
+		err := conn.Raw(func(dc any) error {
+			st, err := dc.(driver.ConnPrepareContext).PrepareContext(ctx, query)
+			if err != nil {
+				return err
 			}
-			n := 0
-			for rows.Next() {
-				if err := rows.Scan(ptrs...); err != nil {
-					b.Fatal(err)
+			defer st.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				rows, err := st.(driver.StmtQueryContext).QueryContext(ctx, named)
+				if err != nil {
+					return err
 				}
-				n++
+				vals := make([]driver.Value, len(rows.Columns()))
+				n := 0
+				for rows.Next(vals) == nil {
+					n++
+				}
+				if err := rows.Close(); err != nil || n != want {
+					return fmt.Errorf("%d rows, want %d: %v", n, want, err)
+				}
 			}
-			if err := rows.Close(); err != nil || n != want {
-				b.Fatalf("%d rows, want %d: %v", n, want, err)
-			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
 		}
 	}
 	b.Run("list/sessions=10000/floor", func(b *testing.B) {

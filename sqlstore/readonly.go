@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/agentstore/sessionstore/migrations"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -48,7 +46,7 @@ func openReadOnly(ctx context.Context, path string, cfg config) (*Store, error) 
 	}
 	s := &Store{cfg: cfg, path: path, owned: true, govCache: newGovCache(govCacheSize)}
 	s.newCore()
-	s.reads, err = sqlx.Open(driverName, readOnlyDSN(path, &cfg))
+	s.reads, err = openReadPool(readOnlyDSN(path, &cfg))
 	if err != nil {
 		return nil, mapErr(err)
 	}

@@ -15,9 +15,10 @@ import (
 // transaction ends). Statements are the pool's cached prepared statements,
 // bound to the transaction's connection.
 type rtx struct {
-	s   *Store
-	ctx context.Context
-	tx  *sqlx.Tx
+	s    *Store
+	ctx  context.Context
+	conn *sqlx.Conn // the connection tx runs on, for QueryHot
+	tx   *sqlx.Tx
 	// missed lists statements that were not in the pool's cache yet: they
 	// were prepared on the transaction's connection only, and are added to
 	// the cache after the transaction has given its connection back.
@@ -29,13 +30,19 @@ func (s *Store) readTx(ctx context.Context, fn func(r *rtx) error) error {
 	if s.closed.Load() {
 		return store.ErrStoreClosed
 	}
-	tx, err := s.reads.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	conn, err := s.reads.Connx(ctx)
 	if err != nil {
 		return mapErr(err)
 	}
-	r := &rtx{s: s, ctx: ctx, tx: tx}
+	tx, err := conn.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		conn.Close()
+		return mapErr(err)
+	}
+	r := &rtx{s: s, ctx: ctx, conn: conn, tx: tx}
 	err = fn(r)
 	tx.Rollback()
+	conn.Close() // back to the pool before preparing on it below
 	for _, q := range r.missed {
 		s.readStmt(ctx, q) // best effort; a failure only costs a later prepare
 	}
@@ -82,6 +89,15 @@ func (r *rtx) scan(query string, args []any, dest ...any) error {
 		return err
 	}
 	return st.QueryRowContext(r.ctx, args...).Scan(dest...)
+}
+
+// QueryHot runs query on the transaction's driver connection (see
+// sqlcore.HotQuerier and hotQuery): the same snapshot, below database/sql.
+func (r *rtx) QueryHot(query string, args []any, fn func(sqlcore.Rows) error) error {
+	if r.s.closed.Load() {
+		return store.ErrStoreClosed
+	}
+	return r.conn.Raw(func(dc any) error { return hotQuery(r.ctx, dc, query, args, fn) })
 }
 
 // query calls fn for each row; the rows are always closed.

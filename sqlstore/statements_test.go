@@ -11,11 +11,6 @@ var (
 	convDeleteSQL       = sqlcore.Statements["convDelete"]
 	convGetSQL          = sqlcore.Statements["convGet"]
 	costAllSQL          = sqlcore.Statements["costAll"]
-	evByIDSQL           = sqlcore.Statements["evByID"]
-	evPageInvocationSQL = sqlcore.Statements["evPageInvocation"]
-	evPageSQL           = sqlcore.Statements["evPage"]
-	evRecentAfterSQL    = sqlcore.Statements["evRecentAfter"]
-	evRecentSQL         = sqlcore.Statements["evRecent"]
 	listBaseSQL         = sqlcore.Statements["listBase"]
 	listParentSQL       = sqlcore.Statements["listParent"]
 	listTailSQL         = sqlcore.Statements["listTail"]
@@ -50,4 +45,9 @@ var (
 	stUsersGetSQL       = sqlcore.StatementsFor(dialect)["stUsersGet"]
 	stSessionsGetSQL    = sqlcore.StatementsFor(dialect)["stSessionsGet"]
 	rtPollSQL           = dialect.PollTurnsSQL
+	evByIDSQL           = sqlcore.StatementsFor(dialect)["evByID"]
+	evPageInvocationSQL = sqlcore.StatementsFor(dialect)["evPageInv"]
+	evPageSQL           = sqlcore.StatementsFor(dialect)["evPage"]
+	evRecentAfterSQL    = sqlcore.StatementsFor(dialect)["evRecentAfter"]
+	evRecentSQL         = sqlcore.StatementsFor(dialect)["evRecent"]
 )

@@ -108,7 +108,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	s.writes.SetMaxOpenConns(1)
 	s.writes.SetConnMaxIdleTime(0)
 	s.writes.SetConnMaxLifetime(0)
-	s.reads, err = sqlx.Open(driverName, readDSN(path, &cfg))
+	s.reads, err = openReadPool(readDSN(path, &cfg))
 	if err != nil {
 		s.writes.Close()
 		s.closeLock()

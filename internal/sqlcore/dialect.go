@@ -40,6 +40,10 @@ type Dialect struct {
 	// rowcodec.AuditHash) from SQL expressions of the previous hash (hex
 	// text), the sequence number, the agent id and the payload (bytes).
 	AuditChain func(prev, seq, agent, payload string) string
+	// BytesColumn returns the expression that selects the text column col
+	// as bytes, where the driver hands bytes over without a copy that text
+	// would need (SQLite: CAST(col AS BLOB)); nil selects col as it is.
+	BytesColumn func(col string) string
 	// PollTurnsSQL returns the watched turns that are no longer running as
 	// begun: cancelled, superseded, ended or removed. Its one parameter is
 	// a JSON array of {"id": text, "gen": integer}; its columns are those
@@ -85,6 +89,7 @@ type statements struct {
 	stSessionsGet string
 	auditHead     string
 	spend         spendStatements
+	events        eventStatements
 }
 
 func newStatements(d *Dialect) statements {
@@ -102,6 +107,7 @@ func newStatements(d *Dialect) statements {
 		stSessionsGet: stSessionsGetSQL + d.InList("session_pk"),
 		auditHead:     auditHeadSQL(d),
 		spend:         newSpendStatements(d),
+		events:        newEventStatements(d),
 	}
 }
 

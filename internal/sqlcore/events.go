@@ -56,24 +56,9 @@ const (
 	evInsertSQL = `INSERT INTO agent_events (session_pk, seq, event_id, invocation_id, ts_us, data)
 		VALUES (?, ?, ?, ?, ?, ?)`
 
+	// evColumns are an event's columns, data as stored (the facet's reads
+	// spell theirs through the dialect: eventStatements).
 	evColumns = `seq, event_id, invocation_id, ts_us, data`
-
-	evByIDSQL = `SELECT ` + evColumns + ` FROM agent_events WHERE session_pk = ? AND event_id = ?`
-
-	// Recent events, newest first (the caller reverses); LIMIT -1 is no
-	// limit. A time window walks the session's log backwards on the
-	// (session, seq) index and keeps the events inside it: no other index
-	// is maintained on every append for it.
-	evRecentSQL = `SELECT ` + evColumns + ` FROM agent_events
-		WHERE session_pk = ? ORDER BY seq DESC LIMIT ?`
-	evRecentAfterSQL = `SELECT ` + evColumns + ` FROM agent_events
-		WHERE session_pk = ? AND ts_us >= ? ORDER BY seq DESC LIMIT ?`
-
-	evPageSQL = `SELECT ` + evColumns + ` FROM agent_events
-		WHERE session_pk = ? AND seq > ? ORDER BY seq LIMIT ?`
-	// The events of one invocation, on the (session, seq) index too.
-	evPageInvocationSQL = `SELECT ` + evColumns + ` FROM agent_events
-		WHERE session_pk = ? AND invocation_id = ? AND seq > ? ORDER BY seq LIMIT ?`
 
 	stAppPutSQL = `INSERT INTO agent_app_state (app, key, value) VALUES (?, ?, ?)
 		ON CONFLICT (app, key) DO UPDATE SET value = excluded.value`
@@ -91,6 +76,38 @@ const (
 	stUsersGetSQL    = `SELECT user_id, key, value FROM agent_user_state WHERE app = ? AND `
 	stSessionsGetSQL = `SELECT session_pk, key, value FROM agent_session_state WHERE `
 )
+
+// eventStatements read the event log. Its data column is selected through
+// Dialect.BytesColumn, so that a backend that can hands each event's
+// document over without copying it once more.
+type eventStatements struct {
+	byID string
+	// Recent events, newest first (the caller reverses); the dialect's
+	// NoLimit is no limit. A time window walks the session's log backwards
+	// on the (session, seq) index and keeps the events inside it: no other
+	// index is maintained on every append for it.
+	recent      string
+	recentAfter string
+	// A page in log order, of the whole log or of one invocation (on the
+	// (session, seq) index too).
+	page           string
+	pageInvocation string
+}
+
+func newEventStatements(d *Dialect) eventStatements {
+	data := "data"
+	if d.BytesColumn != nil {
+		data = d.BytesColumn(data)
+	}
+	sel := `SELECT seq, event_id, invocation_id, ts_us, ` + data + ` FROM agent_events WHERE session_pk = ? `
+	return eventStatements{
+		byID:           sel + `AND event_id = ?`,
+		recent:         sel + `ORDER BY seq DESC LIMIT ?`,
+		recentAfter:    sel + `AND ts_us >= ? ORDER BY seq DESC LIMIT ?`,
+		page:           sel + `AND seq > ? ORDER BY seq LIMIT ?`,
+		pageInvocation: sel + `AND invocation_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+	}
+}
 
 // asRow is an agent_sessions row.
 type asRow struct {
@@ -224,11 +241,15 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 			return nil
 		}
 		limit := a.s.limit(req.Recent)
-		query, args := evRecentSQL, []any{row.PK, limit}
+		query, args := a.s.q.events.recent, []any{row.PK, limit}
 		if !req.After.IsZero() {
-			query, args = evRecentAfterSQL, []any{row.PK, ceilMicros(req.After), limit}
+			query, args = a.s.q.events.recentAfter, []any{row.PK, ceilMicros(req.After), limit}
 		}
-		out.Events, err = readEvents(r, query, args)
+		size := row.EventCount
+		if req.Recent > 0 {
+			size = min(size, int64(req.Recent))
+		}
+		out.Events, err = readEvents(r, size, query, args)
 		slices.Reverse(out.Events)
 		return err
 	})
@@ -274,10 +295,11 @@ func readState(r Tx, key store.SessionKey, pk int64) (store.ScopedState, error) 
 
 func readKV(r Tx, query string, args ...any) (map[string]json.RawMessage, error) {
 	var m map[string]json.RawMessage
-	err := r.Query(query, args, func(rows Rows) error {
-		var k string
-		var v []byte
-		if err := rows.Scan(&k, &v); err != nil {
+	var k string
+	var v []byte
+	dest := []any{&k, &v} // allocated once (see readEvents)
+	err := queryHot(r, query, args, func(rows Rows) error {
+		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
 		if m == nil {
@@ -289,13 +311,21 @@ func readKV(r Tx, query string, args ...any) (map[string]json.RawMessage, error)
 	return m, err
 }
 
-func readEvents(r Tx, query string, args []any) ([]store.AgentEvent, error) {
+// readEvents reads the events query selects; size is how many it may
+// select at most (the slice is allocated once), 0 when unknown.
+func readEvents(r Tx, size int64, query string, args []any) ([]store.AgentEvent, error) {
 	var evs []store.AgentEvent
-	err := r.Query(query, args, func(rows Rows) error {
-		var ev store.AgentEvent
-		var ts int64
-		var data []byte
-		if err := rows.Scan(&ev.Seq, &ev.ID, &ev.InvocationID, &ts, &data); err != nil {
+	if size > 0 {
+		evs = make([]store.AgentEvent, 0, size)
+	}
+	// One set of scan targets for every row: what Scan is given escapes
+	// to the heap.
+	var ev store.AgentEvent
+	var ts int64
+	var data []byte
+	dest := []any{&ev.Seq, &ev.ID, &ev.InvocationID, &ts, &data}
+	err := queryHot(r, query, args, func(rows Rows) error {
+		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
 		ev.Timestamp = rowcodec.FromMicros(ts)
@@ -329,11 +359,12 @@ func (a *AgentSessions) ListSessions(ctx context.Context, req store.ListAgentSes
 			}
 			query, args = asListUserSQL, []any{req.App, req.User, after, req.Limit + 1}
 		}
-		var rows []asRow
-		err := r.Query(query, args, func(rs Rows) error {
-			var row asRow
-			if err := rs.Scan(&row.PK, &row.User, &row.Session, &row.Version, &row.EventCount,
-				&row.CreatedAtMS, &row.UpdatedAtMS); err != nil {
+		rows := make([]asRow, 0, min(req.Limit+1, 64))
+		var row asRow
+		dest := []any{&row.PK, &row.User, &row.Session, &row.Version, &row.EventCount,
+			&row.CreatedAtMS, &row.UpdatedAtMS} // allocated once (see readEvents)
+		err := queryHot(r, query, args, func(rs Rows) error {
+			if err := rs.Scan(dest...); err != nil {
 				return err
 			}
 			rows = append(rows, row)
@@ -384,10 +415,11 @@ func (a *AgentSessions) fillListState(r Tx, app string, rows []asRow, page *stor
 		return err
 	}
 	userState := map[string]map[string]json.RawMessage{}
-	err = r.Query(a.s.q.stUsersGet, []any{app, usersArg}, func(rs Rows) error {
-		var u, k string
-		var v []byte
-		if err := rs.Scan(&u, &k, &v); err != nil {
+	var u, k string
+	var v []byte
+	dest := []any{&u, &k, &v} // allocated once (see readEvents)
+	err = queryHot(r, a.s.q.stUsersGet, []any{app, usersArg}, func(rs Rows) error {
+		if err := rs.Scan(dest...); err != nil {
 			return err
 		}
 		if userState[u] == nil {
@@ -400,11 +432,10 @@ func (a *AgentSessions) fillListState(r Tx, app string, rows []asRow, page *stor
 		return err
 	}
 	sessState := map[int64]map[string]json.RawMessage{}
-	err = r.Query(a.s.q.stSessionsGet, []any{pksArg}, func(rs Rows) error {
-		var pk int64
-		var k string
-		var v []byte
-		if err := rs.Scan(&pk, &k, &v); err != nil {
+	var pk int64
+	dest = []any{&pk, &k, &v}
+	err = queryHot(r, a.s.q.stSessionsGet, []any{pksArg}, func(rs Rows) error {
+		if err := rs.Scan(dest...); err != nil {
 			return err
 		}
 		if sessState[pk] == nil {
@@ -522,7 +553,7 @@ func (a *AgentSessions) refuseAppend(tx Tx, key store.SessionKey, ev store.Agent
 	var stored store.AgentEvent
 	var ts int64
 	var data []byte
-	err = tx.Scan(evByIDSQL, []any{row.PK, ev.ID}, &stored.Seq, &stored.ID, &stored.InvocationID, &ts, &data)
+	err = tx.Scan(a.s.q.events.byID, []any{row.PK, ev.ID}, &stored.Seq, &stored.ID, &stored.InvocationID, &ts, &data)
 	if err == nil {
 		stored.Timestamp = rowcodec.FromMicros(ts)
 		stored.Data = data
@@ -586,11 +617,11 @@ func (a *AgentSessions) ListEvents(ctx context.Context, req store.ListEventsRequ
 		if err != nil {
 			return err
 		}
-		query, args := evPageSQL, []any{row.PK, after, req.Limit + 1}
+		query, args := a.s.q.events.page, []any{row.PK, after, req.Limit + 1}
 		if req.InvocationID != "" {
-			query, args = evPageInvocationSQL, []any{row.PK, req.InvocationID, after, req.Limit + 1}
+			query, args = a.s.q.events.pageInvocation, []any{row.PK, req.InvocationID, after, req.Limit + 1}
 		}
-		page.Items, err = readEvents(r, query, args)
+		page.Items, err = readEvents(r, min(row.EventCount, int64(req.Limit)+1), query, args)
 		return err
 	})
 	if err != nil {

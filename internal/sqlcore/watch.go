@@ -427,7 +427,7 @@ func (f *feedFacet) Events(ctx context.Context, req store.EventFeed) iter.Seq2[s
 					return err
 				}
 				found = true
-				b.Items, err = readEvents(r, feedEventsSQL, []any{head.PK, next, req.Limit})
+				b.Items, err = readEvents(r, 0, feedEventsSQL, []any{head.PK, next, req.Limit})
 				return err
 			})
 			if err != nil {

@@ -1,0 +1,25 @@
+package sqlcore
+
+// HotQuerier is implemented by a backend's read transaction when it can
+// run a query below database/sql: on the driver's connection, with the
+// statement prepared once per connection, each row's values taken as the
+// driver produced them instead of converted column by column. The reads a
+// runtime makes most (an agent session's events and state, a page of
+// sessions) use it where it is there and Tx.Query elsewhere, with the same
+// callback.
+//
+// The Rows it passes scan only into *int64, *string and *[]byte, and a
+// []byte they scan into is the caller's to keep: the driver allocates
+// every value anew. A read that needs any other destination type uses
+// Tx.Query.
+type HotQuerier interface {
+	QueryHot(query string, args []any, fn func(Rows) error) error
+}
+
+// queryHot runs query on r's fastest row path (see HotQuerier).
+func queryHot(r Tx, query string, args []any, fn func(Rows) error) error {
+	if h, ok := r.(HotQuerier); ok {
+		return h.QueryHot(query, args, fn)
+	}
+	return r.Query(query, args, fn)
+}

@@ -1,0 +1,176 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/jmoiron/sqlx"
+	"modernc.org/sqlite"
+
+	"github.com/agentstore/sessionstore/internal/sqlcore"
+)
+
+// The hot read path (sqlcore.HotQuerier): the reads an agent runtime makes
+// most run on the driver's connection, below database/sql, which would
+// otherwise lock, convert and copy every column of every row. Profiled on
+// a 1,000-event session (BenchmarkReadFloor), database/sql's per-row work
+// and a second copy of each event's document were more than half of the
+// read.
+
+// openReadPool opens a pool of read connections whose connections keep
+// the hot reads' statements prepared (hotConn).
+func openReadPool(dsn string) (*sqlx.DB, error) {
+	c, err := sqlite.NewConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return sqlx.NewDb(sql.OpenDB(hotConnector{c}), driverName), nil
+}
+
+// hotConnector makes the driver's connections hotConns.
+type hotConnector struct{ driver.Connector }
+
+func (c hotConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	mc, ok := conn.(driverConn)
+	if !ok { // not modernc's connection: use it as it is
+		return conn, nil
+	}
+	return &hotConn{driverConn: mc, stmts: map[string]driver.Stmt{}}, nil
+}
+
+// driverConn is what database/sql uses of modernc's connection; hotConn
+// passes all of it through, so the pool behaves as on the bare driver.
+type driverConn interface {
+	driver.Conn
+	driver.ConnPrepareContext
+	driver.ConnBeginTx
+	driver.ExecerContext
+	driver.QueryerContext
+	driver.Pinger
+	driver.SessionResetter
+	driver.Validator
+}
+
+// hotConn is a driver connection with the hot reads' prepared statements.
+// database/sql serializes every use of a connection (the hot path runs
+// under sql.Conn.Raw), so stmts needs no lock of its own.
+type hotConn struct {
+	driverConn
+	stmts map[string]driver.Stmt
+}
+
+// stmt returns query prepared on c, preparing it the first time.
+func (c *hotConn) stmt(ctx context.Context, query string) (driver.Stmt, error) {
+	if st, ok := c.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := c.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	c.stmts[query] = st
+	return st, nil
+}
+
+// Close finalizes the prepared statements, then closes the connection.
+func (c *hotConn) Close() error {
+	var errs []error
+	for q, st := range c.stmts {
+		errs = append(errs, st.Close())
+		delete(c.stmts, q)
+	}
+	return errors.Join(append(errs, c.driverConn.Close())...)
+}
+
+// hotQuery runs query on the driver connection dc and calls fn for each
+// row. On a hotConn the statement is prepared once per connection; on any
+// other connection (a pool the caller opened: OpenDB) it is prepared for
+// this call.
+func hotQuery(ctx context.Context, dc any, query string, args []any, fn func(sqlcore.Rows) error) error {
+	named := make([]driver.NamedValue, len(args))
+	for i, a := range args {
+		v, err := driver.DefaultParameterConverter.ConvertValue(a)
+		if err != nil {
+			return fmt.Errorf("sqlstore: argument %d: %w", i+1, err)
+		}
+		named[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	var rows driver.Rows
+	var err error
+	switch c := dc.(type) {
+	case *hotConn:
+		var st driver.Stmt
+		if st, err = c.stmt(ctx, query); err == nil {
+			rows, err = st.(driver.StmtQueryContext).QueryContext(ctx, named)
+		}
+	case driver.QueryerContext:
+		rows, err = c.QueryContext(ctx, query, named)
+	default:
+		return fmt.Errorf("sqlstore: the driver's connection (%T) cannot query", dc)
+	}
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	vr := valueRows{vals: make([]driver.Value, len(rows.Columns()))}
+	for {
+		if err := rows.Next(vr.vals); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if err := fn(&vr); err != nil {
+			return err
+		}
+	}
+}
+
+// valueRows scans a row of driver values into the destinations the hot
+// reads use (see sqlcore.HotQuerier).
+type valueRows struct{ vals []driver.Value }
+
+func (r *valueRows) Scan(dest ...any) error {
+	if len(dest) != len(r.vals) {
+		return fmt.Errorf("sqlstore: %d destinations for %d columns", len(dest), len(r.vals))
+	}
+	for i, d := range dest {
+		v := r.vals[i]
+		ok := false
+		switch d := d.(type) {
+		case *int64:
+			*d, ok = v.(int64)
+		case *string:
+			switch v := v.(type) {
+			case string:
+				*d, ok = v, true
+			case []byte:
+				*d, ok = string(v), true
+			}
+		case *[]byte:
+			switch v := v.(type) {
+			case []byte:
+				// The driver allocated v for this row alone: it is kept,
+				// not copied.
+				*d, ok = v, true
+			case string:
+				*d, ok = []byte(v), true
+			case nil:
+				*d, ok = nil, true
+			}
+		default:
+			return fmt.Errorf("sqlstore: the hot read path cannot scan into %T", d)
+		}
+		if !ok {
+			return fmt.Errorf("sqlstore: column %d holds %T, not %T", i+1, v, d)
+		}
+	}
+	return nil
+}
