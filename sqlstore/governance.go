@@ -479,10 +479,11 @@ func (g *Governance) List(ctx context.Context, f store.ListFilter) (store.Page[s
 	}
 	query += ` ORDER BY id LIMIT ?`
 	args = append(args, f.Limit+1)
-	var rows []govRow
-	err = g.s.query(ctx, query, args, func(r sqlcore.Rows) error {
-		var row govRow
-		if err := r.Scan(row.dest()...); err != nil {
+	rows := make([]govRow, 0, f.Limit+1)
+	var row govRow
+	dest := row.dest() // allocated once: what Scan is given escapes
+	err = g.s.queryHot(ctx, query, args, func(r sqlcore.Rows) error {
+		if err := r.Scan(dest...); err != nil {
 			return err
 		}
 		rows = append(rows, row)

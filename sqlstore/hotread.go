@@ -12,6 +12,7 @@ import (
 	"modernc.org/sqlite"
 
 	"github.com/agentstore/sessionstore/internal/sqlcore"
+	"github.com/agentstore/sessionstore/store"
 )
 
 // The hot read path (sqlcore.HotQuerier): the reads an agent runtime makes
@@ -88,6 +89,21 @@ func (c *hotConn) Close() error {
 		delete(c.stmts, q)
 	}
 	return errors.Join(append(errs, c.driverConn.Close())...)
+}
+
+// queryHot runs one read statement on the hot path, on a connection of
+// the read pool (outside a transaction: the statement is its own snapshot).
+// fn scans as sqlcore.HotQuerier says.
+func (s *Store) queryHot(ctx context.Context, query string, args []any, fn func(sqlcore.Rows) error) error {
+	if s.closed.Load() {
+		return store.ErrStoreClosed
+	}
+	conn, err := s.reads.Conn(ctx)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer conn.Close()
+	return mapErr(conn.Raw(func(dc any) error { return hotQuery(ctx, dc, query, args, fn) }))
 }
 
 // hotQuery runs query on the driver connection dc and calls fn for each

@@ -359,7 +359,7 @@ func (a *AgentSessions) ListSessions(ctx context.Context, req store.ListAgentSes
 			}
 			query, args = asListUserSQL, []any{req.App, req.User, after, req.Limit + 1}
 		}
-		rows := make([]asRow, 0, min(req.Limit+1, 64))
+		rows := make([]asRow, 0, req.Limit+1)
 		var row asRow
 		dest := []any{&row.PK, &row.User, &row.Session, &row.Version, &row.EventCount,
 			&row.CreatedAtMS, &row.UpdatedAtMS} // allocated once (see readEvents)
@@ -431,7 +431,7 @@ func (a *AgentSessions) fillListState(r Tx, app string, rows []asRow, page *stor
 	if err != nil {
 		return err
 	}
-	sessState := map[int64]map[string]json.RawMessage{}
+	sessState := make(map[int64]map[string]json.RawMessage, len(rows))
 	var pk int64
 	dest = []any{&pk, &k, &v}
 	err = queryHot(r, a.s.q.stSessionsGet, []any{pksArg}, func(rs Rows) error {
