@@ -479,7 +479,7 @@ func (g *Governance) List(ctx context.Context, f store.ListFilter) (store.Page[s
 	}
 	query += ` ORDER BY id LIMIT ?`
 	args = append(args, f.Limit+1)
-	rows := make([]govRow, 0, f.Limit+1)
+	rows := make([]govRow, 0, min(f.Limit+1, 128)) // grows for a large page
 	var row govRow
 	dest := row.dest() // allocated once: what Scan is given escapes
 	err = g.s.queryHot(ctx, query, args, func(r sqlcore.Rows) error {

@@ -178,3 +178,44 @@ func BenchmarkReadFloor(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkSmallList times listing a user's 10 sessions (with their state)
+// through the facet, the small listing of issue 15's table, beside the
+// agent-session read that costs the least (a session without events), so
+// that the fixed cost of a read transaction shows:
+//
+//	go test ./sqlstore -run '^$' -bench SmallList -benchtime 2s
+func BenchmarkSmallList(b *testing.B) {
+	ctx := context.Background()
+	st, err := Open(ctx, filepath.Join(b.TempDir(), "small.db"), WithSynchronous(SyncNormal))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	as := st.AgentSessions()
+	for i := range 10 {
+		key := store.SessionKey{App: "bench", User: "small", Session: fmt.Sprintf("s-%02d", i)}
+		if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: key,
+			State: store.ScopedState{Session: map[string]json.RawMessage{"turn": json.RawMessage("0")}}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("list/sessions=10", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			p, err := as.ListSessions(ctx, store.ListAgentSessionsRequest{App: "bench", User: "small", Limit: store.MaxPageSize})
+			if err != nil || len(p.Items) != 10 {
+				b.Fatal(len(p.Items), err)
+			}
+		}
+	})
+	b.Run("get/events=0", func(b *testing.B) {
+		b.ReportAllocs()
+		key := store.SessionKey{App: "bench", User: "small", Session: "s-00"}
+		for b.Loop() {
+			if _, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: key}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -359,7 +359,7 @@ func (a *AgentSessions) ListSessions(ctx context.Context, req store.ListAgentSes
 			}
 			query, args = asListUserSQL, []any{req.App, req.User, after, req.Limit + 1}
 		}
-		rows := make([]asRow, 0, req.Limit+1)
+		rows := make([]asRow, 0, min(req.Limit+1, 128)) // grows for a large page
 		var row asRow
 		dest := []any{&row.PK, &row.User, &row.Session, &row.Version, &row.EventCount,
 			&row.CreatedAtMS, &row.UpdatedAtMS} // allocated once (see readEvents)
