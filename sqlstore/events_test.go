@@ -99,9 +99,13 @@ func TestAgentEventQueriesUseIndexes(t *testing.T) {
 		{"list a user", asListUserSQL, []any{"app", "u1", "s1", 10}, "agent_sessions_key (app=? AND user_id=? AND session_id>?)"},
 		{"app state", stAppGetSQL, []any{"app"}, "PRIMARY KEY (app=?)"},
 		{"user state", stUserGetSQL, []any{"app", "u1"}, "PRIMARY KEY (app=? AND user_id=?)"},
-		{"session state", stSessionGetSQL, []any{1}, "PRIMARY KEY (session_pk=?)"},
-		{"user states of a page", stUsersGetSQL, []any{"app", `["u1","u2"]`}, "PRIMARY KEY (app=? AND user_id=?)"},
-		{"session states of a page", stSessionsGetSQL, []any{`[1,2]`}, "PRIMARY KEY (session_pk=?)"},
+		// One statement for a session's three scopes, one for a page's:
+		// every branch searches its table's primary key.
+		{"scopes of a session (app)", stScopesGetSQL, []any{"app", "u1", 1}, "PRIMARY KEY (app=?)"},
+		{"scopes of a session (user)", stScopesGetSQL, []any{"app", "u1", 1}, "PRIMARY KEY (app=? AND user_id=?)"},
+		{"scopes of a session (session)", stScopesGetSQL, []any{"app", "u1", 1}, "PRIMARY KEY (session_pk=?)"},
+		{"scopes of a page (users)", pageScopesSQL, []any{"app", "app", `["u1","u2"]`, `[1,2]`}, "PRIMARY KEY (app=? AND user_id=?)"},
+		{"scopes of a page (sessions)", pageScopesSQL, []any{"app", "app", `["u1","u2"]`, `[1,2]`}, "PRIMARY KEY (session_pk=?)"},
 		// What the cascade of a session delete looks up.
 		{"cascade to events", `SELECT 1 FROM agent_events WHERE session_pk = ?`, []any{1}, "(session_pk=?)"},
 		{"cascade to session state", `SELECT 1 FROM agent_session_state WHERE session_pk = ?`, []any{1}, "(session_pk=?)"},

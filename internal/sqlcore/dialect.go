@@ -85,8 +85,7 @@ type statements struct {
 	rtTouch       string
 	rtTurn        string
 	rtKeyShare    string
-	stUsersGet    string
-	stSessionsGet string
+	pageScopes    string
 	auditHead     string
 	spend         spendStatements
 	events        eventStatements
@@ -101,13 +100,12 @@ func newStatements(d *Dialect) statements {
 		rtGetLock:     rtGetSQL + d.ForUpdate,
 		rtTouch: `UPDATE runtime_sessions SET last_active_ms = ` + d.Greatest +
 			`(last_active_ms, CAST(? AS BIGINT)) WHERE id = ?`,
-		rtTurn:        rtTurnSQL + d.ForUpdate,
-		rtKeyShare:    rtExistsSQL + d.ForKeyShare,
-		stUsersGet:    stUsersGetSQL + d.InList("user_id"),
-		stSessionsGet: stSessionsGetSQL + d.InList("session_pk"),
-		auditHead:     auditHeadSQL(d),
-		spend:         newSpendStatements(d),
-		events:        newEventStatements(d),
+		rtTurn:     rtTurnSQL + d.ForUpdate,
+		rtKeyShare: rtExistsSQL + d.ForKeyShare,
+		pageScopes: pageScopesSQL(d),
+		auditHead:  auditHeadSQL(d),
+		spend:      newSpendStatements(d),
+		events:     newEventStatements(d),
 	}
 }
 

@@ -67,15 +67,35 @@ const (
 	stSessionPutSQL = `INSERT INTO agent_session_state (session_pk, key, value) VALUES (?, ?, ?)
 		ON CONFLICT (session_pk, key) DO UPDATE SET value = excluded.value`
 
-	stAppGetSQL     = `SELECT key, value FROM agent_app_state WHERE app = ?`
-	stUserGetSQL    = `SELECT key, value FROM agent_user_state WHERE app = ? AND user_id = ?`
-	stSessionGetSQL = `SELECT key, value FROM agent_session_state WHERE session_pk = ?`
+	stAppGetSQL  = `SELECT key, value FROM agent_app_state WHERE app = ?`
+	stUserGetSQL = `SELECT key, value FROM agent_user_state WHERE app = ? AND user_id = ?`
 
-	// States of a page of sessions (the dialect spells the list; see
-	// statements).
-	stUsersGetSQL    = `SELECT user_id, key, value FROM agent_user_state WHERE app = ? AND `
-	stSessionsGetSQL = `SELECT session_pk, key, value FROM agent_session_state WHERE `
+	// stScopesGetSQL reads the three scopes of one session in one
+	// statement, each row tagged with its scope (scopeApp, scopeUser,
+	// scopeSession). Parameters: 1 app, 2 user, 3 the session's pk (no
+	// user and no session match "" and 0).
+	stScopesGetSQL = `SELECT 0, key, value FROM agent_app_state WHERE app = ?1
+		UNION ALL SELECT 1, key, value FROM agent_user_state WHERE app = ?1 AND user_id = ?2
+		UNION ALL SELECT 2, key, value FROM agent_session_state WHERE session_pk = ?3`
 )
+
+// The scope tags of stScopesGetSQL and pageScopesSQL.
+const (
+	scopeApp int64 = iota
+	scopeUser
+	scopeSession
+)
+
+// pageScopesSQL reads the state of a page of sessions in one statement:
+// the app scope, the user scopes of the page's users and the session
+// scopes of its sessions, each row tagged with its scope and, for a user
+// or a session scope, the user id or the session's pk. Parameters: app,
+// app, the users and the pks as d.ListArg binds them.
+func pageScopesSQL(d *Dialect) string {
+	return `SELECT 0, '', 0, key, value FROM agent_app_state WHERE app = ?
+		UNION ALL SELECT 1, user_id, 0, key, value FROM agent_user_state WHERE app = ? AND ` + d.InList("user_id") + `
+		UNION ALL SELECT 2, '', session_pk, key, value FROM agent_session_state WHERE ` + d.InList("session_pk")
+}
 
 // eventStatements read the event log. Its data column is selected through
 // Dialect.BytesColumn, so that a backend that can hands each event's
@@ -130,23 +150,6 @@ func (r *asRow) session(key store.SessionKey) store.AgentSession {
 	}
 }
 
-// kv is one stored state entry.
-type kv struct {
-	Key   string `db:"key"`
-	Value string `db:"value"`
-}
-
-func kvMap(rows []kv) map[string]json.RawMessage {
-	if len(rows) == 0 {
-		return nil
-	}
-	m := make(map[string]json.RawMessage, len(rows))
-	for _, r := range rows {
-		m[r.Key] = json.RawMessage(r.Value)
-	}
-	return m
-}
-
 // putState writes a delta into the scopes of key (pk is the session's
 // row, used when delta has session keys). Each scope's keys are written in
 // sorted order, so that concurrent deltas to shared app and user state
@@ -187,7 +190,7 @@ func (a *AgentSessions) CreateSession(ctx context.Context, req store.CreateAgent
 	err := a.s.write(ctx, func(tx Tx) error {
 		nowMS := rowcodec.ToMillis(a.s.now())
 		var pk int64
-		err := tx.Get(&pk, asInsertSQL, key.App, key.User, key.Session, nowMS, nowMS)
+		err := tx.Scan(asInsertSQL, []any{key.App, key.User, key.Session, nowMS, nowMS}, &pk)
 		if a.s.isUnique(err) {
 			return &store.ConflictError{Resource: "session", ID: key.Session, Reason: "session exists"}
 		}
@@ -197,16 +200,17 @@ func (a *AgentSessions) CreateSession(ctx context.Context, req store.CreateAgent
 		if err := putState(tx, key, pk, req.State); err != nil {
 			return err
 		}
-		var app, user []kv
-		if err := tx.Select(&app, stAppGetSQL, key.App); err != nil {
+		app, err := readKV(tx, stAppGetSQL, key.App)
+		if err != nil {
 			return err
 		}
-		if err := tx.Select(&user, stUserGetSQL, key.App, key.User); err != nil {
+		user, err := readKV(tx, stUserGetSQL, key.App, key.User)
+		if err != nil {
 			return err
 		}
 		row := asRow{PK: pk, Version: 1, CreatedAtMS: nowMS, UpdatedAtMS: nowMS}
 		out = row.session(key)
-		out.State = store.ScopedState{App: kvMap(app), User: kvMap(user), Session: req.State.Clone().Session}
+		out.State = store.ScopedState{App: app, User: user, Session: req.State.Clone().Session}
 		return nil
 	})
 	if err != nil {
@@ -273,24 +277,32 @@ func ceilMicros(t time.Time) int64 {
 	return us
 }
 
-// readState reads the three scopes of a session (pk 0: no session scope).
+// readState reads the three scopes of a session in one statement (no
+// user: no user scope; pk 0: no session scope).
 func readState(r Tx, key store.SessionKey, pk int64) (store.ScopedState, error) {
 	var st store.ScopedState
-	var err error
-	if st.App, err = readKV(r, stAppGetSQL, key.App); err != nil {
-		return st, err
-	}
-	if key.User != "" {
-		if st.User, err = readKV(r, stUserGetSQL, key.App, key.User); err != nil {
-			return st, err
+	var scope int64
+	var k string
+	var v []byte
+	dest := []any{&scope, &k, &v} // allocated once (see readEvents)
+	err := queryHot(r, stScopesGetSQL, []any{key.App, key.User, pk}, func(rows Rows) error {
+		if err := rows.Scan(dest...); err != nil {
+			return err
 		}
-	}
-	if pk != 0 {
-		if st.Session, err = readKV(r, stSessionGetSQL, pk); err != nil {
-			return st, err
+		m := &st.App
+		switch scope {
+		case scopeUser:
+			m = &st.User
+		case scopeSession:
+			m = &st.Session
 		}
-	}
-	return st, nil
+		if *m == nil {
+			*m = make(map[string]json.RawMessage)
+		}
+		(*m)[k] = v
+		return nil
+	})
+	return st, err
 }
 
 func readKV(r Tx, query string, args ...any) (map[string]json.RawMessage, error) {
@@ -394,10 +406,6 @@ func (a *AgentSessions) ListSessions(ctx context.Context, req store.ListAgentSes
 // app scope once, the user scopes of the page's users and the session
 // scopes of its sessions in one query each.
 func (a *AgentSessions) fillListState(r Tx, app string, rows []asRow, page *store.Page[store.AgentSession]) error {
-	appState, err := readKV(r, stAppGetSQL, app)
-	if err != nil {
-		return err
-	}
 	var users []string
 	pks := make([]int64, 0, len(rows))
 	for _, row := range rows {
@@ -414,34 +422,36 @@ func (a *AgentSessions) fillListState(r Tx, app string, rows []asRow, page *stor
 	if err != nil {
 		return err
 	}
+	var appState map[string]json.RawMessage
 	userState := map[string]map[string]json.RawMessage{}
+	sessState := make(map[int64]map[string]json.RawMessage, len(rows))
+	var scope, pk int64
 	var u, k string
 	var v []byte
-	dest := []any{&u, &k, &v} // allocated once (see readEvents)
-	err = queryHot(r, a.s.q.stUsersGet, []any{app, usersArg}, func(rs Rows) error {
+	dest := []any{&scope, &u, &pk, &k, &v} // allocated once (see readEvents)
+	err = queryHot(r, a.s.q.pageScopes, []any{app, app, usersArg, pksArg}, func(rs Rows) error {
 		if err := rs.Scan(dest...); err != nil {
 			return err
 		}
-		if userState[u] == nil {
-			userState[u] = map[string]json.RawMessage{}
+		var m map[string]json.RawMessage
+		switch scope {
+		case scopeApp:
+			if appState == nil {
+				appState = map[string]json.RawMessage{}
+			}
+			m = appState
+		case scopeUser:
+			if m = userState[u]; m == nil {
+				m = map[string]json.RawMessage{}
+				userState[u] = m
+			}
+		default:
+			if m = sessState[pk]; m == nil {
+				m = map[string]json.RawMessage{}
+				sessState[pk] = m
+			}
 		}
-		userState[u][k] = v
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	sessState := make(map[int64]map[string]json.RawMessage, len(rows))
-	var pk int64
-	dest = []any{&pk, &k, &v}
-	err = queryHot(r, a.s.q.stSessionsGet, []any{pksArg}, func(rs Rows) error {
-		if err := rs.Scan(dest...); err != nil {
-			return err
-		}
-		if sessState[pk] == nil {
-			sessState[pk] = map[string]json.RawMessage{}
-		}
-		sessState[pk][k] = v
+		m[k] = v
 		return nil
 	})
 	if err != nil {

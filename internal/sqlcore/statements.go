@@ -35,7 +35,7 @@ var Statements = map[string]string{
 	"runEventsOfConv": runEventsOfConvSQL,
 	"runEventsOfRun":  runEventsOfRunSQL,
 	"stAppGet":        stAppGetSQL,
-	"stSessionGet":    stSessionGetSQL,
+	"stScopesGet":     stScopesGetSQL,
 	"stUserGet":       stUserGetSQL,
 	"stale":           staleSQL,
 	"traceLast":       traceLastSQL,
@@ -49,8 +49,7 @@ var Statements = map[string]string{
 func StatementsFor(d *Dialect) map[string]string {
 	q := newStatements(d)
 	return map[string]string{
-		"stUsersGet":    q.stUsersGet,
-		"stSessionsGet": q.stSessionsGet,
+		"pageScopes":    q.pageScopes,
 		"rtTurnLock":    q.rtTurn,
 		"rtTouch":       q.rtTouch,
 		"rtPoll":        d.PollTurnsSQL,
