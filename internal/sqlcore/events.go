@@ -229,7 +229,7 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 	var out store.AgentSession
 	err := a.s.readTx(ctx, func(r Tx) error {
 		var row asRow
-		err := r.Scan(asGetSQL, []any{key.App, key.User, key.Session},
+		err := scanHot(r, asGetSQL, []any{key.App, key.User, key.Session},
 			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
 		if errors.Is(err, sql.ErrNoRows) {
 			return sessionNotFound(key)
@@ -619,7 +619,7 @@ func (a *AgentSessions) ListEvents(ctx context.Context, req store.ListEventsRequ
 	var page store.Page[store.AgentEvent]
 	err = a.s.readTx(ctx, func(r Tx) error {
 		var row asRow
-		err := r.Scan(asGetSQL, []any{key.App, key.User, key.Session},
+		err := scanHot(r, asGetSQL, []any{key.App, key.User, key.Session},
 			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
 		if errors.Is(err, sql.ErrNoRows) {
 			return sessionNotFound(key)

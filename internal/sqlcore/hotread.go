@@ -1,5 +1,7 @@
 package sqlcore
 
+import "database/sql"
+
 // HotQuerier is implemented by a backend's read transaction when it can
 // run a query below database/sql: on the driver's connection, with the
 // statement prepared once per connection, each row's values taken as the
@@ -22,4 +24,25 @@ func queryHot(r Tx, query string, args []any, fn func(Rows) error) error {
 		return h.QueryHot(query, args, fn)
 	}
 	return r.Query(query, args, fn)
+}
+
+// scanHot scans the first row query returns into dest on r's fastest row
+// path (see HotQuerier for the destination types); sql.ErrNoRows when
+// there is none, as Tx.Scan.
+func scanHot(r Tx, query string, args []any, dest ...any) error {
+	if _, ok := r.(HotQuerier); !ok {
+		return r.Scan(query, args, dest...)
+	}
+	found := false
+	err := queryHot(r, query, args, func(rows Rows) error {
+		if found {
+			return nil
+		}
+		found = true
+		return rows.Scan(dest...)
+	})
+	if err == nil && !found {
+		return sql.ErrNoRows
+	}
+	return err
 }
