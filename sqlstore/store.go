@@ -38,6 +38,7 @@ type Store struct {
 	writes *sqlx.DB
 	owned  bool // reads and writes were opened by the store
 	w      *writer
+	cp     *checkpointer // nil for OpenDB and read-only stores
 	lock   *fileLock
 
 	readStmts sync.Map // query string -> *sqlx.Stmt
@@ -116,7 +117,14 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	s.reads.SetMaxOpenConns(cfg.readers)
 	s.reads.SetMaxIdleConns(cfg.readers)
+	if s.cp, err = startCheckpointer(path, &cfg); err != nil {
+		s.reads.Close()
+		s.writes.Close()
+		s.closeLock()
+		return nil, mapErr(err)
+	}
 	if err := s.startWriter(ctx); err != nil {
+		s.cp.close()
 		s.reads.Close()
 		s.writes.Close()
 		s.closeLock()
@@ -174,6 +182,10 @@ func (s *Store) startWriter(ctx context.Context) error {
 		fmt.Sprintf("PRAGMA busy_timeout = %d", s.cfg.busyTimeout.Milliseconds()),
 		"PRAGMA synchronous = " + string(s.cfg.sync),
 	}
+	if s.cp != nil {
+		// The checkpointer copies the WAL back, off the commit path.
+		pragmas = append(pragmas, "PRAGMA wal_autocheckpoint = 0")
+	}
 	for _, p := range pragmas {
 		if _, err := conn.ExecContext(ctx, p); err != nil {
 			conn.Close()
@@ -181,6 +193,7 @@ func (s *Store) startWriter(ctx context.Context) error {
 		}
 	}
 	s.w = newWriter(conn, s.lock, &s.cfg)
+	s.w.cp = s.cp
 	return nil
 }
 
@@ -193,6 +206,11 @@ func (s *Store) Close() error {
 		var errs []error
 		if s.w != nil {
 			s.w.close()
+		}
+		if s.cp != nil {
+			errs = append(errs, s.cp.close())
+		}
+		if s.w != nil {
 			errs = append(errs, s.w.conn.Close())
 		}
 		s.readStmts.Range(func(_, v any) bool {

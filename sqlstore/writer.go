@@ -85,6 +85,24 @@ type writer struct {
 	noJoin bool
 
 	faults func(query string) error // tests only: see config.faults
+
+	// cp, when set, is told of every commit (checkpoint.go).
+	cp *checkpointer
+}
+
+// checkpoint copies the WAL back into the database on the writer's own
+// connection, between two transactions: the fallback of the background
+// checkpointer when sustained writes keep it from catching up.
+func (w *writer) checkpoint() {
+	var busy, log, copied int64
+	err := w.conn.QueryRowContext(w.ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &copied)
+	if err != nil {
+		w.log.Warn("sqlstore: checkpoint", "err", err)
+	}
+	// Whatever it copied, leave the next one to the background for a
+	// while: a reader that holds old pages would otherwise make every
+	// commit checkpoint again.
+	w.cp.behind.Store(0)
 }
 
 func newWriter(conn *sqlx.Conn, lock *fileLock, cfg *config) *writer {
@@ -357,6 +375,9 @@ func (w *writer) runOnce(batch []*writeReq) (_ []*writeReq, err error) {
 	}
 	w.lastCommit = time.Since(start)
 	w.lastAnswered = len(batch)
+	if w.cp != nil && w.cp.committed() {
+		w.checkpoint()
+	}
 	return batch, nil
 }
 
