@@ -25,6 +25,18 @@ func cpAppend(t *testing.T, st *Store, key store.SessionKey, from, n int) {
 	}
 }
 
+// cpOpen opens a store at synchronous=NORMAL on a fresh file.
+func cpOpen(t *testing.T) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "cp.db")
+	st, err := Open(context.Background(), path, WithSynchronous(SyncNormal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, path
+}
+
 func fileSize(t *testing.T, path string) int64 {
 	t.Helper()
 	fi, err := os.Stat(path)
@@ -40,12 +52,7 @@ func fileSize(t *testing.T, path string) int64 {
 // shows the copy: it stays at its initial size until a checkpoint runs.
 func TestBackgroundCheckpoint(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "cp.db")
-	st, err := Open(ctx, path, WithSynchronous(SyncNormal))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, path := cpOpen(t)
 	key := store.SessionKey{App: "a", User: "u", Session: "s"}
 	if _, err := st.AgentSessions().CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
 		t.Fatal(err)
@@ -74,12 +81,7 @@ func TestBackgroundCheckpoint(t *testing.T) {
 // writer copies the WAL itself before it answers the commit's callers.
 func TestWriterCheckpointsWhenTheBackgroundFallsBehind(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "cp.db")
-	st, err := Open(ctx, path, WithSynchronous(SyncNormal))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, path := cpOpen(t)
 	if err := st.cp.close(); err != nil { // no background checkpoint from here on
 		t.Fatal(err)
 	}
