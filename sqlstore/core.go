@@ -75,6 +75,11 @@ func (d coreDB) Read(ctx context.Context, fn func(tx sqlcore.Tx) error) error {
 	return d.s.readTx(ctx, func(r *rtx) error { return fn(r) })
 }
 
+// ReadHot implements sqlcore.HotReader.
+func (d coreDB) ReadHot(ctx context.Context, fn func(tx sqlcore.Tx) error) error {
+	return d.s.readTxHot(ctx, func(r *rtx) error { return fn(r) })
+}
+
 func (d coreDB) Get(ctx context.Context, dest any, query string, args ...any) error {
 	return mapErr(d.s.get(ctx, dest, query, args...))
 }

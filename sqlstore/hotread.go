@@ -106,6 +106,24 @@ func (s *Store) queryHot(ctx context.Context, query string, args []any, fn func(
 	return mapErr(conn.Raw(func(dc any) error { return hotQuery(ctx, dc, query, args, fn) }))
 }
 
+// hotExec runs a statement that returns no rows on the driver connection
+// dc, prepared once per connection on a hotConn.
+func hotExec(ctx context.Context, dc any, query string) error {
+	var err error
+	switch c := dc.(type) {
+	case *hotConn:
+		var st driver.Stmt
+		if st, err = c.stmt(ctx, query); err == nil {
+			_, err = st.(driver.StmtExecContext).ExecContext(ctx, nil)
+		}
+	case driver.ExecerContext:
+		_, err = c.ExecContext(ctx, query, nil)
+	default:
+		err = fmt.Errorf("sqlstore: the driver's connection (%T) cannot execute", dc)
+	}
+	return err
+}
+
 // hotQuery runs query on the driver connection dc and calls fn for each
 // row. On a hotConn the statement is prepared once per connection; on any
 // other connection (a pool the caller opened: OpenDB) it is prepared for

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentstore/sessionstore/internal/sqlcore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -138,5 +139,65 @@ func TestValueRowsScan(t *testing.T) {
 		if err := (&valueRows{vals: c.vals}).Scan(c.dest...); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// TestReadTxHotIsOneSnapshot: the statements of a read transaction begun
+// on the driver connection (readTxHot), hot or not, see the database as of
+// its first read, whatever commits meanwhile; and a transaction ended by a
+// cancelled context leaves its connection out of any transaction (with one
+// reader, the next read would otherwise fail to begin).
+func TestReadTxHotIsOneSnapshot(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(ctx, filepath.Join(t.TempDir(), "snap.db"), WithReaders(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	key := store.SessionKey{App: "app", User: "u", Session: "s"}
+	as := st.AgentSessions()
+	if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
+		t.Fatal(err)
+	}
+	appendOne := func(id string) {
+		t.Helper()
+		if _, err := as.AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: store.AgentEvent{ID: id, Data: json.RawMessage(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendOne("e0")
+	const countSQL = `SELECT count(*) FROM agent_events`
+	err = st.readTxHot(ctx, func(r *rtx) error {
+		var hot, cold int64
+		if err := r.QueryHot(countSQL, nil, func(rows sqlcore.Rows) error { return rows.Scan(&hot) }); err != nil {
+			return err
+		}
+		appendOne("e1") // commits while the transaction is open
+		if err := r.get(&cold, countSQL); err != nil {
+			return err
+		}
+		var again int64
+		if err := r.QueryHot(countSQL, nil, func(rows sqlcore.Rows) error { return rows.Scan(&again) }); err != nil {
+			return err
+		}
+		if hot != 1 || cold != 1 || again != 1 {
+			t.Errorf("inside one transaction: %d, %d, %d events; want 1 each", hot, cold, again)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	err = st.readTxHot(cctx, func(r *rtx) error {
+		cancel()
+		return r.QueryHot(countSQL, nil, func(sqlcore.Rows) error { return nil })
+	})
+	if err == nil {
+		t.Fatal("a read with a cancelled context succeeded")
+	}
+	s, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: key, IncludeEvents: true})
+	if err != nil || len(s.Events) != 2 {
+		t.Fatalf("after a cancelled read: %d events, %v", len(s.Events), err)
 	}
 }

@@ -3,6 +3,8 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
 
 	"github.com/jmoiron/sqlx"
 
@@ -19,6 +21,9 @@ type rtx struct {
 	ctx  context.Context
 	conn *sqlx.Conn // the connection tx runs on, for QueryHot
 	tx   *sqlx.Tx
+	// temp holds the statements a readTxHot transaction prepared for one
+	// call (closed when it ends).
+	temp []*sqlx.Stmt
 	// missed lists statements that were not in the pool's cache yet: they
 	// were prepared on the transaction's connection only, and are added to
 	// the cache after the transaction has given its connection back.
@@ -49,12 +54,56 @@ func (s *Store) readTx(ctx context.Context, fn func(r *rtx) error) error {
 	return mapErr(err)
 }
 
+// readTxHot runs fn in a read transaction begun on the driver connection
+// itself (sqlcore.HotReader): BEGIN and ROLLBACK are statements the
+// connection keeps prepared, with no database/sql transaction around
+// them, which halves the fixed cost of a read made of hot statements. A
+// statement that is not hot runs on the same connection (so in the same
+// snapshot), prepared for the call.
+func (s *Store) readTxHot(ctx context.Context, fn func(r *rtx) error) error {
+	if s.closed.Load() {
+		return store.ErrStoreClosed
+	}
+	conn, err := s.reads.Connx(ctx)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer conn.Close()
+	if err := conn.Raw(func(dc any) error { return hotExec(ctx, dc, "BEGIN") }); err != nil {
+		return mapErr(err)
+	}
+	r := &rtx{s: s, ctx: ctx, conn: conn}
+	err = fn(r)
+	for _, st := range r.temp {
+		st.Close()
+	}
+	rerr := conn.Raw(func(dc any) error {
+		// Whatever ctx says: the connection goes back to the pool, and
+		// must not go back inside a transaction.
+		if err := hotExec(context.Background(), dc, "ROLLBACK"); err != nil {
+			return errors.Join(err, driver.ErrBadConn) // the pool discards it
+		}
+		return nil
+	})
+	if err == nil && rerr != nil {
+		err = rerr
+	}
+	return mapErr(err)
+}
+
 // stmt returns query prepared on the transaction's connection. It never
 // takes a second connection from the pool: with every reader inside a
 // transaction, preparing on the pool would wait for a connection forever.
 func (r *rtx) stmt(query string) (*sqlx.Stmt, error) {
 	if r.s.closed.Load() {
 		return nil, store.ErrStoreClosed
+	}
+	if r.tx == nil { // readTxHot: the connection is in the transaction
+		st, err := r.conn.PreparexContext(r.ctx, query)
+		if err == nil {
+			r.temp = append(r.temp, st)
+		}
+		return st, err
 	}
 	if st, ok := r.s.readStmts.Load(query); ok {
 		return r.tx.StmtxContext(r.ctx, st.(*sqlx.Stmt)), nil

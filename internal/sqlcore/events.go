@@ -227,7 +227,7 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 	}
 	key := req.Key
 	var out store.AgentSession
-	err := a.s.readTx(ctx, func(r Tx) error {
+	err := a.s.readTxHot(ctx, func(r Tx) error {
 		var row asRow
 		err := scanHot(r, asGetSQL, []any{key.App, key.User, key.Session},
 			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
@@ -360,7 +360,7 @@ func (a *AgentSessions) ListSessions(ctx context.Context, req store.ListAgentSes
 		cur, _ = store.DecodeSessionCursor(req.Cursor) // validated by Normalize
 	}
 	var page store.Page[store.AgentSession]
-	err = a.s.readTx(ctx, func(r Tx) error {
+	err = a.s.readTxHot(ctx, func(r Tx) error {
 		query, args := asListAppSQL, []any{req.App, cur.User, cur.Session, req.Limit + 1}
 		if req.User != "" {
 			after := ""
@@ -617,7 +617,7 @@ func (a *AgentSessions) ListEvents(ctx context.Context, req store.ListEventsRequ
 	}
 	key := req.Key
 	var page store.Page[store.AgentEvent]
-	err = a.s.readTx(ctx, func(r Tx) error {
+	err = a.s.readTxHot(ctx, func(r Tx) error {
 		var row asRow
 		err := scanHot(r, asGetSQL, []any{key.App, key.User, key.Session},
 			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
@@ -654,11 +654,11 @@ func (a *AgentSessions) GetState(ctx context.Context, key store.SessionKey) (sto
 		return store.ScopedState{}, err
 	}
 	var out store.ScopedState
-	err := a.s.readTx(ctx, func(r Tx) error {
+	err := a.s.readTxHot(ctx, func(r Tx) error {
 		var pk int64
 		if key.Session != "" {
 			var row asRow
-			err := r.Scan(asGetSQL, []any{key.App, key.User, key.Session},
+			err := scanHot(r, asGetSQL, []any{key.App, key.User, key.Session},
 				&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
 			if errors.Is(err, sql.ErrNoRows) {
 				return sessionNotFound(key)

@@ -1,6 +1,9 @@
 package sqlcore
 
-import "database/sql"
+import (
+	"context"
+	"database/sql"
+)
 
 // HotQuerier is implemented by a backend's read transaction when it can
 // run a query below database/sql: on the driver's connection, with the
@@ -16,6 +19,23 @@ import "database/sql"
 // Tx.Query.
 type HotQuerier interface {
 	QueryHot(query string, args []any, fn func(Rows) error) error
+}
+
+// HotReader is implemented by a backend's DB that can run a read
+// transaction whose statements are all hot (see HotQuerier) more cheaply
+// than DB.Read: the agent-session reads use it. The Tx it passes still
+// runs any statement; the others may cost more than in DB.Read.
+type HotReader interface {
+	ReadHot(ctx context.Context, fn func(tx Tx) error) error
+}
+
+// readTxHot runs fn in a read transaction made for hot statements (see
+// HotReader), or DB.Read's.
+func (s *Store) readTxHot(ctx context.Context, fn func(tx Tx) error) error {
+	if h, ok := s.db.(HotReader); ok {
+		return h.ReadHot(ctx, fn)
+	}
+	return s.db.Read(ctx, fn)
 }
 
 // queryHot runs query on r's fastest row path (see HotQuerier).
