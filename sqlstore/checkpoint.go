@@ -38,6 +38,9 @@ const (
 	checkpointCommits   = 256
 	checkpointIdle      = 250 * time.Millisecond
 	checkpointMaxFrames = 8192 // 32 MiB of 4 KiB pages
+
+	// checkpointSQL's columns: busy, WAL frames, frames copied.
+	checkpointSQL = "PRAGMA wal_checkpoint(PASSIVE)"
 )
 
 type checkpointer struct {
@@ -45,8 +48,7 @@ type checkpointer struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	pending int  // commits since the last checkpoint was asked for
-	kicked  bool // a checkpoint is asked for and not started yet
+	pending int // commits since the last checkpoint was asked for
 	timer   *time.Timer
 
 	// behind is how many WAL frames the last checkpoint could not copy
@@ -85,23 +87,12 @@ func (c *checkpointer) committed() bool {
 	if c.behind.Load() > checkpointMaxFrames {
 		return true
 	}
-	c.commitCount()
-	return false
-}
-
-// checkpointed records the outcome of a checkpoint (the columns of PRAGMA
-// wal_checkpoint).
-func (c *checkpointer) checkpointed(log, copied int64) {
-	c.behind.Store(max(log-copied, 0))
-}
-
-func (c *checkpointer) commitCount() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pending++
 	if c.pending >= checkpointCommits {
 		c.ask()
-		return
+		return false
 	}
 	if c.timer == nil {
 		c.timer = time.AfterFunc(checkpointIdle, func() {
@@ -113,6 +104,12 @@ func (c *checkpointer) commitCount() {
 			}
 		})
 	}
+	return false
+}
+
+// checkpointed records the outcome of a background checkpoint.
+func (c *checkpointer) checkpointed(log, copied int64) {
+	c.behind.Store(max(log-copied, 0))
 }
 
 // ask requests a checkpoint; c.mu is held.
@@ -138,7 +135,7 @@ func (c *checkpointer) run() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		var busy, log, copied int64
-		err := c.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &copied)
+		err := c.db.QueryRowContext(ctx, checkpointSQL).Scan(&busy, &log, &copied)
 		cancel()
 		if err != nil {
 			// A locked or busy database (another checkpoint, a process

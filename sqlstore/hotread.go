@@ -106,28 +106,40 @@ func (s *Store) queryHot(ctx context.Context, query string, args []any, fn func(
 	return mapErr(conn.Raw(func(dc any) error { return hotQuery(ctx, dc, query, args, fn) }))
 }
 
-// hotExec runs a statement that returns no rows on the driver connection
-// dc, prepared once per connection on a hotConn.
-func hotExec(ctx context.Context, dc any, query string) error {
-	var err error
-	switch c := dc.(type) {
-	case *hotConn:
-		var st driver.Stmt
-		if st, err = c.stmt(ctx, query); err == nil {
-			_, err = st.(driver.StmtExecContext).ExecContext(ctx, nil)
-		}
-	case driver.ExecerContext:
-		_, err = c.ExecContext(ctx, query, nil)
-	default:
-		err = fmt.Errorf("sqlstore: the driver's connection (%T) cannot execute", dc)
+// hotStmt returns query prepared on the driver connection dc and the
+// function that releases it: on a hotConn the statement is prepared once
+// per connection and kept; on any other connection (a pool the caller
+// opened: OpenDB) it is prepared for this call and closed on release.
+func hotStmt(ctx context.Context, dc any, query string) (driver.Stmt, func(), error) {
+	if c, ok := dc.(*hotConn); ok {
+		st, err := c.stmt(ctx, query)
+		return st, func() {}, err
 	}
+	c, ok := dc.(driver.ConnPrepareContext)
+	if !ok {
+		return nil, nil, fmt.Errorf("sqlstore: the driver's connection (%T) cannot prepare", dc)
+	}
+	st, err := c.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, func() { st.Close() }, nil
+}
+
+// hotExec runs a statement that returns no rows on the driver connection
+// dc (see hotStmt).
+func hotExec(ctx context.Context, dc any, query string) error {
+	st, release, err := hotStmt(ctx, dc, query)
+	if err != nil {
+		return err
+	}
+	defer release()
+	_, err = st.(driver.StmtExecContext).ExecContext(ctx, nil)
 	return err
 }
 
-// hotQuery runs query on the driver connection dc and calls fn for each
-// row. On a hotConn the statement is prepared once per connection; on any
-// other connection (a pool the caller opened: OpenDB) it is prepared for
-// this call.
+// hotQuery runs query on the driver connection dc (see hotStmt) and calls
+// fn for each row.
 func hotQuery(ctx context.Context, dc any, query string, args []any, fn func(sqlcore.Rows) error) error {
 	named := make([]driver.NamedValue, len(args))
 	for i, a := range args {
@@ -137,19 +149,12 @@ func hotQuery(ctx context.Context, dc any, query string, args []any, fn func(sql
 		}
 		named[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
 	}
-	var rows driver.Rows
-	var err error
-	switch c := dc.(type) {
-	case *hotConn:
-		var st driver.Stmt
-		if st, err = c.stmt(ctx, query); err == nil {
-			rows, err = st.(driver.StmtQueryContext).QueryContext(ctx, named)
-		}
-	case driver.QueryerContext:
-		rows, err = c.QueryContext(ctx, query, named)
-	default:
-		return fmt.Errorf("sqlstore: the driver's connection (%T) cannot query", dc)
+	st, release, err := hotStmt(ctx, dc, query)
+	if err != nil {
+		return err
 	}
+	defer release()
+	rows, err := st.(driver.StmtQueryContext).QueryContext(ctx, named)
 	if err != nil {
 		return err
 	}

@@ -95,7 +95,7 @@ type writer struct {
 // checkpointer when sustained writes keep it from catching up.
 func (w *writer) checkpoint() {
 	var busy, log, copied int64
-	err := w.conn.QueryRowContext(w.ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &copied)
+	err := w.conn.QueryRowContext(w.ctx, checkpointSQL).Scan(&busy, &log, &copied)
 	if err != nil {
 		w.log.Warn("sqlstore: checkpoint", "err", err)
 	}
