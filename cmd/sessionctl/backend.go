@@ -99,6 +99,7 @@ func (g *globals) openOrCreate(ctx context.Context) (cliStore, error) {
 		if g.now != nil {
 			opts = append(opts, sqlstore.WithClock(g.now))
 		}
+		opts = append(opts, g.sqliteOptions...)
 		st, err = sqlstore.Open(ctx, g.db, opts...)
 	}
 	if err != nil {

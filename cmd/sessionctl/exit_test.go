@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentstore/sessionstore/sqlstore"
 )
 
 // TestCleanupDryRun: cleanup --dry-run lists exactly what cleanup then
@@ -124,4 +128,39 @@ func TestExitTableIsComplete(t *testing.T) {
 			t.Errorf("kind %s exits %d, which help exit does not list", k.r.kind, k.r.code)
 		}
 	}
+}
+
+// TestBusyIsExit16: a write that cannot get the database, because another
+// process holds its write lock past the store's busy retries, exits 16 with
+// a one-line error and writes nothing; reads go on meanwhile (WAL), and
+// the same command succeeds once the lock is released.
+func TestBusyIsExit16(t *testing.T) {
+	e := newTestEnv(t)
+	e.fixture()
+	before := e.run("show", "t-active", "--json").want(t, 0).stdout
+	db := rawDB(t, e.db)
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	impatient := func(g *globals) {
+		g.sqliteOptions = []sqlstore.Option{sqlstore.WithBusyTimeout(20 * time.Millisecond), sqlstore.WithBusyRetry(200 * time.Millisecond)}
+	}
+	create := []string{"create", "--id", "late", "--agent", "a1", "--tool", "t", "--budget", "1"}
+	e.runWith(impatient, "", create...).want(t, exitBusy).oneLineErr(t, "busy")
+	e.runWith(impatient, "", "use", "t-active", "--tool", "read_file").want(t, exitBusy)
+	e.runWith(impatient, "", "show", "t-active").want(t, 0)
+	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	e.run("show", "late").want(t, exitNotFound)
+	if after := e.run("show", "t-active", "--json").want(t, 0).stdout; after != before {
+		t.Errorf("the busy use changed the session:\n%s\nwas\n%s", after, before)
+	}
+	e.runWith(impatient, "", create...).want(t, 0)
 }

@@ -36,6 +36,8 @@ import (
 	"runtime/debug"
 	"text/tabwriter"
 	"time"
+
+	"github.com/agentstore/sessionstore/sqlstore"
 )
 
 // command is one subcommand: it parses its own flags from args and writes
@@ -70,6 +72,9 @@ type globals struct {
 	// buildInfo replaces debug.ReadBuildInfo (tests); nil reads the
 	// binary's.
 	buildInfo func() (*debug.BuildInfo, bool)
+	// sqliteOptions are added to the options a SQLite store is opened
+	// with (tests: short busy timeouts).
+	sqliteOptions []sqlstore.Option
 }
 
 // Command groups, in the order help lists them.
