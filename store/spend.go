@@ -484,6 +484,12 @@ type Spend interface {
 	// the given sessions (their limits, their agents' limits and their
 	// reservations). The export side of an import.
 	Export(ctx context.Context, sessionIDs []string) (SpendRecords, error)
+	// ExportEach is Export without holding the records in memory: from one
+	// read snapshot, it calls limit for each limit, then reservation for
+	// each reservation, in Export's order, as the rows are read. An error
+	// from either stops the export and is returned.
+	ExportEach(ctx context.Context, sessionIDs []string,
+		limit func(SpendLimitRecord) error, reservation func(ReservationRecord) error) error
 	// Restore inserts exported spend state exactly as given, in one
 	// transaction, and returns how many limits and reservations it
 	// inserted. The sessions must exist. A limit or reservation that

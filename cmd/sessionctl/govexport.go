@@ -32,22 +32,34 @@ func exportGoverned(ctx context.Context, x *exportRun) error {
 	if err != nil {
 		return err
 	}
-	spend, err := x.st.Spend().Export(ctx, ids)
+	x.out.open("spend", '{')
+	// The reservations array opens at the first reservation (after the
+	// last limit), or after the limits when there is none.
+	x.out.open("limits", '[')
+	inLimits := true
+	endLimits := func() {
+		if inLimits {
+			x.out.close(']')
+			x.out.open("reservations", '[')
+			inLimits = false
+		}
+	}
+	err = x.st.Spend().ExportEach(ctx, ids,
+		func(l store.SpendLimitRecord) error {
+			x.out.value("", l)
+			return x.out.err
+		},
+		func(r store.ReservationRecord) error {
+			endLimits()
+			x.out.value("", r)
+			return x.out.err
+		})
 	if err != nil {
 		return err
 	}
-	x.out.open("spend", '{')
-	defer x.out.close('}')
-	x.out.open("limits", '[')
-	for _, l := range spend.Limits {
-		x.out.value("", l)
-	}
+	endLimits()
 	x.out.close(']')
-	x.out.open("reservations", '[')
-	for _, r := range spend.Reservations {
-		x.out.value("", r)
-	}
-	x.out.close(']')
+	x.out.close('}')
 	return nil
 }
 

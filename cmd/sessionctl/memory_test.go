@@ -31,7 +31,8 @@ const maxRSS = 64 << 20
 
 // bigDatabase fills the env's database to at least mb MiB: conversations
 // of 40 messages of about 1 KiB, runtime sessions with 200 KiB uploads,
-// agent sessions with 40 events, governed sessions; written in
+// agent sessions with 40 events, governed sessions with their spend
+// limits and reservations; written in
 // transactions of a few MiB through the restore API.
 func (e *testEnv) bigDatabase(mb int) {
 	e.t.Helper()
@@ -40,7 +41,7 @@ func (e *testEnv) bigDatabase(mb int) {
 	defer st.Close()
 	para := strings.Repeat("lorem ipsum dolor sit amet, consectetur adipiscing elit. ", 18) // ~1 KiB
 	now := e.clock.Now()
-	for batch := 0; fileSize(e.db)+fileSize(e.db+"-wal") < int64(mb)<<20; batch++ {
+	for batch := 0; fileSize(e.db) < int64(mb)<<20; batch++ { // the WAL is checkpointed into it as it grows
 		err := st.RestoreRecords(ctx, func(w store.RecordWriter) error {
 			for i := range 100 {
 				id := fmt.Sprintf("b%04d-%03d", batch, i)
@@ -59,6 +60,22 @@ func (e *testEnv) bigDatabase(mb int) {
 					RateWindow: time.Minute, RateWindowStart: now, Sensitivity: store.SensitivityInternal,
 					Status: store.StatusActive, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
 					return err
+				}
+				// Its spend state: a cost limit and 20 settled reservations
+				// (so that the spend section is tens of thousands of records).
+				if _, err := w.PutSpendLimit(store.SpendLimitRecord{ID: "l-" + id, AgentID: "a", SessionID: id,
+					SpendLimit:  store.SpendLimit{Metric: store.MetricCost, Window: store.WindowLifetime, Limit: 1 << 40, Currency: "USD"},
+					WindowStart: time.Unix(0, 0), Spent: 20 * 250}); err != nil {
+					return err
+				}
+				for j := range 20 {
+					amount := store.SpendAmount{InputTokens: 100, OutputTokens: 50, CostMicros: 300}
+					if _, err := w.PutReservation(store.ReservationRecord{Reservation: store.Reservation{SessionID: id,
+						ID: fmt.Sprintf("request-%02d", j), AgentID: "a", Status: store.ReservationSettled, Amount: amount, Currency: "USD",
+						Actual: store.SpendAmount{InputTokens: 90, OutputTokens: 40, CostMicros: 250}, CreatedAt: now,
+						ExpiresAt: now.Add(time.Minute), ClosedAt: now}, Holds: []store.SpendHold{}}); err != nil {
+						return err
+					}
 				}
 				if i%10 == 0 {
 					content := []byte(strings.Repeat(id+" ", 200<<10/len(id+" ")))

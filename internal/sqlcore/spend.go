@@ -136,15 +136,30 @@ func (l limitRow) status(nowMS int64, lapsed map[string]int64) store.LimitStatus
 func scanLimits(tx Tx, query string, args ...any) ([]*limitRow, error) {
 	var out []*limitRow
 	err := tx.Query(query, args, func(r Rows) error {
-		l := &limitRow{}
-		if err := r.Scan(&l.ID, &l.AgentID, &l.SessionID, &l.Ord, &l.Metric, &l.Period, &l.Amount, &l.Currency,
-			&l.WindowStartMS, &l.Spent, &l.Reserved); err != nil {
+		l, err := scanLimit(r)
+		if err != nil {
 			return err
 		}
 		out = append(out, l)
 		return nil
 	})
 	return out, err
+}
+
+// scanLimit scans a row of limitColumns.
+func scanLimit(r Rows) (*limitRow, error) {
+	l := &limitRow{}
+	err := r.Scan(&l.ID, &l.AgentID, &l.SessionID, &l.Ord, &l.Metric, &l.Period, &l.Amount, &l.Currency,
+		&l.WindowStartMS, &l.Spent, &l.Reserved)
+	return l, err
+}
+
+// scanRes scans a row of resColumns.
+func scanRes(r Rows) (*resRow, error) {
+	x := &resRow{}
+	err := r.Scan(&x.SessionID, &x.RequestID, &x.AgentID, &x.Status, &x.InputTokens, &x.OutputTokens, &x.Cost, &x.Currency,
+		&x.ActualInput, &x.ActualOutput, &x.ActualCost, &x.Holds, &x.Detail, &x.CreatedAtMS, &x.ExpiresAtMS, &x.ClosedAtMS)
+	return x, err
 }
 
 // checkOrder sorts limits in the order a reservation is checked against

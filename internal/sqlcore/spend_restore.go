@@ -47,64 +47,78 @@ func (r *resRow) record() (store.ReservationRecord, error) {
 
 // Export returns spend state as stored (see store.Spend.Export).
 func (sp *SpendFacet) Export(ctx context.Context, sessionIDs []string) (store.SpendRecords, error) {
-	for _, id := range sessionIDs {
-		if err := store.ValidateID("session_id", id); err != nil {
-			return store.SpendRecords{}, err
-		}
-	}
-	var out store.SpendRecords
-	err := sp.s.readTx(ctx, func(tx Tx) error {
-		out = store.SpendRecords{Limits: []store.SpendLimitRecord{}, Reservations: []store.ReservationRecord{}}
-		var limits []*limitRow
-		var res []resRow
-		if sessionIDs == nil {
-			var err error
-			if limits, err = scanLimits(tx, spendAllLimitsSQL); err != nil {
-				return err
-			}
-			if err := tx.Select(&res, spendAllResSQL); err != nil {
-				return err
-			}
-		} else {
-			agents := map[string]bool{}
-			for _, id := range sessionIDs {
-				var agent string
-				if err := tx.Get(&agent, spendSessionAgent, id); err == nil && !agents[agent] {
-					agents[agent] = true
-					l, err := scanLimits(tx, spendAgentLimitsSQL, agent)
-					if err != nil {
-						return err
-					}
-					limits = append(limits, l...)
-				} else if err != nil && !isNoRows(err) {
-					return err
-				}
-				l, err := scanLimits(tx, spendSessionLimitsSQL, id)
-				if err != nil {
-					return err
-				}
-				limits = append(limits, l...)
-				if err := tx.Select(&res, spendSessionResSQL, id); err != nil {
-					return err
-				}
-			}
-		}
-		for _, l := range limits {
-			out.Limits = append(out.Limits, l.record())
-		}
-		for i := range res {
-			r, err := res[i].record()
-			if err != nil {
-				return err
-			}
-			out.Reservations = append(out.Reservations, r)
-		}
-		return nil
-	})
+	out := store.SpendRecords{Limits: []store.SpendLimitRecord{}, Reservations: []store.ReservationRecord{}}
+	err := sp.ExportEach(ctx, sessionIDs,
+		func(l store.SpendLimitRecord) error { out.Limits = append(out.Limits, l); return nil },
+		func(r store.ReservationRecord) error { out.Reservations = append(out.Reservations, r); return nil })
 	if err != nil {
 		return store.SpendRecords{}, err
 	}
 	return out, nil
+}
+
+// ExportEach streams spend state as stored, row by row from one read
+// snapshot (see store.Spend.ExportEach).
+func (sp *SpendFacet) ExportEach(ctx context.Context, sessionIDs []string,
+	limit func(store.SpendLimitRecord) error, reservation func(store.ReservationRecord) error) error {
+	for _, id := range sessionIDs {
+		if err := store.ValidateID("session_id", id); err != nil {
+			return err
+		}
+	}
+	eachLimit := func(tx Tx, query string, args ...any) error {
+		return tx.Query(query, args, func(r Rows) error {
+			l, err := scanLimit(r)
+			if err != nil {
+				return err
+			}
+			return limit(l.record())
+		})
+	}
+	eachRes := func(tx Tx, query string, args ...any) error {
+		return tx.Query(query, args, func(r Rows) error {
+			row, err := scanRes(r)
+			if err != nil {
+				return err
+			}
+			rec, err := row.record()
+			if err != nil {
+				return err
+			}
+			return reservation(rec)
+		})
+	}
+	return sp.s.readTx(ctx, func(tx Tx) error {
+		if sessionIDs == nil {
+			if err := eachLimit(tx, spendAllLimitsSQL); err != nil {
+				return err
+			}
+			return eachRes(tx, spendAllResSQL)
+		}
+		// The limits of the given sessions and, once each, of their
+		// agents; then their reservations.
+		agents := map[string]bool{}
+		for _, id := range sessionIDs {
+			var agent string
+			if err := tx.Get(&agent, spendSessionAgent, id); err == nil && !agents[agent] {
+				agents[agent] = true
+				if err := eachLimit(tx, spendAgentLimitsSQL, agent); err != nil {
+					return err
+				}
+			} else if err != nil && !isNoRows(err) {
+				return err
+			}
+			if err := eachLimit(tx, spendSessionLimitsSQL, id); err != nil {
+				return err
+			}
+		}
+		for _, id := range sessionIDs {
+			if err := eachRes(tx, spendSessionResSQL, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // Restore inserts exported spend state (see store.Spend.Restore).

@@ -71,7 +71,10 @@ func callsAfterClose(st store.Store) map[string]map[string]closedCall {
 			"AgentStatus":    func(ctx context.Context) error { return err1(sp.AgentStatus(ctx, "agent")) },
 			"ReleaseExpired": func(ctx context.Context) error { return err1(sp.ReleaseExpired(ctx)) },
 			"Export":         func(ctx context.Context) error { return err1(sp.Export(ctx, nil)) },
-			"Restore":        func(ctx context.Context) error { return err1(sp.Restore(ctx, store.SpendRestoreRequest{})) },
+			"ExportEach": func(ctx context.Context) error {
+				return sp.ExportEach(ctx, nil, func(store.SpendLimitRecord) error { return nil }, func(store.ReservationRecord) error { return nil })
+			},
+			"Restore": func(ctx context.Context) error { return err1(sp.Restore(ctx, store.SpendRestoreRequest{})) },
 		},
 		"Audit": {
 			"List":       func(ctx context.Context) error { return err1(au.List(ctx, store.AuditFilter{AgentID: "agent"})) },

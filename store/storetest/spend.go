@@ -48,6 +48,7 @@ func RunSpend(t *testing.T, h Harness) {
 		{"CleanupKeepsSessionsWithLiveReservations", testSpendCleanup},
 		{"StateSurvivesReopen", testSpendReopen},
 		{"ExportRestoreRoundTrip", testSpendExportRestore},
+		{"ExportEachStreamsOneSnapshot", testSpendExportEach},
 		{"RestoreInvalidWritesNothing", testSpendRestoreInvalid},
 		{"ConcurrentExactCostLimit", testSpendConcurrentExact},
 		{"ConcurrentMixedAmountsNeverOvershoot", testSpendConcurrentMixed},
@@ -1147,6 +1148,58 @@ func testSpendExportRestore(t *testing.T, e *env) {
 	if n, err := fresh.st.Spend().Restore(fresh.ctx, store.SpendRestoreRequest{Records: all, SkipExisting: true}); err != nil || n != 0 {
 		t.Fatalf("Restore with SkipExisting = %d, %v", n, err)
 	}
+}
+
+// testSpendExportEach: ExportEach hands over what Export returns, in its
+// order, from one snapshot (a reservation made while it streams is not
+// part of it), and a callback's error stops it.
+func testSpendExportEach(t *testing.T, e *env) {
+	a := e.spendSession(costLimit(1000, store.WindowLifetime))
+	b := e.spendSession(costLimit(500, store.WindowDay), tokenLimit(store.MetricTotalTokens, 500, store.WindowHour))
+	e.mustReserve(a.ID, usd(10), "r1")
+	e.mustReserve(b.ID, usd(20), "r2")
+	e.mustReserve(b.ID, usd(30), "r3")
+	for _, ids := range [][]string{nil, {b.ID, a.ID}, {b.ID}, {}} {
+		want, err := e.st.Spend().Export(e.ctx, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := store.SpendRecords{Limits: []store.SpendLimitRecord{}, Reservations: []store.ReservationRecord{}}
+		during := 0
+		err = e.st.Spend().ExportEach(e.ctx, ids,
+			func(l store.SpendLimitRecord) error {
+				if len(got.Reservations) > 0 {
+					t.Fatalf("limit %s after a reservation", l.ID)
+				}
+				got.Limits = append(got.Limits, l)
+				return nil
+			},
+			func(r store.ReservationRecord) error {
+				if len(got.Reservations) == 0 { // a write while the export streams
+					during++
+					e.mustReserve(b.ID, usd(1), fmt.Sprint("during-", len(ids), "-", during))
+				}
+				got.Reservations = append(got.Reservations, r)
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("ExportEach(%v):\n%+v\nExport:\n%+v", ids, got, want)
+		}
+	}
+	stop := errors.New("stop")
+	calls := 0
+	err := e.st.Spend().ExportEach(e.ctx, nil,
+		func(store.SpendLimitRecord) error { calls++; return stop },
+		func(store.ReservationRecord) error { calls++; return nil })
+	if !errors.Is(err, stop) || calls != 1 {
+		t.Fatalf("ExportEach with a failing callback = %v after %d calls; want the callback's error after 1", err, calls)
+	}
+	err = e.st.Spend().ExportEach(e.ctx, []string{""},
+		func(store.SpendLimitRecord) error { return nil }, func(store.ReservationRecord) error { return nil })
+	wantErr(t, err, store.ErrInvalidInput)
 }
 
 func testSpendRestoreInvalid(t *testing.T, e *env) {
