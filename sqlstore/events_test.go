@@ -97,8 +97,6 @@ func TestAgentEventQueriesUseIndexes(t *testing.T) {
 		{"session by key", asGetSQL, []any{"app", "u1", "s1"}, "agent_sessions_key (app=? AND user_id=? AND session_id=?)"},
 		{"list an app", asListAppSQL, []any{"app", "u1", "s1", 10}, "agent_sessions_key"},
 		{"list a user", asListUserSQL, []any{"app", "u1", "s1", 10}, "agent_sessions_key (app=? AND user_id=? AND session_id>?)"},
-		{"app state", stAppGetSQL, []any{"app"}, "PRIMARY KEY (app=?)"},
-		{"user state", stUserGetSQL, []any{"app", "u1"}, "PRIMARY KEY (app=? AND user_id=?)"},
 		// One statement for a session's three scopes, one for a page's:
 		// every branch searches its table's primary key.
 		{"scopes of a session (app)", stScopesGetSQL, []any{"app", "u1", 1}, "PRIMARY KEY (app=?)"},
@@ -106,6 +104,11 @@ func TestAgentEventQueriesUseIndexes(t *testing.T) {
 		{"scopes of a session (session)", stScopesGetSQL, []any{"app", "u1", 1}, "PRIMARY KEY (session_pk=?)"},
 		{"scopes of a page (users)", pageScopesSQL, []any{"app", "app", `["u1","u2"]`, `[1,2]`}, "PRIMARY KEY (app=? AND user_id=?)"},
 		{"scopes of a page (sessions)", pageScopesSQL, []any{"app", "app", `["u1","u2"]`, `[1,2]`}, "PRIMARY KEY (session_pk=?)"},
+		// A page of one user's sessions reads their state through a range
+		// of the session key, without lists.
+		{"scopes of a user's page (user)", stUserPageSQL, []any{"app", "u1", "s1", "s9"}, "PRIMARY KEY (app=? AND user_id=?)"},
+		{"scopes of a user's page (range)", stUserPageSQL, []any{"app", "u1", "s1", "s9"}, "agent_sessions_key (app=? AND user_id=? AND session_id>? AND session_id<?)"},
+		{"scopes of a user's page (sessions)", stUserPageSQL, []any{"app", "u1", "s1", "s9"}, "PRIMARY KEY (session_pk=?)"},
 		// What the cascade of a session delete looks up.
 		{"cascade to events", `SELECT 1 FROM agent_events WHERE session_pk = ?`, []any{1}, "(session_pk=?)"},
 		{"cascade to session state", `SELECT 1 FROM agent_session_state WHERE session_pk = ?`, []any{1}, "(session_pk=?)"},

@@ -67,9 +67,6 @@ const (
 	stSessionPutSQL = `INSERT INTO agent_session_state (session_pk, key, value) VALUES (?, ?, ?)
 		ON CONFLICT (session_pk, key) DO UPDATE SET value = excluded.value`
 
-	stAppGetSQL  = `SELECT key, value FROM agent_app_state WHERE app = ?`
-	stUserGetSQL = `SELECT key, value FROM agent_user_state WHERE app = ? AND user_id = ?`
-
 	// stScopesGetSQL reads the three scopes of one session in one
 	// statement, each row tagged with its scope (scopeApp, scopeUser,
 	// scopeSession). Parameters: 1 app, 2 user, 3 the session's pk (no
@@ -78,6 +75,18 @@ const (
 		UNION ALL SELECT 1, key, value FROM agent_user_state WHERE app = ?1 AND user_id = ?2
 		UNION ALL SELECT 2, key, value FROM agent_session_state WHERE session_pk = ?3`
 )
+
+// userPageScopesSQL reads the state of a page of one user's sessions in
+// one statement, as pageScopesSQL does but without lists: the page is
+// every session of the user from its first session id to its last (the
+// same snapshot listed them), so its session scopes are a range of the
+// (app, user, session) index joined to their state. Parameters: 1 app, 2
+// user, 3 the page's first session id, 4 its last.
+const userPageScopesSQL = `SELECT 0, '', 0, key, value FROM agent_app_state WHERE app = ?1
+		UNION ALL SELECT 1, user_id, 0, key, value FROM agent_user_state WHERE app = ?1 AND user_id = ?2
+		UNION ALL SELECT 2, '', st.session_pk, st.key, st.value FROM agent_sessions s
+			JOIN agent_session_state st ON st.session_pk = s.pk
+			WHERE s.app = ?1 AND s.user_id = ?2 AND s.session_id >= ?3 AND s.session_id <= ?4`
 
 // The scope tags of stScopesGetSQL and pageScopesSQL.
 const (
@@ -200,17 +209,13 @@ func (a *AgentSessions) CreateSession(ctx context.Context, req store.CreateAgent
 		if err := putState(tx, key, pk, req.State); err != nil {
 			return err
 		}
-		app, err := readKV(tx, stAppGetSQL, key.App)
-		if err != nil {
-			return err
-		}
-		user, err := readKV(tx, stUserGetSQL, key.App, key.User)
+		shared, err := readState(tx, key, 0) // the app and user scopes
 		if err != nil {
 			return err
 		}
 		row := asRow{PK: pk, Version: 1, CreatedAtMS: nowMS, UpdatedAtMS: nowMS}
 		out = row.session(key)
-		out.State = store.ScopedState{App: app, User: user, Session: req.State.Clone().Session}
+		out.State = store.ScopedState{App: shared.App, User: shared.User, Session: req.State.Clone().Session}
 		return nil
 	})
 	if err != nil {
@@ -305,24 +310,6 @@ func readState(r Tx, key store.SessionKey, pk int64) (store.ScopedState, error) 
 	return st, err
 }
 
-func readKV(r Tx, query string, args ...any) (map[string]json.RawMessage, error) {
-	var m map[string]json.RawMessage
-	var k string
-	var v []byte
-	dest := []any{&k, &v} // allocated once (see readEvents)
-	err := queryHot(r, query, args, func(rows Rows) error {
-		if err := rows.Scan(dest...); err != nil {
-			return err
-		}
-		if m == nil {
-			m = make(map[string]json.RawMessage)
-		}
-		m[k] = v
-		return nil
-	})
-	return m, err
-}
-
 // readEvents reads the events query selects; size is how many it may
 // select at most (the slice is allocated once), 0 when unknown.
 func readEvents(r Tx, size int64, query string, args []any) ([]store.AgentEvent, error) {
@@ -402,25 +389,30 @@ func (a *AgentSessions) ListSessions(ctx context.Context, req store.ListAgentSes
 	return page, nil
 }
 
-// fillListState builds the page's sessions with their three scopes: the
-// app scope once, the user scopes of the page's users and the session
-// scopes of its sessions in one query each.
+// fillListState builds the page's sessions with their three scopes, read
+// in one statement: the app scope once, the user scopes of the page's
+// users and the session scopes of its sessions.
 func (a *AgentSessions) fillListState(r Tx, app string, rows []asRow, page *store.Page[store.AgentSession]) error {
-	var users []string
-	pks := make([]int64, 0, len(rows))
-	for _, row := range rows {
-		if len(users) == 0 || users[len(users)-1] != row.User {
-			users = append(users, row.User) // rows are ordered by user
+	first, last := rows[0], rows[len(rows)-1]
+	query, args := userPageScopesSQL, []any{app, first.User, first.Session, last.Session}
+	if first.User != last.User { // rows are ordered by user: several users
+		var users []string
+		pks := make([]int64, 0, len(rows))
+		for _, row := range rows {
+			if len(users) == 0 || users[len(users)-1] != row.User {
+				users = append(users, row.User)
+			}
+			pks = append(pks, row.PK)
 		}
-		pks = append(pks, row.PK)
-	}
-	usersArg, err := a.s.d.ListArg(users)
-	if err != nil {
-		return err
-	}
-	pksArg, err := a.s.d.ListArg(pks)
-	if err != nil {
-		return err
+		usersArg, err := a.s.d.ListArg(users)
+		if err != nil {
+			return err
+		}
+		pksArg, err := a.s.d.ListArg(pks)
+		if err != nil {
+			return err
+		}
+		query, args = a.s.q.pageScopes, []any{app, app, usersArg, pksArg}
 	}
 	var appState map[string]json.RawMessage
 	userState := map[string]map[string]json.RawMessage{}
@@ -429,7 +421,7 @@ func (a *AgentSessions) fillListState(r Tx, app string, rows []asRow, page *stor
 	var u, k string
 	var v []byte
 	dest := []any{&scope, &u, &pk, &k, &v} // allocated once (see readEvents)
-	err = queryHot(r, a.s.q.pageScopes, []any{app, app, usersArg, pksArg}, func(rs Rows) error {
+	err := queryHot(r, query, args, func(rs Rows) error {
 		if err := rs.Scan(dest...); err != nil {
 			return err
 		}

@@ -661,7 +661,7 @@ func testASListSessions(t *testing.T, e *env) {
 		if got := names(u2); !slices.Equal(got, want[4:8]) {
 			t.Fatalf("limit %d: u2 listed %v", limit, got)
 		}
-		for _, s := range all {
+		for _, s := range slices.Concat(all, u2, list("u1", limit)) {
 			wantState(t, "app", s.State.App, map[string]any{"a": 1})
 			if s.Key.User == "u2" {
 				wantState(t, "user", s.State.User, map[string]any{"who": "u2"})
