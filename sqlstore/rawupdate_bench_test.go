@@ -3,10 +3,16 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/store/storetest"
 )
 
 // BenchmarkRawUpdate is the baseline of the governed write path: one
@@ -66,6 +72,83 @@ func BenchmarkRawUpdate(b *testing.B) {
 				b.Fatalf("counter %d after %d updates: %v", n, b.N, err)
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+		})
+	}
+}
+
+// BenchmarkRawAppend is the floor of an agent-session append: the store's
+// own statements of one AppendEvent with a one-key session delta (the
+// conditional version bump, the event insert, the state upsert) on the
+// store's schema, prepared once on one connection with the store's
+// pragmas, one BEGIN IMMEDIATE … COMMIT each, the event of
+// BenchmarkStore's AgentSessions/AppendEvent. Compare the two:
+//
+//	go test ./sqlstore -run '^$' -bench 'RawAppend|^BenchmarkStore$/sync=NORMAL/AgentSessions/AppendEvent/callers=1$' -benchtime 5000x
+func BenchmarkRawAppend(b *testing.B) {
+	for _, sync := range []Synchronous{SyncFull, SyncNormal} {
+		b.Run("sync="+string(sync), func(b *testing.B) {
+			ctx := context.Background()
+			path := filepath.Join(b.TempDir(), "append.db")
+			st, err := Open(ctx, path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			key := store.SessionKey{App: "bench", User: "u", Session: "s"}
+			if _, err := st.AgentSessions().CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
+				b.Fatal(err)
+			}
+			if err := st.Close(); err != nil {
+				b.Fatal(err)
+			}
+			cfg := defaultConfig()
+			cfg.sync = sync
+			db, err := sql.Open(driverName, writeDSN(path, &cfg))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			conn, err := db.Conn(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Close()
+			// No checkpoint inside a commit (the store runs them in the
+			// background, checkpoint.go): the floor is the statements alone.
+			if _, err := conn.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 0"); err != nil {
+				b.Fatal(err)
+			}
+			prepare := func(q string) *sql.Stmt {
+				st, err := conn.PrepareContext(ctx, q)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return st
+			}
+			begin, bump, insert, put, commit := prepare("BEGIN IMMEDIATE"), prepare(asBumpSQL),
+				prepare(evInsertSQL), prepare(stSessionPutSQL), prepare("COMMIT")
+			data := string(storetest.BenchEventData())
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				if _, err := begin.Exec(); err != nil {
+					b.Fatal(err)
+				}
+				var pk, version, count int64
+				if err := bump.QueryRow(time.Now().UnixMilli(), key.App, key.User, key.Session, 0, 1).Scan(&pk, &version, &count); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := insert.Exec(pk, count, fmt.Sprintf("ev-%d", i), fmt.Sprintf("inv-%d", i/4), time.Now().UnixMicro(), data); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := put.Exec(pk, "turn", strconv.Itoa(i)); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := commit.Exec(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 		})
 	}
 }

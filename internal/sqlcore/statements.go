@@ -1,16 +1,19 @@
 package sqlcore
 
 // Statements are the facets' statement texts by name (the constant's name
-// without its SQL suffix), for the backends' tests that check query plans.
+// without its SQL suffix), for the backends' tests that check query plans
+// and the benchmarks that time the statements without the store.
 // Dialect-dependent statements are spelled by StatementsFor.
 var Statements = map[string]string{
 	"artifactAll":     artifactAllSQL,
+	"asBump":          asBumpSQL,
 	"asGet":           asGetSQL,
 	"asListApp":       asListAppSQL,
 	"asListUser":      asListUserSQL,
 	"convDelete":      convDeleteSQL,
 	"convGet":         convGetSQL,
 	"costAll":         costAllSQL,
+	"evInsert":        evInsertSQL,
 	"listBase":        listBaseSQL,
 	"listParent":      listParentSQL,
 	"listTail":        listTailSQL,
@@ -35,6 +38,7 @@ var Statements = map[string]string{
 	"runEventsOfConv": runEventsOfConvSQL,
 	"runEventsOfRun":  runEventsOfRunSQL,
 	"stScopesGet":     stScopesGetSQL,
+	"stSessionPut":    stSessionPutSQL,
 	"stUserPage":      userPageScopesSQL,
 	"stale":           staleSQL,
 	"traceLast":       traceLastSQL,

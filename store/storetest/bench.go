@@ -499,6 +499,11 @@ var benchEventData = func() json.RawMessage {
 
 // benchEvent returns the i-th event of a session: about 1 KiB, with an id
 // and an invocation id (four events per invocation), as ADK writes them.
+// BenchEventData returns the document of the events the agent-session
+// benchmarks append (for a backend's benchmark of the same write without
+// the store).
+func BenchEventData() json.RawMessage { return benchEventData }
+
 func benchEvent(i int) store.AgentEvent {
 	return store.AgentEvent{
 		ID:           fmt.Sprintf("ev-%d", i),
