@@ -20,7 +20,7 @@ import (
 // connection, with the store's pragmas. Compare it with Governance/Use of
 // BenchmarkStore to see what the checks and the store's bookkeeping cost:
 //
-//	go test ./sqlstore -run '^$' -bench 'RawUpdate|Store/.*/Governance/Use/session=shared/callers=1$' -benchtime 2s
+//	go test ./sqlstore -run '^$' -bench 'RawUpdate|^BenchmarkStore$/.*/Governance/Use/session=shared/callers=1$' -benchtime 2s
 func BenchmarkRawUpdate(b *testing.B) {
 	for _, sync := range []Synchronous{SyncFull, SyncNormal} {
 		b.Run("sync="+string(sync), func(b *testing.B) {
