@@ -487,7 +487,8 @@ type Spend interface {
 	// ExportEach is Export without holding the records in memory: from one
 	// read snapshot, it calls limit for each limit, then reservation for
 	// each reservation, in Export's order, as the rows are read. An error
-	// from either stops the export and is returned.
+	// from either stops the export and is returned; a nil callback is
+	// ErrInvalidInput.
 	ExportEach(ctx context.Context, sessionIDs []string,
 		limit func(SpendLimitRecord) error, reservation func(ReservationRecord) error) error
 	// Restore inserts exported spend state exactly as given, in one

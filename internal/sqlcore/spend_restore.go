@@ -61,6 +61,9 @@ func (sp *SpendFacet) Export(ctx context.Context, sessionIDs []string) (store.Sp
 // snapshot (see store.Spend.ExportEach).
 func (sp *SpendFacet) ExportEach(ctx context.Context, sessionIDs []string,
 	limit func(store.SpendLimitRecord) error, reservation func(store.ReservationRecord) error) error {
+	if limit == nil || reservation == nil {
+		return store.Invalid("callback", "must not be nil")
+	}
 	for _, id := range sessionIDs {
 		if err := store.ValidateID("session_id", id); err != nil {
 			return err

@@ -1200,6 +1200,7 @@ func testSpendExportEach(t *testing.T, e *env) {
 	err = e.st.Spend().ExportEach(e.ctx, []string{""},
 		func(store.SpendLimitRecord) error { return nil }, func(store.ReservationRecord) error { return nil })
 	wantErr(t, err, store.ErrInvalidInput)
+	wantErr(t, e.st.Spend().ExportEach(e.ctx, nil, nil, nil), store.ErrInvalidInput)
 }
 
 func testSpendRestoreInvalid(t *testing.T, e *env) {
