@@ -16,6 +16,9 @@ var _ store.RecordRestorer = (*Store)(nil)
 // stored (see store.RecordRestorer). fn may run more than once (a
 // whole-transaction retry after a serialization failure).
 func (s *Store) RestoreRecords(ctx context.Context, fn func(w store.RecordWriter) error) error {
+	if fn == nil {
+		return store.Invalid("fn", "must not be nil")
+	}
 	return s.write(ctx, func(tx *pgTx) error {
 		ptx, ok := tx.q.(pgx.Tx)
 		if !ok {

@@ -15,6 +15,9 @@ var _ store.RecordRestorer = (*Store)(nil)
 // wait meanwhile. fn may run more than once (a whole-transaction retry
 // after a busy error).
 func (s *Store) RestoreRecords(ctx context.Context, fn func(w store.RecordWriter) error) error {
+	if fn == nil {
+		return store.Invalid("fn", "must not be nil")
+	}
 	return s.write(ctx, func(tx *wtx) error {
 		w := s.core.NewRecordWriter(tx, func(sess store.Session) (bool, error) {
 			n, err := restoreSession(tx, govRestoreSkipSQL, &sess)

@@ -203,6 +203,9 @@ func testRestoreRecordsAtomic(t *testing.T, e *env, r store.RecordRestorer) {
 	if !errors.Is(err, stop) {
 		t.Fatalf("RestoreRecords = %v, want the error of fn", err)
 	}
+	if err := r.RestoreRecords(e.ctx, nil); !errors.Is(err, store.ErrInvalidInput) {
+		t.Fatalf("RestoreRecords with a nil fn = %v, want ErrInvalidInput", err)
+	}
 	bad := conv
 	bad.Conversation.ID = "c2"
 	bad.Conversation.Messages = append([]store.Message(nil), conv.Conversation.Messages...)
