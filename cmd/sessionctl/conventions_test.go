@@ -99,47 +99,47 @@ func TestCompletion(t *testing.T) {
 	e.run("completion").want(t, exitUsage)
 
 	// Each script, run by its shell: a subcommand's action, a flag after
-	// --db and an argument, a command.
-	t.Run("bash", func(t *testing.T) {
-		script := e.run("completion", "bash").stdout +
+	// --db and an argument, a command. Outside an interactive shell zsh's
+	// completion widgets do not run: _describe and compadd are stood in for
+	// by functions that print what the script hands them (zsh then filters
+	// by prefix).
+	zshCommands := fmt.Sprintf("commands %d", len(commands())+1) // and help
+	for _, c := range []struct {
+		shell, flag, before, after string
+		ok                         func(out string) bool
+	}{
+		{"bash", "--norc", "",
 			"COMP_WORDS=(sessionctl agents sh); COMP_CWORD=2; _sessionctl; echo \"${COMPREPLY[*]}\"\n" +
-			"COMP_WORDS=(sessionctl --db x.db messages c1 --fol); COMP_CWORD=5; _sessionctl; echo \"${COMPREPLY[*]}\"\n" +
-			"COMP_WORDS=(sessionctl ag); COMP_CWORD=1; _sessionctl; echo \"${COMPREPLY[*]}\"\n"
-		out, err := exec.Command(shellFor(t, "bash"), "--norc", "-c", script).CombinedOutput()
-		if err != nil || string(out) != "show\n--follow\nagents\n" {
-			t.Errorf("bash completion: %v\n%s", err, out)
-		}
-	})
-	t.Run("zsh", func(t *testing.T) {
-		// Outside an interactive shell zsh's completion widgets do not
-		// run: _describe and compadd are stood in for by functions that
-		// print what the script hands them (zsh then filters by prefix).
-		script := "_describe() { local -a arr; arr=(\"${(@P)2}\"); print -r -- \"commands ${#arr}\"; }\n" +
-			"compadd() { [[ $1 == -- ]] && shift; print -r -- \"$*\"; }\n" +
-			"compdef() { print -r -- \"compdef $*\"; }\n" +
-			e.run("completion", "zsh").stdout +
+				"COMP_WORDS=(sessionctl --db x.db messages c1 --fol); COMP_CWORD=5; _sessionctl; echo \"${COMPREPLY[*]}\"\n" +
+				"COMP_WORDS=(sessionctl ag); COMP_CWORD=1; _sessionctl; echo \"${COMPREPLY[*]}\"\n",
+			func(out string) bool { return out == "show\n--follow\nagents\n" }},
+		{"zsh", "-f",
+			"_describe() { local -a arr; arr=(\"${(@P)2}\"); print -r -- \"commands ${#arr}\"; }\n" +
+				"compadd() { [[ $1 == -- ]] && shift; print -r -- \"$*\"; }\n" +
+				"compdef() { print -r -- \"compdef $*\"; }\n",
 			"words=(sessionctl ag); CURRENT=2; _sessionctl\n" +
-			"words=(sessionctl --db x.db ag); CURRENT=4; _sessionctl\n" +
-			"words=(sessionctl agents sh); CURRENT=3; _sessionctl\n" +
-			"words=(sessionctl --db x.db messages c1 --fol); CURRENT=6; _sessionctl\n"
-		out, err := exec.Command(shellFor(t, "zsh"), "-f", "-c", script).CombinedOutput()
-		cmds := fmt.Sprintf("commands %d", len(commands())+1) // and help
-		lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-		if err != nil || len(lines) != 5 || lines[0] != "compdef _sessionctl sessionctl" || lines[1] != cmds || lines[2] != cmds ||
-			!slices.Contains(strings.Fields(lines[3]), "show") || !slices.Contains(strings.Fields(lines[4]), "--follow") {
-			t.Errorf("zsh completion: %v\n%s", err, out)
-		}
-	})
-	t.Run("fish", func(t *testing.T) {
-		script := e.run("completion", "fish").stdout +
-			"complete -C'sessionctl ag'\n" +
-			"complete -C'sessionctl agents sh'\n" +
-			"complete -C'sessionctl --db x.db messages c1 --fol'\n"
-		out, err := exec.Command(shellFor(t, "fish"), "--no-config", "-c", script).CombinedOutput()
-		if err != nil || !strings.HasPrefix(string(out), "agents\t") || !strings.HasSuffix(string(out), "\nshow\n--follow\n") {
-			t.Errorf("fish completion: %v\n%s", err, out)
-		}
-	})
+				"words=(sessionctl --db x.db ag); CURRENT=4; _sessionctl\n" +
+				"words=(sessionctl agents sh); CURRENT=3; _sessionctl\n" +
+				"words=(sessionctl --db x.db messages c1 --fol); CURRENT=6; _sessionctl\n",
+			func(out string) bool {
+				l := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+				return len(l) == 5 && l[0] == "compdef _sessionctl sessionctl" && l[1] == zshCommands && l[2] == zshCommands &&
+					slices.Contains(strings.Fields(l[3]), "show") && slices.Contains(strings.Fields(l[4]), "--follow")
+			}},
+		{"fish", "--no-config", "",
+			"complete -C'sessionctl ag'\ncomplete -C'sessionctl agents sh'\ncomplete -C'sessionctl --db x.db messages c1 --fol'\n",
+			func(out string) bool {
+				return strings.HasPrefix(out, "agents\t") && strings.HasSuffix(out, "\nshow\n--follow\n")
+			}},
+	} {
+		t.Run(c.shell, func(t *testing.T) {
+			script := c.before + e.run("completion", c.shell).stdout + c.after
+			out, err := exec.Command(shellFor(t, c.shell), c.flag, "-c", script).CombinedOutput()
+			if err != nil || !c.ok(string(out)) {
+				t.Errorf("%s completion: %v\n%s", c.shell, err, out)
+			}
+		})
+	}
 }
 
 // shellFor returns the path of a shell to run a completion script with. A
