@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -199,6 +200,36 @@ func (g *globals) wantArgs(sp spec, pos []string, min, max int) error {
 		return g.usageErr(sp.name, "unexpected argument %q", pos[max])
 	}
 	return nil
+}
+
+// parseID parses the flags of a command whose one positional argument is an
+// id (field names it in the error), checks the id, and returns it.
+func (g *globals) parseID(fs *flag.FlagSet, sp spec, args []string, field string) (string, error) {
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return "", err
+	}
+	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
+		return "", err
+	}
+	if err := store.ValidateID(field, pos[0]); err != nil {
+		return "", g.usageErr(sp.name, "%v", err)
+	}
+	return pos[0], nil
+}
+
+// openForID is parseID, then opens the existing store; the caller closes
+// it.
+func (g *globals) openForID(ctx context.Context, fs *flag.FlagSet, sp spec, args []string, field string) (string, cliStore, error) {
+	id, err := g.parseID(fs, sp, args, field)
+	if err != nil {
+		return "", nil, err
+	}
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return "", nil, g.fail(sp.name, err)
+	}
+	return id, st, nil
 }
 
 // errNoDatabase says that the database file does not exist; read and

@@ -76,20 +76,9 @@ func runCloseAgent(ctx context.Context, g *globals, args []string) error {
 	sp := closeAgentSpec
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, err := g.parse(fs, sp, args)
+	agent, st, err := g.openForID(ctx, fs, sp, args, "agent")
 	if err != nil {
 		return err
-	}
-	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
-		return err
-	}
-	agent := pos[0]
-	if err := store.ValidateID("agent", agent); err != nil {
-		return g.usageErr(sp.name, "%v", err)
-	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(sp.name, err)
 	}
 	defer st.Close()
 	n, err := st.Governance().CloseAllForAgent(ctx, agent)

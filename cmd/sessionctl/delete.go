@@ -57,16 +57,9 @@ func runDelete(ctx context.Context, g *globals, args []string) error {
 	yes := fs.Bool("yes", false, "do not ask")
 	dryRun := fs.Bool("dry-run", false, "print what would be deleted, delete nothing")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, err := g.parse(fs, sp, args)
+	id, err := g.parseID(fs, sp, args, "id")
 	if err != nil {
 		return err
-	}
-	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
-		return err
-	}
-	id := pos[0]
-	if err := store.ValidateID("id", id); err != nil {
-		return g.usageErr(sp.name, "%v", err)
 	}
 	switch *facetFlag {
 	case "", facetConversations, facetRuntime:

@@ -19,20 +19,9 @@ func recordCmd(ctx context.Context, g *globals, sp spec, args []string, extra fu
 	if extra != nil {
 		extra(fs)
 	}
-	pos, err := g.parse(fs, sp, args)
+	id, st, err := g.openForID(ctx, fs, sp, args, "id")
 	if err != nil {
 		return err
-	}
-	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
-		return err
-	}
-	id := pos[0]
-	if err := store.ValidateID("id", id); err != nil {
-		return g.usageErr(sp.name, "%v", err)
-	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(sp.name, err)
 	}
 	defer st.Close()
 	if err := body(ctx, st, id, *asJSON); err != nil {

@@ -40,20 +40,9 @@ func runUploads(ctx context.Context, g *globals, args []string) error {
 	fs := g.newFlags(sp)
 	ref := fs.String("ref", "", "print the content of the upload `REF`")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, err := g.parse(fs, sp, args)
+	id, st, err := g.openForID(ctx, fs, sp, args, "id")
 	if err != nil {
 		return err
-	}
-	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
-		return err
-	}
-	id := pos[0]
-	if err := store.ValidateID("id", id); err != nil {
-		return g.usageErr(sp.name, "%v", err)
-	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(sp.name, err)
 	}
 	defer st.Close()
 	rt := st.Runtime()
