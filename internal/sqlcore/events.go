@@ -88,7 +88,7 @@ const userPageScopesSQL = `SELECT 0, '', 0, key, value FROM agent_app_state WHER
 			JOIN agent_session_state st ON st.session_pk = s.pk
 			WHERE s.app = ?1 AND s.user_id = ?2 AND s.session_id >= ?3 AND s.session_id <= ?4`
 
-// The scope tags of stScopesGetSQL and pageScopesSQL.
+// The scope tags of stScopesGetSQL, pageScopesSQL and userPageScopesSQL.
 const (
 	scopeApp int64 = iota
 	scopeUser
