@@ -2,11 +2,13 @@ package storetest
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -1156,8 +1158,9 @@ func testSpendExportRestore(t *testing.T, e *env) {
 func testSpendExportEach(t *testing.T, e *env) {
 	a := e.spendSession(costLimit(1000, store.WindowLifetime))
 	b := e.spendSession(costLimit(500, store.WindowDay), tokenLimit(store.MetricTotalTokens, 500, store.WindowHour))
-	e.mustReserve(a.ID, usd(10), "r1")
-	e.mustReserve(b.ID, usd(20), "r2")
+	e.mustReserve(a.ID, store.SpendAmount{InputTokens: 100, OutputTokens: 7, CostMicros: 10}, "r1")
+	e.mustReserve(b.ID, store.SpendAmount{InputTokens: 30, OutputTokens: 90, CostMicros: 20}, "r2")
+	e.settle(b.ID, "r2", store.SpendAmount{InputTokens: 20, OutputTokens: 60, CostMicros: 15})
 	e.mustReserve(b.ID, usd(30), "r3")
 	for _, ids := range [][]string{nil, {b.ID, a.ID}, {b.ID}, {}} {
 		want, err := e.st.Spend().Export(e.ctx, ids)
@@ -1179,11 +1182,24 @@ func testSpendExportEach(t *testing.T, e *env) {
 					during++
 					e.mustReserve(b.ID, usd(1), fmt.Sprint("during-", len(ids), "-", during))
 				}
+				// Each record as Reservation reads it, by another path
+				// (Export itself is built on ExportEach).
+				if live, err := e.st.Spend().Reservation(e.ctx, r.SessionID, r.ID); err != nil || fmt.Sprint(live) != fmt.Sprint(r.Reservation) {
+					t.Fatalf("exported reservation %+v; Reservation reads %+v, %v", r.Reservation, live, err)
+				}
 				got.Reservations = append(got.Reservations, r)
 				return nil
 			})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if ids == nil && len(got.Reservations) != 3 { // the first round: r1, r2, r3
+			t.Fatalf("ExportEach streamed %d reservations, want the 3 made before it", len(got.Reservations))
+		}
+		if ids == nil && !slices.IsSortedFunc(got.Reservations, func(x, y store.ReservationRecord) int {
+			return cmp.Or(cmp.Compare(x.SessionID, y.SessionID), cmp.Compare(x.ID, y.ID))
+		}) {
+			t.Fatalf("reservations not in (session, request) order: %+v", got.Reservations)
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("ExportEach(%v):\n%+v\nExport:\n%+v", ids, got, want)
