@@ -12,7 +12,6 @@ import (
 	"modernc.org/sqlite"
 
 	"github.com/agentstore/sessionstore/internal/sqlcore"
-	"github.com/agentstore/sessionstore/store"
 )
 
 // The hot read path (sqlcore.HotQuerier): the reads an agent runtime makes
@@ -95,12 +94,9 @@ func (c *hotConn) Close() error {
 // the read pool (outside a transaction: the statement is its own snapshot).
 // fn scans as sqlcore.HotQuerier says.
 func (s *Store) queryHot(ctx context.Context, query string, args []any, fn func(sqlcore.Rows) error) error {
-	if s.closed.Load() {
-		return store.ErrStoreClosed
-	}
-	conn, err := s.reads.Conn(ctx)
+	conn, err := s.readConn(ctx)
 	if err != nil {
-		return mapErr(err)
+		return err
 	}
 	defer conn.Close()
 	return mapErr(conn.Raw(func(dc any) error { return hotQuery(ctx, dc, query, args, fn) }))

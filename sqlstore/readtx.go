@@ -32,12 +32,9 @@ type rtx struct {
 
 // readTx runs fn in a read-only transaction and ends it.
 func (s *Store) readTx(ctx context.Context, fn func(r *rtx) error) error {
-	if s.closed.Load() {
-		return store.ErrStoreClosed
-	}
-	conn, err := s.reads.Connx(ctx)
+	conn, err := s.readConn(ctx)
 	if err != nil {
-		return mapErr(err)
+		return err
 	}
 	tx, err := conn.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -54,6 +51,18 @@ func (s *Store) readTx(ctx context.Context, fn func(r *rtx) error) error {
 	return mapErr(err)
 }
 
+// readConn takes a connection of the read pool; the caller closes it.
+func (s *Store) readConn(ctx context.Context) (*sqlx.Conn, error) {
+	if s.closed.Load() {
+		return nil, store.ErrStoreClosed
+	}
+	conn, err := s.reads.Connx(ctx)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return conn, nil
+}
+
 // readTxHot runs fn in a read transaction begun on the driver connection
 // itself (sqlcore.HotReader): BEGIN and ROLLBACK are statements the
 // connection keeps prepared, with no database/sql transaction around
@@ -61,12 +70,9 @@ func (s *Store) readTx(ctx context.Context, fn func(r *rtx) error) error {
 // statement that is not hot runs on the same connection (so in the same
 // snapshot), prepared for the call.
 func (s *Store) readTxHot(ctx context.Context, fn func(r *rtx) error) error {
-	if s.closed.Load() {
-		return store.ErrStoreClosed
-	}
-	conn, err := s.reads.Connx(ctx)
+	conn, err := s.readConn(ctx)
 	if err != nil {
-		return mapErr(err)
+		return err
 	}
 	defer conn.Close()
 	if err := conn.Raw(func(dc any) error { return hotExec(ctx, dc, "BEGIN") }); err != nil {
