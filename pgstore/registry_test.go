@@ -14,7 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agentstore/sessionstore/internal/facet"
+	"github.com/agentstore/sessionstore/facet"
 	"github.com/agentstore/sessionstore/migrations"
 )
 

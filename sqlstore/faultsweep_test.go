@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentstore/sessionstore/internal/facet"
+	"github.com/agentstore/sessionstore/facet"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/store/storetest"

@@ -13,7 +13,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/agentstore/sessionstore/internal/facet"
+	"github.com/agentstore/sessionstore/facet"
 	"github.com/agentstore/sessionstore/migrations"
 	"github.com/agentstore/sessionstore/sqlstore"
 )

@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentstore/sessionstore/internal/facet"
+	"github.com/agentstore/sessionstore/facet"
 )
 
 // facetOps is what the maintenance commands do with one facet.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentstore/sessionstore/internal/facet"
+	"github.com/agentstore/sessionstore/facet"
 )
 
 // TestEveryFacetHasMaintenance: every facet of the registry has export,

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentstore/sessionstore/internal/facet"
+	"github.com/agentstore/sessionstore/facet"
 
 	"github.com/agentstore/sessionstore/store"
 )

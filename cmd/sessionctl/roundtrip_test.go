@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentstore/sessionstore/internal/facet"
+	"github.com/agentstore/sessionstore/facet"
 	"github.com/agentstore/sessionstore/store"
 )
 

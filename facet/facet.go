@@ -4,8 +4,9 @@
 // entry names the facet and the database tables it owns (the same names on
 // SQLite and PostgreSQL).
 //
-// Maintenance paths (sessionctl export, import, gc, stats and doctor) walk
-// All instead of listing facets by hand, and tests hold the registry to the
+// Maintenance paths (the archive, the checks, sessionctl's gc and stats,
+// the console) walk All instead of listing facets by hand, and tests hold
+// the registry to the
 // schema: every table of a fresh store belongs to exactly one facet (or is
 // the migration bookkeeping of SchemaTables), and every registered table
 // exists. A facet added to the store without an entry here, or an entry
