@@ -109,6 +109,11 @@ func TestAgentEventQueriesUseIndexes(t *testing.T) {
 		{"scopes of a user's page (user)", stUserPageSQL, []any{"app", "u1", "s1", "s9"}, "PRIMARY KEY (app=? AND user_id=?)"},
 		{"scopes of a user's page (range)", stUserPageSQL, []any{"app", "u1", "s1", "s9"}, "agent_sessions_key (app=? AND user_id=? AND session_id>? AND session_id<?)"},
 		{"scopes of a user's page (sessions)", stUserPageSQL, []any{"app", "u1", "s1", "s9"}, "PRIMARY KEY (session_pk=?)"},
+		// The names of the scopes are listed by skipping through indexes.
+		{"next application (sessions)", nextAppSQL, []any{"a"}, "agent_sessions_key (app>?)"},
+		{"next application (app state)", nextAppSQL, []any{"a"}, "PRIMARY KEY (app>?)"},
+		{"next user (sessions)", nextUserSQL, []any{"app", "u"}, "agent_sessions_key (app=? AND user_id>?)"},
+		{"next user (user state)", nextUserSQL, []any{"app", "u"}, "PRIMARY KEY (app=? AND user_id>?)"},
 		// What the cascade of a session delete looks up.
 		{"cascade to events", `SELECT 1 FROM agent_events WHERE session_pk = ?`, []any{1}, "(session_pk=?)"},
 		{"cascade to session state", `SELECT 1 FROM agent_session_state WHERE session_pk = ?`, []any{1}, "(session_pk=?)"},

@@ -8,6 +8,8 @@ var (
 	asGetSQL            = sqlcore.Statements["asGet"]
 	asListAppSQL        = sqlcore.Statements["asListApp"]
 	asListUserSQL       = sqlcore.Statements["asListUser"]
+	nextAppSQL          = sqlcore.Statements["nextApp"]
+	nextUserSQL         = sqlcore.Statements["nextUser"]
 	convDeleteSQL       = sqlcore.Statements["convDelete"]
 	convGetSQL          = sqlcore.Statements["convGet"]
 	costAllSQL          = sqlcore.Statements["costAll"]

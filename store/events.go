@@ -392,4 +392,11 @@ type AgentSessions interface {
 	// UpdateState merges a delta into the scopes without an event and
 	// returns the session's version (0 when no session was named).
 	UpdateState(ctx context.Context, req UpdateStateRequest) (int64, error)
+	// ListApps returns a page of application names in byte order: every
+	// application with a session, app state or user state. A page costs a
+	// few index lookups per name, whatever the number of sessions.
+	ListApps(ctx context.Context, req ListAppsRequest) (Page[string], error)
+	// ListUsers returns a page of the user ids of one application in byte
+	// order: every user with a session or user state in it.
+	ListUsers(ctx context.Context, req ListUsersRequest) (Page[string], error)
 }

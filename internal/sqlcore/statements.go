@@ -15,6 +15,8 @@ var Statements = map[string]string{
 	"costAll":         costAllSQL,
 	"evInsert":        evInsertSQL,
 	"listBase":        listBaseSQL,
+	"nextApp":         nextAppSQL,
+	"nextUser":        nextUserSQL,
 	"listParent":      listParentSQL,
 	"listTail":        listTailSQL,
 	"listUpdated":     listUpdatedSQL,

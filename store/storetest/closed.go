@@ -223,6 +223,10 @@ func callsAfterClose(st store.Store) map[string]map[string]closedCall {
 			"UpdateState": func(ctx context.Context) error {
 				return err1(as.UpdateState(ctx, store.UpdateStateRequest{Key: key, Delta: delta}))
 			},
+			"ListApps": func(ctx context.Context) error { return err1(as.ListApps(ctx, store.ListAppsRequest{})) },
+			"ListUsers": func(ctx context.Context) error {
+				return err1(as.ListUsers(ctx, store.ListUsersRequest{App: key.App}))
+			},
 		},
 	}
 }

@@ -52,6 +52,7 @@ func RunAgentSessions(t *testing.T, h Harness) {
 		{"ReadersSeeEventAndDeltaTogether", testASSnapshotConsistency},
 		{"ListSessionsPaging", testASListSessions},
 		{"ListEventsPaging", testASListEvents},
+		{"ListAppsAndUsers", testASListScopes},
 		{"DeleteCascades", testASDeleteCascades},
 		{"DeleteRespectsUser", testASDeleteRespectsUser},
 		{"UpdateState", testASUpdateState},
