@@ -85,44 +85,29 @@ func (d coreDB) Read(ctx context.Context, fn func(tx sqlcore.Tx) error) error {
 	return d.s.readTx(ctx, func(r *pgTx) error { return fn(r) })
 }
 
-// pool returns the pool as a Tx for a single-statement read.
-func (d coreDB) pool(ctx context.Context) (*pgTx, error) {
+// single runs fn with a Tx for a single-statement read: on the pool, or
+// on the transaction of the ReadSnapshot that ctx carries.
+func (d coreDB) single(ctx context.Context, fn func(p *pgTx) error) error {
 	if d.s.closed.Load() {
-		return nil, store.ErrStoreClosed
+		return store.ErrStoreClosed
 	}
-	return &pgTx{ctx: ctx, q: d.s.pool}, nil
+	return mapErr(d.s.reader(ctx, func(q querier) error { return fn(&pgTx{ctx: ctx, q: q}) }))
 }
 
 func (d coreDB) Get(ctx context.Context, dest any, query string, args ...any) error {
-	p, err := d.pool(ctx)
-	if err != nil {
-		return err
-	}
-	return mapErr(p.Get(dest, query, args...))
+	return d.single(ctx, func(p *pgTx) error { return p.Get(dest, query, args...) })
 }
 
 func (d coreDB) Select(ctx context.Context, dest any, query string, args ...any) error {
-	p, err := d.pool(ctx)
-	if err != nil {
-		return err
-	}
-	return mapErr(p.Select(dest, query, args...))
+	return d.single(ctx, func(p *pgTx) error { return p.Select(dest, query, args...) })
 }
 
 func (d coreDB) Scan(ctx context.Context, query string, args []any, dest ...any) error {
-	p, err := d.pool(ctx)
-	if err != nil {
-		return err
-	}
-	return mapErr(p.Scan(query, args, dest...))
+	return d.single(ctx, func(p *pgTx) error { return p.Scan(query, args, dest...) })
 }
 
 func (d coreDB) Query(ctx context.Context, query string, args []any, fn func(sqlcore.Rows) error) error {
-	p, err := d.pool(ctx)
-	if err != nil {
-		return err
-	}
-	return mapErr(p.Query(query, args, fn))
+	return d.single(ctx, func(p *pgTx) error { return p.Query(query, args, fn) })
 }
 
 // listenTurns is the core's TurnWake: it holds a connection of its own

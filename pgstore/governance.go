@@ -235,6 +235,9 @@ func (g *Governance) Use(ctx context.Context, req store.UseRequest) (store.Sessi
 	if err := req.Validate(); err != nil {
 		return store.Session{}, err
 	}
+	if g.s.snapshotOf(ctx) != nil { // a use decides outside s.write too
+		return store.Session{}, store.ErrSnapshotWrite
+	}
 	tools := nonNil(req.Tools)
 	var v verdict
 	if req.RequestID == "" && len(tools) > 0 {
@@ -417,8 +420,10 @@ func (g *Governance) Get(ctx context.Context, id string) (store.Session, error) 
 	var sess store.Session
 	err := g.s.retry(ctx, func(ctx context.Context) error {
 		var err error
-		sess, err = scanGov(g.s.pool.Query(ctx, govGetSQL, id))
-		return err
+		return g.s.reader(ctx, func(q querier) error {
+			sess, err = scanGov(q.Query(ctx, govGetSQL, id))
+			return err
+		})
 	})
 	if errNoRows(err) {
 		return store.Session{}, &store.NotFoundError{Resource: "session", ID: id}
@@ -458,12 +463,14 @@ func (g *Governance) List(ctx context.Context, f store.ListFilter) (store.Page[s
 	query += fmt.Sprintf(` ORDER BY id COLLATE "C" LIMIT $%d`, len(args))
 	var rows []govRow
 	err = g.s.retry(ctx, func(ctx context.Context) error {
-		r, err := g.s.pool.Query(ctx, query, args...)
-		if err != nil {
+		return g.s.reader(ctx, func(q querier) error {
+			r, err := q.Query(ctx, query, args...)
+			if err != nil {
+				return err
+			}
+			rows, err = pgx.CollectRows(r, pgx.RowToStructByName[govRow])
 			return err
-		}
-		rows, err = pgx.CollectRows(r, pgx.RowToStructByName[govRow])
-		return err
+		})
 	})
 	if err != nil {
 		return store.Page[store.Session]{}, err
@@ -488,7 +495,9 @@ func (g *Governance) CountActive(ctx context.Context, agentID string) (int64, er
 	}
 	var n int64
 	err := g.s.retry(ctx, func(ctx context.Context) error {
-		return g.s.pool.QueryRow(ctx, govCountActiveSQL, agentID, rowcodec.ToMillis(g.s.now())).Scan(&n)
+		return g.s.reader(ctx, func(q querier) error {
+			return q.QueryRow(ctx, govCountActiveSQL, agentID, rowcodec.ToMillis(g.s.now())).Scan(&n)
+		})
 	})
 	return n, err
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentstore/sessionstore/internal/sqlcore"
+	"github.com/agentstore/sessionstore/store"
 )
 
 // The shared facets of sqlcore run on pgx's native interface, like the
@@ -210,6 +211,9 @@ func tagFields(t reflect.Type) map[string][]int {
 // serialization failure or deadlock runs fn again from the start (bounded;
 // see retry): fn must only assign its outputs.
 func (s *Store) write(ctx context.Context, fn func(tx *pgTx) error) error {
+	if s.snapshotOf(ctx) != nil {
+		return store.ErrSnapshotWrite
+	}
 	return s.retry(ctx, func(ctx context.Context) error {
 		return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 			return fn(&pgTx{ctx: ctx, q: tx})
@@ -220,6 +224,9 @@ func (s *Store) write(ctx context.Context, fn func(tx *pgTx) error) error {
 // readTx runs fn in a read-only REPEATABLE READ transaction: every
 // statement of it sees the same snapshot.
 func (s *Store) readTx(ctx context.Context, fn func(r *pgTx) error) error {
+	if sn := s.snapshotOf(ctx); sn != nil {
+		return sn.read(func(q querier) error { return fn(&pgTx{ctx: ctx, q: q}) })
+	}
 	return s.retry(ctx, func(ctx context.Context) error {
 		opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 		return pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error {

@@ -218,6 +218,9 @@ func (s *Store) retry(ctx context.Context, fn func(ctx context.Context) error) e
 // retry). fn's error rolls the transaction back and reaches the caller;
 // nil commits.
 func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	if s.snapshotOf(ctx) != nil {
+		return store.ErrSnapshotWrite
+	}
 	return s.retry(ctx, func(ctx context.Context) error {
 		return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
 	})

@@ -94,6 +94,9 @@ func (c *hotConn) Close() error {
 // the read pool (outside a transaction: the statement is its own snapshot).
 // fn scans as sqlcore.HotQuerier says.
 func (s *Store) queryHot(ctx context.Context, query string, args []any, fn func(sqlcore.Rows) error) error {
+	if sn := s.snapshotOf(ctx); sn != nil {
+		return sn.read(ctx, func(r *rtx) error { return r.QueryHot(query, args, fn) })
+	}
 	conn, err := s.readConn(ctx)
 	if err != nil {
 		return err

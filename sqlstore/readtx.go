@@ -28,10 +28,16 @@ type rtx struct {
 	// were prepared on the transaction's connection only, and are added to
 	// the cache after the transaction has given its connection back.
 	missed []string
+	// snap is the ReadSnapshot this read runs in (nil: none); its
+	// connection is conn, already inside the snapshot's transaction.
+	snap *snapshot
 }
 
 // readTx runs fn in a read-only transaction and ends it.
 func (s *Store) readTx(ctx context.Context, fn func(r *rtx) error) error {
+	if sn := s.snapshotOf(ctx); sn != nil {
+		return sn.read(ctx, fn)
+	}
 	conn, err := s.readConn(ctx)
 	if err != nil {
 		return err
@@ -70,6 +76,9 @@ func (s *Store) readConn(ctx context.Context) (*sqlx.Conn, error) {
 // statement that is not hot runs on the same connection (so in the same
 // snapshot), prepared for the call.
 func (s *Store) readTxHot(ctx context.Context, fn func(r *rtx) error) error {
+	if sn := s.snapshotOf(ctx); sn != nil {
+		return sn.read(ctx, fn)
+	}
 	conn, err := s.readConn(ctx)
 	if err != nil {
 		return err
@@ -103,6 +112,9 @@ func (s *Store) readTxHot(ctx context.Context, fn func(r *rtx) error) error {
 func (r *rtx) stmt(query string) (*sqlx.Stmt, error) {
 	if r.s.closed.Load() {
 		return nil, store.ErrStoreClosed
+	}
+	if r.snap != nil {
+		return r.snap.stmt(r.ctx, query)
 	}
 	if r.tx == nil { // readTxHot: the connection is in the transaction
 		st, err := r.conn.PreparexContext(r.ctx, query)

@@ -294,6 +294,9 @@ func (s *Store) write(ctx context.Context, fn writeFunc) error {
 	if s.w == nil {
 		return errReadOnlyStore
 	}
+	if s.snapshotOf(ctx) != nil {
+		return store.ErrSnapshotWrite
+	}
 	defer s.core.FeedCommitted() // wake this store's change feeds at once
 	return s.w.do(ctx, fn)
 }
@@ -319,6 +322,9 @@ func (s *Store) readStmt(ctx context.Context, query string) (*sqlx.Stmt, error) 
 
 // get runs a prepared read returning one row.
 func (s *Store) get(ctx context.Context, dest any, query string, args ...any) error {
+	if sn := s.snapshotOf(ctx); sn != nil {
+		return sn.read(ctx, func(r *rtx) error { return r.get(dest, query, args...) })
+	}
 	st, err := s.readStmt(ctx, query)
 	if err != nil {
 		return err
@@ -328,6 +334,9 @@ func (s *Store) get(ctx context.Context, dest any, query string, args ...any) er
 
 // selectRows runs a prepared read returning many rows into dest.
 func (s *Store) selectRows(ctx context.Context, dest any, query string, args ...any) error {
+	if sn := s.snapshotOf(ctx); sn != nil {
+		return sn.read(ctx, func(r *rtx) error { return r.selectRows(dest, query, args...) })
+	}
 	st, err := s.readStmt(ctx, query)
 	if err != nil {
 		return err
@@ -338,6 +347,9 @@ func (s *Store) selectRows(ctx context.Context, dest any, query string, args ...
 // scan runs a prepared read returning one row into dest, without
 // reflection. It returns sql.ErrNoRows unwrapped.
 func (s *Store) scan(ctx context.Context, query string, args []any, dest ...any) error {
+	if sn := s.snapshotOf(ctx); sn != nil {
+		return sn.read(ctx, func(r *rtx) error { return r.scan(query, args, dest...) })
+	}
 	st, err := s.readStmt(ctx, query)
 	if err != nil {
 		return err
@@ -348,6 +360,9 @@ func (s *Store) scan(ctx context.Context, query string, args []any, dest ...any)
 // query runs a prepared read and calls fn for each row; rows are always
 // closed (an open read pins the WAL).
 func (s *Store) query(ctx context.Context, query string, args []any, fn func(sqlcore.Rows) error) error {
+	if sn := s.snapshotOf(ctx); sn != nil {
+		return sn.read(ctx, func(r *rtx) error { return r.query(query, args, fn) })
+	}
 	st, err := s.readStmt(ctx, query)
 	if err != nil {
 		return err

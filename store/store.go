@@ -38,6 +38,10 @@ type Store interface {
 	// chain per agent.
 	Audit() Audit
 
+	// Snapshotter runs a group of reads against one snapshot of the
+	// database (ReadSnapshot).
+	Snapshotter
+
 	// SchemaVersion returns the database's applied schema version and the
 	// latest version this binary knows (current > latest is a database
 	// written by a newer binary; Open refuses it with ErrSchemaTooNew).

@@ -22,6 +22,9 @@ func RunStore(t *testing.T, h Harness) {
 	}{
 		{"EveryMethodAfterClose", testEveryMethodAfterClose},
 		{"HealthCheckChangesNothing", testHealthCheckChangesNothing},
+		{"ReadSnapshotIsOneInstant", testReadSnapshotOneInstant},
+		{"ReadSnapshotRefusesWrites", testReadSnapshotRefusesWrites},
+		{"ReadSnapshotMisuse", testReadSnapshotMisuse},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newEnv(t, h)) })
 	}
@@ -106,6 +109,9 @@ func callsAfterClose(st store.Store) map[string]map[string]closedCall {
 		"Store": {
 			"SchemaVersion": func(ctx context.Context) error { return err2(st.SchemaVersion(ctx)) },
 			"HealthCheck":   func(ctx context.Context) error { return st.HealthCheck(ctx) },
+			"ReadSnapshot": func(ctx context.Context) error {
+				return st.ReadSnapshot(ctx, func(context.Context) error { return nil })
+			},
 		},
 		"Governance": {
 			"Create": func(ctx context.Context) error {
