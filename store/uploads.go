@@ -14,6 +14,9 @@ const (
 	DefaultMaxUploadBytes = 32 << 20
 	// MaxMarkerLength bounds an upload's marker (bytes).
 	MaxMarkerLength = 4096
+	// MaxUploadLimit is the highest upload size limit a backend accepts
+	// (SQLite's blob limit is 1e9 bytes; PostgreSQL keeps the same bound).
+	MaxUploadLimit = 512 << 20
 )
 
 // Upload is an entry of a session's upload index. Its content is stored

@@ -6,9 +6,9 @@ import (
 	"github.com/agentstore/sessionstore/store"
 )
 
-// MaxUploadLimit is the highest upload size limit a backend accepts
-// (SQLite's blob limit is 1e9 bytes; PostgreSQL keeps the same bound).
-const MaxUploadLimit = 512 << 20
+// MaxUploadLimit is the highest upload size limit a backend accepts (see
+// store.MaxUploadLimit).
+const MaxUploadLimit = store.MaxUploadLimit
 
 // RuntimeLimits are the runtime facet's settings, the same on every
 // backend; each backend sets them through its own options.

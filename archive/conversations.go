@@ -1,0 +1,156 @@
+package archive
+
+// Conversations: the conversation itself with its messages and cost
+// records, and its artifacts, trace events, run records and verification
+// reports.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+var conversationsSection = section{
+	key:     "conversations",
+	export:  exportConversations,
+	restore: restoreConversations,
+}
+
+// Conversation is one conversation in an export document, with every
+// record the store keeps for it.
+type Conversation struct {
+	Conversation store.Conversation         `json:"conversation"`
+	Artifacts    []store.Artifact           `json:"artifacts"`
+	Traces       []store.TraceEvent         `json:"traces"`
+	Runs         []store.RunRecord          `json:"runs"`
+	Reports      []store.VerificationReport `json:"reports"`
+}
+
+// exportConversations writes every conversation, or those of x.ids, one
+// at a time.
+func exportConversations(ctx context.Context, x *exporter) error {
+	conv := x.st.Conversations()
+	x.out.open("conversations", '[')
+	defer x.out.close(']')
+	add := func(id string) error {
+		c, err := readConversation(ctx, conv, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // not a conversation
+		}
+		if err != nil {
+			return err
+		}
+		x.out.value("", c)
+		x.tick()
+		return nil
+	}
+	if x.ids != nil {
+		for _, id := range x.ids {
+			if err := add(id); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	f := store.ConversationFilter{Limit: store.MaxPageSize}
+	for {
+		page, err := conv.List(ctx, f)
+		if err != nil {
+			return err
+		}
+		for _, c := range page.Items {
+			if err := add(c.ID); err != nil {
+				return err
+			}
+		}
+		if page.Next == "" {
+			return nil
+		}
+		f.After = page.Next
+	}
+}
+
+// readConversation reads everything the store keeps for conversation id.
+func readConversation(ctx context.Context, conv store.Conversations, id string) (Conversation, error) {
+	var x Conversation
+	var err error
+	if x.Conversation, err = conv.Load(ctx, id); err != nil {
+		return x, err
+	}
+	if x.Artifacts, err = conv.Artifacts(ctx, id); err != nil {
+		return x, err
+	}
+	if x.Traces, err = conv.Traces(ctx, id, 0, 0); err != nil {
+		return x, err
+	}
+	if x.Runs, err = conv.Runs(ctx, id); err != nil {
+		return x, err
+	}
+	if x.Reports, err = conv.Reports(ctx, id); err != nil {
+		return x, err
+	}
+	x.Artifacts, x.Traces = nonNil(x.Artifacts), nonNil(x.Traces)
+	x.Runs, x.Reports = nonNil(x.Runs), nonNil(x.Reports)
+	return x, nil
+}
+
+// restoreConversations reads the conversations of a document and restores
+// each with its records, exactly as exported.
+func restoreConversations(ctx context.Context, x *importer, in *jsonIn, _ int) error {
+	seen := map[string]bool{}
+	return in.array(func(i int) error {
+		var c Conversation
+		if err := in.decode(&c); err != nil {
+			return err
+		}
+		if err := c.Validate(fmt.Sprintf("conversations[%d]", i)); err != nil {
+			return err
+		}
+		id := c.Conversation.ID
+		if seen[id] {
+			return store.Invalid("conversations", "id "+id+" appears twice")
+		}
+		seen[id] = true
+		return x.putConversation(c)
+	})
+}
+
+// putConversation restores one validated conversation.
+func (x *importer) putConversation(c Conversation) error {
+	return x.put(&x.counts.Conversations, "conversation "+c.Conversation.ID, func(w store.RecordWriter) (bool, error) {
+		return w.PutConversation(store.ConversationRecord{Conversation: c.Conversation, Artifacts: c.Artifacts,
+			Traces: c.Traces, Runs: c.Runs, Reports: c.Reports})
+	})
+}
+
+// Validate checks c as the store would on import, without writing. field
+// names c in errors; the error is an *InvalidInputError.
+func (c *Conversation) Validate(field string) error {
+	if _, _, err := store.NormalizeConversation(c.Conversation); err != nil {
+		return prefixInvalid(field+".conversation", err)
+	}
+	for i := range c.Artifacts {
+		if err := c.Artifacts[i].Validate(fmt.Sprintf("%s.artifacts[%d]", field, i)); err != nil {
+			return err
+		}
+	}
+	for i, e := range c.Traces {
+		if err := e.Validate(fmt.Sprintf("%s.traces[%d]", field, i)); err != nil {
+			return err
+		}
+	}
+	for i, r := range c.Runs {
+		if _, _, _, err := store.NormalizeRun(fmt.Sprintf("%s.runs[%d]", field, i), r, time.Now()); err != nil {
+			return err
+		}
+	}
+	for i, r := range c.Reports {
+		if err := r.Validate(fmt.Sprintf("%s.reports[%d]", field, i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

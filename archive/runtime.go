@@ -1,0 +1,167 @@
+package archive
+
+// Runtime sessions: the session's fields, its model overrides, its turn's
+// generation, and its uploads with their content.
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+var runtimeSection = section{
+	key:     "runtime_sessions",
+	export:  exportRuntimeSessions,
+	restore: restoreRuntime,
+}
+
+// RuntimeSession is one runtime session in an export document. Its times,
+// its uploads' times and its turn's generation, start and owner are
+// restored; the turn is not running after an import (a turn belongs to
+// the process that ran it; the destination's generation counter moves
+// past it).
+type RuntimeSession struct {
+	Session store.RuntimeSession `json:"session"`
+	Uploads []UploadContent      `json:"uploads"`
+}
+
+// UploadContent is one upload with its content in base64.
+type UploadContent struct {
+	store.Upload
+	ContentBase64 string `json:"content_base64"`
+}
+
+// exportRuntimeSessions writes every runtime session, or those of x.ids.
+func exportRuntimeSessions(ctx context.Context, x *exporter) error {
+	x.out.open("runtime_sessions", '[')
+	defer x.out.close(']')
+	add := func(id string) error {
+		r, err := readRuntime(ctx, x.st.Runtime(), id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // not a runtime session
+		}
+		if err != nil {
+			return err
+		}
+		x.out.value("", r)
+		x.tick()
+		return nil
+	}
+	if x.ids != nil {
+		for _, id := range x.ids {
+			if err := add(id); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	req := store.ListIDsRequest{Limit: store.MaxPageSize}
+	for {
+		page, err := x.st.Runtime().ListIDs(ctx, req)
+		if err != nil {
+			return err
+		}
+		for _, id := range page.Items {
+			if err := add(id); err != nil {
+				return err
+			}
+		}
+		if page.Next == "" {
+			return nil
+		}
+		req.After = page.Next
+	}
+}
+
+// readRuntime reads runtime session id with its uploads' content.
+func readRuntime(ctx context.Context, rt store.Runtime, id string) (RuntimeSession, error) {
+	var x RuntimeSession
+	var err error
+	if x.Session, err = rt.Get(ctx, id); err != nil {
+		return x, err
+	}
+	x.Uploads = []UploadContent{}
+	req := store.ListUploadsRequest{SessionID: id, Limit: store.MaxPageSize}
+	for {
+		page, err := rt.ListUploads(ctx, req)
+		if err != nil {
+			return x, err
+		}
+		for _, u := range page.Items {
+			u, content, err := rt.ReadUpload(ctx, id, u.RefID)
+			if err != nil {
+				return x, err
+			}
+			x.Uploads = append(x.Uploads, UploadContent{Upload: u, ContentBase64: base64.StdEncoding.EncodeToString(content)})
+		}
+		if page.Next == "" {
+			return x, nil
+		}
+		req.After = page.Next
+	}
+}
+
+// restoreRuntime reads the runtime sessions of a document and restores
+// each with its times, overrides, turn generation and uploads.
+func restoreRuntime(ctx context.Context, x *importer, in *jsonIn, _ int) error {
+	seen := map[string]bool{}
+	return in.array(func(i int) error {
+		var r RuntimeSession
+		if err := in.decode(&r); err != nil {
+			return err
+		}
+		rec, err := r.Record(fmt.Sprintf("runtime_sessions[%d]", i))
+		if err != nil {
+			return err
+		}
+		id := rec.Session.ID
+		if seen[id] {
+			return store.Invalid("runtime_sessions", "id "+id+" appears twice")
+		}
+		seen[id] = true
+		return x.put(&x.counts.Runtime, "runtime session "+id, func(w store.RecordWriter) (bool, error) {
+			return w.PutRuntimeSession(rec)
+		})
+	})
+}
+
+// Record checks r as the store would on import (uploads against their
+// SHA-256), without writing, and returns it as a record to restore. field
+// names r in errors; the error is an *InvalidInputError.
+func (r *RuntimeSession) Record(field string) (store.RuntimeRecord, error) {
+	s := r.Session
+	rec := store.RuntimeRecord{Session: s}
+	req := store.NewRuntimeSession{ID: s.ID, AgentAlias: s.AgentAlias, WorkspaceDir: s.WorkspaceDir, ChatMode: s.ChatMode, OwnerID: s.OwnerID}
+	if s.ID == "" {
+		return rec, store.Invalid(field+".session.id", "must not be empty")
+	}
+	if err := req.Validate(); err != nil {
+		return rec, prefixInvalid(field+".session", err)
+	}
+	if err := s.Overrides.Validate(); err != nil {
+		return rec, prefixInvalid(field+".session.overrides", err)
+	}
+	for i, u := range r.Uploads {
+		f := fmt.Sprintf("%s.uploads[%d]", field, i)
+		if u.SessionID != "" && u.SessionID != s.ID {
+			return rec, store.Invalid(f+".session_id", "is not the session's id")
+		}
+		content, err := base64.StdEncoding.DecodeString(u.ContentBase64)
+		if err != nil {
+			return rec, store.Invalid(f+".content_base64", "not valid base64")
+		}
+		put := store.PutUploadRequest{SessionID: s.ID, RefID: u.RefID, Marker: u.Marker,
+			WorkspacePath: u.WorkspacePath, Content: content, SHA256: u.SHA256}
+		if err := put.Validate(); err != nil {
+			return rec, prefixInvalid(f, err)
+		}
+		if _, err := put.CheckContent(store.MaxUploadLimit); err != nil {
+			return rec, prefixInvalid(f, err)
+		}
+		rec.Uploads = append(rec.Uploads, store.UploadRecord{Upload: u.Upload, Content: content})
+	}
+	return rec, nil
+}
