@@ -349,63 +349,40 @@ func exportAgentSessions(ctx context.Context, x *exporter) error {
 
 // eachApp calls fn for every application, in byte order.
 func eachApp(ctx context.Context, as store.AgentSessions, fn func(app string) error) error {
-	req := store.ListAppsRequest{Limit: store.MaxPageSize}
-	for {
-		page, err := as.ListApps(ctx, req)
+	for app, err := range store.AllApps(ctx, as) {
+		if err == nil {
+			err = fn(app)
+		}
 		if err != nil {
 			return err
 		}
-		for _, app := range page.Items {
-			if err := fn(app); err != nil {
-				return err
-			}
-		}
-		if page.Next == "" {
-			return nil
-		}
-		req.Cursor = page.Next
 	}
+	return nil
 }
 
 // eachUser calls fn for every user of app, in byte order.
 func eachUser(ctx context.Context, as store.AgentSessions, app string, fn func(user string) error) error {
-	req := store.ListUsersRequest{App: app, Limit: store.MaxPageSize}
-	for {
-		page, err := as.ListUsers(ctx, req)
+	for u, err := range store.AllUsers(ctx, as, app) {
+		if err == nil {
+			err = fn(u)
+		}
 		if err != nil {
 			return err
 		}
-		for _, u := range page.Items {
-			if err := fn(u); err != nil {
-				return err
-			}
-		}
-		if page.Next == "" {
-			return nil
-		}
-		req.Cursor = page.Next
 	}
+	return nil
 }
 
 // eachAgentSession calls fn for every session of every application, in
 // key order. Listed sessions carry their state but no events.
 func eachAgentSession(ctx context.Context, as store.AgentSessions, fn func(store.AgentSession) error) error {
-	return eachApp(ctx, as, func(app string) error {
-		req := store.ListAgentSessionsRequest{App: app, Limit: store.MaxPageSize}
-		for {
-			page, err := as.ListSessions(ctx, req)
-			if err != nil {
-				return err
-			}
-			for _, s := range page.Items {
-				if err := fn(s); err != nil {
-					return err
-				}
-			}
-			if page.Next == "" {
-				return nil
-			}
-			req.Cursor = page.Next
+	for s, err := range store.AllAgentSessions(ctx, as) {
+		if err == nil {
+			err = fn(s)
 		}
-	})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -32,9 +32,9 @@ type AuditEvent struct {
 	Outcome   string `json:"outcome"`
 	SessionID string `json:"session_id,omitempty"`
 	RequestID string `json:"request_id,omitempty"`
-	Detail    string `json:"detail"`
 	PrevHash  string `json:"prev_hash"`
 	Hash      string `json:"hash"`
+	Detail    string `json:"detail"`
 }
 
 // NewAuditEvent returns e as an export record.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/facet"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -118,7 +119,7 @@ func testAgentSessionsExportImport(t *testing.T, newTestEnv envMaker) {
 	src := newTestEnv(t)
 	src.agentFixture()
 	out := src.run("export").want(t, 0).stdout
-	var doc exportDoc
+	var doc archive.Document
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +202,7 @@ func testAgentSessionsExportImport(t *testing.T, newTestEnv envMaker) {
 
 	// Export by id: the sessions of that session id in every app and
 	// user, and the shared state of their apps and users.
-	var one exportDoc
+	var one archive.Document
 	if err := json.Unmarshal([]byte(src.run("export", "thread/42").want(t, 0).stdout), &one); err != nil {
 		t.Fatal(err)
 	}

@@ -265,11 +265,13 @@ func (g *globals) agentsList(ctx context.Context, req agentListReq, asJSON bool)
 	defer st.Close()
 	apps := []string{req.app}
 	if req.app == "" {
-		scopes, err := g.agentScopes(ctx)
-		if err != nil {
-			return err
+		apps = nil
+		for app, err := range store.AllApps(ctx, st.AgentSessions()) {
+			if err != nil {
+				return err
+			}
+			apps = append(apps, app)
 		}
-		apps = scopes.apps
 	}
 	if req.after.App != "" {
 		i, _ := slices.BinarySearch(apps, req.after.App)
@@ -613,4 +615,9 @@ func (g *globals) agentsDelete(ctx context.Context, name string, k store.Session
 	}
 	_, err = fmt.Fprintf(g.stdout, "deleted %s\n", esc(what))
 	return err
+}
+
+// keyText names an agent session in messages.
+func keyText(k store.SessionKey) string {
+	return fmt.Sprintf("%s (app %s, user %s)", k.Session, k.App, k.User)
 }

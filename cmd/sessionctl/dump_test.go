@@ -269,31 +269,33 @@ func dumpEvents(evs []store.AgentEvent) []dumpedEvent {
 	return out
 }
 
-// dumpAgentSessions reads agent sessions through store.AgentSessions; the
-// names of the applications and users come from agentScopes, because the
-// API has no call that lists them.
+// dumpAgentSessions reads agent sessions through store.AgentSessions.
 func dumpAgentSessions(ctx context.Context, g *globals, st cliStore) (any, error) {
 	as := st.AgentSessions()
-	scopes, err := g.agentScopes(ctx)
-	if err != nil {
-		return nil, err
-	}
 	out := dumpedAgent{AppState: map[string]map[string]string{}, UserState: map[string]map[string]string{}}
-	for _, app := range scopes.apps {
+	for app, err := range store.AllApps(ctx, as) {
+		if err != nil {
+			return nil, err
+		}
 		s, err := as.GetState(ctx, store.SessionKey{App: app})
 		if err != nil {
 			return nil, err
 		}
 		out.AppState[app] = text("", s.App, nil)
-	}
-	for _, u := range scopes.users {
-		s, err := as.GetState(ctx, u)
-		if err != nil {
-			return nil, err
+		for user, err := range store.AllUsers(ctx, as, app) {
+			if err != nil {
+				return nil, err
+			}
+			s, err := as.GetState(ctx, store.SessionKey{App: app, User: user})
+			if err != nil {
+				return nil, err
+			}
+			if len(s.User) > 0 {
+				out.UserState[app+"\x00"+user] = text("", s.User, nil)
+			}
 		}
-		out.UserState[u.App+"\x00"+u.User] = text("", s.User, nil)
 	}
-	err = eachAgentSession(ctx, as, scopes.apps, func(s store.AgentSession) error {
+	err := eachAgentSession(ctx, as, func(s store.AgentSession) error {
 		full, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: s.Key, IncludeEvents: true})
 		if err != nil {
 			return err
@@ -322,4 +324,17 @@ func dumpAgentSessions(ctx context.Context, g *globals, st cliStore) (any, error
 		return nil, err
 	}
 	return out, nil
+}
+
+// eachAgentSession calls fn for every agent session, in key order.
+func eachAgentSession(ctx context.Context, as store.AgentSessions, fn func(store.AgentSession) error) error {
+	for s, err := range store.AllAgentSessions(ctx, as) {
+		if err == nil {
+			err = fn(s)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,17 +1,19 @@
 package main
 
-// The maintenance commands and the facet registry. export, import, stats
-// and gc never list facets by hand: they walk facet.All() (internal/facet)
-// and call the facet's entry in maintenance. A facet added to the registry
-// without an entry here, or with an entry that lacks one of the
-// operations, fails TestEveryFacetHasMaintenance, and the commands refuse
-// to run (errNoMaintenance) rather than silently leave the facet out.
+// The maintenance commands and the facet registry. stats and gc never list
+// facets by hand: they walk facet.All() (package facet) and call the
+// facet's entry in maintenance; export and import are package archive's,
+// which walks the registry itself. A facet added to the registry without
+// an entry here, or with an entry that lacks one of the operations, fails
+// TestEveryFacetHasMaintenance, and the commands refuse to run
+// (errNoMaintenance) rather than silently leave the facet out.
 
 import (
 	"context"
 	"fmt"
 	"strings"
 
+	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/facet"
 )
 
@@ -22,21 +24,6 @@ type facetOps struct {
 	one, many string
 	// count points at the facet's counter in c.
 	count func(c *facetCounts) *int64
-	// section is the name of the facet's section in an export document.
-	section string
-
-	// export writes the facet's section of an export document to x.out:
-	// every item, or those of x.ids. It counts them in x.counts.
-	export func(ctx context.Context, x *exportRun) error
-	// restore reads the facet's section of an export document of the
-	// given version from in, one item at a time: it validates each item
-	// and writes it through x.w (nil in a dry run), counting it, or with
-	// --skip-existing counting an existing one as skipped.
-	restore sectionRestore
-	// more holds the restore of each further section the facet's export
-	// writes (the governed sessions' "spend"), by section name.
-	more map[string]sectionRestore
-
 	// stats adds the facet's counts to doc; statsRows are its lines in the
 	// table of "sessionctl stats".
 	stats     func(ctx context.Context, g *globals, st cliStore, doc *statsJSON) error
@@ -50,10 +37,6 @@ type facetOps struct {
 	gcNone  string
 }
 
-// sectionRestore reads one section of an export document of the given
-// version (see facetOps.restore).
-type sectionRestore func(ctx context.Context, x *importRun, in *jsonIn, version int) error
-
 // maintenance holds the operations of every registered facet.
 var maintenance = map[facet.Name]*facetOps{
 	facet.Governance:    &govOps,
@@ -63,14 +46,9 @@ var maintenance = map[facet.Name]*facetOps{
 	facet.Audit:         &auditOps, // audit.go
 }
 
-// facetCounts counts the items of each facet, in the JSON of import.
-type facetCounts struct {
-	Governed      int64 `json:"governed_sessions"`
-	Runtime       int64 `json:"runtime_sessions"`
-	Conversations int64 `json:"conversations"`
-	AgentSessions int64 `json:"agent_sessions"`
-	Audit         int64 `json:"audit_chains"`
-}
+// facetCounts counts the items of each facet (in the JSON of import, and
+// what export and import report).
+type facetCounts = archive.Counts
 
 // registered pairs a facet with its operations.
 type registered struct {
@@ -114,8 +92,6 @@ func (ops *facetOps) check(name facet.Name) error {
 		ok   bool
 	}{
 		{"summary", ops.one != "" && ops.many != "" && ops.count != nil},
-		{"export", ops.export != nil && ops.section != ""},
-		{"import", ops.restore != nil},
 		{"stats", ops.stats != nil && ops.statsRows != nil},
 		{"gc", (ops.gc != nil && ops.gcLines != nil && ops.gcNone == "") ||
 			(ops.gc == nil && ops.gcLines == nil && ops.gcNone != "")},

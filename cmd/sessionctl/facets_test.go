@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -9,11 +8,11 @@ import (
 	"github.com/agentstore/sessionstore/facet"
 )
 
-// TestEveryFacetHasMaintenance: every facet of the registry has export,
-// import, stats and gc handling in sessionctl (gc: a function, or the
-// reason it leaves the facet alone), its own counter and its own section
-// of the export document; and sessionctl handles no facet the registry
-// does not know.
+// TestEveryFacetHasMaintenance: every facet of the registry has stats and
+// gc handling in sessionctl (gc: a function, or the reason it leaves the
+// facet alone) and its own counter; and sessionctl handles no facet the
+// registry does not know. (Export and import are package archive's, whose
+// own test holds them to the registry.)
 func TestEveryFacetHasMaintenance(t *testing.T) {
 	all, err := registeredFacets()
 	if err != nil {
@@ -21,17 +20,6 @@ func TestEveryFacetHasMaintenance(t *testing.T) {
 	}
 	if len(all) != len(facet.All()) || len(maintenance) != len(facet.All()) {
 		t.Fatalf("%d facets handled, %d maintenance entries, %d registered", len(all), len(maintenance), len(facet.All()))
-	}
-	var empty exportDoc
-	empty.AgentSessions = &agentExport{}
-	empty.Audit = &auditExport{}
-	b, err := json.Marshal(empty)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sections map[string]json.RawMessage
-	if err := json.Unmarshal(b, &sections); err != nil {
-		t.Fatal(err)
 	}
 	counters := map[*int64]facet.Name{}
 	var c facetCounts
@@ -46,9 +34,6 @@ func TestEveryFacetHasMaintenance(t *testing.T) {
 			t.Errorf("facets %s and %s share a counter", other, f.Name)
 		}
 		counters[p] = f.Name
-		if _, ok := sections[ops.section]; !ok {
-			t.Errorf("facet %s: section %q is not a field of the export document", f.Name, ops.section)
-		}
 		if ops.gcNone != "" && !strings.Contains(strings.Join(strings.Fields(gcSpec.about), " "), ops.gcNone) {
 			t.Errorf("gc --help does not say why it leaves facet %s alone", f.Name)
 		}
@@ -67,8 +52,6 @@ func TestMissingMaintenanceIsAnError(t *testing.T) {
 		what string
 		edit func(o *facetOps)
 	}{
-		{"export", func(o *facetOps) { o.export = nil }},
-		{"import", func(o *facetOps) { o.restore = nil }},
 		{"stats", func(o *facetOps) { o.statsRows = nil }},
 		{"gc", func(o *facetOps) { o.gcNone = "" }},
 		{"gc", func(o *facetOps) { o.gc = convOps.gc }}, // a function and a reason to do nothing
@@ -84,7 +67,7 @@ func TestMissingMaintenanceIsAnError(t *testing.T) {
 	defer func() { maintenance[facet.AgentSessions] = saved }()
 	e2 := newTestEnv(t)
 	e2.run("create", "--id", "x", "--agent", "a", "--budget", "1").want(t, 0)
-	for _, args := range [][]string{{"export"}, {"stats"}, {"gc", "--keep-last", "1"}, {"import", "--dry-run", "-"}} {
+	for _, args := range [][]string{{"stats"}, {"gc", "--keep-last", "1"}} {
 		e2.runStdin(`{"format": "sessionctl-export", "version": 2}`, args...).want(t, exitError).
 			oneLineErr(t, "internal error: facet agent_sessions has no maintenance handling")
 	}
