@@ -142,7 +142,10 @@ func testReadSnapshotRefusesWrites(t *testing.T, e *env) {
 	e.save(store.NewConversation("wc"))
 	err := e.st.ReadSnapshot(e.ctx, func(ctx context.Context) error {
 		for name, write := range map[string]func() error{
-			"Use":   func() error { _, err := e.gov().Use(ctx, store.UseRequest{SessionID: "w", Tools: []string{"t"}}); return err },
+			"Use": func() error {
+				_, err := e.gov().Use(ctx, store.UseRequest{SessionID: "w", Tools: []string{"t"}})
+				return err
+			},
 			"Close": func() error { _, err := e.gov().Close(ctx, "w"); return err },
 			"Create": func() error {
 				_, err := e.gov().Create(ctx, store.CreateRequest{ID: "w2", AgentID: "a", TimeLimit: time.Hour})
