@@ -31,8 +31,8 @@ const (
 	runRestoreSQL = `INSERT INTO conversation_runs (session_id, ` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)`
 
 	rtRestoreSQL = `INSERT INTO runtime_sessions (id, agent_alias, workspace_dir, chat_mode, owner_id,
-		model, model_provider, temperature, created_at_ms, last_active_ms, turn_gen, turn_started_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+		model, model_provider, temperature, created_at_ms, last_active_ms, turn_gen, turn_started_ms, turn_owner)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
 	upRestoreSQL = `INSERT INTO uploads (` + upColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)`
 
 	asRestoreSQL = `INSERT INTO agent_sessions
@@ -260,14 +260,23 @@ func (w *recordWriter) PutRuntimeSession(rec store.RuntimeRecord) (bool, error) 
 		lastActive = rowcodec.ToMillis(s.LastActive)
 	}
 	o := s.Overrides
+	// The last turn's generation, start and owner are kept (the owner of
+	// an ended turn stays readable, as it does in the source); the turn is
+	// not running: it belonged to the process that ran it.
 	var started int64
+	var owner string
 	if s.Turn.Generation > 0 {
-		started = rowcodec.ToMillis(s.Turn.StartedAt)
+		started, owner = rowcodec.ToMillis(s.Turn.StartedAt), s.Turn.Owner
+		if owner != "" {
+			if err := store.ValidateID("turn.owner", owner); err != nil {
+				return false, err
+			}
+		}
 	}
 	res, err := w.tx.Exec(rtRestoreSQL, s.ID, s.AgentAlias, s.WorkspaceDir, string(s.ChatMode),
 		sql.NullString{String: s.OwnerID, Valid: s.OwnerID != ""},
 		nullString(o.Model), nullString(o.Provider), nullFloat(o.Temperature),
-		created, lastActive, int64(s.Turn.Generation), started)
+		created, lastActive, int64(s.Turn.Generation), started, owner)
 	if err != nil {
 		return false, err
 	}
