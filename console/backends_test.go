@@ -71,7 +71,9 @@ func seeded(t *testing.T, b backend) (store.Store, fixture, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stale := staleTurn(t, func() (store.Store, error) { return b.open(ctx, loc, clock.Now, false) })
 	f := populate(t, w, clock)
+	f.StaleRuntime = stale
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,9 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
+	stale := staleTurn(t, func() (store.Store, error) { return sqlstore.Open(ctx, path, sqlstore.WithClock(clock.Now)) })
 	f := populate(t, w, clock)
+	f.StaleRuntime = stale
 	ro, err := sqlstore.Open(ctx, path, sqlstore.WithReadOnly(true), sqlstore.WithClock(clock.Now))
 	if err != nil {
 		t.Fatal(err)
@@ -164,8 +166,33 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("filtered list has %d rows, want 5", n)
 	}
 	shot("governed")
-	step("governed detail", chromedp.Navigate(base+"/governed/"+f.Governed), chromedp.WaitVisible(chromedp.CSS("svg#burndown")))
+	step("governed detail", chromedp.Navigate(base+"/governed/"+f.Governed), chromedp.WaitVisible(chromedp.CSS("svg#burndown")),
+		chromedp.WaitVisible(chromedp.ID("spend-limits")), chromedp.WaitVisible(chromedp.ID("audit-events")))
+	if n, _ := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("#spend-limits tbody tr").length`)); n != 3 {
+		t.Errorf("the spend table has %d rows, want 3 limits", n)
+	}
+	if !evalBool(`document.getElementById("reservations").textContent.includes(` + fmt.Sprintf("%q", f.Reservation) + `)`) {
+		t.Error("the live reservation is not listed")
+	}
 	shot("governed-detail")
+
+	// The audit page: the verification, the chains, one chain's events.
+	step("audit", chromedp.Navigate(base+"/audit?agent=agent-7"), chromedp.WaitVisible(chromedp.ID("digest")), chromedp.WaitVisible(chromedp.ID("audit-events")))
+	if !evalBool(`document.getElementById("digest").textContent.length === 64`) {
+		t.Error("the audit page shows no digest")
+	}
+	shot("audit")
+
+	// The agent applications, then one application's users and sessions,
+	// by links.
+	step("agent apps", chromedp.Navigate(base+"/agents"), chromedp.WaitVisible(chromedp.ID("agent-apps")))
+	shot("agent-apps")
+	step("agent app", chromedp.Click(chromedp.CSS(`#agent-apps a[href$="app=`+f.AgentKey.App+`"]`)), chromedp.WaitVisible(chromedp.ID("agent-users")))
+	shot("agent-app")
+
+	// A runtime session whose process died: its stale turn.
+	step("stale turn", chromedp.Navigate(base+"/runtime/"+f.StaleRuntime), chromedp.WaitVisible(chromedp.ID("stale-turn")))
+	shot("runtime-stale")
 
 	// 3. A conversation: expand the tool call.
 	convURL := base + "/conversations/" + url.PathEscape(f.Conv) + "?from=0"

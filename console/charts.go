@@ -13,6 +13,7 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentstore/sessionstore/store"
 )
@@ -289,8 +290,9 @@ func stackedDays(id, title, unit string, days []time.Time, order []string, serie
 	if maxV <= 0 {
 		maxV = 1
 	}
+	legend, legendH := legendRows(order)
 	fmt.Fprintf(&b, `<figure class="chart"><svg id="%s" class="chart-svg" viewBox="0 0 %d %d" role="img" aria-labelledby="%s-t %s-d" xmlns="http://www.w3.org/2000/svg">`,
-		esc(id), chartW, chartH, esc(id), esc(id))
+		esc(id), chartW, chartH+legendH, esc(id), esc(id))
 	fmt.Fprintf(&b, `<title id="%s-t">%s</title><desc id="%s-d">%s</desc>`, esc(id), esc(title), esc(id), esc(desc))
 	axes(&b, maxV, unit, "day (UTC)", days[0].Format("01-02"), days[len(days)-1].Format("01-02"))
 	plotW, plotH := float64(chartW-padLeft-padRight), float64(chartH-padTop-padBot)
@@ -305,13 +307,42 @@ func stackedDays(id, title, unit string, days []time.Time, order []string, serie
 			h := plotH * v / maxV
 			y -= h
 			fmt.Fprintf(&b, `<rect class="bar bar-%d" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s</title></rect>`,
-				si%6, padLeft+float64(i)*colW+2, y, colW-4, h, esc(fmt.Sprintf("%s: %s %s %s", d.Format("2006-01-02"), fmtValue(v), name, unit)))
+				si%barColours, padLeft+float64(i)*colW+2, y, colW-4, h, esc(fmt.Sprintf("%s: %s %s %s", d.Format("2006-01-02"), fmtValue(v), name, unit)))
 		}
 	}
 	for si, name := range order {
-		x := padLeft + 8 + si*100
-		fmt.Fprintf(&b, `<rect class="bar bar-%d" x="%d" y="6" width="10" height="10"/><text class="tick" x="%d" y="15">%s</text>`, si%6, x, x+14, esc(name))
+		at := legend[si]
+		fmt.Fprintf(&b, `<rect class="bar bar-%d" x="%d" y="%d" width="10" height="10"/><text class="tick" x="%d" y="%d">%s</text>`,
+			si%barColours, at.x, at.y, at.x+14, at.y+9, esc(name))
 	}
 	b.WriteString(`</svg><figcaption>` + esc(desc) + `</figcaption></figure>`)
 	return template.HTML(b.String())
+}
+
+// barColours is the number of series colours (bar-0 ... bar-9 in
+// console.css).
+const barColours = 10
+
+// legendAt is where one legend entry is drawn.
+type legendAt struct{ x, y int }
+
+// legendRows lays the legend of a chart out below it, in rows that wrap
+// at the chart's width (by an estimate of the labels' widths), and
+// returns each entry's place and the height the rows add to the chart.
+func legendRows(names []string) ([]legendAt, int) {
+	const rowH, charW = 16, 7
+	out := make([]legendAt, len(names))
+	x, row := padLeft, 0
+	for i, name := range names {
+		w := 14 + utf8.RuneCountInString(name)*charW + 16
+		if x > padLeft && x+w > chartW-padRight {
+			x, row = padLeft, row+1
+		}
+		out[i] = legendAt{x, chartH + 4 + row*rowH}
+		x += w
+	}
+	if len(names) == 0 {
+		return out, 0
+	}
+	return out, 8 + (row+1)*rowH
 }

@@ -98,6 +98,7 @@ type console struct {
 	now     func() time.Time
 	refresh time.Duration
 	pages   map[string]*template.Template
+	nav     []navItem
 	mux     *http.ServeMux
 	metrics http.Handler
 }
@@ -134,6 +135,7 @@ func New(st store.Store, opt Options) (http.Handler, error) {
 	if c.metrics, err = c.newMetrics(opt.Registerer); err != nil {
 		return nil, err
 	}
+	c.nav = c.navigation()
 	c.routes()
 	return c, nil
 }
@@ -162,21 +164,12 @@ func (c *console) routes() {
 		})
 	}
 	handle("/{$}", c.overview)
-	handle("/governed", c.governedList)
-	handle("/governed/{id}", c.governedDetail)
-	handle("/conversations", c.conversationList)
-	handle("/conversations/{id}", c.conversationDetail)
-	handle("/conversations/{id}/messages/{seq}", c.messageDetail)
-	handle("/conversations/{id}/messages.json", c.messagesDownload)
-	handle("/runtime", c.runtimeList)
-	handle("/runtime/{id}", c.runtimeDetail)
-	handle("/runtime/{id}/uploads/{ref}", c.uploadDownload)
-	handle("/agents", c.agentList)
-	handle("/agents/session", c.agentDetail)
+	for _, v := range c.facetViews() {
+		for _, rt := range v.Routes {
+			handle(rt.Pattern, rt.Handler)
+		}
+	}
 	handle("/go", c.goTo)
-	handle("/live/conversations/{id}/messages", c.liveMessages)
-	handle("/live/agents/events", c.liveEvents)
-	handle("/live/governed/{id}", c.liveGoverned)
 	m.HandleFunc("GET "+p+"/healthz", c.healthz)
 	m.Handle("GET "+p+"/metrics", c.metrics)
 	static, _ := fs.Sub(staticFS, "static")
@@ -264,15 +257,18 @@ type errorPage struct {
 
 // layout is what every page's template gets.
 type layout struct {
-	Title    string
-	Nav      string
-	Prefix   string
-	JSONURL  string
-	Refresh  int64  // seconds; 0 when the page is not live
-	LiveURL  string // the page's server-sent events, when it follows a feed
-	Backend  string
-	ReadOnly bool // the store reports that its database refuses writes
-	Data     any
+	Title string
+	// Nav is the key of the navigation entry the page belongs to;
+	// Navigation is every entry (see facetViews).
+	Nav        string
+	Navigation []navItem
+	Prefix     string
+	JSONURL    string
+	Refresh    int64  // seconds; 0 when the page is not live
+	LiveURL    string // the page's server-sent events, when it follows a feed
+	Backend    string
+	ReadOnly   bool // the store reports that its database refuses writes
+	Data       any
 }
 
 // render writes a page as HTML, or as JSON with ?format=json.
@@ -294,7 +290,7 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, pag
 		return
 	}
 	t := c.pages[page]
-	lay := layout{Title: title, Nav: nav, Prefix: c.prefix, JSONURL: jsonURL(r), Backend: c.st.Backend(), ReadOnly: c.storeReadOnly(), Data: data}
+	lay := layout{Title: title, Nav: nav, Navigation: c.nav, Prefix: c.prefix, JSONURL: jsonURL(r), Backend: c.st.Backend(), ReadOnly: c.storeReadOnly(), Data: data}
 	if lv, ok := data.(interface{ live() bool }); ok && lv.live() && c.refresh > 0 {
 		lay.Refresh = max(1, int64(c.refresh/time.Second))
 		if lu, ok := data.(interface{ liveURL() string }); ok {

@@ -32,6 +32,10 @@ type fixture struct {
 	Sessions  int
 	RunID     string
 	ToolInput string
+	// StaleRuntime is a runtime session whose turn's process died (see
+	// staleTurn); Reservation is a live reservation of Governed.
+	StaleRuntime string
+	Reservation  string
 }
 
 // populate writes the fixture through the store's public API.
@@ -48,7 +52,8 @@ func populate(t testing.TB, st store.Store, clock *storetest.Clock) fixture {
 	}
 	gov := st.Governance()
 	s, err := gov.Create(ctx, store.CreateRequest{ID: "gov-1", AgentID: "agent-7", AuthorizedTools: []string{"read_file", "search"},
-		CallBudget: 10, RateLimit: 5, TimeLimit: time.Hour, DeclaredIntent: "fix the parser " + xss, DelegationChain: []string{"root"}})
+		CallBudget: 10, RateLimit: 5, TimeLimit: time.Hour, DeclaredIntent: "fix the parser " + xss, DelegationChain: []string{"root"},
+		SpendLimits: []store.SpendLimit{{Metric: store.MetricTotalTokens, Limit: 10_000}, {Metric: store.MetricCost, Window: store.WindowDay, Limit: 2 * store.MicrosPerUnit, Currency: "USD"}}})
 	must(err)
 	f.Governed = s.ID
 	for i, tools := range [][]string{{"read_file"}, {"search", "read_file"}, {"write_file"}, {"read_file"}} {
@@ -57,6 +62,23 @@ func populate(t testing.TB, st store.Store, clock *storetest.Clock) fixture {
 		if err != nil && !errorsIsTool(err) {
 			t.Fatal(err)
 		}
+	}
+	// Spend: the session's limits and its agent's, a settled
+	// reservation, a live one and a refused one.
+	sp := st.Spend()
+	must(sp.SetAgentLimits(ctx, "agent-7", []store.SpendLimit{{Metric: store.MetricCost, Window: store.WindowDay, Limit: 5 * store.MicrosPerUnit, Currency: "USD"}}))
+	usd := func(micros int64) store.SpendAmount {
+		return store.SpendAmount{InputTokens: 1000, OutputTokens: 500, CostMicros: micros}
+	}
+	_, err = sp.Reserve(ctx, store.ReserveRequest{SessionID: s.ID, RequestID: "res-1", Amount: usd(200_000), Currency: "USD"})
+	must(err)
+	_, err = sp.Settle(ctx, store.SettleRequest{SessionID: s.ID, RequestID: "res-1", Actual: store.SpendAmount{InputTokens: 800, OutputTokens: 300, CostMicros: 150_000}})
+	must(err)
+	f.Reservation = "res-live"
+	_, err = sp.Reserve(ctx, store.ReserveRequest{SessionID: s.ID, RequestID: f.Reservation, Amount: usd(500_000), Currency: "USD", TTL: time.Hour})
+	must(err)
+	if _, err := sp.Reserve(ctx, store.ReserveRequest{SessionID: s.ID, RequestID: "res-big", Amount: store.SpendAmount{InputTokens: 50_000}}); !errors.Is(err, store.ErrSpendLimitExceeded) {
+		t.Fatalf("a reservation past the limit: %v", err)
 	}
 	c2, err := gov.Create(ctx, store.CreateRequest{ID: "gov-2", AgentID: "agent-8", AuthorizedTools: []string{"*"}, CallBudget: 3, TimeLimit: time.Hour})
 	must(err)
@@ -116,11 +138,40 @@ func populate(t testing.TB, st store.Store, clock *storetest.Clock) fixture {
 	_, err = as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: f.AgentKey, State: store.ScopedState{
 		App: map[string]json.RawMessage{"theme": json.RawMessage(`"dark"`)}, Session: map[string]json.RawMessage{"step": json.RawMessage(`1`)}}})
 	must(err)
+	// The same session id under another user, and another application.
+	for _, key := range []store.SessionKey{{App: f.AgentKey.App, User: "bob", Session: f.AgentKey.Session}, {App: "other-app", User: "carol", Session: "s2"}} {
+		_, err = as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: key})
+		must(err)
+	}
 	for i := range 3 {
 		_, err := as.AppendEvent(ctx, store.AppendEventRequest{Key: f.AgentKey, Event: store.AgentEvent{InvocationID: fmt.Sprintf("inv-%d", i%2), Data: json.RawMessage(fmt.Sprintf(`{"author":"model","text":%q}`, xss))}})
 		must(err)
 	}
 	return f
+}
+
+// staleTurn begins a turn of runtime session "rt-stale" in a store of its
+// own, then closes that store without ending the turn, as a process that
+// dies does: once the clock passes the turn's lease (populate moves it
+// minutes on), the turn reads as stale.
+func staleTurn(t testing.TB, open func() (store.Store, error)) string {
+	t.Helper()
+	ctx := context.Background()
+	st, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "rt-stale"
+	if _, err := st.Runtime().Insert(ctx, store.NewRuntimeSession{ID: id, AgentAlias: "coder", WorkspaceDir: "/w2", ChatMode: store.ChatModeChat, OwnerID: "tui-2"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.Runtime().BeginTurn(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
 
 func errorsIsTool(err error) bool { return errors.Is(err, store.ErrToolNotAuthorized) }

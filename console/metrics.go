@@ -18,7 +18,7 @@ type storeCollector struct {
 	c                                                  *console
 	governed, calls, budget, convs, messages           *prometheus.Desc
 	tokens, cost, runtime, truncated, scrape, scrapeOK *prometheus.Desc
-	uses                                               *prometheus.Desc
+	uses, decisions                                    *prometheus.Desc
 }
 
 func newStoreCollector(c *console) *storeCollector {
@@ -38,13 +38,14 @@ func newStoreCollector(c *console) *storeCollector {
 		truncated: d("scan_truncated", "1 when the store held more items than one scrape reads (the counts are partial)."),
 		scrape:    d("scrape_duration_seconds", "How long reading the store's counts took."),
 		scrapeOK:  d("scrape_success", "1 when the store answered the scrape."),
-		uses:      d("governed_use_records", "Recorded uses (those with a request id) by outcome: ok or the refusal's kind.", "outcome"),
+		uses:      d("governed_use_records", "Recorded uses (those with a request id) by outcome: ok or the refusal, named as the audit trail names it.", "outcome"),
+		decisions: d("audit_decisions", "Events of the audit trail (every decision, allowed or refused) by kind and outcome: ok or the refusal.", "kind", "outcome"),
 	}
 }
 
 // Describe sends the descriptors of every metric.
 func (s *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{s.governed, s.calls, s.budget, s.convs, s.messages, s.tokens, s.cost, s.runtime, s.truncated, s.scrape, s.scrapeOK, s.uses} {
+	for _, d := range []*prometheus.Desc{s.governed, s.calls, s.budget, s.convs, s.messages, s.tokens, s.cost, s.runtime, s.truncated, s.scrape, s.scrapeOK, s.uses, s.decisions} {
 		ch <- d
 	}
 }
@@ -68,13 +69,27 @@ func (s *storeCollector) Collect(ch chan<- prometheus.Metric) {
 			return
 		}
 		for _, c := range counts {
-			byOutcome[c.Outcome] += c.Count
+			byOutcome[auditOutcome(c.Outcome)] += c.Count
 		}
+	}
+	type kindOutcome struct{ kind, outcome string }
+	decisions := map[kindOutcome]int64{}
+	dcounts, dtrunc, err := s.c.decisionCounts(ctx, time.Time{})
+	if err != nil {
+		s.c.log.Error("console: metrics scrape failed", "err", err)
+		ch <- prometheus.MustNewConstMetric(s.scrapeOK, prometheus.GaugeValue, 0)
+		return
+	}
+	for _, c := range dcounts {
+		decisions[kindOutcome{string(c.Kind), c.Outcome}] += c.Count
 	}
 	g := prometheus.GaugeValue
 	ch <- prometheus.MustNewConstMetric(s.scrapeOK, g, 1)
 	for outcome, n := range byOutcome {
 		ch <- prometheus.MustNewConstMetric(s.uses, g, float64(n), outcome)
+	}
+	for k, n := range decisions {
+		ch <- prometheus.MustNewConstMetric(s.decisions, g, float64(n), k.kind, k.outcome)
 	}
 	for status, n := range st.Governed.ByStatus {
 		ch <- prometheus.MustNewConstMetric(s.governed, g, float64(n), status)
@@ -91,7 +106,7 @@ func (s *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(s.runtime, g, float64(n), agent)
 	}
 	trunc := 0.0
-	if st.Governed.Truncated || st.Conversations.Truncated {
+	if st.Governed.Truncated || st.Conversations.Truncated || dtrunc {
 		trunc = 1
 	}
 	ch <- prometheus.MustNewConstMetric(s.truncated, g, trunc)

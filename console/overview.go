@@ -197,12 +197,17 @@ type overviewPage struct {
 	StatusChart   template.HTML               `json:"-"`
 	AgentChart    template.HTML               `json:"-"`
 	// RecentRefusals and UsesByDay come from the use records (uses with a
-	// request id) when the store keeps them (store.UseRecorder).
+	// request id) when the store keeps them (store.UseRecorder); their
+	// outcomes are named as the audit trail names them.
 	RecentRefusals []store.UseRecord       `json:"recent_refusals"`
 	UsesByDay      []store.UseOutcomeCount `json:"uses_by_day"`
-	UseChart       template.HTML           `json:"-"`
-	SpendChart     template.HTML           `json:"-"`
-	TokenChart     template.HTML           `json:"-"`
+	// DecisionsByDay counts every decision of the audit trail, allowed or
+	// refused, by UTC day, kind and outcome, over the chart's days.
+	DecisionsByDay     []store.AuditDayCount `json:"decisions_by_day"`
+	DecisionsTruncated bool                  `json:"decisions_truncated,omitempty"`
+	DecisionChart      template.HTML         `json:"-"`
+	SpendChart         template.HTML         `json:"-"`
+	TokenChart         template.HTML         `json:"-"`
 }
 
 type daySpend struct {
@@ -272,16 +277,24 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) error {
 		cost = append(cost, point{day, d.Cost})
 		tokens = append(tokens, point{day, float64(d.Tokens)})
 	}
+	since := today.AddDate(0, 0, -(overviewDays - 1))
 	p.RecentRefusals, p.UsesByDay = []store.UseRecord{}, []store.UseOutcomeCount{}
 	if ur, ok := c.st.Governance().(store.UseRecorder); ok {
 		if p.RecentRefusals, err = ur.RecentRefusals(r.Context(), 20); err != nil {
 			return err
 		}
-		if p.UsesByDay, err = ur.UseOutcomes(r.Context(), today.AddDate(0, 0, -(overviewDays-1))); err != nil {
+		p.RecentRefusals = auditNamed(p.RecentRefusals)
+		if p.UsesByDay, err = ur.UseOutcomes(r.Context(), since); err != nil {
 			return err
 		}
-		p.UseChart = useChart(today, p.UsesByDay)
+		for i := range p.UsesByDay {
+			p.UsesByDay[i].Outcome = auditOutcome(p.UsesByDay[i].Outcome)
+		}
 	}
+	if p.DecisionsByDay, p.DecisionsTruncated, err = c.decisionCounts(r.Context(), since); err != nil {
+		return err
+	}
+	p.DecisionChart = decisionChart(today, p.DecisionsByDay)
 	p.SpendChart = lineChart("spend", "Cost by day of last update", "US dollars", cost, 0, false, daysDesc("Cost (USD) of the conversations last updated on each day", p.SpendByDay, true))
 	p.TokenChart = lineChart("tokens", "Tokens by day of last update", "tokens", tokens, 0, false, daysDesc("Tokens of the conversations last updated on each day", p.SpendByDay, false))
 	c.render(w, r, http.StatusOK, "overview", "Overview", "overview", p)
@@ -301,33 +314,4 @@ func daysDesc(title string, days []daySpend, cost bool) string {
 		}
 	}
 	return out + "."
-}
-
-// useOrder is the order of the outcomes in the uses chart.
-var useOrder = []string{store.UseOK, store.UseBudget, store.UseRate, store.UseTool, store.UseExpired, store.UseClosed}
-
-// useChart stacks the recorded uses of the last overviewDays days by
-// outcome.
-func useChart(today time.Time, counts []store.UseOutcomeCount) template.HTML {
-	days := make([]time.Time, overviewDays)
-	index := map[time.Time]int{}
-	for i := range days {
-		days[i] = today.AddDate(0, 0, i-(overviewDays-1))
-		index[days[i]] = i
-	}
-	series := map[string][]float64{}
-	order := slices.Clone(useOrder)
-	for _, o := range order {
-		series[o] = make([]float64, overviewDays)
-	}
-	for _, c := range counts {
-		if _, known := series[c.Outcome]; !known {
-			series[c.Outcome] = make([]float64, overviewDays)
-			order = append(order, c.Outcome)
-		}
-		if i, ok := index[c.Day.UTC()]; ok {
-			series[c.Outcome][i] += float64(c.Count)
-		}
-	}
-	return stackedDays("uses", "Calls and refusals by kind per day (uses with a request id)", "uses", days, order, series)
 }

@@ -136,6 +136,13 @@ type governedDetailPage struct {
 	// Uses is every recorded use with a request id, oldest first, when
 	// the store keeps them (see store.UseRecorder).
 	Uses []store.UseRecord `json:"uses"`
+	// Spend is the session's spend: its limits and its agent's, and its
+	// live reservations.
+	Spend spendView `json:"spend"`
+	// Audit is a page of the session's audit events (every decision
+	// about it, allowed or refused), oldest first.
+	Audit        []store.AuditEvent `json:"audit"`
+	AuditNextURL string             `json:"-"`
 	// LiveURL streams the session's changes (see liveGoverned).
 	LiveURL string `json:"-"`
 }
@@ -157,7 +164,13 @@ func (c *console) governedDetail(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		p.Uses = uses.Items
+		p.Uses = auditNamed(uses.Items)
+	}
+	if p.Spend, err = c.sessionSpend(r.Context(), s); err != nil {
+		return err
+	}
+	if p.Audit, p.AuditNextURL, err = c.sessionAudit(r.Context(), r, s); err != nil {
+		return err
 	}
 	p.Gauges = governedGauges(s, now)
 	p.BurnDown = burnDownChart(s, p.Uses, now)
@@ -465,7 +478,9 @@ type runtimeDetailPage struct {
 	HasConv    bool                 `json:"-"`
 }
 
-func (p *runtimeDetailPage) live() bool { return p.Session.Turn.Running }
+// live: a running turn's page follows it; a stale one has nobody
+// working on it.
+func (p *runtimeDetailPage) live() bool { return p.Session.Turn.Running && !p.Session.Turn.Stale }
 
 func (c *console) runtimeDetail(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
@@ -513,35 +528,92 @@ func (c *console) uploadDownload(w http.ResponseWriter, r *http.Request) error {
 
 // ---- agent sessions ------------------------------------------------------
 
+// agentListPage is /agents: without an app, the applications (paged)
+// with the first users of each; with ?app=, the app's users (paged) and
+// its sessions, or one user's (?user=).
 type agentListPage struct {
-	App      string               `json:"app"`
-	User     string               `json:"user,omitempty"`
+	App  string `json:"app,omitempty"`
+	User string `json:"user,omitempty"`
+	// Apps are a page of the applications, when no app is named.
+	Apps     []agentApp `json:"apps,omitempty"`
+	NextApps string     `json:"next_apps,omitempty"`
+	// Users are a page of the app's users, when an app is named.
+	Users     []string `json:"users,omitempty"`
+	NextUsers string   `json:"next_users,omitempty"`
+	// Sessions are a page of the app's (or the user's) sessions.
 	Sessions []store.AgentSession `json:"sessions"`
 	Next     string               `json:"next,omitempty"`
-	NextURL  string               `json:"-"`
+
+	NextAppsURL  string `json:"-"`
+	NextUsersURL string `json:"-"`
+	NextURL      string `json:"-"`
 }
 
+// agentApp is one application of the list, with its first users.
+type agentApp struct {
+	App   string   `json:"app"`
+	Users []string `json:"users"`
+	// MoreUsers is true when the app has more users than Users.
+	MoreUsers bool `json:"more_users,omitempty"`
+}
+
+// appUsersShown is how many users of each app the list of apps shows.
+const appUsersShown = 5
+
 func (c *console) agentList(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
 	q := r.URL.Query()
 	p := &agentListPage{App: q.Get("app"), User: q.Get("user"), Sessions: []store.AgentSession{}}
-	if p.App != "" {
-		limit, err := pageLimit(r, 50, store.MaxPageSize)
+	limit, err := pageLimit(r, 50, store.MaxPageSize)
+	if err != nil {
+		return err
+	}
+	as := c.st.AgentSessions()
+	if p.App == "" {
+		apps, err := as.ListApps(ctx, store.ListAppsRequest{Cursor: q.Get("apps_after"), Limit: limit})
 		if err != nil {
 			return err
 		}
-		page, err := c.st.AgentSessions().ListSessions(r.Context(), store.ListAgentSessionsRequest{App: p.App, User: p.User, Cursor: q.Get("cursor"), Limit: limit})
+		p.Apps, p.NextApps = []agentApp{}, apps.Next
+		for _, app := range apps.Items {
+			users, err := as.ListUsers(ctx, store.ListUsersRequest{App: app, Limit: appUsersShown})
+			if err != nil {
+				return err
+			}
+			p.Apps = append(p.Apps, agentApp{App: app, Users: users.Items, MoreUsers: users.Next != ""})
+		}
+		if p.NextApps != "" {
+			p.NextAppsURL = withQuery(c.link("agents"), "apps_after", p.NextApps, "limit", q.Get("limit"))
+		}
+		c.render(w, r, http.StatusOK, "agents", "Agent sessions", "agents", p)
+		return nil
+	}
+	if p.User == "" {
+		users, err := as.ListUsers(ctx, store.ListUsersRequest{App: p.App, Cursor: q.Get("users_after"), Limit: limit})
 		if err != nil {
 			return err
 		}
-		p.Sessions, p.Next = page.Items, page.Next
-		for i := range p.Sessions {
-			p.Sessions[i].State = store.ScopedState{}
-		}
-		if p.Next != "" {
-			p.NextURL = withQuery(c.link("agents"), "app", p.App, "user", p.User, "cursor", p.Next, "limit", q.Get("limit"))
+		p.Users, p.NextUsers = users.Items, users.Next
+		if p.NextUsers != "" {
+			p.NextUsersURL = withQuery(c.link("agents"), "app", p.App, "users_after", p.NextUsers, "limit", q.Get("limit"))
 		}
 	}
-	c.render(w, r, http.StatusOK, "agents", "Agent sessions", "agents", p)
+	page, err := as.ListSessions(ctx, store.ListAgentSessionsRequest{App: p.App, User: p.User, Cursor: q.Get("cursor"), Limit: limit})
+	if err != nil {
+		return err
+	}
+	p.Sessions, p.Next = page.Items, page.Next
+	for i := range p.Sessions {
+		p.Sessions[i].State = store.ScopedState{}
+	}
+	if p.Next != "" {
+		p.NextURL = withQuery(c.link("agents"), "app", p.App, "user", p.User, "cursor", p.Next, "limit", q.Get("limit"))
+	}
+	title := "Agent sessions of " + p.App
+	if p.User != "" {
+		title += " / " + p.User
+	}
+	c.render(w, r, http.StatusOK, "agents", title, "agents", p)
 	return nil
 }
 
@@ -617,52 +689,5 @@ func (c *console) agentDetail(w http.ResponseWriter, r *http.Request) error {
 		p.LiveURL = withQuery(c.link("live", "agents", "events"), "app", key.App, "user", key.User, "session", key.Session, "after", after, "content", content)
 	}
 	c.render(w, r, http.StatusOK, "agent_detail", "Agent session "+key.Session, "agents", p)
-	return nil
-}
-
-// ---- go to an id ---------------------------------------------------------
-
-type goPage struct {
-	ID      string  `json:"id"`
-	Matches []match `json:"matches"`
-}
-
-type match struct {
-	Kind string `json:"kind"`
-	URL  string `json:"url"`
-}
-
-// goTo finds an id in every facet: one match redirects to it, several are
-// listed, none is a 404 page.
-func (c *console) goTo(w http.ResponseWriter, r *http.Request) error {
-	ctx := r.Context()
-	id := strings.TrimSpace(r.URL.Query().Get("id"))
-	p := &goPage{ID: id, Matches: []match{}}
-	if id != "" && store.ValidateID("id", id) == nil {
-		if _, err := c.st.Governance().Get(ctx, id); err == nil {
-			p.Matches = append(p.Matches, match{"governed session", c.link("governed", id)})
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		if ok, err := c.st.Conversations().Exists(ctx, id); err != nil {
-			return err
-		} else if ok {
-			p.Matches = append(p.Matches, match{"conversation", c.link("conversations", id)})
-		}
-		if _, err := c.st.Runtime().Get(ctx, id); err == nil {
-			p.Matches = append(p.Matches, match{"runtime session", c.link("runtime", id)})
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-	}
-	status := http.StatusOK
-	switch {
-	case len(p.Matches) == 1 && r.URL.Query().Get("format") != "json":
-		http.Redirect(w, r, p.Matches[0].URL, http.StatusSeeOther)
-		return nil
-	case len(p.Matches) == 0:
-		status = http.StatusNotFound
-	}
-	c.render(w, r, status, "go", "Go to "+id, "", p)
 	return nil
 }

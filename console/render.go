@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentstore/sessionstore/store"
 )
 
 // truncateAt is the length (bytes) past which a text is cut on a page,
@@ -57,6 +59,8 @@ func (c *console) funcs() template.FuncMap {
 		"long":   func(s string) bool { return len(s) > truncateAt },
 		"pretty": prettyJSON,
 		"num":    fmtNum,
+		"micros": store.FormatMicros,
+		"text":   func(raw json.RawMessage) string { return string(raw) },
 	}
 }
 

@@ -1,0 +1,45 @@
+package sqlcore
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/agentstore/sessionstore/internal/rowcodec"
+	"github.com/agentstore/sessionstore/store"
+)
+
+// auditCountsSQL groups the audit events by UTC day (whole days since the
+// Unix epoch, by integer division of the stored UTC milliseconds: no time
+// zone of the database session takes part), kind and outcome. The index
+// audit_events_at (at_ms, kind, outcome) covers it: the range is one index
+// scan, without reading the events' rows.
+var auditCountsSQL = `SELECT at_ms / ` + strconv.Itoa(msPerDay) + ` AS day, kind, outcome, count(*) FROM audit_events`
+
+// DecisionCounts counts the audit events by UTC day, kind and outcome
+// (see store.AuditCounter).
+func (a *AuditFacet) DecisionCounts(ctx context.Context, since time.Time) ([]store.AuditDayCount, error) {
+	query := auditCountsSQL
+	var args []any
+	if !since.IsZero() {
+		query += ` WHERE at_ms >= ?`
+		args = append(args, rowcodec.ToMillis(since))
+	}
+	query += ` GROUP BY day, kind, outcome ORDER BY day, kind, outcome`
+	out := []store.AuditDayCount{}
+	err := a.s.db.Query(ctx, query, args, func(r Rows) error {
+		var c store.AuditDayCount
+		var day int64
+		var kind string
+		if err := r.Scan(&day, &kind, &c.Outcome, &c.Count); err != nil {
+			return err
+		}
+		c.Day, c.Kind = rowcodec.FromMillis(day*msPerDay), store.AuditKind(kind)
+		out = append(out, c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
