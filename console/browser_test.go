@@ -159,6 +159,21 @@ func TestBrowser(t *testing.T) {
 	}
 	shot("overview")
 
+	// The export download: the overview links it; fetched from the page,
+	// it is the store's export document.
+	if !evalBool(`(function(){ const a = document.querySelector(".export-all a[download]"); if (!a) return false;
+		fetch(a.href).then(r => r.json()).then(d => { window.__export = d.format + " " + d.governed_sessions.length + " " +
+			d.conversations.length + " " + d.agent_sessions.sessions.length + " " + d.audit.heads.length; }); return true; })()`) {
+		t.Fatal("the overview has no export download link")
+	}
+	got := ""
+	for deadline := time.Now().Add(10 * time.Second); got == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		got, _ = chromedp.Run(bctx, chromedp.Evaluate[string](`window.__export || ""`))
+	}
+	if fields := strings.Fields(got); len(fields) != 5 || fields[0] != "sessionctl-export" || fields[1] == "0" || fields[2] == "0" || fields[3] == "0" || fields[4] == "0" {
+		t.Errorf("the export fetched from the overview: %q", got)
+	}
+
 	// 2. Filter the governed sessions by agent, through the form.
 	step("filter", chromedp.Navigate(base+"/governed"), chromedp.SendKeys(chromedp.CSS(`input[name="agent"]`), "agent-9"),
 		chromedp.Click(chromedp.ID("apply-filters")), chromedp.WaitVisible(chromedp.CSS(`input[name="agent"][value="agent-9"]`)))

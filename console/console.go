@@ -74,6 +74,11 @@ type Options struct {
 	// "tool.input", ...). JSON documents are passed as their text; a
 	// result that is no longer valid JSON is served as a JSON string.
 	Redact func(field, text string) string
+	// NoExport removes the export download (/export: the store's export
+	// document, package archive, of everything or of one session). It is
+	// also off while HideContent or Redact is set: an export is the
+	// stored data exactly.
+	NoExport bool
 	// Registerer, when set, also registers the console's metrics
 	// collector there (the console's /metrics always serves its own
 	// registry).
@@ -170,6 +175,7 @@ func (c *console) routes() {
 		}
 	}
 	handle("/go", c.goTo)
+	handle("/export", c.download)
 	m.HandleFunc("GET "+p+"/healthz", c.healthz)
 	m.Handle("GET "+p+"/metrics", c.metrics)
 	static, _ := fs.Sub(staticFS, "static")

@@ -49,6 +49,7 @@ func parsePages(funcs template.FuncMap) (map[string]*template.Template, error) {
 func (c *console) funcs() template.FuncMap {
 	return template.FuncMap{
 		"link":   c.link,
+		"export": c.exportLink,
 		"static": func(name string) string { return c.prefix + "/static/" + name },
 		"ts":     fmtTime,
 		"ago":    func(t time.Time) string { return fmtAgo(c.now(), t) },
