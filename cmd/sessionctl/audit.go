@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentstore/sessionstore/internal/sqlcore"
+	"github.com/agentstore/sessionstore/check"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -292,24 +292,6 @@ func writeAuditReport(w io.Writer, rep store.AuditReport) {
 		rep.Events, plural(int(rep.Events), "event", "events"), verdict, rep.Digest)
 }
 
-// auditCheck is doctor's check of the audit trail.
-func auditCheck(ctx context.Context, st cliStore, add func(name, status, format string, args ...any)) bool {
-	rep, err := st.Audit().Verify(ctx)
-	switch {
-	case err != nil:
-		add("audit", checkFail, "cannot verify the audit trail: %v", err)
-		return false
-	case !rep.OK():
-		p := rep.Problems[0]
-		add("audit", checkFail, "%d of %d audit chains do not verify; first: agent %s, event %d %s (%s)",
-			len(rep.Problems), rep.Chains, cell(p.AgentID), p.Seq, p.Problem, cell(p.Reason))
-		return false
-	}
-	add("audit", checkOK, "%d %s with %d %s verified, digest %s", rep.Chains, plural(int(rep.Chains), "chain", "chains"),
-		rep.Events, plural(int(rep.Events), "event", "events"), rep.Digest)
-	return true
-}
-
 // Maintenance of the audit facet.
 var auditOps = facetOps{
 	one: "audit chain", many: "audit chains",
@@ -528,7 +510,7 @@ func (r *auditRestore) flush() error {
 func (x *importRun) putAudit(h store.AuditHead, events []store.AuditEvent) error {
 	what := "the audit chain of agent " + h.AgentID
 	if x.w == nil {
-		if err := sqlcore.CheckAuditChain(h, events); err != nil {
+		if err := check.AuditChain(h, events); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
