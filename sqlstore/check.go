@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentstore/sessionstore/check"
@@ -24,7 +25,10 @@ const walWarnBytes = 64 << 20
 // against this binary), "tables" (every facet's tables, see
 // check.Report.Tables), "documents" (every stored document decodes),
 // "journal" (WAL mode), "wal" (its size), "write" (the file and its
-// directory can be written), then, when all of these passed, "store" (it
+// directory can be written), "modes" (the permissions of the database's
+// files; one that every user may write is a warning), "lock" (whether
+// another process holds the database, see InUse: information, not a
+// failure), then, when all of these passed, "store" (it
 // opens with storeOpts and answers reads and writes, see HealthCheck) and
 // "audit" (every audit chain verifies). A check that makes the next ones
 // meaningless ends the list. A database the store cannot write is read
@@ -113,6 +117,14 @@ func Check(ctx context.Context, path string, opts check.Options, storeOpts ...Op
 		r.Add("write", check.Fail, "the database cannot be written: %v", writeErr)
 	} else {
 		r.Add("write", check.OK, "the file and its directory can be written")
+	}
+	modesCheck(path, &r)
+	if how, err := InUse(path); err != nil {
+		r.Add("lock", check.Warn, "cannot tell whether another process holds it: %v", err)
+	} else if how != "" {
+		r.Add("lock", check.OK, "in use: %s", how)
+	} else {
+		r.Add("lock", check.OK, "no other process holds it")
 	}
 	if !integrityOK || !schemaOK || !documentsOK || writeErr != nil {
 		return r, nil
@@ -264,4 +276,30 @@ func (s rowSource) EachRow(ctx context.Context, query string, ncols int, fn func
 		}
 	}
 	return mapErr(rows.Err())
+}
+
+// modesCheck adds the "modes" result: the permission bits of each file of
+// the database (see Files) that exists; a file every user may write is a
+// warning (any process could damage the store).
+func modesCheck(path string, r *check.Report) {
+	var parts, open []string
+	for _, f := range Files(path) {
+		fi, err := os.Stat(f)
+		if err != nil {
+			continue
+		}
+		name := strings.TrimPrefix(f, path)
+		if name == "" {
+			name = filepath.Base(path)
+		}
+		parts = append(parts, fmt.Sprintf("%s %04o", humanize.Escape(name), fi.Mode().Perm()))
+		if fi.Mode().Perm()&0o002 != 0 {
+			open = append(open, humanize.Escape(name))
+		}
+	}
+	if len(open) > 0 {
+		r.Add("modes", check.Warn, "every user may write %s: chmod o-w (%s)", strings.Join(open, ", "), strings.Join(parts, ", "))
+		return
+	}
+	r.Add("modes", check.OK, "%s", strings.Join(parts, ", "))
 }

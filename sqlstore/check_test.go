@@ -51,7 +51,7 @@ func writeStore(t *testing.T) string {
 func TestCheckSoundStore(t *testing.T) {
 	path := writeStore(t)
 	rep, byName, names := checkResults(t, path, check.Options{})
-	want := []string{"file", "sqlite", "integrity", "foreign_keys", "schema", "tables", "documents", "journal", "wal", "write", "store", "audit"}
+	want := []string{"file", "sqlite", "integrity", "foreign_keys", "schema", "tables", "documents", "journal", "wal", "write", "modes", "lock", "store", "audit"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("checks %v, want %v", names, want)
 	}
@@ -206,5 +206,28 @@ func sameDir(t *testing.T, dir string, before map[string]string) {
 		if _, ok := before[name]; !ok {
 			t.Errorf("%s appeared", name)
 		}
+	}
+}
+
+// TestCheckModes: the permissions of the database's files are reported;
+// a file every user may write is a warning, not a failure.
+func TestCheckModes(t *testing.T) {
+	path := writeStore(t)
+	if err := os.Chmod(path, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	_, byName, _ := checkResults(t, path, check.Options{})
+	if m := byName["modes"]; m.Status != check.OK || !strings.HasPrefix(m.Detail, "sessions.db 0640") {
+		t.Errorf("modes: %+v", m)
+	}
+	if l := byName["lock"]; l != (check.Result{Name: "lock", Status: check.OK, Detail: "no other process holds it"}) {
+		t.Errorf("lock: %+v", l)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	rep, byName, _ := checkResults(t, path, check.Options{})
+	if m := byName["modes"]; m.Status != check.Warn || !strings.HasPrefix(m.Detail, "every user may write sessions.db") || rep.Failed() {
+		t.Errorf("a world-writable file: %+v", m)
 	}
 }

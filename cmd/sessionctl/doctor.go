@@ -21,8 +21,9 @@ agent events and state values, recorded use outcomes, upload content
 against its SHA-256; the first damaged ones are named by their ids), the
 journal mode, the WAL size, that the database can be written (a
 read-only or immutable file or directory fails; it is then read without
-creating anything beside it), and finally that the store opens and
-answers. Exits 1 when any check fails; warnings alone exit 0.
+creating anything beside it), the permissions of its files (one every
+user may write is a warning), whether another process holds it, and
+finally that the store opens and answers and its audit chains verify. Exits 1 when any check fails; warnings alone exit 0.
 
 On PostgreSQL (--db postgres://...) it checks the connection (server
 version, encoding, connections in use against max_connections), the schema
