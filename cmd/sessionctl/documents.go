@@ -34,11 +34,15 @@ func (g *globals) checkBeforeRewrite(ctx context.Context) error {
 	var err error
 	if g.isPG() {
 		err = pgstore.CheckIntact(ctx, g.db)
-	} else if err = sqlstore.CheckIntact(ctx, g.db); err != nil && !errors.As(err, new(*check.DamagedError)) {
-		err = fmt.Errorf("%s: %w", g.db, err)
+	} else {
+		err = sqlstore.CheckIntact(ctx, g.db)
 	}
-	if d := (*check.DamagedError)(nil); errors.As(err, &d) {
+	var d *check.DamagedError
+	switch {
+	case errors.As(err, &d):
 		return &errDamaged{db: g.dbName(), why: d.Why}
+	case err != nil && !g.isPG():
+		return fmt.Errorf("%s: %w", g.db, err)
 	}
 	return err
 }
