@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentstore/sessionstore/internal/sqlcore"
+	"github.com/agentstore/sessionstore/check"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -258,7 +258,7 @@ func (r *auditRestore) flush() error {
 func (x *importer) putAudit(h store.AuditHead, events []store.AuditEvent) error {
 	what := "the audit chain of agent " + h.AgentID
 	if x.w == nil {
-		if err := sqlcore.CheckAuditChain(h, events); err != nil {
+		if err := check.AuditChain(h, events); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 	}

@@ -90,3 +90,11 @@ func mapErr(err error) error {
 	}
 	return fmt.Errorf("%w: %w", sentinel, err)
 }
+
+// MapError returns err as the store returns SQLite failures: matching
+// store.ErrBusy, store.ErrConflict, or store.ErrStorage with its kind
+// (store.ErrStorageFull, store.ErrReadOnly, store.ErrCorrupt,
+// store.ErrIO), the driver error kept in its chain. Errors that are not
+// SQLite's pass unchanged. It is for tools that run their own queries on
+// a connection from OpenInspect.
+func MapError(err error) error { return mapErr(err) }

@@ -53,7 +53,7 @@ func checkWritable(path string) error {
 	// The directory must take the files the store creates beside the
 	// database, unless they are all there already and writable.
 	if err := canWrite(dir); err != nil {
-		need := []string{path + "-wal", path + "-shm", path + "-writer.lock"}
+		need := []string{path + "-wal", path + "-shm", WriterLockPath(path)}
 		if !exists {
 			need = append(need, path)
 		}

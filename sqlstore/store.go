@@ -88,7 +88,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	s := &Store{cfg: cfg, path: path, owned: true, govCache: newGovCache(govCacheSize)}
 	s.newCore()
 	if cfg.fileLock {
-		l, err := openFileLock(path + "-writer.lock")
+		l, err := openFileLock(WriterLockPath(path))
 		if err != nil {
 			cfg.logger.Warn("sqlstore: writer file lock unavailable; relying on busy retries", "err", err)
 		} else {

@@ -268,24 +268,6 @@ func writeAuditReport(w io.Writer, rep store.AuditReport) {
 		rep.Events, plural(int(rep.Events), "event", "events"), verdict, rep.Digest)
 }
 
-// auditCheck is doctor's check of the audit trail.
-func auditCheck(ctx context.Context, st cliStore, add func(name, status, format string, args ...any)) bool {
-	rep, err := st.Audit().Verify(ctx)
-	switch {
-	case err != nil:
-		add("audit", checkFail, "cannot verify the audit trail: %v", err)
-		return false
-	case !rep.OK():
-		p := rep.Problems[0]
-		add("audit", checkFail, "%d of %d audit chains do not verify; first: agent %s, event %d %s (%s)",
-			len(rep.Problems), rep.Chains, cell(p.AgentID), p.Seq, p.Problem, cell(p.Reason))
-		return false
-	}
-	add("audit", checkOK, "%d %s with %d %s verified, digest %s", rep.Chains, plural(int(rep.Chains), "chain", "chains"),
-		rep.Events, plural(int(rep.Events), "event", "events"), rep.Digest)
-	return true
-}
-
 // Maintenance of the audit facet.
 var auditOps = facetOps{
 	one: "audit chain", many: "audit chains",

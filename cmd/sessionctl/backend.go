@@ -3,8 +3,8 @@ package main
 // The choice of backend: --db is a SQLite file path, or a postgres:// (or
 // postgresql://) URL for PostgreSQL. Every command works on store.Store
 // plus the schema version both backends report; the maintenance commands
-// that need the database engine itself have a SQLite path (maint.go) and a
-// PostgreSQL path (pgmaint.go).
+// that need the database engine itself call sqlstore's and pgstore's
+// functions for it (maint.go, pgmaint.go).
 
 import (
 	"context"
@@ -44,11 +44,7 @@ func (g *globals) dbName() string {
 	if !g.isPG() {
 		return g.db
 	}
-	u, err := url.Parse(g.db)
-	if err != nil {
-		return "(unparsable PostgreSQL URL)"
-	}
-	return u.Redacted()
+	return pgstore.Redact(g.db)
 }
 
 // errNoStore says that a PostgreSQL schema holds no session store; read
@@ -69,8 +65,8 @@ func (g *globals) mustExist(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !p.hasStore {
-		return &errNoStore{db: g.dbName(), schema: p.schema}
+	if !p.HasStore {
+		return &errNoStore{db: g.dbName(), schema: p.Schema}
 	}
 	return nil
 }
@@ -89,18 +85,9 @@ func (g *globals) openOrCreate(ctx context.Context) (cliStore, error) {
 	var st cliStore
 	var err error
 	if g.isPG() {
-		var opts []pgstore.Option
-		if g.now != nil {
-			opts = append(opts, pgstore.WithClock(g.now))
-		}
-		st, err = pgstore.Open(ctx, g.db, opts...)
+		st, err = pgstore.Open(ctx, g.db, g.pgOptions()...)
 	} else {
-		var opts []sqlstore.Option
-		if g.now != nil {
-			opts = append(opts, sqlstore.WithClock(g.now))
-		}
-		opts = append(opts, g.sqliteOptions...)
-		st, err = sqlstore.Open(ctx, g.db, opts...)
+		st, err = sqlstore.Open(ctx, g.db, g.sqliteStoreOptions()...)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", g.dbName(), err)
@@ -155,7 +142,7 @@ func (g *globals) rawStrings(ctx context.Context, query string, cols int) ([][]s
 		return nil
 	}
 	if g.isPG() {
-		conn, err := g.pgConnect(ctx)
+		conn, err := pgstore.Connect(ctx, g.db)
 		if err != nil {
 			return nil, err
 		}
@@ -172,20 +159,20 @@ func (g *globals) rawStrings(ctx context.Context, query string, cols int) ([][]s
 		}
 		return out, rows.Err()
 	}
-	db, err := openRaw(g.db, true)
+	db, err := sqlstore.OpenInspect(g.db)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
 	rows, err := db.QueryContext(ctx, query)
 	if err != nil {
-		return nil, mapRawErr(err)
+		return nil, sqlstore.MapError(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		if err := scan(rows.Scan); err != nil {
-			return nil, mapRawErr(err)
+			return nil, sqlstore.MapError(err)
 		}
 	}
-	return out, mapRawErr(rows.Err())
+	return out, sqlstore.MapError(rows.Err())
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentstore/sessionstore/facet"
 	"github.com/agentstore/sessionstore/migrations"
+	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -268,7 +269,7 @@ func removeForDemo(ctx context.Context, path string, yes bool) error {
 	if len(other) > 0 && !yes {
 		return fmt.Errorf("%s holds data the demo did not write (%s): give --yes as well to remove it, or choose another --db", path, strings.Join(other, ", "))
 	}
-	how, err := inUse(path)
+	how, err := sqlstore.InUse(path)
 	if err != nil {
 		return fmt.Errorf("check whether %s is in use: %w", path, err)
 	}
@@ -281,7 +282,7 @@ func removeForDemo(ctx context.Context, path string, yes bool) error {
 		}
 	}
 	// The lock file goes last, once nothing it guards is left.
-	if err := os.Remove(path + "-writer.lock"); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(sqlstore.WriterLockPath(path)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	return nil
@@ -291,19 +292,19 @@ func removeForDemo(ctx context.Context, path string, yes bool) error {
 // describes what it holds that the demo does not write ("2 governed
 // sessions of other agents", ...); an error when it is not a session store.
 func nonDemoData(ctx context.Context, path string) ([]string, error) {
-	db, err := openRawReadOnly(path)
+	db, err := sqlstore.OpenInspect(path)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
-	if _, ok, err := rawSchemaVersion(ctx, db); err != nil {
-		return nil, fmt.Errorf("%s is not a session store, demo --fresh does not remove it: %w", path, mapRawErr(err))
+	if _, ok, err := sqlstore.SchemaVersionOf(ctx, db); err != nil {
+		return nil, fmt.Errorf("%s is not a session store, demo --fresh does not remove it: %w", path, sqlstore.MapError(err))
 	} else if !ok {
 		return nil, fmt.Errorf("%s is not a session store (no %s table): demo --fresh does not remove it", path, migrations.TableName)
 	}
-	tables, err := sqliteTables(ctx, db)
+	tables, err := sqlstore.TablesOf(ctx, db)
 	if err != nil {
-		return nil, mapRawErr(err)
+		return nil, sqlstore.MapError(err)
 	}
 	var out []string
 	for _, q := range []struct {
@@ -324,7 +325,7 @@ func nonDemoData(ctx context.Context, path string) ([]string, error) {
 		}
 		var n int64
 		if err := db.QueryRowContext(ctx, q.query, demoAgent).Scan(&n); err != nil {
-			return nil, mapRawErr(err)
+			return nil, sqlstore.MapError(err)
 		}
 		if n > 0 {
 			out = append(out, fmt.Sprintf("%d %s", n, q.what))

@@ -21,10 +21,7 @@ func testDoctorTables(t *testing.T, newTestEnv envMaker) {
 			e.pgExec(q)
 			return
 		}
-		db, err := openRaw(e.db, false)
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := rawDB(t, e.db)
 		defer db.Close()
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)

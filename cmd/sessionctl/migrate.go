@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentstore/sessionstore/migrations"
 	"github.com/agentstore/sessionstore/pgstore"
+	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -148,16 +149,11 @@ func migrateUp(ctx context.Context, g *globals, asJSON bool) error {
 		if err != nil {
 			return g.fail("migrate", err)
 		}
-		doc.FromVersion = p.version
+		doc.FromVersion = p.Version
 	default:
-		db, err := openRaw(g.db, true)
+		doc.FromVersion, _, err = sqlstore.SchemaVersionAt(ctx, g.db)
 		if err != nil {
-			return g.fail("migrate", err)
-		}
-		doc.FromVersion, _, err = rawSchemaVersion(ctx, db)
-		db.Close()
-		if err != nil {
-			return g.fail("migrate", fmt.Errorf("%s: %w", g.db, mapRawErr(err)))
+			return g.fail("migrate", fmt.Errorf("%s: %w", g.db, err))
 		}
 	}
 	st, err := g.openOrCreate(ctx) // migrates under the writer lock
@@ -195,14 +191,14 @@ func sqliteMigrationStatus(ctx context.Context, g *globals) (current, latest int
 	if latest, err = migrations.Latest(); err != nil {
 		return 0, 0, nil, err
 	}
-	db, err := openRaw(g.db, true)
+	db, err := sqlstore.OpenInspect(g.db)
 	if err != nil {
 		return 0, 0, nil, err
 	}
 	defer db.Close()
-	current, ok, err := rawSchemaVersion(ctx, db)
+	current, ok, err := sqlstore.SchemaVersionOf(ctx, db)
 	if err != nil {
-		return 0, 0, nil, fmt.Errorf("%s: %w", g.db, mapRawErr(err))
+		return 0, 0, nil, fmt.Errorf("%s: %w", g.db, err)
 	}
 	if !ok {
 		return 0, 0, nil, fmt.Errorf("%s: %w: no %s table", g.db, store.ErrNotSessionStore, migrations.TableName)
@@ -222,8 +218,8 @@ func pgMigrationStatus(ctx context.Context, g *globals) (current, latest int64, 
 	if err != nil {
 		return 0, 0, nil, err
 	}
-	if !info.hasStore {
-		return 0, 0, nil, &errNoStore{db: g.dbName(), schema: info.schema}
+	if !info.HasStore {
+		return 0, 0, nil, &errNoStore{db: g.dbName(), schema: info.Schema}
 	}
 	if latest, err = migrations.LatestPostgres(); err != nil {
 		return 0, 0, nil, err
@@ -235,5 +231,5 @@ func pgMigrationStatus(ctx context.Context, g *globals) (current, latest int64, 
 	defer pool.Close()
 	defer db.Close()
 	status, err = p.Status(ctx)
-	return info.version, latest, status, err
+	return info.Version, latest, status, err
 }

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentstore/sessionstore/pgstore"
+	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -147,25 +149,19 @@ func collectStats(ctx context.Context, g *globals, st cliStore) (statsJSON, erro
 		}
 	}
 	if g.isPG() {
-		sz, err := g.pgSizes(ctx)
+		sz, err := pgstore.ReadSizes(ctx, g.db)
 		if err != nil {
 			return doc, err
 		}
-		doc.DatabaseBytes, doc.StoreBytes = sz.database, &sz.schema
+		doc.DatabaseBytes, doc.StoreBytes = sz.Database, &sz.Schema
 		return doc, nil
 	}
-	db, err := openRaw(g.db, true)
+	p, err := sqlstore.ReadPageStats(ctx, g.db)
 	if err != nil {
 		return doc, err
 	}
-	defer db.Close()
-	p, err := readPageStats(ctx, db)
-	if err != nil {
-		return doc, mapRawErr(err)
-	}
-	wal := fileSize(g.db + "-wal")
-	doc.PageSize, doc.Pages, doc.FreePages, doc.WALBytes = &p.PageSize, &p.PageCount, &p.Freelist, &wal
-	doc.DatabaseBytes = fileSize(g.db)
+	doc.PageSize, doc.Pages, doc.FreePages, doc.WALBytes = &p.PageSize, &p.PageCount, &p.Freelist, &p.WALBytes
+	doc.DatabaseBytes = p.FileBytes
 	return doc, nil
 }
 

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package sqlstore
 
 import (
 	"errors"
@@ -11,20 +11,21 @@ import (
 	"syscall"
 )
 
-// inUse reports whether another process holds the SQLite database at path,
-// and how: it has one of the database's files open (Linux: its file
-// descriptors in /proc; a store keeps its -writer.lock file open for its
+// InUse reports whether another process holds the SQLite database at path,
+// and how ("process 123 has sessions.db open"; "" when none is seen): it
+// has one of the database's files open (Linux: its file descriptors in
+// /proc; a store keeps its -writer.lock file open for its
 // whole life, even while idle), holds the store's writer lock, or holds a
 // SQLite lock on the database file or on the -shm file (every connection
 // in WAL mode keeps one there). Processes of other users whose /proc
 // entries cannot be read are seen through their locks only.
-func inUse(path string) (string, error) {
-	for _, suffix := range dbFileSuffixes {
-		if pid, ok := openedBy(path + suffix); ok {
-			return fmt.Sprintf("process %d has %s open", pid, filepath.Base(path+suffix)), nil
+func InUse(path string) (string, error) {
+	for _, f := range Files(path) {
+		if pid, ok := openedBy(f); ok {
+			return fmt.Sprintf("process %d has %s open", pid, filepath.Base(f)), nil
 		}
 	}
-	if held, err := flockHeld(path + "-writer.lock"); err != nil {
+	if held, err := flockHeld(WriterLockPath(path)); err != nil {
 		return "", err
 	} else if held {
 		return "another process holds its writer lock", nil

@@ -1,0 +1,88 @@
+// Package humanize formats values for the details of the library's check
+// results: byte sizes, plurals, one-line text, and stored data escaped so
+// that it cannot reach a terminal as control characters.
+package humanize
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Bytes formats n bytes as "512 B", "1.5 KiB", "12.0 MiB".
+func Bytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// Plural returns one when n is 1, else many.
+func Plural[N int | int64](n N, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// OneLine collapses every run of white space of s, newlines included, into
+// one space.
+func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// unsafeRune reports whether r must not reach a terminal as it is: the C0
+// and C1 controls, DEL and the bidirectional formatting characters.
+func unsafeRune(r rune) bool {
+	switch {
+	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+		return true
+	}
+	return false
+}
+
+// Escape returns s with every unsafe rune escaped as in a Go string literal
+// (\t, \n, \r, \x1b, \u202e) and every byte that is not UTF-8 as \xNN.
+func Escape(s string) string {
+	if !strings.ContainsFunc(s, unsafeRune) && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x80 && unsafeRune(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unsafeRune(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// Quote is s as it is, or escaped and in double quotes when it holds an
+// unsafe rune, so that a reader sees that it was escaped.
+func Quote(s string) string {
+	if strings.ContainsFunc(s, unsafeRune) || !utf8.ValidString(s) {
+		return `"` + Escape(s) + `"`
+	}
+	return s
+}
