@@ -26,8 +26,8 @@ func TestImportRefusesBadInput(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, doc string
-		is       error
-		says     string
+		is        error
+		says      string
 	}{
 		{"newer version", `{"format": "sessionctl-export", "version": 99}`, store.ErrInvalidInput, "export version 99 is not supported (this binary reads 1 to 3)"},
 		{"other format", `{"format": "other", "version": 1}`, store.ErrInvalidInput, `unknown format "other"`},
