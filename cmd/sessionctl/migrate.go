@@ -8,7 +8,6 @@ import (
 
 	"github.com/pressly/goose/v3"
 
-	"github.com/agentstore/sessionstore/migrations"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
@@ -188,31 +187,11 @@ func sqliteMigrationStatus(ctx context.Context, g *globals) (current, latest int
 	if err := g.mustExistFile(); err != nil {
 		return 0, 0, nil, err
 	}
-	if latest, err = migrations.Latest(); err != nil {
-		return 0, 0, nil, err
-	}
-	db, err := sqlstore.OpenInspect(g.db)
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	defer db.Close()
-	current, ok, err := sqlstore.SchemaVersionOf(ctx, db)
-	if err != nil {
-		return 0, 0, nil, fmt.Errorf("%s: %w", g.db, err)
-	}
-	if !ok {
-		return 0, 0, nil, fmt.Errorf("%s: %w: no %s table", g.db, store.ErrNotSessionStore, migrations.TableName)
-	}
-	p, err := migrations.NewSQLiteProvider(db)
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	status, err = p.Status(ctx)
-	return current, latest, status, err
+	return sqlstore.MigrationStatus(ctx, g.db)
 }
 
 // pgMigrationStatus reads the migration state of the store's PostgreSQL
-// schema, which must hold a store, with pgstore's migration provider.
+// schema, which must hold a store.
 func pgMigrationStatus(ctx context.Context, g *globals) (current, latest int64, status []*goose.MigrationStatus, err error) {
 	info, err := g.pgProbe(ctx)
 	if err != nil {
@@ -221,15 +200,9 @@ func pgMigrationStatus(ctx context.Context, g *globals) (current, latest int64, 
 	if !info.HasStore {
 		return 0, 0, nil, &errNoStore{db: g.dbName(), schema: info.Schema}
 	}
-	if latest, err = migrations.LatestPostgres(); err != nil {
-		return 0, 0, nil, err
-	}
-	p, db, pool, err := pgstore.NewMigrationProvider(ctx, g.db)
+	current, latest, status, err = pgstore.MigrationStatus(ctx, g.db)
 	if err != nil {
 		return 0, 0, nil, fmt.Errorf("%s: %w", g.dbName(), err)
 	}
-	defer pool.Close()
-	defer db.Close()
-	status, err = p.Status(ctx)
-	return info.Version, latest, status, err
+	return current, latest, status, nil
 }

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"runtime"
 	"runtime/debug"
 
 	"github.com/agentstore/sessionstore/migrations"
+	"github.com/agentstore/sessionstore/sqlstore"
 )
 
 var versionSpec = spec{
@@ -54,7 +54,7 @@ func runVersion(ctx context.Context, g *globals, args []string) error {
 	if doc.SchemaVersion, err = migrations.Latest(); err != nil {
 		return g.fail(sp.name, err)
 	}
-	if doc.SQLiteVersion, err = sqliteVersion(ctx); err != nil {
+	if doc.SQLiteVersion, err = sqlstore.SQLiteVersion(ctx); err != nil {
 		return g.fail(sp.name, err)
 	}
 	if *asJSON {
@@ -106,16 +106,4 @@ func buildVersion(bi *debug.BuildInfo, ok bool) versionJSON {
 		}
 	}
 	return doc
-}
-
-// sqliteVersion asks the linked SQLite library for its version.
-func sqliteVersion(ctx context.Context) (string, error) {
-	db, err := sql.Open("sqlite", ":memory:")
-	if err != nil {
-		return "", err
-	}
-	defer db.Close()
-	var v string
-	err = db.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&v)
-	return v, err
 }
