@@ -80,6 +80,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Audit", func(t *testing.T) { RunAudit(t, h) })
 	t.Run("UseRecords", func(t *testing.T) { RunUseRecords(t, h) })
 	t.Run("Totals", func(t *testing.T) { RunTotals(t, h) })
+	t.Run("Counts", func(t *testing.T) { RunCounts(t, h) })
 }
 
 // Clock is a manual clock for tests: time moves only when told to.
