@@ -3,8 +3,10 @@ package main
 // Conversations in stats, and gc's retention (gc.go).
 
 import (
-	"context"
 	"fmt"
+	"strings"
+
+	"github.com/agentstore/sessionstore/store"
 )
 
 var convOps = facetOps{
@@ -16,10 +18,22 @@ var convOps = facetOps{
 	gcLines:   gcConversationsLines,
 }
 
-func statsConversations(ctx context.Context, _ *globals, st cliStore, doc *statsJSON) error {
-	var err error
-	doc.Conversations, err = countConversations(ctx, st.Conversations())
-	return err
+// convCounts summarizes the conversations.
+type convCounts struct {
+	Total        int64            `json:"total"`
+	ByState      map[string]int64 `json:"by_state"`
+	Messages     int64            `json:"messages"`
+	TotalTokens  int64            `json:"total_tokens"`
+	TotalCostUSD float64          `json:"total_cost_usd"`
+}
+
+func statsConversations(c store.Counts, doc *statsJSON) {
+	cv := c.Conversations
+	doc.Conversations = convCounts{Total: cv.Total, ByState: map[string]int64{}, Messages: cv.Messages,
+		TotalTokens: cv.TotalTokens, TotalCostUSD: cv.TotalCost}
+	for st, n := range cv.ByState {
+		doc.Conversations.ByState[string(st)] = n
+	}
 }
 
 func statsConversationsRows(doc *statsJSON) [][2]string {
@@ -29,4 +43,18 @@ func statsConversationsRows(doc *statsJSON) [][2]string {
 		{"messages", fmt.Sprint(c.Messages)},
 		{"tokens, cost", fmt.Sprintf("%d, %s", c.TotalTokens, usd(c.TotalCostUSD))},
 	}
+}
+
+// convCountsText is "3: 2 active, 1 completed" (states in a fixed order).
+func convCountsText(c convCounts) string {
+	var parts []string
+	for _, st := range []store.ConversationState{store.StateActive, store.StatePaused, store.StateCompleted, store.StateError, store.StateUnknown} {
+		if n := c.ByState[string(st)]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, st))
+		}
+	}
+	if len(parts) == 0 {
+		return fmt.Sprint(c.Total)
+	}
+	return fmt.Sprintf("%d: %s", c.Total, strings.Join(parts, ", "))
 }

@@ -4,8 +4,12 @@ package main
 // expiry.
 
 import (
-	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/agentstore/sessionstore/store"
 )
 
 var rtOps = facetOps{
@@ -16,10 +20,19 @@ var rtOps = facetOps{
 	gcNone:    "runtime sessions: they have no idle expiry and stay until removed",
 }
 
-func statsRuntime(ctx context.Context, _ *globals, st cliStore, doc *statsJSON) error {
-	var err error
-	doc.Runtime, err = countRuntime(ctx, st)
-	return err
+// rtCounts summarizes the runtime sessions and their uploads.
+type rtCounts struct {
+	Total        int64            `json:"total"`
+	ByAgent      map[string]int64 `json:"by_agent"`
+	RunningTurns int64            `json:"running_turns"`
+	Uploads      int64            `json:"uploads"`
+	UploadBytes  int64            `json:"upload_bytes"`
+}
+
+func statsRuntime(c store.Counts, doc *statsJSON) {
+	r := c.Runtime
+	doc.Runtime = rtCounts{Total: r.Total, ByAgent: r.ByAgent, RunningTurns: r.RunningTurns,
+		Uploads: r.Uploads, UploadBytes: r.UploadBytes}
 }
 
 func statsRuntimeRows(doc *statsJSON) [][2]string {
@@ -27,4 +40,17 @@ func statsRuntimeRows(doc *statsJSON) [][2]string {
 		{"runtime sessions", rtCountsText(doc.Runtime)},
 		{"uploads", fmt.Sprintf("%d, %s", doc.Runtime.Uploads, humanBytes(doc.Runtime.UploadBytes))},
 	}
+}
+
+// rtCountsText is "3: 2 agent-a, 1 agent-b; 1 turn running".
+func rtCountsText(c rtCounts) string {
+	var parts []string
+	for _, a := range slices.Sorted(maps.Keys(c.ByAgent)) {
+		parts = append(parts, fmt.Sprintf("%d %s", c.ByAgent[a], a))
+	}
+	s := fmt.Sprint(c.Total)
+	if len(parts) > 0 {
+		s += ": " + strings.Join(parts, ", ")
+	}
+	return fmt.Sprintf("%s; %d %s running", s, c.RunningTurns, plural(int(c.RunningTurns), "turn", "turns"))
 }

@@ -8,10 +8,12 @@ import (
 )
 
 // The counts of every facet (see store.Counter): three grouped queries and
-// one row of scalar counts, in one read transaction. The governed count
-// reads only the (status, expires_at_ms) index; the runtime count by agent
-// only the agent_alias index; the other counts read one narrow table or
-// index each. No row travels to the caller.
+// one row of scalar counts, in one read transaction. On SQLite the
+// governed count scans only the covering (status, expires_at_ms) index,
+// the runtime counts the agent_alias and (owner, mode, turn_running)
+// indexes, and the agent apps and users merge the key-ordered indexes and
+// primary keys without sorting; the conversation, upload and state counts
+// scan their tables. No row travels to the caller.
 const (
 	cntGovernedSQL = `SELECT CASE WHEN status = 'active' AND expires_at_ms <= ? THEN 'expired' ELSE status END AS st,
 		count(*) FROM governed_sessions GROUP BY st`
