@@ -25,6 +25,8 @@ type cliStore interface {
 	// RestoreRecords puts exported records back exactly, in one
 	// transaction (import).
 	store.RecordRestorer
+	// Counts counts every facet in one read transaction (stats).
+	store.Counter
 	// SchemaVersion returns the database's applied schema version and the
 	// latest version this binary knows.
 	SchemaVersion(ctx context.Context) (current, latest int64, err error)

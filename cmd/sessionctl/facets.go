@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/facet"
+	"github.com/agentstore/sessionstore/store"
 )
 
 // facetOps is what the maintenance commands do with one facet.
@@ -24,9 +25,9 @@ type facetOps struct {
 	one, many string
 	// count points at the facet's counter in c.
 	count func(c *facetCounts) *int64
-	// stats adds the facet's counts to doc; statsRows are its lines in the
-	// table of "sessionctl stats".
-	stats     func(ctx context.Context, g *globals, st cliStore, doc *statsJSON) error
+	// stats copies the facet's part of the store's counts into doc;
+	// statsRows are its lines in the table of "sessionctl stats".
+	stats     func(c store.Counts, doc *statsJSON)
 	statsRows func(doc *statsJSON) [][2]string
 
 	// gc applies retention to the facet, or with req.dryRun counts what

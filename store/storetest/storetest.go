@@ -81,6 +81,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("UseRecords", func(t *testing.T) { RunUseRecords(t, h) })
 	t.Run("Totals", func(t *testing.T) { RunTotals(t, h) })
 	t.Run("AuditCounts", func(t *testing.T) { RunAuditCounts(t, h) })
+	t.Run("Counts", func(t *testing.T) { RunCounts(t, h) })
 }
 
 // Clock is a manual clock for tests: time moves only when told to.

@@ -3,8 +3,9 @@ package main
 // Governed sessions in stats; gc leaves them to cleanup.
 
 import (
-	"context"
 	"fmt"
+
+	"github.com/agentstore/sessionstore/store"
 )
 
 var govOps = facetOps{
@@ -15,10 +16,18 @@ var govOps = facetOps{
 	gcNone:    "governed sessions: closed and expired ones are deleted by sessionctl cleanup",
 }
 
-func statsGoverned(ctx context.Context, _ *globals, st cliStore, doc *statsJSON) error {
-	var err error
-	doc.Governed, err = countGoverned(ctx, st.Governance())
-	return err
+// statusCounts counts governed sessions by effective status.
+type statusCounts struct {
+	Total   int64 `json:"total"`
+	Active  int64 `json:"active"`
+	Closed  int64 `json:"closed"`
+	Expired int64 `json:"expired"`
+}
+
+func statsGoverned(c store.Counts, doc *statsJSON) {
+	g := c.Governed
+	doc.Governed = statusCounts{Total: g.Total, Active: g.ByStatus[store.StatusActive],
+		Closed: g.ByStatus[store.StatusClosed], Expired: g.ByStatus[store.StatusExpired]}
 }
 
 func statsGovernedRows(doc *statsJSON) [][2]string {

@@ -30,41 +30,10 @@ type agentCounts struct {
 	SessionStateKeys int64 `json:"session_state_keys"`
 }
 
-func statsAgentSessions(ctx context.Context, g *globals, st cliStore, doc *statsJSON) error {
-	as := st.AgentSessions()
-	var c agentCounts
-	for app, err := range store.AllApps(ctx, as) {
-		if err != nil {
-			return err
-		}
-		c.Apps++
-		s, err := as.GetState(ctx, store.SessionKey{App: app})
-		if err != nil {
-			return err
-		}
-		c.AppStateKeys += int64(len(s.App))
-		for user, err := range store.AllUsers(ctx, as, app) {
-			if err != nil {
-				return err
-			}
-			c.Users++
-			s, err := as.GetState(ctx, store.SessionKey{App: app, User: user})
-			if err != nil {
-				return err
-			}
-			c.UserStateKeys += int64(len(s.User))
-		}
-	}
-	for s, err := range store.AllAgentSessions(ctx, as) {
-		if err != nil {
-			return err
-		}
-		c.Total++
-		c.Events += s.EventCount
-		c.SessionStateKeys += int64(len(s.State.Session))
-	}
-	doc.AgentSessions = c
-	return nil
+func statsAgentSessions(c store.Counts, doc *statsJSON) {
+	a := c.AgentSessions
+	doc.AgentSessions = agentCounts{Total: a.Total, Apps: a.Apps, Users: a.Users, Events: a.Events,
+		AppStateKeys: a.AppStateKeys, UserStateKeys: a.UserStateKeys, SessionStateKeys: a.SessionStateKeys}
 }
 
 func statsAgentSessionsRows(doc *statsJSON) [][2]string {
