@@ -271,6 +271,7 @@ func spendRefusalDetail(err error, session, request string) string {
 	var exp *store.ExpiredError
 	var agent *store.AgentMismatchError
 	var conf *store.ConflictError
+	var missing *store.NotFoundError
 	switch {
 	case errors.As(err, &se):
 		amount := func(n int64) string {
@@ -291,6 +292,8 @@ func spendRefusalDetail(err error, session, request string) string {
 		return fmt.Sprintf("the session belongs to %s, not %s", agent.Expected, agent.Actual)
 	case errors.As(err, &conf):
 		return fmt.Sprintf("reservation %s: %s", request, conf.Reason)
+	case errors.As(err, &missing) && missing.Resource == "conversation":
+		return fmt.Sprintf("%v: %s", err, missing.ID)
 	case errors.Is(err, store.ErrNotFound):
 		return fmt.Sprintf("%v: %s %s", err, session, request)
 	}

@@ -1,0 +1,24 @@
+package main
+
+// Issue 24's CLI bugs, each pinned by a test that failed before its fix.
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSettleMissingConversationNamesIt: settle --conversation of a
+// conversation that does not exist says the conversation is missing, not
+// the session, still with the not-found exit status.
+func TestSettleMissingConversationNamesIt(t *testing.T) {
+	e := newTestEnv(t)
+	e.run("create", "--id", "lim", "--agent", "spender", "--tool", "*", "--budget", "9", "--limit", "cost=1USD").want(t, 0)
+	e.run("reserve", "lim", "--cost", "0.5USD", "--request-id", "q").want(t, 0)
+	r := e.run("settle", "lim", "q", "--cost", "0.1USD", "--conversation", "nope").want(t, exitNotFound)
+	r.oneLineErr(t, "conversation not found: nope")
+	if strings.Contains(r.stderr, "session not found") {
+		t.Errorf("stderr blames the session: %q", r.stderr)
+	}
+	// The reservation is still open: settling into a real target works.
+	e.run("settle", "lim", "q", "--cost", "0.1USD").want(t, 0)
+}
