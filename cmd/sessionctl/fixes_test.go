@@ -3,6 +3,7 @@ package main
 // Issue 24's CLI bugs, each pinned by a test that failed before its fix.
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -21,4 +22,18 @@ func TestSettleMissingConversationNamesIt(t *testing.T) {
 	}
 	// The reservation is still open: settling into a real target works.
 	e.run("settle", "lim", "q", "--cost", "0.1USD").want(t, 0)
+}
+
+// TestCloseHelpMatchesExitStatus: close --help states the exit status a
+// second close really has.
+func TestCloseHelpMatchesExitStatus(t *testing.T) {
+	e := newTestEnv(t)
+	e.run("create", "--id", "s", "--agent", "a", "--budget", "1").want(t, 0)
+	e.run("close", "s").want(t, 0)
+	e.run("close", "s").want(t, exitClosed)
+	help := e.run("close", "--help").want(t, 0)
+	want := fmt.Sprintf("already closed is an error (exit status %d)", exitClosed)
+	if !strings.Contains(strings.Join(strings.Fields(help.stdout), " "), want) {
+		t.Errorf("close --help does not say %q:\n%s", want, help.stdout)
+	}
 }
