@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 )
@@ -36,4 +37,25 @@ func TestCloseHelpMatchesExitStatus(t *testing.T) {
 	if !strings.Contains(strings.Join(strings.Fields(help.stdout), " "), want) {
 		t.Errorf("close --help does not say %q:\n%s", want, help.stdout)
 	}
+}
+
+// TestLimitsRefusesAMissingDatabase: limits --limit and --clear change an
+// existing store; on a mistyped --db they say the file is missing and
+// create nothing, like the other commands that do not create a store.
+func TestLimitsRefusesAMissingDatabase(t *testing.T) {
+	e := newTestEnv(t)
+	for _, args := range [][]string{
+		{"limits", "a"},
+		{"limits", "a", "--limit", "cost=1USD/day"},
+		{"limits", "a", "--clear"},
+	} {
+		e.run(args...).want(t, exitError).oneLineErr(t, "database file "+e.db+" does not exist")
+	}
+	if entries, err := os.ReadDir(e.dir); err != nil || len(entries) != 0 {
+		t.Fatalf("limits on a missing database left %v (%v)", entries, err)
+	}
+	// On an existing store they work.
+	e.run("create", "--id", "s", "--agent", "a", "--budget", "1").want(t, 0)
+	e.run("limits", "a", "--limit", "cost=1USD/day").want(t, 0)
+	e.run("limits", "a", "--clear").want(t, 0)
 }

@@ -515,12 +515,9 @@ func runLimits(ctx context.Context, g *globals, args []string) error {
 	if _, err := store.NormalizeSpendLimits("limit", limits); err != nil {
 		return g.usageErr(sp.name, "%v", err)
 	}
-	var st cliStore
-	if *clear || len(limits) > 0 {
-		st, err = g.openOrCreate(ctx)
-	} else {
-		st, err = g.openExisting(ctx)
-	}
+	// Setting limits needs a store that exists: a mistyped --db must not
+	// make an empty one.
+	st, err := g.openExisting(ctx)
 	if err != nil {
 		return g.fail(sp.name, err)
 	}
