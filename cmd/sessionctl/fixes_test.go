@@ -3,10 +3,14 @@ package main
 // Issue 24's CLI bugs, each pinned by a test that failed before its fix.
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/agentstore/sessionstore/store"
 )
 
 // TestSettleMissingConversationNamesIt: settle --conversation of a
@@ -58,4 +62,46 @@ func TestLimitsRefusesAMissingDatabase(t *testing.T) {
 	e.run("create", "--id", "s", "--agent", "a", "--budget", "1").want(t, 0)
 	e.run("limits", "a", "--limit", "cost=1USD/day").want(t, 0)
 	e.run("limits", "a", "--clear").want(t, 0)
+}
+
+// TestFollowResetIsOneSentence: the error that ends a follow whose stream
+// was rewritten is one sentence naming what was followed, without the
+// feed's internal epochs and without repeating itself; it keeps the
+// feed-reset exit status.
+func TestFollowResetIsOneSentence(t *testing.T) {
+	err := followErr("conversation c1", &store.FeedResetError{Stream: "messages", ID: "c1", Epoch: 1, Current: 2})
+	want := "conversation c1 was rewritten while followed; run the command again to reload it"
+	if err.Error() != want {
+		t.Errorf("followErr = %q, want %q", err, want)
+	}
+	if !errors.Is(err, store.ErrFeedReset) || exitFor(err) != exitFeedReset {
+		t.Errorf("followErr lost the feed reset: exit %d", exitFor(err))
+	}
+	var out bytes.Buffer
+	g := &globals{stderr: &out}
+	g.report("messages", g.fail("messages", withID("c1", err)))
+	if got := out.String(); got != "sessionctl messages: "+want+"\n" {
+		t.Errorf("printed %q", got)
+	}
+}
+
+// TestFollowMissingRunNamesIt: runs --follow --run of a run the
+// conversation does not have says which run is missing, before printing
+// anything.
+func TestFollowMissingRunNamesIt(t *testing.T) {
+	e := newTestEnv(t)
+	e.convFixture()
+	r := e.run("runs", "c1", "--follow", "--run", "nope").want(t, exitNotFound)
+	if r.stdout != "" {
+		t.Errorf("printed %q before the error", r.stdout)
+	}
+	r.oneLineErr(t, "run nope of conversation c1 not found")
+	if strings.Contains(r.stderr, "session c1") || strings.Contains(r.stderr, "session not found") {
+		t.Errorf("stderr blames the session: %q", r.stderr)
+	}
+	r = e.run("runs", "nope", "--follow", "--run", "run-1").want(t, exitNotFound)
+	if r.stdout != "" {
+		t.Errorf("printed %q before the error", r.stdout)
+	}
+	r.oneLineErr(t, "nope")
 }
