@@ -51,11 +51,10 @@ func checkWritable(path string) error {
 			return fmt.Errorf("sqlstore: %w: the database file %s cannot be written (read-only or immutable): %w", store.ErrReadOnly, path, err)
 		}
 		// The write-ahead log and its index take every write first.
+		// They come and go with other processes' connections: one that
+		// is not there (any more) is created when needed.
 		for _, f := range []string{path + "-wal", path + "-shm"} {
-			if _, err := os.Stat(f); err != nil {
-				continue
-			}
-			if err := canWrite(f); err != nil {
+			if err := canWrite(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("sqlstore: %w: the file %s beside the database cannot be written (read-only or immutable): %w", store.ErrReadOnly, f, err)
 			}
 		}
