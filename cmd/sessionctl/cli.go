@@ -113,7 +113,7 @@ func (g *globals) printHelp(fs *flag.FlagSet, sp spec) {
 			if argName != "" {
 				left += " " + argName
 			}
-			if !strings.Contains(usage, "(required)") && f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			if !strings.Contains(usage, "(required)") && f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
 				usage += " (default " + f.DefValue + ")"
 			}
 			fmt.Fprintf(tw, "  %s\t%s\n", left, usage)

@@ -4,11 +4,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentstore/sessionstore/store"
 )
@@ -104,4 +106,31 @@ func TestFollowMissingRunNamesIt(t *testing.T) {
 		t.Errorf("printed %q before the error", r.stdout)
 	}
 	r.oneLineErr(t, "nope")
+}
+
+// TestAuditPruneOlderThanZero: --older-than 0s cuts every chain at its
+// newest checkpoint made so far; a negative duration, both flags or
+// neither are usage errors; the help shows no default that is not one.
+func TestAuditPruneOlderThanZero(t *testing.T) {
+	e := newTestEnv(t)
+	e.run("create", "--id", "s", "--agent", "a", "--tool", "*", "--budget", "9").want(t, 0)
+	e.run("use", "s", "--tool", "x").want(t, 0)
+	e.run("audit", "checkpoint").want(t, 0)
+	e.clock.Advance(time.Second)
+	e.run("use", "s", "--tool", "x").want(t, 0)
+	r := e.run("audit", "prune", "--older-than", "0s", "--json").want(t, 0)
+	var got struct {
+		Removed int64 `json:"removed_events"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || got.Removed != 2 {
+		t.Fatalf("prune --older-than 0s: %q (%v), want 2 events removed (the create and the first use)", r.stdout, err)
+	}
+	e.run("audit", "verify").want(t, 0)
+	e.run("audit", "prune").want(t, exitUsage).oneLineErr(t, "give one of --before and --older-than")
+	e.run("audit", "prune", "--older-than", "0s", "--before", "2026-01-01T00:00:00Z").want(t, exitUsage)
+	e.run("audit", "prune", "--older-than", "-1s").want(t, exitUsage)
+	help := e.run("audit", "--help").want(t, 0).stdout
+	if strings.Contains(help, "(default 0s)") {
+		t.Errorf("audit --help shows a default for --older-than that prune does not apply:\n%s", help)
+	}
 }
