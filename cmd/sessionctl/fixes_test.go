@@ -134,3 +134,36 @@ func TestAuditPruneOlderThanZero(t *testing.T) {
 		t.Errorf("audit --help shows a default for --older-than that prune does not apply:\n%s", help)
 	}
 }
+
+// TestShowStaleTurn: show says when a running turn's lease lapses, and
+// that the turn is stale once it has lapsed (its process died), in the
+// table and in --json; list's turn column says stale too.
+func TestShowStaleTurn(t *testing.T) {
+	e := newTestEnv(t)
+	e.rtFixture() // r1's turn runs; the store that began it is closed
+	r := e.run("show", "r1").want(t, 0)
+	if !strings.Contains(r.stdout, "#1 running, started 2026-01-02 03:04:05Z by ") ||
+		!strings.Contains(r.stdout, ", lease until 2026-01-02 03:04:35Z") || strings.Contains(r.stdout, "stale") {
+		t.Errorf("show of a live turn:\n%s", r.stdout)
+	}
+	e.clock.Advance(store.DefaultTurnLease + time.Second)
+	r = e.run("show", "r1").want(t, 0)
+	if !strings.Contains(r.stdout, "#1 stale (its process stopped renewing it)") ||
+		!strings.Contains(r.stdout, ", lease lapsed 2026-01-02 03:04:35Z") {
+		t.Errorf("show of a stale turn:\n%s", r.stdout)
+	}
+	var doc struct {
+		Runtime struct {
+			Turn map[string]any `json:"turn"`
+		} `json:"runtime"`
+	}
+	if err := json.Unmarshal([]byte(e.run("show", "r1", "--json").want(t, 0).stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Runtime.Turn["stale"] != true || doc.Runtime.Turn["lease_expires_at"] != "2026-01-02T03:04:35Z" || doc.Runtime.Turn["running"] != true {
+		t.Errorf("show --json turn = %v", doc.Runtime.Turn)
+	}
+	if r := e.run("list", "--facet", "runtime").want(t, 0); !strings.Contains(r.stdout, "#1 stale") {
+		t.Errorf("list does not show the stale turn:\n%s", r.stdout)
+	}
+}
