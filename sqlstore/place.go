@@ -32,8 +32,9 @@ func checkDir(path string) error {
 }
 
 // checkWritable runs after probe and before Open creates or changes
-// anything: it refuses a database that cannot be written — the file
-// read-only or immutable (chattr +i), or its directory read-only or
+// anything (and in HealthCheck): it refuses a database that cannot be
+// written — the file, or its -wal or -shm file when present, read-only or
+// immutable (chattr +i), or its directory read-only or
 // immutable so that the -wal, -shm and -writer.lock files the store needs
 // beside it cannot be created — with store.ErrReadOnly. SQLite would open
 // such a file read-only and leave -wal and -shm files behind; this way
@@ -48,6 +49,14 @@ func checkWritable(path string) error {
 	if exists {
 		if err := canWrite(path); err != nil {
 			return fmt.Errorf("sqlstore: %w: the database file %s cannot be written (read-only or immutable): %w", store.ErrReadOnly, path, err)
+		}
+		// The write-ahead log and its index take every write first.
+		// They come and go with other processes' connections: one that
+		// is not there (any more) is created when needed.
+		for _, f := range []string{path + "-wal", path + "-shm"} {
+			if err := canWrite(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("sqlstore: %w: the file %s beside the database cannot be written (read-only or immutable): %w", store.ErrReadOnly, f, err)
+			}
 		}
 	}
 	// The directory must take the files the store creates beside the

@@ -250,8 +250,13 @@ func (s *Store) Backend() string { return "sqlite" }
 // connection and can be written: on the write connection it updates a
 // row of the migration table in place and rolls the change back, so that
 // nothing is changed. A database the store cannot write is
-// store.ErrReadOnly (a read-only file or directory, opened while it was
-// read-only); other failures keep their storage kind.
+// store.ErrReadOnly, whether it was read-only when opened or became so
+// later: a file (or its -wal or -shm) made read-only or immutable under
+// an open store still takes writes through the descriptors the store
+// holds, so the rolled-back probe would pass, but the next Open refuses
+// it; HealthCheck makes the checks Open makes (access(2) on the files and
+// the directory, which change nothing). Other failures keep their
+// storage kind.
 func (s *Store) HealthCheck(ctx context.Context) error {
 	if s.closed.Load() {
 		return store.ErrStoreClosed
@@ -259,6 +264,11 @@ func (s *Store) HealthCheck(ctx context.Context) error {
 	var one int
 	if err := s.reads.GetContext(ctx, &one, "SELECT 1 FROM "+versionTable+" LIMIT 1"); err != nil {
 		return mapErr(err)
+	}
+	if s.path != "" && s.w != nil {
+		if err := checkWritable(s.path); err != nil {
+			return err
+		}
 	}
 	err := s.write(ctx, func(tx *wtx) error {
 		if _, err := tx.exec(healthProbeSQL); err != nil {

@@ -50,7 +50,8 @@ type Store interface {
 	// HealthCheck verifies that the backing database answers a real query
 	// and can be written: it probes a write (an in-place update of a row
 	// of the migration table) and rolls it back, so it changes nothing. A
-	// database the store can read but not write is ErrReadOnly; any other
+	// database the store can read but not write is ErrReadOnly, also when
+	// it became read-only after the store opened; any other
 	// failure matches ErrStorage with its kind (or ErrBusy).
 	HealthCheck(ctx context.Context) error
 

@@ -140,7 +140,11 @@ type Turns interface {
 	BeginTurn(ctx context.Context, id string) (uint64, context.Context, error)
 	// EndTurn ends turn gen of the session: it clears the running turn
 	// only if gen is the current generation, and reports whether it did.
-	// The turn's context is released (cause ErrTurnEnded). A cause of turn
+	// The turn's context is released with what happened first: cause
+	// ErrTurnEnded when this call ended a turn nothing had stopped, else
+	// the cancel, supersede or removal that came before it (a Kill that
+	// wins a race with EndTurn is what the context reports, and EndTurn
+	// returns false; an EndTurn that wins returns true). A cause of turn
 	// gen that was not taken yet is kept: TakeCancelCause still returns it
 	// once after EndTurn (so a deferred EndTurn never loses why the turn
 	// was cancelled); a taken cause is removed. A missing session is not

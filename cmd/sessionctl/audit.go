@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -38,7 +39,8 @@ transaction to its agent's hash chain.
   audit checkpoint  appends a checkpoint to every chain (or --agent's): the
                     points where prune may cut
   audit prune       removes the events before each chain's newest
-                    checkpoint made before --before (or --older-than ago),
+                    checkpoint made before --before (or --older-than ago;
+                    --older-than 0s: the newest checkpoint made so far),
                     after checking that they verify; a chain that does not
                     verify is not cut (exit 1)`,
 	examples: []string{
@@ -66,7 +68,7 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 	after := fs.String("after", "", "list: continue after `CURSOR` (printed after a page)")
 	all := fs.Bool("all", false, "list: every page")
 	before := fs.String("before", "", "prune: cut at the newest checkpoint before `TIME` (RFC 3339)")
-	olderThan := fs.Duration("older-than", 0, "prune: cut at the newest checkpoint older than `DURATION`")
+	olderThan := fs.Duration("older-than", 0, "prune: cut at the newest checkpoint older than `DURATION` (0s: the newest one)")
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	pos, err := g.parse(fs, sp, args)
 	if err != nil {
@@ -118,12 +120,16 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 		if err != nil {
 			return g.usageErr(name, "%v", err)
 		}
+		// --older-than 0s is "every checkpoint made so far": what
+		// checkpoint then prune --older-than 0s is expected to do.
+		olderSet := false
+		fs.Visit(func(f *flag.Flag) { olderSet = olderSet || f.Name == "older-than" })
 		switch {
 		case *olderThan < 0:
-			return g.usageErr(name, "--older-than must be positive")
-		case (*olderThan > 0) == !cut.IsZero():
+			return g.usageErr(name, "--older-than must not be negative")
+		case olderSet == !cut.IsZero():
 			return g.usageErr(name, "give one of --before and --older-than")
-		case *olderThan > 0:
+		case olderSet:
 			cut = g.clock().Add(-*olderThan)
 		}
 		st, err := g.openExisting(ctx)

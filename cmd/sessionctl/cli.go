@@ -113,7 +113,7 @@ func (g *globals) printHelp(fs *flag.FlagSet, sp spec) {
 			if argName != "" {
 				left += " " + argName
 			}
-			if !strings.Contains(usage, "(required)") && f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			if !strings.Contains(usage, "(required)") && f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
 				usage += " (default " + f.DefValue + ")"
 			}
 			fmt.Fprintf(tw, "  %s\t%s\n", left, usage)
@@ -389,10 +389,22 @@ func fileSize(path string) int64 {
 }
 
 // withID names the session in a not-found error ("session x: session not
-// found"); other errors pass unchanged.
+// found"); other errors, and a not-found that names what is missing
+// itself (*missingError), pass unchanged.
 func withID(id string, err error) error {
-	if errors.Is(err, store.ErrNotFound) {
+	var named *missingError
+	if errors.Is(err, store.ErrNotFound) && !errors.As(err, &named) {
 		return fmt.Errorf("session %s: %w", id, err)
 	}
 	return err
 }
+
+// missingError is a not-found error whose text says what is missing
+// (e.g. "run r of conversation c not found"); it matches
+// store.ErrNotFound.
+type missingError struct{ what string }
+
+func (e *missingError) Error() string { return e.what + " not found" }
+
+// Unwrap makes errors.Is(err, store.ErrNotFound) true.
+func (e *missingError) Unwrap() error { return store.ErrNotFound }

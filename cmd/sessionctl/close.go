@@ -12,8 +12,9 @@ var closeSpec = spec{
 	name: "close",
 	args: "ID [ID...]",
 	about: `Closes governed sessions: every later use is refused with status 5. Closing a
-session that is already closed is an error (exit status 1); the other ids
-are still closed.`,
+session that is already closed is an error (exit status 5), a missing one
+exit status 3; the other ids are still closed, and the exit status is the
+highest of them.`,
 	examples: []string{
 		"sessionctl close task-7",
 		"sessionctl list --agent a1 --status active --json | jq -r '.items[].id' | xargs sessionctl close",

@@ -72,13 +72,26 @@ func followAs[T any](ctx context.Context, g *globals, feed iter.Seq2[store.Batch
 
 // followErr explains a feed's reset (other errors pass unchanged).
 func followErr(what string, err error) error {
-	var reset *store.FeedResetError
-	switch {
-	case errors.As(err, &reset):
-		return fmt.Errorf("%s was rewritten while followed (positions reused from epoch %d on): run the command again to reload it: %w", what, reset.Current, err)
+	if errors.Is(err, store.ErrFeedReset) {
+		return &feedResetError{what: what, err: err}
 	}
 	return err
 }
+
+// feedResetError is a feed reset said in one sentence for the operator
+// (the feed's epochs and the store's own text stay out of it); it
+// matches the store's error for the exit status.
+type feedResetError struct {
+	what string
+	err  error
+}
+
+func (e *feedResetError) Error() string {
+	return e.what + " was rewritten while followed; run the command again to reload it"
+}
+
+// Unwrap returns the store's error.
+func (e *feedResetError) Unwrap() error { return e.err }
 
 // cols lays out one line of a follow: each value left-aligned in its
 // width (the last one as it is). Following prints line by line as rows

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 
@@ -309,6 +310,19 @@ func followTraces(ctx context.Context, g *globals, st store.Store, id string, fr
 func followRunEvents(ctx context.Context, g *globals, st store.Store, id, run string, from int64, asJSON bool) error {
 	if from < 0 {
 		return store.Invalid("from", "must not be negative")
+	}
+	// Check first, so that nothing is printed for a missing run, and say
+	// which one is missing.
+	if ok, err := st.Conversations().Exists(ctx, id); err != nil || !ok {
+		if err == nil {
+			err = store.ErrNotFound
+		}
+		return err
+	}
+	if _, err := st.Conversations().Run(ctx, id, run); errors.Is(err, store.ErrNotFound) {
+		return &missingError{what: "run " + run + " of conversation " + id}
+	} else if err != nil {
+		return err
 	}
 	w := []int{6, 20}
 	feed := st.Feed().RunEvents(ctx, store.RunEventFeed{ID: id, RunID: run, From: store.Position{Seq: from}, Limit: followLimit})

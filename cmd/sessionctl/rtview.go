@@ -28,6 +28,10 @@ type turnView struct {
 	Owner       string `json:"owner"`
 	StartedAt   string `json:"started_at"`
 	CancelCause string `json:"cancel_cause"`
+	// Stale: the turn runs, but its lease lapsed (the process that began
+	// it stopped renewing it). LeaseExpiresAt is "" when no turn runs.
+	Stale          bool   `json:"stale"`
+	LeaseExpiresAt string `json:"lease_expires_at"`
 }
 
 func newRTView(s store.RuntimeSession) rtView {
@@ -41,11 +45,13 @@ func newRTView(s store.RuntimeSession) rtView {
 		CreatedAt:    jsonTime(s.CreatedAt),
 		LastActive:   jsonTime(s.LastActive),
 		Turn: turnView{
-			Generation:  s.Turn.Generation,
-			Running:     s.Turn.Running,
-			Owner:       s.Turn.Owner,
-			StartedAt:   jsonTime(s.Turn.StartedAt),
-			CancelCause: string(s.Turn.CancelCause),
+			Generation:     s.Turn.Generation,
+			Running:        s.Turn.Running,
+			Owner:          s.Turn.Owner,
+			StartedAt:      jsonTime(s.Turn.StartedAt),
+			CancelCause:    string(s.Turn.CancelCause),
+			Stale:          s.Turn.Stale,
+			LeaseExpiresAt: jsonTime(s.Turn.LeaseExpiresAt),
 		},
 	}
 }
@@ -103,13 +109,17 @@ func overridesText(o store.Overrides) string {
 }
 
 // turnText is the turn column: "#3 running", "#2 done", "#4 cancelled
-// (client_rpc)", "-" before the first turn.
+// (client_rpc)", "#5 stale (its process stopped renewing it)", "-"
+// before the first turn.
 func turnText(t store.TurnState) string {
 	if t.Generation == 0 {
 		return "-"
 	}
 	state := "done"
-	if t.Running {
+	switch {
+	case t.Running && t.Stale:
+		state = "stale (its process stopped renewing it)"
+	case t.Running:
 		state = "running"
 	}
 	if t.CancelCause != "" {
@@ -128,6 +138,13 @@ func turnDetails(t store.TurnState) string {
 	}
 	if t.Owner != "" {
 		s += " by " + esc(t.Owner)
+	}
+	switch {
+	case t.LeaseExpiresAt.IsZero():
+	case t.Stale:
+		s += ", lease lapsed " + tableTime(t.LeaseExpiresAt)
+	default:
+		s += ", lease until " + tableTime(t.LeaseExpiresAt)
 	}
 	return s
 }

@@ -271,6 +271,7 @@ func spendRefusalDetail(err error, session, request string) string {
 	var exp *store.ExpiredError
 	var agent *store.AgentMismatchError
 	var conf *store.ConflictError
+	var missing *store.NotFoundError
 	switch {
 	case errors.As(err, &se):
 		amount := func(n int64) string {
@@ -291,6 +292,8 @@ func spendRefusalDetail(err error, session, request string) string {
 		return fmt.Sprintf("the session belongs to %s, not %s", agent.Expected, agent.Actual)
 	case errors.As(err, &conf):
 		return fmt.Sprintf("reservation %s: %s", request, conf.Reason)
+	case errors.As(err, &missing) && missing.Resource == "conversation":
+		return fmt.Sprintf("%v: %s", err, missing.ID)
 	case errors.Is(err, store.ErrNotFound):
 		return fmt.Sprintf("%v: %s %s", err, session, request)
 	}
@@ -512,12 +515,9 @@ func runLimits(ctx context.Context, g *globals, args []string) error {
 	if _, err := store.NormalizeSpendLimits("limit", limits); err != nil {
 		return g.usageErr(sp.name, "%v", err)
 	}
-	var st cliStore
-	if *clear || len(limits) > 0 {
-		st, err = g.openOrCreate(ctx)
-	} else {
-		st, err = g.openExisting(ctx)
-	}
+	// Setting limits needs a store that exists: a mistyped --db must not
+	// make an empty one.
+	st, err := g.openExisting(ctx)
 	if err != nil {
 		return g.fail(sp.name, err)
 	}

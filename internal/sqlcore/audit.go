@@ -1,6 +1,7 @@
 package sqlcore
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/store"
@@ -48,7 +50,64 @@ func AuditDetail(v any) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("sqlcore: audit detail: %w", err)
 	}
+	if _, ok := v.(error); ok {
+		// A refusal's typed error has Go field names; the detail's keys
+		// are snake_case like every other detail's.
+		if b, err = snakeKeys(b); err != nil {
+			return "", fmt.Errorf("sqlcore: audit detail: %w", err)
+		}
+	}
 	return string(b), nil
+}
+
+// snakeKeys rewrites the keys of a JSON object to snake_case (SessionID:
+// session_id), keeping their order and values; other JSON is returned as
+// it is. Events stored before keep the bytes they were hashed with.
+func snakeKeys(b []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return b, nil
+	}
+	out := []byte{'{'}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil, err
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		key, err := json.Marshal(snakeCase(tok.(string)))
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(append(out, key...), ':'), val...)
+	}
+	return append(out, '}'), nil
+}
+
+// snakeCase turns a Go field name into snake_case: an underscore before
+// each word, a run of capitals being one word (SessionID: session_id,
+// HTTPCode: http_code); a name in snake_case already is unchanged.
+func snakeCase(name string) string {
+	r := []rune(name)
+	var b strings.Builder
+	for i, c := range r {
+		upper := unicode.IsUpper(c)
+		if upper && i > 0 {
+			prev := r[i-1]
+			nextLower := i+1 < len(r) && unicode.IsLower(r[i+1])
+			if unicode.IsLower(prev) || unicode.IsDigit(prev) || (unicode.IsUpper(prev) && nextLower) {
+				b.WriteByte('_')
+			}
+		}
+		b.WriteRune(unicode.ToLower(c))
+	}
+	return b.String()
 }
 
 const (

@@ -749,6 +749,10 @@ func (sp *SpendFacet) recordUsage(tx Tx, conversation, currency string, actual s
 		return err
 	}
 	_, err = (&Conversations{s: sp.s}).appendTx(tx, req, contents)
+	if errors.Is(err, store.ErrNotFound) {
+		// The conversation is missing, not the governed session.
+		return &store.NotFoundError{Resource: "conversation", ID: conversation}
+	}
 	return err
 }
 

@@ -72,6 +72,8 @@ const (
 	rtDropTakenCauseSQL = `DELETE FROM runtime_cancel_causes
 		WHERE session_id = ? AND generation = ? AND taken = true`
 	rtEndCauseSQL = `UPDATE runtime_cancel_causes SET ended = true WHERE session_id = ? AND generation = ?`
+	// rtCauseOfSQL reads the cause recorded for a turn, taken or not.
+	rtCauseOfSQL = `SELECT cause FROM runtime_cancel_causes WHERE session_id = ? AND generation = ?`
 
 	// The heartbeat: renew the leases of one Store's turns and causes,
 	// reap the causes whose lease has lapsed.
@@ -204,7 +206,12 @@ func (r *Runtime) BeginTurn(ctx context.Context, id string) (uint64, context.Con
 	return key.gen, turnCtx, nil
 }
 
-// EndTurn ends turn gen (see store.Turns.EndTurn).
+// EndTurn ends turn gen (see store.Turns.EndTurn). The turn's context
+// fires with the outcome that committed first: store.ErrTurnEnded when
+// this call ended a turn nothing had stopped, else the cancel, supersede
+// or removal that came before it (as its transaction finds them), never
+// an end that did not happen first. The poller leaves the turn alone
+// meanwhile (turnEntry.ending).
 func (r *Runtime) EndTurn(ctx context.Context, id string, gen uint64) (bool, error) {
 	if err := store.ValidateID("id", id); err != nil {
 		return false, err
@@ -212,8 +219,18 @@ func (r *Runtime) EndTurn(ctx context.Context, id string, gen uint64) (bool, err
 	if err := validGen(gen); err != nil {
 		return false, err
 	}
-	var ended bool
+	key := turnKey{id: id, gen: gen}
+	r.s.turns.startEnding(key)
+	var (
+		ended bool
+		prior error
+	)
 	err := r.s.write(ctx, func(tx Tx) error {
+		ended = false
+		var err error
+		if prior, err = r.stoppedBy(tx, key); err != nil {
+			return err
+		}
 		res, err := tx.Exec(rtEndTurnSQL, id, int64(gen))
 		if err != nil {
 			return err
@@ -239,10 +256,47 @@ func (r *Runtime) EndTurn(ctx context.Context, id string, gen uint64) (bool, err
 		return nil
 	})
 	if err != nil {
+		r.s.turns.stopEnding(key)
 		return false, err
 	}
-	r.s.turns.fire(turnKey{id: id, gen: gen}, store.ErrTurnEnded)
+	if prior == nil {
+		prior = store.ErrTurnEnded
+	}
+	r.s.turns.fire(key, prior)
 	return ended, nil
+}
+
+// stoppedBy is what stopped turn k before EndTurn's transaction, as the
+// context cause the call that stopped it fires (or fired) with: a
+// recorded cancel, a removal, a newer turn, or an end; nil for a turn
+// that runs uncancelled.
+func (r *Runtime) stoppedBy(tx Tx, k turnKey) (error, error) {
+	// The session row first: it is read for update where the backend
+	// locks rows, so a removal or cancel in flight commits before, and
+	// the cause row read next is the one it recorded.
+	t, terr := r.readTurn(tx, k.id)
+	if terr != nil && !errors.Is(terr, sql.ErrNoRows) {
+		return nil, terr
+	}
+	var cause string
+	err := tx.Get(&cause, rtCauseOfSQL, k.id, int64(k.gen))
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	if cause != "" {
+		return cancelled(k, store.CancelCause(cause)), nil
+	}
+	switch {
+	case errors.Is(terr, sql.ErrNoRows):
+		return cancelled(k, store.CauseSessionRemoved), nil
+	case uint64(t.Gen) != k.gen:
+		return cancelled(k, store.CauseSuperseded), nil
+	case !t.Running:
+		return store.ErrTurnEnded, nil
+	case t.Cancel != "":
+		return cancelled(k, store.CancelCause(t.Cancel)), nil
+	}
+	return nil, nil
 }
 
 // Cancel cancels the session's running turn with cause (see

@@ -22,6 +22,12 @@ type turnKey struct {
 type turnEntry struct {
 	cancel  context.CancelCauseFunc
 	watched bool // committed: the poller checks it
+	// ending counts the EndTurn calls of this Store in flight on the
+	// turn: each fires the context itself once its write is done, with
+	// the outcome its transaction saw, so the poller leaves the turn to
+	// them (what it reads after their commit, e.g. a session removed after
+	// the turn ended, is not what happened first).
+	ending int
 }
 
 // turnRegistry holds the contexts of the turns this Store began and not yet
@@ -94,6 +100,39 @@ func (r *turnRegistry) fire(k turnKey, cause error) {
 	if e != nil {
 		e.cancel(cause)
 	}
+}
+
+// startEnding marks an EndTurn of turn k in flight (see turnEntry.ending).
+func (r *turnRegistry) startEnding(k turnKey) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e := r.turns[k]; e != nil {
+		e.ending++
+	}
+}
+
+// stopEnding undoes startEnding for an EndTurn that failed: the poller
+// takes the turn back.
+func (r *turnRegistry) stopEnding(k turnKey) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e := r.turns[k]; e != nil && e.ending > 0 {
+		e.ending--
+	}
+}
+
+// firePolled is fire for the poller: it leaves a turn whose EndTurn is in
+// flight to that EndTurn.
+func (r *turnRegistry) firePolled(k turnKey, cause error) {
+	r.mu.Lock()
+	e := r.turns[k]
+	if e == nil || e.ending > 0 {
+		r.mu.Unlock()
+		return
+	}
+	r.removeLocked(k)
+	r.mu.Unlock()
+	e.cancel(cause)
 }
 
 // watchTurn marks turn k committed and makes sure the poller and the lease
@@ -327,7 +366,7 @@ func (s *Store) pollOnce(ctx context.Context, keys []pollKey) error {
 	}
 	for i := range rows {
 		k := turnKey{id: rows[i].ID, gen: uint64(rows[i].Gen)}
-		s.turns.fire(k, rows[i].reason(k))
+		s.turns.firePolled(k, rows[i].reason(k))
 	}
 	return nil
 }

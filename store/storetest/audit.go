@@ -1,8 +1,10 @@
 package storetest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -221,6 +223,11 @@ func testAuditScripted(t *testing.T, e *env) {
 	}
 	if !strings.Contains(string(events[1].Detail), "read_file") || !strings.Contains(string(events[4].Detail), `"requested":60`) {
 		t.Fatalf("details: %s; %s", events[1].Detail, events[4].Detail)
+	}
+	for _, ev := range events {
+		if bad := nonSnakeKeys(t, ev.Detail); len(bad) > 0 {
+			t.Errorf("%s %s event's detail has keys %v, not snake_case: %s", ev.Kind, ev.Outcome, bad, ev.Detail)
+		}
 	}
 	rep := e.verifyAudit()
 	// The other agent's chain: its create and its cleanup.
@@ -605,4 +612,37 @@ func testAuditInvalid(t *testing.T, e *env) {
 	if _, err := e.st.Audit().Checkpoint(e.ctx, "\x01"); !errors.Is(err, store.ErrInvalidInput) {
 		t.Fatalf("Checkpoint of a bad agent id: %v", err)
 	}
+}
+
+// snakeKey is the form of every key of an audit detail.
+var snakeKey = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+
+// nonSnakeKeys returns the keys of the JSON detail, at any depth, that
+// are not snake_case.
+func nonSnakeKeys(t *testing.T, detail []byte) []string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(detail, &v); err != nil {
+		t.Fatalf("detail %s: %v", detail, err)
+	}
+	var bad []string
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, sub := range x {
+				if !snakeKey.MatchString(k) {
+					bad = append(bad, k)
+				}
+				walk(sub)
+			}
+		case []any:
+			for _, sub := range x {
+				walk(sub)
+			}
+		}
+	}
+	walk(v)
+	slices.Sort(bad)
+	return bad
 }

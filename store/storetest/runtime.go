@@ -80,6 +80,7 @@ func RunRuntime(t *testing.T, h Harness) {
 		{"FirstCauseWins", testTurnFirstCauseWins},
 		{"CancelWithoutTurnRecordsNothing", testTurnCancelIdle},
 		{"EndTurnReleasesContext", testTurnEndReleases},
+		{"EndTurnRacingRemoveReportsTheWinner", testTurnEndRacesRemove},
 		{"EndTurnKeepsUntakenCause", testTurnEndKeepsCause},
 		{"RemoveCauseOutlivesSession", testTurnRemoveCause},
 		{"GenerationsIncreaseAndAreNeverReused", testTurnGenerations},

@@ -656,6 +656,14 @@ func testSpendConversationUsage(t *testing.T, e *env) {
 	_, err := e.st.Spend().Settle(e.ctx, store.SettleRequest{SessionID: s.ID, RequestID: "r", Conversation: "missing",
 		Actual: store.SpendAmount{InputTokens: 800, OutputTokens: 200, CostMicros: 1_250_000}})
 	wantErr(t, err, store.ErrNotFound)
+	// What is missing is the conversation, not the session.
+	var nf *store.NotFoundError
+	if !errors.As(err, &nf) || nf.Resource != "conversation" || nf.ID != "missing" {
+		t.Fatalf("settle into a missing conversation: %#v, want a NotFoundError of conversation \"missing\"", err)
+	}
+	if !strings.Contains(err.Error(), "conversation not found") {
+		t.Fatalf("settle into a missing conversation says %q, want it to name the conversation", err)
+	}
 	// The failed settle changed nothing.
 	if r, _ := e.st.Spend().Reservation(e.ctx, s.ID, "r"); r.Status != store.ReservationReserved {
 		t.Fatalf("reservation after a failed settle = %+v", r)
