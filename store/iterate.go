@@ -44,6 +44,16 @@ func AllAgentSessions(ctx context.Context, as AgentSessions) iter.Seq2[AgentSess
 	}
 }
 
+// AllGoverned iterates over the governed sessions f selects (f.After and
+// f.Limit aside: every page, MaxPageSize at a time), in id order. An
+// error ends the iteration after it is yielded.
+func AllGoverned(ctx context.Context, g Governance, f ListFilter) iter.Seq2[Session, error] {
+	return pages(func(cursor string) (Page[Session], error) {
+		f.After, f.Limit = cursor, MaxPageSize
+		return g.List(ctx, f)
+	})
+}
+
 // pages iterates over the items of a paged listing: list returns the page
 // after cursor ("" for the first).
 func pages[T any](list func(cursor string) (Page[T], error)) iter.Seq2[T, error] {

@@ -3,7 +3,8 @@ package main
 // The audit trail on the command line: "sessionctl audit" lists and
 // filters it, "audit verify" checks every chain, "audit checkpoint" and
 // "audit prune" are its retention; and the audit facet's maintenance
-// (export, import, stats; gc leaves it to audit prune).
+// (stats; gc leaves it to audit prune; export and import are package
+// archive's).
 
 import (
 	"context"

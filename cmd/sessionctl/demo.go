@@ -292,44 +292,69 @@ func removeForDemo(ctx context.Context, path string, yes bool) error {
 // describes what it holds that the demo does not write ("2 governed
 // sessions of other agents", ...); an error when it is not a session store.
 func nonDemoData(ctx context.Context, path string) ([]string, error) {
+	if _, ok, err := sqlstore.SchemaVersionAt(ctx, path); err != nil {
+		return nil, fmt.Errorf("%s is not a session store, demo --fresh does not remove it: %w", path, err)
+	} else if !ok {
+		return nil, fmt.Errorf("%s is not a session store (no %s table): demo --fresh does not remove it", path, migrations.TableName)
+	}
+	st, err := sqlstore.Open(ctx, path, sqlstore.WithReadOnly(true))
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	all, err := st.Counts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// What the demo wrote: its agent's governed sessions, with a runtime
+	// session and a conversation of the same id, and no use records.
+	var demo struct{ governed, runtime, conversations, records int64 }
+	for s, err := range store.AllGoverned(ctx, st.Governance(), store.ListFilter{AgentID: demoAgent}) {
+		if err != nil {
+			return nil, err
+		}
+		demo.governed++
+		if r, err := st.Runtime().Get(ctx, s.ID); err == nil && r.AgentAlias == demoAgent {
+			demo.runtime++
+		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		if ok, err := st.Conversations().Exists(ctx, s.ID); err != nil {
+			return nil, err
+		} else if ok {
+			demo.conversations++
+		}
+		page, err := st.Governance().(store.UseRecorder).UseRecords(ctx, store.UseRecordsRequest{SessionID: s.ID, Limit: store.MaxPageSize})
+		if err != nil {
+			return nil, err
+		}
+		demo.records += int64(len(page.Items))
+	}
+	var out []string
+	for _, c := range []struct {
+		n    int64
+		what string
+	}{
+		{all.Governed.Total - demo.governed, "governed sessions of other agents"},
+		{demo.records, "recorded request ids"},
+		{all.Runtime.Total - demo.runtime, "runtime sessions the demo did not write"},
+		{all.Conversations.Total - demo.conversations, "conversations the demo did not write"},
+		{all.AgentSessions.Total, "agent sessions"},
+		{all.AgentSessions.AppStateKeys, "app state keys"},
+		{all.AgentSessions.UserStateKeys, "user state keys"},
+	} {
+		if c.n > 0 {
+			out = append(out, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
 	db, err := sqlstore.OpenInspect(path)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
-	if _, ok, err := sqlstore.SchemaVersionOf(ctx, db); err != nil {
-		return nil, fmt.Errorf("%s is not a session store, demo --fresh does not remove it: %w", path, sqlstore.MapError(err))
-	} else if !ok {
-		return nil, fmt.Errorf("%s is not a session store (no %s table): demo --fresh does not remove it", path, migrations.TableName)
-	}
 	tables, err := sqlstore.TablesOf(ctx, db)
 	if err != nil {
-		return nil, sqlstore.MapError(err)
-	}
-	var out []string
-	for _, q := range []struct {
-		table, what, query string
-	}{
-		{"governed_sessions", "governed sessions of other agents", "SELECT count(*) FROM governed_sessions WHERE agent_id <> ?1"},
-		{"governed_use_requests", "recorded request ids", "SELECT count(*) FROM governed_use_requests"},
-		{"runtime_sessions", "runtime sessions the demo did not write", `SELECT count(*) FROM runtime_sessions WHERE agent_alias <> ?1
-			OR id NOT IN (SELECT id FROM governed_sessions WHERE agent_id = ?1)`},
-		{"conversations", "conversations the demo did not write", `SELECT count(*) FROM conversations
-			WHERE id NOT IN (SELECT id FROM governed_sessions WHERE agent_id = ?1)`},
-		{"agent_sessions", "agent sessions", "SELECT count(*) FROM agent_sessions"},
-		{"agent_app_state", "app state keys", "SELECT count(*) FROM agent_app_state"},
-		{"agent_user_state", "user state keys", "SELECT count(*) FROM agent_user_state"},
-	} {
-		if !slices.Contains(tables, q.table) {
-			continue
-		}
-		var n int64
-		if err := db.QueryRowContext(ctx, q.query, demoAgent).Scan(&n); err != nil {
-			return nil, sqlstore.MapError(err)
-		}
-		if n > 0 {
-			out = append(out, fmt.Sprintf("%d %s", n, q.what))
-		}
+		return nil, err
 	}
 	for _, t := range tables {
 		if _, ok := facet.Owner(t); !ok && !slices.Contains(facet.SchemaTables(), t) {
