@@ -52,7 +52,7 @@ func TestPages(t *testing.T) {
 		}
 		return Page[string]{Items: []string{"x"}, Next: "x"}, nil
 	}) {
-		seen = append(seen, fmt.Sprint(s, err))
+		seen = append(seen, fmt.Sprintf("%s %v", s, err))
 	}
 	if want := []string{"x <nil>", " boom"}; !slices.Equal(seen, want) {
 		t.Errorf("with an error: %q, want %q", seen, want)
