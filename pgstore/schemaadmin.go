@@ -21,19 +21,19 @@ const (
 // maxIdentifierLen is PostgreSQL's longest identifier (NAMEDATALEN - 1).
 const maxIdentifierLen = 63
 
-// CreateSchema creates an empty schema called name in the database at url
+// CreateSchema creates an empty schema called name in the database at conn
 // (a postgres:// URL or a key=value connection string), for a store of
-// its own: open it with Open on SetConnParams(url, {"search_path": name}).
+// its own: open it with Open on SetConnParams(conn, {"search_path": name}).
 // The name is lower-case letters, digits and underscores, starting with a
 // letter or an underscore, at most 63 bytes, and not starting with "pg_"
 // (so that the same name works unquoted in search_path); another name is
 // store.ErrInvalidInput and creates nothing. A schema that already exists
 // is store.ErrConflict (a *store.ConflictError with Resource "schema").
-func CreateSchema(ctx context.Context, url, name string) error {
+func CreateSchema(ctx context.Context, conn, name string) error {
 	if err := validSchemaName(name); err != nil {
 		return err
 	}
-	return onAdminConn(ctx, url, func(c *pgx.Conn) error {
+	return onAdminConn(ctx, conn, func(c *pgx.Conn) error {
 		_, err := c.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize())
 		if pgCode(err) == codeDuplicateSchema {
 			return &store.ConflictError{Resource: "schema", ID: name, Reason: "exists"}
@@ -42,16 +42,16 @@ func CreateSchema(ctx context.Context, url, name string) error {
 	})
 }
 
-// DropSchema removes the schema called name from the database at url,
+// DropSchema removes the schema called name from the database at conn,
 // with everything in it (a store's tables and data included): it is the
 // undo of CreateSchema, and the name follows the same rules. A schema that
 // does not exist is store.ErrNotFound (a *store.NotFoundError with
 // Resource "schema").
-func DropSchema(ctx context.Context, url, name string) error {
+func DropSchema(ctx context.Context, conn, name string) error {
 	if err := validSchemaName(name); err != nil {
 		return err
 	}
-	return onAdminConn(ctx, url, func(c *pgx.Conn) error {
+	return onAdminConn(ctx, conn, func(c *pgx.Conn) error {
 		_, err := c.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{name}.Sanitize()+" CASCADE")
 		if pgCode(err) == codeInvalidSchemaName {
 			return &store.NotFoundError{Resource: "schema", ID: name}
@@ -80,13 +80,13 @@ func validSchemaName(name string) error {
 	return nil
 }
 
-// onAdminConn runs fn on a connection of its own to the database at url
-// (pool settings in url, such as pool_max_conns, are accepted and unused).
-func onAdminConn(ctx context.Context, url string, fn func(*pgx.Conn) error) error {
-	if url == "" {
+// onAdminConn runs fn on a connection of its own to the database at conn
+// (pool settings in conn, such as pool_max_conns, are accepted and unused).
+func onAdminConn(ctx context.Context, conn string, fn func(*pgx.Conn) error) error {
+	if conn == "" {
 		return store.Invalid("url", "must not be empty")
 	}
-	pc, err := pgxpool.ParseConfig(url)
+	pc, err := pgxpool.ParseConfig(conn)
 	if err != nil {
 		// pgx redacts passwords in its parse errors.
 		return fmt.Errorf("%w: %w", store.Invalid("url", "not a valid PostgreSQL connection string"), err)
