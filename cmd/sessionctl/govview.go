@@ -57,38 +57,6 @@ func newGovView(s store.Session) govView {
 	}
 }
 
-// session converts an imported view back to a store.Session
-// (remaining_budget is derived and ignored).
-func (v govView) session() (store.Session, error) {
-	s := store.Session{
-		ID:                    v.ID,
-		AgentID:               v.AgentID,
-		Status:                store.Status(v.Status),
-		CallsMade:             v.CallsMade,
-		CallBudget:            v.CallBudget,
-		AuthorizedTools:       nonNil(v.AuthorizedTools),
-		AuthorizedCredentials: nonNil(v.AuthorizedCredentials),
-		DelegationChain:       nonNil(v.DelegationChain),
-		DeclaredIntent:        v.DeclaredIntent,
-		Sensitivity:           store.Sensitivity(v.Sensitivity),
-		RateLimit:             v.RateLimit,
-		RateWindow:            time.Duration(v.RateWindowMS) * time.Millisecond,
-		RateWindowCalls:       v.RateWindowCalls,
-		TimeLimit:             time.Duration(v.TimeLimitMS) * time.Millisecond,
-	}
-	var err error
-	if s.RateWindowStart, err = parseJSONTime("rate_window_start", v.RateWindowStart); err != nil {
-		return s, err
-	}
-	if s.CreatedAt, err = parseJSONTime("created_at", v.CreatedAt); err != nil {
-		return s, err
-	}
-	if s.ExpiresAt, err = parseJSONTime("expires_at", v.ExpiresAt); err != nil {
-		return s, err
-	}
-	return s, nil
-}
-
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}

@@ -124,32 +124,3 @@ func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
-
-// countingReader counts the bytes read through it and calls after (when
-// not nil) after each read.
-type countingReader struct {
-	r     io.Reader
-	n     int64
-	after func()
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	if c.after != nil {
-		c.after()
-	}
-	return n, err
-}
-
-// countingWriter counts the bytes written through it.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
