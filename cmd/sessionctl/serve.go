@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -59,15 +57,20 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
 		return err
 	}
-	auth, err := newServeAuth(*basic, *token)
-	if err != nil {
-		return g.usageErr(sp.name, "%s", err)
+	auth := console.Auth{Token: *token, Realm: "sessionctl console"}
+	if *basic != "" {
+		if auth.User, auth.Password, err = console.ParseBasicAuth(*basic); err != nil {
+			return g.usageErr(sp.name, "--basic-auth must be USER:PASSWORD")
+		}
+	}
+	if *token != "" && len(*token) < 16 {
+		return g.usageErr(sp.name, "--token must be at least 16 characters")
 	}
 	loop, err := isLoopback(*addr)
 	if err != nil {
 		return g.usageErr(sp.name, "%s", err)
 	}
-	if !loop && auth == nil {
+	if !loop && *basic == "" && *token == "" {
 		return g.usageErr(sp.name, "--addr %s is not a loopback address: give --basic-auth or --token", *addr)
 	}
 	if *refresh == 0 {
@@ -87,10 +90,16 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 		return g.usageErr(sp.name, "%s", err)
 	}
 	p := strings.TrimRight(*prefix, "/")
+	if *basic != "" || *token != "" {
+		auth.Exempt = []string{p + "/healthz"}
+		if h, err = console.RequireAuth(h, auth); err != nil {
+			return g.usageErr(sp.name, "%s", err)
+		}
+	}
 	mux := http.NewServeMux()
-	mux.Handle(p+"/", auth.wrap(h, p+"/healthz"))
+	mux.Handle(p+"/", h)
 	if p != "" {
-		mux.Handle(p, auth.wrap(h, ""))
+		mux.Handle(p, h)
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -154,78 +163,4 @@ func isLoopback(addr string) (bool, error) {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback(), nil
-}
-
-// serveAuth checks the credentials of a request: basic auth, a bearer
-// token, or both (either one passes). Digests of equal length are compared
-// in constant time, so neither the length nor a prefix of a secret leaks
-// through timing.
-type serveAuth struct {
-	user, pass [32]byte
-	token      [32]byte
-	hasBasic   bool
-	hasToken   bool
-}
-
-func newServeAuth(basic, token string) (*serveAuth, error) {
-	if basic == "" && token == "" {
-		return nil, nil
-	}
-	a := &serveAuth{}
-	if basic != "" {
-		u, p, ok := strings.Cut(basic, ":")
-		if !ok || u == "" || p == "" {
-			return nil, errors.New("--basic-auth must be USER:PASSWORD")
-		}
-		a.user, a.pass, a.hasBasic = sha256.Sum256([]byte(u)), sha256.Sum256([]byte(p)), true
-	}
-	if token != "" {
-		if len(token) < 16 {
-			return nil, errors.New("--token must be at least 16 characters")
-		}
-		a.token, a.hasToken = sha256.Sum256([]byte(token)), true
-	}
-	return a, nil
-}
-
-func (a *serveAuth) ok(r *http.Request) bool {
-	if a.hasToken {
-		if t, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found {
-			d := sha256.Sum256([]byte(t))
-			if subtle.ConstantTimeCompare(d[:], a.token[:]) == 1 {
-				return true
-			}
-		}
-	}
-	if a.hasBasic {
-		if u, p, found := r.BasicAuth(); found {
-			du, dp := sha256.Sum256([]byte(u)), sha256.Sum256([]byte(p))
-			uok := subtle.ConstantTimeCompare(du[:], a.user[:])
-			pok := subtle.ConstantTimeCompare(dp[:], a.pass[:])
-			if uok&pok == 1 {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// wrap requires credentials for every path but exempt (the health check).
-func (a *serveAuth) wrap(h http.Handler, exempt string) http.Handler {
-	if a == nil {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if (exempt != "" && r.URL.Path == exempt) || a.ok(r) {
-			h.ServeHTTP(w, r)
-			return
-		}
-		if a.hasBasic {
-			w.Header().Set("WWW-Authenticate", `Basic realm="sessionctl console", charset="UTF-8"`)
-		} else {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="sessionctl console"`)
-		}
-		w.Header().Set("Cache-Control", "no-store")
-		http.Error(w, "authentication required", http.StatusUnauthorized)
-	})
 }
