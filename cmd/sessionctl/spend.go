@@ -22,14 +22,6 @@ import (
 // use's do (see exit.go).
 const exitSpend = 12
 
-// metricNames maps the spellings a --limit accepts to metrics.
-var metricNames = map[string]store.SpendMetric{
-	"input": store.MetricInputTokens, "input_tokens": store.MetricInputTokens,
-	"output": store.MetricOutputTokens, "output_tokens": store.MetricOutputTokens,
-	"tokens": store.MetricTotalTokens, "total": store.MetricTotalTokens, "total_tokens": store.MetricTotalTokens,
-	"cost": store.MetricCost,
-}
-
 // limitList is a repeatable --limit METRIC=AMOUNT[/WINDOW] flag:
 // "cost=2.50USD/day", "tokens=100000/hour", "input=5000".
 type limitList []store.SpendLimit
@@ -37,80 +29,34 @@ type limitList []store.SpendLimit
 func (l *limitList) String() string {
 	var parts []string
 	for _, x := range *l {
-		parts = append(parts, limitText(x))
+		parts = append(parts, x.String())
 	}
 	return strings.Join(parts, ",")
 }
 
-// Set parses one limit.
+// Set parses one limit (store.ParseSpendLimit).
 func (l *limitList) Set(s string) error {
-	lim, err := parseLimit(s)
+	lim, err := store.ParseSpendLimit(s)
 	if err != nil {
-		return err
+		return reason(err)
 	}
 	*l = append(*l, lim)
 	return nil
 }
 
-func parseLimit(s string) (store.SpendLimit, error) {
-	name, rest, ok := strings.Cut(s, "=")
-	if !ok {
-		return store.SpendLimit{}, fmt.Errorf("%q is not METRIC=AMOUNT[/WINDOW]", s)
+// reason is an invalid-input error's reason alone, for a flag's message
+// (the flag package names the flag and the value).
+func reason(err error) error {
+	var ie *store.InvalidInputError
+	if errors.As(err, &ie) {
+		return errors.New(ie.Reason)
 	}
-	m, ok := metricNames[strings.ToLower(name)]
-	if !ok {
-		return store.SpendLimit{}, fmt.Errorf("%q: unknown metric (input, output, tokens or cost)", name)
-	}
-	amount, window, _ := strings.Cut(rest, "/")
-	lim := store.SpendLimit{Metric: m, Window: store.SpendWindow(strings.ToLower(window))}
-	if lim.Window != "" && !lim.Window.Valid() {
-		return store.SpendLimit{}, fmt.Errorf("%q: unknown window (lifetime, hour, day or month)", window)
-	}
-	if m == store.MetricCost {
-		micros, cur, err := parseMoney(amount)
-		if err != nil {
-			return store.SpendLimit{}, err
-		}
-		lim.Limit, lim.Currency = micros, cur
-		return lim, nil
-	}
-	n, err := strconv.ParseInt(amount, 10, 64)
-	if err != nil || n < 0 {
-		return store.SpendLimit{}, fmt.Errorf("%q is not a number of tokens", amount)
-	}
-	lim.Limit = n
-	return lim, nil
-}
-
-// parseMoney parses "2.50USD" into micro-units and the currency code.
-func parseMoney(s string) (int64, string, error) {
-	i := strings.IndexFunc(s, func(r rune) bool { return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' })
-	if i <= 0 {
-		return 0, "", fmt.Errorf("%q is not an amount with its currency, like 2.50USD", s)
-	}
-	micros, err := store.ParseMicros(s[:i])
-	if err != nil {
-		return 0, "", fmt.Errorf("%q: %w", s, err)
-	}
-	cur := s[i:]
-	if err := store.ValidateCurrency("currency", cur); err != nil {
-		return 0, "", fmt.Errorf("%q: %w", s, err)
-	}
-	return micros, cur, nil
+	return err
 }
 
 // moneyText formats micro-units with their currency: "2.5 USD".
 func moneyText(micros int64, cur string) string {
 	return strings.TrimSpace(store.FormatMicros(micros) + " " + cur)
-}
-
-// limitText is a limit as --limit spells it.
-func limitText(l store.SpendLimit) string {
-	amount := strconv.FormatInt(l.Limit, 10)
-	if l.Metric == store.MetricCost {
-		amount = store.FormatMicros(l.Limit) + l.Currency
-	}
-	return fmt.Sprintf("%s=%s/%s", l.Metric, amount, l.Window)
 }
 
 // amountFlags are the amount flags of reserve and settle.
@@ -135,8 +81,8 @@ func (f amountFlags) amount() (store.SpendAmount, string, error) {
 	var cur string
 	if *f.cost != "" {
 		var err error
-		if a.CostMicros, cur, err = parseMoney(*f.cost); err != nil {
-			return a, "", err
+		if a.CostMicros, cur, err = store.ParseMoney(*f.cost); err != nil {
+			return a, "", reason(err)
 		}
 	}
 	return a, cur, nil
