@@ -138,7 +138,9 @@ func testRestoreRecordsExact(t *testing.T, e *env, r store.RecordRestorer) {
 		t.Errorf("runs: %+v (%v)", runs, err)
 	}
 	s, err := e.st.Runtime().Get(e.ctx, "r1")
-	if err != nil || !s.LastActive.Equal(rt.Session.LastActive) || s.Turn.Generation != 41 || s.Turn.Running || s.Turn.Owner != "" {
+	// The last turn keeps its generation, start and owner; it is not
+	// running (it belonged to the process that ran it).
+	if err != nil || !s.LastActive.Equal(rt.Session.LastActive) || s.Turn.Generation != 41 || s.Turn.Running || s.Turn.Owner != rt.Session.Turn.Owner {
 		t.Errorf("runtime session: %+v (%v)", s, err)
 	}
 	u, content, err := e.st.Runtime().ReadUpload(e.ctx, "r1", "f")
