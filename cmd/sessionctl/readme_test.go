@@ -36,7 +36,10 @@ package main
 //     number of the block's output match any number and every run of
 //     spaces any run of spaces (measurements: bench); "times vary" lets
 //     every time of the block's output match any time (times the
-//     database writes by its own clock, not the store's: migrate status).
+//     database writes by its own clock, not the store's: migrate status);
+//     "slow" runs the block except under the race detector, which slows
+//     the transpiled SQLite about twentyfold (bench's setup alone takes
+//     more than a minute then): there it counts as not run.
 //
 // The environment: a temporary directory is the working directory, the
 // database is its sessions.db (--db and $SESSIONCTL_DB unset), the a3s
@@ -583,6 +586,11 @@ func TestREADMETranscripts(t *testing.T) {
 			marked++
 			continue
 		}
+		if _, ok := b.directive("slow"); ok && raceOn {
+			t.Logf("README line %d: a slow block, not run under the race detector", b.line)
+			marked++
+			continue
+		}
 		var opts matchOptions
 		for _, d := range b.directives {
 			switch name, isFixture := strings.CutPrefix(d, "fixture "); {
@@ -596,6 +604,7 @@ func TestREADMETranscripts(t *testing.T) {
 				opts.numbersVary = true
 			case d == "times vary":
 				opts.timesVary = true
+			case d == "slow":
 			default:
 				t.Fatalf("README line %d: unknown transcript directive %q", b.line, d)
 			}
