@@ -103,7 +103,10 @@ func (b readmeBlock) directive(prefix string) (string, bool) {
 	return "", false
 }
 
-var directiveRE = regexp.MustCompile(`^<!-- transcript: (.+) -->$`)
+var (
+	directiveRE = regexp.MustCompile(`^<!-- transcript: (.+) -->$`)
+	notRunRE    = regexp.MustCompile(`^not run \(.+\)$`)
+)
 
 // parseReadme returns the README's fenced blocks with their directives.
 // A directive comment that no block follows is an error.
@@ -221,7 +224,6 @@ func splitShell(line string) ([]shellWord, error) {
 
 // readmeRun is one run of the README's transcripts.
 type readmeRun struct {
-	t     *testing.T
 	env   *testEnv
 	clock *storetest.Clock
 	// uuids maps a UUID the README shows to the one the binary printed.
@@ -570,7 +572,7 @@ func TestREADMETranscripts(t *testing.T) {
 
 	clock := storetest.NewClock()
 	clock.Advance(readmeClockStart.Sub(clock.Now()))
-	r := &readmeRun{t: t, env: &testEnv{t: t, dir: dir, db: filepath.Join(dir, "sessions.db"), clock: clock},
+	r := &readmeRun{env: &testEnv{t: t, dir: dir, db: filepath.Join(dir, "sessions.db"), clock: clock},
 		clock: clock, uuids: map[string]string{}}
 
 	found, marked, ran := 0, 0, 0
@@ -582,7 +584,10 @@ func TestREADMETranscripts(t *testing.T) {
 			continue
 		}
 		found++
-		if _, ok := b.directive("not run"); ok {
+		if d, ok := b.directive("not run"); ok {
+			if !notRunRE.MatchString(d) {
+				t.Errorf("README line %d: %q: say why, as not run (REASON)", b.line, d)
+			}
 			marked++
 			continue
 		}
