@@ -188,7 +188,9 @@ func demoConversation(ctx context.Context, out io.Writer, st cliStore, id string
 	if err != nil {
 		return fmt.Errorf("conversation info: %w", err)
 	}
-	fmt.Fprintf(out, "  stored durably: %d messages, %d tokens, %s\n", info.MessageCount, info.TotalUsage.TotalTokens, usd(info.TotalCost))
+	// The spend section below settles its calls into this conversation
+	// too: these are its totals so far.
+	fmt.Fprintf(out, "  stored durably: %d messages; usage so far %d tokens, %s\n", info.MessageCount, info.TotalUsage.TotalTokens, usd(info.TotalCost))
 	return nil
 }
 

@@ -13,9 +13,9 @@ import (
 // demoSpend shows a cost limit stopping an agent: a governed session of
 // the demo agent may spend 0.05 USD; each model call reserves an upper
 // bound of 0.02 USD and settles what it cost (also recorded on the
-// conversation of id, in the same transaction), until the next
-// reservation would pass the limit. Then it verifies the audit trail that
-// recorded every decision.
+// conversation of id, in the same transaction, whose new totals it
+// prints), until the next reservation would pass the limit. Then it
+// verifies the audit trail that recorded every decision.
 func demoSpend(ctx context.Context, out io.Writer, st cliStore, id string) error {
 	sess, err := st.Governance().Create(ctx, store.CreateRequest{
 		AgentID:         "demo-agent",
@@ -52,6 +52,12 @@ func demoSpend(ctx context.Context, out io.Writer, st cliStore, id string) error
 		fmt.Fprintf(out, "  call %d: reserved %s, settled %s (%d tokens)\n", call, moneyText(bound.CostMicros, "USD"),
 			moneyText(actual.CostMicros, "USD"), actual.TotalTokens())
 	}
+	info, err := st.Conversations().Info(ctx, id)
+	if err != nil {
+		return fmt.Errorf("conversation info: %w", err)
+	}
+	fmt.Fprintf(out, "  conversation %s now: %d tokens, %s (the settled calls' usage added)\n",
+		id, info.TotalUsage.TotalTokens, usd(info.TotalCost))
 	status, err := st.Spend().Status(ctx, sess.ID)
 	if err != nil {
 		return fmt.Errorf("spend status: %w", err)

@@ -1,0 +1,79 @@
+package main
+
+// The README transcripts' fixtures: data a program writes through the
+// library, which sessionctl cannot write itself.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// readmeFixtures write what a transcript shows that sessionctl cannot
+// write itself, through the library, on the run's clock.
+var readmeFixtures = map[string]func(e *testEnv){
+	"agent-sessions": readmeAgentSessions,
+	"conversation":   readmeConversation,
+}
+
+// readmeAgentSessions writes two agent sessions of the app "support": ada's
+// s1 with twelve events in two invocations and state in every scope, and
+// bob's s1 without events.
+func readmeAgentSessions(e *testEnv) {
+	t := e.t
+	ctx := context.Background()
+	st := e.openStore()
+	defer st.Close()
+	as := st.AgentSessions()
+	ada := store.SessionKey{App: "support", User: "ada", Session: "s1"}
+	if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: ada, State: store.ScopedState{
+		App:  map[string]json.RawMessage{"greeting": json.RawMessage(`"hi"`)},
+		User: map[string]json.RawMessage{"tier": json.RawMessage(`"gold"`)},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		e.clock.Advance(700 * time.Millisecond)
+		author := "user"
+		if i%2 == 1 {
+			author = "model"
+		}
+		ev := store.AgentEvent{ID: fmt.Sprintf("e%d", i), InvocationID: fmt.Sprintf("inv-%d", 1+i/6),
+			Data: json.RawMessage(fmt.Sprintf(`{"author":%q,"n":%d}`, author, i))}
+		if _, err := as.AppendEvent(ctx, store.AppendEventRequest{Key: ada, Event: ev, Delta: store.ScopedState{
+			Session: map[string]json.RawMessage{"step": json.RawMessage(fmt.Sprint(i))},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.clock.Advance(time.Second)
+	if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: store.SessionKey{App: "support", User: "bob", Session: "s1"}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readmeConversation writes the conversation conv-1: a question, a tool
+// call and its result, and the answer, with usage and cost.
+func readmeConversation(e *testEnv) {
+	t := e.t
+	ctx := context.Background()
+	st := e.openStore()
+	defer st.Close()
+	c := store.NewConversation("conv-1")
+	c.Config.Name = "fix the flaky test"
+	if _, err := st.Conversations().Save(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Conversations().Append(ctx, store.AppendRequest{ID: "conv-1", Messages: []store.Message{
+		store.UserMessage("The parser test is flaky."),
+		{Role: store.RoleAssistant, Content: []store.ContentBlock{store.ToolUseBlock("t1", "bash", json.RawMessage(`{"command":"go test ./parser"}`))}},
+		{Role: store.RoleUser, Content: []store.ContentBlock{store.ToolResultBlock("t1", "FAIL: TestParse (map order)", true)}},
+		store.AssistantMessage("The test depended on map order; fixed."),
+		store.UserMessage("Thanks."),
+	}, Usage: &store.TokenUsage{PromptTokens: 2400, CompletionTokens: 180, TotalTokens: 2580}, Cost: 0.0121}); err != nil {
+		t.Fatal(err)
+	}
+}
