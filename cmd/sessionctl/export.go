@@ -11,29 +11,31 @@ import (
 var exportSpec = spec{
 	name: "export",
 	args: "[ID...]",
-	about: `Exports sessions as one JSON document (format "sessionctl-export", version 3):
-every facet of the given ids, or everything. Governed sessions keep their
+	about: `Exports sessions as one JSON document (format "sessionctl-export", version
+3): every facet of the given ids, or everything. Governed sessions keep their
 counters, rate window, status and times, with their spend limits and
-reservations and their agents' limits (the "spend" section); runtime sessions come with their
-overrides and uploads (content in base64); conversations with their
-messages, cost records, artifacts, trace events, run records and
-verification reports (never an LLM API key: the store does not keep one);
-agent sessions with their event logs and session state, and the app and
-user state they share once per application and per user (event data and
-state values are JSON text in strings, so that they come back byte for
-byte); the audit trail as whole hash chains with their heads (with ids,
-the chains of the agents of the selected governed sessions). An ID
-selects the governed session, runtime session and
-conversation of that id and the agent sessions of that session id in
-any application and user. "sessionctl import" reads the file back (and
-files of versions 1 and 2). Writes to stdout unless --output is given; --output FILE
-is written to a temporary file beside it and put in place once complete.
+reservations and their agents' limits (the "spend" section); runtime
+sessions come with their overrides and uploads (content in base64);
+conversations with their messages, cost records, artifacts, trace events,
+run records and verification reports (never an LLM API key: the store does
+not keep one); agent sessions with their event logs and session state, and
+the app and user state they share once per application and per user (event
+data and state values are JSON text in strings, so that they come back byte
+for byte); the audit trail as whole hash chains with their heads (with ids,
+the chains of the agents of the selected governed sessions). An ID selects
+the governed session, runtime session and conversation of that id and the
+agent sessions of that session id in any application and user.
+"sessionctl import" reads the file back (and files of versions 1 and 2); a
+Go program does both with package archive.
+
 Everything is read from one snapshot of the database, so a file taken while
-the store is in use is the state of one instant and always imports. The
-document is written one item at a time, so export's memory does not grow
-with the database. When stderr is a terminal (and the document does
-not go to a terminal), a status line shows the section being written and
-the items and bytes written so far.`,
+the store is in use is the state of one instant and always imports. Writes
+to stdout unless --output is given; --output FILE is written to a temporary
+file beside it (mode 0600) and put in place once complete. The document is
+written one item at a time, so export's memory does not grow with the
+database. When stderr is a terminal (and the document does not go to a
+terminal), a status line shows the section being written and the items and
+bytes written so far.`,
 	examples: []string{
 		"sessionctl export > all.json",
 		"sessionctl export task-7 task-8 --output two.json",
