@@ -14,12 +14,12 @@ var importSpec = spec{
 	about: `Imports sessions from files ("-" reads stdin) of two formats, told apart by
 their content:
 
-  - "sessionctl export" files (versions 1 to 3): every record comes back
-    exactly as exported — governed sessions with their counters, rate
-    window, status and times; runtime sessions with their times,
-    overrides, uploads (each checked against its SHA-256) and turn
-    generation (the turn is no longer running: it belonged to the process
-    that ran it); conversations with their version, message positions and
+  - "sessionctl export" files (versions 1 to 3; a newer version is
+    refused): every record comes back exactly as exported — governed
+    sessions with their counters, rate window, status and times, spend
+    limits and reservations; runtime sessions with their times,
+    overrides, uploads (each checked against its SHA-256) and last turn
+    (no longer running: it belonged to the process that ran it); conversations with their version, message positions and
     times, cost records, artifacts, trace events, run records and reports;
     agent sessions with their version, times, session state and event
     logs, and the app and user state they share (a stored state key with
@@ -38,7 +38,7 @@ imported) — use --dry-run to check every file first. Other writers wait
 while a file is imported (on SQLite the write lock is held). Creates the
 database file when it does not exist. When stderr is a terminal, a status
 line shows the file being imported, the records imported so far and the
-bytes read of the file.`,
+bytes read of the file. A Go program imports with package archive.`,
 	examples: []string{
 		"sessionctl import all.json",
 		"sessionctl --db restored.db import --skip-existing ~/.a3s/sessions/*.json",
