@@ -22,11 +22,11 @@ var exportedAt = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 // backend opens an empty store of one kind for t.
 type backend struct {
 	name string
-	open func(t *testing.T) archive.Store
+	open func(t testing.TB) archive.Store
 }
 
 var (
-	sqliteBackend = backend{"sqlite", func(t *testing.T) archive.Store {
+	sqliteBackend = backend{"sqlite", func(t testing.TB) archive.Store {
 		st, err := sqlstore.Open(t.Context(), filepath.Join(t.TempDir(), "s.db"))
 		if err != nil {
 			t.Fatal(err)
@@ -34,7 +34,7 @@ var (
 		t.Cleanup(func() { st.Close() })
 		return st
 	}}
-	postgresBackend = backend{"postgres", func(t *testing.T) archive.Store {
+	postgresBackend = backend{"postgres", func(t testing.TB) archive.Store {
 		st, err := pgstore.Open(t.Context(), pgtest.NewSchema(t))
 		if err != nil {
 			t.Fatal(err)
