@@ -6,7 +6,6 @@ package archive
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -33,44 +32,17 @@ type Conversation struct {
 // at a time.
 func exportConversations(ctx context.Context, x *exporter) error {
 	conv := x.st.Conversations()
-	x.out.open("conversations", '[')
-	defer x.out.close(']')
-	add := func(id string) error {
-		c, err := readConversation(ctx, conv, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil // not a conversation
+	list := func(cursor string) (store.Page[string], error) {
+		page, err := conv.List(ctx, store.ConversationFilter{After: cursor, Limit: store.MaxPageSize})
+		ids := store.Page[string]{Items: make([]string, len(page.Items)), Next: page.Next}
+		for i, c := range page.Items {
+			ids.Items[i] = c.ID
 		}
-		if err != nil {
-			return err
-		}
-		x.out.value("", c)
-		x.tick()
-		return nil
+		return ids, err
 	}
-	if x.ids != nil {
-		for _, id := range x.ids {
-			if err := add(id); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	f := store.ConversationFilter{Limit: store.MaxPageSize}
-	for {
-		page, err := conv.List(ctx, f)
-		if err != nil {
-			return err
-		}
-		for _, c := range page.Items {
-			if err := add(c.ID); err != nil {
-				return err
-			}
-		}
-		if page.Next == "" {
-			return nil
-		}
-		f.After = page.Next
-	}
+	return items(ctx, x, "conversations", list, func(ctx context.Context, id string) (Conversation, error) {
+		return readConversation(ctx, conv, id)
+	})
 }
 
 // readConversation reads everything the store keeps for conversation id.

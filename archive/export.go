@@ -230,3 +230,48 @@ func (x *exporter) checkIDs(ctx context.Context) error {
 	}
 	return nil
 }
+
+// items writes the section key as an array of the items of the selected
+// ids (x.ids), or of every id that list pages through: read reads one
+// (ErrNotFound: the id is not of this facet, and is left out).
+func items[T any](ctx context.Context, x *exporter, key string, list func(cursor string) (store.Page[string], error),
+	read func(ctx context.Context, id string) (T, error)) error {
+	x.out.open(key, '[')
+	defer x.out.close(']')
+	add := func(id string) error {
+		item, err := read(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		x.out.value("", item)
+		x.tick()
+		return x.out.err
+	}
+	if x.ids != nil {
+		for _, id := range x.ids {
+			if err := add(id); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	cursor := ""
+	for {
+		page, err := list(cursor)
+		if err != nil {
+			return err
+		}
+		for _, id := range page.Items {
+			if err := add(id); err != nil {
+				return err
+			}
+		}
+		if page.Next == "" {
+			return nil
+		}
+		cursor = page.Next
+	}
+}

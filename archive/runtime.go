@@ -6,7 +6,6 @@ package archive
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 
 	"github.com/agentstore/sessionstore/store"
@@ -36,44 +35,13 @@ type UploadContent struct {
 
 // exportRuntimeSessions writes every runtime session, or those of x.ids.
 func exportRuntimeSessions(ctx context.Context, x *exporter) error {
-	x.out.open("runtime_sessions", '[')
-	defer x.out.close(']')
-	add := func(id string) error {
-		r, err := readRuntime(ctx, x.st.Runtime(), id)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil // not a runtime session
-		}
-		if err != nil {
-			return err
-		}
-		x.out.value("", r)
-		x.tick()
-		return nil
+	rt := x.st.Runtime()
+	list := func(cursor string) (store.Page[string], error) {
+		return rt.ListIDs(ctx, store.ListIDsRequest{After: cursor, Limit: store.MaxPageSize})
 	}
-	if x.ids != nil {
-		for _, id := range x.ids {
-			if err := add(id); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	req := store.ListIDsRequest{Limit: store.MaxPageSize}
-	for {
-		page, err := x.st.Runtime().ListIDs(ctx, req)
-		if err != nil {
-			return err
-		}
-		for _, id := range page.Items {
-			if err := add(id); err != nil {
-				return err
-			}
-		}
-		if page.Next == "" {
-			return nil
-		}
-		req.After = page.Next
-	}
+	return items(ctx, x, "runtime_sessions", list, func(ctx context.Context, id string) (RuntimeSession, error) {
+		return readRuntime(ctx, rt, id)
+	})
 }
 
 // readRuntime reads runtime session id with its uploads' content.
