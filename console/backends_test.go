@@ -2,24 +2,15 @@ package console_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net/url"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/agentstore/sessionstore/internal/pgtest"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/store/storetest"
 )
-
-// envPostgres names the PostgreSQL server of the tests (see
-// scripts/with-postgres.sh).
-const envPostgres = "SESSIONSTORE_TEST_POSTGRES_URL"
 
 // backend opens stores of one kind on a location made per test.
 type backend struct {
@@ -50,12 +41,7 @@ var postgresBackend = backend{
 func eachBackend(t *testing.T, fn func(t *testing.T, b backend)) {
 	t.Run("sqlite", func(t *testing.T) { fn(t, sqliteBackend) })
 	t.Run("postgres", func(t *testing.T) {
-		if os.Getenv(envPostgres) == "" {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is not set: in CI the PostgreSQL tests must run (scripts/with-postgres.sh)", envPostgres)
-			}
-			t.Skipf("PostgreSQL tests skipped: %s is not set (scripts/with-postgres.sh go test ./console starts a private server)", envPostgres)
-		}
+		pgtest.ServerURL(t) // skips without a server (fails in CI)
 		fn(t, postgresBackend)
 	})
 }
@@ -85,33 +71,5 @@ func seeded(t *testing.T, b backend) (store.Store, fixture, string) {
 	return ro, f, loc
 }
 
-var admin struct {
-	pool *pgxpool.Pool
-	err  error
-}
-
-func newSchema(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv(envPostgres)
-	if admin.pool == nil && admin.err == nil {
-		admin.pool, admin.err = pgxpool.New(context.Background(), u)
-	}
-	if admin.err != nil {
-		t.Fatal(admin.err)
-	}
-	var b [8]byte
-	rand.Read(b[:])
-	schema := "console_" + hex.EncodeToString(b[:])
-	if _, err := admin.pool.Exec(context.Background(), "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.pool.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
-	pu, err := url.Parse(u)
-	if err != nil || pu.Scheme == "" {
-		return u + " search_path=" + schema
-	}
-	q := pu.Query()
-	q.Set("search_path", schema)
-	pu.RawQuery = q.Encode()
-	return pu.String()
-}
+// newSchema is a private PostgreSQL schema for t (internal/pgtest).
+func newSchema(t testing.TB) string { return pgtest.NewSchema(t) }
