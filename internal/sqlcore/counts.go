@@ -74,19 +74,12 @@ func (s *Store) Counts(ctx context.Context) (store.Counts, error) {
 		}
 		cv := &c.Conversations
 		cv.ByState = map[store.ConversationState]int64{}
-		if err := tx.Query(totConversationsSQL, nil, func(r Rows) error {
-			var st string
-			var n, msgs, tokens int64
-			var cost float64
-			if err := r.Scan(&st, &n, &msgs, &tokens, &cost); err != nil {
-				return err
-			}
-			cv.ByState[store.ConversationState(st)] = n
+		if err := conversationsByState(tx, func(st store.ConversationState, n, msgs, tokens int64, cost float64) {
+			cv.ByState[st] = n
 			cv.Total += n
 			cv.Messages += msgs
 			cv.TotalTokens += tokens
 			cv.TotalCost += cost
-			return nil
 		}); err != nil {
 			return err
 		}

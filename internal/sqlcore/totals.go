@@ -66,19 +66,12 @@ func (s *Store) Totals(ctx context.Context, req store.TotalsRequest) (store.Tota
 		c := &t.Conversations
 		c.ByState = map[store.ConversationState]int64{}
 		c.Days = []store.DayTotals{}
-		if err := tx.Query(totConversationsSQL, nil, func(r Rows) error {
-			var st string
-			var n, msgs, tokens int64
-			var cost float64
-			if err := r.Scan(&st, &n, &msgs, &tokens, &cost); err != nil {
-				return err
-			}
-			c.ByState[store.ConversationState(st)] = n
+		if err := conversationsByState(tx, func(st store.ConversationState, n, msgs, tokens int64, cost float64) {
+			c.ByState[st] = n
 			c.Total += n
 			c.Messages += msgs
 			c.TotalTokens += tokens
 			c.TotalCost += cost
-			return nil
 		}); err != nil {
 			return err
 		}
@@ -119,4 +112,19 @@ func summaries(rows []summaryRow) []store.ConversationSummary {
 		out[i] = rows[i].summary()
 	}
 	return out
+}
+
+// conversationsByState reads the conversations' count, messages, tokens
+// and cost per state (totConversationsSQL) and calls add for each state.
+func conversationsByState(tx Tx, add func(st store.ConversationState, n, msgs, tokens int64, cost float64)) error {
+	return tx.Query(totConversationsSQL, nil, func(r Rows) error {
+		var st string
+		var n, msgs, tokens int64
+		var cost float64
+		if err := r.Scan(&st, &n, &msgs, &tokens, &cost); err != nil {
+			return err
+		}
+		add(store.ConversationState(st), n, msgs, tokens, cost)
+		return nil
+	})
 }
