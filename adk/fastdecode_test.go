@@ -237,3 +237,47 @@ func BenchmarkDecodeEvent(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeEventAlternating times the decoders of benchDecoders on
+// the four shapes in alternating slices of 200 decodes each, so that a
+// shared, noisy machine slows them alike, and reports each decoder's time
+// per event as a ratio to the fast decoder's (medians over the slices):
+//
+//	cd adk && GOEXPERIMENT=jsonv2 go test -run '^$' -bench DecodeEventAlternating -benchtime 20x
+func BenchmarkDecodeEventAlternating(b *testing.B) {
+	var docs [][]byte
+	for i := range 4 {
+		ev := benchkit.Event(i)
+		ev.Timestamp = ev.Timestamp.Truncate(time.Microsecond)
+		data, err := json.Marshal(ev)
+		if err != nil {
+			b.Fatal(err)
+		}
+		docs = append(docs, data)
+	}
+	const slice = 200
+	perEvent := make([][]float64, len(benchDecoders))
+	for b.Loop() {
+		for d, dec := range benchDecoders {
+			start := time.Now()
+			for i := range slice {
+				var ev session.Event
+				if err := dec.decode(docs[i%len(docs)], &ev); err != nil {
+					b.Fatal(err)
+				}
+			}
+			perEvent[d] = append(perEvent[d], float64(time.Since(start).Nanoseconds())/slice)
+		}
+	}
+	for d, dec := range benchDecoders {
+		var ratios []float64
+		for i := range perEvent[d] {
+			ratios = append(ratios, perEvent[d][i]/perEvent[0][i])
+		}
+		b.ReportMetric(benchkit.Median(perEvent[d]), dec.name+"-ns/event")
+		if d > 0 {
+			b.ReportMetric(benchkit.Median(ratios), dec.name+"÷fast")
+		}
+	}
+	b.ReportMetric(benchkit.LoadAverage(), "load")
+}

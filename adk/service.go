@@ -24,9 +24,11 @@ var _ session.Service = (*Service)(nil)
 // Service implements ADK's session.Service on a session store. It is safe
 // for concurrent use, and several processes may use one database.
 type Service struct {
-	st    store.Store
-	as    store.AgentSessions
-	owned bool
+	st      store.Store
+	as      store.AgentSessions
+	owned   bool
+	cache   *readCache          // nil: none
+	stamper store.ChangeStamper // nil: the store has none
 }
 
 // Open opens (creating if needed) the session store in the SQLite file at
@@ -44,8 +46,20 @@ func Open(ctx context.Context, path string, opts ...sqlstore.Option) (*Service, 
 // New returns an ADK session service on st, which may be shared with the
 // store's other facets (governed sessions, for example). The caller keeps
 // ownership of st: Close does not close it.
-func New(st store.Store) *Service {
-	return &Service{st: st, as: st.AgentSessions()}
+//
+// Repeated reads of what has not changed are served from a read cache of
+// decoded sessions and listings, validated by the store's change stamp
+// (see Options and store.ChangeStamper; SQLite stores opened with
+// sqlstore.Open have one).
+func New(st store.Store) *Service { return NewWithOptions(st, Options{}) }
+
+// NewWithOptions is New with options.
+func NewWithOptions(st store.Store, opts Options) *Service {
+	s := &Service{st: st, as: st.AgentSessions(), cache: newReadCache(opts.ReadCacheEvents)}
+	if cs, ok := st.(store.ChangeStamper); ok {
+		s.stamper = cs
+	}
+	return s
 }
 
 // Store returns the underlying store, for its other facets.
@@ -127,11 +141,25 @@ func (s *Service) Get(ctx context.Context, req *session.GetRequest) (*session.Ge
 }
 
 func (s *Service) get(ctx context.Context, key store.SessionKey, recent int, after time.Time) (*Session, error) {
+	stamp, cached := s.stamp(ctx) // before the read (see store.ChangeStamper)
+	ck := getKey{key: key, recent: recent}
+	if !after.IsZero() {
+		ck.after = after.UnixNano()
+	}
+	if cached {
+		if e := s.cache.get(ck, stamp); e != nil {
+			return e.handle(), nil
+		}
+	}
 	got, err := s.as.GetSession(ctx, store.GetAgentSessionRequest{Key: key, IncludeEvents: true, Recent: recent, After: after})
 	if err != nil {
 		return nil, fmt.Errorf("adk: get session: %w", err)
 	}
-	return handle(got)
+	h, err := handle(got)
+	if err == nil && cached {
+		s.cache.putGet(ck, snapshot(stamp, h))
+	}
+	return h, err
 }
 
 // Refresh reloads a handle of this service in place (state, all events,
@@ -157,7 +185,19 @@ func (s *Service) List(ctx context.Context, req *session.ListRequest) (*session.
 	if req == nil {
 		return nil, store.Invalid("request", "must not be nil")
 	}
+	stamp, cached := s.stamp(ctx) // before the read (see store.ChangeStamper)
+	lk := listKey{app: req.AppName, user: req.UserID}
+	if cached {
+		if e := s.cache.list(lk, stamp); e != nil {
+			out := make([]session.Session, len(e.sessions))
+			for i, cs := range e.sessions {
+				out[i] = cs.handle()
+			}
+			return &session.ListResponse{Sessions: out}, nil
+		}
+	}
 	out := make([]session.Session, 0)
+	var keep []*cachedSession
 	cursor := ""
 	for {
 		page, err := s.as.ListSessions(ctx, store.ListAgentSessionsRequest{
@@ -172,8 +212,14 @@ func (s *Service) List(ctx context.Context, req *session.ListRequest) (*session.
 				return nil, err
 			}
 			out = append(out, h)
+			if cached {
+				keep = append(keep, snapshot(stamp, h))
+			}
 		}
 		if page.Next == "" {
+			if cached {
+				s.cache.putList(lk, &cachedList{stamp: stamp, sessions: keep})
+			}
 			return &session.ListResponse{Sessions: out}, nil
 		}
 		cursor = page.Next
