@@ -1,6 +1,7 @@
 package adk
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"strconv"
 	"time"
@@ -121,9 +122,20 @@ func fastDecodeEvent(data []byte, ev *session.Event) bool {
 	return d.i == len(d.b)
 }
 
+// maxObjectKeys is the most keys an object may have on the fast path
+// (each key is checked against the others, so that a duplicate, which
+// encoding/json would merge, gives up).
+const maxObjectKeys = 64
+
+// maxDepth is the deepest nesting of arrays and objects decoded on the
+// fast path; deeper documents go to encoding/json, which has limits of
+// its own.
+const maxDepth = 100
+
 type fastDec struct {
-	b []byte
-	i int
+	b     []byte
+	i     int
+	depth int // nesting of the composite values being decoded by value
 }
 
 func (d *fastDec) ws() {
@@ -166,7 +178,7 @@ func (d *fastDec) object(field func(key []byte) bool) bool {
 	if d.next('}') {
 		return true
 	}
-	var seen [40][]byte
+	seen := make([][]byte, 0, 8) // on the stack unless an object has more keys
 	n := 0
 	for {
 		raw, escaped, ok := d.rawString()
@@ -179,10 +191,10 @@ func (d *fastDec) object(field func(key []byte) bool) bool {
 				return false
 			}
 		}
-		if n == len(seen) || !utf8.Valid(key) {
+		if n == maxObjectKeys || !utf8.Valid(key) {
 			return false
 		}
-		seen[n] = key
+		seen = append(seen, key)
 		n++
 		if !field(key) {
 			return false
@@ -408,13 +420,13 @@ func (d *fastDec) usage(u *genai.GenerateContentResponseUsageMetadata) bool {
 		case "trafficType":
 			return d.str((*string)(&u.TrafficType))
 		case "promptTokensDetails":
-			return d.delegate(&u.PromptTokensDetails)
+			return d.modalityCounts(&u.PromptTokensDetails)
 		case "candidatesTokensDetails":
-			return d.delegate(&u.CandidatesTokensDetails)
+			return d.modalityCounts(&u.CandidatesTokensDetails)
 		case "cacheTokensDetails":
-			return d.delegate(&u.CacheTokensDetails)
+			return d.modalityCounts(&u.CacheTokensDetails)
 		case "toolUsePromptTokensDetails":
-			return d.delegate(&u.ToolUsePromptTokensDetails)
+			return d.modalityCounts(&u.ToolUsePromptTokensDetails)
 		}
 		return false
 	})
@@ -452,6 +464,64 @@ func (d *fastDec) actions(a *session.EventActions) bool {
 	})
 }
 
+// modalityCounts reads the per-modality token counts of usage metadata
+// (null or an array of objects).
+func (d *fastDec) modalityCounts(dst *[]*genai.ModalityTokenCount) bool {
+	if d.null() {
+		*dst = nil
+		return true
+	}
+	if !d.next('[') {
+		return false
+	}
+	out := []*genai.ModalityTokenCount{}
+	*dst = out
+	if d.next(']') {
+		return true
+	}
+	for {
+		mc := new(genai.ModalityTokenCount)
+		ok := d.object(func(key []byte) bool {
+			switch string(key) {
+			case "modality":
+				return d.str((*string)(&mc.Modality))
+			case "tokenCount":
+				return d.int32(&mc.TokenCount)
+			}
+			return false
+		})
+		if !ok {
+			return false
+		}
+		out = append(out, mc)
+		*dst = out
+		if d.next(']') {
+			return true
+		}
+		if !d.next(',') {
+			return false
+		}
+	}
+}
+
+// base64 reads bytes as encoding/json encodes them: a standard base64
+// string without escapes (anything else goes to encoding/json).
+func (d *fastDec) base64(dst *[]byte) bool {
+	if d.null() {
+		*dst = nil
+		return true
+	}
+	raw, escaped, ok := d.rawString()
+	if !ok || escaped {
+		return false
+	}
+	src := raw[1 : len(raw)-1]
+	out := make([]byte, base64.StdEncoding.DecodedLen(len(src)))
+	n, err := base64.StdEncoding.Decode(out, src)
+	*dst = out[:n]
+	return err == nil
+}
+
 // part reads one member of a content part: text, thoughts and function
 // calls and responses directly, the rest through delegate.
 func (d *fastDec) part(key []byte, p *genai.Part) bool {
@@ -461,7 +531,7 @@ func (d *fastDec) part(key []byte, p *genai.Part) bool {
 	case "thought":
 		return d.boolean(&p.Thought)
 	case "thoughtSignature":
-		return d.delegate(&p.ThoughtSignature)
+		return d.base64(&p.ThoughtSignature)
 	case "functionCall":
 		if d.null() {
 			p.FunctionCall = nil
@@ -533,8 +603,8 @@ func (d *fastDec) part(key []byte, p *genai.Part) bool {
 }
 
 // value reads any JSON value as encoding/json decodes it into an
-// interface: strings, float64 numbers, booleans and null directly,
-// objects and arrays through encoding/json.
+// interface: strings, float64 numbers, booleans, null, and objects
+// (map[string]any) and arrays ([]any) of them.
 func (d *fastDec) value() (any, bool) {
 	switch c := d.peek(); {
 	case c == '"':
@@ -565,13 +635,38 @@ func (d *fastDec) value() (any, bool) {
 		f, err := strconv.ParseFloat(string(lit), 64)
 		return f, err == nil
 	case c == '{' || c == '[':
-		start := d.i
-		if !d.skipComposite() {
+		if d.depth == maxDepth {
 			return nil, false
 		}
-		var v any
-		err := json.Unmarshal(d.b[start:d.i], &v)
-		return v, err == nil
+		d.depth++
+		defer func() { d.depth-- }()
+		if c == '{' {
+			m := map[string]any{}
+			ok := d.object(func(key []byte) bool {
+				v, ok := d.value()
+				m[string(key)] = v
+				return ok
+			})
+			return m, ok
+		}
+		d.i++ // [
+		arr := []any{}
+		if d.next(']') {
+			return arr, true
+		}
+		for {
+			v, ok := d.value()
+			if !ok {
+				return nil, false
+			}
+			arr = append(arr, v)
+			if d.next(']') {
+				return arr, true
+			}
+			if !d.next(',') {
+				return nil, false
+			}
+		}
 	}
 	return nil, false
 }
