@@ -281,3 +281,23 @@ func BenchmarkDecodeEventAlternating(b *testing.B) {
 	}
 	b.ReportMetric(benchkit.LoadAverage(), "load")
 }
+
+// FuzzDecodeValue: decodeValue (a stored state value) agrees with
+// encoding/json on every input, value and error alike.
+func FuzzDecodeValue(f *testing.F) {
+	for _, s := range []string{`1`, `-0.5e-3`, `"x\u00e9"`, `null`, `true`, `{"a":[1,"b",{"c":null}]}`, `[]`, `{}`,
+		` [1, 2] `, `{"a":1,"a":2}`, `1e400`, `"\xff"`, `[1,]`, `{"a"}`, `01`, `"\ud800"`, `[[[[[[]]]]]]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var want any
+		wantErr := json.Unmarshal(data, &want)
+		got, err := decodeValue(data)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("decodeValue error %v, encoding/json %v: %q", err, wantErr, data)
+		}
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("decodeValue %#v, encoding/json %#v: %q", got, want, data)
+		}
+	})
+}

@@ -140,7 +140,10 @@ func (v *sessionState) Set(key string, val any) error {
 // All iterates over a copy of the state taken when it is called.
 func (v *sessionState) All() iter.Seq2[string, any] {
 	v.s.mu.RLock()
-	snapshot := maps.Clone(v.s.state)
+	snapshot := v.s.state
+	if !v.s.stateShared { // a shared map is never written: no copy needed
+		snapshot = maps.Clone(snapshot)
+	}
 	v.s.mu.RUnlock()
 	return func(yield func(string, any) bool) {
 		for k, val := range snapshot {
