@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"testing"
 
 	"google.golang.org/genai"
@@ -229,5 +230,37 @@ func TestReadCacheSecondProcess(t *testing.T) {
 	check()
 	if last != n || report.Appended != n {
 		t.Fatalf("after the second process: %d events read, %d appended, want %d", last, report.Appended, n)
+	}
+}
+
+// TestGetReportsCorruptEvent: a long log (decoded by several goroutines)
+// with two stored events that do not decode as ADK events fails the Get
+// with store.ErrCorrupt naming the earlier one, and returns no session.
+func TestGetReportsCorruptEvent(t *testing.T) {
+	ctx := context.Background()
+	svc, _ := openService(t)
+	key := store.SessionKey{App: "app", User: "u", Session: "s"}
+	as := svc.Store().AgentSessions()
+	if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 300; i++ {
+		data := []byte(`{"author":"model","actions":{}}`)
+		if i == 150 || i == 250 {
+			data = []byte(`{"content":5}`)
+		}
+		if _, err := as.AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: store.AgentEvent{ID: fmt.Sprint("e", i), Data: data}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := svc.Get(ctx, &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
+	if !errors.Is(err, store.ErrCorrupt) || got != nil {
+		t.Fatalf("Get of a log with undecodable events: %v, %v", got, err)
+	}
+	if !strings.Contains(err.Error(), "event 150 ") {
+		t.Fatalf("error names another event than the first bad one: %v", err)
+	}
+	if recent := getSession(t, svc, "app", "u", "s", 50); recent.Events().Len() != 50 {
+		t.Fatalf("the last 50 (all sound): %d events", recent.Events().Len())
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 	"time"
 
 	"google.golang.org/adk/v2/platform"
@@ -82,16 +84,57 @@ func handle(as store.AgentSession) (*Session, error) {
 	}
 	h := &Session{key: as.Key, version: as.Version, updatedAt: as.UpdatedAt, state: state}
 	if len(as.Events) > 0 {
-		h.events = make([]*session.Event, 0, len(as.Events))
-		for _, ev := range as.Events {
-			dec, err := decodeEvent(ev)
-			if err != nil {
-				return nil, err
-			}
-			h.events = append(h.events, dec)
+		h.events = make([]*session.Event, len(as.Events))
+		if err := decodeEvents(as.Events, h.events); err != nil {
+			return nil, err
 		}
 	}
 	return h, nil
+}
+
+// parallelDecodeMin is the fewest events decoded by more than one
+// goroutine.
+const parallelDecodeMin = 128
+
+// decodeEvents decodes evs into out (of the same length), in up to
+// GOMAXPROCS chunks at once when there are many: decoding is most of a
+// long read's time, and the events are independent. The first error (of
+// the earliest event) is returned.
+func decodeEvents(evs []store.AgentEvent, out []*session.Event) error {
+	workers := min(runtime.GOMAXPROCS(0), len(evs)/(parallelDecodeMin/2))
+	if workers <= 1 {
+		for i, ev := range evs {
+			dec, err := decodeEvent(ev)
+			if err != nil {
+				return err
+			}
+			out[i] = dec
+		}
+		return nil
+	}
+	errs := make([]error, workers)
+	chunk := (len(evs) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*chunk, min((w+1)*chunk, len(evs))
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				dec, err := decodeEvent(evs[i])
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				out[i] = dec
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Create creates a session. An empty SessionID is generated (with ADK's
