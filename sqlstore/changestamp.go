@@ -28,7 +28,9 @@ type stamper struct {
 // ChangeStamp implements store.ChangeStamper (about 10 µs, one statement
 // on a connection of its own; concurrent callers take turns).
 func (s *Store) ChangeStamp(ctx context.Context) (uint64, error) {
-	if s.path == "" {
+	if s.path == "" || ctx.Value(snapshotKey{}) != nil {
+		// OpenDB's connections may write; a read under ReadSnapshot must
+		// see its snapshot, not what a cache kept.
 		return 0, store.ErrNoChangeStamp
 	}
 	st := &s.stamper

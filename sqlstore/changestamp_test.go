@@ -87,3 +87,20 @@ func TestChangeStamp(t *testing.T) {
 		t.Fatalf("after Close: %v, want ErrClosed", err)
 	}
 }
+
+// TestChangeStampUnderSnapshot: under a ReadSnapshot context there is no
+// stamp (a cached result could be of another instant than the snapshot).
+func TestChangeStampUnderSnapshot(t *testing.T) {
+	ctx := context.Background()
+	st, _ := openTestStore(t)
+	if _, err := st.ChangeStamp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := st.ReadSnapshot(ctx, func(ctx context.Context) error {
+		_, err := st.ChangeStamp(ctx)
+		return err
+	})
+	if !errors.Is(err, store.ErrNoChangeStamp) {
+		t.Fatalf("under a snapshot: %v, want ErrNoChangeStamp", err)
+	}
+}

@@ -16,7 +16,9 @@ import (
 // sqlstore implements it with SQLite's PRAGMA data_version on a read-only
 // connection of its own (a store opened with OpenDB returns
 // ErrNoChangeStamp, since its connections may also write, and a
-// connection does not see its own commits in data_version).
+// connection does not see its own commits in data_version), and so does
+// every store under a context of ReadSnapshot: a read there must see the
+// snapshot.
 type ChangeStamper interface {
 	// ChangeStamp returns a value that differs from every value it
 	// returned before a commit made after that value was returned. Two
