@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"google.golang.org/genai"
@@ -263,4 +264,79 @@ func TestGetReportsCorruptEvent(t *testing.T) {
 	if recent := getSession(t, svc, "app", "u", "s", 50); recent.Events().Len() != 50 {
 		t.Fatalf("the last 50 (all sound): %d events", recent.Events().Len())
 	}
+}
+
+// TestReadCacheUnderContention: eight goroutines read one session again
+// and again (through the cache whenever nothing changed) while another
+// store on the file appends to it: every read is a consistent prefix of
+// the log (its count never goes down for a reader, the state matches the
+// count, the events are in order), and once the appends are done every
+// reader sees all of them.
+func TestReadCacheUnderContention(t *testing.T) {
+	ctx := context.Background()
+	svc, path := openService(t)
+	writer, err := adk.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	created, err := writer.Create(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, readers = 40, 8
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	check := func(last *int) error {
+		got, err := svc.Get(ctx, &session.GetRequest{AppName: "app", UserID: "u", SessionID: "s"})
+		if err != nil {
+			return err
+		}
+		evs := got.Session.Events()
+		k := evs.Len()
+		if k < *last {
+			return fmt.Errorf("read %d events after %d", k, *last)
+		}
+		*last = k
+		for i := range k {
+			if id := evs.At(i).ID; id != fmt.Sprint("e", i) {
+				return fmt.Errorf("event %d is %s", i, id)
+			}
+		}
+		if k > 0 {
+			if v, _ := got.Session.State().Get("n"); v != float64(k-1) {
+				return fmt.Errorf("%d events read with state n = %v", k, v)
+			}
+		}
+		return nil
+	}
+	for range readers {
+		wg.Go(func() {
+			last := 0
+			for {
+				select {
+				case <-done:
+					if err := check(&last); err != nil {
+						t.Error(err)
+					} else if last != n {
+						t.Errorf("after the appends a reader sees %d events, want %d", last, n)
+					}
+					return
+				default:
+				}
+				if err := check(&last); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	for i := range n {
+		if err := writer.AppendEvent(ctx, created.Session, textEvent(fmt.Sprint("e", i), "x", map[string]any{"n": float64(i)})); err != nil {
+			t.Error(err) // the readers still stop (and report the shortfall)
+			break
+		}
+	}
+	close(done)
+	wg.Wait()
 }
