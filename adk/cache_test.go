@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/adk/v2/session"
 
 	"github.com/agentstore/sessionstore/adk"
+	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -239,15 +241,20 @@ func TestReadCacheSecondProcess(t *testing.T) {
 // with store.ErrCorrupt naming the earlier one, and returns no session.
 func TestGetReportsCorruptEvent(t *testing.T) {
 	ctx := context.Background()
-	svc, _ := openService(t)
+	// synchronous=NORMAL: 200 appends, and durability is not the point.
+	svc, err := adk.Open(ctx, filepath.Join(t.TempDir(), "sessions.db"), sqlstore.WithSynchronous(sqlstore.SyncNormal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
 	key := store.SessionKey{App: "app", User: "u", Session: "s"}
 	as := svc.Store().AgentSessions()
 	if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
 		t.Fatal(err)
 	}
-	for i := 1; i <= 300; i++ {
+	for i := 1; i <= 200; i++ {
 		data := []byte(`{"author":"model","actions":{}}`)
-		if i == 150 || i == 250 {
+		if i == 60 || i == 140 { // in the first and the second half
 			data = []byte(`{"content":5}`)
 		}
 		if _, err := as.AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: store.AgentEvent{ID: fmt.Sprint("e", i), Data: data}}); err != nil {
@@ -258,7 +265,7 @@ func TestGetReportsCorruptEvent(t *testing.T) {
 	if !errors.Is(err, store.ErrCorrupt) || got != nil {
 		t.Fatalf("Get of a log with undecodable events: %v, %v", got, err)
 	}
-	if !strings.Contains(err.Error(), "event 150 ") {
+	if !strings.Contains(err.Error(), "event 60 ") {
 		t.Fatalf("error names another event than the first bad one: %v", err)
 	}
 	if recent := getSession(t, svc, "app", "u", "s", 50); recent.Events().Len() != 50 {
@@ -275,7 +282,7 @@ func TestGetReportsCorruptEvent(t *testing.T) {
 func TestReadCacheUnderContention(t *testing.T) {
 	ctx := context.Background()
 	svc, path := openService(t)
-	writer, err := adk.Open(ctx, path)
+	writer, err := adk.Open(ctx, path, sqlstore.WithSynchronous(sqlstore.SyncNormal))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,14 +30,14 @@ func TestPagesPerCreate(t *testing.T) {
 	}
 	defer db.Close()
 	// Warm up: the first creates grow the file and its tables.
-	if _, err := benchkit.PagesPerCreate(ctx, target, db, 20, map[string]any{"turn": 0.0}); err != nil {
+	if _, err := benchkit.PagesPerCreate(ctx, target, db, 10, map[string]any{"turn": 0.0}); err != nil {
 		t.Fatal(err)
 	}
-	bare, err := benchkit.PagesPerCreate(ctx, target, db, 20, nil)
+	bare, err := benchkit.PagesPerCreate(ctx, target, db, 10, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	withState, err := benchkit.PagesPerCreate(ctx, target, db, 20, map[string]any{"turn": 0.0})
+	withState, err := benchkit.PagesPerCreate(ctx, target, db, 10, map[string]any{"turn": 0.0})
 	if err != nil {
 		t.Fatal(err)
 	}
