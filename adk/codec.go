@@ -38,13 +38,28 @@ func decodeState(st store.ScopedState) (map[string]any, error) {
 	merged := prefixes.Merge(st)
 	out := make(map[string]any, len(merged))
 	for k, v := range merged {
-		var val any
-		if err := json.Unmarshal(v, &val); err != nil {
+		val, err := decodeValue(v)
+		if err != nil {
 			return nil, fmt.Errorf("%w: a stored state value is not JSON: %w", store.ErrCorrupt, err)
 		}
 		out[k] = val
 	}
 	return out, nil
+}
+
+// decodeValue decodes a stored JSON value as encoding/json decodes it
+// into an interface, with the fast decoder's value reader when it takes
+// the value whole (FuzzDecodeValue compares the two).
+func decodeValue(data []byte) (any, error) {
+	d := fastDec{b: data}
+	if v, ok := d.value(); ok {
+		if d.ws(); d.i == len(d.b) {
+			return v, nil
+		}
+	}
+	var v any
+	err := json.Unmarshal(data, &v)
+	return v, err
 }
 
 // withoutTemp returns ev without temp: keys in its state delta: ev itself

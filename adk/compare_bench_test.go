@@ -29,7 +29,10 @@ import (
 // internal/adkdbbench/adkworker), in alternating rounds on the same file
 // system. Each sub-benchmark reports the medians over the rounds of each
 // side's operations per second, the medians of the per-round ratios
-// (ours ÷ ADK) and the machine's load average:
+// (ours ÷ ADK) and the machine's load average. The read workloads also
+// run on the service without its read cache (via=adapter-nocache,
+// ratio-nocache), and report the uncached adapter's time over the
+// facet's (nocache÷facet-time: the adapter's own cost, decoding):
 //
 //	cd adk && go test -run '^$' -bench VsADK -benchtime 1x -timeout 60m
 //
@@ -49,9 +52,13 @@ func BenchmarkVsADK(b *testing.B) {
 		for _, sync := range []string{"FULL", "NORMAL"} {
 			b.Run(w.Name+"/sync="+sync, func(b *testing.B) {
 				load := []float64{benchkit.LoadAverage()}
-				var ad, fa, ak, rAd, rFa []float64
+				// The reads also run through the adapter without its read
+				// cache (via=adapter-nocache): the cost of reading and
+				// decoding what changed, against the facet's.
+				reads := strings.HasPrefix(w.Name, "get/") || strings.HasPrefix(w.Name, "list/")
+				var ad, fa, ak, an, rAd, rFa, rAn, over []float64
 				for r := range rounds {
-					var resA, resF, resK benchkit.Result
+					var resA, resF, resK, resN benchkit.Result
 					var err error
 					steps := []func(){
 						func() {
@@ -70,6 +77,13 @@ func BenchmarkVsADK(b *testing.B) {
 							}
 						},
 					}
+					if reads {
+						steps = append(steps, func() {
+							if err == nil {
+								resN, err = ours.RoundOn(ctx, openAdapterNoCache, w, sync, d)
+							}
+						})
+					}
 					for i := range steps { // rotate the order round by round
 						steps[(i+r)%len(steps)]()
 					}
@@ -80,6 +94,13 @@ func BenchmarkVsADK(b *testing.B) {
 					rAd, rFa = append(rAd, resA.PerSecond()/resK.PerSecond()), append(rFa, resF.PerSecond()/resK.PerSecond())
 					b.Logf("round %d: adapter %.0f/s, facet %.0f/s, adk %.0f/s: ratio %.2f (adapter), %.2f (facet)",
 						r+1, resA.PerSecond(), resF.PerSecond(), resK.PerSecond(), rAd[r], rFa[r])
+					if reads {
+						an = append(an, resN.PerSecond())
+						rAn = append(rAn, resN.PerSecond()/resK.PerSecond())
+						over = append(over, resF.PerSecond()/resN.PerSecond())
+						b.Logf("round %d: adapter without cache %.0f/s: ratio %.2f; its time ÷ the facet's %.2f",
+							r+1, resN.PerSecond(), rAn[r], over[r])
+					}
 				}
 				load = append(load, benchkit.LoadAverage())
 				b.ReportMetric(0, "ns/op")
@@ -88,6 +109,11 @@ func BenchmarkVsADK(b *testing.B) {
 				b.ReportMetric(benchkit.Median(ak), "adk-ops/s")
 				b.ReportMetric(benchkit.Median(rAd), "ratio-adapter")
 				b.ReportMetric(benchkit.Median(rFa), "ratio-facet")
+				if reads {
+					b.ReportMetric(benchkit.Median(an), "nocache-ops/s")
+					b.ReportMetric(benchkit.Median(rAn), "ratio-nocache")
+					b.ReportMetric(benchkit.Median(over), "nocache÷facet-time")
+				}
 				b.ReportMetric((load[0]+load[1])/2, "load")
 			})
 		}
@@ -163,6 +189,16 @@ func openAdapter(ctx context.Context, dir, sync string) (benchkit.Target, error)
 		return nil, err
 	}
 	return &benchkit.ServiceTarget{Svc: svc, Closer: svc.Close}, nil
+}
+
+// openAdapterNoCache opens this module's service without its read cache.
+func openAdapterNoCache(ctx context.Context, dir, sync string) (benchkit.Target, error) {
+	st, err := sqlstore.Open(ctx, filepath.Join(dir, "sessions.db"), syncOption(sync))
+	if err != nil {
+		return nil, err
+	}
+	svc := adk.NewWithOptions(st, adk.Options{ReadCacheEvents: -1})
+	return &benchkit.ServiceTarget{Svc: svc, Closer: st.Close}, nil
 }
 
 // facetTarget drives the store's agent-session facet directly, as a

@@ -19,6 +19,22 @@
 //   - Deleting a session deletes its events and session state (foreign keys
 //     are on for every connection); the schema has versioned migrations.
 //
+// # Reads
+//
+// Stored events are decoded by a direct decoder for every shape ADK's
+// runner writes (events from session.NewEvent: text, thoughts, function
+// calls and responses, usage metadata, state and artifact deltas), which
+// hands only rare members (grounding metadata, transcriptions, workflow
+// fields, ...) to encoding/json one by one; anything it does not know
+// goes to encoding/json whole, with the same result (FuzzFastDecodeEvent).
+//
+// A Get or List of what nobody has changed since the same call last read
+// it is answered from a read cache of decoded sessions, kept only while
+// the store's change stamp (store.ChangeStamper: SQLite's data_version)
+// shows no commit at all, by any store or process; see Options. Handles
+// served from it share the decoded events with each other, as ADK's
+// in-memory service shares them between Gets: treat events as read-only.
+//
 // # Stale sessions
 //
 // A session handle (the session.Session returned by Create or Get) knows the

@@ -1,6 +1,7 @@
 package adk
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"strconv"
 	"time"
@@ -11,18 +12,24 @@ import (
 	"google.golang.org/adk/v2/session"
 )
 
-// A decoder for the common shape of a stored event, the JSON this service
-// writes with encoding/json: model text parts, usage counts, plain fields
-// and a state delta. Reading a session's events is mostly decoding them,
-// and encoding/json spends most of that in reflection; this decoder reads
-// the shape it knows directly. Anything else — another key, a key twice,
-// null, an escape it does not take, a number of another form, invalid
-// UTF-8 — makes it give up, and the event is decoded by encoding/json
-// (with session.Event's own UnmarshalJSON) as before. Where it does not
-// give up, its result is exactly encoding/json's: FuzzFastDecodeEvent
-// compares the two.
+// A decoder for the shapes of a stored event that ADK's runner writes,
+// the JSON this service writes with encoding/json: events made by
+// session.NewEvent (an empty artifact delta, a state delta), model text,
+// thoughts and function calls, function responses, usage counts and the
+// plain fields. Reading a session's events is mostly decoding them, and
+// encoding/json spends most of that in reflection; this decoder reads the
+// hot fields directly and hands each rarer member it knows (grounding and
+// citation metadata, transcriptions, routes, workflow fields, thought
+// signatures, ...) to encoding/json on its own, so that one such member
+// does not send the whole event down the slow path. Anything else — an
+// unknown key (encoding/json matches keys without regard to case), a key
+// twice, an escape in a key, a number of another form, invalid UTF-8 in a
+// key — makes it give up, and the event is decoded by encoding/json (with
+// session.Event's own UnmarshalJSON) as before. Where it does not give up,
+// its result is exactly encoding/json's: FuzzFastDecodeEvent compares the
+// two.
 
-// fastDecodeEvent decodes data into ev when data has the common shape; it
+// fastDecodeEvent decodes data into ev when data has a known shape; it
 // reports false (ev then holds partial work and must be discarded)
 // otherwise.
 func fastDecodeEvent(data []byte, ev *session.Event) bool {
@@ -30,10 +37,18 @@ func fastDecodeEvent(data []byte, ev *session.Event) bool {
 	ok := d.object(func(key []byte) bool {
 		switch string(key) {
 		case "content":
+			if d.null() {
+				ev.Content = nil
+				return true
+			}
 			c := new(genai.Content)
 			ev.Content = c
 			return d.content(c)
 		case "usageMetadata":
+			if d.null() {
+				ev.UsageMetadata = nil
+				return true
+			}
 			u := new(genai.GenerateContentResponseUsageMetadata)
 			ev.UsageMetadata = u
 			return d.usage(u)
@@ -49,6 +64,14 @@ func fastDecodeEvent(data []byte, ev *session.Event) bool {
 			return d.str(&ev.ErrorCode)
 		case "errorMessage":
 			return d.str(&ev.ErrorMessage)
+		case "finishReason":
+			return d.str((*string)(&ev.FinishReason))
+		case "avgLogprobs":
+			return d.float(&ev.AvgLogprobs)
+		case "sessionResumptionHandle":
+			return d.str(&ev.SessionResumptionHandle)
+		case "customMetadata":
+			return d.anyMap(&ev.CustomMetadata)
 		case "id":
 			return d.str(&ev.ID)
 		case "timestamp":
@@ -57,23 +80,62 @@ func fastDecodeEvent(data []byte, ev *session.Event) bool {
 			return d.str(&ev.InvocationID)
 		case "branch":
 			return d.str(&ev.Branch)
+		case "isolationScope":
+			return d.str(&ev.IsolationScope)
 		case "author":
 			return d.str(&ev.Author)
 		case "actions":
 			return d.actions(&ev.Actions)
+		case "output":
+			v, ok := d.value()
+			ev.Output = v
+			return ok
+		case "citationMetadata":
+			return d.delegate(&ev.CitationMetadata)
+		case "groundingMetadata":
+			return d.delegate(&ev.GroundingMetadata)
+		case "logprobsResult":
+			return d.delegate(&ev.LogprobsResult)
+		case "inputTranscription":
+			return d.delegate(&ev.InputTranscription)
+		case "outputTranscription":
+			return d.delegate(&ev.OutputTranscription)
+		case "longRunningToolIds":
+			return d.delegate(&ev.LongRunningToolIDs)
+		case "routes":
+			return d.delegate(&ev.Routes)
+		case "requestedInput":
+			return d.delegate(&ev.RequestedInput)
+		case "nodeInfo":
+			return d.delegate(&ev.NodeInfo)
 		}
 		return false
 	})
 	if !ok {
 		return false
 	}
+	// As session.Event.UnmarshalJSON: an empty node info is none.
+	if ni := ev.NodeInfo; ni != nil && ni.Path == "" && !ni.MessageAsOutput && len(ni.OutputFor) == 0 {
+		ev.NodeInfo = nil
+	}
 	d.ws()
 	return d.i == len(d.b)
 }
 
+// maxObjectKeys is the most keys an object may have on the fast path
+// (each key is checked against the others, so that a duplicate, which
+// encoding/json would merge, gives up).
+const maxObjectKeys = 64
+
+// maxDepth is the deepest nesting of arrays and objects decoded on the
+// fast path; deeper documents go to encoding/json, which has limits of
+// its own.
+const maxDepth = 100
+
 type fastDec struct {
-	b []byte
-	i int
+	b     []byte
+	i     int
+	depth int // nesting of the composite values being decoded by value
 }
 
 func (d *fastDec) ws() {
@@ -116,7 +178,7 @@ func (d *fastDec) object(field func(key []byte) bool) bool {
 	if d.next('}') {
 		return true
 	}
-	var seen [16][]byte
+	seen := make([][]byte, 0, 8) // on the stack unless an object has more keys
 	n := 0
 	for {
 		raw, escaped, ok := d.rawString()
@@ -129,10 +191,10 @@ func (d *fastDec) object(field func(key []byte) bool) bool {
 				return false
 			}
 		}
-		if n == len(seen) || !utf8.Valid(key) {
+		if n == maxObjectKeys || !utf8.Valid(key) {
 			return false
 		}
-		seen[n] = key
+		seen = append(seen, key)
 		n++
 		if !field(key) {
 			return false
@@ -205,8 +267,9 @@ func (d *fastDec) lit(s string) bool {
 	return false
 }
 
-// int32 reads an integer without fraction or exponent.
-func (d *fastDec) int32(dst *int32) bool {
+// integer reads an integer of bits bits without fraction or exponent (as
+// encoding/json decodes one into an int of that size).
+func (d *fastDec) integer(bits int) (int64, bool) {
 	d.ws()
 	start := d.i
 	if d.i < len(d.b) && d.b[d.i] == '-' {
@@ -217,17 +280,86 @@ func (d *fastDec) int32(dst *int32) bool {
 		d.i++
 	}
 	if d.i == digits || (d.b[digits] == '0' && d.i-digits > 1) {
-		return false
+		return 0, false
 	}
 	if d.i < len(d.b) && (d.b[d.i] == '.' || d.b[d.i] == 'e' || d.b[d.i] == 'E') {
-		return false
+		return 0, false
 	}
-	v, err := strconv.ParseInt(string(d.b[start:d.i]), 10, 32)
-	if err != nil {
-		return false
-	}
+	v, err := strconv.ParseInt(string(d.b[start:d.i]), 10, bits)
+	return v, err == nil
+}
+
+func (d *fastDec) int32(dst *int32) bool {
+	v, ok := d.integer(32)
 	*dst = int32(v)
-	return true
+	return ok
+}
+
+// float reads a number into a float64.
+func (d *fastDec) float(dst *float64) bool {
+	v, ok := d.value()
+	f, isNum := v.(float64)
+	*dst = f
+	return ok && isNum
+}
+
+// null consumes a null if one is next.
+func (d *fastDec) null() bool {
+	d.ws()
+	return d.lit("null")
+}
+
+// skipValue moves past the value at d without decoding it.
+func (d *fastDec) skipValue() bool {
+	switch c := d.peek(); {
+	case c == '"':
+		_, _, ok := d.rawString()
+		return ok
+	case c == '{' || c == '[':
+		return d.skipComposite()
+	case c == 0:
+		return false
+	}
+	start := d.i
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return d.i > start
+		}
+		d.i++
+	}
+	return d.i > start
+}
+
+// delegate decodes the value at d into dst with encoding/json: the
+// members of an event that are rare enough not to be worth a decoder of
+// their own.
+func (d *fastDec) delegate(dst any) bool {
+	d.ws()
+	start := d.i
+	if !d.skipValue() {
+		return false
+	}
+	return json.Unmarshal(d.b[start:d.i], dst) == nil
+}
+
+// anyMap reads an object (or null) into a map of JSON values, as
+// encoding/json decodes one into a map[string]any.
+func (d *fastDec) anyMap(dst *map[string]any) bool {
+	if d.null() {
+		*dst = nil
+		return true
+	}
+	if d.peek() != '{' {
+		return false
+	}
+	m := map[string]any{}
+	*dst = m
+	return d.object(func(key []byte) bool {
+		v, ok := d.value()
+		m[string(key)] = v
+		return ok
+	})
 }
 
 func (d *fastDec) timestamp(dst *time.Time) bool {
@@ -253,15 +385,7 @@ func (d *fastDec) content(c *genai.Content) bool {
 			}
 			for {
 				p := new(genai.Part)
-				ok := d.object(func(key []byte) bool {
-					switch string(key) {
-					case "text":
-						return d.str(&p.Text)
-					case "thought":
-						return d.boolean(&p.Thought)
-					}
-					return false
-				})
+				ok := d.object(func(key []byte) bool { return d.part(key, p) })
 				if !ok {
 					return false
 				}
@@ -293,6 +417,16 @@ func (d *fastDec) usage(u *genai.GenerateContentResponseUsageMetadata) bool {
 			return d.int32(&u.ToolUsePromptTokenCount)
 		case "totalTokenCount":
 			return d.int32(&u.TotalTokenCount)
+		case "trafficType":
+			return d.str((*string)(&u.TrafficType))
+		case "promptTokensDetails":
+			return d.modalityCounts(&u.PromptTokensDetails)
+		case "candidatesTokensDetails":
+			return d.modalityCounts(&u.CandidatesTokensDetails)
+		case "cacheTokensDetails":
+			return d.modalityCounts(&u.CacheTokensDetails)
+		case "toolUsePromptTokensDetails":
+			return d.modalityCounts(&u.ToolUsePromptTokensDetails)
 		}
 		return false
 	})
@@ -302,15 +436,23 @@ func (d *fastDec) actions(a *session.EventActions) bool {
 	return d.object(func(key []byte) bool {
 		switch string(key) {
 		case "stateDelta":
+			return d.anyMap(&a.StateDelta)
+		case "artifactDelta":
+			if d.null() {
+				a.ArtifactDelta = nil
+				return true
+			}
 			if d.peek() != '{' {
 				return false
 			}
-			a.StateDelta = map[string]any{}
+			a.ArtifactDelta = map[string]int64{}
 			return d.object(func(key []byte) bool {
-				v, ok := d.value()
-				a.StateDelta[string(key)] = v
+				v, ok := d.integer(64)
+				a.ArtifactDelta[string(key)] = v
 				return ok
 			})
+		case "requestedToolConfirmations":
+			return d.delegate(&a.RequestedToolConfirmations)
 		case "skipSummarization":
 			return d.boolean(&a.SkipSummarization)
 		case "transferToAgent":
@@ -322,9 +464,147 @@ func (d *fastDec) actions(a *session.EventActions) bool {
 	})
 }
 
+// modalityCounts reads the per-modality token counts of usage metadata
+// (null or an array of objects).
+func (d *fastDec) modalityCounts(dst *[]*genai.ModalityTokenCount) bool {
+	if d.null() {
+		*dst = nil
+		return true
+	}
+	if !d.next('[') {
+		return false
+	}
+	out := []*genai.ModalityTokenCount{}
+	*dst = out
+	if d.next(']') {
+		return true
+	}
+	for {
+		mc := new(genai.ModalityTokenCount)
+		ok := d.object(func(key []byte) bool {
+			switch string(key) {
+			case "modality":
+				return d.str((*string)(&mc.Modality))
+			case "tokenCount":
+				return d.int32(&mc.TokenCount)
+			}
+			return false
+		})
+		if !ok {
+			return false
+		}
+		out = append(out, mc)
+		*dst = out
+		if d.next(']') {
+			return true
+		}
+		if !d.next(',') {
+			return false
+		}
+	}
+}
+
+// base64 reads bytes as encoding/json encodes them: a standard base64
+// string without escapes (anything else goes to encoding/json).
+func (d *fastDec) base64(dst *[]byte) bool {
+	if d.null() {
+		*dst = nil
+		return true
+	}
+	raw, escaped, ok := d.rawString()
+	if !ok || escaped {
+		return false
+	}
+	src := raw[1 : len(raw)-1]
+	out := make([]byte, base64.StdEncoding.DecodedLen(len(src)))
+	n, err := base64.StdEncoding.Decode(out, src)
+	*dst = out[:n]
+	return err == nil
+}
+
+// part reads one member of a content part: text, thoughts and function
+// calls and responses directly, the rest through delegate.
+func (d *fastDec) part(key []byte, p *genai.Part) bool {
+	switch string(key) {
+	case "text":
+		return d.str(&p.Text)
+	case "thought":
+		return d.boolean(&p.Thought)
+	case "thoughtSignature":
+		return d.base64(&p.ThoughtSignature)
+	case "functionCall":
+		if d.null() {
+			p.FunctionCall = nil
+			return true
+		}
+		fc := new(genai.FunctionCall)
+		p.FunctionCall = fc
+		return d.object(func(key []byte) bool {
+			switch string(key) {
+			case "id":
+				return d.str(&fc.ID)
+			case "name":
+				return d.str(&fc.Name)
+			case "args":
+				return d.anyMap(&fc.Args)
+			case "partialArgs":
+				return d.delegate(&fc.PartialArgs)
+			case "willContinue":
+				return d.delegate(&fc.WillContinue)
+			}
+			return false
+		})
+	case "functionResponse":
+		if d.null() {
+			p.FunctionResponse = nil
+			return true
+		}
+		fr := new(genai.FunctionResponse)
+		p.FunctionResponse = fr
+		return d.object(func(key []byte) bool {
+			switch string(key) {
+			case "id":
+				return d.str(&fr.ID)
+			case "name":
+				return d.str(&fr.Name)
+			case "response":
+				return d.anyMap(&fr.Response)
+			case "scheduling":
+				return d.str((*string)(&fr.Scheduling))
+			case "willContinue":
+				return d.delegate(&fr.WillContinue)
+			case "parts":
+				return d.delegate(&fr.Parts)
+			}
+			return false
+		})
+	case "inlineData":
+		return d.delegate(&p.InlineData)
+	case "fileData":
+		return d.delegate(&p.FileData)
+	case "executableCode":
+		return d.delegate(&p.ExecutableCode)
+	case "codeExecutionResult":
+		return d.delegate(&p.CodeExecutionResult)
+	case "videoMetadata":
+		return d.delegate(&p.VideoMetadata)
+	case "mediaResolution":
+		return d.delegate(&p.MediaResolution)
+	case "partMetadata":
+		return d.anyMap(&p.PartMetadata)
+	case "toolCall":
+		return d.delegate(&p.ToolCall)
+	case "toolResponse":
+		return d.delegate(&p.ToolResponse)
+	case "audioTranscription":
+		return d.delegate(&p.AudioTranscription)
+	}
+	return false
+}
+
 // value reads any JSON value as encoding/json decodes it into an
-// interface: strings, float64 numbers, booleans and null directly,
-// objects and arrays through encoding/json.
+// interface: strings, float64 numbers, booleans, null, and objects
+// (map[string]any) and arrays ([]any) of them.
 func (d *fastDec) value() (any, bool) {
 	switch c := d.peek(); {
 	case c == '"':
@@ -355,13 +635,38 @@ func (d *fastDec) value() (any, bool) {
 		f, err := strconv.ParseFloat(string(lit), 64)
 		return f, err == nil
 	case c == '{' || c == '[':
-		start := d.i
-		if !d.skipComposite() {
+		if d.depth == maxDepth {
 			return nil, false
 		}
-		var v any
-		err := json.Unmarshal(d.b[start:d.i], &v)
-		return v, err == nil
+		d.depth++
+		defer func() { d.depth-- }()
+		if c == '{' {
+			m := map[string]any{}
+			ok := d.object(func(key []byte) bool {
+				v, ok := d.value()
+				m[string(key)] = v
+				return ok
+			})
+			return m, ok
+		}
+		d.i++ // [
+		arr := []any{}
+		if d.next(']') {
+			return arr, true
+		}
+		for {
+			v, ok := d.value()
+			if !ok {
+				return nil, false
+			}
+			arr = append(arr, v)
+			if d.next(']') {
+				return arr, true
+			}
+			if !d.next(',') {
+				return nil, false
+			}
+		}
 	}
 	return nil, false
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 	"time"
 
 	"google.golang.org/adk/v2/platform"
@@ -24,9 +26,11 @@ var _ session.Service = (*Service)(nil)
 // Service implements ADK's session.Service on a session store. It is safe
 // for concurrent use, and several processes may use one database.
 type Service struct {
-	st    store.Store
-	as    store.AgentSessions
-	owned bool
+	st      store.Store
+	as      store.AgentSessions
+	owned   bool
+	cache   *readCache          // nil: none
+	stamper store.ChangeStamper // nil: the store has none
 }
 
 // Open opens (creating if needed) the session store in the SQLite file at
@@ -44,8 +48,20 @@ func Open(ctx context.Context, path string, opts ...sqlstore.Option) (*Service, 
 // New returns an ADK session service on st, which may be shared with the
 // store's other facets (governed sessions, for example). The caller keeps
 // ownership of st: Close does not close it.
-func New(st store.Store) *Service {
-	return &Service{st: st, as: st.AgentSessions()}
+//
+// Repeated reads of what has not changed are served from a read cache of
+// decoded sessions and listings, validated by the store's change stamp
+// (see Options and store.ChangeStamper; SQLite stores opened with
+// sqlstore.Open have one).
+func New(st store.Store) *Service { return NewWithOptions(st, Options{}) }
+
+// NewWithOptions is New with options.
+func NewWithOptions(st store.Store, opts Options) *Service {
+	s := &Service{st: st, as: st.AgentSessions(), cache: newReadCache(opts.ReadCacheEvents)}
+	if cs, ok := st.(store.ChangeStamper); ok {
+		s.stamper = cs
+	}
+	return s
 }
 
 // Store returns the underlying store, for its other facets.
@@ -68,16 +84,57 @@ func handle(as store.AgentSession) (*Session, error) {
 	}
 	h := &Session{key: as.Key, version: as.Version, updatedAt: as.UpdatedAt, state: state}
 	if len(as.Events) > 0 {
-		h.events = make([]*session.Event, 0, len(as.Events))
-		for _, ev := range as.Events {
-			dec, err := decodeEvent(ev)
-			if err != nil {
-				return nil, err
-			}
-			h.events = append(h.events, dec)
+		h.events = make([]*session.Event, len(as.Events))
+		if err := decodeEvents(as.Events, h.events); err != nil {
+			return nil, err
 		}
 	}
 	return h, nil
+}
+
+// parallelDecodeMin is the fewest events decoded by more than one
+// goroutine.
+const parallelDecodeMin = 128
+
+// decodeEvents decodes evs into out (of the same length), in up to
+// GOMAXPROCS chunks at once when there are many: decoding is most of a
+// long read's time, and the events are independent. The first error (of
+// the earliest event) is returned.
+func decodeEvents(evs []store.AgentEvent, out []*session.Event) error {
+	workers := min(runtime.GOMAXPROCS(0), len(evs)/(parallelDecodeMin/2))
+	if workers <= 1 {
+		for i, ev := range evs {
+			dec, err := decodeEvent(ev)
+			if err != nil {
+				return err
+			}
+			out[i] = dec
+		}
+		return nil
+	}
+	errs := make([]error, workers)
+	chunk := (len(evs) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*chunk, min((w+1)*chunk, len(evs))
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				dec, err := decodeEvent(evs[i])
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				out[i] = dec
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Create creates a session. An empty SessionID is generated (with ADK's
@@ -127,11 +184,25 @@ func (s *Service) Get(ctx context.Context, req *session.GetRequest) (*session.Ge
 }
 
 func (s *Service) get(ctx context.Context, key store.SessionKey, recent int, after time.Time) (*Session, error) {
+	stamp, cached := s.stamp(ctx) // before the read (see store.ChangeStamper)
+	ck := getKey{key: key, recent: recent}
+	if !after.IsZero() {
+		ck.after = after.UnixNano()
+	}
+	if cached {
+		if e := s.cache.get(ck, stamp); e != nil {
+			return e.handle(), nil
+		}
+	}
 	got, err := s.as.GetSession(ctx, store.GetAgentSessionRequest{Key: key, IncludeEvents: true, Recent: recent, After: after})
 	if err != nil {
 		return nil, fmt.Errorf("adk: get session: %w", err)
 	}
-	return handle(got)
+	h, err := handle(got)
+	if err == nil && cached {
+		s.cache.putGet(ck, snapshot(stamp, h))
+	}
+	return h, err
 }
 
 // Refresh reloads a handle of this service in place (state, all events,
@@ -157,7 +228,19 @@ func (s *Service) List(ctx context.Context, req *session.ListRequest) (*session.
 	if req == nil {
 		return nil, store.Invalid("request", "must not be nil")
 	}
+	stamp, cached := s.stamp(ctx) // before the read (see store.ChangeStamper)
+	lk := listKey{app: req.AppName, user: req.UserID}
+	if cached {
+		if e := s.cache.list(lk, stamp); e != nil {
+			out := make([]session.Session, len(e.sessions))
+			for i, cs := range e.sessions {
+				out[i] = cs.handle()
+			}
+			return &session.ListResponse{Sessions: out}, nil
+		}
+	}
 	out := make([]session.Session, 0)
+	var keep []*cachedSession
 	cursor := ""
 	for {
 		page, err := s.as.ListSessions(ctx, store.ListAgentSessionsRequest{
@@ -172,8 +255,14 @@ func (s *Service) List(ctx context.Context, req *session.ListRequest) (*session.
 				return nil, err
 			}
 			out = append(out, h)
+			if cached {
+				keep = append(keep, snapshot(stamp, h))
+			}
 		}
 		if page.Next == "" {
+			if cached {
+				s.cache.putList(lk, &cachedList{stamp: stamp, sessions: keep})
+			}
 			return &session.ListResponse{Sessions: out}, nil
 		}
 		cursor = page.Next

@@ -31,7 +31,18 @@ type Session struct {
 	version   int64
 	updatedAt time.Time
 	state     map[string]any
-	events    []*session.Event
+	// stateShared: state is shared with the read cache (and other
+	// handles) and must be copied before it is written.
+	stateShared bool
+	events      []*session.Event
+}
+
+// ownState makes the handle's state its own before a write; s.mu is held.
+func (s *Session) ownState() {
+	if s.stateShared {
+		s.state = maps.Clone(s.state)
+		s.stateShared = false
+	}
 }
 
 // ID returns the session id.
@@ -78,6 +89,7 @@ func (s *Session) replace(fresh *Session) {
 	s.version = fresh.version
 	s.updatedAt = fresh.updatedAt
 	s.state = fresh.state
+	s.stateShared = fresh.stateShared
 	s.events = fresh.events
 }
 
@@ -90,6 +102,7 @@ func (s *Session) applied(version int64, updatedAt time.Time, delta map[string]a
 	defer s.mu.Unlock()
 	s.version = version
 	s.updatedAt = updatedAt
+	s.ownState()
 	if s.state == nil {
 		s.state = make(map[string]any, len(delta))
 	}
@@ -116,6 +129,7 @@ func (v *sessionState) Get(key string) (any, error) {
 func (v *sessionState) Set(key string, val any) error {
 	v.s.mu.Lock()
 	defer v.s.mu.Unlock()
+	v.s.ownState()
 	if v.s.state == nil {
 		v.s.state = make(map[string]any)
 	}
@@ -126,7 +140,10 @@ func (v *sessionState) Set(key string, val any) error {
 // All iterates over a copy of the state taken when it is called.
 func (v *sessionState) All() iter.Seq2[string, any] {
 	v.s.mu.RLock()
-	snapshot := maps.Clone(v.s.state)
+	snapshot := v.s.state
+	if !v.s.stateShared { // a shared map is never written: no copy needed
+		snapshot = maps.Clone(snapshot)
+	}
 	v.s.mu.RUnlock()
 	return func(yield func(string, any) bool) {
 		for k, val := range snapshot {

@@ -43,6 +43,7 @@ type Store struct {
 
 	readStmts sync.Map // query string -> *sqlx.Stmt
 	govCache  *govCache
+	stamper   stamper // ChangeStamp's connection
 	core      *sqlcore.Store
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -225,6 +226,7 @@ func (s *Store) Close() error {
 				errs = append(errs, s.writes.Close())
 			}
 		}
+		errs = append(errs, s.stamper.close())
 		errs = append(errs, s.closeLock())
 		s.closeErr = errors.Join(errs...)
 	})

@@ -10,14 +10,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"google.golang.org/genai"
-
-	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/session"
 )
 
@@ -33,25 +28,6 @@ func Dir(b *testing.B) string {
 		return dir
 	}
 	return b.TempDir()
-}
-
-var text = strings.Repeat("The quick brown fox jumps over the lazy dog. ", 18)
-
-// Event returns a typical model-response event of about 1 KiB of JSON:
-// about 800 bytes of text, usage metadata and a one-key state delta.
-func Event(i int) *session.Event {
-	return &session.Event{
-		ID:           fmt.Sprintf("ev-%d-%d", time.Now().UnixNano(), i),
-		InvocationID: fmt.Sprintf("inv-%d", i/4),
-		Author:       "assistant",
-		Timestamp:    time.Now(),
-		LLMResponse: model.LLMResponse{
-			Content:       genai.NewContentFromText(text, genai.RoleModel),
-			UsageMetadata: &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 120, CandidatesTokenCount: 60, TotalTokenCount: 180},
-			TurnComplete:  true,
-		},
-		Actions: session.EventActions{StateDelta: map[string]any{"turn": float64(i)}},
-	}
 }
 
 var nextSession atomic.Int64
