@@ -37,7 +37,7 @@ const (
 
 	asRestoreSQL = `INSERT INTO agent_sessions
 		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app, user_id, session_id) DO NOTHING RETURNING pk`
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app, user_id, session_id) WHERE retired = 0 DO NOTHING RETURNING pk`
 	stAppRestoreSQL     = `INSERT INTO agent_app_state (app, key, value) VALUES (?, ?, ?) ON CONFLICT (app, key) DO NOTHING`
 	stAppValueSQL       = `SELECT value FROM agent_app_state WHERE app = ? AND key = ?`
 	stUserRestoreSQL    = `INSERT INTO agent_user_state (app, user_id, key, value) VALUES (?, ?, ?, ?) ON CONFLICT (app, user_id, key) DO NOTHING`
@@ -393,7 +393,7 @@ func (w *recordWriter) PutAgentSession(s store.AgentSession) (bool, error) {
 			return false, store.Invalid(f+".timestamp", "must be set")
 		}
 		ids[ev.ID] = true
-		ev.Seq = 0
+		ev.Seq, ev.Compaction = 0, nil // a compaction record's range is checked below
 		if err := (store.AppendEventRequest{Key: key, Event: ev}).Validate(); err != nil {
 			return false, err
 		}
@@ -412,7 +412,15 @@ func (w *recordWriter) PutAgentSession(s store.AgentSession) (bool, error) {
 		return false, err
 	}
 	for _, ev := range s.Events {
-		if _, err := w.tx.Exec(evInsertSQL, pk, ev.Seq, ev.ID, ev.InvocationID, rowcodec.ToMicros(ev.Timestamp), string(ev.Data)); err != nil {
+		var from, to int64
+		if c := ev.Compaction; c != nil {
+			if c.From < 1 || c.To < c.From || c.To >= ev.Seq {
+				return false, store.Invalid("events.compaction", "must cover positions before the record")
+			}
+			from, to = c.From, c.To
+		}
+		us, ns := splitNanos(ev.Timestamp)
+		if _, err := w.tx.Exec(evInsertSQL, pk, ev.Seq, ev.ID, ev.InvocationID, us, ns, string(ev.Data), "", from, to); err != nil {
 			return false, err
 		}
 	}
