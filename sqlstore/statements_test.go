@@ -58,7 +58,8 @@ var (
 	asGetLineageSQL     = sqlcore.Statements["asGetLineage"]
 	lnChildrenSQL       = sqlcore.Statements["lnChildren"]
 	lnCompactionsSQL    = sqlcore.Statements["lnCompactions"]
-	lnDeltasSQL         = sqlcore.Statements["lnDeltas"]
+	lnKeyAtSQL          = sqlcore.Statements["lnKeyAt"]
+	lnNextKeySQL        = sqlcore.Statements["lnNextKey"]
 	lnHoldersSQL        = sqlcore.Statements["lnHolders"]
 	lnSummarySQL        = sqlcore.Statements["lnSummary"]
 )

@@ -128,6 +128,9 @@ func (a *AgentSessions) Rewind(ctx context.Context, req store.RewindRequest) (st
 		if _, err := tx.Exec(lnMoveEventsSQL, h, p.PK, req.To); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(lnMoveLogSQL, h, p.PK, req.To); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(lnRepointSQL, h, p.PK, req.To, h); err != nil {
 			return err
 		}

@@ -53,8 +53,12 @@ const (
 		FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id > ? AND retired = 0
 		ORDER BY session_id LIMIT ?`
 
-	evInsertSQL = `INSERT INTO agent_events (session_pk, seq, event_id, invocation_id, ts_us, ts_ns, data, delta, compact_from, compact_to)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	evInsertSQL = `INSERT INTO agent_events (session_pk, seq, event_id, invocation_id, ts_us, ts_ns, data, compact_from, compact_to)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+	// stLogSQL records the value an event's delta gave a session-scope key
+	// at the event's position (lineage.go's stateAt reads it).
+	stLogSQL = `INSERT INTO agent_state_log (session_pk, key, seq, value) VALUES (?, ?, ?, ?)`
 
 	// evColumns are an event's columns, data as stored (the facet's reads
 	// spell theirs through the dialect: eventStatements).
@@ -523,7 +527,6 @@ func (a *AgentSessions) appendEvent(ctx context.Context, req store.AppendEventRe
 	}
 	ev.Compaction = rng
 	data := string(ev.Data)
-	delta := encodeDelta(req.Delta.Session)
 	var from, to int64
 	if rng != nil {
 		from, to = rng.From, rng.To
@@ -548,7 +551,7 @@ func (a *AgentSessions) appendEvent(ctx context.Context, req store.AppendEventRe
 		if to >= count { // the record is at count: it covers what precedes it
 			return store.Invalid("range", "must lie within the session's history")
 		}
-		_, err = tx.Exec(evInsertSQL, pk, count, ev.ID, ev.InvocationID, tsUS, tsNS, data, delta, from, to)
+		_, err = tx.Exec(evInsertSQL, pk, count, ev.ID, ev.InvocationID, tsUS, tsNS, data, from, to)
 		if a.s.isUnique(err) {
 			return errDuplicateEvent
 		}
@@ -557,6 +560,11 @@ func (a *AgentSessions) appendEvent(ctx context.Context, req store.AppendEventRe
 		}
 		if err := putState(tx, key, pk, req.Delta); err != nil {
 			return err
+		}
+		for _, k := range slices.Sorted(maps.Keys(req.Delta.Session)) {
+			if _, err := tx.Exec(stLogSQL, pk, k, count, string(req.Delta.Session[k])); err != nil {
+				return err
+			}
 		}
 		stored := ev
 		stored.Seq = count

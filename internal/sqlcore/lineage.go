@@ -37,9 +37,13 @@ const (
 		 lineage_parent, fork_seq, retired, superseded_of, initial_state)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING pk`
 
-	// lnDeltasSQL reads a row's session-scope deltas up to a position
-	// (on the partial index of the events that carry one).
-	lnDeltasSQL = `SELECT delta FROM agent_events WHERE session_pk = ? AND delta <> '' AND seq <= ? ORDER BY seq`
+	// lnNextKeySQL skips to a row's next session-scope key in its state
+	// log; lnKeyAtSQL reads a key's last value up to a position. Both
+	// search the log's primary key.
+	lnNextKeySQL = `SELECT min(key) FROM agent_state_log WHERE session_pk = ? AND key > ?`
+	lnKeyAtSQL   = `SELECT value FROM agent_state_log WHERE session_pk = ? AND key = ? AND seq <= ?
+		ORDER BY seq DESC LIMIT 1`
+	lnMoveLogSQL = `UPDATE agent_state_log SET session_pk = ? WHERE session_pk = ? AND seq > ?`
 
 	lnSummarySQL = `SELECT seq FROM agent_events WHERE session_pk = ? AND compact_to > 0 AND seq <= ?
 		ORDER BY seq DESC LIMIT 1`
@@ -222,15 +226,6 @@ func (a *AgentSessions) readFromSummary(r Tx, segs []segment, recent int, after 
 	return append([]store.AgentEvent{summary}, tail...), nil
 }
 
-// encodeDelta is the stored form of a session-scope delta: JSON, or ""
-// when there is none.
-func encodeDelta(m map[string]json.RawMessage) string {
-	if len(m) == 0 {
-		return ""
-	}
-	return encodeSessionState(m)
-}
-
 // encodeSessionState is the stored form of a session scope (a JSON
 // object; values are valid JSON, checked by Validate).
 func encodeSessionState(m map[string]json.RawMessage) string {
@@ -306,7 +301,9 @@ func owner(r Tx, n lnNode, at int64) (lnNode, error) {
 
 // stateAt returns the session scope of n's view at position at: the
 // initial state of the row holding at, folded with that row's deltas up
-// to at.
+// to at. The fold reads, for each key the row's events ever set, its last
+// value up to at: two index lookups per key, whatever the length of the
+// history.
 func stateAt(r Tx, n lnNode, at int64) (map[string]json.RawMessage, error) {
 	o, err := owner(r, n, at)
 	if err != nil {
@@ -319,20 +316,28 @@ func stateAt(r Tx, n lnNode, at int64) (map[string]json.RawMessage, error) {
 	if at <= o.ForkSeq {
 		return st, nil
 	}
-	var deltas []map[string]json.RawMessage
-	var d string
-	err = r.Query(lnDeltasSQL, []any{o.PK, at}, func(rows Rows) error {
-		if err := rows.Scan(&d); err != nil {
-			return err
+	delta := map[string]json.RawMessage{}
+	after := ""
+	for { // each step moves to a greater key: it ends
+		var k sql.NullString
+		if err := r.Scan(lnNextKeySQL, []any{o.PK, after}, &k); err != nil {
+			return nil, err
 		}
-		m, err := decodeSessionState(d)
-		deltas = append(deltas, m)
-		return err
-	})
-	if err != nil {
-		return nil, err
+		if !k.Valid {
+			break
+		}
+		after = k.String
+		var v []byte
+		err := r.Scan(lnKeyAtSQL, []any{o.PK, k.String, at}, &v)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // first set after at
+		}
+		if err != nil {
+			return nil, err
+		}
+		delta[k.String] = v
 	}
-	return store.FoldState(st, deltas...), nil
+	return store.FoldState(st, delta), nil
 }
 
 // newEpoch is a fresh change-feed epoch (see migration 00007).

@@ -7,9 +7,12 @@
 -- was forked at (fork_seq). Its own events are those with seq > fork_seq;
 -- the ones up to fork_seq are read from the parent's view, so a fork
 -- copies no history. initial_state is the session scope the row starts
--- from (the creation state, or the state at the fork point), so that the
--- state at any position is initial_state folded with the session-scope
--- deltas (agent_events.delta) up to it.
+-- from (the creation state, or the state at the fork point).
+--
+-- agent_state_log keeps every value an event's delta gave a session-scope
+-- key, at the event's position, so that the state at any position is
+-- initial_state with, for each key, its last value up to that position:
+-- one index lookup per key, whatever the length of the history.
 --
 -- A row that is no longer a live session but still holds history keeps
 -- retired <> 0: 1 = deleted while forks still read from it, 2 = the
@@ -34,18 +37,23 @@ CREATE INDEX agent_sessions_lineage ON agent_sessions (lineage_parent) WHERE lin
 CREATE INDEX agent_sessions_superseded ON agent_sessions (superseded_of) WHERE superseded_of IS NOT NULL;
 
 ALTER TABLE agent_events ADD COLUMN ts_ns BIGINT NOT NULL DEFAULT 0 CHECK (ts_ns >= 0 AND ts_ns < 1000);
-ALTER TABLE agent_events ADD COLUMN delta TEXT NOT NULL DEFAULT '';
 ALTER TABLE agent_events ADD COLUMN compact_from BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE agent_events ADD COLUMN compact_to BIGINT NOT NULL DEFAULT 0;
-CREATE INDEX agent_events_deltas ON agent_events (session_pk, seq) WHERE delta <> '';
 CREATE INDEX agent_events_compactions ON agent_events (session_pk, seq) WHERE compact_to > 0;
 
+CREATE TABLE agent_state_log (
+    session_pk BIGINT NOT NULL REFERENCES agent_sessions (pk) ON DELETE CASCADE,
+    key        TEXT    NOT NULL,
+    seq        BIGINT NOT NULL,
+    value      TEXT    NOT NULL,
+    PRIMARY KEY (session_pk, key, seq)
+);
+
 -- +goose Down
+DROP TABLE agent_state_log;
 DROP INDEX agent_events_compactions;
-DROP INDEX agent_events_deltas;
 ALTER TABLE agent_events DROP COLUMN compact_to;
 ALTER TABLE agent_events DROP COLUMN compact_from;
-ALTER TABLE agent_events DROP COLUMN delta;
 ALTER TABLE agent_events DROP COLUMN ts_ns;
 -- Forks lose what they read from their parents: the old schema has no lineage.
 DELETE FROM agent_sessions WHERE retired <> 0;
