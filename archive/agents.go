@@ -70,6 +70,9 @@ type AgentEvent struct {
 	InvocationID string    `json:"invocation_id,omitempty"`
 	Timestamp    time.Time `json:"timestamp"`
 	Data         string    `json:"data"`
+	// Compaction is the range a compaction record summarises (version 4
+	// and later); nil for every other event.
+	Compaction *store.CompactionRange `json:"compaction,omitempty"`
 }
 
 func (s AgentSession) key() store.SessionKey {
@@ -105,7 +108,7 @@ func NewAgentSession(s store.AgentSession) AgentSession {
 	}
 	for _, ev := range s.Events {
 		x.Events = append(x.Events, AgentEvent{ID: ev.ID, Seq: ev.Seq, InvocationID: ev.InvocationID,
-			Timestamp: ev.Timestamp, Data: string(ev.Data)})
+			Timestamp: ev.Timestamp, Data: string(ev.Data), Compaction: ev.Compaction})
 	}
 	return x
 }
@@ -182,6 +185,13 @@ func restoreAgentSessions(ctx context.Context, x *importer, in *jsonIn, version 
 					return err
 				}
 				field := fmt.Sprintf("agent_sessions.sessions[%d]", i)
+				if version < 4 {
+					for j, ev := range s.Events {
+						if ev.Compaction != nil {
+							return store.Invalid(fmt.Sprintf("%s.events[%d].compaction", field, j), fmt.Sprintf("not part of export version %d", version))
+						}
+					}
+				}
 				rec, err := s.Record(field)
 				if err != nil {
 					return err
@@ -263,6 +273,12 @@ func (s *AgentSession) Record(field string) (store.AgentSession, error) {
 		e := store.AgentEvent{ID: ev.ID, InvocationID: ev.InvocationID, Timestamp: ev.Timestamp.UTC(), Data: json.RawMessage(ev.Data)}
 		if err := (store.AppendEventRequest{Key: key, Event: e}).Validate(); err != nil {
 			return rec, prefixInvalid(f, err)
+		}
+		if c := ev.Compaction; c != nil {
+			if c.From < 1 || c.To < c.From || c.To >= ev.Seq {
+				return rec, store.Invalid(f+".compaction", "must cover positions before the record")
+			}
+			e.Compaction = &store.CompactionRange{From: c.From, To: c.To}
 		}
 		e.Seq = ev.Seq
 		rec.Events = append(rec.Events, e)
