@@ -33,7 +33,7 @@ func (a *AgentSessions) Fork(ctx context.Context, req store.ForkRequest) (store.
 	}
 	var out store.AgentSession
 	err := a.s.write(ctx, func(tx Tx) error {
-		src, err := liveNode(tx, req.Key)
+		src, err := lockLive(tx, req.Key)
 		if err != nil {
 			return err
 		}
@@ -93,7 +93,7 @@ func (a *AgentSessions) Rewind(ctx context.Context, req store.RewindRequest) (st
 	}
 	key := req.Key
 	err := a.s.write(ctx, func(tx Tx) error {
-		p, err := liveNode(tx, key)
+		p, err := lockLive(tx, key)
 		if err != nil {
 			return err
 		}
@@ -167,7 +167,7 @@ func (a *AgentSessions) DeleteSession(ctx context.Context, key store.SessionKey)
 		return err
 	}
 	return a.s.write(ctx, func(tx Tx) error {
-		p, err := liveNode(tx, key)
+		p, err := lockLive(tx, key)
 		if err != nil {
 			return err
 		}

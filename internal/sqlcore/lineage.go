@@ -268,11 +268,26 @@ func readNode(r Tx, pk int64) (lnNode, error) {
 	return n, err
 }
 
-// liveNode reads the live row of key.
+// lnLockSQL takes the row lock of a live session (a write that changes
+// nothing): on PostgreSQL, a fork or a rewind then waits for an append in
+// flight to commit, and an append waits for them, so that neither reads
+// a history the other is changing. SQLite has one writer anyway.
+const lnLockSQL = `UPDATE agent_sessions SET version = version
+	WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0 RETURNING pk`
+
+// liveNode reads the live row of key (in a write transaction: locked).
 func liveNode(r Tx, key store.SessionKey) (lnNode, error) {
+	return readLive(r, key, `SELECT pk FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0`)
+}
+
+// lockLive locks the live row of key and reads it.
+func lockLive(tx Tx, key store.SessionKey) (lnNode, error) {
+	return readLive(tx, key, lnLockSQL)
+}
+
+func readLive(r Tx, key store.SessionKey, query string) (lnNode, error) {
 	var pk int64
-	err := r.Scan(`SELECT pk FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0`,
-		[]any{key.App, key.User, key.Session}, &pk)
+	err := r.Scan(query, []any{key.App, key.User, key.Session}, &pk)
 	if errors.Is(err, sql.ErrNoRows) {
 		return lnNode{}, sessionNotFound(key)
 	}
