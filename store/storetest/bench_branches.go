@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +47,14 @@ func BenchAgentBranches(b *testing.B, h Harness, o BenchOptions) {
 		}
 	})
 	b.Run("Fork/at=middle", func(b *testing.B) {
+		// The events were appended concurrently: the state at the fork
+		// point is the delta of the event that landed there ("ev-K" set
+		// turn to K).
+		page, err := as.ListEvents(ctx, store.ListEventsRequest{Key: parent, Cursor: store.EventCursor(n/2 - 1), Limit: 1})
+		if err != nil || len(page.Items) != 1 {
+			b.Fatalf("event %d: %v", n/2, err)
+		}
+		want := strings.TrimPrefix(page.Items[0].ID, "ev-")
 		i := 0
 		for b.Loop() {
 			i++
@@ -53,7 +62,7 @@ func BenchAgentBranches(b *testing.B, h Harness, o BenchOptions) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if f.EventCount != n/2 || string(f.State.Session["turn"]) != fmt.Sprint(n/2-1) {
+			if f.EventCount != n/2 || string(f.State.Session["turn"]) != want {
 				b.Fatalf("fork %+v", f.State.Session)
 			}
 		}
