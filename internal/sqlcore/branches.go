@@ -3,7 +3,6 @@ package sqlcore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 
 	"github.com/google/uuid"
@@ -40,15 +39,17 @@ func (a *AgentSessions) Fork(ctx context.Context, req store.ForkRequest) (store.
 		if req.At > src.EventCount {
 			return store.Invalid("at", "is past the session's last event")
 		}
-		var st map[string]json.RawMessage
-		if req.At == src.EventCount {
-			cur, err := readState(tx, req.Key, src.PK)
-			if err != nil {
+		// The app and user scopes (shared: the fork's are the same) and
+		// the current session scope, in one statement.
+		cur, err := readState(tx, req.Key, src.PK)
+		if err != nil {
+			return err
+		}
+		st := cur.Session
+		if req.At < src.EventCount {
+			if st, err = stateAt(tx, src, req.At); err != nil {
 				return err
 			}
-			st = cur.Session
-		} else if st, err = stateAt(tx, src, req.At); err != nil {
-			return err
 		}
 		parent, err := owner(tx, src, req.At)
 		if err != nil {
@@ -67,13 +68,9 @@ func (a *AgentSessions) Fork(ctx context.Context, req store.ForkRequest) (store.
 		if err := putState(tx, key, pk, store.ScopedState{Session: st}); err != nil {
 			return err
 		}
-		shared, err := readState(tx, key, 0)
-		if err != nil {
-			return err
-		}
 		row := asRow{PK: pk, Version: 1, EventCount: req.At, CreatedAtMS: nowMS, UpdatedAtMS: nowMS}
 		out = row.session(key)
-		out.State = store.ScopedState{App: shared.App, User: shared.User, Session: st}
+		out.State = store.ScopedState{App: cur.App, User: cur.User, Session: st}
 		return nil
 	})
 	if err != nil {

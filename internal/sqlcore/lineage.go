@@ -273,16 +273,24 @@ func readNode(r Tx, pk int64) (lnNode, error) {
 // flight to commit, and an append waits for them, so that neither reads
 // a history the other is changing. SQLite has one writer anyway.
 const lnLockSQL = `UPDATE agent_sessions SET version = version
-	WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0 RETURNING pk`
+	WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0
+	RETURNING pk, COALESCE(lineage_parent, 0), fork_seq, retired, COALESCE(superseded_of, 0),
+		app, user_id, session_id, version, event_count, created_at_ms, initial_state`
 
 // liveNode reads the live row of key (in a write transaction: locked).
 func liveNode(r Tx, key store.SessionKey) (lnNode, error) {
 	return readLive(r, key, `SELECT pk FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0`)
 }
 
-// lockLive locks the live row of key and reads it.
+// lockLive locks the live row of key and reads it, in one statement.
 func lockLive(tx Tx, key store.SessionKey) (lnNode, error) {
-	return readLive(tx, key, lnLockSQL)
+	var n lnNode
+	err := tx.Scan(lnLockSQL, []any{key.App, key.User, key.Session}, &n.PK, &n.Parent, &n.ForkSeq, &n.Retired, &n.SupersededOf,
+		&n.Key.App, &n.Key.User, &n.Key.Session, &n.Version, &n.EventCount, &n.CreatedAtMS, &n.InitialState)
+	if errors.Is(err, sql.ErrNoRows) {
+		return lnNode{}, sessionNotFound(key)
+	}
+	return n, err
 }
 
 func readLive(r Tx, key store.SessionKey, query string) (lnNode, error) {
