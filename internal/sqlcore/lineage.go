@@ -45,7 +45,7 @@ const (
 		ORDER BY seq DESC LIMIT 1`
 	lnMoveLogSQL = `UPDATE agent_state_log SET session_pk = ? WHERE session_pk = ? AND seq > ?`
 
-	lnSummarySQL = `SELECT seq FROM agent_events WHERE session_pk = ? AND compact_to > 0 AND seq <= ?
+	lnSummarySQL = `SELECT ` + evColumns + ` FROM agent_events WHERE session_pk = ? AND compact_to > 0 AND seq <= ?
 		ORDER BY seq DESC LIMIT 1`
 	lnCompactionsSQL = `SELECT seq, compact_from, compact_to FROM agent_events WHERE session_pk = ? AND compact_to > 0`
 
@@ -176,43 +176,40 @@ func (a *AgentSessions) readAscending(r Tx, segs []segment, after int64, limit i
 	return evs, nil
 }
 
-// latestSummary finds the view's latest compaction record: the row that
-// holds it and its position; pk 0 when there is none.
-func (a *AgentSessions) latestSummary(r Tx, segs []segment) (pk, seq int64, err error) {
+// latestSummary reads the view's latest compaction record; found is
+// false when there is none.
+func (a *AgentSessions) latestSummary(r Tx, segs []segment) (ev store.AgentEvent, found bool, err error) {
+	var sc eventScan
+	dest := sc.dest(&ev)
 	for _, sg := range segs {
 		hi := sg.hi
 		if hi < 0 {
 			hi = 1<<62 - 1
 		}
-		err := scanHot(r, lnSummarySQL, []any{sg.pk, hi}, &seq)
+		err := scanHot(r, lnSummarySQL, []any{sg.pk, hi}, dest...)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
 		if err != nil {
-			return 0, 0, err
+			return ev, false, err
 		}
-		return sg.pk, seq, nil
+		sc.finish(&ev)
+		return ev, true, nil
 	}
-	return 0, 0, nil
+	return ev, false, nil
 }
 
 // readFromSummary reads the latest compaction record followed by the
 // events after the range it covers (without the record itself), recent
 // and after applying to those; the whole view without a record.
 func (a *AgentSessions) readFromSummary(r Tx, segs []segment, recent int, after time.Time) ([]store.AgentEvent, error) {
-	pk, seq, err := a.latestSummary(r, segs)
+	summary, found, err := a.latestSummary(r, segs)
 	if err != nil {
 		return nil, err
 	}
-	if pk == 0 {
+	if !found {
 		return a.readRecent(r, segs, 0, recent, after)
 	}
-	var summary store.AgentEvent
-	var sc eventScan
-	if err := scanHot(r, a.s.q.events.pageUpTo, []any{pk, seq - 1, seq, 1}, sc.dest(&summary)...); err != nil {
-		return nil, err
-	}
-	sc.finish(&summary)
 	tail, err := a.readAscending(r, segs, summary.Compaction.To, 1<<30, "", nil)
 	if err != nil {
 		return nil, err
