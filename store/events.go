@@ -55,6 +55,19 @@ type AgentSession struct {
 	// Events is the window asked for by GetAgentSessionRequest, oldest
 	// first; nil when no events were asked for.
 	Events []AgentEvent `json:"events,omitempty"`
+	// ForkedFrom names the live session this one was forked from and the
+	// fork point (GetSession fills it; nil for a session that is not a
+	// fork, or whose parent was deleted or rewound past the fork point).
+	// PutAgentSession restores a session that names one as a fork of it
+	// when the parent's history up to At is the session's own.
+	ForkedFrom *ForkPoint `json:"forked_from,omitempty"`
+}
+
+// ForkPoint is where a session was forked: from Session (same app and
+// user) after its event At.
+type ForkPoint struct {
+	Session string `json:"session"`
+	At      int64  `json:"at"`
 }
 
 // AgentEvent is one entry of a session's event log. The store indexes the

@@ -267,6 +267,11 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 		if out.State, err = readState(r, key, row.PK); err != nil {
 			return err
 		}
+		if row.Parent != 0 {
+			if out.ForkedFrom, err = forkedFrom(r, row); err != nil {
+				return err
+			}
+		}
 		if !req.IncludeEvents {
 			return nil
 		}

@@ -360,6 +360,20 @@ func stateAt(r Tx, n lnNode, at int64) (map[string]json.RawMessage, error) {
 	return store.FoldState(st, delta), nil
 }
 
+// forkedFrom names row's lineage parent when it is a live session.
+func forkedFrom(r Tx, row asRow) (*store.ForkPoint, error) {
+	var retired int64
+	var session string
+	err := scanHot(r, `SELECT retired, session_id FROM agent_sessions WHERE pk = ?`, []any{row.Parent}, &retired, &session)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && retired != rowLive {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &store.ForkPoint{Session: session, At: row.ForkSeq}, nil
+}
+
 // newEpoch is a fresh change-feed epoch (see migration 00007).
 func newEpoch() int64 {
 	for {
