@@ -122,7 +122,7 @@ func TestEventKeepsEveryField(t *testing.T) {
 
 // TestAppendFillsIDAndTimestamp: an event without id or timestamp gets
 // them from ADK's platform providers; timestamps are kept to the
-// microsecond, as ADK's database service keeps them, and read back
+// nanosecond, as ADK's in-memory service keeps them, and read back
 // exactly.
 func TestAppendFillsIDAndTimestamp(t *testing.T) {
 	svc, _ := openService(t)
@@ -140,7 +140,7 @@ func TestAppendFillsIDAndTimestamp(t *testing.T) {
 	if err := svc.AppendEvent(ctx, created.Session, ev); err != nil {
 		t.Fatal(err)
 	}
-	if ev.ID != "uuid-from-provider" || !ev.Timestamp.Equal(fixed.Truncate(time.Microsecond)) {
+	if ev.ID != "uuid-from-provider" || !ev.Timestamp.Equal(fixed) {
 		t.Fatalf("event id %q, timestamp %v", ev.ID, ev.Timestamp)
 	}
 	got, err := svc.Get(ctx, &session.GetRequest{AppName: "app", UserID: "u", SessionID: created.Session.ID()})
@@ -151,21 +151,20 @@ func TestAppendFillsIDAndTimestamp(t *testing.T) {
 	if stored.ID != ev.ID || !stored.Timestamp.Equal(ev.Timestamp) {
 		t.Fatalf("stored id %q, timestamp %v", stored.ID, stored.Timestamp)
 	}
-	// An explicit timestamp below the microsecond is truncated in place;
-	// its microseconds are stored and read back.
-	ev2 := &session.Event{ID: "e2", Timestamp: fixed.Add(time.Second)}
+	// An explicit timestamp below the microsecond is kept as given.
+	ev2 := &session.Event{ID: "e2", Timestamp: fixed.Add(time.Second + 1)}
 	if err := svc.AppendEvent(ctx, got.Session, ev2); err != nil {
 		t.Fatal(err)
 	}
-	if !ev2.Timestamp.Equal(fixed.Add(time.Second).Truncate(time.Microsecond)) {
-		t.Fatalf("timestamp %v not truncated to µs", ev2.Timestamp)
+	if !ev2.Timestamp.Equal(fixed.Add(time.Second + 1)) {
+		t.Fatalf("timestamp %v changed by the append", ev2.Timestamp)
 	}
 	again, err := svc.Get(ctx, &session.GetRequest{AppName: "app", UserID: "u", SessionID: created.Session.ID()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ts := again.Session.Events().At(1).Timestamp; !ts.Equal(ev2.Timestamp) || ts.Nanosecond()%int(time.Millisecond) == 0 {
-		t.Fatalf("stored timestamp %v, want %v (microseconds kept)", ts, ev2.Timestamp)
+	if ts := again.Session.Events().At(1).Timestamp; !ts.Equal(ev2.Timestamp) || ts.Nanosecond()%1000 != 790 {
+		t.Fatalf("stored timestamp %v, want %v (nanoseconds kept)", ts, ev2.Timestamp)
 	}
 }
 

@@ -286,9 +286,10 @@ func (s *Service) Delete(ctx context.Context, req *session.DeleteRequest) error 
 // AppendEvent appends a non-partial event to the session and applies its
 // state delta, in one transaction; partial events are ignored. An empty
 // event ID is generated and a zero Timestamp set to now (both with ADK's
-// platform providers); the timestamp is truncated to microseconds, the
-// store's precision for events (and ADK's database service's), in ev
-// itself. temp: keys of the delta are not
+// platform providers). The timestamp is kept exactly, to the nanosecond,
+// as ADK's in-memory service keeps it, so that After filters and the
+// ranges of compaction events select exactly the events they name.
+// temp: keys of the delta are not
 // persisted (the stored event omits them) but are visible in the handle.
 //
 // Through a handle of this service the append is conditional on the
@@ -317,7 +318,6 @@ func (s *Service) AppendEvent(ctx context.Context, sess session.Session, ev *ses
 	if ev.Timestamp.IsZero() {
 		ev.Timestamp = platform.Now(ctx)
 	}
-	ev.Timestamp = ev.Timestamp.Truncate(time.Microsecond)
 
 	stored := withoutTemp(ev)
 	data, err := json.Marshal(stored)

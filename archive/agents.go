@@ -61,6 +61,13 @@ type AgentSession struct {
 	UpdatedAt  time.Time         `json:"updated_at"`
 	State      map[string]string `json:"state"`
 	Events     []AgentEvent      `json:"events"`
+	// ForkedFrom names the session (same app and user) this one was
+	// forked from and the fork point (version 4 and later). Events holds
+	// the whole history all the same; an import restores the session as
+	// a fork when that session is restored before it (or is stored) with
+	// the same history up to the fork point, else as a session of its
+	// own.
+	ForkedFrom *store.ForkPoint `json:"forked_from,omitempty"`
 }
 
 // AgentEvent is one event of a session's log.
@@ -70,6 +77,9 @@ type AgentEvent struct {
 	InvocationID string    `json:"invocation_id,omitempty"`
 	Timestamp    time.Time `json:"timestamp"`
 	Data         string    `json:"data"`
+	// Compaction is the range a compaction record summarises (version 4
+	// and later); nil for every other event.
+	Compaction *store.CompactionRange `json:"compaction,omitempty"`
 }
 
 func (s AgentSession) key() store.SessionKey {
@@ -102,10 +112,11 @@ func NewAgentSession(s store.AgentSession) AgentSession {
 		App: s.Key.App, User: s.Key.User, Session: s.Key.Session,
 		Version: s.Version, EventCount: s.EventCount, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		State: textState(s.State.Session), Events: make([]AgentEvent, 0, len(s.Events)),
+		ForkedFrom: s.ForkedFrom,
 	}
 	for _, ev := range s.Events {
 		x.Events = append(x.Events, AgentEvent{ID: ev.ID, Seq: ev.Seq, InvocationID: ev.InvocationID,
-			Timestamp: ev.Timestamp, Data: string(ev.Data)})
+			Timestamp: ev.Timestamp, Data: string(ev.Data), Compaction: ev.Compaction})
 	}
 	return x
 }
@@ -182,6 +193,16 @@ func restoreAgentSessions(ctx context.Context, x *importer, in *jsonIn, version 
 					return err
 				}
 				field := fmt.Sprintf("agent_sessions.sessions[%d]", i)
+				if version < 4 && s.ForkedFrom != nil {
+					return store.Invalid(field+".forked_from", fmt.Sprintf("not part of export version %d", version))
+				}
+				if version < 4 {
+					for j, ev := range s.Events {
+						if ev.Compaction != nil {
+							return store.Invalid(fmt.Sprintf("%s.events[%d].compaction", field, j), fmt.Sprintf("not part of export version %d", version))
+						}
+					}
+				}
 				rec, err := s.Record(field)
 				if err != nil {
 					return err
@@ -264,11 +285,26 @@ func (s *AgentSession) Record(field string) (store.AgentSession, error) {
 		if err := (store.AppendEventRequest{Key: key, Event: e}).Validate(); err != nil {
 			return rec, prefixInvalid(f, err)
 		}
+		if c := ev.Compaction; c != nil {
+			if c.From < 1 || c.To < c.From || c.To >= ev.Seq {
+				return rec, store.Invalid(f+".compaction", "must cover positions before the record")
+			}
+			e.Compaction = &store.CompactionRange{From: c.From, To: c.To}
+		}
 		e.Seq = ev.Seq
 		rec.Events = append(rec.Events, e)
 	}
 	if err := validateStateScope(field+".state", rec.State.Session, func(c map[string]json.RawMessage) store.ScopedState { return store.ScopedState{Session: c} }); err != nil {
 		return rec, err
+	}
+	if fp := s.ForkedFrom; fp != nil {
+		if err := store.ValidateID(field+".forked_from.session", fp.Session); err != nil {
+			return rec, err
+		}
+		if fp.At < 0 || fp.At > s.EventCount {
+			return rec, store.Invalid(field+".forked_from.at", "must be a position of the session's history")
+		}
+		rec.ForkedFrom = &store.ForkPoint{Session: fp.Session, At: fp.At}
 	}
 	return rec, nil
 }

@@ -7,11 +7,13 @@ import (
 
 // Format names the export document ("format" key); Version is the newest
 // version this package writes and reads. Version 2 added the
-// agent_sessions section, version 3 the spend and audit sections; Import
-// reads every version from 1 to Version and refuses newer ones.
+// agent_sessions section, version 3 the spend and audit sections, version
+// 4 the range of an agent event that is a compaction record (and event
+// timestamps to the nanosecond); Import reads every version from 1 to
+// Version and refuses newer ones.
 const (
 	Format  = "sessionctl-export"
-	Version = 3
+	Version = 4
 )
 
 // Store is what an export reads and an import writes: every facet of a

@@ -3,6 +3,7 @@ package archive_test
 import (
 	"bytes"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -29,7 +30,7 @@ func TestImportRefusesBadInput(t *testing.T) {
 		is        error
 		says      string
 	}{
-		{"newer version", `{"format": "sessionctl-export", "version": 99}`, store.ErrInvalidInput, "export version 99 is not supported (this binary reads 1 to 3)"},
+		{"newer version", `{"format": "sessionctl-export", "version": 99}`, store.ErrInvalidInput, "export version 99 is not supported (this binary reads 1 to " + strconv.Itoa(archive.Version) + ")"},
 		{"other format", `{"format": "other", "version": 1}`, store.ErrInvalidInput, `unknown format "other"`},
 		{"malformed", `{"format": "sessionctl-export", "version": 3, "governed_sessions": [`, store.ErrInvalidInput, "unexpected end"},
 		{"unknown section", `{"format": "sessionctl-export", "version": 3, "extra": []}`, store.ErrInvalidInput, `unknown field "extra"`},

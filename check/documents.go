@@ -51,6 +51,9 @@ type docCheck struct {
 	// sqliteOnly marks documents that are JSON text on SQLite and a typed
 	// column (TEXT[]) on PostgreSQL, where they cannot be damaged JSON.
 	sqliteOnly bool
+	// needs, when set, is a table that must exist too: the query reads
+	// columns a later migration added along with it.
+	needs string
 }
 
 // decodeJSON returns a decoder that unmarshals the first column into a
@@ -146,6 +149,27 @@ var documentChecks = map[facet.Name][]docCheck{
 			query: `SELECT s.app || '/' || s.user_id || '/' || s.session_id || ' key ' || t.key, t.value
 				FROM agent_session_state AS t JOIN agent_sessions AS s ON s.pk = t.session_pk`,
 			decode: validJSON},
+		// Lineage (migration 14): a fork reads the events up to its fork
+		// point from the row it names; that row must be there.
+		{table: "agent_sessions", what: "lineage", needs: "agent_state_log",
+			query: `SELECT s.app || '/' || s.user_id || '/' || s.session_id || ' row ' || CAST(s.pk AS TEXT),
+				CASE WHEN p.pk IS NULL THEN 'missing' ELSE 'present' END
+				FROM agent_sessions AS s LEFT JOIN agent_sessions AS p ON p.pk = s.lineage_parent
+				WHERE s.lineage_parent IS NOT NULL`,
+			decode: func(cols [][]byte) error {
+				if string(cols[0]) == "missing" {
+					return errors.New("the row it was forked from is missing: the events up to its fork point are gone")
+				}
+				return nil
+			}},
+		{table: "agent_sessions", what: "initial session state", needs: "agent_state_log",
+			query: `SELECT app || '/' || user_id || '/' || session_id || ' row ' || CAST(pk AS TEXT), initial_state
+				FROM agent_sessions`,
+			decode: decodeJSON[map[string]json.RawMessage]()},
+		{table: "agent_state_log", what: "logged session state value",
+			query: `SELECT s.app || '/' || s.user_id || '/' || s.session_id || ' key ' || t.key || ' at ' || CAST(t.seq AS TEXT), t.value
+				FROM agent_state_log AS t JOIN agent_sessions AS s ON s.pk = t.session_pk`,
+			decode: validJSON},
 	},
 	facet.Audit: {
 		// The detail is hashed as stored: audit verify finds an edited
@@ -178,7 +202,7 @@ func Documents(ctx context.Context, src RowSource, tables []string, typedLists b
 	var r DocumentReport
 	for _, f := range facet.All() {
 		for _, c := range documentChecks[f.Name] {
-			if (c.sqliteOnly && typedLists) || !slices.Contains(tables, c.table) {
+			if (c.sqliteOnly && typedLists) || !slices.Contains(tables, c.table) || (c.needs != "" && !slices.Contains(tables, c.needs)) {
 				continue
 			}
 			ncols := strings.Count(strings.SplitN(c.query, " FROM ", 2)[0], ",") + 1

@@ -626,6 +626,10 @@ type agentDetailPage struct {
 	NextURL    string             `json:"-"`
 	MergedView []kv               `json:"-"`
 	LiveURL    string             `json:"-"`
+	// Tree is the session's fork tree (branches.go); Summarised the
+	// compaction records of its view.
+	Tree       []treeRow    `json:"tree"`
+	Summarised []summarised `json:"summarised"`
 }
 
 func (p *agentDetailPage) liveURL() string { return p.LiveURL }
@@ -656,6 +660,11 @@ func (c *console) agentDetail(w http.ResponseWriter, r *http.Request) error {
 	s.State.User = c.cleanState("state.user", s.State.User, show)
 	s.State.Session = c.cleanState("state.session", s.State.Session, show)
 	p := &agentDetailPage{Session: s, Events: ev.Items, Invocation: q.Get("invocation"), Next: ev.Next, Merged: map[string]any{}}
+	nodes, err := as.History(ctx, key)
+	if err != nil {
+		return err
+	}
+	p.Tree, p.Summarised = c.agentTree(nodes)
 	for i := range p.Events {
 		if show {
 			p.Events[i].Data = c.redactJSON("event.data", p.Events[i].Data)

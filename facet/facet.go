@@ -106,7 +106,8 @@ var registry = []Facet{
 		About: "agent sessions keyed by app, user and session: event logs and app, user and session state",
 		Since: 4,
 		Tables: []string{"agent_sessions", "agent_events", "agent_app_state",
-			"agent_user_state", "agent_session_state"},
+			"agent_user_state", "agent_session_state", "agent_state_log"},
+		Added: map[string]int64{"agent_state_log": 14},
 	},
 	{
 		Name:   Audit,

@@ -90,7 +90,18 @@ func TestAgentEventQueriesUseIndexes(t *testing.T) {
 		// A time window and an invocation walk the session's log on the
 		// (session, seq) index: no index of their own is maintained on
 		// every append (migration 6).
-		{"recent events after a time", evRecentAfterSQL, []any{1, 0, 100}, "agent_events_seq (session_pk=?)"},
+		{"recent events after a time", evRecentAfterSQL, []any{1, 0, 0, 0, 100}, "agent_events_seq (session_pk=?)"},
+		// A fork reads its ancestors' logs up to its fork point, and the
+		// lineage, the deltas and the compaction records on indexes.
+		{"recent events up to a fork point", evRecentUpToSQL, []any{1, 5, 100}, "agent_events_seq (session_pk=? AND seq<?)"},
+		{"event page up to a fork point", evPageUpToSQL, []any{1, 2, 5, 100}, "agent_events_seq (session_pk=? AND seq>? AND seq<?)"},
+		{"session by key with lineage", asGetLineageSQL, []any{"app", "u1", "s1"}, "agent_sessions_key (app=? AND user_id=? AND session_id=?)"},
+		{"forks of a row", lnChildrenSQL, []any{1}, "agent_sessions_lineage (lineage_parent=?)"},
+		{"superseded runs of a row", lnHoldersSQL, []any{1}, "agent_sessions_superseded (superseded_of=?)"},
+		{"next key of the state log", lnNextKeySQL, []any{1, "a"}, "PRIMARY KEY (session_pk=? AND key>?)"},
+		{"a key's value at a position", lnKeyAtSQL, []any{1, "a", 5}, "PRIMARY KEY (session_pk=? AND key=? AND seq<?)"},
+		{"latest compaction record", lnSummarySQL, []any{1, 5}, "agent_events_compactions (session_pk=? AND seq<?)"},
+		{"compaction records of a row", lnCompactionsSQL, []any{1}, "agent_events_compactions (session_pk=?)"},
 		{"event page", evPageSQL, []any{1, 10, 100}, "agent_events_seq (session_pk=? AND seq>?)"},
 		{"event page of an invocation", evPageInvocationSQL, []any{1, "inv-2", 0, 100}, "agent_events_seq (session_pk=? AND seq>?)"},
 		{"event by id", evByIDSQL, []any{1, "x"}, "agent_events_id (session_pk=? AND event_id=?)"},

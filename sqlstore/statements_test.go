@@ -53,4 +53,13 @@ var (
 	evPageSQL           = sqlcore.StatementsFor(dialect)["evPage"]
 	evRecentAfterSQL    = sqlcore.StatementsFor(dialect)["evRecentAfter"]
 	evRecentSQL         = sqlcore.StatementsFor(dialect)["evRecent"]
+	evRecentUpToSQL     = sqlcore.StatementsFor(dialect)["evRecentUpTo"]
+	evPageUpToSQL       = sqlcore.StatementsFor(dialect)["evPageUpTo"]
+	asGetLineageSQL     = sqlcore.Statements["asGetLineage"]
+	lnChildrenSQL       = sqlcore.Statements["lnChildren"]
+	lnCompactionsSQL    = sqlcore.Statements["lnCompactions"]
+	lnKeyAtSQL          = sqlcore.Statements["lnKeyAt"]
+	lnNextKeySQL        = sqlcore.Statements["lnNextKey"]
+	lnHoldersSQL        = sqlcore.Statements["lnHolders"]
+	lnSummarySQL        = sqlcore.Statements["lnSummary"]
 )

@@ -55,6 +55,19 @@ type AgentSession struct {
 	// Events is the window asked for by GetAgentSessionRequest, oldest
 	// first; nil when no events were asked for.
 	Events []AgentEvent `json:"events,omitempty"`
+	// ForkedFrom names the live session this one was forked from and the
+	// fork point (GetSession fills it; nil for a session that is not a
+	// fork, or whose parent was deleted or rewound past the fork point).
+	// PutAgentSession restores a session that names one as a fork of it
+	// when the parent's history up to At is the session's own.
+	ForkedFrom *ForkPoint `json:"forked_from,omitempty"`
+}
+
+// ForkPoint is where a session was forked: from Session (same app and
+// user) after its event At.
+type ForkPoint struct {
+	Session string `json:"session"`
+	At      int64  `json:"at"`
 }
 
 // AgentEvent is one entry of a session's event log. The store indexes the
@@ -67,13 +80,17 @@ type AgentEvent struct {
 	Seq int64 `json:"seq"`
 	// InvocationID groups the events of one agent invocation; may be empty.
 	InvocationID string `json:"invocation_id,omitempty"`
-	// Timestamp defaults to the store's clock when zero. Stored with
-	// microsecond precision (the precision ADK keeps; the store's other
-	// times keep milliseconds): it reads back truncated to the
-	// microsecond, in UTC.
+	// Timestamp defaults to the store's clock, truncated to the
+	// microsecond, when zero. A given timestamp is kept exactly, to the
+	// nanosecond (ADK selects the events a compaction covers by it); it
+	// reads back in UTC.
 	Timestamp time.Time `json:"timestamp"`
 	// Data is the event as a JSON document, at most MaxEventSize bytes.
 	Data json.RawMessage `json:"data"`
+	// Compaction is set on a compaction record (AgentBranches.Compact)
+	// to the range it summarises; nil on every other event. Only the
+	// store sets it: an append that sets it is refused.
+	Compaction *CompactionRange `json:"compaction,omitempty"`
 }
 
 // CreateAgentSessionRequest creates an agent session.
@@ -108,8 +125,13 @@ type GetAgentSessionRequest struct {
 	// selected events. It must not be negative.
 	Recent int
 	// After, when not zero, selects only events whose timestamp is at or
-	// after it.
+	// after it (exact to the nanosecond).
 	After time.Time
+	// FromLatestSummary returns the latest compaction record first,
+	// followed by the events after the range it covers, instead of the
+	// whole history (Recent and After then apply to the events that
+	// follow). Without a compaction record it changes nothing.
+	FromLatestSummary bool
 }
 
 // Validate checks the shape of r.
@@ -219,6 +241,9 @@ func validateEvent(ev AgentEvent) error {
 	}
 	if ev.Seq != 0 {
 		return Invalid("event.seq", "is set by the store")
+	}
+	if ev.Compaction != nil {
+		return Invalid("event.compaction", "is set by the store's compaction call only")
 	}
 	if len(ev.Data) > MaxEventSize {
 		return Invalid("event.data", "too large")
@@ -378,7 +403,9 @@ type AgentSessions interface {
 	// ListSessions returns a page of sessions with their state.
 	ListSessions(ctx context.Context, req ListAgentSessionsRequest) (Page[AgentSession], error)
 	// DeleteSession deletes a session with its events and session state.
-	// App and user state stay. A missing session is ErrNotFound.
+	// App and user state stay. A missing session is ErrNotFound. The
+	// history forks of it still read is kept (not listed, not readable
+	// under the key) until the last of them is deleted.
 	DeleteSession(ctx context.Context, key SessionKey) error
 	// AppendEvent appends an event and applies its state delta in one
 	// transaction.
@@ -399,4 +426,6 @@ type AgentSessions interface {
 	// ListUsers returns a page of the user ids of one application in byte
 	// order: every user with a session or user state in it.
 	ListUsers(ctx context.Context, req ListUsersRequest) (Page[string], error)
+	// AgentBranches forks, rewinds and compacts a session's history.
+	AgentBranches
 }

@@ -48,7 +48,11 @@ type RecordWriter interface {
 	// PutAgentSession writes an agent session with its version, event
 	// count, times, session state (s.State.Session; the app and user
 	// scopes are written by PutAppState and PutUserState) and its whole
-	// event log (s.Events, positions 1 to EventCount).
+	// event log (s.Events, positions 1 to EventCount). With
+	// s.ForkedFrom, when that session exists and its history up to the
+	// fork point is s's (same ids, data and timestamps), s is written as
+	// a fork of it (only its own events are stored); else as a session of
+	// its own.
 	PutAgentSession(s AgentSession) (bool, error)
 	// PutAuditChain writes the audit chain of one agent, its events and
 	// its head, exactly as given (as Audit.Restore does for one chain):

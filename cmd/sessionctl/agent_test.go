@@ -124,7 +124,7 @@ func testAgentSessionsExportImport(t *testing.T, newTestEnv envMaker) {
 		t.Fatal(err)
 	}
 	a := doc.AgentSessions
-	if doc.Version != 3 || a == nil || len(a.Sessions) != 4 {
+	if doc.Version != archive.Version || a == nil || len(a.Sessions) != 4 {
 		t.Fatalf("export: version %d, agent sessions %+v", doc.Version, a)
 	}
 	// Shared state once per application and per user, in byte order;

@@ -28,7 +28,9 @@ SHA-256) and runs a turn that a client cancels (the cause is recorded
 durably and read back once); lets a cost limit stop the agent (each model
 call reserves an upper bound and settles what it cost, until the next
 reservation would pass the limit) and verifies the audit trail of every
-decision; and prints what was stored. The file is created when it does not
+decision; branches an agent session's history (a compaction record that
+summarises its first events, and a fork that continues on its own); and
+prints what was stored. The file is created when it does not
 exist; an existing database is kept and the demo adds its own sessions to
 it, unless --fresh removes it first.
 
@@ -101,6 +103,9 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 		return g.fail(sp.name, err)
 	}
 	if err := demoSpend(ctx, out, st, id); err != nil { // demo_spend.go
+		return g.fail(sp.name, err)
+	}
+	if err := demoBranches(ctx, out, st, id); err != nil { // demo_branches.go
 		return g.fail(sp.name, err)
 	}
 	fmt.Fprintf(out, "\nnext: sessionctl --db %s show %s\n", shellQuote(g.dbName()), id)
@@ -310,7 +315,7 @@ func nonDemoData(ctx context.Context, path string) ([]string, error) {
 	}
 	// What the demo wrote: its agent's governed sessions, with a runtime
 	// session and a conversation of the same id, and no use records.
-	var demo struct{ governed, runtime, conversations, records int64 }
+	var demo struct{ governed, runtime, conversations, records, agentSessions int64 }
 	for s, err := range store.AllGoverned(ctx, st.Governance(), store.ListFilter{AgentID: demoAgent}) {
 		if err != nil {
 			return nil, err
@@ -331,6 +336,15 @@ func nonDemoData(ctx context.Context, path string) ([]string, error) {
 			return nil, err
 		}
 		demo.records += int64(len(page.Items))
+		// demoBranches' agent session and its fork.
+		for _, sid := range []string{s.ID, s.ID + "-retry"} {
+			_, err := st.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: store.SessionKey{App: demoApp, User: demoAgent, Session: sid}})
+			if err == nil {
+				demo.agentSessions++
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return nil, err
+			}
+		}
 	}
 	var out []string
 	for _, c := range []struct {
@@ -341,7 +355,7 @@ func nonDemoData(ctx context.Context, path string) ([]string, error) {
 		{demo.records, "recorded request ids"},
 		{all.Runtime.Total - demo.runtime, "runtime sessions the demo did not write"},
 		{all.Conversations.Total - demo.conversations, "conversations the demo did not write"},
-		{all.AgentSessions.Total, "agent sessions"},
+		{all.AgentSessions.Total - demo.agentSessions, "agent sessions the demo did not write"},
 		{all.AgentSessions.AppStateKeys, "app state keys"},
 		{all.AgentSessions.UserStateKeys, "user state keys"},
 	} {

@@ -95,6 +95,7 @@ func commands() []command {
 		{"reports", groupInspect, "list a conversation's verification reports", runReports},
 		{"uploads", groupInspect, "list a runtime session's uploads", runUploads},
 		{"agents", groupInspect, "list, show, follow, delete agent sessions (app, user, session)", runAgents},
+		{"history", groupInspect, "print the fork tree of an agent session", runHistory},
 		{"stats", groupInspect, "counts by status, sizes, schema version", runStats},
 		{"audit", groupInspect, "list, verify, checkpoint or prune the audit trail", runAudit},
 		{"serve", groupInspect, "serve the read-only web console (HTTP)", runServe},
@@ -110,6 +111,8 @@ func commands() []command {
 		{"release", groupDrive, "give a reservation back unused", runRelease},
 		{"limits", groupDrive, "show or set an agent's spend limits", runLimits},
 		{"gc", groupDrive, "retention: old conversations, long histories", runGC},
+		{"fork", groupDrive, "fork an agent session at an event (no copying)", runFork},
+		{"rewind", groupDrive, "rewind an agent session to an event (reversible)", runRewind},
 
 		{"migrate", groupMaintain, "show migration status or migrate up", runMigrate},
 		{"doctor", groupMaintain, "check integrity, foreign keys, schema, WAL", runDoctor},

@@ -25,11 +25,11 @@ const (
 		(SELECT count(*) FROM runtime_sessions WHERE turn_running = true),
 		(SELECT count(*) FROM uploads),
 		(SELECT CAST(COALESCE(sum(size_bytes), 0) AS BIGINT) FROM uploads),
-		(SELECT count(*) FROM agent_sessions),
-		(SELECT CAST(COALESCE(sum(event_count), 0) AS BIGINT) FROM agent_sessions),
-		(SELECT count(*) FROM (SELECT app FROM agent_sessions UNION SELECT app FROM agent_app_state
+		(SELECT count(*) FROM agent_sessions WHERE retired = 0),
+		(SELECT CAST(COALESCE(sum(event_count), 0) AS BIGINT) FROM agent_sessions WHERE retired = 0),
+		(SELECT count(*) FROM (SELECT app FROM agent_sessions WHERE retired = 0 UNION SELECT app FROM agent_app_state
 			UNION SELECT app FROM agent_user_state) AS apps),
-		(SELECT count(*) FROM (SELECT app, user_id FROM agent_sessions
+		(SELECT count(*) FROM (SELECT app, user_id FROM agent_sessions WHERE retired = 0
 			UNION SELECT app, user_id FROM agent_user_state) AS users),
 		(SELECT count(*) FROM agent_app_state),
 		(SELECT count(*) FROM agent_user_state),

@@ -28,11 +28,13 @@ func (s *Store) AgentSessions() store.AgentSessions { return &AgentSessions{s: s
 
 const (
 	asInsertSQL = `INSERT INTO agent_sessions
-		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms)
-		VALUES (?, ?, ?, 1, 0, ?, ?) RETURNING pk`
+		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms, initial_state)
+		VALUES (?, ?, ?, 1, 0, ?, ?, ?) RETURNING pk`
 
+	// Only live rows (retired = 0) own a key; the others hold history
+	// forks or superseded runs read (lineage.go).
 	asGetSQL = `SELECT pk, version, event_count, created_at_ms, updated_at_ms
-		FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id = ?`
+		FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0`
 
 	// asBumpSQL is the hot path of a conditional append: it moves the
 	// session to its next version only if the caller named the current one
@@ -40,25 +42,27 @@ const (
 	// version (0 = any), 6 events added (0 or 1).
 	asBumpSQL = `UPDATE agent_sessions
 		SET version = version + 1, event_count = event_count + CAST(?6 AS BIGINT), updated_at_ms = ?1
-		WHERE app = ?2 AND user_id = ?3 AND session_id = ?4 AND (CAST(?5 AS BIGINT) = 0 OR version = CAST(?5 AS BIGINT))
+		WHERE app = ?2 AND user_id = ?3 AND session_id = ?4 AND retired = 0 AND (CAST(?5 AS BIGINT) = 0 OR version = CAST(?5 AS BIGINT))
 		RETURNING pk, version, event_count`
 
-	asDeleteSQL = `DELETE FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id = ?`
-
 	asListAppSQL = `SELECT pk, user_id, session_id, version, event_count, created_at_ms, updated_at_ms
-		FROM agent_sessions WHERE app = ? AND (user_id, session_id) > (?, ?)
+		FROM agent_sessions WHERE app = ? AND (user_id, session_id) > (?, ?) AND retired = 0
 		ORDER BY user_id, session_id LIMIT ?`
 
 	asListUserSQL = `SELECT pk, user_id, session_id, version, event_count, created_at_ms, updated_at_ms
-		FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id > ?
+		FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id > ? AND retired = 0
 		ORDER BY session_id LIMIT ?`
 
-	evInsertSQL = `INSERT INTO agent_events (session_pk, seq, event_id, invocation_id, ts_us, data)
-		VALUES (?, ?, ?, ?, ?, ?)`
+	evInsertSQL = `INSERT INTO agent_events (session_pk, seq, event_id, invocation_id, ts_us, ts_ns, data, compact_from, compact_to)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+	// stLogSQL records the value an event's delta gave a session-scope key
+	// at the event's position (lineage.go's stateAt reads it).
+	stLogSQL = `INSERT INTO agent_state_log (session_pk, key, seq, value) VALUES (?, ?, ?, ?)`
 
 	// evColumns are an event's columns, data as stored (the facet's reads
 	// spell theirs through the dialect: eventStatements).
-	evColumns = `seq, event_id, invocation_id, ts_us, data`
+	evColumns = `seq, event_id, invocation_id, ts_us, ts_ns, compact_from, compact_to, data`
 
 	stAppPutSQL = `INSERT INTO agent_app_state (app, key, value) VALUES (?, ?, ?)
 		ON CONFLICT (app, key) DO UPDATE SET value = excluded.value`
@@ -86,7 +90,7 @@ const userPageScopesSQL = `SELECT 0, '', 0, key, value FROM agent_app_state WHER
 		UNION ALL SELECT 1, user_id, 0, key, value FROM agent_user_state WHERE app = ?1 AND user_id = ?2
 		UNION ALL SELECT 2, '', st.session_pk, st.key, st.value FROM agent_sessions s
 			JOIN agent_session_state st ON st.session_pk = s.pk
-			WHERE s.app = ?1 AND s.user_id = ?2 AND s.session_id >= ?3 AND s.session_id <= ?4`
+			WHERE s.app = ?1 AND s.user_id = ?2 AND s.session_id >= ?3 AND s.session_id <= ?4 AND s.retired = 0`
 
 // The scope tags of stScopesGetSQL, pageScopesSQL and userPageScopesSQL.
 const (
@@ -121,6 +125,12 @@ type eventStatements struct {
 	// (session, seq) index too).
 	page           string
 	pageInvocation string
+	// The same, bounded above by a position: the part of an ancestor's
+	// log a fork reads (lineage.go).
+	recentUpTo         string
+	recentAfterUpTo    string
+	pageUpTo           string
+	pageInvocationUpTo string
 }
 
 func newEventStatements(d *Dialect) eventStatements {
@@ -128,19 +138,29 @@ func newEventStatements(d *Dialect) eventStatements {
 	if d.BytesColumn != nil {
 		data = d.BytesColumn(data)
 	}
-	sel := `SELECT seq, event_id, invocation_id, ts_us, ` + data + ` FROM agent_events WHERE session_pk = ? `
+	sel := `SELECT seq, event_id, invocation_id, ts_us, ts_ns, compact_from, compact_to, ` + data + ` FROM agent_events WHERE session_pk = ? `
+	// after: at or after a time to the nanosecond (microseconds, the same
+	// microseconds twice, nanoseconds within it).
+	const after = `AND (ts_us > ? OR (ts_us = ? AND ts_ns >= ?)) `
 	return eventStatements{
-		byID:           sel + `AND event_id = ?`,
-		recent:         sel + `ORDER BY seq DESC LIMIT ?`,
-		recentAfter:    sel + `AND ts_us >= ? ORDER BY seq DESC LIMIT ?`,
-		page:           sel + `AND seq > ? ORDER BY seq LIMIT ?`,
-		pageInvocation: sel + `AND invocation_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+		byID:               sel + `AND event_id = ?`,
+		recent:             sel + `ORDER BY seq DESC LIMIT ?`,
+		recentAfter:        sel + after + `ORDER BY seq DESC LIMIT ?`,
+		page:               sel + `AND seq > ? ORDER BY seq LIMIT ?`,
+		pageInvocation:     sel + `AND invocation_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+		recentUpTo:         sel + `AND seq <= ? ORDER BY seq DESC LIMIT ?`,
+		recentAfterUpTo:    sel + `AND seq <= ? ` + after + `ORDER BY seq DESC LIMIT ?`,
+		pageUpTo:           sel + `AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
+		pageInvocationUpTo: sel + `AND invocation_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
 	}
 }
 
 // asRow is an agent_sessions row.
 type asRow struct {
-	PK          int64
+	PK int64
+	// Parent and ForkSeq are the row's lineage (asGetLineageSQL only).
+	Parent      int64
+	ForkSeq     int64
 	User        string
 	Session     string
 	Version     int64
@@ -199,7 +219,7 @@ func (a *AgentSessions) CreateSession(ctx context.Context, req store.CreateAgent
 	err := a.s.write(ctx, func(tx Tx) error {
 		nowMS := rowcodec.ToMillis(a.s.now())
 		var pk int64
-		err := tx.Scan(asInsertSQL, []any{key.App, key.User, key.Session, nowMS, nowMS}, &pk)
+		err := tx.Scan(asInsertSQL, []any{key.App, key.User, key.Session, nowMS, nowMS, encodeSessionState(req.State.Session)}, &pk)
 		if a.s.isUnique(err) {
 			return &store.ConflictError{Resource: "session", ID: key.Session, Reason: "session exists"}
 		}
@@ -225,7 +245,8 @@ func (a *AgentSessions) CreateSession(ctx context.Context, req store.CreateAgent
 }
 
 // GetSession returns a session with its state and, if asked, a window of
-// its events, from one snapshot (see store.AgentSessions.GetSession).
+// its events, from one snapshot (see store.AgentSessions.GetSession). A
+// fork's events are read along its lineage (lineage.go).
 func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessionRequest) (store.AgentSession, error) {
 	if err := req.Validate(); err != nil {
 		return store.AgentSession{}, err
@@ -234,8 +255,8 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 	var out store.AgentSession
 	err := a.s.readTxHot(ctx, func(r Tx) error {
 		var row asRow
-		err := scanHot(r, asGetSQL, []any{key.App, key.User, key.Session},
-			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
+		err := scanHot(r, asGetLineageSQL, []any{key.App, key.User, key.Session},
+			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS, &row.Parent, &row.ForkSeq)
 		if errors.Is(err, sql.ErrNoRows) {
 			return sessionNotFound(key)
 		}
@@ -246,20 +267,23 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 		if out.State, err = readState(r, key, row.PK); err != nil {
 			return err
 		}
+		if row.Parent != 0 {
+			if out.ForkedFrom, err = forkedFrom(r, row); err != nil {
+				return err
+			}
+		}
 		if !req.IncludeEvents {
 			return nil
 		}
-		limit := a.s.limit(req.Recent)
-		query, args := a.s.q.events.recent, []any{row.PK, limit}
-		if !req.After.IsZero() {
-			query, args = a.s.q.events.recentAfter, []any{row.PK, ceilMicros(req.After), limit}
+		segs, err := a.lineage(r, row)
+		if err != nil {
+			return err
 		}
-		size := row.EventCount
-		if req.Recent > 0 {
-			size = min(size, int64(req.Recent))
+		if req.FromLatestSummary {
+			out.Events, err = a.readFromSummary(r, segs, req.Recent, req.After)
+			return err
 		}
-		out.Events, err = readEvents(r, size, query, args)
-		slices.Reverse(out.Events)
+		out.Events, err = a.readRecent(r, segs, row.EventCount, req.Recent, req.After)
 		return err
 	})
 	if err != nil {
@@ -271,15 +295,15 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 	return out, nil
 }
 
-// ceilMicros is the first stored microsecond at or after t: events are
-// stored with microsecond timestamps, so ts_us >= ceilMicros(t) selects
-// exactly the events at or after t.
-func ceilMicros(t time.Time) int64 {
-	us := rowcodec.ToMicros(t)
-	if !rowcodec.FromMicros(us).Equal(t) {
-		us++
-	}
-	return us
+// splitNanos splits t into the stored microseconds and the nanoseconds
+// within the microsecond (0..999).
+func splitNanos(t time.Time) (us, ns int64) {
+	return rowcodec.ToMicros(t), int64(t.Nanosecond() % 1000)
+}
+
+// joinNanos is the inverse of splitNanos, in UTC.
+func joinNanos(us, ns int64) time.Time {
+	return rowcodec.FromMicros(us).Add(time.Duration(ns))
 }
 
 // readState reads the three scopes of a session in one statement (no
@@ -317,22 +341,47 @@ func readEvents(r Tx, size int64, query string, args []any) ([]store.AgentEvent,
 	if size > 0 {
 		evs = make([]store.AgentEvent, 0, size)
 	}
+	return appendEvents(r, evs, query, args)
+}
+
+// appendEvents appends the events query selects to evs.
+func appendEvents(r Tx, evs []store.AgentEvent, query string, args []any) ([]store.AgentEvent, error) {
 	// One set of scan targets for every row: what Scan is given escapes
 	// to the heap.
 	var ev store.AgentEvent
-	var ts int64
-	var data []byte
-	dest := []any{&ev.Seq, &ev.ID, &ev.InvocationID, &ts, &data}
+	var sc eventScan
+	dest := sc.dest(&ev)
 	err := queryHot(r, query, args, func(rows Rows) error {
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
-		ev.Timestamp = rowcodec.FromMicros(ts)
-		ev.Data = data
+		sc.finish(&ev)
 		evs = append(evs, ev)
 		return nil
 	})
 	return evs, err
+}
+
+// eventScan holds the columns of an event (evColumns) that need
+// converting after the scan.
+type eventScan struct {
+	ts, ns, from, to int64
+	data             []byte
+}
+
+// dest returns the scan targets of evColumns, into ev and sc.
+func (sc *eventScan) dest(ev *store.AgentEvent) []any {
+	return []any{&ev.Seq, &ev.ID, &ev.InvocationID, &sc.ts, &sc.ns, &sc.from, &sc.to, &sc.data}
+}
+
+// finish converts the scanned columns into ev.
+func (sc *eventScan) finish(ev *store.AgentEvent) {
+	ev.Timestamp = joinNanos(sc.ts, sc.ns)
+	ev.Data = sc.data
+	ev.Compaction = nil
+	if sc.to > 0 {
+		ev.Compaction = &store.CompactionRange{From: sc.from, To: sc.to}
+	}
 }
 
 // ListSessions returns a page of sessions with their state, ordered by
@@ -460,28 +509,6 @@ func (a *AgentSessions) fillListState(r Tx, app string, rows []asRow, page *stor
 	return nil
 }
 
-// DeleteSession deletes a session, its events and its session state (see
-// store.AgentSessions.DeleteSession).
-func (a *AgentSessions) DeleteSession(ctx context.Context, key store.SessionKey) error {
-	if err := key.Validate(); err != nil {
-		return err
-	}
-	return a.s.write(ctx, func(tx Tx) error {
-		res, err := tx.Exec(asDeleteSQL, key.App, key.User, key.Session)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return sessionNotFound(key)
-		}
-		return nil
-	})
-}
-
 // errDuplicateEvent aborts an append whose event id is taken; AppendEvent
 // then tells a replay from a conflict.
 var errDuplicateEvent = errors.New("sqlcore: duplicate event id")
@@ -492,19 +519,31 @@ func (a *AgentSessions) AppendEvent(ctx context.Context, req store.AppendEventRe
 	if err := req.Validate(); err != nil {
 		return store.AppendEventResult{}, err
 	}
+	return a.appendEvent(ctx, req, nil)
+}
+
+// appendEvent appends req's event; rng, when not nil, makes it a
+// compaction record covering rng, which must lie within the history the
+// record follows (checked in the same transaction).
+func (a *AgentSessions) appendEvent(ctx context.Context, req store.AppendEventRequest, rng *store.CompactionRange) (store.AppendEventResult, error) {
 	key, ev := req.Key, req.Event
 	if ev.ID == "" {
 		ev.ID = uuid.NewString()
 	}
+	ev.Compaction = rng
 	data := string(ev.Data)
+	var from, to int64
+	if rng != nil {
+		from, to = rng.From, rng.To
+	}
 	var res store.AppendEventResult
 	err := a.s.write(ctx, func(tx Tx) error {
 		now := a.s.now()
 		ts := ev.Timestamp
 		if ts.IsZero() {
-			ts = a.s.cfg.Clock() // events keep microseconds
+			ts = a.s.cfg.Clock().Truncate(time.Microsecond) // the store's own times keep microseconds
 		}
-		tsUS := rowcodec.ToMicros(ts)
+		tsUS, tsNS := splitNanos(ts)
 		var pk, version, count int64
 		err := tx.Scan(asBumpSQL, []any{rowcodec.ToMillis(now), key.App, key.User, key.Session, req.ExpectedVersion, 1},
 			&pk, &version, &count)
@@ -514,7 +553,10 @@ func (a *AgentSessions) AppendEvent(ctx context.Context, req store.AppendEventRe
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(evInsertSQL, pk, count, ev.ID, ev.InvocationID, tsUS, data)
+		if to >= count { // the record is at count: it covers what precedes it
+			return store.Invalid("range", "must lie within the session's history")
+		}
+		_, err = tx.Exec(evInsertSQL, pk, count, ev.ID, ev.InvocationID, tsUS, tsNS, data, from, to)
 		if a.s.isUnique(err) {
 			return errDuplicateEvent
 		}
@@ -524,9 +566,14 @@ func (a *AgentSessions) AppendEvent(ctx context.Context, req store.AppendEventRe
 		if err := putState(tx, key, pk, req.Delta); err != nil {
 			return err
 		}
+		for _, k := range slices.Sorted(maps.Keys(req.Delta.Session)) {
+			if _, err := tx.Exec(stLogSQL, pk, k, count, string(req.Delta.Session[k])); err != nil {
+				return err
+			}
+		}
 		stored := ev
 		stored.Seq = count
-		stored.Timestamp = rowcodec.FromMicros(tsUS)
+		stored.Timestamp = joinNanos(tsUS, tsNS)
 		res = store.AppendEventResult{Event: stored, Version: version, UpdatedAt: now}
 		return nil
 	})
@@ -553,12 +600,10 @@ func (a *AgentSessions) refuseAppend(tx Tx, key store.SessionKey, ev store.Agent
 		return err
 	}
 	var stored store.AgentEvent
-	var ts int64
-	var data []byte
-	err = tx.Scan(a.s.q.events.byID, []any{row.PK, ev.ID}, &stored.Seq, &stored.ID, &stored.InvocationID, &ts, &data)
+	var sc eventScan
+	err = tx.Scan(a.s.q.events.byID, []any{row.PK, ev.ID}, sc.dest(&stored)...)
 	if err == nil {
-		stored.Timestamp = rowcodec.FromMicros(ts)
-		stored.Data = data
+		sc.finish(&stored)
 		if !sameEvent(ev, stored) {
 			return &store.ConflictError{Resource: "event", ID: ev.ID, Reason: "event id exists with other content"}
 		}
@@ -593,7 +638,10 @@ func sameEvent(ev, stored store.AgentEvent) bool {
 	if ev.InvocationID != stored.InvocationID || string(ev.Data) != string(stored.Data) {
 		return false
 	}
-	return ev.Timestamp.IsZero() || rowcodec.ToMicros(ev.Timestamp) == rowcodec.ToMicros(stored.Timestamp)
+	if (ev.Compaction == nil) != (stored.Compaction == nil) || ev.Compaction != nil && *ev.Compaction != *stored.Compaction {
+		return false
+	}
+	return ev.Timestamp.IsZero() || ev.Timestamp.Equal(stored.Timestamp)
 }
 
 // ListEvents returns a page of a session's events in log order (see
@@ -611,19 +659,20 @@ func (a *AgentSessions) ListEvents(ctx context.Context, req store.ListEventsRequ
 	var page store.Page[store.AgentEvent]
 	err = a.s.readTxHot(ctx, func(r Tx) error {
 		var row asRow
-		err := scanHot(r, asGetSQL, []any{key.App, key.User, key.Session},
-			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
+		err := scanHot(r, asGetLineageSQL, []any{key.App, key.User, key.Session},
+			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS, &row.Parent, &row.ForkSeq)
 		if errors.Is(err, sql.ErrNoRows) {
 			return sessionNotFound(key)
 		}
 		if err != nil {
 			return err
 		}
-		query, args := a.s.q.events.page, []any{row.PK, after, req.Limit + 1}
-		if req.InvocationID != "" {
-			query, args = a.s.q.events.pageInvocation, []any{row.PK, req.InvocationID, after, req.Limit + 1}
+		segs, err := a.lineage(r, row)
+		if err != nil {
+			return err
 		}
-		page.Items, err = readEvents(r, min(row.EventCount, int64(req.Limit)+1), query, args)
+		page.Items, err = a.readAscending(r, segs, after, req.Limit+1, req.InvocationID,
+			make([]store.AgentEvent, 0, max(min(row.EventCount, int64(req.Limit)+1), 0)))
 		return err
 	})
 	if err != nil {

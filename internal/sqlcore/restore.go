@@ -37,13 +37,64 @@ const (
 
 	asRestoreSQL = `INSERT INTO agent_sessions
 		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app, user_id, session_id) DO NOTHING RETURNING pk`
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app, user_id, session_id) WHERE retired = 0 DO NOTHING RETURNING pk`
 	stAppRestoreSQL     = `INSERT INTO agent_app_state (app, key, value) VALUES (?, ?, ?) ON CONFLICT (app, key) DO NOTHING`
 	stAppValueSQL       = `SELECT value FROM agent_app_state WHERE app = ? AND key = ?`
 	stUserRestoreSQL    = `INSERT INTO agent_user_state (app, user_id, key, value) VALUES (?, ?, ?, ?) ON CONFLICT (app, user_id, key) DO NOTHING`
 	stUserValueSQL      = `SELECT value FROM agent_user_state WHERE app = ? AND user_id = ? AND key = ?`
 	stSessionRestoreSQL = `INSERT INTO agent_session_state (session_pk, key, value) VALUES (?, ?, ?)`
+
+	asRestoreForkSQL = `INSERT INTO agent_sessions
+		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms, lineage_parent, fork_seq, initial_state)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app, user_id, session_id) WHERE retired = 0 DO NOTHING RETURNING pk`
 )
+
+// forkParent decides whether s is restored as a fork: its ForkedFrom
+// session exists (restored before it, or already stored) and holds, up
+// to the fork point, exactly s's first events (ids, invocation ids, data,
+// timestamps, compaction ranges). It returns the row the fork reads from,
+// the fork point and the initial state at it; parent 0 restores s as a
+// session of its own (always correct, only not shared).
+func (w *recordWriter) forkParent(s store.AgentSession) (parent, at int64, initial string, err error) {
+	fp := s.ForkedFrom
+	if fp == nil || fp.At < 0 || fp.At > int64(len(s.Events)) || fp.Session == s.Key.Session ||
+		store.ValidateID("forked_from.session", fp.Session) != nil {
+		return 0, 0, "", nil
+	}
+	p, err := liveNode(w.tx, store.SessionKey{App: s.Key.App, User: s.Key.User, Session: fp.Session})
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, 0, "", nil
+	}
+	if err != nil || fp.At > p.EventCount {
+		return 0, 0, "", err
+	}
+	a := &AgentSessions{s: w.s}
+	segs, err := a.lineage(w.tx, asRow{PK: p.PK, Parent: p.Parent, ForkSeq: p.ForkSeq})
+	if err != nil {
+		return 0, 0, "", err
+	}
+	evs, err := a.readAscending(w.tx, segs, 0, int(fp.At), "", nil)
+	if err != nil || int64(len(evs)) != fp.At {
+		return 0, 0, "", err
+	}
+	for i, ev := range evs {
+		mine := s.Events[i]
+		if ev.ID != mine.ID || ev.InvocationID != mine.InvocationID || string(ev.Data) != string(mine.Data) ||
+			!ev.Timestamp.Equal(mine.Timestamp) || (ev.Compaction == nil) != (mine.Compaction == nil) ||
+			ev.Compaction != nil && *ev.Compaction != *mine.Compaction {
+			return 0, 0, "", nil
+		}
+	}
+	o, err := owner(w.tx, p, fp.At)
+	if err != nil {
+		return 0, 0, "", err
+	}
+	st, err := stateAt(w.tx, p, fp.At)
+	if err != nil {
+		return 0, 0, "", err
+	}
+	return o.PK, fp.At, encodeSessionState(st), nil
+}
 
 // recordWriter is the store.RecordWriter of one restore transaction.
 type recordWriter struct {
@@ -393,7 +444,7 @@ func (w *recordWriter) PutAgentSession(s store.AgentSession) (bool, error) {
 			return false, store.Invalid(f+".timestamp", "must be set")
 		}
 		ids[ev.ID] = true
-		ev.Seq = 0
+		ev.Seq, ev.Compaction = 0, nil // a compaction record's range is checked below
 		if err := (store.AppendEventRequest{Key: key, Event: ev}).Validate(); err != nil {
 			return false, err
 		}
@@ -403,8 +454,16 @@ func (w *recordWriter) PutAgentSession(s store.AgentSession) (bool, error) {
 	}
 	created := w.or(s.CreatedAt)
 	updated := w.or(s.UpdatedAt)
+	parent, at, initial, err := w.forkParent(s)
+	if err != nil {
+		return false, err
+	}
 	var pk int64
-	err := w.tx.Get(&pk, asRestoreSQL, key.App, key.User, key.Session, s.Version, s.EventCount, created, updated)
+	if parent != 0 {
+		err = w.tx.Get(&pk, asRestoreForkSQL, key.App, key.User, key.Session, s.Version, s.EventCount, created, updated, parent, at, initial)
+	} else {
+		err = w.tx.Get(&pk, asRestoreSQL, key.App, key.User, key.Session, s.Version, s.EventCount, created, updated)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil // exists
 	}
@@ -412,7 +471,18 @@ func (w *recordWriter) PutAgentSession(s store.AgentSession) (bool, error) {
 		return false, err
 	}
 	for _, ev := range s.Events {
-		if _, err := w.tx.Exec(evInsertSQL, pk, ev.Seq, ev.ID, ev.InvocationID, rowcodec.ToMicros(ev.Timestamp), string(ev.Data)); err != nil {
+		if ev.Seq <= at {
+			continue // the parent's, read through the lineage
+		}
+		var from, to int64
+		if c := ev.Compaction; c != nil {
+			if c.From < 1 || c.To < c.From || c.To >= ev.Seq {
+				return false, store.Invalid("events.compaction", "must cover positions before the record")
+			}
+			from, to = c.From, c.To
+		}
+		us, ns := splitNanos(ev.Timestamp)
+		if _, err := w.tx.Exec(evInsertSQL, pk, ev.Seq, ev.ID, ev.InvocationID, us, ns, string(ev.Data), from, to); err != nil {
 			return false, err
 		}
 	}

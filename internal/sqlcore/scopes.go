@@ -14,11 +14,11 @@ import (
 // sessions, events or state keys under each name.
 const (
 	nextAppSQL = `SELECT min(a) FROM (
-		SELECT min(app) AS a FROM agent_sessions WHERE app > ?1
+		SELECT min(app) AS a FROM agent_sessions WHERE app > ?1 AND retired = 0
 		UNION ALL SELECT min(app) FROM agent_app_state WHERE app > ?1
 		UNION ALL SELECT min(app) FROM agent_user_state WHERE app > ?1) AS next_app`
 	nextUserSQL = `SELECT min(u) FROM (
-		SELECT min(user_id) AS u FROM agent_sessions WHERE app = ?1 AND user_id > ?2
+		SELECT min(user_id) AS u FROM agent_sessions WHERE app = ?1 AND user_id > ?2 AND retired = 0
 		UNION ALL SELECT min(user_id) FROM agent_user_state WHERE app = ?1 AND user_id > ?2) AS next_user`
 )
 

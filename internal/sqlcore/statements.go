@@ -8,6 +8,13 @@ var Statements = map[string]string{
 	"artifactAll":     artifactAllSQL,
 	"asBump":          asBumpSQL,
 	"asGet":           asGetSQL,
+	"asGetLineage":    asGetLineageSQL,
+	"lnChildren":      lnChildrenSQL,
+	"lnCompactions":   lnCompactionsSQL,
+	"lnKeyAt":         lnKeyAtSQL,
+	"lnNextKey":       lnNextKeySQL,
+	"lnHolders":       lnHoldersSQL,
+	"lnSummary":       lnSummarySQL,
 	"asListApp":       asListAppSQL,
 	"asListUser":      asListUserSQL,
 	"convDelete":      convDeleteSQL,
@@ -63,5 +70,7 @@ func StatementsFor(d *Dialect) map[string]string {
 		"evRecentAfter": q.events.recentAfter,
 		"evPage":        q.events.page,
 		"evPageInv":     q.events.pageInvocation,
+		"evRecentUpTo":  q.events.recentUpTo,
+		"evPageUpTo":    q.events.pageUpTo,
 	}
 }

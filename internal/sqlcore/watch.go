@@ -257,9 +257,8 @@ const (
 	feedRunEpochSQL   = `SELECT events_epoch FROM conversation_runs WHERE session_id = ? AND run_id = ?`
 	feedRunEventsSQL  = `SELECT run_id, seq, at_ms, event FROM conversation_run_events
 		WHERE session_id = ? AND run_id = ? AND seq >= ? ORDER BY seq LIMIT ?`
-	feedSessionSQL = `SELECT pk, epoch FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id = ?`
-	feedEventsSQL  = `SELECT ` + evColumns + ` FROM agent_events
-		WHERE session_pk = ? AND seq >= ? ORDER BY seq LIMIT ?`
+	feedSessionSQL = `SELECT pk, epoch, COALESCE(lineage_parent, 0) AS lineage_parent, fork_seq FROM agent_sessions
+		WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0`
 )
 
 // readEpoch reads a stream's epoch in r; found is false when the owner row
@@ -413,8 +412,10 @@ func (f *feedFacet) Events(ctx context.Context, req store.EventFeed) iter.Seq2[s
 		return func(ctx context.Context) (store.Batch[store.AgentEvent], bool, bool, error) {
 			var b store.Batch[store.AgentEvent]
 			var head struct {
-				PK    int64 `db:"pk"`
-				Epoch int64 `db:"epoch"`
+				PK      int64 `db:"pk"`
+				Epoch   int64 `db:"epoch"`
+				Parent  int64 `db:"lineage_parent"`
+				ForkSeq int64 `db:"fork_seq"`
 			}
 			found := true
 			err := f.s.readTx(ctx, func(r Tx) error {
@@ -427,7 +428,14 @@ func (f *feedFacet) Events(ctx context.Context, req store.EventFeed) iter.Seq2[s
 					return err
 				}
 				found = true
-				b.Items, err = readEvents(r, 0, feedEventsSQL, []any{head.PK, next, req.Limit})
+				// A fork is a stream of its own: its history up to the fork
+				// point is read along its lineage, then its own events.
+				as := &AgentSessions{s: f.s}
+				segs, err := as.lineage(r, asRow{PK: head.PK, Parent: head.Parent, ForkSeq: head.ForkSeq})
+				if err != nil {
+					return err
+				}
+				b.Items, err = as.readAscending(r, segs, next-1, req.Limit, "", nil)
 				return err
 			})
 			if err != nil {

@@ -233,6 +233,18 @@ func callsAfterClose(st store.Store) map[string]map[string]closedCall {
 			"ListUsers": func(ctx context.Context) error {
 				return err1(as.ListUsers(ctx, store.ListUsersRequest{App: key.App}))
 			},
+			"Fork": func(ctx context.Context) error {
+				return err1(as.Fork(ctx, store.ForkRequest{Key: key, At: 0, Session: "fork"}))
+			},
+			"Rewind": func(ctx context.Context) error {
+				return err1(as.Rewind(ctx, store.RewindRequest{Key: key, To: 0}))
+			},
+			"Compact": func(ctx context.Context) error {
+				return err1(as.Compact(ctx, store.CompactRequest{Key: key, Range: store.CompactionRange{From: 1, To: 1},
+					Summary: store.AgentEvent{Data: json.RawMessage(`"s"`)}}))
+			},
+			"Superseded": func(ctx context.Context) error { return err1(as.Superseded(ctx, key)) },
+			"History":    func(ctx context.Context) error { return err1(as.History(ctx, key)) },
 		},
 	}
 }

@@ -298,22 +298,24 @@ func testASTimestampDefault(t *testing.T, e *env) {
 	if !res.Event.Timestamp.Equal(want) {
 		t.Fatalf("timestamp %v, want the clock truncated to µs %v", res.Event.Timestamp, want)
 	}
+	// A given timestamp is kept exactly, to the nanosecond (ADK's
+	// compaction ranges select events by it).
 	given := time.Date(2030, 5, 6, 7, 8, 9, 987654321, time.FixedZone("X", 3600))
 	res = e.asAppend(key, store.AgentEvent{ID: "b", Data: raw(2), Timestamp: given}, store.ScopedState{}, 0)
-	if !res.Event.Timestamp.Equal(given.Truncate(time.Microsecond)) || res.Event.Timestamp.Location() != time.UTC {
-		t.Fatalf("timestamp %v, want %v in UTC", res.Event.Timestamp, given.Truncate(time.Microsecond))
+	if !res.Event.Timestamp.Equal(given) || res.Event.Timestamp.Location() != time.UTC {
+		t.Fatalf("timestamp %v, want %v in UTC", res.Event.Timestamp, given)
 	}
 	got := e.asGet(key).Events
-	if !got[0].Timestamp.Equal(want) || !got[1].Timestamp.Equal(given.Truncate(time.Microsecond)) {
-		t.Fatalf("stored timestamps %v, %v (event timestamps keep microseconds)", got[0].Timestamp, got[1].Timestamp)
+	if !got[0].Timestamp.Equal(want) || !got[1].Timestamp.Equal(given) {
+		t.Fatalf("stored timestamps %v, %v (given event timestamps keep nanoseconds)", got[0].Timestamp, got[1].Timestamp)
 	}
-	// A replay of an event with its microsecond timestamp is a replay; one
-	// microsecond off is other content.
+	// A replay of an event with its timestamp is a replay; one
+	// nanosecond off is other content.
 	if r := e.asAppend(key, store.AgentEvent{ID: "b", Data: raw(2), Timestamp: given}, store.ScopedState{}, 0); !r.Replayed {
 		t.Fatalf("replay with the same timestamp: %+v", r)
 	}
 	_, err := e.st.AgentSessions().AppendEvent(context.Background(), store.AppendEventRequest{Key: key,
-		Event: store.AgentEvent{ID: "b", Data: raw(2), Timestamp: given.Add(time.Microsecond)}})
+		Event: store.AgentEvent{ID: "b", Data: raw(2), Timestamp: given.Add(time.Nanosecond)}})
 	wantErr(t, err, store.ErrConflict)
 }
 

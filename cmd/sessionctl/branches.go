@@ -1,0 +1,280 @@
+package main
+
+// Branching agent sessions on the command line (store.AgentBranches):
+// "sessionctl fork" forks a session at an event, "sessionctl rewind"
+// rewinds one (reversibly), "sessionctl history" prints the tree a
+// session belongs to. Lineage here is the store's fork tree; it is not
+// the a3s conversation's own parent field, which "list --parent" filters
+// on.
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+var forkSpec = spec{
+	name: "fork",
+	args: "APP USER SESSION",
+	about: `Forks an agent session at an event: the new session holds the events 1..--at
+of SESSION (all of them without --at) and its next event follows them. Its
+session state is the state at that point (the creation state with the
+state changes of the events up to it); app and user state are shared as
+always. The fork copies no events, whatever the length of the history:
+it reads them from SESSION's lineage. Later events of either session never
+reach the other. --as names the fork (default: a random id, printed).`,
+	examples: []string{
+		"sessionctl fork support ada s1 --at 40 --as s1-retry",
+		"sessionctl fork support ada s1 --json",
+	},
+}
+
+var rewindSpec = spec{
+	name: "rewind",
+	args: "APP USER SESSION",
+	about: `Rewinds an agent session to event --to: the events after it are superseded
+(kept, shown by --superseded and by history, until retention removes
+them) and the session state returns to what it was at that event (--to 0:
+the state the session was created with). Forks taken earlier keep what
+they read. --superseded lists the superseded events instead.`,
+	examples: []string{
+		"sessionctl rewind support ada s1 --to 12",
+		"sessionctl rewind support ada s1 --superseded --json",
+	},
+}
+
+var historySpec = spec{
+	name: "history",
+	args: "APP USER SESSION",
+	about: `Prints the tree an agent session belongs to: the session it was forked from
+(its lineage, not a conversation's parent field), its forks and theirs,
+deleted sessions whose events forks still read, the runs of events a
+rewind superseded, and the ranges compaction records summarise. The
+session asked for is marked with *.`,
+	examples: []string{
+		"sessionctl history support ada s1",
+		"sessionctl history support ada s1 --json",
+	},
+}
+
+// sessionKeyArgs parses APP USER SESSION.
+func (g *globals) sessionKeyArgs(sp spec, pos []string) (store.SessionKey, error) {
+	if err := g.wantArgs(sp, pos, 3, 3); err != nil {
+		return store.SessionKey{}, err
+	}
+	k := store.SessionKey{App: pos[0], User: pos[1], Session: pos[2]}
+	for i, field := range []string{"app", "user", "session"} {
+		if err := store.ValidateID(field, pos[i]); err != nil {
+			return k, g.usageErr(sp.name, "%v", err)
+		}
+	}
+	return k, nil
+}
+
+// forkJSON is the JSON document of fork.
+type forkJSON struct {
+	From       store.SessionKey `json:"from"`
+	At         int64            `json:"at"`
+	Key        store.SessionKey `json:"key"`
+	EventCount int64            `json:"event_count"`
+}
+
+func runFork(ctx context.Context, g *globals, args []string) error {
+	sp := forkSpec
+	fs := g.newFlags(sp)
+	at := fs.Int64("at", -1, "fork after event `N` (0: no events; default: the last event)")
+	as := fs.String("as", "", "the fork's session id `ID` (default: random)")
+	asJSON := fs.Bool("json", false, "print one JSON document")
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
+	}
+	key, err := g.sessionKeyArgs(sp, pos)
+	if err != nil {
+		return err
+	}
+	if isSet(fs, "at") && *at < 0 {
+		return g.usageErr(sp.name, "--at must not be negative")
+	}
+	if *as != "" {
+		if err := store.ValidateID("session", *as); err != nil {
+			return g.usageErr(sp.name, "--as: %v", err)
+		}
+	}
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	defer st.Close()
+	as2 := st.AgentSessions()
+	point := *at
+	if point < 0 {
+		cur, err := as2.GetSession(ctx, store.GetAgentSessionRequest{Key: key})
+		if err != nil {
+			return g.fail(sp.name, err)
+		}
+		point = cur.EventCount
+	}
+	f, err := as2.Fork(ctx, store.ForkRequest{Key: key, At: point, Session: *as})
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	if *asJSON {
+		return g.result(sp.name, writeJSON(g.stdout, forkJSON{From: key, At: point, Key: f.Key, EventCount: f.EventCount}))
+	}
+	fmt.Fprintf(g.stdout, "forked %s at event %d as %s (%d %s)\n", key.Session, point, f.Key.Session,
+		f.EventCount, plural(int(f.EventCount), "event", "events"))
+	return nil
+}
+
+// rewindJSON is the JSON document of rewind.
+type rewindJSON struct {
+	Key        store.SessionKey `json:"key"`
+	EventCount int64            `json:"event_count"`
+	Version    int64            `json:"version"`
+	Superseded int64            `json:"superseded"`
+}
+
+func runRewind(ctx context.Context, g *globals, args []string) error {
+	sp := rewindSpec
+	fs := g.newFlags(sp)
+	to := fs.Int64("to", -1, "keep the events up to `N` (0: none)")
+	superseded := fs.Bool("superseded", false, "list the superseded events instead")
+	asJSON := fs.Bool("json", false, "print one JSON document")
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
+	}
+	key, err := g.sessionKeyArgs(sp, pos)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *superseded && isSet(fs, "to"):
+		return g.usageErr(sp.name, "--to does not apply with --superseded")
+	case !*superseded && *to < 0:
+		return g.usageErr(sp.name, "--to N is required (0 or more)")
+	}
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	defer st.Close()
+	as := st.AgentSessions()
+	if *superseded {
+		runs, err := as.Superseded(ctx, key)
+		if err != nil {
+			return g.fail(sp.name, err)
+		}
+		if *asJSON {
+			return g.result(sp.name, writeJSON(g.stdout, runs))
+		}
+		if len(runs) == 0 {
+			fmt.Fprintf(g.stdout, "no superseded events in %s\n", key.Session)
+			return nil
+		}
+		tw := newTable(g.stdout)
+		fmt.Fprintln(tw, "REWOUND\tSEQ\tEVENT\tINVOCATION\tTIMESTAMP")
+		for _, r := range runs {
+			for _, ev := range r.Events {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", tableTime(r.RewoundAt), ev.Seq, ev.ID, ev.InvocationID, jsonTime(ev.Timestamp))
+			}
+		}
+		return g.result(sp.name, tw.Flush())
+	}
+	before, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: key})
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	s, err := as.Rewind(ctx, store.RewindRequest{Key: key, To: *to, ExpectedVersion: before.Version})
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	n := before.EventCount - s.EventCount
+	if *asJSON {
+		return g.result(sp.name, writeJSON(g.stdout, rewindJSON{Key: key, EventCount: s.EventCount, Version: s.Version, Superseded: n}))
+	}
+	fmt.Fprintf(g.stdout, "rewound %s to event %d: %d %s superseded (sessionctl rewind --superseded lists them)\n",
+		key.Session, s.EventCount, n, plural(int(n), "event", "events"))
+	return nil
+}
+
+func runHistory(ctx context.Context, g *globals, args []string) error {
+	sp := historySpec
+	fs := g.newFlags(sp)
+	asJSON := fs.Bool("json", false, "print one JSON document")
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
+	}
+	key, err := g.sessionKeyArgs(sp, pos)
+	if err != nil {
+		return err
+	}
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	defer st.Close()
+	nodes, err := st.AgentSessions().History(ctx, key)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	if *asJSON {
+		return g.result(sp.name, writeJSON(g.stdout, nodes))
+	}
+	tw := newTable(g.stdout)
+	fmt.Fprintln(tw, "SESSION\tSTATUS\tFORKED AT\tEVENTS\tCOMPACTED\tCREATED")
+	for _, n := range treeOrder(nodes) {
+		name := strings.Repeat("  ", n.depth) + n.Key.Session
+		if n.Current {
+			name += " *"
+		}
+		fork := "-"
+		if n.Parent != 0 {
+			fork = fmt.Sprint(n.ForkSeq)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name, n.Status, fork, n.EventCount, compactedText(n.LineageNode), tableTime(n.CreatedAt))
+	}
+	return g.result(sp.name, tw.Flush())
+}
+
+// treeNode is a lineage node with its depth in the tree.
+type treeNode struct {
+	store.LineageNode
+	depth int
+}
+
+// treeOrder returns nodes (parents before children, as History lists
+// them) with their depth.
+func treeOrder(nodes []store.LineageNode) []treeNode {
+	depth := map[int64]int{}
+	out := make([]treeNode, 0, len(nodes))
+	for _, n := range nodes {
+		d := 0
+		if n.Parent != 0 {
+			d = depth[n.Parent] + 1
+		}
+		depth[n.ID] = d
+		out = append(out, treeNode{n, d})
+	}
+	return out
+}
+
+// compactedText lists the ranges a node's compaction records summarise:
+// "1-40@41 ..." ("-" for none).
+func compactedText(n store.LineageNode) string {
+	if len(n.Compactions) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, seq := range slices.Sorted(maps.Keys(n.Compactions)) {
+		r := n.Compactions[seq]
+		parts = append(parts, fmt.Sprintf("%d-%d@%d", r.From, r.To, seq))
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,79 @@
+package console
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// The fork tree of an agent session on its page: every node of the tree
+// (the session's lineage, its forks, deleted sessions forks still read,
+// the runs of events rewinds superseded), and the ranges compaction
+// records summarise in the session's own view.
+
+// treeRow is one node of an agent session's tree, as the page draws it.
+type treeRow struct {
+	Depth int               `json:"depth"`
+	Node  store.LineageNode `json:"node"`
+	// URL links a live session's page; empty for the other nodes.
+	URL string `json:"-"`
+	// Range is what the node holds of its own: "events 6–9" (its events
+	// after its fork point), for a superseded node the events a rewind
+	// took out.
+	Range string `json:"range"`
+}
+
+// summarised is a compaction record of the session's view and the range
+// it covers.
+type summarised struct {
+	Record int64                 `json:"record"`
+	Range  store.CompactionRange `json:"range"`
+}
+
+// agentTree lays nodes out for the page and finds the compaction records
+// of the current session's view (its own, and its ancestors' up to the
+// fork points it reads).
+func (c *console) agentTree(nodes []store.LineageNode) ([]treeRow, []summarised) {
+	byID := make(map[int64]store.LineageNode, len(nodes))
+	depth := make(map[int64]int, len(nodes))
+	rows := make([]treeRow, 0, len(nodes))
+	var cur store.LineageNode
+	for _, n := range nodes {
+		byID[n.ID] = n
+		d := 0
+		if n.Parent != 0 {
+			d = depth[n.Parent] + 1
+		}
+		depth[n.ID] = d
+		row := treeRow{Depth: d, Node: n, Range: "no events of its own"}
+		if n.EventCount > n.ForkSeq {
+			row.Range = fmt.Sprintf("events %d–%d", n.ForkSeq+1, n.EventCount)
+		}
+		if n.Status == store.NodeLive {
+			row.URL = withQuery(c.link("agents", "session"), "app", n.Key.App, "user", n.Key.User, "session", n.Key.Session)
+		}
+		rows = append(rows, row)
+		if n.Current {
+			cur = n
+		}
+	}
+	var recs []summarised
+	hi := int64(-1) // the part of a node the view reads: up to hi (-1: all)
+	for n, ok := cur, cur.ID != 0; ok; n, ok = byID[n.Parent] {
+		for _, seq := range slices.Sorted(maps.Keys(n.Compactions)) {
+			if hi < 0 || seq <= hi {
+				recs = append(recs, summarised{Record: seq, Range: n.Compactions[seq]})
+			}
+		}
+		if hi < 0 || n.ForkSeq < hi {
+			hi = n.ForkSeq
+		}
+		if n.Parent == 0 || hi == 0 {
+			break
+		}
+	}
+	slices.SortFunc(recs, func(a, b summarised) int { return int(a.Record - b.Record) })
+	return rows, recs
+}
