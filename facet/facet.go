@@ -155,10 +155,25 @@ func Owner(table string) (Facet, bool) {
 // migration bookkeeping (goose's version table).
 func SchemaTables() []string { return []string{migrations.TableName} }
 
+// MaintenanceSince is the schema version that created MaintenanceTables.
+const MaintenanceSince = 11
+
+// MaintenanceTables are the store's tables that belong to no facet
+// because they describe how the facets are kept: the retention policies,
+// the holds, the lease of the background sweeper and the log of sweeps
+// (schema version MaintenanceSince and later).
+func MaintenanceTables() []string {
+	return []string{"retention_holds", "retention_policies", "sweep_lease", "sweep_log"}
+}
+
 // TablesAt returns every table a store at schema version has, sorted: the
-// tables of the facets created at or before version, and SchemaTables.
+// tables of the facets created at or before version, SchemaTables, and
+// MaintenanceTables from MaintenanceSince on.
 func TablesAt(version int64) []string {
 	out := SchemaTables()
+	if version >= MaintenanceSince {
+		out = append(out, MaintenanceTables()...)
+	}
 	for _, f := range All() {
 		out = append(out, f.TablesAt(version)...)
 	}

@@ -23,6 +23,7 @@ type config struct {
 	// the baseline of the audit trail's benchmarks.
 	auditOff bool
 	readOnly bool // WithReadOnly (readonly.go)
+	sweeper  *store.SweeperConfig // WithSweeper (retention.go)
 }
 
 func defaultConfig() config {

@@ -378,11 +378,16 @@ func NewMigrationProvider(path string, opts ...goose.ProviderOption) (*goose.Pro
 }
 
 // writeDSN configures every connection of a writing pool: busy timeout
-// first (so that switching to WAL waits for a lock), WAL, the synchronous
+// first (so that switching to WAL waits for a lock), incremental
+// auto-vacuum, WAL, the synchronous
 // level, foreign keys and write transactions that lock at BEGIN.
 func writeDSN(path string, cfg *config) string {
 	q := []string{
 		fmt.Sprintf("_pragma=busy_timeout(%d)", cfg.busyTimeout.Milliseconds()),
+		// Incremental auto-vacuum lets a sweep give free pages back in
+		// short steps. It takes effect on a new file (set before its
+		// first table) and on the next VACUUM of an existing one.
+		"_pragma=auto_vacuum(2)",
 		"_pragma=journal_mode(WAL)",
 		"_pragma=synchronous(" + string(cfg.sync) + ")",
 		"_pragma=foreign_keys(1)",
