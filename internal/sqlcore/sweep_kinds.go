@@ -148,12 +148,12 @@ var runtimeIdle = &sweepKind{
 	sources: []source{{
 		name: "runtime idle",
 		nextSQL: `SELECT id, last_active_ms FROM runtime_sessions AS r
-			WHERE last_active_ms <= ?1 AND (last_active_ms, id) > (?2, ?3) AND turn_running = 0` + notHeldRuntime + `
+			WHERE last_active_ms <= ?1 AND (last_active_ms, id) > (?2, ?3) AND turn_running = FALSE` + notHeldRuntime + `
 			ORDER BY last_active_ms, id LIMIT ?4`,
 		args: atIDArgs, scan: scanAtID,
 	}},
 	removeSQL: `DELETE FROM runtime_sessions AS r
-		WHERE id = ?1 AND last_active_ms <= ?2 AND turn_running = 0` + notHeldRuntime,
+		WHERE id = ?1 AND last_active_ms <= ?2 AND turn_running = FALSE` + notHeldRuntime,
 	removeArgs: func(d due, u unit) []any { return []any{u.id, d.cutoff} },
 	// The session, its uploads, and the upload bytes no other session
 	// refers to (the uploads' trigger removes those).
@@ -162,7 +162,7 @@ var runtimeIdle = &sweepKind{
 			AND NOT EXISTS (SELECT 1 FROM uploads AS o WHERE o.sha256 = u.sha256 AND o.session_id <> ?1))`,
 	rowsArgs: func(u unit) []any { return []any{u.id} },
 	heldSQL: `SELECT count(*) FROM retention_holds AS h JOIN runtime_sessions AS r ON r.id = h.id
-		WHERE h.facet = 'runtime' AND h.app = '' AND h.user_id = '' AND r.last_active_ms <= ?1 AND r.turn_running = 0`,
+		WHERE h.facet = 'runtime' AND h.app = '' AND h.user_id = '' AND r.last_active_ms <= ?1 AND r.turn_running = FALSE`,
 	heldArgs: func(d due) []any { return []any{d.cutoff} },
 }
 

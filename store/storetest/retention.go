@@ -580,7 +580,15 @@ func testSizeBudget(t *testing.T, e *env) {
 	}
 	budget := dry.SizeBefore - 4*int64(len(big))
 	rep := e.sweep(store.SweepOptions{Policies: []store.Policy{{Kind: store.PolicySizeBudget, MaxBytes: budget}}})
-	if rep.Budget == nil || rep.Budget.Sessions < 2 {
+	// SQLite measures the pages in use after each batch. PostgreSQL's
+	// tables do not shrink before a VACUUM, so the store estimates the
+	// bytes a row frees from statistics that lag behind: it may stop
+	// early, never late.
+	least := int64(2)
+	if e.st.Backend() != "sqlite" {
+		least = 1
+	}
+	if rep.Budget == nil || rep.Budget.Sessions < least {
 		t.Fatalf("budget removed %+v", rep.Budget)
 	}
 	// The ended governed session went first, then the oldest
