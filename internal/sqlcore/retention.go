@@ -54,7 +54,8 @@ const (
 	leaseDropSQL = `DELETE FROM sweep_lease WHERE name = 'sweep' AND holder = ?`
 
 	sweepLogInsertSQL = `INSERT INTO sweep_log (holder, started_at_ms, finished_at_ms, report, error) VALUES (?, ?, ?, ?, ?)`
-	sweepLogSelectSQL = `SELECT id, holder, report, error FROM sweep_log ORDER BY id DESC LIMIT ?`
+	sweepLogSelectSQL = `SELECT id, holder, report, error FROM sweep_log
+		WHERE id > (SELECT max(id) FROM sweep_log) - ?1 ORDER BY id DESC LIMIT ?1`
 	// sweepLogTrimSQL keeps the newest sweepLogKeep entries of the log.
 	sweepLogTrimSQL = `DELETE FROM sweep_log WHERE id <= (SELECT max(id) FROM sweep_log) - ?`
 

@@ -414,3 +414,61 @@ func (sw *sweeper) orphan(tx Tx, u unit) (int64, bool, error) {
 	n, err = res.RowsAffected()
 	return n, n > 0, err
 }
+
+// SweepStatement is one statement a sweep runs, for the plan tests of the
+// backends.
+type SweepStatement struct {
+	// Name says where the sweep runs it.
+	Name string
+	// SQL is the statement text, with "?" or "?N" parameters.
+	SQL string
+	// Args are sample arguments of the right types.
+	Args []any
+}
+
+// SweepStatements returns every statement a sweep (and its size budget)
+// runs on the facets' tables.
+func SweepStatements() []SweepStatement {
+	d := due{cutoff: 1, readsCap: math.MaxInt64, keepLast: 1}
+	u := unit{at: 1, id: "x", key2: "y", pk: 1}
+	var out []SweepStatement
+	add := func(name, query string, args []any) {
+		if query != "" {
+			out = append(out, SweepStatement{Name: name, SQL: query, Args: args})
+		}
+	}
+	for _, sk := range sweepKinds {
+		for _, src := range sk.sources {
+			add(string(sk.kind)+" walk "+src.name, src.nextSQL, src.args(d, u, sweepPage))
+		}
+		if sk.removeSQL != "" {
+			add(string(sk.kind)+" remove", sk.removeSQL, sk.removeArgs(d, u))
+		}
+		if sk.rowsSQL != "" {
+			add(string(sk.kind)+" rows", sk.rowsSQL, sk.rowsArgs(u))
+		}
+		if sk.heldSQL != "" {
+			add(string(sk.kind)+" held", sk.heldSQL, sk.heldArgs(d))
+		}
+	}
+	for _, q := range []struct {
+		name, sql string
+		args []any
+	}{
+		{"keep-last held", convHeldSQL, []any{"x"}},
+		{"keep-last count", trimCountSQL, []any{"x", int64(1)}},
+		{"keep-last last", msgLastSQL, []any{"x"}},
+		{"keep-last delete", msgDeleteHeadSQL, []any{"x", int64(1)}},
+		{"keep-last count update", convCountSQL, []any{int64(1), 0, 0, "x"}},
+		{"orphan app count", orphanAppCountSQL, []any{"x"}},
+		{"orphan app delete", orphanAppDeleteSQL, []any{"x"}},
+		{"orphan user count", orphanUserCountSQL, []any{"x", "y"}},
+		{"orphan user delete", orphanUserDeleteSQL, []any{"x", "y"}},
+		{"log trim", sweepLogTrimSQL, []any{int64(sweepLogKeep)}},
+		{"log read", sweepLogSelectSQL, []any{int64(10)}},
+		{"lease take", leaseTakeSQL, []any{"h", int64(1), int64(1)}},
+	} {
+		add(q.name, q.sql, q.args)
+	}
+	return out
+}
