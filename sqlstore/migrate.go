@@ -140,7 +140,11 @@ func createFresh(ctx context.Context, path string, cfg *config) error {
 			os.Remove(tmp + suffix)
 		}
 	}()
-	db, err := sql.Open(driverName, writeDSN(tmp, cfg))
+	// A new file is in incremental auto-vacuum mode (set before its first
+	// table), so that a sweep can give free pages back in short steps
+	// (Store.reclaim). An existing file is left as it is: setting the mode
+	// takes a VACUUM (sessionctl gc --vacuum does it).
+	db, err := sql.Open(driverName, writeDSN(tmp, cfg)+"&_pragma=auto_vacuum(2)")
 	if err != nil {
 		return mapErr(err)
 	}
@@ -378,16 +382,11 @@ func NewMigrationProvider(path string, opts ...goose.ProviderOption) (*goose.Pro
 }
 
 // writeDSN configures every connection of a writing pool: busy timeout
-// first (so that switching to WAL waits for a lock), incremental
-// auto-vacuum, WAL, the synchronous
+// first (so that switching to WAL waits for a lock), WAL, the synchronous
 // level, foreign keys and write transactions that lock at BEGIN.
 func writeDSN(path string, cfg *config) string {
 	q := []string{
 		fmt.Sprintf("_pragma=busy_timeout(%d)", cfg.busyTimeout.Milliseconds()),
-		// Incremental auto-vacuum lets a sweep give free pages back in
-		// short steps. It takes effect on a new file (set before its
-		// first table) and on the next VACUUM of an existing one.
-		"_pragma=auto_vacuum(2)",
 		"_pragma=journal_mode(WAL)",
 		"_pragma=synchronous(" + string(cfg.sync) + ")",
 		"_pragma=foreign_keys(1)",

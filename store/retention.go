@@ -108,7 +108,9 @@ type Policy struct {
 	// Kind selects the rule.
 	Kind PolicyKind `json:"kind"`
 	// MaxAge is how long a record is kept after it became due to go
-	// (kinds that take ParamMaxAge); at least one second.
+	// (kinds that take ParamMaxAge); at least a millisecond, or 0 for
+	// PolicyGovernedEnded (ended sessions go at the next sweep, as
+	// sessionctl cleanup does).
 	MaxAge time.Duration `json:"max_age,omitempty"`
 	// KeepLast is how many messages a conversation keeps
 	// (PolicyMessagesKeepLast).
@@ -133,8 +135,10 @@ func (p Policy) Validate() error {
 	switch {
 	case p.MaxAge < 0 || p.KeepLast < 0 || p.MaxBytes < 0:
 		return Invalid(string(k.Param), "must not be negative")
-	case k.Param == ParamMaxAge && p.MaxAge < time.Second:
-		return Invalid("max_age", "must be at least 1s")
+	case k.Param == ParamMaxAge && p.MaxAge < time.Millisecond && (p.Kind != PolicyGovernedEnded || p.MaxAge != 0):
+		return Invalid("max_age", "must be at least 1ms")
+	case p.MaxAge%time.Millisecond != 0:
+		return Invalid("max_age", "must be whole milliseconds")
 	case k.Param != ParamMaxAge && p.MaxAge != 0:
 		return Invalid("max_age", "not taken by this kind")
 	case k.Param != ParamKeepLast && p.KeepLast != 0:
@@ -231,6 +235,10 @@ type SweepOptions struct {
 	// Pause is waited between two batches, so that other writers get
 	// the database (0: none).
 	Pause time.Duration
+	// Progress, when set, is called as each policy starts (with zero
+	// counts) and after each of its batches, with what the policy has
+	// removed so far. It runs on the sweep's goroutine.
+	Progress func(soFar KindSweep)
 }
 
 // KindSweep is what a sweep removed (or would remove) under one policy.

@@ -87,9 +87,6 @@ func (r *Retention) SetPolicy(ctx context.Context, p store.Policy) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	if p.MaxAge%time.Millisecond != 0 {
-		return store.Invalid("max_age", "must be whole milliseconds")
-	}
 	return r.s.write(ctx, func(tx Tx) error {
 		_, err := tx.Exec(policyUpsertSQL, string(p.Kind), p.MaxAge.Milliseconds(), p.KeepLast, p.MaxBytes,
 			p.ReadsCount, rowcodec.ToMillis(r.s.now()))

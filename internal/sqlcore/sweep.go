@@ -206,6 +206,7 @@ func (sw *sweeper) dueOf(p store.Policy) due {
 
 // applyKind runs every walk of sk, and counts the held units.
 func (sw *sweeper) applyKind(ctx context.Context, sk *sweepKind, d due, ks *store.KindSweep) error {
+	sw.progress(*ks)
 	for _, src := range sk.sources {
 		if err := sw.walk(ctx, sk, src, d, ks); err != nil {
 			return err
@@ -227,6 +228,7 @@ func (sw *sweeper) walk(ctx context.Context, sk *sweepKind, src source, d due, k
 		got, next, more, err := sw.step(ctx, sk, src, d, cursor, math.MaxInt64)
 		ks.Sessions += got.Sessions
 		ks.Rows += got.Rows
+		sw.progress(*ks)
 		if err != nil || !more {
 			return err
 		}
@@ -234,6 +236,13 @@ func (sw *sweeper) walk(ctx context.Context, sk *sweepKind, src source, d due, k
 		if err := sw.pause(ctx); err != nil {
 			return err
 		}
+	}
+}
+
+// progress reports a policy's counts so far (SweepOptions.Progress).
+func (sw *sweeper) progress(ks store.KindSweep) {
+	if sw.opts.Progress != nil {
+		sw.opts.Progress(ks)
 	}
 }
 

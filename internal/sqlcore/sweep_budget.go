@@ -100,6 +100,7 @@ func (sw *sweeper) budget(ctx context.Context, p store.Policy, ks *store.KindSwe
 			got, next, more, err := sw.step(ctx, phase[pick].kind, phase[pick].src, d, cursors[pick], until)
 			ks.Sessions += got.Sessions
 			ks.Rows += got.Rows
+			sw.progress(*ks)
 			if err != nil {
 				return err
 			}

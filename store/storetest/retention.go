@@ -93,7 +93,7 @@ func testRetentionPolicies(t *testing.T, e *env) {
 	for _, bad := range []store.Policy{
 		{Kind: "nope", MaxAge: time.Hour},
 		{Kind: store.PolicyConversationsIdle},
-		{Kind: store.PolicyConversationsIdle, MaxAge: time.Millisecond},
+		{Kind: store.PolicyConversationsIdle, MaxAge: time.Microsecond},
 		{Kind: store.PolicyConversationsIdle, MaxAge: time.Hour, KeepLast: 3},
 		{Kind: store.PolicyMessagesKeepLast, KeepLast: -1},
 		{Kind: store.PolicySizeBudget},
