@@ -110,7 +110,10 @@ func commands() []command {
 		{"release", groupDrive, "give a reservation back unused", runRelease},
 		{"limits", groupDrive, "show or set an agent's spend limits", runLimits},
 		{"gc", groupDrive, "retention: old conversations, long histories", runGC},
+		{"sweep", groupDrive, "apply the retention policies (or --dry-run: what they would remove)", runSweep},
+		{"hold", groupDrive, "keep sessions whatever the retention policies say", runHold},
 
+		{"retention", groupMaintain, "show or set the retention policies stored in the database", runRetention},
 		{"migrate", groupMaintain, "show migration status or migrate up", runMigrate},
 		{"doctor", groupMaintain, "check integrity, foreign keys, schema, WAL", runDoctor},
 		{"backup", groupMaintain, "write a consistent copy of the database", runBackup},

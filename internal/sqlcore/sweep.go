@@ -71,6 +71,10 @@ type sweeper struct {
 	nowMS   int64
 	rep     *store.SweepReport
 	maxRows int64
+	// idle is conversations_idle's due when it is set: a dry run leaves
+	// the conversations it would remove out of messages_keep_last, as a
+	// sweep (which removes them first) does.
+	idle *due
 }
 
 // Sweep applies the policies (see store.Retention.Sweep).
@@ -149,6 +153,10 @@ func (sw *sweeper) run(ctx context.Context, plan []sweepPlan, byKind map[store.P
 		if _, err := sw.r.s.Spend().ReleaseExpired(ctx); err != nil {
 			return err
 		}
+	}
+	if p, ok := byKind[store.PolicyConversationsIdle]; ok {
+		d := sw.dueOf(p)
+		sw.idle = &d
 	}
 	for _, fp := range plan {
 		fs := store.FacetSweep{Facet: string(fp.facet.Name), Kinds: []store.KindSweep{}, Note: fp.note}
@@ -374,6 +382,9 @@ func (sw *sweeper) trim(tx Tx, d due, u unit) (int64, bool, error) {
 		return 0, false, err
 	}
 	if sw.opts.DryRun {
+		if sw.idle != nil && u.at <= sw.idle.cutoff && u.pk <= sw.idle.readsCap {
+			return 0, false, nil // not held: conversations_idle removes it first
+		}
 		var n int64
 		if err := tx.Get(&n, trimCountSQL, u.id, d.keepLast); err != nil {
 			return 0, false, err

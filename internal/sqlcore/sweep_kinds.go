@@ -205,12 +205,15 @@ var conversationsIdle = &sweepKind{
 var messagesKeepLast = &sweepKind{
 	kind: store.PolicyMessagesKeepLast,
 	sources: []source{{
-		name:    "conversations by id",
-		nextSQL: `SELECT id, message_count FROM conversations WHERE id > ?1 ORDER BY id LIMIT ?2`,
-		args:    func(d due, c unit, limit int) []any { return []any{c.id, int64(limit)} },
+		name: "conversations by id",
+		nextSQL: `SELECT id, message_count, updated_at_ms, last_access_ms FROM conversations
+			WHERE id > ?1 ORDER BY id LIMIT ?2`,
+		args: func(d due, c unit, limit int) []any { return []any{c.id, int64(limit)} },
+		// at and pk carry the update and last-access times, for a dry
+		// run to leave out what conversations_idle removes first.
 		scan: func(r Rows) (unit, error) {
 			var u unit
-			err := r.Scan(&u.id, &u.weight)
+			err := r.Scan(&u.id, &u.weight, &u.at, &u.pk)
 			return u, err
 		},
 	}},

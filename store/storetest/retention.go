@@ -450,12 +450,9 @@ func testSweepDryRun(t *testing.T, e *env) {
 	for _, f := range dry.Facets {
 		for _, k := range f.Kinds {
 			got, _ := real.Kind(k.Kind)
-			// The keep-last trim ran on a conversation the idle policy
-			// removed first: the dry run counts both, the sweep only the
-			// removal.
-			// Likewise the orphan state: it becomes one when the agent
-			// session is removed.
-			if k.Kind == store.PolicyMessagesKeepLast || k.Kind == store.PolicyOrphanState {
+			// State becomes an orphan when its agent session is
+			// removed: a dry run does not foresee it.
+			if k.Kind == store.PolicyOrphanState {
 				continue
 			}
 			if got != k {
