@@ -37,7 +37,7 @@ type config struct {
 	journalMax  int64
 	runtime     sqlcore.RuntimeLimits
 	feedPoll    time.Duration
-	readOnly    bool // WithReadOnly (readonly.go)
+	readOnly    bool                 // WithReadOnly (readonly.go)
 	sweeper     *store.SweeperConfig // WithSweeper (retention.go)
 
 	// faults, when set (tests only, see export_test.go), is consulted

@@ -473,7 +473,7 @@ func SweepStatements() []SweepStatement {
 	}
 	for _, q := range []struct {
 		name, sql string
-		args []any
+		args      []any
 	}{
 		{"keep-last held", convHeldSQL, []any{"x"}},
 		{"keep-last count", trimCountSQL, []any{"x", int64(1)}},
