@@ -217,7 +217,7 @@ type Hold struct {
 // DefaultSweepBatchRows bounds the rows one sweep transaction removes
 // (SweepOptions.BatchRows): a batch always holds whole sessions, at least
 // one, so a session with more rows goes alone in a batch of its own.
-const DefaultSweepBatchRows = 1000
+const DefaultSweepBatchRows = 250
 
 // SweepOptions are the settings of one sweep.
 type SweepOptions struct {

@@ -19,7 +19,7 @@ traces, runs and reports), --keep-last keeps only the last N messages of
 each conversation (positions of the kept messages do not change).
 gc is one sweep (see sessionctl sweep) with these rules in place of the
 stored policies: deletions run in short transactions of whole
-conversations (about 1000 rows each), so that other writers are never
+conversations (a few hundred rows each), so that other writers are never
 held up for long, and held conversations (sessionctl hold) are kept. Agent sessions: with
 --older-than, gc counts those not updated for that long and keeps them
 (their event logs are not trimmed either): the store has no
