@@ -63,12 +63,36 @@ func (s *Store) StartSweeper(cfg store.SweeperConfig) (*Sweeper, error) {
 	return sw, nil
 }
 
-// sweepOnce takes the lease and sweeps.
+// sweepOnce takes the lease and sweeps. The lease is renewed between
+// batches once a third of its TTL has passed (on the store's clock); a
+// sweeper that lost it (another took it over after it ran out) stops at
+// the end of its batch.
 func (r *Retention) sweepOnce(ctx context.Context, cfg store.SweeperConfig) (store.SweepReport, error) {
 	if err := r.TakeLease(ctx, cfg.Holder, cfg.LeaseTTL); err != nil {
 		return store.SweepReport{}, err
 	}
-	return r.Sweep(ctx, cfg.Options)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	renewed := r.s.cfg.Clock()
+	opts := cfg.Options
+	progress := opts.Progress
+	opts.Progress = func(k store.KindSweep) {
+		if progress != nil {
+			progress(k)
+		}
+		if now := r.s.cfg.Clock(); now.Sub(renewed) >= cfg.LeaseTTL/3 {
+			if err := r.TakeLease(ctx, cfg.Holder, cfg.LeaseTTL); err != nil {
+				cancel(err)
+				return
+			}
+			renewed = now
+		}
+	}
+	rep, err := r.Sweep(ctx, opts)
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause
+	}
+	return rep, err
 }
 
 // Stop stops the sweeper, waits for the sweep in progress to end (at the

@@ -34,6 +34,7 @@ func RunRetention(t *testing.T, h Harness) {
 		{"ConcurrentSweepers", testConcurrentSweepers},
 		{"SizeBudget", testSizeBudget},
 		{"BackgroundSweeper", testBackgroundSweeper},
+		{"SweeperRenewsLease", testSweeperRenewsLease},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -654,5 +655,41 @@ func testBackgroundSweeper(t *testing.T, e *env) {
 		}
 	} else if h := waitSwept("x2"); h != "b" {
 		t.Fatalf("b holds the lease, but %q swept", h)
+	}
+}
+
+// A background sweeper renews its lease during a long sweep (between
+// batches, once a third of the TTL has passed), so that no other sweeper
+// takes it over while it works.
+func testSweeperRenewsLease(t *testing.T, e *env) {
+	for i := range 30 {
+		e.saveNow(fmt.Sprintf("r%02d", i))
+	}
+	e.setPolicy(store.Policy{Kind: store.PolicyConversationsIdle, MaxAge: time.Minute})
+	e.clock.Advance(time.Minute)
+	done := make(chan store.SweepReport, 1)
+	cfg := store.SweeperConfig{Interval: time.Hour, Holder: "long", LeaseTTL: 3 * time.Minute,
+		Options: store.SweepOptions{BatchRows: 1, Progress: func(store.KindSweep) { e.clock.Advance(30 * time.Second) }},
+		OnSweep: func(rep store.SweepReport, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+			done <- rep
+		}}
+	e.openWith(Options{Sweeper: &cfg})
+	var rep store.SweepReport
+	select {
+	case rep = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the sweep did not end")
+	}
+	if k, _ := rep.Kind(store.PolicyConversationsIdle); k.Sessions != 30 {
+		t.Fatalf("swept %+v", k)
+	}
+	// The sweep ran for many TTLs of the clock; the lease is still the
+	// sweeper's, renewed less than a TTL ago.
+	var held *store.LeaseHeldError
+	if err := e.ret().TakeLease(e.ctx, "other", time.Minute); !errors.As(err, &held) || held.Holder != "long" {
+		t.Fatalf("another sweeper took the lease: %v", err)
 	}
 }
