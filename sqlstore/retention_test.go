@@ -11,7 +11,7 @@ import (
 func TestRetentionProcesses(t *testing.T) {
 	n := 120
 	if raceDetector {
-		n = 40
+		n = 24
 	}
 	storetest.RunRetentionProcesses(t, harness, n)
 }

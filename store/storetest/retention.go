@@ -515,7 +515,7 @@ func testSweepLease(t *testing.T, e *env) {
 // Several stores sweep the same due sessions at once: each is removed
 // by exactly one of them, and their counts add up.
 func testConcurrentSweepers(t *testing.T, e *env) {
-	const n = 60
+	const n = 30
 	for i := range n {
 		e.saveNow(fmt.Sprintf("c%03d", i))
 		e.appendMsgs(fmt.Sprintf("c%03d", i), store.UserMessage("x"))
