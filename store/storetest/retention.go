@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -691,5 +692,28 @@ func testSweeperRenewsLease(t *testing.T, e *env) {
 	var held *store.LeaseHeldError
 	if err := e.ret().TakeLease(e.ctx, "other", time.Minute); !errors.As(err, &held) || held.Holder != "long" {
 		t.Fatalf("another sweeper took the lease: %v", err)
+	}
+}
+
+// retentionAfterClose are the calls of every Retention method on a closed
+// store (see testEveryMethodAfterClose).
+func retentionAfterClose(r store.Retention) map[string]closedCall {
+	ref := store.SessionRef{Facet: store.HoldConversations, ID: "closed"}
+	policy := store.Policy{Kind: store.PolicyConversationsIdle, MaxAge: time.Hour}
+	return map[string]closedCall{
+		"SetPolicy":    func(ctx context.Context) error { return r.SetPolicy(ctx, policy) },
+		"RemovePolicy": func(ctx context.Context) error { _, err := r.RemovePolicy(ctx, policy.Kind); return err },
+		"Policies":     func(ctx context.Context) error { _, err := r.Policies(ctx); return err },
+		"Hold":         func(ctx context.Context) error { return r.Hold(ctx, ref, "") },
+		"Release":      func(ctx context.Context) error { _, err := r.Release(ctx, ref); return err },
+		"Holds":        func(ctx context.Context) error { _, err := r.Holds(ctx); return err },
+		"Accessed":     func(ctx context.Context) error { return r.Accessed(ctx, ref) },
+		"Sweep": func(ctx context.Context) error {
+			_, err := r.Sweep(ctx, store.SweepOptions{Policies: []store.Policy{policy}})
+			return err
+		},
+		"Sweeps":    func(ctx context.Context) error { _, err := r.Sweeps(ctx, 1); return err },
+		"TakeLease": func(ctx context.Context) error { return r.TakeLease(ctx, "h", time.Minute) },
+		"DropLease": func(ctx context.Context) error { return r.DropLease(ctx, "h") },
 	}
 }
