@@ -123,6 +123,7 @@ type Store struct {
 	log   *slog.Logger
 	turns turnRegistry
 	feeds feedHub
+	reads readsCache // retention_reads.go
 }
 
 // New returns the facets over db.

@@ -87,6 +87,7 @@ func (r *Retention) SetPolicy(ctx context.Context, p store.Policy) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
+	defer r.s.reads.invalidate()
 	return r.s.write(ctx, func(tx Tx) error {
 		_, err := tx.Exec(policyUpsertSQL, string(p.Kind), p.MaxAge.Milliseconds(), p.KeepLast, p.MaxBytes,
 			p.ReadsCount, rowcodec.ToMillis(r.s.now()))
@@ -99,6 +100,7 @@ func (r *Retention) RemovePolicy(ctx context.Context, kind store.PolicyKind) (bo
 	if _, ok := store.KindInfo(kind); !ok {
 		return false, store.Invalid("kind", "unknown policy kind")
 	}
+	defer r.s.reads.invalidate()
 	var n int64
 	err := r.s.write(ctx, func(tx Tx) error {
 		res, err := tx.Exec(policyDeleteSQL, string(kind))

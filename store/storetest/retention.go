@@ -26,6 +26,7 @@ func RunRetention(t *testing.T, h Harness) {
 		{"RuntimeIdle", testSweepRuntimeIdle},
 		{"ConversationsIdle", testSweepConversationsIdle},
 		{"ReadsCount", testSweepReadsCount},
+		{"ReadsCountOnLoad", testReadsCountOnLoad},
 		{"MessagesKeepLast", testSweepKeepLast},
 		{"AgentSessionsIdle", testSweepAgentSessions},
 		{"ReservationsClosed", testSweepReservations},
@@ -716,4 +717,40 @@ func retentionAfterClose(r store.Retention) map[string]closedCall {
 		"TakeLease": func(ctx context.Context) error { return r.TakeLease(ctx, "h", time.Minute) },
 		"DropLease": func(ctx context.Context) error { return r.DropLease(ctx, "h") },
 	}
+}
+
+// With a stored policy whose reads count, Load and GetSession move the
+// session's last access (never its update time), so a read session lives
+// on; without one, reads change nothing.
+func testReadsCountOnLoad(t *testing.T, e *env) {
+	e.saveNow("read")
+	e.saveNow("unread")
+	key := store.SessionKey{App: "rcl", User: "u", Session: "s"}
+	other := store.SessionKey{App: "rcl", User: "u", Session: "other"}
+	e.asCreate(key, store.ScopedState{})
+	e.asCreate(other, store.ScopedState{})
+	e.clock.Advance(10 * time.Minute)
+	e.load("read") // no policy yet: not recorded
+	e.setPolicy(store.Policy{Kind: store.PolicyConversationsIdle, MaxAge: time.Hour, ReadsCount: true})
+	e.setPolicy(store.Policy{Kind: store.PolicyAgentSessionsIdle, MaxAge: time.Hour, ReadsCount: true})
+	e.clock.Advance(30 * time.Minute)
+	before := e.load("read")
+	e.asGet(key)
+	if after := e.load("read"); !after.UpdatedAt.Equal(before.UpdatedAt) {
+		t.Fatal("a read moved the update time")
+	}
+	e.clock.Advance(20 * time.Minute) // an hour after creation, 20 minutes after the reads
+	rep := e.sweep(store.SweepOptions{})
+	wantKind(t, rep, store.PolicyConversationsIdle, 1, 0)
+	wantKind(t, rep, store.PolicyAgentSessionsIdle, 1, 0)
+	if !e.exists("read") || e.exists("unread") {
+		t.Fatal("the read conversation should live on, the other go")
+	}
+	if _, err := e.as().GetSession(e.ctx, store.GetAgentSessionRequest{Key: other}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the unread agent session: %v", err)
+	}
+	e.clock.Advance(40 * time.Minute) // an hour after the last reads
+	rep = e.sweep(store.SweepOptions{})
+	wantKind(t, rep, store.PolicyConversationsIdle, 1, 0)
+	wantKind(t, rep, store.PolicyAgentSessionsIdle, 1, 0)
 }
