@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentstore/sessionstore/store"
@@ -14,42 +15,48 @@ import (
 // one's reads within that time (SetPolicy in this process applies at once).
 const readsCacheTTL = 5 * time.Second
 
-// readsCache remembers which idle policies have ReadsCount set.
+// readsCache remembers which idle policies have ReadsCount set. Reads
+// check it without a lock; one reader at a time refreshes it when stale.
 type readsCache struct {
-	mu     sync.Mutex
-	loaded time.Time // wall clock; zero: not loaded
+	cur atomic.Pointer[readsState]
+	mu  sync.Mutex // held by the refresher
+}
+
+// readsState is one reading of the policies.
+type readsState struct {
+	loaded time.Time // wall clock
 	conv   bool
 	agent  bool
 }
 
-func (c *readsCache) invalidate() {
-	c.mu.Lock()
-	c.loaded = time.Time{}
-	c.mu.Unlock()
-}
+func (c *readsCache) invalidate() { c.cur.Store(nil) }
 
 // readsCount reports whether reads of facet's sessions count (a
 // conversations_idle or agent_sessions_idle policy with ReadsCount).
 func (s *Store) readsCount(ctx context.Context, facet string) bool {
 	c := &s.reads
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.loaded.IsZero() || time.Since(c.loaded) > readsCacheTTL {
-		var rows []policyRow
-		if err := s.selectRows(ctx, &rows, policySelectSQL); err != nil {
-			return false // a read does not fail on its bookkeeping
+	st := c.cur.Load()
+	if st == nil || time.Since(st.loaded) > readsCacheTTL {
+		c.mu.Lock()
+		if st = c.cur.Load(); st == nil || time.Since(st.loaded) > readsCacheTTL {
+			var rows []policyRow
+			if err := s.selectRows(ctx, &rows, policySelectSQL); err != nil {
+				c.mu.Unlock()
+				return false // a read does not fail on its bookkeeping
+			}
+			st = &readsState{loaded: time.Now()}
+			for _, p := range orderPolicies(rows) {
+				st.conv = st.conv || (p.Kind == store.PolicyConversationsIdle && p.ReadsCount)
+				st.agent = st.agent || (p.Kind == store.PolicyAgentSessionsIdle && p.ReadsCount)
+			}
+			c.cur.Store(st)
 		}
-		c.conv, c.agent = false, false
-		for _, p := range orderPolicies(rows) {
-			c.conv = c.conv || (p.Kind == store.PolicyConversationsIdle && p.ReadsCount)
-			c.agent = c.agent || (p.Kind == store.PolicyAgentSessionsIdle && p.ReadsCount)
-		}
-		c.loaded = time.Now()
+		c.mu.Unlock()
 	}
 	if facet == store.HoldConversations {
-		return c.conv
+		return st.conv
 	}
-	return c.agent
+	return st.agent
 }
 
 // recordRead moves the last-access time of the session a read returned,
