@@ -149,7 +149,7 @@ var documentChecks = map[facet.Name][]docCheck{
 			query: `SELECT s.app || '/' || s.user_id || '/' || s.session_id || ' key ' || t.key, t.value
 				FROM agent_session_state AS t JOIN agent_sessions AS s ON s.pk = t.session_pk`,
 			decode: validJSON},
-		// Lineage (migration 14): a fork reads the events up to its fork
+		// Lineage (migration 12): a fork reads the events up to its fork
 		// point from the row it names; that row must be there.
 		{table: "agent_sessions", what: "lineage", needs: "agent_state_log",
 			query: `SELECT s.app || '/' || s.user_id || '/' || s.session_id || ' row ' || CAST(s.pk AS TEXT),

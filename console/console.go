@@ -174,6 +174,7 @@ func (c *console) routes() {
 			handle(rt.Pattern, rt.Handler)
 		}
 	}
+	handle("/retention", c.retentionPage)
 	handle("/go", c.goTo)
 	handle("/export", c.download)
 	m.HandleFunc("GET "+p+"/healthz", c.healthz)

@@ -84,5 +84,6 @@ func (c *console) navigation() []navItem {
 			nav = append(nav, navItem{v.Nav, v.Label, c.prefix + v.Home})
 		}
 	}
+	nav = append(nav, navItem{"retention", "Retention", c.prefix + "/retention"})
 	return nav
 }

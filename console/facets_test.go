@@ -41,8 +41,8 @@ func TestEveryFacetHasAPage(t *testing.T) {
 		}
 	}
 	nav := c.navigation()
-	if len(nav) != len(facet.All())+1 || nav[0].Key != "overview" {
-		t.Errorf("navigation %+v: want the overview and one entry per facet", nav)
+	if len(nav) != len(facet.All())+2 || nav[0].Key != "overview" || nav[len(nav)-1].Key != "retention" {
+		t.Errorf("navigation %+v: want the overview, one entry per facet and the retention page", nav)
 	}
 	for i, f := range facet.All() {
 		if i+1 < len(nav) && nav[i+1].Key != views[f.Name].Nav {

@@ -107,7 +107,7 @@ var registry = []Facet{
 		Since: 4,
 		Tables: []string{"agent_sessions", "agent_events", "agent_app_state",
 			"agent_user_state", "agent_session_state", "agent_state_log"},
-		Added: map[string]int64{"agent_state_log": 14},
+		Added: map[string]int64{"agent_state_log": 12},
 	},
 	{
 		Name:   Audit,
@@ -156,10 +156,25 @@ func Owner(table string) (Facet, bool) {
 // migration bookkeeping (goose's version table).
 func SchemaTables() []string { return []string{migrations.TableName} }
 
+// MaintenanceSince is the schema version that created MaintenanceTables.
+const MaintenanceSince = 11
+
+// MaintenanceTables are the store's tables that belong to no facet
+// because they describe how the facets are kept: the retention policies,
+// the holds, the lease of the background sweeper and the log of sweeps
+// (schema version MaintenanceSince and later).
+func MaintenanceTables() []string {
+	return []string{"retention_holds", "retention_policies", "sweep_lease", "sweep_log"}
+}
+
 // TablesAt returns every table a store at schema version has, sorted: the
-// tables of the facets created at or before version, and SchemaTables.
+// tables of the facets created at or before version, SchemaTables, and
+// MaintenanceTables from MaintenanceSince on.
 func TablesAt(version int64) []string {
 	out := SchemaTables()
+	if version >= MaintenanceSince {
+		out = append(out, MaintenanceTables()...)
+	}
 	for _, f := range All() {
 		out = append(out, f.TablesAt(version)...)
 	}

@@ -58,6 +58,7 @@ func (s *Store) newCore() {
 			return err
 		},
 		FeedWake: s.listenFeed,
+		Space:    s.space,
 	})
 }
 

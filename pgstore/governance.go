@@ -138,12 +138,12 @@ const (
 	govApplySQL = `UPDATE governed_sessions
 		SET calls_made = $2, rate_window_start_ms = $3, rate_window_calls = $4 WHERE id = $1`
 
-	govCloseSQL = `UPDATE governed_sessions SET status = 'closed'
+	govCloseSQL = `UPDATE governed_sessions SET status = 'closed', ended_at_ms = $2
 		WHERE id = $1 AND status <> 'closed' RETURNING ` + govColumns
 
 	govExistsSQL = `SELECT EXISTS (SELECT 1 FROM governed_sessions WHERE id = $1)`
 
-	govCloseAgentSQL = `UPDATE governed_sessions SET status = 'closed'
+	govCloseAgentSQL = `UPDATE governed_sessions SET status = 'closed', ended_at_ms = $2
 		WHERE agent_id = $1 AND status = 'active' AND expires_at_ms > $2`
 
 	govRequestGetSQL = `SELECT tools, outcome, detail FROM governed_use_requests
@@ -391,7 +391,7 @@ func (g *Governance) Close(ctx context.Context, id string) (store.Session, error
 	}
 	var out store.Session
 	err := g.s.inTx(ctx, func(tx pgx.Tx) error {
-		sess, err := scanGov(tx.Query(ctx, govCloseSQL, id))
+		sess, err := scanGov(tx.Query(ctx, govCloseSQL, id, rowcodec.ToMillis(g.s.now())))
 		if errNoRows(err) {
 			var exists bool
 			if err := tx.QueryRow(ctx, govExistsSQL, id).Scan(&exists); err != nil {

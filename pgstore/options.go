@@ -22,7 +22,8 @@ type config struct {
 	// auditOff (tests only, see export_test.go) appends no audit events:
 	// the baseline of the audit trail's benchmarks.
 	auditOff bool
-	readOnly bool // WithReadOnly (readonly.go)
+	readOnly bool                 // WithReadOnly (readonly.go)
+	sweeper  *store.SweeperConfig // WithSweeper (retention.go)
 }
 
 func defaultConfig() config {

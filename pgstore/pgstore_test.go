@@ -47,6 +47,9 @@ var harness = storetest.Harness{
 		if o.NoAudit {
 			opts = append(opts, pgstore.WithoutAudit())
 		}
+		if o.Sweeper != nil {
+			opts = append(opts, pgstore.WithSweeper(*o.Sweeper))
+		}
 		return pgstore.Open(ctx, loc, opts...)
 	},
 	Exec: func(ctx context.Context, loc, query string) error {

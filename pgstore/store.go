@@ -32,6 +32,7 @@ type Store struct {
 	// turn cancels, supersedes and ends are announced.
 	channel string
 	core    *sqlcore.Store
+	sweeper *sqlcore.Sweeper // WithSweeper; nil without
 	// uses batches concurrent governed Use calls per session.
 	uses useBatcher
 
@@ -125,6 +126,10 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg config) (*Store, erro
 		return nil, err
 	}
 	s.channel = "sessionstore_turns_" + hash64(database, schema)
+	if err := s.startSweeper(); err != nil {
+		s.core.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -133,6 +138,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg config) (*Store, erro
 // store.ErrStoreClosed.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.sweeper.Stop() // its last sweep ends and gives the lease up
 		s.closed.Store(true)
 		s.core.Close()
 		if s.owned {

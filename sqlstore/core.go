@@ -49,6 +49,8 @@ func (s *Store) newCore() {
 		IsUniqueViolation: isUniqueViolation,
 		FeedWake:          s.watchDataVersion,
 		AuditOff:          s.cfg.auditOff,
+		Space:             s.space,
+		Reclaim:           s.reclaim,
 	})
 }
 

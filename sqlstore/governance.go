@@ -141,11 +141,11 @@ const (
 
 	govGetSQL = `SELECT ` + govColumns + ` FROM governed_sessions WHERE id = ?`
 
-	govCloseSQL = `UPDATE governed_sessions SET status = 'closed'
-		WHERE id = ? AND status <> 'closed' RETURNING ` + govColumns
+	govCloseSQL = `UPDATE governed_sessions SET status = 'closed', ended_at_ms = ?2
+		WHERE id = ?1 AND status <> 'closed' RETURNING ` + govColumns
 
-	govCloseAgentSQL = `UPDATE governed_sessions SET status = 'closed'
-		WHERE agent_id = ? AND status = 'active' AND expires_at_ms > ?`
+	govCloseAgentSQL = `UPDATE governed_sessions SET status = 'closed', ended_at_ms = ?2
+		WHERE agent_id = ?1 AND status = 'active' AND expires_at_ms > ?2`
 
 	govRequestGetSQL = `SELECT tools, outcome, detail FROM governed_use_requests
 		WHERE session_id = ? AND request_id = ?`
@@ -410,7 +410,7 @@ func (g *Governance) Close(ctx context.Context, id string) (store.Session, error
 	var out store.Session
 	err := g.s.write(ctx, func(tx *wtx) error {
 		var row govRow
-		err := tx.get(&row, govCloseSQL, id)
+		err := tx.get(&row, govCloseSQL, id, rowcodec.ToMillis(g.s.now()))
 		if errors.Is(err, sql.ErrNoRows) {
 			var n int
 			if err := tx.get(&n, `SELECT count(*) FROM governed_sessions WHERE id = ?`, id); err != nil {

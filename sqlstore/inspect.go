@@ -172,7 +172,7 @@ type CheckpointResult struct {
 // vacuum it first rewrites the file without its free pages. Other
 // processes may keep using the database; their readers can keep the
 // checkpoint from completing, which is reported (Complete false), not an
-// error.
+// error. A vacuumed file is in incremental auto-vacuum mode afterwards.
 func Checkpoint(ctx context.Context, path string, vacuum bool) (CheckpointResult, error) {
 	r := CheckpointResult{WALBytesBefore: sizeOf(path + "-wal")}
 	db, err := openSide(path, false)
@@ -184,6 +184,11 @@ func Checkpoint(ctx context.Context, path string, vacuum bool) (CheckpointResult
 	if vacuum {
 		// In WAL mode VACUUM writes the new pages to the WAL; the
 		// checkpoint below moves them into the file and truncates it.
+		// The rewritten file is in incremental auto-vacuum mode, as new
+		// files are, so that sweeps can give pages back afterwards.
+		if _, err := db.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
+			return r, fmt.Errorf("vacuum: %w", mapErr(err))
+		}
 		if _, err := db.ExecContext(ctx, "VACUUM"); err != nil {
 			return r, fmt.Errorf("vacuum: %w", mapErr(err))
 		}

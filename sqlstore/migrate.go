@@ -140,7 +140,11 @@ func createFresh(ctx context.Context, path string, cfg *config) error {
 			os.Remove(tmp + suffix)
 		}
 	}()
-	db, err := sql.Open(driverName, writeDSN(tmp, cfg))
+	// A new file is in incremental auto-vacuum mode (set before its first
+	// table), so that a sweep can give free pages back in short steps
+	// (Store.reclaim). An existing file is left as it is: setting the mode
+	// takes a VACUUM (sessionctl gc --vacuum does it).
+	db, err := sql.Open(driverName, writeDSN(tmp, cfg)+"&_pragma=auto_vacuum(2)")
 	if err != nil {
 		return mapErr(err)
 	}

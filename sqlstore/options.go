@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentstore/sessionstore/internal/sqlcore"
+	"github.com/agentstore/sessionstore/store"
 )
 
 // Synchronous is SQLite's synchronous level for the write connection.
@@ -36,7 +37,8 @@ type config struct {
 	journalMax  int64
 	runtime     sqlcore.RuntimeLimits
 	feedPoll    time.Duration
-	readOnly    bool // WithReadOnly (readonly.go)
+	readOnly    bool                 // WithReadOnly (readonly.go)
+	sweeper     *store.SweeperConfig // WithSweeper (retention.go)
 
 	// faults, when set (tests only, see export_test.go), is consulted
 	// before every statement the writer runs in a write transaction,

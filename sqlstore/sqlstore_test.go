@@ -33,6 +33,9 @@ var harness = storetest.Harness{
 		if o.NoAudit {
 			opts = append(opts, sqlstore.WithoutAudit())
 		}
+		if o.Sweeper != nil {
+			opts = append(opts, sqlstore.WithSweeper(*o.Sweeper))
+		}
 		return sqlstore.Open(ctx, loc, opts...)
 	},
 	Exec: func(ctx context.Context, loc, query string) error {

@@ -45,6 +45,7 @@ type Store struct {
 	govCache  *govCache
 	stamper   stamper // ChangeStamp's connection
 	core      *sqlcore.Store
+	sweeper   *sqlcore.Sweeper // WithSweeper; nil without
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -131,6 +132,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		s.closeLock()
 		return nil, err
 	}
+	if err := s.startSweeper(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -170,6 +175,10 @@ func OpenDB(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	if err := s.startWriter(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.startSweeper(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -202,6 +211,7 @@ func (s *Store) startWriter(ctx context.Context) error {
 // the connections. Calls made after Close return store.ErrStoreClosed.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.sweeper.Stop() // its last sweep ends and gives the lease up
 		s.closed.Store(true)
 		s.core.Close()
 		var errs []error

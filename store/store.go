@@ -38,6 +38,10 @@ type Store interface {
 	// chain per agent.
 	Audit() Audit
 
+	// Retention returns the lifecycle of the store: retention policies,
+	// holds and sweeps.
+	Retention() Retention
+
 	// Snapshotter runs a group of reads against one snapshot of the
 	// database (ReadSnapshot).
 	Snapshotter

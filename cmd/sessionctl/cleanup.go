@@ -12,7 +12,8 @@ import (
 
 var cleanupSpec = spec{
 	name: "cleanup",
-	about: `Deletes governed sessions that are closed or past their time limit, then
+	about: `Deletes governed sessions that are closed or past their time limit (one
+sweep with that rule, see sessionctl sweep; held sessions are kept), then
 checkpoints the WAL into the database file and truncates it. With --vacuum
 the database file is also rewritten without its free pages, so that it
 shrinks on disk (this holds the write lock while it runs). Before it
@@ -65,7 +66,12 @@ func runCleanup(ctx context.Context, g *globals, args []string) error {
 		st.Close()
 		return g.fail(sp.name, err)
 	}
-	n, err := st.Governance().Cleanup(ctx)
+	// One sweep with the rule "ended governed sessions, at once" in
+	// place of the stored policies (held sessions are kept).
+	rep, err := st.Retention().Sweep(ctx, store.SweepOptions{Holder: "sessionctl-cleanup",
+		Policies: []store.Policy{{Kind: store.PolicyGovernedEnded}}})
+	k, _ := rep.Kind(store.PolicyGovernedEnded)
+	n := k.Sessions
 	if cerr := st.Close(); err == nil {
 		err = cerr
 	}

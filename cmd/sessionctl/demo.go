@@ -108,6 +108,9 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 	if err := demoBranches(ctx, out, st, id); err != nil { // demo_branches.go
 		return g.fail(sp.name, err)
 	}
+	if err := demoRetention(ctx, out, st, g.dbName()); err != nil { // retention.go
+		return g.fail(sp.name, err)
+	}
 	fmt.Fprintf(out, "\nnext: sessionctl --db %s show %s\n", shellQuote(g.dbName()), id)
 	return nil
 }
@@ -373,9 +376,34 @@ func nonDemoData(ctx context.Context, path string) ([]string, error) {
 		return nil, err
 	}
 	for _, t := range tables {
-		if _, ok := facet.Owner(t); !ok && !slices.Contains(facet.SchemaTables(), t) {
+		if _, ok := facet.Owner(t); !ok && !slices.Contains(facet.SchemaTables(), t) && !slices.Contains(facet.MaintenanceTables(), t) {
 			out = append(out, "table "+t+" of no facet")
 		}
 	}
 	return out, nil
+}
+
+// demoPolicies are the retention policies the demo sets: one per kind
+// but the size budget.
+var demoPolicies = []store.Policy{
+	{Kind: store.PolicyGovernedEnded, MaxAge: 7 * 24 * time.Hour},
+	{Kind: store.PolicyReservationsClosed, MaxAge: 30 * 24 * time.Hour},
+	{Kind: store.PolicyRuntimeIdle, MaxAge: 7 * 24 * time.Hour},
+	{Kind: store.PolicyConversationsIdle, MaxAge: 30 * 24 * time.Hour, ReadsCount: true},
+	{Kind: store.PolicyMessagesKeepLast, KeepLast: 2},
+	{Kind: store.PolicyAgentSessionsIdle, MaxAge: 30 * 24 * time.Hour},
+	{Kind: store.PolicyOrphanState},
+}
+
+// demoRetention stores the demo's retention policies, so that sessionctl
+// sweep --dry-run shows what they would remove.
+func demoRetention(ctx context.Context, out io.Writer, st cliStore, db string) error {
+	for _, p := range demoPolicies {
+		if err := st.Retention().SetPolicy(ctx, p); err != nil {
+			return fmt.Errorf("retention: %w", err)
+		}
+	}
+	fmt.Fprintf(out, "\nretention: %d policies stored (sessionctl retention); sessionctl sweep --dry-run says what they would remove\n",
+		len(demoPolicies))
+	return nil
 }

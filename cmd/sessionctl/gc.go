@@ -17,8 +17,10 @@ var gcSpec = spec{
 conversations not updated for that long (with their messages, artifacts,
 traces, runs and reports), --keep-last keeps only the last N messages of
 each conversation (positions of the kept messages do not change).
-Deletions run in batches of 1000 conversations, one transaction each, so
-that other writers are never held up for long. Agent sessions: with
+gc is one sweep (see sessionctl sweep) with these rules in place of the
+stored policies: deletions run in short transactions of whole
+conversations (a few hundred rows each), so that other writers are never
+held up for long, and held conversations (sessionctl hold) are kept. Agent sessions: with
 --older-than, gc counts those not updated for that long and keeps them
 (their event logs are not trimmed either): the store has no
 delete-by-age for them, and deleting what a listing found would lose an
@@ -63,9 +65,6 @@ func gcLeftAlone() string {
 	}
 	return b.String()
 }
-
-// gcBatch is how many conversations one deletion transaction removes.
-const gcBatch = 1000
 
 // gcJSON is the JSON document of gc.
 type gcJSON struct {
@@ -191,13 +190,49 @@ func runGC(ctx context.Context, g *globals, args []string) error {
 	return nil
 }
 
-// gcConversations deletes and trims conversations, or with req.dryRun
-// counts what it would remove.
+// gcConversations deletes and trims conversations through one sweep
+// (store.Retention.Sweep) with gc's rules in place of the stored
+// policies, or with req.dryRun counts what it would remove. Holds are
+// respected.
 func gcConversations(ctx context.Context, g *globals, st cliStore, req gcRequest, doc *gcJSON) error {
-	if req.dryRun {
-		return gcCount(ctx, g.status, st, req.cutoff, req.keepLast, doc)
+	var policies []store.Policy
+	if !req.cutoff.IsZero() {
+		// Sweep removes what was last updated at or before now-max_age;
+		// gc's cutoff is exclusive.
+		policies = append(policies, store.Policy{Kind: store.PolicyConversationsIdle, MaxAge: g.clock().Sub(req.cutoff).Truncate(time.Millisecond) + time.Millisecond})
 	}
-	return gcRun(ctx, g.status, st, req.cutoff, req.keepLast, doc)
+	if req.keepLast >= 0 {
+		policies = append(policies, store.Policy{Kind: store.PolicyMessagesKeepLast, KeepLast: int64(req.keepLast)})
+	}
+	progress := func(k store.KindSweep) {
+		switch {
+		case req.dryRun:
+			g.status.update(func() string {
+				return fmt.Sprintf("gc: counting conversations (dry run): %s %d found", k.Kind, k.Sessions)
+			})
+		case k.Kind == store.PolicyConversationsIdle:
+			g.status.update(func() string {
+				return fmt.Sprintf("gc: deleting conversations not updated since %s: %d deleted", tableTime(req.cutoff), k.Sessions)
+			})
+		default:
+			g.status.update(func() string {
+				return fmt.Sprintf("gc: trimming every conversation to its last %d %s: %d trimmed", req.keepLast,
+					plural(req.keepLast, "message", "messages"), k.Sessions)
+			})
+		}
+	}
+	rep, err := st.Retention().Sweep(ctx, store.SweepOptions{DryRun: req.dryRun, Policies: policies,
+		Holder: "sessionctl-gc", Progress: progress})
+	if err != nil {
+		return err
+	}
+	if k, ok := rep.Kind(store.PolicyConversationsIdle); ok {
+		doc.DeletedConversations = k.Sessions
+	}
+	if k, ok := rep.Kind(store.PolicyMessagesKeepLast); ok {
+		doc.TrimmedConversations, doc.RemovedMessages = k.Sessions, k.Rows
+	}
+	return nil
 }
 
 // gcConversationsLines are gc's lines about conversations.
@@ -217,66 +252,4 @@ func gcConversationsLines(req gcRequest, doc *gcJSON) []string {
 			plural(int(doc.TrimmedConversations), "conversation", "conversations"), req.keepLast))
 	}
 	return lines
-}
-
-// gcRun deletes and trims, reporting each batch on the status line p.
-func gcRun(ctx context.Context, p *progress, st cliStore, cutoff time.Time, keepLast int, doc *gcJSON) error {
-	conv := st.Conversations()
-	if !cutoff.IsZero() {
-		p.show("gc: deleting conversations not updated since %s", tableTime(cutoff))
-		for {
-			n, err := conv.DeleteUpdatedBefore(ctx, cutoff, gcBatch)
-			if err != nil {
-				return err
-			}
-			doc.DeletedConversations += n
-			p.update(func() string {
-				return fmt.Sprintf("gc: deleting conversations not updated since %s: %d deleted", tableTime(cutoff), doc.DeletedConversations)
-			})
-			if n < gcBatch {
-				break
-			}
-		}
-	}
-	if keepLast >= 0 {
-		p.show("gc: trimming every conversation to its last %d %s", keepLast, plural(keepLast, "message", "messages"))
-		r, err := conv.TrimAllMessages(ctx, keepLast)
-		if err != nil {
-			return err
-		}
-		doc.TrimmedConversations, doc.RemovedMessages = r.Conversations, r.Removed
-	}
-	return nil
-}
-
-// gcCount counts what gcRun would remove, reading summaries only, and
-// reports each page on the status line p.
-func gcCount(ctx context.Context, p *progress, st cliStore, cutoff time.Time, keepLast int, doc *gcJSON) error {
-	f := store.ConversationFilter{Limit: store.MaxPageSize}
-	var seen int64
-	p.show("gc: counting conversations (dry run)")
-	for {
-		page, err := st.Conversations().List(ctx, f)
-		if err != nil {
-			return err
-		}
-		seen += int64(len(page.Items))
-		p.update(func() string {
-			return fmt.Sprintf("gc: counting conversations (dry run): %d read", seen)
-		})
-		for _, c := range page.Items {
-			if !cutoff.IsZero() && c.UpdatedAt.Before(cutoff) {
-				doc.DeletedConversations++
-				continue
-			}
-			if keepLast >= 0 && c.MessageCount > int64(keepLast) {
-				doc.TrimmedConversations++
-				doc.RemovedMessages += c.MessageCount - int64(keepLast)
-			}
-		}
-		if page.Next == "" {
-			return nil
-		}
-		f.After = page.Next
-	}
 }

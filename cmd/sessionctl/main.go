@@ -113,7 +113,10 @@ func commands() []command {
 		{"gc", groupDrive, "retention: old conversations, long histories", runGC},
 		{"fork", groupDrive, "fork an agent session at an event (no copying)", runFork},
 		{"rewind", groupDrive, "rewind an agent session to an event (reversible)", runRewind},
+		{"sweep", groupDrive, "apply the retention policies (or --dry-run: what they would remove)", runSweep},
+		{"hold", groupDrive, "keep sessions whatever the retention policies say", runHold},
 
+		{"retention", groupMaintain, "show or set the retention policies stored in the database", runRetention},
 		{"migrate", groupMaintain, "show migration status or migrate up", runMigrate},
 		{"doctor", groupMaintain, "check integrity, foreign keys, schema, WAL", runDoctor},
 		{"backup", groupMaintain, "write a consistent copy of the database", runBackup},

@@ -171,23 +171,32 @@ func (a *AgentSessions) DeleteSession(ctx context.Context, key store.SessionKey)
 		if _, err := tx.Exec(lnRetireSQL, p.PK); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(lnClearStateSQL, p.PK); err != nil {
-			return err
-		}
-		cands := []int64{p.PK}
-		err = tx.Query(lnHoldersSQL, []any{p.PK}, func(rows Rows) error {
-			var h int64
-			if err := rows.Scan(&h); err != nil {
-				return err
-			}
-			cands = append(cands, h)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		return prune(tx, cands)
+		return dropRetired(tx, p.PK)
 	})
+}
+
+// dropRetired finishes the deletion of the session row pk, already
+// retired in tx: its state goes, and so does every row of its lineage
+// that nothing reads any more (the row itself included unless forks read
+// from it). DeleteSession and retention sweeps share it, so a sweep never
+// takes the history a fork still reads.
+func dropRetired(tx Tx, pk int64) error {
+	if _, err := tx.Exec(lnClearStateSQL, pk); err != nil {
+		return err
+	}
+	cands := []int64{pk}
+	err := tx.Query(lnHoldersSQL, []any{pk}, func(rows Rows) error {
+		var h int64
+		if err := rows.Scan(&h); err != nil {
+			return err
+		}
+		cands = append(cands, h)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return prune(tx, cands)
 }
 
 // prune removes the retired rows among cands that nothing reads any more,

@@ -467,6 +467,9 @@ func (c *Conversations) Load(ctx context.Context, id string) (store.Conversation
 		out = conv
 		return nil
 	})
+	if err == nil {
+		c.s.recordRead(ctx, store.SessionRef{Facet: store.HoldConversations, ID: id}) // retention_reads.go
+	}
 	return out, err
 }
 

@@ -99,6 +99,14 @@ type Config struct {
 	// Store.FeedCommitted after its own commits.
 	FeedWake func(ctx context.Context, wake func())
 
+	// Space, when set, measures the database for a sweep's report and
+	// its size budget (see SpaceInfo).
+	Space func(ctx context.Context) (SpaceInfo, error)
+	// Reclaim, when set, gives the free space of the database back to
+	// the file system after a sweep removed something, in short steps,
+	// and returns the bytes it gave back (SQLite's incremental vacuum).
+	Reclaim func(ctx context.Context) (int64, error)
+
 	// AuditOff appends no audit events. Backends set it for their
 	// benchmarks only (the baseline of the audit trail's cost); a store
 	// in use always audits.
@@ -115,6 +123,7 @@ type Store struct {
 	log   *slog.Logger
 	turns turnRegistry
 	feeds feedHub
+	reads readsCache // retention_reads.go
 }
 
 // New returns the facets over db.

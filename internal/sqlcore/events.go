@@ -292,6 +292,7 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 	if out.Events == nil && req.IncludeEvents {
 		out.Events = []store.AgentEvent{}
 	}
+	a.s.recordRead(ctx, store.SessionRef{Facet: store.HoldAgentSessions, App: key.App, UserID: key.User, ID: key.Session}) // retention_reads.go
 	return out, nil
 }
 

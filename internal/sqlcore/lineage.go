@@ -12,7 +12,7 @@ import (
 	"github.com/agentstore/sessionstore/store"
 )
 
-// Lineage of agent sessions (migration 00014). A row reads the positions
+// Lineage of agent sessions (migration 00012). A row reads the positions
 // up to its fork_seq from its lineage parent's view and holds its own
 // events after it: every row's own events have seq > fork_seq. A fork is
 // a new row naming its parent, so it copies no events; reads walk the

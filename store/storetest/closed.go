@@ -106,6 +106,7 @@ func callsAfterClose(st store.Store) map[string]map[string]closedCall {
 				return firstFeedErr(st.Feed().GovernedSession(ctx, store.GovernedFeed{SessionID: id}))
 			},
 		},
+		"Retention": retentionAfterClose(st.Retention()),
 		"Store": {
 			"SchemaVersion": func(ctx context.Context) error { return err2(st.SchemaVersion(ctx)) },
 			"HealthCheck":   func(ctx context.Context) error { return st.HealthCheck(ctx) },
@@ -299,10 +300,11 @@ func testEveryMethodAfterClose(t *testing.T, e *env) {
 		"Feed":          interfaceMethods((*store.Feed)(nil)),
 		"Spend":         interfaceMethods((*store.Spend)(nil)),
 		"Audit":         interfaceMethods((*store.Audit)(nil)),
+		"Retention":     interfaceMethods((*store.Retention)(nil)),
 	}
 	// Methods of Store that cannot fail: the accessors, Backend and Close
 	// itself (called twice above).
-	notCalls := []string{"Governance", "Conversations", "Runtime", "AgentSessions", "Feed", "Spend", "Audit", "Backend", "Close"}
+	notCalls := []string{"Governance", "Conversations", "Runtime", "AgentSessions", "Feed", "Spend", "Audit", "Retention", "Backend", "Close"}
 	for facet, methods := range want {
 		for _, m := range methods {
 			if facet == "Store" && slices.Contains(notCalls, m) {

@@ -64,6 +64,9 @@ type Options struct {
 	// against which the benchmarks measure the audit trail's cost. A
 	// backend offers it to its tests only.
 	NoAudit bool
+	// Sweeper, when set, runs a background sweeper in the store (the
+	// backend's WithSweeper option).
+	Sweeper *store.SweeperConfig
 }
 
 // Run runs the whole conformance suite.
@@ -83,6 +86,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Totals", func(t *testing.T) { RunTotals(t, h) })
 	t.Run("AuditCounts", func(t *testing.T) { RunAuditCounts(t, h) })
 	t.Run("Counts", func(t *testing.T) { RunCounts(t, h) })
+	t.Run("Retention", func(t *testing.T) { RunRetention(t, h) })
 }
 
 // Clock is a manual clock for tests: time moves only when told to.

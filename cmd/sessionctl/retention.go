@@ -1,0 +1,485 @@
+package main
+
+// Retention on the command line: "sessionctl retention" shows and sets
+// the policies stored in the database, "sessionctl sweep" applies them
+// (or, with --dry-run, says what it would remove, per facet), and
+// "sessionctl hold" keeps sessions whatever the policies say. Everything
+// is a call of store.Retention.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+var retentionSpec = spec{
+	name: "retention",
+	args: "[show | set KIND [VALUE] | remove KIND]",
+	about: `The retention policies, stored in the database so that every process,
+sessionctl and the console see the same ones. A sweep (sessionctl sweep,
+or a store opened with a background sweeper) applies them.
+
+  retention [show]           lists the policies, the holds and the last
+                             sweeps
+  retention set KIND VALUE   sets a policy: VALUE is a duration for the
+                             kinds that take max_age (720h), a count for
+                             messages_keep_last, a size for size_budget
+                             (bytes, or with KB, MB, GB, KiB, MiB, GiB);
+                             orphan_state takes none. --reads-count lets
+                             reads recorded by the application extend the
+                             life of conversations and agent sessions
+  retention remove KIND      removes a policy
+
+Kinds:
+` + kindsHelp(),
+	examples: []string{
+		"sessionctl retention set conversations_idle 720h",
+		"sessionctl retention set size_budget 2GiB",
+		"sessionctl retention --json",
+	},
+}
+
+// kindsHelp lists the policy kinds for --help.
+func kindsHelp() string {
+	var b strings.Builder
+	for _, k := range store.PolicyKinds() {
+		fmt.Fprintf(&b, "  %-20s %s\n", k.Kind, k.About)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// retentionJSON is the JSON document of retention show.
+type retentionJSON struct {
+	Policies []store.Policy      `json:"policies"`
+	Holds    []store.Hold        `json:"holds"`
+	Sweeps   []store.SweepRecord `json:"sweeps"`
+}
+
+func runRetention(ctx context.Context, g *globals, args []string) error {
+	sub := "show"
+	if len(args) > 0 && slices.Contains([]string{"show", "set", "remove"}, args[0]) {
+		sub, args = args[0], args[1:]
+	}
+	sp := retentionSpec
+	fs := g.newFlags(sp)
+	readsCount := fs.Bool("reads-count", false, "set: reads recorded by the application extend a session's life")
+	last := fs.Int("sweeps", 5, "show: the last `N` sweeps")
+	asJSON := fs.Bool("json", false, "print one JSON document")
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
+	}
+	name := sp.name + " " + sub
+	switch sub {
+	case "show":
+		if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+			return err
+		}
+		if *last < 0 {
+			return g.usageErr(name, "--sweeps must not be negative")
+		}
+		return g.result(name, g.retentionShow(ctx, *last, *asJSON))
+	case "remove":
+		if len(pos) != 1 {
+			return g.usageErr(name, "give one policy kind")
+		}
+		st, err := g.openExisting(ctx)
+		if err != nil {
+			return g.fail(name, err)
+		}
+		defer st.Close()
+		ok, err := st.Retention().RemovePolicy(ctx, store.PolicyKind(pos[0]))
+		if err != nil {
+			return g.fail(name, err)
+		}
+		if *asJSON {
+			return g.jsonOr(name, map[string]bool{"removed": ok})
+		}
+		if ok {
+			fmt.Fprintf(g.stdout, "removed the %s policy\n", pos[0])
+		} else {
+			fmt.Fprintf(g.stdout, "no %s policy was set\n", esc(pos[0]))
+		}
+		return nil
+	}
+	if len(pos) < 1 || len(pos) > 2 {
+		return g.usageErr(name, "give a policy kind and its value")
+	}
+	p, err := parsePolicy(pos, *readsCount)
+	if err != nil {
+		return g.usageErr(name, "%v", err)
+	}
+	st, err := g.openOrCreate(ctx)
+	if err != nil {
+		return g.fail(name, err)
+	}
+	defer st.Close()
+	if err := st.Retention().SetPolicy(ctx, p); err != nil {
+		return g.fail(name, err)
+	}
+	if *asJSON {
+		return g.jsonOr(name, p)
+	}
+	fmt.Fprintf(g.stdout, "set %s: %s\n", p.Kind, policySetting(p))
+	return nil
+}
+
+// parsePolicy reads "KIND [VALUE]".
+func parsePolicy(pos []string, readsCount bool) (store.Policy, error) {
+	p := store.Policy{Kind: store.PolicyKind(pos[0]), ReadsCount: readsCount}
+	k, ok := store.KindInfo(p.Kind)
+	if !ok {
+		return p, fmt.Errorf("unknown policy kind %q (see sessionctl retention --help)", esc(pos[0]))
+	}
+	if (k.Param == store.ParamNone) != (len(pos) == 1) {
+		if k.Param == store.ParamNone {
+			return p, fmt.Errorf("%s takes no value", k.Kind)
+		}
+		return p, fmt.Errorf("%s takes a value (%s)", k.Kind, k.Param)
+	}
+	var err error
+	switch k.Param {
+	case store.ParamMaxAge:
+		p.MaxAge, err = time.ParseDuration(pos[1])
+	case store.ParamKeepLast:
+		p.KeepLast, err = strconv.ParseInt(pos[1], 10, 64)
+	case store.ParamMaxBytes:
+		p.MaxBytes, err = parseSize(pos[1])
+	}
+	if err != nil {
+		return p, fmt.Errorf("%s: %q is not a valid %s", k.Kind, esc(pos[1]), k.Param)
+	}
+	return p, p.Validate()
+}
+
+// sizeUnits are the suffixes parseSize accepts, longest first.
+var sizeUnits = []struct {
+	suffix string
+	n      int64
+}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+
+// parseSize reads a byte count: an integer, optionally with a unit.
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.n
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("not a size")
+	}
+	return n * mult, nil
+}
+
+// policySetting says what a policy is set to, for people.
+func policySetting(p store.Policy) string {
+	k, _ := store.KindInfo(p.Kind)
+	var s string
+	switch k.Param {
+	case store.ParamMaxAge:
+		s = "after " + p.MaxAge.String()
+	case store.ParamKeepLast:
+		s = fmt.Sprintf("keep the last %d", p.KeepLast)
+	case store.ParamMaxBytes:
+		s = "at most " + humanBytes(p.MaxBytes)
+	default:
+		s = "on"
+	}
+	if p.ReadsCount {
+		s += ", reads count"
+	}
+	return s
+}
+
+func (g *globals) retentionShow(ctx context.Context, last int, asJSON bool) error {
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	r := st.Retention()
+	var doc retentionJSON
+	if doc.Policies, err = r.Policies(ctx); err != nil {
+		return err
+	}
+	if doc.Holds, err = r.Holds(ctx); err != nil {
+		return err
+	}
+	doc.Sweeps = []store.SweepRecord{}
+	if last > 0 {
+		if doc.Sweeps, err = r.Sweeps(ctx, last); err != nil {
+			return err
+		}
+	}
+	if asJSON {
+		return writeJSON(g.stdout, doc)
+	}
+	w := g.stdout
+	if len(doc.Policies) == 0 {
+		fmt.Fprintln(w, "no retention policy is set: sweeps remove nothing (see sessionctl retention --help)")
+	} else {
+		tw := newTable(w)
+		fmt.Fprintln(tw, "POLICY\tFACET\tSETTING\tSET AT")
+		for _, p := range doc.Policies {
+			k, _ := store.KindInfo(p.Kind)
+			f := k.Facet
+			if f == "" {
+				f = "(all)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Kind, f, policySetting(p), tableTime(p.UpdatedAt))
+		}
+		tw.Flush()
+	}
+	fmt.Fprintf(w, "\n%d %s\n", len(doc.Holds), plural(len(doc.Holds), "hold", "holds"))
+	if len(doc.Holds) > 0 {
+		printHolds(g, doc.Holds)
+	}
+	if last > 0 {
+		fmt.Fprintf(w, "\nlast sweeps: %d\n", len(doc.Sweeps))
+		if len(doc.Sweeps) > 0 {
+			tw := newTable(w)
+			fmt.Fprintln(tw, "STARTED\tHOLDER\tSESSIONS\tROWS\tBATCHES\tFREED\tERROR")
+			for _, s := range doc.Sweeps {
+				n, rows := s.Report.Total()
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", tableTime(s.Report.StartedAt), esc(s.Holder), n, rows,
+					s.Report.Batches, humanBytes(s.Report.BytesFreed), esc(s.Error))
+			}
+			tw.Flush()
+		}
+	}
+	return nil
+}
+
+func printHolds(g *globals, holds []store.Hold) {
+	tw := newTable(g.stdout)
+	fmt.Fprintln(tw, "FACET\tSESSION\tSINCE\tREASON")
+	for _, h := range holds {
+		id := h.ID
+		if h.Facet == store.HoldAgentSessions {
+			id = h.App + "/" + h.UserID + "/" + h.ID
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", h.Facet, esc(id), tableTime(h.CreatedAt), esc(h.Reason))
+	}
+	tw.Flush()
+}
+
+var sweepSpec = spec{
+	name: "sweep",
+	about: `Applies the retention policies (sessionctl retention) once: removes what
+is due, whole sessions at a time, in short transactions of about
+--batch-rows rows, so that other writers wait a few milliseconds at most;
+held sessions (sessionctl hold) are kept. Prints what each policy removed,
+per facet, and the space given back (SQLite: incremental vacuum, for files
+in that mode; PostgreSQL: an estimate of what a VACUUM would reclaim).
+Sweeps are logged (sessionctl retention shows the last ones). With
+--dry-run it says what each policy would remove and changes nothing
+(a dry run does not foresee state that becomes an orphan when its
+sessions go, nor what the size budget would remove).`,
+	examples: []string{
+		"sessionctl sweep --dry-run",
+		"sessionctl sweep --json",
+	},
+}
+
+func runSweep(ctx context.Context, g *globals, args []string) error {
+	sp := sweepSpec
+	fs := g.newFlags(sp)
+	dryRun := fs.Bool("dry-run", false, "say what would be removed, change nothing")
+	batch := fs.Int("batch-rows", store.DefaultSweepBatchRows, "rows per transaction, `N`")
+	asJSON := fs.Bool("json", false, "print one JSON document")
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
+	}
+	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+		return err
+	}
+	if *batch < 1 {
+		return g.usageErr(sp.name, "--batch-rows must be at least 1")
+	}
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	defer st.Close()
+	p := g.startProgress(true)
+	verb := "sweeping"
+	if *dryRun {
+		verb = "counting (dry run)"
+	}
+	rep, err := st.Retention().Sweep(ctx, store.SweepOptions{DryRun: *dryRun, BatchRows: *batch, Holder: "sessionctl",
+		Progress: func(k store.KindSweep) {
+			p.update(func() string { return fmt.Sprintf("sweep: %s %s: %d sessions", verb, k.Kind, k.Sessions) })
+		}})
+	p.clear()
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	if *asJSON {
+		return g.jsonOr(sp.name, rep)
+	}
+	printSweep(g, rep)
+	return nil
+}
+
+// printSweep prints a sweep's report: one row per facet and policy.
+func printSweep(g *globals, rep store.SweepReport) {
+	w := g.stdout
+	verb := "removed"
+	if rep.DryRun {
+		verb = "would remove"
+	}
+	tw := newTable(w)
+	fmt.Fprintf(tw, "FACET\tPOLICY\t%s\tROWS\tHELD\n", strings.ToUpper(verb))
+	any := false
+	for _, f := range rep.Facets {
+		if len(f.Kinds) == 0 {
+			why := "no policy set"
+			if f.Note != "" {
+				why = f.Note
+			}
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t(%s)\n", f.Facet, why)
+			continue
+		}
+		for _, k := range f.Kinds {
+			any = true
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", f.Facet, k.Kind, k.Sessions, k.Rows, k.Held)
+		}
+	}
+	if rep.Budget != nil {
+		any = true
+		fmt.Fprintf(tw, "(all)\t%s\t%d\t%d\t-\n", store.PolicySizeBudget, rep.Budget.Sessions, rep.Budget.Rows)
+	}
+	tw.Flush()
+	if !any {
+		fmt.Fprintln(w, "no retention policy is set (see sessionctl retention --help)")
+	}
+	n, rows := rep.Total()
+	if rep.DryRun {
+		fmt.Fprintf(w, "%s %d %s (%d %s); data: %s\n", verb, n, plural(int(n), "session", "sessions"), rows,
+			plural(int(rows), "row", "rows"), humanBytes(rep.SizeBefore))
+		return
+	}
+	fmt.Fprintf(w, "%s %d %s (%d %s) in %d %s\n", verb, n, plural(int(n), "session", "sessions"), rows,
+		plural(int(rows), "row", "rows"), rep.Batches, plural(rep.Batches, "transaction", "transactions"))
+	fmt.Fprintf(w, "data: %s -> %s; given back to the file system: %s; still free inside: %s\n",
+		humanBytes(rep.SizeBefore), humanBytes(rep.SizeAfter), humanBytes(rep.BytesFreed), humanBytes(rep.Reclaimable))
+}
+
+var holdSpec = spec{
+	name: "hold",
+	args: "[list | FACET ID | FACET APP USER SESSION | release FACET ...]",
+	about: `Holds keep a session whatever the retention policies say, until
+released. FACET is governance, runtime, conversations or agent_sessions;
+an agent session is named by its app, user and session id. A session need
+not exist to be held.
+
+  hold [list]              lists the holds
+  hold FACET ID...         holds a session (--reason says why)
+  hold release FACET ID... releases it`,
+	examples: []string{
+		"sessionctl hold conversations conv-42 --reason 'legal hold 2026-114'",
+		"sessionctl hold agent_sessions my-app user-1 session-9",
+		"sessionctl hold release conversations conv-42",
+	},
+}
+
+func runHold(ctx context.Context, g *globals, args []string) error {
+	sub := "add"
+	if len(args) > 0 && slices.Contains([]string{"list", "release"}, args[0]) {
+		sub, args = args[0], args[1:]
+	} else if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		sub = "list"
+	}
+	sp := holdSpec
+	fs := g.newFlags(sp)
+	reason := fs.String("reason", "", "add: why the session is held, `TEXT`")
+	asJSON := fs.Bool("json", false, "print one JSON document")
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
+	}
+	name := sp.name + " " + sub
+	if sub == "list" {
+		if len(pos) != 0 {
+			return g.usageErr(name, "list takes no arguments")
+		}
+		st, err := g.openExisting(ctx)
+		if err != nil {
+			return g.fail(name, err)
+		}
+		defer st.Close()
+		holds, err := st.Retention().Holds(ctx)
+		if err != nil {
+			return g.fail(name, err)
+		}
+		if *asJSON {
+			return g.jsonOr(name, map[string][]store.Hold{"holds": holds})
+		}
+		fmt.Fprintf(g.stdout, "%d %s\n", len(holds), plural(len(holds), "hold", "holds"))
+		if len(holds) > 0 {
+			printHolds(g, holds)
+		}
+		return nil
+	}
+	ref, err := parseRef(pos)
+	if err != nil {
+		return g.usageErr(name, "%v", err)
+	}
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return g.fail(name, err)
+	}
+	defer st.Close()
+	if sub == "release" {
+		ok, err := st.Retention().Release(ctx, ref)
+		if err != nil {
+			return g.fail(name, err)
+		}
+		if *asJSON {
+			return g.jsonOr(name, map[string]bool{"released": ok})
+		}
+		if ok {
+			fmt.Fprintf(g.stdout, "released %s\n", esc(ref.String()))
+		} else {
+			fmt.Fprintf(g.stdout, "%s was not held\n", esc(ref.String()))
+		}
+		return nil
+	}
+	if err := st.Retention().Hold(ctx, ref, *reason); err != nil {
+		return g.fail(name, err)
+	}
+	if *asJSON {
+		return g.jsonOr(name, map[string]any{"held": ref})
+	}
+	fmt.Fprintf(g.stdout, "held %s\n", esc(ref.String()))
+	return nil
+}
+
+// parseRef reads "FACET ID" or "agent_sessions APP USER SESSION".
+func parseRef(pos []string) (store.SessionRef, error) {
+	if len(pos) == 0 {
+		return store.SessionRef{}, fmt.Errorf("give a facet and a session")
+	}
+	ref := store.SessionRef{Facet: pos[0]}
+	switch {
+	case ref.Facet == store.HoldAgentSessions && len(pos) == 4:
+		ref.App, ref.UserID, ref.ID = pos[1], pos[2], pos[3]
+	case ref.Facet == store.HoldAgentSessions:
+		return ref, fmt.Errorf("an agent session is named by its app, user and session id")
+	case len(pos) == 2:
+		ref.ID = pos[1]
+	default:
+		return ref, fmt.Errorf("give a facet and one session id")
+	}
+	return ref, ref.Validate()
+}

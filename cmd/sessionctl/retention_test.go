@@ -1,0 +1,79 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// TestSweepDryRunOnDemo: on the demo database, sweep --dry-run shows
+// what each of the demo's policies would remove, per facet, and changes
+// nothing; the README shows this output.
+func TestSweepDryRunOnDemo(t *testing.T) {
+	e := newTestEnv(t)
+	e.run("demo").want(t, 0)
+	before := fileState(t, e.db)
+	r := e.run("sweep", "--dry-run").want(t, 0)
+	sameFiles(t, before, fileState(t, e.db))
+	golden(t, "sweep_dry_run_demo", e.normalize(r.stdout))
+	for _, p := range demoPolicies {
+		if !strings.Contains(r.stdout, string(p.Kind)) {
+			t.Errorf("the dry run does not show %s:\n%s", p.Kind, r.stdout)
+		}
+	}
+}
+
+// TestRetentionCommands: retention set/show/remove, hold and release,
+// and sweep remove what is due, keep what is held, and log the sweep.
+func TestRetentionCommands(t *testing.T) { bothBackends(t, testRetentionCommands) }
+
+func testRetentionCommands(t *testing.T, newTestEnv envMaker) {
+	e := newTestEnv(t)
+	e.run("create", "--id", "g1", "--agent", "a", "--tool", "x", "--budget", "1").want(t, 0)
+	e.run("create", "--id", "g2", "--agent", "a", "--tool", "x", "--budget", "1").want(t, 0)
+	e.run("close", "g1", "g2").want(t, 0)
+	e.run("retention", "set", "nope", "1h").want(t, exitUsage)
+	e.run("retention", "set", "governed_ended").want(t, exitUsage)
+	e.run("retention", "set", "orphan_state", "1h").want(t, exitUsage)
+	e.run("retention", "set", "size_budget", "lots").want(t, exitUsage)
+	if r := e.run("retention", "set", "governed_ended", "1h").want(t, 0); r.stdout != "set governed_ended: after 1h0m0s\n" {
+		t.Errorf("set: %q", r.stdout)
+	}
+	e.run("retention", "set", "size_budget", "2GiB").want(t, 0)
+	e.run("hold", "governance", "g2", "--reason", "audit").want(t, 0)
+	e.run("hold", "agent_sessions", "only-two").want(t, exitUsage)
+	var shown retentionJSON
+	if err := json.Unmarshal([]byte(e.run("retention", "--json").want(t, 0).stdout), &shown); err != nil {
+		t.Fatal(err)
+	}
+	if len(shown.Policies) != 2 || shown.Policies[1].MaxBytes != 2<<30 || len(shown.Holds) != 1 || shown.Holds[0].Reason != "audit" {
+		t.Fatalf("retention --json: %+v", shown)
+	}
+	e.clock.Advance(time.Hour)
+	var rep store.SweepReport
+	if err := json.Unmarshal([]byte(e.run("sweep", "--json").want(t, 0).stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if k, _ := rep.Kind(store.PolicyGovernedEnded); k.Sessions != 1 || k.Held != 1 {
+		t.Fatalf("sweep: %+v", rep)
+	}
+	e.run("show", "g1").want(t, exitNotFound)
+	e.run("show", "g2").want(t, 0)
+	if r := e.run("hold", "release", "governance", "g2").want(t, 0); r.stdout != "released governance g2\n" {
+		t.Errorf("release: %q", r.stdout)
+	}
+	r := e.run("sweep").want(t, 0)
+	if !strings.Contains(r.stdout, "removed 1 session ") {
+		t.Errorf("second sweep:\n%s", r.stdout)
+	}
+	e.run("show", "g2").want(t, exitNotFound)
+	if r := e.run("retention").want(t, 0); !strings.Contains(r.stdout, "last sweeps: 2") {
+		t.Errorf("retention show:\n%s", r.stdout)
+	}
+	if r := e.run("retention", "remove", "size_budget").want(t, 0); r.stdout != "removed the size_budget policy\n" {
+		t.Errorf("remove: %q", r.stdout)
+	}
+}

@@ -1,0 +1,90 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentstore/sessionstore/internal/sqlcore"
+	"github.com/agentstore/sessionstore/store"
+)
+
+// WithSweeper runs a background sweeper (store.Retention.Sweep every
+// cfg.Interval) while the store is open. Sweepers of every process on the
+// file share one lease: one of them sweeps at a time, and another takes
+// over when its holder stops renewing it. Close stops the sweeper at the
+// end of its batch and gives the lease up.
+func WithSweeper(cfg store.SweeperConfig) Option {
+	return func(c *config) { c.sweeper = &cfg }
+}
+
+// Retention returns the lifecycle facet: policies, holds and sweeps.
+func (s *Store) Retention() store.Retention { return s.core.Retention() }
+
+func (s *Store) startSweeper() error {
+	if s.cfg.sweeper == nil {
+		return nil
+	}
+	sw, err := s.core.StartSweeper(*s.cfg.sweeper)
+	s.sweeper = sw
+	return err
+}
+
+// space measures the file: the pages in use and the free pages.
+func (s *Store) space(ctx context.Context) (sqlcore.SpaceInfo, error) {
+	var pages, free, size int64
+	err := s.readTx(ctx, func(r *rtx) error {
+		if err := r.get(&pages, "PRAGMA page_count"); err != nil {
+			return err
+		}
+		if err := r.get(&free, "PRAGMA freelist_count"); err != nil {
+			return err
+		}
+		return r.get(&size, "PRAGMA page_size")
+	})
+	if err != nil {
+		return sqlcore.SpaceInfo{}, err
+	}
+	return sqlcore.SpaceInfo{Used: (pages - free) * size, Free: free * size}, nil
+}
+
+// reclaimStep is how many free pages one transaction of reclaim gives
+// back, so that it holds the writer for a short time only.
+const reclaimStep = 512
+
+// reclaim gives the free pages back to the file system with
+// incremental_vacuum, reclaimStep pages per write transaction, when the
+// file is in incremental auto-vacuum mode (new files are; an older file
+// becomes so at its next VACUUM, such as sessionctl gc --vacuum). It
+// returns the bytes given back: 0 for a file in another mode.
+func (s *Store) reclaim(ctx context.Context) (int64, error) {
+	var mode, size int64
+	if err := s.get(ctx, &mode, "PRAGMA auto_vacuum"); err != nil || mode != 2 {
+		return 0, err
+	}
+	if err := s.get(ctx, &size, "PRAGMA page_size"); err != nil {
+		return 0, err
+	}
+	var freed int64
+	for {
+		var before, after int64
+		err := s.write(ctx, func(tx *wtx) error {
+			if err := tx.get(&before, "PRAGMA freelist_count"); err != nil || before == 0 {
+				return err
+			}
+			if _, err := tx.exec(fmt.Sprintf("PRAGMA incremental_vacuum(%d)", reclaimStep)); err != nil {
+				return err
+			}
+			return tx.get(&after, "PRAGMA freelist_count")
+		})
+		if err != nil {
+			return freed, err
+		}
+		if before == 0 || after >= before {
+			return freed, nil
+		}
+		freed += (before - after) * size
+		if err := ctx.Err(); err != nil {
+			return freed, err
+		}
+	}
+}

@@ -1,0 +1,25 @@
+package sqlstore_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/agentstore/sessionstore/sqlstore"
+	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/store/storetest"
+)
+
+// BenchmarkSweep measures governed Use latency while a sweep deletes
+// 1,000,000 rows (storetest.BenchSweep; SESSIONSTORE_SWEEP_BENCH_ROWS
+// scales it), at the default durability, with batches of 1000 rows, the default
+// (store.DefaultSweepBatchRows) and 100:
+//
+//	go test -run '^$' -bench BenchmarkSweep -benchtime 1x ./sqlstore
+func BenchmarkSweep(b *testing.B) {
+	o := storetest.BenchOptions{Durability: string(sqlstore.SyncFull)}
+	for _, rows := range []int{1000, store.DefaultSweepBatchRows, 100} {
+		b.Run(fmt.Sprintf("batch=%d", rows), func(b *testing.B) {
+			storetest.BenchSweep(b, harness, o, store.SweepOptions{BatchRows: rows})
+		})
+	}
+}
