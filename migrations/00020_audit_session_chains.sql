@@ -3,9 +3,9 @@
 -- The trail was one hash chain per agent, so every decision of an agent
 -- appended to one row (its head) and an agent's sessions decided one at a
 -- time. Now each governed session has its own chain (use, reserve,
--- settle, release, close, expire, lapse), and each agent keeps one chain
--- for its own decisions (its limits, its sessions' creation and removal,
--- each removed session's final head, checkpoints).
+-- settle, release, close, expire), and each agent keeps one chain for its
+-- own decisions (its limits, its sessions' creation and removal, each
+-- removed session's final head, lapses, checkpoints).
 --
 -- audit_events gains the column chain: the governed session whose chain
 -- the event is part of, '' for the agent's chain; the key is (agent_id,
@@ -53,7 +53,9 @@ ALTER TABLE governed_sessions ADD COLUMN audit_hash TEXT NOT NULL DEFAULT '00000
 ALTER TABLE governed_sessions DROP COLUMN audit_hash;
 ALTER TABLE governed_sessions DROP COLUMN audit_prev;
 ALTER TABLE governed_sessions DROP COLUMN audit_seq;
-CREATE TABLE audit_events_old (
+DROP INDEX audit_events_at;
+ALTER TABLE audit_events RENAME TO audit_events_new;
+CREATE TABLE audit_events (
     agent_id   TEXT    NOT NULL,
     seq        INTEGER NOT NULL CHECK (seq > 0),
     at_ms      INTEGER NOT NULL,
@@ -66,10 +68,8 @@ CREATE TABLE audit_events_old (
     hash       TEXT    NOT NULL,
     PRIMARY KEY (agent_id, seq)
 ) STRICT, WITHOUT ROWID;
-INSERT INTO audit_events_old (agent_id, seq, at_ms, kind, outcome, session_id, request_id, detail, prev_hash, hash)
+INSERT INTO audit_events (agent_id, seq, at_ms, kind, outcome, session_id, request_id, detail, prev_hash, hash)
     SELECT agent_id, seq, (at_us - (((at_us % 1000) + 1000) % 1000)) / 1000, kind, outcome, session_id, request_id, detail, prev_hash, hash
-    FROM audit_events WHERE chain = '';
-DROP INDEX audit_events_at;
-DROP TABLE audit_events;
-ALTER TABLE audit_events_old RENAME TO audit_events;
+    FROM audit_events_new WHERE chain = '';
+DROP TABLE audit_events_new;
 CREATE INDEX audit_events_at ON audit_events (at_ms, kind, outcome);

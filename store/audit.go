@@ -13,9 +13,10 @@ import (
 // its record commit together or not at all.
 //
 // The trail is one hash chain per governed session, for the decisions on
-// that session (its uses, reservations, settles, releases, lapses, close
-// and expiry), plus one chain per agent for the agent's own decisions (its
-// limits, its sessions' creation and removal, checkpoints). Each event
+// that session (its uses, reservations, settles, releases, close and
+// expiry), plus one chain per agent for the agent's own decisions (its
+// limits, its sessions' creation and removal, the lapses its sweeps
+// release, checkpoints). Each event
 // carries its chain's sequence number (1, 2, 3, ...) and the hash of the
 // chain's previous event, and its own hash covers both and every field of
 // the event. A decision on one session waits on no other session's chain,

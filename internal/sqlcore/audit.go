@@ -21,7 +21,7 @@ import (
 // for the decisions on it, its head (audit_seq, audit_prev, audit_hash) in
 // the session's own row, and one chain per agent for the agent's own
 // decisions (creates, removals with the removed session's final head,
-// limits, checkpoints), its head in audit_heads. Events of both live in
+// limits, lapses, checkpoints), its head in audit_heads. Events of both live in
 // audit_events, keyed by (agent_id, chain, seq) where chain is the session
 // id of a session chain and '' for the agent's chain. A decision appends
 // its event with AppendAudit inside its own transaction; the head's
@@ -156,11 +156,16 @@ const (
 
 // SessionChained reports whether an event of kind about a governed session
 // is part of that session's chain; the other kinds (create, cleanup,
-// limits, checkpoint) are the agent's own decisions, in the agent's chain.
+// limits, checkpoint, lapse) are the agent's own decisions, in the agent's
+// chain. A lapse is the agent's: the sweep of an agent's lapsed
+// reservations runs inside a decision on any one of its sessions, and
+// appending to the other sessions' chains would lock their rows after the
+// agent's limits, the reverse of the order every decision on a session
+// takes them in.
 func SessionChained(kind store.AuditKind) bool {
 	switch kind {
 	case store.AuditUse, store.AuditReserve, store.AuditSettle, store.AuditRelease, store.AuditClose,
-		store.AuditExpire, store.AuditLapse:
+		store.AuditExpire:
 		return true
 	}
 	return false

@@ -693,6 +693,15 @@ func (sp *SpendFacet) finish(ctx context.Context, session, request, agent string
 	err := sp.s.write(ctx, func(tx Tx) error {
 		out, refusal = store.Reservation{}, nil
 		nowMS := rowcodec.ToMillis(sp.s.now())
+		// The session row first, as every decision on a session takes it
+		// (its audit event advances the head kept in it): taking it after
+		// the agent's limits would deadlock with a Reserve.
+		var sess spendSession
+		if err := tx.Get(&sess, sp.s.q.spend.session, session); errors.Is(err, sql.ErrNoRows) {
+			return &store.NotFoundError{Resource: "reservation", ID: request}
+		} else if err != nil {
+			return err
+		}
 		var r resRow
 		if err := tx.Get(&r, sp.s.q.spend.resGet, session, request); errors.Is(err, sql.ErrNoRows) {
 			return &store.NotFoundError{Resource: "reservation", ID: request}

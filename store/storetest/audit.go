@@ -190,6 +190,8 @@ func testAuditScripted(t *testing.T, e *env) {
 			{store.AuditLimits, ok, "", ""},
 			{store.AuditCreate, ok, "s2", ""},
 			{store.AuditCreate, store.OutcomeTooManySessions, "s3", ""},
+			{store.AuditLapse, ok, "s2", "r5"},
+			{store.AuditLapse, ok, "s2", "r6"},
 			{store.AuditCleanup, ok, "s1", ""},
 			{store.AuditCleanup, ok, "s2", ""},
 			{store.AuditCreate, ok, "s4", ""},
@@ -210,13 +212,11 @@ func testAuditScripted(t *testing.T, e *env) {
 		}},
 		{"s2", []step{
 			{store.AuditReserve, ok, "s2", "r5"},
-			{store.AuditLapse, ok, "s2", "r5"},
 			{store.AuditReserve, ok, "s2", "r6"},
 			{store.AuditUse, store.OutcomeAgentMismatch, "s2", ""},
 			{store.AuditExpire, ok, "s2", ""},
 			{store.AuditUse, store.OutcomeExpired, "s2", ""},
 			{store.AuditUse, store.OutcomeExpired, "s2", ""},
-			{store.AuditLapse, ok, "s2", "r6"},
 		}},
 		{"s4", []step{{store.AuditClose, ok, "s4", ""}}},
 		{"s5", []step{{store.AuditClose, ok, "s5", ""}}},
@@ -261,7 +261,7 @@ func testAuditScripted(t *testing.T, e *env) {
 	}
 	// Each removal records the removed session's final head.
 	for i, sid := range []string{"s1", "s2"} {
-		removal := byChain[""][4+i]
+		removal := byChain[""][6+i]
 		last := byChain[sid][len(byChain[sid])-1]
 		var d struct {
 			FinalSeq  int64  `json:"final_seq"`
