@@ -424,7 +424,9 @@ func testExportImportRoundTrip(t *testing.T, newTestEnv envMaker) {
 	dst := newTestEnv(t)
 	dst.clock = src.clock
 	r := dst.run("import", exported).want(t, 0)
-	if r.stdout != "imported 4 governed sessions and 2 audit chains from 1 file\n" {
+	// Two agents' chains, and the chains of the three sessions with
+	// decisions.
+	if r.stdout != "imported 4 governed sessions and 5 audit chains from 1 file\n" {
 		t.Errorf("import: %q", r.stdout)
 	}
 	want := src.run("list", "--json").want(t, 0).stdout
@@ -445,7 +447,7 @@ func testExportImportRoundTrip(t *testing.T, newTestEnv envMaker) {
 	dst.runStdin(withoutAudit(t, readFile(t, exported)), "import", "-").want(t, exitConflict).oneLineErr(t, "governed session t-active exists (use --skip-existing)")
 	sameFiles(t, before, fileState(t, dst.db))
 	r = dst.run("import", "--skip-existing", exported).want(t, 0)
-	if r.stdout != "imported nothing from 1 file, 6 existing skipped\n" {
+	if r.stdout != "imported nothing from 1 file, 9 existing skipped\n" {
 		t.Errorf("import --skip-existing: %q", r.stdout)
 	}
 	// stdin
