@@ -426,7 +426,7 @@ func TestDiskFullTmpfs(t *testing.T) {
 		t.Skipf("cannot mount a tmpfs here (%v: %s); TestDiskFullMaxPageCount covers SQLITE_FULL", err, out)
 	}
 	dir := t.TempDir()
-	mount := `mount -t tmpfs -o size=1m tmpfs "$1" && shift && exec "$@"`
+	mount := `mount -t tmpfs -o size=2m tmpfs "$1" && shift && exec "$@"`
 	h := startHelperCmd(t, []string{"unshare", "-rm", "sh", "-c", mount, "sh", dir}, "diskfull-tmpfs", dir)
 	lines, err := h.wait()
 	if err != nil {
