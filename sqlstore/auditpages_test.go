@@ -61,15 +61,20 @@ func pagesPerUse(t *testing.T, n int, opts ...sqlstore.Option) float64 {
 	}
 	defer raw.Close()
 	// Other sessions of the same agent and of others, so that the
-	// session's row and its events sit among other rows.
-	for i := range 200 {
+	// session's row and its events sit among other rows (fewer under the
+	// race detector, which slows every statement).
+	others := 200
+	if raceDetector {
+		others = 101
+	}
+	for i := range others {
 		req := longSession(fmt.Sprintf("s%03d", i), 1_000_000)
 		req.AgentID = fmt.Sprintf("agent-%d", i%3)
 		if _, err := st.Governance().Create(ctx, req); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for i := range 200 {
+	for i := range others {
 		if _, err := st.Governance().Use(ctx, store.UseRequest{SessionID: fmt.Sprintf("s%03d", i), Tools: []string{"read_file"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +104,10 @@ func pagesPerUse(t *testing.T, n int, opts ...sqlstore.Option) float64 {
 // Measured (deterministic): 4.43 pages audited, 1.00 without; with the
 // per-agent chains and their head rows before migration 20, 5.14.
 func TestAuditPagesPerUse(t *testing.T) {
-	const n = 100
+	n := 100
+	if raceDetector {
+		n = 30
+	}
 	audited := pagesPerUse(t, n)
 	bare := pagesPerUse(t, n, sqlstore.WithoutAudit())
 	t.Logf("pages written per governed Use: %.2f audited, %.2f without the audit trail", audited, bare)
