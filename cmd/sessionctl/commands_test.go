@@ -402,7 +402,9 @@ func TestMigrateCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &status); err != nil {
 		t.Fatal(err)
 	}
-	if status.DatabaseVersion != status.BinaryVersion || len(status.Migrations) != int(status.BinaryVersion) {
+	// Versions may have gaps: the last one is the binary's.
+	if status.DatabaseVersion != status.BinaryVersion || len(status.Migrations) == 0 ||
+		int64(status.Migrations[len(status.Migrations)-1].Version) != int64(status.BinaryVersion) {
 		t.Fatalf("migrate status: %+v", status)
 	}
 	for _, m := range status.Migrations {
