@@ -112,7 +112,7 @@ var registry = []Facet{
 	{
 		Name:   Audit,
 		Title:  "audit chains",
-		About:  "the audit trail of governance decisions: one hash chain of events per agent, and the chains' heads",
+		About:  "the audit trail of governance decisions: one hash chain of events per governed session and one per agent for its own decisions, and the chains' heads",
 		Since:  9,
 		Tables: []string{"audit_events", "audit_heads"},
 	},

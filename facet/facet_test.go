@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pressly/goose/v3"
@@ -117,6 +118,12 @@ func TestMigrationsCreateTheRegisteredTables(t *testing.T) {
 			}
 			for _, m := range createTableRE.FindAllStringSubmatch(string(b), -1) {
 				tb := m[1]
+				// A table rebuilt by a later migration keeps its facet; a
+				// scratch table of a rebuild is renamed or dropped by the
+				// migration that makes it.
+				if created[tb] || scratchTable(string(b), tb) {
+					continue
+				}
 				created[tb] = true
 				f, ok := Owner(tb)
 				switch {
@@ -141,4 +148,11 @@ func TestMigrationsCreateTheRegisteredTables(t *testing.T) {
 			}
 		}
 	}
+}
+
+// scratchTable reports whether the migration's Up renames or drops the
+// table tb it creates (the copy of a table rebuilt with a new key).
+func scratchTable(text, tb string) bool {
+	text, _, _ = strings.Cut(text, "-- +goose Down")
+	return regexp.MustCompile(`(?i)(ALTER TABLE\s+` + tb + `\s+RENAME TO|DROP TABLE\s+` + tb + `\b)`).MatchString(text)
 }

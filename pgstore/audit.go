@@ -1,6 +1,10 @@
 package pgstore
 
 import (
+	"strings"
+	"time"
+
+	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/internal/sqlcore"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -20,11 +24,18 @@ func (s *Store) Audit() store.Audit { return s.core.Audit() }
 // Spend returns the spend facet (see store.Spend).
 func (s *Store) Spend() store.Spend { return s.core.Spend() }
 
-// govUseAuditedSQL is govUseSQL with the audit event of the allowed use
-// appended by the same statement (see sqlcore.AuditedUpdateSQL): the hot
-// path stays one round trip. Parameters 1 to 5 are govUseSQL's; 6 is the
-// event's payload and 7 its detail (sqlcore.AuditPayload).
-var govUseAuditedSQL = sqlcore.AuditedUpdateSQL(dialect, govUseSQL, store.AuditUse, "$1::bigint", "$3::text", "$6::bytea", "$7::text")
+// govUseAuditedSQL is govUseSQL that also advances the audit head kept in
+// the session's row and appends the allowed use's event to the session's
+// chain, in the same statement (see sqlcore.AuditedUpdateSQL): the hot
+// path stays one round trip and writes no row of the agent's, so that the
+// sessions of one agent decide in parallel. Parameters 1 to 5 are
+// govUseSQL's; 6 is the event's payload, 7 its detail
+// (sqlcore.AuditPayload) and 8 its time in microseconds.
+var govUseAuditedSQL = sqlcore.AuditedUpdateSQL(
+	strings.Replace(
+		strings.Replace(govUseSQL, "\n\t\tWHERE id = $3::text", ",\n\t\t"+sqlcore.AuditHeadSet(dialect, "$6::bytea")+"\n\t\tWHERE id = $3::text", 1),
+		"RETURNING "+govColumns, "RETURNING "+govColumns+", "+sqlcore.AuditHeadColumns, 1),
+	govColumns, store.AuditUse, "$8::bigint", "$3::text", "$7::text")
 
 // useStatement returns the conditional UPDATE of a governed Use without a
 // request id, and its arguments: govUseAuditedSQL, which appends the
@@ -32,14 +43,15 @@ var govUseAuditedSQL = sqlcore.AuditedUpdateSQL(dialect, govUseSQL, store.AuditU
 // store that audits nothing (benchmarks only). Every path that runs the
 // hot UPDATE takes its statement from here, so that no allowed call goes
 // unaudited.
-func (g *Governance) useStatement(nowMS int64, req store.UseRequest, tools []string) (string, []any, error) {
+func (g *Governance) useStatement(now time.Time, req store.UseRequest, tools []string) (string, []any, error) {
+	nowMS, nowUS := rowcodec.ToMillis(now), rowcodec.ToMicros(now)
 	args := []any{nowMS, int64(len(tools)), req.SessionID, req.AgentID, tools}
 	if g.s.cfg.auditOff {
 		return govUseSQL, args, nil
 	}
-	payload, detail, err := sqlcore.AuditPayload(nowMS, sqlcore.UseAudit("", req.SessionID, "", tools))
+	payload, detail, err := sqlcore.AuditPayload(nowUS, sqlcore.UseAudit("", req.SessionID, "", tools))
 	if err != nil {
 		return "", nil, err
 	}
-	return govUseAuditedSQL, append(args, payload, detail), nil
+	return govUseAuditedSQL, append(args, payload, detail, nowUS), nil
 }

@@ -314,7 +314,7 @@ func (g *Governance) decideOn(ctx context.Context, tx pgx.Tx, sess store.Session
 			return verdict{}, err
 		}
 	}
-	if err := g.s.core.AppendAudit(atx, rowcodec.ToMillis(now), sqlcore.UseAudit(sess.AgentID, sess.ID, req.RequestID, tools)); err != nil {
+	if err := g.s.core.AppendAudit(atx, rowcodec.ToMicros(now), sqlcore.UseAudit(sess.AgentID, sess.ID, req.RequestID, tools)); err != nil {
 		return verdict{}, err
 	}
 	return verdict{sess: sess}, nil

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"net/url"
 	"strings"
 	"sync"
@@ -73,8 +74,7 @@ func TestRefusesNewerSchema(t *testing.T) {
 	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+schema+".goose_db_version").Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	latest, _ := migrations.LatestPostgres()
-	if n != int(latest)+2 { // goose's version 0 row, each migration, and 999
+	if known := pgMigrationCount(t); n != known+2 { // goose's version 0 row, each migration, and 999
 		t.Fatalf("the refused open changed the version table: %d rows", n)
 	}
 }
@@ -212,13 +212,23 @@ func TestMigrationProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	latest, _ := migrations.LatestPostgres()
-	if len(status) != int(latest) {
-		t.Fatalf("%d migrations in status, want %d", len(status), latest)
+	if known := pgMigrationCount(t); len(status) != known {
+		t.Fatalf("%d migrations in status, want %d", len(status), known)
 	}
 	for _, st := range status {
 		if st.State != "applied" {
 			t.Fatalf("migration %d is %s", st.Source.Version, st.State)
 		}
 	}
+}
+
+// pgMigrationCount is the number of PostgreSQL migrations (their versions
+// may have gaps: the latest version is not their count).
+func pgMigrationCount(t *testing.T) int {
+	t.Helper()
+	names, err := fs.Glob(migrations.Postgres(), "*.sql")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("postgres migrations: %v %v", names, err)
+	}
+	return len(names)
 }

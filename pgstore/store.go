@@ -64,8 +64,11 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		// pgx redacts passwords in its parse errors.
 		return nil, fmt.Errorf("%w: %w", store.Invalid("url", "not a valid PostgreSQL connection string"), err)
 	}
-	if cfg.maxConns > 0 {
+	switch {
+	case cfg.maxConns > 0:
 		pc.MaxConns = cfg.maxConns
+	case !hasPoolMaxConns(url):
+		pc.MaxConns = DefaultMaxConns
 	}
 	rp := pc.ConnConfig.RuntimeParams
 	// The store's transactions rely on READ COMMITTED: each statement

@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -159,10 +158,10 @@ func (g *Governance) runUses(batch []*useCall) {
 	ctx := context.WithoutCancel(batch[0].ctx)
 	err := g.s.inTx(ctx, func(tx pgx.Tx) error {
 		// Every call's conditional UPDATE, in one round trip.
-		nowMS := rowcodec.ToMillis(g.s.now())
+		now := g.s.now()
 		b := &pgx.Batch{}
 		for _, c := range batch {
-			query, args, err := g.useStatement(nowMS, c.req, c.tools)
+			query, args, err := g.useStatement(now, c.req, c.tools)
 			if err != nil {
 				return err
 			}
@@ -216,7 +215,7 @@ func (g *Governance) useAlone(ctx context.Context, req store.UseRequest, tools [
 	var sess store.Session
 	err := g.s.retry(ctx, func(ctx context.Context) error {
 		// The update and its audit event, in one statement.
-		query, args, err := g.useStatement(rowcodec.ToMillis(g.s.now()), req, tools)
+		query, args, err := g.useStatement(g.s.now(), req, tools)
 		if err != nil {
 			return err
 		}

@@ -160,8 +160,14 @@ const (
 // nothing, the cold path reads the row to tell which check refused.
 //
 // Parameters: 1 now_ms, 2 n, 3 id, 4 agent (” = any), 5 tools (see the
-// two variants below).
-func govUseSQL(toolCheck string) string {
+// two variants below), and when audited 6 the audit event's payload; an
+// audited statement also returns the event's agent, seq and hashes.
+func govUseSQL(toolCheck string, audited bool) string {
+	set, returning := "", ""
+	if audited {
+		set = ",\n\t\t" + sqlcore.AuditHeadSet(dialect, "?6")
+		returning = ", agent_id, " + sqlcore.AuditHeadColumns
+	}
 	return `UPDATE governed_sessions SET
 		calls_made = calls_made + ?2,
 		rate_window_calls = CASE
@@ -170,7 +176,7 @@ func govUseSQL(toolCheck string) string {
 			ELSE rate_window_calls + ?2 END,
 		rate_window_start_ms = CASE
 			WHEN rate_limit > 0 AND ?1 >= rate_window_start_ms + rate_window_ms THEN ?1
-			ELSE rate_window_start_ms END
+			ELSE rate_window_start_ms END` + set + `
 		WHERE id = ?3
 		AND (?4 = '' OR agent_id = ?4)
 		AND status = 'active' AND ?1 < expires_at_ms
@@ -179,7 +185,7 @@ func govUseSQL(toolCheck string) string {
 		AND (rate_limit = 0 OR rate_limit >= ?2 + CASE
 			WHEN ?1 >= rate_window_start_ms + rate_window_ms THEN 0
 			ELSE rate_window_calls END)
-		RETURNING calls_made, rate_window_start_ms, rate_window_calls, created_at_ms`
+		RETURNING calls_made, rate_window_start_ms, rate_window_calls, created_at_ms` + returning
 }
 
 var (
@@ -187,11 +193,22 @@ var (
 	// tool names never need JSON escaping (see store.ValidateToolName), so
 	// the quoted name occurs in the stored JSON array exactly when it is an
 	// element of it.
-	govUseOneSQL = govUseSQL(`instr(authorized_tools, ?5) > 0`)
+	govUseOneSQL = govUseSQL(toolCheckOne, false)
 	// govUseManySQL checks a batch, passed as a JSON array.
-	govUseManySQL = govUseSQL(`NOT EXISTS (
+	govUseManySQL = govUseSQL(toolCheckMany, false)
+	// govUseOneAuditedSQL and govUseManyAuditedSQL also advance the audit
+	// head kept in the session's row by the use's event (payload ?6), so
+	// that an allowed use writes its session row and its event, and no
+	// separate head row (see sqlcore.AuditHeadSet).
+	govUseOneAuditedSQL  = govUseSQL(toolCheckOne, true)
+	govUseManyAuditedSQL = govUseSQL(toolCheckMany, true)
+)
+
+const (
+	toolCheckOne  = `instr(authorized_tools, ?5) > 0`
+	toolCheckMany = `NOT EXISTS (
 			SELECT 1 FROM json_each(?5) AS req
-			WHERE req.value NOT IN (SELECT value FROM json_each(authorized_tools)))`)
+			WHERE req.value NOT IN (SELECT value FROM json_each(authorized_tools)))`
 )
 
 // Create creates a governed session (see store.Governance.Create).
@@ -276,16 +293,37 @@ type verdict struct {
 // are kept: an expired session is marked expired durably.
 func (g *Governance) decide(tx *wtx, req store.UseRequest, tools string) (verdict, error) {
 	now := g.s.now()
-	nowMS := rowcodec.ToMillis(now)
+	nowMS, nowUS := rowcodec.ToMillis(now), rowcodec.ToMicros(now)
 	n := int64(len(req.Tools))
 	if n > 0 {
+		audited := !g.s.cfg.auditOff
 		query, toolArg := govUseManySQL, tools
 		if n == 1 {
 			query, toolArg = govUseOneSQL, `"`+req.Tools[0]+`"`
 		}
+		args := []any{nowMS, n, req.SessionID, req.AgentID, toolArg}
 		var calls, windowStart, windowCalls, created int64
-		err := tx.scan(query, []any{nowMS, n, req.SessionID, req.AgentID, toolArg},
-			&calls, &windowStart, &windowCalls, &created)
+		dest := []any{&calls, &windowStart, &windowCalls, &created}
+		var rec sqlcore.AuditRecord
+		var detail string
+		var place sqlcore.AuditChained
+		if audited {
+			if n == 1 {
+				query = govUseOneAuditedSQL
+			} else {
+				query = govUseManyAuditedSQL
+			}
+			rec = sqlcore.UseAudit("", req.SessionID, req.RequestID, req.Tools)
+			payload, d, err := sqlcore.AuditPayload(nowUS, rec)
+			if err != nil {
+				return verdict{}, err
+			}
+			detail = d
+			args = append(args, payload)
+			place = sqlcore.AuditChained{Chain: req.SessionID, AtUS: nowUS}
+			dest = append(dest, &place.AgentID, &place.Seq, &place.PrevHash, &place.Hash)
+		}
+		err := tx.scan(query, args, dest...)
 		if err == nil {
 			sess, ok := g.s.govCache.get(req.SessionID, created)
 			if !ok {
@@ -302,8 +340,11 @@ func (g *Governance) decide(tx *wtx, req store.UseRequest, tools string) (verdic
 			sess.RateWindowStart = rowcodec.FromMillis(windowStart)
 			sess.RateWindowCalls = windowCalls
 			sess.Status = store.StatusActive
-			if err := g.s.core.AppendAudit(tx, nowMS, sqlcore.UseAudit(sess.AgentID, req.SessionID, req.RequestID, req.Tools)); err != nil {
-				return verdict{}, err
+			if audited {
+				rec.AgentID = place.AgentID
+				if err := sqlcore.InsertAuditEvent(tx, place, rec, detail); err != nil {
+					return verdict{}, err
+				}
 			}
 			return verdict{sess: sess}, nil
 		}
@@ -329,7 +370,7 @@ func (g *Governance) decide(tx *wtx, req store.UseRequest, tools string) (verdic
 			// an allowed call that was not counted.
 			return verdict{}, fmt.Errorf("sqlstore: governed use check mismatch for session %q", req.SessionID)
 		}
-		if err := g.s.core.AppendAudit(tx, nowMS, sqlcore.UseAudit(sess.AgentID, req.SessionID, req.RequestID, req.Tools)); err != nil {
+		if err := g.s.core.AppendAudit(tx, nowUS, sqlcore.UseAudit(sess.AgentID, req.SessionID, req.RequestID, req.Tools)); err != nil {
 			return verdict{}, err
 		}
 		return verdict{sess: sess}, nil

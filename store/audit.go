@@ -12,20 +12,28 @@ import (
 // in the same transaction as the decision itself, so that a decision and
 // its record commit together or not at all.
 //
-// The trail is one hash chain per agent: each event carries the agent's
-// sequence number (1, 2, 3, ...) and the hash of the agent's previous
-// event, and its own hash covers both and every field of the event. A
-// decision of one agent never waits on another agent's chain. The head of
-// every chain (its last sequence number and hash) is kept beside it, so
-// that Verify also finds events removed from the end. Verify checks every
-// chain and returns one digest over all chain heads: an operator who
+// The trail is one hash chain per governed session, for the decisions on
+// that session (its uses, reservations, settles, releases, close and
+// expiry), plus one chain per agent for the agent's own decisions (its
+// limits, its sessions' creation and removal, the lapses its sweeps
+// release, checkpoints). Each event
+// carries its chain's sequence number (1, 2, 3, ...) and the hash of the
+// chain's previous event, and its own hash covers both and every field of
+// the event. A decision on one session waits on no other session's chain,
+// so an agent's sessions decide in parallel. The head of every chain (its
+// last sequence number and hash) is kept beside it (a session chain's in
+// the session's row), so that Verify also finds events removed from the
+// end; when a session is removed, its agent's chain records the session
+// chain's final head, so the evidence survives the session. Verify checks
+// every chain and returns one digest over all chain heads: an operator who
 // records it elsewhere can later tell whether a whole chain was removed or
-// rewritten.
+// rewritten. Times are kept in microseconds.
 //
-// Retention cuts a chain only at a checkpoint: Checkpoint appends a
-// checkpoint event to a chain, and Prune removes the events before a
-// checkpoint, after checking that they verify. A chain that starts at a
-// checkpoint verifies.
+// Retention cuts an agent's chain only at a checkpoint: Checkpoint appends
+// a checkpoint event to an agent's chain, and Prune removes the events
+// before a checkpoint, after checking that they verify. A chain that
+// starts at a checkpoint verifies. A session chain goes whole, after its
+// session is removed: its final head stays in its agent's chain.
 
 // AuditKind is the kind of decision an audit event records. The strings
 // are stored: they never change.
@@ -102,10 +110,13 @@ func AuditOutcome(refusal error) string {
 	return ""
 }
 
-// AuditEvent is one event of an agent's chain.
+// AuditEvent is one event of a chain.
 type AuditEvent struct {
 	AgentID string `json:"agent_id"`
-	// Seq is the event's position in its agent's chain, from 1.
+	// Chain is the governed session whose chain holds the event, "" for
+	// the agent's own chain.
+	Chain string `json:"chain,omitempty"`
+	// Seq is the event's position in its chain, from 1.
 	Seq     int64     `json:"seq"`
 	At      time.Time `json:"at"`
 	Kind    AuditKind `json:"kind"`
@@ -118,24 +129,28 @@ type AuditEvent struct {
 	// Detail holds the decision's particulars as compact JSON: the tools
 	// of a use, the amounts of a reservation, the details of a refusal.
 	Detail json.RawMessage `json:"detail"`
-	// PrevHash is the hash of the agent's previous event (all zeros
+	// PrevHash is the hash of the chain's previous event (all zeros
 	// before the first); Hash covers PrevHash, Seq, AgentID and every
-	// other field. Both are lower-case hex SHA-256.
+	// other field (the chain through SessionID, which a session chain's
+	// events must carry). Both are lower-case hex SHA-256.
 	PrevHash string `json:"prev_hash"`
 	Hash     string `json:"hash"`
 }
 
-// AuditHead is the last event of an agent's chain.
+// AuditHead is the last event of a chain.
 type AuditHead struct {
 	AgentID string `json:"agent_id"`
-	Seq     int64  `json:"seq"`
-	Hash    string `json:"hash"`
+	// Chain is the governed session of a session chain, "" for the
+	// agent's own chain.
+	Chain string `json:"chain,omitempty"`
+	Seq   int64  `json:"seq"`
+	Hash  string `json:"hash"`
 }
 
 // AuditFilter selects audit events. The zero value lists everything, in
-// (agent, sequence) order.
+// (agent, chain, sequence) order, an agent's own chain first.
 type AuditFilter struct {
-	// AgentID restricts the list to one agent's chain.
+	// AgentID restricts the list to one agent's chains.
 	AgentID string
 	// SessionID restricts it to the events of one session.
 	SessionID string
@@ -167,7 +182,7 @@ func (f AuditFilter) Normalize() (AuditFilter, error) {
 	if len(f.Outcome) > 64 || !validText(f.Outcome) {
 		return f, Invalid("outcome", "not an outcome")
 	}
-	if len(f.After) > 2*MaxIDLength {
+	if len(f.After) > 2*MaxIDLength+48 {
 		return f, Invalid("after", "not a cursor of this listing")
 	}
 	if f.Limit < 0 {
@@ -198,6 +213,9 @@ const (
 // AuditProblem is the first thing wrong with one chain.
 type AuditProblem struct {
 	AgentID string `json:"agent_id"`
+	// Chain is the governed session of a session chain, "" for the
+	// agent's own chain.
+	Chain string `json:"chain,omitempty"`
 	// Seq is the sequence number of the first event changed, inserted,
 	// or missing.
 	Seq     int64  `json:"seq"`
@@ -211,11 +229,12 @@ type AuditReport struct {
 	// Chains and Events count what was checked.
 	Chains int64 `json:"chains"`
 	Events int64 `json:"events"`
-	// Digest is the SHA-256 (hex) over every chain head, in agent order:
+	// Digest is the SHA-256 (hex) over every chain head, in (agent,
+	// chain) order:
 	// it changes whenever any chain grows, or is changed or removed.
 	Digest string `json:"digest"`
 	// Problems lists the first problem of every chain that does not
-	// verify, in agent order; empty when every chain verifies.
+	// verify, in (agent, chain) order; empty when every chain verifies.
 	Problems []AuditProblem `json:"problems"`
 }
 
@@ -249,15 +268,17 @@ type AuditRestoreRequest struct {
 type Audit interface {
 	// List returns a page of events.
 	List(ctx context.Context, f AuditFilter) (Page[AuditEvent], error)
-	// Heads returns the head of every chain, in agent order.
+	// Heads returns the head of every chain, in (agent, chain) order:
+	// the agents' chains, the live sessions' chains, and the final heads
+	// of removed sessions that their agents' chains record.
 	Heads(ctx context.Context) ([]AuditHead, error)
 	// Verify checks every chain from one snapshot and returns what it
 	// found; a chain that does not verify is a problem in the report,
 	// not an error.
 	Verify(ctx context.Context) (AuditReport, error)
-	// Checkpoint appends a checkpoint event to the chain of agentID, or of
-	// every agent when it is empty, in one transaction, and returns how
-	// many chains it appended to.
+	// Checkpoint appends a checkpoint event to the own chain of agentID,
+	// or of every agent when it is empty, in one transaction, and returns
+	// how many chains it appended to.
 	Checkpoint(ctx context.Context, agentID string) (int64, error)
 	// Prune cuts chains at their newest checkpoint before req.Before, in
 	// one transaction, and returns how many events it removed. A chain

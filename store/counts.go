@@ -79,7 +79,9 @@ type AgentSessionCounts struct {
 	SessionStateKeys int64 `json:"session_state_keys"`
 }
 
-// AuditCounts count the audit trail's chains.
+// AuditCounts count the audit trail's chains: the agents' own chains and
+// the chains of the governed sessions there (a removed session's chain is
+// not counted).
 type AuditCounts struct {
 	Chains int64 `json:"chains"`
 	// EventsAppended adds up the chains' head sequence numbers: every

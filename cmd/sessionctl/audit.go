@@ -173,7 +173,10 @@ func optTime(field, s string) (time.Time, error) {
 
 // auditEventView is the JSON shape of an audit event.
 type auditEventView struct {
-	AgentID   string          `json:"agent_id"`
+	AgentID string `json:"agent_id"`
+	// Chain is the session of a session chain, left out for the agent's
+	// own chain.
+	Chain     string          `json:"chain,omitempty"`
 	Seq       int64           `json:"seq"`
 	At        string          `json:"at"`
 	Kind      string          `json:"kind"`
@@ -186,7 +189,7 @@ type auditEventView struct {
 }
 
 func newAuditEventView(e store.AuditEvent) auditEventView {
-	return auditEventView{AgentID: e.AgentID, Seq: e.Seq, At: jsonTime(e.At), Kind: string(e.Kind), Outcome: e.Outcome,
+	return auditEventView{AgentID: e.AgentID, Chain: e.Chain, Seq: e.Seq, At: jsonTime(e.At), Kind: string(e.Kind), Outcome: e.Outcome,
 		SessionID: e.SessionID, RequestID: e.RequestID, Detail: e.Detail, PrevHash: e.PrevHash, Hash: e.Hash}
 }
 
@@ -221,9 +224,13 @@ func (g *globals) auditList(ctx context.Context, name string, f store.AuditFilte
 		return g.jsonOr(name, doc)
 	}
 	tw := newTable(g.stdout)
-	fmt.Fprintln(tw, "AGENT\tSEQ\tAT\tKIND\tOUTCOME\tSESSION\tREQUEST\tDETAIL")
+	fmt.Fprintln(tw, "AGENT\tCHAIN\tSEQ\tAT\tKIND\tOUTCOME\tSESSION\tREQUEST\tDETAIL")
 	for _, e := range events {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(e.AgentID), e.Seq, tableTime(e.At), e.Kind, cell(e.Outcome),
+		chain := "agent"
+		if e.Chain != "" {
+			chain = "session"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(e.AgentID), chain, e.Seq, tableTime(e.At), e.Kind, cell(e.Outcome),
 			orDash(cell(e.SessionID)), orDash(cell(e.RequestID)), cell(clip(string(e.Detail), 60)))
 	}
 	if err := tw.Flush(); err != nil {
@@ -265,7 +272,11 @@ func (g *globals) auditVerify(ctx context.Context, name string, asJSON bool) err
 // writeAuditReport prints what verify found.
 func writeAuditReport(w io.Writer, rep store.AuditReport) {
 	for _, p := range rep.Problems {
-		fmt.Fprintf(w, "agent %s: event %d %s: %s\n", cell(p.AgentID), p.Seq, p.Problem, cell(p.Reason))
+		chain := "agent " + cell(p.AgentID)
+		if p.Chain != "" {
+			chain += " session " + cell(p.Chain)
+		}
+		fmt.Fprintf(w, "%s: event %d %s: %s\n", chain, p.Seq, p.Problem, cell(p.Reason))
 	}
 	verdict := "verified"
 	if !rep.OK() {

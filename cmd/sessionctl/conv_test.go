@@ -248,13 +248,13 @@ func testExportImportConversations(t *testing.T, newTestEnv envMaker) {
 	src.convFixture()
 	file := filepath.Join(src.dir, "all.json")
 	r := src.run("export", "--output", file).want(t, 0)
-	if r.stderr != "exported 1 governed session, 3 conversations and 1 audit chain to "+file+"\n" {
+	if r.stderr != "exported 1 governed session, 3 conversations and 2 audit chains to "+file+"\n" {
 		t.Errorf("export: %q", r.stderr)
 	}
 	dst := newTestEnv(t)
 	dst.clock = src.clock
 	r = dst.run("import", file).want(t, 0)
-	if r.stdout != "imported 1 governed session, 3 conversations and 1 audit chain from 1 file\n" {
+	if r.stdout != "imported 1 governed session, 3 conversations and 2 audit chains from 1 file\n" {
 		t.Errorf("import: %q", r.stdout)
 	}
 	for _, args := range [][]string{
@@ -274,7 +274,7 @@ func testExportImportConversations(t *testing.T, newTestEnv envMaker) {
 	dst.run("import", file).want(t, exitConflict).oneLineErr(t, "c1 exists (use --skip-existing)")
 	sameFiles(t, before, fileState(t, dst.db))
 	r = dst.run("import", "--skip-existing", file).want(t, 0)
-	if r.stdout != "imported nothing from 1 file, 5 existing skipped\n" {
+	if r.stdout != "imported nothing from 1 file, 6 existing skipped\n" {
 		t.Errorf("import --skip-existing: %q", r.stdout)
 	}
 }

@@ -108,8 +108,9 @@ func TestFollowMissingRunNamesIt(t *testing.T) {
 	r.oneLineErr(t, "nope")
 }
 
-// TestAuditPruneOlderThanZero: --older-than 0s cuts every chain at its
-// newest checkpoint made so far; a negative duration, both flags or
+// TestAuditPruneOlderThanZero: --older-than 0s cuts every agent's chain at
+// its newest checkpoint made so far (a session's chain goes whole with its
+// session); a negative duration, both flags or
 // neither are usage errors; the help shows no default that is not one.
 func TestAuditPruneOlderThanZero(t *testing.T) {
 	e := newTestEnv(t)
@@ -122,8 +123,8 @@ func TestAuditPruneOlderThanZero(t *testing.T) {
 	var got struct {
 		Removed int64 `json:"removed_events"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || got.Removed != 2 {
-		t.Fatalf("prune --older-than 0s: %q (%v), want 2 events removed (the create and the first use)", r.stdout, err)
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || got.Removed != 1 {
+		t.Fatalf("prune --older-than 0s: %q (%v), want 1 event removed (the create, in the agent's chain)", r.stdout, err)
 	}
 	e.run("audit", "verify").want(t, 0)
 	e.run("audit", "prune").want(t, exitUsage).oneLineErr(t, "give one of --before and --older-than")

@@ -111,7 +111,7 @@ func roundTrip(t *testing.T, makers ...envMaker) {
 	for i, mk := range makers[1:] {
 		file := filepath.Join(prev.dir, fmt.Sprintf("hop%d.json", i+1))
 		r := prev.run("export", "--output", file).want(t, 0)
-		const counts = "4 governed sessions, 3 runtime sessions, 3 conversations, 4 agent sessions and 2 audit chains"
+		const counts = "4 governed sessions, 3 runtime sessions, 3 conversations, 4 agent sessions and 5 audit chains"
 		if r.stderr != "exported "+counts+" to "+file+"\n" {
 			t.Errorf("export: %q", r.stderr)
 		}

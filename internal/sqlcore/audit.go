@@ -17,12 +17,17 @@ import (
 	"github.com/agentstore/sessionstore/store"
 )
 
-// The audit trail (see store.Audit): one hash chain per agent in
-// audit_events, its head in audit_heads. A decision appends its event with
-// AppendAudit inside its own transaction. The head's upsert computes the
-// new hash in SQL (Dialect.AuditChain) from the head it locks, so that an
-// append is two statements and, on PostgreSQL, can join a decision's own
-// statement (see AuditedUpdateSQL).
+// The audit trail (see store.Audit): one hash chain per governed session
+// for the decisions on it, its head (audit_seq, audit_prev, audit_hash) in
+// the session's own row, and one chain per agent for the agent's own
+// decisions (creates, removals with the removed session's final head,
+// limits, lapses, checkpoints), its head in audit_heads. Events of both live in
+// audit_events, keyed by (agent_id, chain, seq) where chain is the session
+// id of a session chain and '' for the agent's chain. A decision appends
+// its event with AppendAudit inside its own transaction; the head's
+// update computes the new hash in SQL (Dialect.AuditChain) from the head it
+// locks, so that an append is two statements and a governed Use can fold
+// the head into its own UPDATE of the session row (see AuditHeadSet).
 
 // AuditRecord is an event for AppendAudit; the chain fields (sequence
 // number and hashes) are the store's.
@@ -112,28 +117,63 @@ func snakeCase(name string) string {
 
 const (
 	auditInsertSQL = `INSERT INTO audit_events
-		(agent_id, seq, at_ms, kind, outcome, session_id, request_id, detail, prev_hash, hash)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	auditColumns   = `agent_id, seq, at_ms, kind, outcome, session_id, request_id, detail, prev_hash, hash`
-	auditHeadsSQL  = `SELECT agent_id, seq, hash FROM audit_heads ORDER BY agent_id`
-	auditAllSQL    = `SELECT ` + auditColumns + ` FROM audit_events ORDER BY agent_id, seq`
-	auditAgentSQL  = `SELECT ` + auditColumns + ` FROM audit_events WHERE agent_id = ? AND seq <= ? ORDER BY seq`
+		(agent_id, chain, seq, at_us, kind, outcome, session_id, request_id, detail, prev_hash, hash)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	auditColumns = `agent_id, chain, seq, at_us, kind, outcome, session_id, request_id, detail, prev_hash, hash`
+	// auditAgentHeadsSQL, auditSessionHeadsSQL and auditFinalHeadsSQL are
+	// the three sources of chain heads: the agents' chains, the chains of
+	// the sessions still there, and the final heads of removed sessions,
+	// recorded in their agent's chain (read in Go from the details).
+	auditAgentHeadsSQL   = `SELECT agent_id, seq, hash FROM audit_heads ORDER BY agent_id`
+	auditSessionHeadsSQL = `SELECT agent_id, id, audit_seq, audit_hash FROM governed_sessions WHERE audit_seq > 0`
+	auditFinalHeadsSQL   = `SELECT agent_id, session_id, detail FROM audit_events
+		WHERE chain = '' AND kind = 'cleanup' AND detail LIKE '%"final_seq"%'`
+	auditAllSQL    = `SELECT ` + auditColumns + ` FROM audit_events ORDER BY agent_id, chain, seq`
+	auditAgentSQL  = `SELECT ` + auditColumns + ` FROM audit_events WHERE agent_id = ? AND chain = '' AND seq <= ? ORDER BY seq`
 	auditHeadOfSQL = `SELECT agent_id, seq, hash FROM audit_heads WHERE agent_id = ?`
-	// auditCheckpointSQL finds the newest checkpoint of a chain made
-	// before a time, walking the chain backwards on its primary key.
+	// auditCheckpointSQL finds the newest checkpoint of an agent's chain
+	// made before a time, walking the chain backwards on its primary key.
 	auditCheckpointSQL = `SELECT seq FROM audit_events
-		WHERE agent_id = ? AND kind = 'checkpoint' AND at_ms < ? ORDER BY seq DESC LIMIT 1`
-	auditFirstSQL     = `SELECT seq FROM audit_events WHERE agent_id = ? ORDER BY seq LIMIT 1`
-	auditPruneSQL     = `DELETE FROM audit_events WHERE agent_id = ? AND seq < ?`
+		WHERE agent_id = ? AND chain = '' AND kind = 'checkpoint' AND at_us < ? ORDER BY seq DESC LIMIT 1`
+	auditFirstSQL     = `SELECT seq FROM audit_events WHERE agent_id = ? AND chain = '' ORDER BY seq LIMIT 1`
+	auditPruneSQL     = `DELETE FROM audit_events WHERE agent_id = ? AND chain = '' AND seq < ?`
 	auditAgentsSQL    = `SELECT agent_id FROM audit_heads ORDER BY agent_id`
 	auditHasChainSQL  = `SELECT count(*) FROM audit_heads WHERE agent_id = ?`
-	auditHasEventsSQL = `SELECT count(*) FROM audit_events WHERE agent_id = ?`
+	auditHasEventsSQL = `SELECT count(*) FROM audit_events WHERE agent_id = ? AND chain = ?`
 	auditPutHeadSQL   = `INSERT INTO audit_heads (agent_id, seq, prev_hash, hash) VALUES (?, ?, ?, ?)`
+	// auditPutSessionHeadSQL sets a restored session chain's head in its
+	// session's row (when the session is there).
+	auditPutSessionHeadSQL = `UPDATE governed_sessions SET audit_seq = ?, audit_prev = ?, audit_hash = ?
+		WHERE id = ? AND agent_id = ?`
+	// auditLastOfSQL is the last event of a chain: a session created with
+	// the id of a removed one continues that session's chain.
+	auditLastOfSQL = `SELECT seq, prev_hash, hash FROM audit_events
+		WHERE agent_id = ? AND chain = ? ORDER BY seq DESC LIMIT 1`
+	auditRemovalsOfSQL = `SELECT count(*) FROM audit_events
+		WHERE agent_id = ? AND chain = '' AND kind = 'cleanup' AND session_id = ?`
+	auditContinueSQL = `UPDATE governed_sessions SET audit_seq = ?, audit_prev = ?, audit_hash = ? WHERE id = ?`
 )
 
-// auditHeadSQL spells the head's upsert for d: it takes the next sequence
-// number of the chain of ?1, computes the new hash from the old head (or
-// the zero hash) and the payload ?2, and returns the new head.
+// SessionChained reports whether an event of kind about a governed session
+// is part of that session's chain; the other kinds (create, cleanup,
+// limits, checkpoint, lapse) are the agent's own decisions, in the agent's
+// chain. A lapse is the agent's: the sweep of an agent's lapsed
+// reservations runs inside a decision on any one of its sessions, and
+// appending to the other sessions' chains would lock their rows after the
+// agent's limits, the reverse of the order every decision on a session
+// takes them in.
+func SessionChained(kind store.AuditKind) bool {
+	switch kind {
+	case store.AuditUse, store.AuditReserve, store.AuditSettle, store.AuditRelease, store.AuditClose,
+		store.AuditExpire:
+		return true
+	}
+	return false
+}
+
+// auditHeadSQL spells the agent head's upsert for d: it takes the next
+// sequence number of the chain of agent ?1, computes the new hash from the
+// old head (or the zero hash) and the payload ?2, and returns the new head.
 func auditHeadSQL(d *Dialect) string {
 	zero := "'" + rowcodec.AuditZeroHash + "'"
 	return `INSERT INTO audit_heads (agent_id, seq, prev_hash, hash)
@@ -143,9 +183,30 @@ func auditHeadSQL(d *Dialect) string {
 		RETURNING seq, prev_hash, hash`
 }
 
-// AppendAudit appends rec to its agent's chain at atMS, inside the
-// caller's write transaction.
-func (s *Store) AppendAudit(tx Tx, atMS int64, rec AuditRecord) error {
+// AuditHeadSet is the SET list that advances the audit head kept in a
+// governed session's row by one event whose payload is the SQL expression
+// payload: in an UPDATE every right-hand side reads the row as it was, so
+// the previous hash is the old head's. A statement that also RETURNs
+// AuditHeadColumns has the event's chain fields.
+func AuditHeadSet(d *Dialect, payload string) string {
+	return `audit_seq = audit_seq + 1, audit_prev = audit_hash, audit_hash = ` +
+		d.AuditChain("audit_hash", "audit_seq + 1", "agent_id", payload)
+}
+
+// AuditHeadColumns are the columns of a session chain's head: after an
+// update with AuditHeadSet, the event's seq, previous hash and hash.
+const AuditHeadColumns = `audit_seq, audit_prev, audit_hash`
+
+// auditSessionHeadSQL advances the head of session ?1's chain by an event
+// with payload ?2 and returns it (no row: no such session).
+func auditSessionHeadSQL(d *Dialect) string {
+	return `UPDATE governed_sessions SET ` + AuditHeadSet(d, "?2") + ` WHERE id = ?1 RETURNING agent_id, ` + AuditHeadColumns
+}
+
+// AppendAudit appends rec at atUS (UTC unix microseconds) inside the
+// caller's write transaction: to the chain of rec's session when its kind
+// is SessionChained and the session is there, else to its agent's chain.
+func (s *Store) AppendAudit(tx Tx, atUS int64, rec AuditRecord) error {
 	if s.cfg.AuditOff {
 		return nil
 	}
@@ -153,53 +214,98 @@ func (s *Store) AppendAudit(tx Tx, atMS int64, rec AuditRecord) error {
 	if err != nil {
 		return err
 	}
-	payload := rowcodec.AuditPayload(atMS, string(rec.Kind), rec.Outcome, rec.SessionID, rec.RequestID, detail)
+	payload := rowcodec.AuditPayload(atUS, string(rec.Kind), rec.Outcome, rec.SessionID, rec.RequestID, detail)
 	var seq int64
-	var prev, hash string
+	var agent, prev, hash string
+	if rec.SessionID != "" && SessionChained(rec.Kind) {
+		err := tx.Scan(s.q.auditSessionHead, []any{rec.SessionID, payload}, &agent, &seq, &prev, &hash)
+		if err == nil {
+			return InsertAuditEvent(tx, AuditChained{AgentID: agent, Chain: rec.SessionID, Seq: seq, AtUS: atUS,
+				PrevHash: prev, Hash: hash}, rec, detail)
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		// The session is not there: the decision goes to its agent's chain.
+	}
 	if err := tx.Scan(s.q.auditHead, []any{rec.AgentID, payload}, &seq, &prev, &hash); err != nil {
 		return err
 	}
-	_, err = tx.Exec(auditInsertSQL, rec.AgentID, seq, atMS, string(rec.Kind), rec.Outcome,
-		rec.SessionID, rec.RequestID, detail, prev, hash)
+	return InsertAuditEvent(tx, AuditChained{AgentID: rec.AgentID, Seq: seq, AtUS: atUS, PrevHash: prev, Hash: hash}, rec, detail)
+}
+
+// AuditChained is where an event sits in its chain, as the head's update
+// returned it.
+type AuditChained struct {
+	AgentID string
+	// Chain is the session id of a session chain, "" for the agent's.
+	Chain    string
+	Seq      int64
+	AtUS     int64
+	PrevHash string
+	Hash     string
+}
+
+// InsertAuditEvent inserts the event of rec (its detail already encoded)
+// at its place c, for a backend whose own statement advanced the head.
+func InsertAuditEvent(tx Tx, c AuditChained, rec AuditRecord, detail string) error {
+	_, err := tx.Exec(auditInsertSQL, c.AgentID, c.Chain, c.Seq, c.AtUS, string(rec.Kind), rec.Outcome,
+		rec.SessionID, rec.RequestID, detail, c.PrevHash, c.Hash)
+	return err
+}
+
+// ContinueSessionChain gives a session just created the head of an
+// earlier session's chain with the same agent and id, if one was left (a
+// removed session whose events are kept), so that its events continue
+// that chain instead of colliding with it.
+func ContinueSessionChain(tx Tx, agentID, sessionID string) error {
+	var seq int64
+	var prev, hash string
+	err := tx.Scan(auditLastOfSQL, []any{agentID, sessionID}, &seq, &prev, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(auditContinueSQL, seq, prev, hash, sessionID)
 	return err
 }
 
 // AuditPayload returns the payload parameter of an event, for a backend
 // that appends it within its own statement.
-func AuditPayload(atMS int64, rec AuditRecord) (payload []byte, detail string, err error) {
+func AuditPayload(atUS int64, rec AuditRecord) (payload []byte, detail string, err error) {
 	detail, err = AuditDetail(rec.Detail)
 	if err != nil {
 		return nil, "", err
 	}
-	return rowcodec.AuditPayload(atMS, string(rec.Kind), rec.Outcome, rec.SessionID, rec.RequestID, detail), detail, nil
+	return rowcodec.AuditPayload(atUS, string(rec.Kind), rec.Outcome, rec.SessionID, rec.RequestID, detail), detail, nil
 }
 
 // AuditedUpdateSQL wraps an UPDATE ... RETURNING statement of a governed
-// session (one whose RETURNING list has agent_id) so that the same
-// statement appends an audit event for the row it updated, for databases
-// whose WITH may hold data-modifying statements (PostgreSQL). The event is
-// kind, outcome "ok", session sessionParam, at atParam, with the payload
-// and detail parameters (see AuditPayload); request id empty. The wrapped
-// statement returns what the update returns; when it updates nothing, it
-// appends nothing.
-func AuditedUpdateSQL(d *Dialect, update string, kind store.AuditKind, atParam, sessionParam, payloadParam, detailParam string) string {
-	zero := "'" + rowcodec.AuditZeroHash + "'"
+// session whose SET list includes AuditHeadSet(d, payloadParam) and whose
+// RETURNING list is returning (which has agent_id) followed by
+// AuditHeadColumns, so that the
+// same statement appends an audit event to the session's chain, for
+// databases whose WITH may hold data-modifying statements (PostgreSQL).
+// The event is kind, outcome "ok", session sessionParam, at atParam (UTC
+// unix microseconds), with the detail parameter (see AuditPayload);
+// request id empty. The wrapped statement returns the columns returning;
+// when it updates nothing, it appends nothing.
+func AuditedUpdateSQL(update, returning string, kind store.AuditKind, atParam, sessionParam, detailParam string) string {
 	return `WITH u AS (` + update + `),
-	h AS (INSERT INTO audit_heads (agent_id, seq, prev_hash, hash)
-		SELECT u.agent_id, 1, ` + zero + `, ` + d.AuditChain(zero, "1", "u.agent_id", payloadParam) + ` FROM u
-		ON CONFLICT (agent_id) DO UPDATE SET seq = audit_heads.seq + 1, prev_hash = audit_heads.hash,
-		hash = ` + d.AuditChain("audit_heads.hash", "audit_heads.seq + 1", "audit_heads.agent_id", payloadParam) + `
-		RETURNING agent_id, seq, prev_hash, hash),
 	e AS (INSERT INTO audit_events (` + auditColumns + `)
-		SELECT h.agent_id, h.seq, ` + atParam + `, '` + string(kind) + `', 'ok', ` + sessionParam + `, '', ` + detailParam + `, h.prev_hash, h.hash FROM h)
-	SELECT * FROM u`
+		SELECT u.agent_id, ` + sessionParam + `, u.audit_seq, ` + atParam + `, '` + string(kind) + `', 'ok', ` + sessionParam + `, '', ` +
+		detailParam + `, u.audit_prev, u.audit_hash FROM u)
+	SELECT ` + returning + ` FROM u`
 }
 
 // auditRow is an audit_events row.
 type auditRow struct {
 	AgentID   string `db:"agent_id"`
+	Chain     string `db:"chain"`
 	Seq       int64  `db:"seq"`
-	AtMS      int64  `db:"at_ms"`
+	AtUS      int64  `db:"at_us"`
 	Kind      string `db:"kind"`
 	Outcome   string `db:"outcome"`
 	SessionID string `db:"session_id"`
@@ -210,7 +316,7 @@ type auditRow struct {
 }
 
 func (r *auditRow) dest() []any {
-	return []any{&r.AgentID, &r.Seq, &r.AtMS, &r.Kind, &r.Outcome, &r.SessionID, &r.RequestID, &r.Detail, &r.PrevHash, &r.Hash}
+	return []any{&r.AgentID, &r.Chain, &r.Seq, &r.AtUS, &r.Kind, &r.Outcome, &r.SessionID, &r.RequestID, &r.Detail, &r.PrevHash, &r.Hash}
 }
 
 func (r *auditRow) event() store.AuditEvent {
@@ -221,13 +327,30 @@ func (r *auditRow) event() store.AuditEvent {
 		b, _ := json.Marshal(r.Detail)
 		detail = b
 	}
-	return store.AuditEvent{AgentID: r.AgentID, Seq: r.Seq, At: rowcodec.FromMillis(r.AtMS), Kind: store.AuditKind(r.Kind),
+	return store.AuditEvent{AgentID: r.AgentID, Chain: r.Chain, Seq: r.Seq, At: rowcodec.FromMicros(r.AtUS), Kind: store.AuditKind(r.Kind),
 		Outcome: r.Outcome, SessionID: r.SessionID, RequestID: r.RequestID, Detail: detail, PrevHash: r.PrevHash, Hash: r.Hash}
 }
 
 func auditRowOf(e *store.AuditEvent) auditRow {
-	return auditRow{AgentID: e.AgentID, Seq: e.Seq, AtMS: rowcodec.ToMillis(e.At), Kind: string(e.Kind), Outcome: e.Outcome,
+	return auditRow{AgentID: e.AgentID, Chain: e.Chain, Seq: e.Seq, AtUS: rowcodec.ToMicros(e.At), Kind: string(e.Kind), Outcome: e.Outcome,
 		SessionID: e.SessionID, RequestID: e.RequestID, Detail: string(e.Detail), PrevHash: e.PrevHash, Hash: e.Hash}
+}
+
+// hashOK reports whether the row's hash matches its fields. Events
+// written before migration 13 hashed their time in milliseconds (they are
+// all in agent chains, at whole milliseconds): such an event matches with
+// its time in milliseconds.
+func (r *auditRow) hashOK() bool {
+	payload := rowcodec.AuditPayload(r.AtUS, r.Kind, r.Outcome, r.SessionID, r.RequestID, r.Detail)
+	if h, ok := rowcodec.AuditHash(r.PrevHash, r.Seq, r.AgentID, payload); ok && h == r.Hash {
+		return true
+	}
+	if r.Chain != "" || r.AtUS%1000 != 0 {
+		return false
+	}
+	payload = rowcodec.AuditPayload(r.AtUS/1000, r.Kind, r.Outcome, r.SessionID, r.RequestID, r.Detail)
+	h, ok := rowcodec.AuditHash(r.PrevHash, r.Seq, r.AgentID, payload)
+	return ok && h == r.Hash
 }
 
 // AuditFacet is the audit-trail facet (see store.Audit).
@@ -236,7 +359,7 @@ type AuditFacet struct{ s *Store }
 // Audit returns the audit-trail facet.
 func (s *Store) Audit() store.Audit { return &AuditFacet{s: s} }
 
-// List returns a page of events in (agent, sequence) order.
+// List returns a page of events in (agent, chain, sequence) order.
 func (a *AuditFacet) List(ctx context.Context, f store.AuditFilter) (store.Page[store.AuditEvent], error) {
 	f, err := f.Normalize()
 	if err != nil {
@@ -245,12 +368,12 @@ func (a *AuditFacet) List(ctx context.Context, f store.AuditFilter) (store.Page[
 	var conds []string
 	var args []any
 	if f.After != "" {
-		agent, seq, ok := parseAuditCursor(f.After)
+		agent, chain, seq, ok := parseAuditCursor(f.After)
 		if !ok {
 			return store.Page[store.AuditEvent]{}, store.Invalid("after", "not a cursor of this listing")
 		}
-		conds = append(conds, `(agent_id > ? OR (agent_id = ? AND seq > ?))`)
-		args = append(args, agent, agent, seq)
+		conds = append(conds, `(agent_id > ? OR (agent_id = ? AND (chain > ? OR (chain = ? AND seq > ?))))`)
+		args = append(args, agent, agent, chain, chain, seq)
 	}
 	add := func(cond string, v any) {
 		conds = append(conds, cond)
@@ -269,16 +392,16 @@ func (a *AuditFacet) List(ctx context.Context, f store.AuditFilter) (store.Page[
 		add(`outcome = ?`, f.Outcome)
 	}
 	if !f.Since.IsZero() {
-		add(`at_ms >= ?`, rowcodec.ToMillis(f.Since))
+		add(`at_us >= ?`, rowcodec.ToMicros(f.Since))
 	}
 	if !f.Until.IsZero() {
-		add(`at_ms < ?`, rowcodec.ToMillis(f.Until))
+		add(`at_us < ?`, rowcodec.ToMicros(f.Until))
 	}
 	query := `SELECT ` + auditColumns + ` FROM audit_events`
 	if len(conds) > 0 {
 		query += ` WHERE ` + strings.Join(conds, ` AND `)
 	}
-	query += ` ORDER BY agent_id, seq LIMIT ?`
+	query += ` ORDER BY agent_id, chain, seq LIMIT ?`
 	args = append(args, int64(f.Limit+1))
 	page := store.Page[store.AuditEvent]{Items: []store.AuditEvent{}}
 	err = a.s.db.Query(ctx, query, args, func(r Rows) error {
@@ -295,30 +418,117 @@ func (a *AuditFacet) List(ctx context.Context, f store.AuditFilter) (store.Page[
 	if len(page.Items) > f.Limit {
 		page.Items = page.Items[:f.Limit]
 		last := page.Items[f.Limit-1]
-		page.Next = strconv.FormatInt(last.Seq, 10) + ":" + last.AgentID
+		page.Next = auditCursor(last.AgentID, last.Chain, last.Seq)
 	}
 	return page, nil
 }
 
-func parseAuditCursor(c string) (agent string, seq int64, ok bool) {
-	n, agent, found := strings.Cut(c, ":")
-	if !found || agent == "" {
-		return "", 0, false
-	}
-	seq, err := strconv.ParseInt(n, 10, 64)
-	return agent, seq, err == nil && seq >= 0
+// auditCursor spells a listing's position: seq ":" len(agent) ":" agent
+// chain (ids hold no control characters, but may hold ":").
+func auditCursor(agent, chain string, seq int64) string {
+	return strconv.FormatInt(seq, 10) + ":" + strconv.Itoa(len(agent)) + ":" + agent + chain
 }
 
-// Heads returns every chain's head in agent order.
-func (a *AuditFacet) Heads(ctx context.Context) ([]store.AuditHead, error) {
-	heads := []store.AuditHead{}
-	err := a.s.db.Query(ctx, auditHeadsSQL, nil, func(r Rows) error {
+func parseAuditCursor(c string) (agent, chain string, seq int64, ok bool) {
+	n, rest, found := strings.Cut(c, ":")
+	if !found {
+		return "", "", 0, false
+	}
+	l, rest, found := strings.Cut(rest, ":")
+	if !found {
+		return "", "", 0, false
+	}
+	seq, err1 := strconv.ParseInt(n, 10, 64)
+	al, err2 := strconv.Atoi(l)
+	if err1 != nil || err2 != nil || seq < 0 || al <= 0 || al > len(rest) {
+		return "", "", 0, false
+	}
+	return rest[:al], rest[al:], seq, true
+}
+
+// queryFunc runs a query and calls fn for each row (a pool's or a
+// transaction's Query).
+type queryFunc func(query string, args []any, fn func(Rows) error) error
+
+// finalHead is the detail of a removal event in an agent's chain that
+// records the removed session's final head.
+type finalHead struct {
+	FinalSeq  int64  `json:"final_seq"`
+	FinalHash string `json:"final_hash"`
+}
+
+// auditHeads reads every chain's head, in (agent, chain) order: the
+// agents' chains, the chains of the sessions there, and the final heads
+// of removed sessions (from their agents' chains) whose sessions are not
+// there any more. final marks the last kind.
+func auditHeads(query queryFunc) (heads []store.AuditHead, final map[[2]string]bool, err error) {
+	heads = []store.AuditHead{}
+	final = map[[2]string]bool{}
+	if err := query(auditAgentHeadsSQL, nil, func(r Rows) error {
 		var h store.AuditHead
 		if err := r.Scan(&h.AgentID, &h.Seq, &h.Hash); err != nil {
 			return err
 		}
 		heads = append(heads, h)
 		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
+	live := map[[2]string]bool{}
+	if err := query(auditSessionHeadsSQL, nil, func(r Rows) error {
+		var h store.AuditHead
+		if err := r.Scan(&h.AgentID, &h.Chain, &h.Seq, &h.Hash); err != nil {
+			return err
+		}
+		live[[2]string{h.AgentID, h.Chain}] = true
+		heads = append(heads, h)
+		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
+	last := map[[2]string]int{}
+	if err := query(auditFinalHeadsSQL, nil, func(r Rows) error {
+		var agent, session, detail string
+		if err := r.Scan(&agent, &session, &detail); err != nil {
+			return err
+		}
+		var fh finalHead
+		key := [2]string{agent, session}
+		if json.Unmarshal([]byte(detail), &fh) != nil || fh.FinalSeq <= 0 || session == "" || live[key] {
+			return nil
+		}
+		// A session id removed twice (created again after a removal):
+		// the later removal's head, the longer chain, is its head.
+		if i, ok := last[key]; ok {
+			if fh.FinalSeq > heads[i].Seq {
+				heads[i].Seq, heads[i].Hash = fh.FinalSeq, fh.FinalHash
+			}
+			return nil
+		}
+		last[key] = len(heads)
+		final[key] = true
+		heads = append(heads, store.AuditHead{AgentID: agent, Chain: session, Seq: fh.FinalSeq, Hash: fh.FinalHash})
+		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
+	slices.SortFunc(heads, func(x, y store.AuditHead) int { return compareChain(x.AgentID, x.Chain, y.AgentID, y.Chain) })
+	return heads, final, nil
+}
+
+// compareChain orders chains by agent, then chain ("" first), bytewise as
+// the databases do.
+func compareChain(agentX, chainX, agentY, chainY string) int {
+	if c := strings.Compare(agentX, agentY); c != 0 {
+		return c
+	}
+	return strings.Compare(chainX, chainY)
+}
+
+// Heads returns every chain's head in (agent, chain) order.
+func (a *AuditFacet) Heads(ctx context.Context) ([]store.AuditHead, error) {
+	heads, _, err := auditHeads(func(query string, args []any, fn func(Rows) error) error {
+		return a.s.db.Query(ctx, query, args, fn)
 	})
 	return heads, err
 }
@@ -327,7 +537,9 @@ func (a *AuditFacet) Heads(ctx context.Context) ([]store.AuditHead, error) {
 // none).
 type chainCheck struct {
 	agent   string
+	chain   string
 	head    *store.AuditHead
+	final   bool // the head is a removed session's final head
 	started bool
 	next    int64 // the sequence number expected next
 	prev    string
@@ -339,7 +551,7 @@ type chainCheck struct {
 
 func (c *chainCheck) fail(seq int64, problem, reason string) {
 	if c.problem == nil {
-		c.problem = &store.AuditProblem{AgentID: c.agent, Seq: seq, Problem: problem, Reason: reason}
+		c.problem = &store.AuditProblem{AgentID: c.agent, Chain: c.chain, Seq: seq, Problem: problem, Reason: reason}
 	}
 }
 
@@ -380,9 +592,12 @@ func (c *chainCheck) add(r *auditRow) {
 		c.fail(r.Seq, store.AuditChanged, "it does not link to the event before it")
 		return
 	}
-	payload := rowcodec.AuditPayload(r.AtMS, r.Kind, r.Outcome, r.SessionID, r.RequestID, r.Detail)
-	if h, ok := rowcodec.AuditHash(r.PrevHash, r.Seq, r.AgentID, payload); !ok || h != r.Hash {
+	if !r.hashOK() {
 		c.fail(r.Seq, store.AuditChanged, "its hash does not match its fields")
+		return
+	}
+	if c.chain != "" && r.SessionID != c.chain {
+		c.fail(r.Seq, store.AuditChanged, "it is about another session than its chain's")
 		return
 	}
 	c.next, c.prev, c.last, c.lastH = r.Seq+1, r.Hash, r.Seq, r.Hash
@@ -395,6 +610,9 @@ func (c *chainCheck) end() {
 		return
 	}
 	switch {
+	case !c.started && c.final:
+		// A removed session's events, all pruned by retention: its agent's
+		// chain keeps its final head.
 	case !c.started:
 		c.fail(1, store.AuditRemoved, "the chain's events are missing")
 	case head.Seq > c.last:
@@ -411,15 +629,8 @@ func (a *AuditFacet) Verify(ctx context.Context) (store.AuditReport, error) {
 	var rep store.AuditReport
 	err := a.s.readTx(ctx, func(tx Tx) error {
 		rep = store.AuditReport{Problems: []store.AuditProblem{}}
-		var heads []store.AuditHead
-		if err := tx.Query(auditHeadsSQL, nil, func(r Rows) error {
-			var h store.AuditHead
-			if err := r.Scan(&h.AgentID, &h.Seq, &h.Hash); err != nil {
-				return err
-			}
-			heads = append(heads, h)
-			return nil
-		}); err != nil {
+		heads, final, err := auditHeads(tx.Query)
+		if err != nil {
 			return err
 		}
 		hi := 0
@@ -431,30 +642,33 @@ func (a *AuditFacet) Verify(ctx context.Context) (store.AuditReport, error) {
 			}
 			rep.Chains++
 		}
-		// start closes the chains of the heads sorting before agent (they
-		// have no events) and starts agent's chain with its head, if any.
-		start := func(agent string) *chainCheck {
-			for hi < len(heads) && heads[hi].AgentID < agent {
-				done(&chainCheck{agent: heads[hi].AgentID, head: &heads[hi]})
-				hi++
-			}
-			c := &chainCheck{agent: agent}
-			if hi < len(heads) && heads[hi].AgentID == agent {
-				c.head = &heads[hi]
-				hi++
-			}
-			return c
+		check := func(h *store.AuditHead) *chainCheck {
+			return &chainCheck{agent: h.AgentID, chain: h.Chain, head: h, final: final[[2]string{h.AgentID, h.Chain}]}
 		}
-		err := tx.Query(auditAllSQL, nil, func(r Rows) error {
+		// start closes the chains of the heads sorting before (agent,
+		// chain) (they have no events) and starts that chain with its
+		// head, if any.
+		start := func(agent, chain string) *chainCheck {
+			for hi < len(heads) && compareChain(heads[hi].AgentID, heads[hi].Chain, agent, chain) < 0 {
+				done(check(&heads[hi]))
+				hi++
+			}
+			if hi < len(heads) && heads[hi].AgentID == agent && heads[hi].Chain == chain {
+				hi++
+				return check(&heads[hi-1])
+			}
+			return &chainCheck{agent: agent, chain: chain}
+		}
+		err = tx.Query(auditAllSQL, nil, func(r Rows) error {
 			var row auditRow
 			if err := r.Scan(row.dest()...); err != nil {
 				return err
 			}
-			if cur == nil || cur.agent != row.AgentID {
+			if cur == nil || cur.agent != row.AgentID || cur.chain != row.Chain {
 				if cur != nil {
 					done(cur)
 				}
-				cur = start(row.AgentID)
+				cur = start(row.AgentID, row.Chain)
 			}
 			rep.Events++
 			cur.add(&row)
@@ -467,21 +681,26 @@ func (a *AuditFacet) Verify(ctx context.Context) (store.AuditReport, error) {
 			done(cur)
 		}
 		for ; hi < len(heads); hi++ {
-			done(&chainCheck{agent: heads[hi].AgentID, head: &heads[hi]})
+			done(check(&heads[hi]))
 		}
-		rep.Digest = rowcodec.AuditDigest(func(yield func(string, int64, string) bool) {
-			for _, h := range heads {
-				if !yield(h.AgentID, h.Seq, h.Hash) {
-					return
-				}
-			}
-		})
+		rep.Digest = auditDigest(heads)
 		return nil
 	})
 	if err != nil {
 		return store.AuditReport{}, err
 	}
 	return rep, nil
+}
+
+// auditDigest is the digest over the chain heads, in their order.
+func auditDigest(heads []store.AuditHead) string {
+	return rowcodec.AuditDigest(func(yield func(string, string, int64, string) bool) {
+		for _, h := range heads {
+			if !yield(h.AgentID, h.Chain, h.Seq, h.Hash) {
+				return
+			}
+		}
+	})
 }
 
 // Checkpoint appends a checkpoint to one chain or to every chain, in one
@@ -499,9 +718,9 @@ func (a *AuditFacet) Checkpoint(ctx context.Context, agentID string) (int64, err
 		if err != nil {
 			return err
 		}
-		nowMS := rowcodec.ToMillis(a.s.now())
+		nowUS := rowcodec.ToMicros(a.s.now())
 		for _, agent := range agents {
-			if err := a.s.AppendAudit(tx, nowMS, AuditRecord{AgentID: agent, Kind: store.AuditCheckpoint, Outcome: store.OutcomeAllowed}); err != nil {
+			if err := a.s.AppendAudit(tx, nowUS, AuditRecord{AgentID: agent, Kind: store.AuditCheckpoint, Outcome: store.OutcomeAllowed}); err != nil {
 				return err
 			}
 			n++
@@ -563,7 +782,7 @@ func (a *AuditFacet) Prune(ctx context.Context, req store.AuditPruneRequest) (in
 // checking that the events it removes verify.
 func pruneChain(tx Tx, agent string, before time.Time) (int64, error) {
 	var cut, first int64
-	if err := tx.Get(&cut, auditCheckpointSQL, agent, rowcodec.ToMillis(before)); errors.Is(err, sql.ErrNoRows) {
+	if err := tx.Get(&cut, auditCheckpointSQL, agent, rowcodec.ToMicros(before)); errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	} else if err != nil {
 		return 0, err
@@ -631,25 +850,52 @@ func (a *AuditFacet) Restore(ctx context.Context, req store.AuditRestoreRequest)
 }
 
 // putChain inserts a checked chain in tx, or reports false (writing
-// nothing) when its agent has a chain or events.
+// nothing) when the chain exists (has a head or events). A session
+// chain's head goes into its session's row when the session is there;
+// a removed session's head is the final head its agent's chain records.
 func putChain(tx Tx, c restoreChain) (bool, error) {
 	var heads, events int64
-	if err := tx.Get(&heads, auditHasChainSQL, c.head.AgentID); err != nil {
-		return false, err
+	if c.head.Chain == "" {
+		if err := tx.Get(&heads, auditHasChainSQL, c.head.AgentID); err != nil {
+			return false, err
+		}
 	}
-	if err := tx.Get(&events, auditHasEventsSQL, c.head.AgentID); err != nil {
+	if err := tx.Get(&events, auditHasEventsSQL, c.head.AgentID, c.head.Chain); err != nil {
 		return false, err
 	}
 	if heads+events > 0 {
 		return false, nil
 	}
 	for _, e := range c.events {
-		if _, err := tx.Exec(auditInsertSQL, e.AgentID, e.Seq, e.AtMS, e.Kind, e.Outcome,
+		if _, err := tx.Exec(auditInsertSQL, e.AgentID, e.Chain, e.Seq, e.AtUS, e.Kind, e.Outcome,
 			e.SessionID, e.RequestID, e.Detail, e.PrevHash, e.Hash); err != nil {
 			return false, err
 		}
 	}
-	if _, err := tx.Exec(auditPutHeadSQL, c.head.AgentID, c.head.Seq, c.events[len(c.events)-1].PrevHash, c.head.Hash); err != nil {
+	prev := rowcodec.AuditZeroHash
+	if len(c.events) > 0 {
+		prev = c.events[len(c.events)-1].PrevHash
+	}
+	if c.head.Chain != "" {
+		res, err := tx.Exec(auditPutSessionHeadSQL, c.head.Seq, prev, c.head.Hash, c.head.Chain, c.head.AgentID)
+		if err != nil {
+			return false, err
+		}
+		if n, err := res.RowsAffected(); err != nil || n > 0 {
+			return err == nil, err
+		}
+		// No session to hold the head: its agent's chain must record its
+		// removal (restored before it: agent chains come first).
+		var removals int64
+		if err := tx.Get(&removals, auditRemovalsOfSQL, c.head.AgentID, c.head.Chain); err != nil {
+			return false, err
+		}
+		if removals == 0 {
+			return false, store.Invalid("heads", "a session chain whose session is not there and whose removal its agent's chain does not record: restore the governed sessions first")
+		}
+		return true, nil
+	}
+	if _, err := tx.Exec(auditPutHeadSQL, c.head.AgentID, c.head.Seq, prev, c.head.Hash); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -680,34 +926,43 @@ type restoreChain struct {
 // restoreChains groups and checks the chains of a restore request: every
 // chain must verify and end at its head, every head have a chain.
 func restoreChains(req store.AuditRestoreRequest) ([]restoreChain, error) {
-	byAgent := map[string]*restoreChain{}
-	var order []string
+	byChain := map[[2]string]*restoreChain{}
+	var order [][2]string
 	for _, h := range req.Heads {
 		if err := store.ValidateID("heads.agent_id", h.AgentID); err != nil {
 			return nil, err
 		}
-		if _, dup := byAgent[h.AgentID]; dup {
-			return nil, store.Invalid("heads", "two heads of one agent")
+		if h.Chain != "" {
+			if err := store.ValidateID("heads.chain", h.Chain); err != nil {
+				return nil, err
+			}
 		}
-		byAgent[h.AgentID] = &restoreChain{head: h}
-		order = append(order, h.AgentID)
+		key := [2]string{h.AgentID, h.Chain}
+		if _, dup := byChain[key]; dup {
+			return nil, store.Invalid("heads", "two heads of one chain")
+		}
+		byChain[key] = &restoreChain{head: h}
+		order = append(order, key)
 	}
 	for i := range req.Events {
 		e := &req.Events[i]
-		c, ok := byAgent[e.AgentID]
+		c, ok := byChain[[2]string{e.AgentID, e.Chain}]
 		if !ok {
-			return nil, store.Invalid("events", "an event of an agent without a head")
+			return nil, store.Invalid("events", "an event of a chain without a head")
 		}
 		if !e.Kind.Valid() || !json.Valid(e.Detail) {
 			return nil, store.Invalid("events", "an event of an unknown kind or with a detail that is not JSON")
 		}
 		c.events = append(c.events, auditRowOf(e))
 	}
+	// Agent chains before session chains: a removed session's chain is
+	// checked against the removal its agent's chain records.
+	slices.SortFunc(order, func(x, y [2]string) int { return compareChain(x[0], x[1], y[0], y[1]) })
 	out := make([]restoreChain, 0, len(order))
-	for _, agent := range order {
-		c := byAgent[agent]
+	for _, key := range order {
+		c := byChain[key]
 		slices.SortFunc(c.events, func(x, y auditRow) int { return int(min(max(x.Seq-y.Seq, -1), 1)) })
-		check := &chainCheck{agent: agent, head: &c.head}
+		check := &chainCheck{agent: key[0], chain: key[1], head: &c.head, final: key[1] != ""}
 		for i := range c.events {
 			check.add(&c.events[i])
 		}

@@ -10,11 +10,14 @@ import (
 )
 
 // auditCountsSQL groups the audit events by UTC day (whole days since the
-// Unix epoch, by integer division of the stored UTC milliseconds: no time
+// Unix epoch, by integer division of the stored UTC microseconds: no time
 // zone of the database session takes part), kind and outcome. The index
-// audit_events_at (at_ms, kind, outcome) covers it: the range is one index
+// audit_events_at (at_us, kind, outcome) covers it: the range is one index
 // scan, without reading the events' rows.
-var auditCountsSQL = `SELECT at_ms / ` + strconv.Itoa(msPerDay) + ` AS day, kind, outcome, count(*) FROM audit_events`
+var auditCountsSQL = `SELECT at_us / ` + strconv.FormatInt(usPerDay, 10) + ` AS day, kind, outcome, count(*) FROM audit_events`
+
+// usPerDay is one UTC day in microseconds.
+const usPerDay int64 = 86_400_000_000
 
 // DecisionCounts counts the audit events by UTC day, kind and outcome
 // (see store.AuditCounter).
@@ -22,8 +25,8 @@ func (a *AuditFacet) DecisionCounts(ctx context.Context, since time.Time) ([]sto
 	query := auditCountsSQL
 	var args []any
 	if !since.IsZero() {
-		query += ` WHERE at_ms >= ?`
-		args = append(args, rowcodec.ToMillis(since))
+		query += ` WHERE at_us >= ?`
+		args = append(args, rowcodec.ToMicros(since))
 	}
 	query += ` GROUP BY day, kind, outcome ORDER BY day, kind, outcome`
 	out := []store.AuditDayCount{}
@@ -34,7 +37,7 @@ func (a *AuditFacet) DecisionCounts(ctx context.Context, since time.Time) ([]sto
 		if err := r.Scan(&day, &kind, &c.Outcome, &c.Count); err != nil {
 			return err
 		}
-		c.Day, c.Kind = rowcodec.FromMillis(day*msPerDay), store.AuditKind(kind)
+		c.Day, c.Kind = rowcodec.FromMicros(day*usPerDay), store.AuditKind(kind)
 		out = append(out, c)
 		return nil
 	})

@@ -34,8 +34,9 @@ const (
 		(SELECT count(*) FROM agent_app_state),
 		(SELECT count(*) FROM agent_user_state),
 		(SELECT count(*) FROM agent_session_state),
-		(SELECT count(*) FROM audit_heads),
-		(SELECT CAST(COALESCE(sum(seq), 0) AS BIGINT) FROM audit_heads)`
+		(SELECT count(*) FROM audit_heads) + (SELECT count(*) FROM governed_sessions WHERE audit_seq > 0),
+		(SELECT CAST(COALESCE(sum(seq), 0) AS BIGINT) FROM audit_heads) +
+			(SELECT CAST(COALESCE(sum(audit_seq), 0) AS BIGINT) FROM governed_sessions)`
 )
 
 // Counts counts the items of every facet (see store.Counter).

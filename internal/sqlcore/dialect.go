@@ -77,18 +77,19 @@ const (
 // statements are the facets' statements whose text depends on the
 // dialect, spelled once per Store.
 type statements struct {
-	convVersion   string
-	convLock      string
-	convAppendGet string
-	rtCountLock   string
-	rtGetLock     string
-	rtTouch       string
-	rtTurn        string
-	rtKeyShare    string
-	pageScopes    string
-	auditHead     string
-	spend         spendStatements
-	events        eventStatements
+	convVersion      string
+	convLock         string
+	convAppendGet    string
+	rtCountLock      string
+	rtGetLock        string
+	rtTouch          string
+	rtTurn           string
+	rtKeyShare       string
+	pageScopes       string
+	auditHead        string
+	auditSessionHead string
+	spend            spendStatements
+	events           eventStatements
 }
 
 func newStatements(d *Dialect) statements {
@@ -100,12 +101,13 @@ func newStatements(d *Dialect) statements {
 		rtGetLock:     rtGetSQL + d.ForUpdate,
 		rtTouch: `UPDATE runtime_sessions SET last_active_ms = ` + d.Greatest +
 			`(last_active_ms, CAST(? AS BIGINT)) WHERE id = ?`,
-		rtTurn:     rtTurnSQL + d.ForUpdate,
-		rtKeyShare: rtExistsSQL + d.ForKeyShare,
-		pageScopes: pageScopesSQL(d),
-		auditHead:  auditHeadSQL(d),
-		spend:      newSpendStatements(d),
-		events:     newEventStatements(d),
+		rtTurn:           rtTurnSQL + d.ForUpdate,
+		rtKeyShare:       rtExistsSQL + d.ForKeyShare,
+		pageScopes:       pageScopesSQL(d),
+		auditHead:        auditHeadSQL(d),
+		auditSessionHead: auditSessionHeadSQL(d),
+		spend:            newSpendStatements(d),
+		events:           newEventStatements(d),
 	}
 }
 

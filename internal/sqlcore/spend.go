@@ -294,9 +294,11 @@ type SpendFacet struct{ s *Store }
 // Spend returns the spend facet.
 func (s *Store) Spend() store.Spend { return &SpendFacet{s: s} }
 
-// audit appends one event at the transaction's time.
+// audit appends one event at the transaction's time: a spend decision
+// is taken at a time in milliseconds (its windows and expiries are), and
+// its event is stored at that instant, in microseconds.
 func (sp *SpendFacet) audit(tx Tx, nowMS int64, rec AuditRecord) error {
-	return sp.s.AppendAudit(tx, nowMS, rec)
+	return sp.s.AppendAudit(tx, nowMS*1000, rec)
 }
 
 // reserveDetail is the audit detail of a reservation.
@@ -495,7 +497,7 @@ func (s *Store) MarkExpired(tx Tx, sessionID, agentID string, nowMS int64) error
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return err
 	}
-	return s.AppendAudit(tx, nowMS, AuditRecord{AgentID: agentID, Kind: store.AuditExpire, Outcome: store.OutcomeAllowed, SessionID: sessionID})
+	return s.AppendAudit(tx, nowMS*1000, AuditRecord{AgentID: agentID, Kind: store.AuditExpire, Outcome: store.OutcomeAllowed, SessionID: sessionID})
 }
 
 // sweepAgent releases the agent's lapsed reservations: each gives back
@@ -691,6 +693,15 @@ func (sp *SpendFacet) finish(ctx context.Context, session, request, agent string
 	err := sp.s.write(ctx, func(tx Tx) error {
 		out, refusal = store.Reservation{}, nil
 		nowMS := rowcodec.ToMillis(sp.s.now())
+		// The session row first, as every decision on a session takes it
+		// (its audit event advances the head kept in it): taking it after
+		// the agent's limits would deadlock with a Reserve.
+		var sess spendSession
+		if err := tx.Get(&sess, sp.s.q.spend.session, session); errors.Is(err, sql.ErrNoRows) {
+			return &store.NotFoundError{Resource: "reservation", ID: request}
+		} else if err != nil {
+			return err
+		}
 		var r resRow
 		if err := tx.Get(&r, sp.s.q.spend.resGet, session, request); errors.Is(err, sql.ErrNoRows) {
 			return &store.NotFoundError{Resource: "reservation", ID: request}
@@ -882,14 +893,18 @@ func (s *Store) OnCreate(tx Tx, sess store.Session, req store.CreateRequest) err
 	if sess.RateLimit > 0 {
 		d.RateLimit, d.RateWindowMS = sess.RateLimit, sess.RateWindow.Milliseconds()
 	}
-	return s.AppendAudit(tx, nowMS, AuditRecord{AgentID: sess.AgentID, Kind: store.AuditCreate, Outcome: store.OutcomeAllowed,
+	// A session created with the id of a removed one continues its chain.
+	if err := ContinueSessionChain(tx, sess.AgentID, sess.ID); err != nil {
+		return err
+	}
+	return s.AppendAudit(tx, rowcodec.ToMicros(sess.CreatedAt), AuditRecord{AgentID: sess.AgentID, Kind: store.AuditCreate, Outcome: store.OutcomeAllowed,
 		SessionID: sess.ID, Detail: d})
 }
 
 // AuditRefusal audits a governance refusal (of a create or a use) inside
 // the backend's transaction.
 func (s *Store) AuditRefusal(tx Tx, kind store.AuditKind, agentID, sessionID, requestID string, refusal error) error {
-	return s.AppendAudit(tx, rowcodec.ToMillis(s.now()), AuditRecord{AgentID: agentID, Kind: kind,
+	return s.AppendAudit(tx, rowcodec.ToMicros(s.now()), AuditRecord{AgentID: agentID, Kind: kind,
 		Outcome: store.AuditOutcome(refusal), SessionID: sessionID, RequestID: requestID, Detail: refusal})
 }
 
@@ -909,9 +924,9 @@ func UseAudit(agentID, sessionID, requestID string, tools []string) AuditRecord 
 
 // AuditClosed audits sessions closed by Close or CloseAllForAgent.
 func (s *Store) AuditClosed(tx Tx, agentID string, sessionIDs ...string) error {
-	nowMS := rowcodec.ToMillis(s.now())
+	nowUS := rowcodec.ToMicros(s.now())
 	for _, id := range sessionIDs {
-		if err := s.AppendAudit(tx, nowMS, AuditRecord{AgentID: agentID, Kind: store.AuditClose, Outcome: store.OutcomeAllowed, SessionID: id}); err != nil {
+		if err := s.AppendAudit(tx, nowUS, AuditRecord{AgentID: agentID, Kind: store.AuditClose, Outcome: store.OutcomeAllowed, SessionID: id}); err != nil {
 			return err
 		}
 	}
@@ -921,7 +936,7 @@ func (s *Store) AuditClosed(tx Tx, agentID string, sessionIDs ...string) error {
 // Cleanup statements: the sessions Cleanup may remove are closed or
 // expired, without a reservation still held (it may yet be settled).
 const (
-	cleanupSelectSQL = `SELECT id, agent_id, status FROM governed_sessions AS s
+	cleanupSelectSQL = `SELECT id, agent_id, status, audit_seq, audit_hash FROM governed_sessions AS s
 		WHERE (status IN ('closed', 'expired') OR (status = 'active' AND expires_at_ms <= ?))
 		AND NOT EXISTS (SELECT 1 FROM spend_reservations AS r
 			WHERE r.session_id = s.id AND r.status = 'reserved' AND r.expires_at_ms > ?)
@@ -931,9 +946,11 @@ const (
 
 // cleanupRow is a session Cleanup removes.
 type cleanupRow struct {
-	ID      string `db:"id"`
-	AgentID string `db:"agent_id"`
-	Status  string `db:"status"`
+	ID        string `db:"id"`
+	AgentID   string `db:"agent_id"`
+	Status    string `db:"status"`
+	AuditSeq  int64  `db:"audit_seq"`
+	AuditHash string `db:"audit_hash"`
 }
 
 // CleanupGoverned is the whole of a governed Cleanup inside the backend's
@@ -943,7 +960,8 @@ type cleanupRow struct {
 // removal and returns how many it removed.
 func (s *Store) CleanupGoverned(tx Tx) (int64, error) {
 	sp := &SpendFacet{s: s}
-	nowMS := rowcodec.ToMillis(s.now())
+	now := s.now()
+	nowMS := rowcodec.ToMillis(now)
 	if _, err := sp.sweepAll(tx, nowMS); err != nil {
 		return 0, err
 	}
@@ -955,12 +973,34 @@ func (s *Store) CleanupGoverned(tx Tx) (int64, error) {
 		if _, err := tx.Exec(cleanupDeleteSQL, r.ID); err != nil {
 			return 0, err
 		}
-		if err := s.AppendAudit(tx, nowMS, AuditRecord{AgentID: r.AgentID, Kind: store.AuditCleanup, Outcome: store.OutcomeAllowed,
-			SessionID: r.ID, Detail: map[string]string{"status": r.Status}}); err != nil {
+		if err := s.AuditRemoval(tx, rowcodec.ToMicros(now), store.AuditCleanup, r.AgentID, r.ID,
+			RemovalDetail{Status: r.Status, FinalSeq: r.AuditSeq, FinalHash: r.AuditHash}); err != nil {
 			return 0, err
 		}
 	}
 	return int64(len(rows)), nil
+}
+
+// RemovalDetail is the detail of a removal event in an agent's chain: the
+// removed session's status and its chain's final head (none when its
+// chain is empty).
+type RemovalDetail struct {
+	Status    string `json:"status"`
+	FinalSeq  int64  `json:"final_seq,omitempty"`
+	FinalHash string `json:"final_hash,omitempty"`
+}
+
+// AuditRemoval records the removal of a governed session in its agent's
+// chain, with its chain's final head, inside the caller's transaction
+// (which removes the session's row). Every path that removes a governed
+// session calls it, so that its chain verifies after the session is gone
+// and its events can be pruned without losing the evidence.
+func (s *Store) AuditRemoval(tx Tx, atUS int64, kind store.AuditKind, agentID, sessionID string, d RemovalDetail) error {
+	if d.FinalSeq == 0 {
+		d.FinalHash = ""
+	}
+	return s.AppendAudit(tx, atUS, AuditRecord{AgentID: agentID, Kind: kind, Outcome: store.OutcomeAllowed,
+		SessionID: sessionID, Detail: d})
 }
 
 // sweepAll releases the lapsed reservations of every agent.

@@ -69,6 +69,7 @@ type sweeper struct {
 	r       *Retention
 	opts    store.SweepOptions
 	nowMS   int64
+	nowUS   int64 // the same instant in microseconds (audit times)
 	rep     *store.SweepReport
 	maxRows int64
 	// idle is conversations_idle's due when it is set: a dry run leaves
@@ -117,7 +118,7 @@ func (r *Retention) Sweep(ctx context.Context, opts store.SweepOptions) (store.S
 	}
 	now := r.s.now()
 	rep := store.SweepReport{DryRun: opts.DryRun, StartedAt: now}
-	sw := &sweeper{r: r, opts: opts, nowMS: rowcodec.ToMillis(now), rep: &rep, maxRows: int64(opts.BatchRows)}
+	sw := &sweeper{r: r, opts: opts, nowMS: rowcodec.ToMillis(now), nowUS: rowcodec.ToMicros(now), rep: &rep, maxRows: int64(opts.BatchRows)}
 	if sw.maxRows == 0 {
 		sw.maxRows = store.DefaultSweepBatchRows
 	}
@@ -345,8 +346,10 @@ func (sw *sweeper) apply(tx Tx, sk *sweepKind, d due, u unit) (int64, bool, erro
 	}
 	if sk.kind == store.PolicyGovernedEnded {
 		var gone struct {
-			AgentID string `db:"agent_id"`
-			Status  string `db:"status"`
+			AgentID   string `db:"agent_id"`
+			Status    string `db:"status"`
+			AuditSeq  int64  `db:"audit_seq"`
+			AuditHash string `db:"audit_hash"`
 		}
 		err := tx.Get(&gone, sk.removeSQL, sk.removeArgs(d, u)...)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -355,9 +358,10 @@ func (sw *sweeper) apply(tx Tx, sk *sweepKind, d due, u unit) (int64, bool, erro
 		if err != nil {
 			return 0, false, err
 		}
-		// The removal goes on the agent's audit chain as Cleanup's do.
-		err = sw.r.s.AppendAudit(tx, sw.nowMS, AuditRecord{AgentID: gone.AgentID, Kind: store.AuditCleanup,
-			Outcome: store.OutcomeAllowed, SessionID: u.id, Detail: map[string]string{"status": gone.Status, "policy": string(sk.kind)}})
+		// The removal goes on the agent's chain with the session chain's
+		// final head, as Cleanup's do, so the chain verifies afterwards.
+		err = sw.r.s.AuditRemoval(tx, sw.nowUS, store.AuditCleanup, gone.AgentID, u.id,
+			RemovalDetail{Status: gone.Status, FinalSeq: gone.AuditSeq, FinalHash: gone.AuditHash})
 		return rows, err == nil, err
 	}
 	res, err := tx.Exec(sk.removeSQL, sk.removeArgs(d, u)...)

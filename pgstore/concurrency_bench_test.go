@@ -1,0 +1,102 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentstore/sessionstore/pgstore"
+	"github.com/agentstore/sessionstore/store"
+)
+
+// BenchmarkGovernedConcurrency measures governed Use throughput with the
+// store's default pool (pgstore.DefaultMaxConns), in four shapes, run in
+// rounds that alternate them in one process so that the machine's load
+// weighs on all alike; the medians of the rounds' calls per second are
+// reported, and each shape's ratio to one caller:
+//
+//		scripts/with-postgres.sh go test ./pgstore -run '^$' -bench GovernedConcurrency -benchtime 5x
+//
+//	  - caller=1: one caller, one session.
+//	  - shared/callers=32: 32 callers on one session (batched, usebatch.go).
+//	  - one-agent/callers=32: 32 callers, each on its own session, all 32
+//	    sessions of one agent: the shape of a runtime with one agent
+//	    identity over many sessions. Per-session audit chains let them
+//	    commit in parallel.
+//	  - agents/callers=32: 32 callers on 32 sessions of 32 agents.
+//
+// Each -benchtime iteration is one round; a round gives every shape the
+// same number of calls. The goals: one-agent ≥ 4× and agents ≥ 5×
+// caller=1 (at synchronous_commit=on, the default).
+func BenchmarkGovernedConcurrency(b *testing.B) {
+	ctx := context.Background()
+	st, err := pgstore.Open(ctx, newSchema(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	gov := st.Governance()
+	create := func(agent, id string) store.UseRequest {
+		req := store.CreateRequest{ID: id, AgentID: agent, AuthorizedTools: []string{"*"}, CallBudget: 1 << 50, TimeLimit: 24 * time.Hour}
+		if _, err := gov.Create(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+		return store.UseRequest{SessionID: id, AgentID: agent, Tools: []string{"read_file"}}
+	}
+	const callers = 32
+	alone := []store.UseRequest{create("alone", "alone")}
+	shared := make([]store.UseRequest, callers)
+	one := create("shared", "shared")
+	for i := range shared {
+		shared[i] = one
+	}
+	oneAgent := make([]store.UseRequest, callers)
+	agents := make([]store.UseRequest, callers)
+	for i := range callers {
+		oneAgent[i] = create("fleet", fmt.Sprintf("fleet-%02d", i))
+		agents[i] = create(fmt.Sprintf("agent-%02d", i), fmt.Sprintf("agent-%02d", i))
+	}
+	shapes := []struct {
+		name string
+		reqs []store.UseRequest
+		rate []float64
+	}{
+		{name: "caller=1", reqs: alone},
+		{name: "shared/callers=32", reqs: shared},
+		{name: "one-agent/callers=32", reqs: oneAgent},
+		{name: "agents/callers=32", reqs: agents},
+	}
+	const calls = 640 // per shape and round
+	for b.Loop() {
+		for i := range shapes {
+			sh := &shapes[i]
+			n := len(sh.reqs)
+			start := time.Now()
+			var wg sync.WaitGroup
+			for c := range n {
+				wg.Go(func() {
+					for range calls / n {
+						if _, err := gov.Use(ctx, sh.reqs[c]); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			sh.rate = append(sh.rate, float64(calls)/time.Since(start).Seconds())
+		}
+	}
+	med := make([]float64, len(shapes))
+	for i := range shapes {
+		r := slices.Sorted(slices.Values(shapes[i].rate))
+		med[i] = r[len(r)/2]
+		b.ReportMetric(med[i], shapes[i].name+"-calls/s")
+		if i > 0 {
+			b.ReportMetric(med[i]/med[0], shapes[i].name+"-×1")
+		}
+	}
+}
