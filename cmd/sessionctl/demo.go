@@ -389,7 +389,7 @@ var demoPolicies = []store.Policy{
 	{Kind: store.PolicyGovernedEnded, MaxAge: 7 * 24 * time.Hour},
 	{Kind: store.PolicyReservationsClosed, MaxAge: 30 * 24 * time.Hour},
 	{Kind: store.PolicyRuntimeIdle, MaxAge: 7 * 24 * time.Hour},
-	{Kind: store.PolicyConversationsIdle, MaxAge: 30 * 24 * time.Hour, ReadsCount: true},
+	{Kind: store.PolicyConversationsIdle, MaxAge: 30 * 24 * time.Hour},
 	{Kind: store.PolicyMessagesKeepLast, KeepLast: 2},
 	{Kind: store.PolicyAgentSessionsIdle, MaxAge: 30 * 24 * time.Hour},
 	{Kind: store.PolicyOrphanState},
