@@ -155,12 +155,34 @@ func Owner(table string) (Facet, bool) {
 // migration bookkeeping (goose's version table).
 func SchemaTables() []string { return []string{migrations.TableName} }
 
+// IndexSince is the schema version that created the search index.
+const IndexSince int64 = 17
+
+// IndexTables are the store's derived tables, from schema version
+// IndexSince on: the search index and the rows of cross-session reads
+// (store.Searcher). Triggers write them from the facets' content in the
+// transaction that writes the content; no facet owns them, archives leave
+// them out (an import rebuilds them through the triggers), and a reindex
+// rebuilds them.
+func IndexTables() []string { return []string{"search_docs"} }
+
+// SQLiteIndexTables are the tables of the search index that only SQLite
+// has: the FTS5 virtual table and its shadow tables. They are part of the
+// index (IndexTables), listed apart because PostgreSQL has none of them.
+func SQLiteIndexTables() []string {
+	return []string{"search_fts", "search_fts_config", "search_fts_data", "search_fts_docsize", "search_fts_idx"}
+}
+
 // TablesAt returns every table a store at schema version has, sorted: the
-// tables of the facets created at or before version, and SchemaTables.
+// tables of the facets created at or before version, SchemaTables and,
+// from IndexSince on, IndexTables (not SQLiteIndexTables).
 func TablesAt(version int64) []string {
 	out := SchemaTables()
 	for _, f := range All() {
 		out = append(out, f.TablesAt(version)...)
+	}
+	if version >= IndexSince {
+		out = append(out, IndexTables()...)
 	}
 	slices.Sort(out)
 	return out

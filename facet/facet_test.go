@@ -50,7 +50,7 @@ func TestRegistryIsWellFormed(t *testing.T) {
 	if _, ok := Owner(migrations.TableName); ok {
 		t.Errorf("the migration table has an owner")
 	}
-	if got := TablesAt(latest); len(got) != len(tables)+len(SchemaTables()) {
+	if got := TablesAt(latest); len(got) != len(tables)+len(SchemaTables())+len(IndexTables()) {
 		t.Errorf("TablesAt(%d) = %v", latest, got)
 	}
 	if got := TablesAt(0); !slices.Equal(got, SchemaTables()) {
@@ -120,6 +120,10 @@ func TestMigrationsCreateTheRegisteredTables(t *testing.T) {
 				created[tb] = true
 				f, ok := Owner(tb)
 				switch {
+				case slices.Contains(IndexTables(), tb):
+					if version != IndexSince {
+						t.Errorf("%s %s creates index table %s; IndexSince is %d", dialect.name, name, tb, IndexSince)
+					}
 				case !ok:
 					t.Errorf("%s %s creates table %s, which belongs to no facet: register it in internal/facet", dialect.name, name, tb)
 				case f.Added[tb] != 0 && f.Added[tb] != version:

@@ -21,10 +21,15 @@ func TestDialectsHaveTheSameVersions(t *testing.T) {
 	if len(lite) == 0 || !slices.Equal(lite, pg) {
 		t.Fatalf("SQLite versions %v, PostgreSQL versions %v: must be equal and not empty", lite, pg)
 	}
+	// Versions start at 1 and grow. Gaps are allowed while branches that
+	// each own a range of numbers are merged (the lead renumbers them).
 	for i, v := range lite {
-		if v != int64(i+1) {
-			t.Fatalf("versions %v are not 1..n without gaps", lite)
+		if v < 1 || (i > 0 && v <= lite[i-1]) {
+			t.Fatalf("versions %v do not start at 1 and grow", lite)
 		}
+	}
+	if lite[0] != 1 {
+		t.Fatalf("versions %v do not start at 1", lite)
 	}
 	ll, err := Latest()
 	if err != nil {
