@@ -19,6 +19,13 @@
 //   - Deleting a session deletes its events and session state (foreign keys
 //     are on for every connection); the schema has versioned migrations.
 //
+// # Memory
+//
+// Service.Memory (or NewMemory) returns an ADK memory.Service on the same
+// store: every event is indexed in the transaction that appends it, and
+// SearchMemory reads a user's past across all of the user's sessions in one
+// query (store.Searcher), instead of one GetSession per session.
+//
 // # Stale sessions
 //
 // A session handle (the session.Session returned by Create or Get) knows the

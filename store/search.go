@@ -130,6 +130,10 @@ type SearchQuery struct {
 	// ScanLimit bounds the scan of a query whose terms are all shorter
 	// than MinIndexedTerm: 0 means DefaultScanLimit.
 	ScanLimit int
+	// IncludeEvents returns with each event hit the stored event
+	// (SearchHit.Event), read in the same query: a memory service needs
+	// no read per hit.
+	IncludeEvents bool
 }
 
 // SearchTerms returns the terms of a query: its white-space separated
@@ -286,6 +290,9 @@ type SearchHit struct {
 	Score float64   `json:"score"`
 	// Snippet is the part of the item's text around its first match.
 	Snippet Snippet `json:"snippet"`
+	// Event is the stored event of an event hit, when
+	// SearchQuery.IncludeEvents asked for it.
+	Event *AgentEvent `json:"event,omitempty"`
 	// Window holds the items around a message or event hit, in order,
 	// the hit included, when SearchQuery.Window asked for it.
 	Window []SearchItem `json:"window,omitempty"`

@@ -22,12 +22,26 @@ type searchRow struct {
 	kind, owner, session, app, user, ref, rl string
 	body                                     string
 	score                                    float64
+	// The event of an event hit (SearchQuery.IncludeEvents).
+	evID, evInvocation *string
+	evTS               *int64
+	evData             []byte
 }
 
-func (r *searchRow) scan(rows Rows) error {
-	return rows.Scan(&r.doc, &r.kind, &r.sessionPK, &r.owner, &r.session, &r.app, &r.user,
-		&r.pos, &r.ref, &r.rl, &r.atUS, &r.body, &r.score)
+func (r *searchRow) scan(rows Rows, events bool) error {
+	dest := []any{&r.doc, &r.kind, &r.sessionPK, &r.owner, &r.session, &r.app, &r.user,
+		&r.pos, &r.ref, &r.rl, &r.atUS, &r.body}
+	if events {
+		dest = append(dest, &r.evID, &r.evInvocation, &r.evTS, &r.evData)
+	}
+	return rows.Scan(append(dest, &r.score)...)
 }
+
+// searchEventColumns are the columns of an event hit's event, NULL for
+// other hits, joined as e.
+const searchEventColumns = `, e.event_id AS ev_id, e.invocation_id AS ev_invocation, e.ts_us AS ev_ts, e.data AS ev_data`
+
+const searchEventJoin = ` LEFT JOIN agent_events AS e ON d.kind = 'event' AND e.session_pk = d.session_pk AND e.seq = d.pos`
 
 func (s *Store) postgres() bool { return s.d.Name == "postgres" }
 
@@ -71,7 +85,7 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) (store.SearchRe
 		}
 		if err := tx.Query(query, args, func(r Rows) error {
 			var row searchRow
-			if err := row.scan(r); err != nil {
+			if err := row.scan(r, q.IncludeEvents); err != nil {
 				return err
 			}
 			rows = append(rows, row)
@@ -97,6 +111,14 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) (store.SearchRe
 				Seq: row.pos, Ref: row.ref, Role: row.rl, At: rowcodec.FromMicros(row.atUS), Score: row.score,
 				Snippet: store.MakeSnippet(row.body, terms, store.SnippetWidth),
 			}
+			if row.evID != nil && row.evTS != nil {
+				inv := ""
+				if row.evInvocation != nil {
+					inv = *row.evInvocation
+				}
+				h.Event = &store.AgentEvent{ID: *row.evID, Seq: row.pos, InvocationID: inv,
+					Timestamp: rowcodec.FromMicros(*row.evTS), Data: append([]byte(nil), row.evData...)}
+			}
 			if q.Window > 0 && (row.kind == string(store.SearchMessage) || row.kind == string(store.SearchEvent)) {
 				if h.Window, err = searchWindow(tx, row, q.Window); err != nil {
 					return err
@@ -119,11 +141,16 @@ func (s *Store) searchSQL(q store.SearchQuery, long, short []string) (string, []
 	var b strings.Builder
 	var args []any
 	score := "0.0"
+	cols, join := searchColumns, ""
+	if q.IncludeEvents {
+		cols += searchEventColumns
+		join = searchEventJoin
+	}
 	switch {
 	case len(long) > 0 && !s.postgres():
 		score = "-bm25(search_fts)"
-		b.WriteString(`SELECT ` + searchColumns + `, ` + score + ` AS score
-FROM search_fts JOIN search_docs AS d ON d.doc = search_fts.rowid
+		b.WriteString(`SELECT ` + cols + `, ` + score + ` AS score
+FROM search_fts JOIN search_docs AS d ON d.doc = search_fts.rowid` + join + `
 WHERE search_fts MATCH ?`)
 		args = append(args, ftsMatch(long))
 	case len(long) > 0:
@@ -135,15 +162,15 @@ WHERE search_fts MATCH ?`)
 		for _, t := range long {
 			args = append(args, t)
 		}
-		b.WriteString(`SELECT ` + searchColumns + `, ` + score + ` AS score
-FROM search_docs AS d WHERE TRUE`)
+		b.WriteString(`SELECT ` + cols + `, ` + score + ` AS score
+FROM search_docs AS d` + join + ` WHERE TRUE`)
 		for _, t := range long {
 			b.WriteString(` AND sessionstore_trigrams(d.body) @> sessionstore_trigrams(?) AND strpos(lower(d.body), lower(?)) > 0`)
 			args = append(args, t, t)
 		}
 	default:
-		b.WriteString(`SELECT ` + searchColumns + `, ` + score + ` AS score
-FROM search_docs AS d WHERE d.doc > ?`)
+		b.WriteString(`SELECT ` + cols + `, ` + score + ` AS score
+FROM search_docs AS d` + join + ` WHERE d.doc > ?`)
 	}
 	for _, t := range short {
 		if s.postgres() {

@@ -300,8 +300,27 @@ func testSearchSnippetWindow(t *testing.T, e *env) {
 		e.asAppend(k, store.AgentEvent{Data: adkEvent("model", fmt.Sprintf("turn %d of the walrus talk", i))}, store.ScopedState{}, 0)
 	}
 	r = e.search(store.SearchQuery{Query: "turn 0 of", Window: 1, App: "w"})
-	if len(r.Hits) != 1 || r.Hits[0].Seq != 1 || len(r.Hits[0].Window) != 2 || r.Hits[0].Window[1].Seq != 2 {
+	if len(r.Hits) != 1 || r.Hits[0].Seq != 1 || len(r.Hits[0].Window) != 2 || r.Hits[0].Window[1].Seq != 2 || r.Hits[0].Event != nil {
 		t.Fatalf("event window: %+v", r.Hits)
+	}
+	// The stored events come with the hits when asked for, in every path
+	// (index, and a scan of short terms).
+	for _, q := range []string{"walrus", "of"} {
+		r = e.search(store.SearchQuery{Query: q, App: "w", IncludeEvents: true, Order: store.SearchByTime})
+		if len(r.Hits) != 4 {
+			t.Fatalf("%q: %d hits", q, len(r.Hits))
+		}
+		want := e.asGet(k).Events
+		for i, h := range r.Hits {
+			w := want[len(want)-1-i]
+			if h.Event == nil || h.Event.ID != w.ID || h.Event.Seq != w.Seq || !h.Event.Timestamp.Equal(w.Timestamp) || string(h.Event.Data) != string(w.Data) {
+				t.Fatalf("%q: hit %d event %+v, want %+v", q, i, h.Event, w)
+			}
+		}
+	}
+	r = e.search(store.SearchQuery{Query: "quarterly", IncludeEvents: true})
+	if len(r.Hits) != 1 || r.Hits[0].Event != nil {
+		t.Fatalf("a message hit has no event: %+v", r.Hits)
 	}
 }
 
