@@ -175,6 +175,7 @@ func (c *console) routes() {
 		}
 	}
 	handle("/go", c.goTo)
+	handle("/search", c.searchPage)
 	handle("/export", c.download)
 	m.HandleFunc("GET "+p+"/healthz", c.healthz)
 	m.Handle("GET "+p+"/metrics", c.metrics)
