@@ -79,7 +79,7 @@ END;
 CREATE TRIGGER search_messages_ai AFTER INSERT ON conversation_messages BEGIN
     INSERT INTO search_docs (kind, owner, pos, session_id, role, at_us, body)
     VALUES ('message', NEW.session_id, NEW.seq, NEW.session_id, NEW.role, NEW.created_at_ms * 1000,
-        coalesce((SELECT group_concat(concat_ws(' ',
+        coalesce((SELECT group_concat(nullif(concat_ws(' ',
                     json_extract(b.value, '$.text'),
                     json_extract(b.value, '$.name'),
                     json_extract(b.value, '$.input'),
@@ -87,7 +87,7 @@ CREATE TRIGGER search_messages_ai AFTER INSERT ON conversation_messages BEGIN
                         WHEN 'text' THEN json_extract(b.value, '$.content')
                         WHEN 'array' THEN (SELECT group_concat(json_extract(c.value, '$.text'), ' ')
                                            FROM json_each(b.value, '$.content') AS c WHERE c.type = 'object')
-                    END), ' ')
+                    END), ''), ' ')
                   FROM json_each(CASE WHEN json_valid(NEW.content) THEN NEW.content ELSE '[]' END) AS b
                   WHERE b.type = 'object'), ''));
 END;
@@ -102,7 +102,7 @@ CREATE TRIGGER search_messages_au AFTER UPDATE OF content, role ON conversation_
     DELETE FROM search_docs WHERE kind = 'message' AND session_pk = 0 AND owner = OLD.session_id AND pos = OLD.seq AND ref = '';
     INSERT INTO search_docs (kind, owner, pos, session_id, role, at_us, body)
     VALUES ('message', NEW.session_id, NEW.seq, NEW.session_id, NEW.role, NEW.created_at_ms * 1000,
-        coalesce((SELECT group_concat(concat_ws(' ',
+        coalesce((SELECT group_concat(nullif(concat_ws(' ',
                     json_extract(b.value, '$.text'),
                     json_extract(b.value, '$.name'),
                     json_extract(b.value, '$.input'),
@@ -110,7 +110,7 @@ CREATE TRIGGER search_messages_au AFTER UPDATE OF content, role ON conversation_
                         WHEN 'text' THEN json_extract(b.value, '$.content')
                         WHEN 'array' THEN (SELECT group_concat(json_extract(c.value, '$.text'), ' ')
                                            FROM json_each(b.value, '$.content') AS c WHERE c.type = 'object')
-                    END), ' ')
+                    END), ''), ' ')
                   FROM json_each(CASE WHEN json_valid(NEW.content) THEN NEW.content ELSE '[]' END) AS b
                   WHERE b.type = 'object'), ''));
 END;
@@ -123,11 +123,11 @@ CREATE TRIGGER search_events_ai AFTER INSERT ON agent_events BEGIN
     SELECT 'event', NEW.session_pk, NEW.seq, s.session_id, s.app, s.user_id,
         CASE WHEN json_valid(NEW.data) THEN coalesce(json_extract(NEW.data, '$.author'), json_extract(NEW.data, '$.content.role'), '') ELSE '' END,
         NEW.ts_us,
-        coalesce((SELECT group_concat(concat_ws(' ',
+        coalesce((SELECT group_concat(nullif(concat_ws(' ',
                     json_extract(p.value, '$.text'),
                     json_extract(p.value, '$.functionCall.name'),
                     json_extract(p.value, '$.functionCall.args'),
-                    json_extract(p.value, '$.functionResponse.name')), ' ')
+                    json_extract(p.value, '$.functionResponse.name')), ''), ' ')
                   FROM json_each(CASE WHEN json_valid(NEW.data) THEN NEW.data ELSE '{}' END, '$.content.parts') AS p
                   WHERE p.type = 'object'), '')
     FROM agent_sessions AS s WHERE s.pk = NEW.session_pk;
@@ -145,11 +145,11 @@ CREATE TRIGGER search_events_au AFTER UPDATE OF data, ts_us, seq ON agent_events
     SELECT 'event', NEW.session_pk, NEW.seq, s.session_id, s.app, s.user_id,
         CASE WHEN json_valid(NEW.data) THEN coalesce(json_extract(NEW.data, '$.author'), json_extract(NEW.data, '$.content.role'), '') ELSE '' END,
         NEW.ts_us,
-        coalesce((SELECT group_concat(concat_ws(' ',
+        coalesce((SELECT group_concat(nullif(concat_ws(' ',
                     json_extract(p.value, '$.text'),
                     json_extract(p.value, '$.functionCall.name'),
                     json_extract(p.value, '$.functionCall.args'),
-                    json_extract(p.value, '$.functionResponse.name')), ' ')
+                    json_extract(p.value, '$.functionResponse.name')), ''), ' ')
                   FROM json_each(CASE WHEN json_valid(NEW.data) THEN NEW.data ELSE '{}' END, '$.content.parts') AS p
                   WHERE p.type = 'object'), '')
     FROM agent_sessions AS s WHERE s.pk = NEW.session_pk;

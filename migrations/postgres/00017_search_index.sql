@@ -54,7 +54,7 @@ CREATE FUNCTION sessionstore_message_text(content text) RETURNS text LANGUAGE pl
 DECLARE
     out text;
 BEGIN
-    SELECT string_agg(concat_ws(' ',
+    SELECT string_agg(nullif(concat_ws(' ',
                b.v ->> 'text',
                b.v ->> 'name',
                CASE json_typeof(b.v -> 'input') WHEN 'string' THEN b.v ->> 'input' ELSE (b.v -> 'input')::text END,
@@ -63,7 +63,7 @@ BEGIN
                    WHEN 'array' THEN (SELECT string_agg(c.v ->> 'text', ' ' ORDER BY c.n)
                                       FROM json_array_elements(b.v -> 'content') WITH ORDINALITY AS c (v, n)
                                       WHERE json_typeof(c.v) = 'object')
-               END), ' ' ORDER BY b.n)
+               END), ''), ' ' ORDER BY b.n)
     INTO out
     FROM json_array_elements(CASE WHEN json_typeof(content::json) = 'array' THEN content::json ELSE '[]'::json END)
          WITH ORDINALITY AS b (v, n)
@@ -87,12 +87,12 @@ BEGIN
     IF parts IS NULL OR json_typeof(parts) <> 'array' THEN
         RETURN '';
     END IF;
-    SELECT string_agg(concat_ws(' ',
+    SELECT string_agg(nullif(concat_ws(' ',
                p.v ->> 'text',
                p.v -> 'functionCall' ->> 'name',
                CASE json_typeof(p.v -> 'functionCall' -> 'args') WHEN 'string' THEN p.v -> 'functionCall' ->> 'args'
                    ELSE (p.v -> 'functionCall' -> 'args')::text END,
-               p.v -> 'functionResponse' ->> 'name'), ' ' ORDER BY p.n)
+               p.v -> 'functionResponse' ->> 'name'), ''), ' ' ORDER BY p.n)
     INTO out
     FROM json_array_elements(parts) WITH ORDINALITY AS p (v, n)
     WHERE json_typeof(p.v) = 'object';
