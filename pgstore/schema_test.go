@@ -73,8 +73,8 @@ func TestRefusesNewerSchema(t *testing.T) {
 	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+schema+".goose_db_version").Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	latest, _ := migrations.LatestPostgres()
-	if n != int(latest)+2 { // goose's version 0 row, each migration, and 999
+	versions, _ := migrations.Versions(migrations.Postgres())
+	if n != len(versions)+2 { // goose's version 0 row, each migration, and 999
 		t.Fatalf("the refused open changed the version table: %d rows", n)
 	}
 }

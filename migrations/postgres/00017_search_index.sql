@@ -17,7 +17,9 @@
 -- characters are found with strpos() alone (see store.SearchQuery).
 -- Ranking is ts_rank over the 'simple' configuration's words.
 --
--- The functions run with the search_path the schema was migrated with.
+-- The trigger functions resolve the store's tables through the search_path
+-- of the session that writes, as the feed's do since migration 8 (a schema
+-- may be renamed).
 
 -- +goose Up
 CREATE TABLE search_docs (
@@ -118,7 +120,7 @@ $$;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE FUNCTION sessionstore_search_messages() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION sessionstore_search_messages() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP IN ('DELETE', 'UPDATE') THEN
         DELETE FROM search_docs WHERE kind = 'message' AND session_pk = 0 AND owner = OLD.session_id AND pos = OLD.seq AND ref = '';
@@ -138,7 +140,7 @@ CREATE TRIGGER search_messages_au AFTER UPDATE OF content, role ON conversation_
     FOR EACH ROW EXECUTE FUNCTION sessionstore_search_messages();
 
 -- +goose StatementBegin
-CREATE FUNCTION sessionstore_search_events() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION sessionstore_search_events() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP IN ('DELETE', 'UPDATE') THEN
         DELETE FROM search_docs WHERE kind = 'event' AND session_pk = OLD.session_pk AND owner = '' AND pos = OLD.seq AND ref = '';
@@ -159,7 +161,7 @@ CREATE TRIGGER search_events_au AFTER UPDATE OF data, ts_us, seq ON agent_events
     FOR EACH ROW EXECUTE FUNCTION sessionstore_search_events();
 
 -- +goose StatementBegin
-CREATE FUNCTION sessionstore_search_traces() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION sessionstore_search_traces() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP IN ('DELETE', 'UPDATE') THEN
         DELETE FROM search_docs WHERE kind = 'trace' AND session_pk = 0 AND owner = OLD.session_id AND pos = OLD.seq AND ref = '';
@@ -178,7 +180,7 @@ CREATE TRIGGER search_traces_au AFTER UPDATE OF kind, name ON conversation_trace
     FOR EACH ROW EXECUTE FUNCTION sessionstore_search_traces();
 
 -- +goose StatementBegin
-CREATE FUNCTION sessionstore_search_artifacts() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION sessionstore_search_artifacts() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP IN ('DELETE', 'UPDATE') THEN
         DELETE FROM search_docs WHERE kind = 'artifact' AND session_pk = 0 AND owner = OLD.session_id AND pos = 0 AND ref = OLD.uri;
@@ -198,7 +200,7 @@ CREATE TRIGGER search_artifacts_au AFTER UPDATE OF artifact_id, tool_name, updat
     FOR EACH ROW EXECUTE FUNCTION sessionstore_search_artifacts();
 
 -- +goose StatementBegin
-CREATE FUNCTION sessionstore_search_runs() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION sessionstore_search_runs() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP IN ('DELETE', 'UPDATE') THEN
         DELETE FROM search_docs WHERE kind = 'run' AND session_pk = 0 AND owner = OLD.session_id AND pos = 0 AND ref = OLD.run_id;
