@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,6 +38,7 @@ func RunSearch(t *testing.T, h Harness) {
 		{"BadInput", testSearchBadInput},
 		{"CheckAndReindex", testSearchReindex},
 		{"KilledWriter", testSearchKilledWriter},
+		{"ReindexUnderWrites", testSearchReindexUnderWrites},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newEnv(t, h)) })
 	}
@@ -598,7 +600,7 @@ func testSearchKilledWriter(t *testing.T, e *env) {
 	dec := json.NewDecoder(stdout)
 	var acked []string
 	deadline := time.Now().Add(20 * time.Second)
-	for len(acked) < 60 && time.Now().Before(deadline) {
+	for len(acked) < 20*searchScale && time.Now().Before(deadline) {
 		var s string
 		if err := dec.Decode(&s); err != nil {
 			t.Fatalf("helper: %v (after %d writes)", err, len(acked))
@@ -611,7 +613,7 @@ func testSearchKilledWriter(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	if len(acked) < 20 {
+	if len(acked) < 10 {
 		t.Fatalf("only %d writes acknowledged before the deadline", len(acked))
 	}
 	e.reopen()
@@ -623,6 +625,85 @@ func testSearchKilledWriter(t *testing.T, e *env) {
 		n := len(e.search(store.SearchQuery{Query: tok}).Hits)
 		if popped && n != 0 || !popped && n != 1 {
 			t.Fatalf("%s (write %d, popped %v) found %d times", tok, i, popped, n)
+		}
+	}
+}
+
+// testSearchReindexUnderWrites runs a reindex, again and again, while
+// writers append messages and events and remove some, and readers search:
+// the index ends equal to the content and every kept write is found once.
+func testSearchReindexUnderWrites(t *testing.T, e *env) {
+	const writers, perWriter = 4, 12 * searchScale
+	k := store.SessionKey{App: "rw", User: "u", Session: "s"}
+	e.asCreate(k, store.ScopedState{})
+	for w := range writers {
+		e.newConv(fmt.Sprintf("rw-%d", w))
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	errs := make(chan error, writers+2)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("rw-%d", w)
+			for i := range perWriter {
+				tok := fmt.Sprintf("rwtok-%d-%03d", w, i)
+				var err error
+				if i%2 == 0 {
+					_, err = e.conv().AppendMessages(e.ctx, id, text("user", tok))
+				} else {
+					_, err = e.as().AppendEvent(e.ctx, store.AppendEventRequest{Key: k, Event: store.AgentEvent{Data: adkEvent("user", tok)}})
+				}
+				if err == nil && i%6 == 4 {
+					_, err = e.conv().PopMessage(e.ctx, id) // removes this writer's message i
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var bg sync.WaitGroup
+	bg.Add(2)
+	go func() {
+		defer bg.Done()
+		for ctx.Err() == nil {
+			if _, err := e.searcher().Reindex(ctx, store.ReindexRequest{Batch: 7}); err != nil && ctx.Err() == nil {
+				errs <- fmt.Errorf("reindex: %w", err)
+				return
+			}
+		}
+	}()
+	go func() {
+		defer bg.Done()
+		for ctx.Err() == nil {
+			if _, err := e.searcher().Search(ctx, store.SearchQuery{Query: "rwtok", Order: store.SearchByTime, Limit: 50}); err != nil && ctx.Err() == nil {
+				errs <- fmt.Errorf("search: %w", err)
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	cancel()
+	bg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	e.wantIndexOK()
+	for w := range writers {
+		for i := range perWriter {
+			tok := fmt.Sprintf("rwtok-%d-%03d", w, i)
+			want := 1
+			if i%6 == 4 {
+				want = 0
+			}
+			if n := len(e.search(store.SearchQuery{Query: tok}).Hits); n != want {
+				t.Fatalf("%s found %d times, want %d", tok, n, want)
+			}
 		}
 	}
 }
