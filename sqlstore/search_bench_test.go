@@ -297,7 +297,7 @@ func searchCorpus(b *testing.B, n int) string {
 	if err := os.Rename(tmp, path); err != nil {
 		b.Fatal(err)
 	}
-	for _, suffix := range []string{"-wal", "-shm"} {
+	for _, suffix := range []string{"-wal", "-shm", "-writer.lock"} {
 		os.Remove(tmp + suffix)
 	}
 	b.Logf("built in %v", time.Since(start).Round(time.Second))
