@@ -50,31 +50,35 @@ func BenchmarkSearch(b *testing.B) {
 	defer st.Close()
 	words := benchVocabulary()
 
-	b.Run("Query", func(b *testing.B) {
-		rng := rand.New(rand.NewPCG(7, 7))
-		var lat []time.Duration
-		hits := 0
-		for b.Loop() {
-			// Words of middle frequency (ranks 100 to 5000: each in 0.01%
-			// to 0.5% of the messages), sometimes two.
-			q := store.SearchQuery{Query: words[100+rng.IntN(4900)], Limit: 20}
-			if rng.IntN(3) == 0 {
-				q.Query += " " + words[100+rng.IntN(4900)]
+	// Words of middle frequency (ranks 100 to 5000: each in about 0.01% to
+	// 0.5% of the messages), one or two per query, ranked or newest first.
+	for _, qc := range []struct {
+		name  string
+		terms int
+		order store.SearchOrder
+	}{{"Query/1term/rank", 1, store.SearchByRank}, {"Query/2terms/rank", 2, store.SearchByRank},
+		{"Query/1term/time", 1, store.SearchByTime}, {"Query/2terms/time", 2, store.SearchByTime}} {
+		b.Run(qc.name, func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(7, uint64(qc.terms)))
+			var lat []time.Duration
+			hits := 0
+			for b.Loop() {
+				q := store.SearchQuery{Query: words[100+rng.IntN(4900)], Limit: 20, Order: qc.order}
+				if qc.terms == 2 {
+					q.Query += " " + words[100+rng.IntN(4900)]
+				}
+				t0 := time.Now()
+				r, err := st.Search(ctx, q)
+				lat = append(lat, time.Since(t0))
+				if err != nil {
+					b.Fatal(err)
+				}
+				hits += len(r.Hits)
 			}
-			if rng.IntN(4) == 0 {
-				q.Order = store.SearchByTime
-			}
-			t0 := time.Now()
-			r, err := st.Search(ctx, q)
-			lat = append(lat, time.Since(t0))
-			if err != nil {
-				b.Fatal(err)
-			}
-			hits += len(r.Hits)
-		}
-		reportLatency(b, lat)
-		b.ReportMetric(float64(hits)/float64(len(lat)), "hits/query")
-	})
+			reportLatency(b, lat)
+			b.ReportMetric(float64(hits)/float64(len(lat)), "hits/query")
+		})
+	}
 	b.Run("History", func(b *testing.B) {
 		var lat []time.Duration
 		for b.Loop() {
