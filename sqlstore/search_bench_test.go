@@ -50,8 +50,8 @@ func BenchmarkSearch(b *testing.B) {
 	defer st.Close()
 	words := benchVocabulary()
 
-	// Words of middle frequency (ranks 100 to 5000: each in about 0.01% to
-	// 0.5% of the messages), one or two per query, ranked or newest first.
+	// Words of middle frequency (ranks 100 to 5000: each in about 2% to
+	// 0.05% of the messages), one or two per query, ranked or newest first.
 	for _, qc := range []struct {
 		name  string
 		terms int
