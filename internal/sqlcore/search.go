@@ -141,6 +141,9 @@ func (s *Store) searchSQL(q store.SearchQuery, long, short []string) (string, []
 	var b strings.Builder
 	var args []any
 	score := "0.0"
+	// The page is chosen on (doc, at_us, score) only, so that the sort
+	// over every match carries no text; the page's rows are read after.
+	const keys = `d.doc AS doc, d.at_us AS at_us`
 	cols, join := searchColumns, ""
 	if q.IncludeEvents {
 		cols += searchEventColumns
@@ -149,8 +152,8 @@ func (s *Store) searchSQL(q store.SearchQuery, long, short []string) (string, []
 	switch {
 	case len(long) > 0 && !s.postgres():
 		score = "-bm25(search_fts)"
-		b.WriteString(`SELECT ` + cols + `, ` + score + ` AS score
-FROM search_fts JOIN search_docs AS d ON d.doc = search_fts.rowid` + join + `
+		b.WriteString(`SELECT ` + keys + `, ` + score + ` AS score
+FROM search_fts JOIN search_docs AS d ON d.doc = search_fts.rowid
 WHERE search_fts MATCH ?`)
 		args = append(args, ftsMatch(long))
 	case len(long) > 0:
@@ -162,15 +165,15 @@ WHERE search_fts MATCH ?`)
 		for _, t := range long {
 			args = append(args, t)
 		}
-		b.WriteString(`SELECT ` + cols + `, ` + score + ` AS score
-FROM search_docs AS d` + join + ` WHERE TRUE`)
+		b.WriteString(`SELECT ` + keys + `, ` + score + ` AS score
+FROM search_docs AS d WHERE TRUE`)
 		for _, t := range long {
 			b.WriteString(` AND sessionstore_trigrams(d.body) @> sessionstore_trigrams(?) AND strpos(lower(d.body), lower(?)) > 0`)
 			args = append(args, t, t)
 		}
 	default:
-		b.WriteString(`SELECT ` + cols + `, ` + score + ` AS score
-FROM search_docs AS d` + join + ` WHERE d.doc > ?`)
+		b.WriteString(`SELECT ` + keys + `, ` + score + ` AS score
+FROM search_docs AS d WHERE d.doc > ?`)
 	}
 	for _, t := range short {
 		if s.postgres() {
@@ -205,7 +208,7 @@ FROM search_docs AS d` + join + ` WHERE d.doc > ?`)
 	}
 	inner := b.String()
 	var out strings.Builder
-	out.WriteString(`SELECT * FROM (` + inner + `) AS h`)
+	out.WriteString(`SELECT ` + cols + `, h.score FROM (SELECT * FROM (` + inner + `) AS h`)
 	if q.Cursor != "" {
 		c, _ := store.DecodeSearchCursor(q.Cursor) // validated by Normalize
 		if q.Order == store.SearchByTime {
@@ -216,12 +219,11 @@ FROM search_docs AS d` + join + ` WHERE d.doc > ?`)
 			args = append(args, c.Score, c.Score, c.Doc)
 		}
 	}
+	order := ` ORDER BY h.score DESC, h.doc DESC`
 	if q.Order == store.SearchByTime {
-		out.WriteString(` ORDER BY h.at_us DESC, h.doc DESC`)
-	} else {
-		out.WriteString(` ORDER BY h.score DESC, h.doc DESC`)
+		order = ` ORDER BY h.at_us DESC, h.doc DESC`
 	}
-	out.WriteString(` LIMIT ?`)
+	out.WriteString(order + ` LIMIT ?) AS h JOIN search_docs AS d ON d.doc = h.doc` + join + order)
 	args = append(args, q.Limit+1)
 	return out.String(), args, nil
 }
