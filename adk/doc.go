@@ -35,6 +35,13 @@
 // served from it share the decoded events with each other, as ADK's
 // in-memory service shares them between Gets: treat events as read-only.
 //
+// # Memory
+//
+// Service.Memory (or NewMemory) returns an ADK memory.Service on the same
+// store: every event is indexed in the transaction that appends it, and
+// SearchMemory reads a user's past across all of the user's sessions in one
+// query (store.Searcher), instead of one GetSession per session.
+//
 // # Stale sessions
 //
 // A session handle (the session.Session returned by Create or Get) knows the

@@ -3,6 +3,7 @@ package archive_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -188,6 +189,15 @@ func TestRoundTrip(t *testing.T) {
 				must(t, err)
 				if !rep.OK() {
 					t.Errorf("hop %d: the imported audit trail does not verify: %+v", i+1, rep.Problems)
+				}
+				// The search index is not in the archive: the import's
+				// writes index every item as the source's did.
+				srcIdx, err := src.(store.Searcher).CheckSearchIndex(t.Context())
+				must(t, err)
+				dstIdx, err := dst.(store.Searcher).CheckSearchIndex(t.Context())
+				must(t, err)
+				if !dstIdx.OK() || fmt.Sprint(dstIdx.Kinds) != fmt.Sprint(srcIdx.Kinds) {
+					t.Errorf("hop %d: search index after import %+v, source %+v", i+1, dstIdx, srcIdx)
 				}
 			}
 		})

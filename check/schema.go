@@ -43,7 +43,7 @@ func (r *Report) Tables(tables []string, version int64) bool {
 		}
 	}
 	for _, t := range tables {
-		if !slices.Contains(want, t) {
+		if !slices.Contains(want, t) && (version < facet.IndexSince || !slices.Contains(facet.SQLiteIndexTables(), t)) {
 			unknown = append(unknown, humanize.Escape(t))
 		}
 	}

@@ -176,6 +176,7 @@ func (c *console) routes() {
 	}
 	handle("/retention", c.retentionPage)
 	handle("/go", c.goTo)
+	handle("/search", c.searchPage)
 	handle("/export", c.download)
 	m.HandleFunc("GET "+p+"/healthz", c.healthz)
 	m.Handle("GET "+p+"/metrics", c.metrics)

@@ -167,9 +167,28 @@ func MaintenanceTables() []string {
 	return []string{"retention_holds", "retention_policies", "sweep_lease", "sweep_log"}
 }
 
+// IndexSince is the schema version that created the search index.
+const IndexSince int64 = 14
+
+// IndexTables are the store's derived tables, from schema version
+// IndexSince on: the search index and the rows of cross-session reads
+// (store.Searcher). Triggers write them from the facets' content in the
+// transaction that writes the content; no facet owns them, archives leave
+// them out (an import rebuilds them through the triggers), and a reindex
+// rebuilds them.
+func IndexTables() []string { return []string{"search_docs"} }
+
+// SQLiteIndexTables are the tables of the search index that only SQLite
+// has: the FTS5 virtual table and its shadow tables. They are part of the
+// index (IndexTables), listed apart because PostgreSQL has none of them.
+func SQLiteIndexTables() []string {
+	return []string{"search_fts", "search_fts_config", "search_fts_data", "search_fts_docsize", "search_fts_idx"}
+}
+
 // TablesAt returns every table a store at schema version has, sorted: the
-// tables of the facets created at or before version, SchemaTables, and
-// MaintenanceTables from MaintenanceSince on.
+// tables of the facets created at or before version, SchemaTables,
+// MaintenanceTables from MaintenanceSince on and IndexTables from
+// IndexSince on (not SQLiteIndexTables).
 func TablesAt(version int64) []string {
 	out := SchemaTables()
 	if version >= MaintenanceSince {
@@ -177,6 +196,9 @@ func TablesAt(version int64) []string {
 	}
 	for _, f := range All() {
 		out = append(out, f.TablesAt(version)...)
+	}
+	if version >= IndexSince {
+		out = append(out, IndexTables()...)
 	}
 	slices.Sort(out)
 	return out

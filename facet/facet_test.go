@@ -51,7 +51,7 @@ func TestRegistryIsWellFormed(t *testing.T) {
 	if _, ok := Owner(migrations.TableName); ok {
 		t.Errorf("the migration table has an owner")
 	}
-	if got := TablesAt(latest); len(got) != len(tables)+len(SchemaTables())+len(MaintenanceTables()) {
+	if got := TablesAt(latest); len(got) != len(tables)+len(SchemaTables())+len(MaintenanceTables())+len(IndexTables()) {
 		t.Errorf("TablesAt(%d) = %v", latest, got)
 	}
 	if got := TablesAt(0); !slices.Equal(got, SchemaTables()) {
@@ -130,6 +130,10 @@ func TestMigrationsCreateTheRegisteredTables(t *testing.T) {
 				case !ok && slices.Contains(MaintenanceTables(), tb):
 					if version != MaintenanceSince {
 						t.Errorf("%s %s creates maintenance table %s, not at version %d", dialect.name, name, tb, MaintenanceSince)
+					}
+				case slices.Contains(IndexTables(), tb):
+					if version != IndexSince {
+						t.Errorf("%s %s creates index table %s; IndexSince is %d", dialect.name, name, tb, IndexSince)
 					}
 				case !ok:
 					t.Errorf("%s %s creates table %s, which belongs to no facet: register it in internal/facet", dialect.name, name, tb)

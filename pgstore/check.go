@@ -31,7 +31,7 @@ const connectionsSQL = `SELECT (SELECT count(*) FROM pg_catalog.pg_stat_activity
 // invalid), "constraints" (every foreign key validated), "foreign_keys"
 // (no row refers to a missing parent row; opts.Quick skips the scan), and
 // then "store" (it opens with storeOpts and answers, see HealthCheck) and
-// "audit" (every audit chain verifies). A schema older than this binary is
+// "audit" (every audit chain verifies) and "search_index" (the search index agrees with the content). A schema older than this binary is
 // not opened (opening would migrate it). A check that makes the next ones
 // meaningless ends the list.
 //
@@ -129,6 +129,7 @@ func Check(ctx context.Context, url string, opts check.Options, storeOpts ...Opt
 			r.Add("store", check.OK, "opens and answers")
 		}
 		r.Audit(ctx, st.Audit())
+		r.SearchIndex(ctx, st)
 	}
 	return r, ctx.Err()
 }

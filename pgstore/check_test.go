@@ -58,7 +58,7 @@ func soundStore(t *testing.T) string {
 func TestCheckSoundStore(t *testing.T) {
 	loc := soundStore(t)
 	rep, _, names := pgCheck(t, loc, check.Options{})
-	want := []string{"server", "encoding", "connections", "schema", "tables", "documents", "write", "indexes", "constraints", "foreign_keys", "store", "audit"}
+	want := []string{"server", "encoding", "connections", "schema", "tables", "documents", "write", "indexes", "constraints", "foreign_keys", "store", "audit", "search_index"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("checks %v, want %v", names, want)
 	}

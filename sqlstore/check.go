@@ -30,7 +30,7 @@ const walWarnBytes = 64 << 20
 // another process holds the database, see InUse: information, not a
 // failure), then, when all of these passed, "store" (it
 // opens with storeOpts and answers reads and writes, see HealthCheck) and
-// "audit" (every audit chain verifies). A check that makes the next ones
+// "audit" (every audit chain verifies) and "search_index" (the search index agrees with the content). A check that makes the next ones
 // meaningless ends the list. A database the store cannot write is read
 // without creating anything beside it, and is not opened; a schema older
 // than this binary is not opened either (opening would migrate it).
@@ -142,6 +142,7 @@ func Check(ctx context.Context, path string, opts check.Options, storeOpts ...Op
 		r.Add("store", check.OK, "opens and answers reads and writes")
 	}
 	r.Audit(ctx, st.Audit())
+	r.SearchIndex(ctx, st)
 	return r, nil
 }
 

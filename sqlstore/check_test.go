@@ -51,7 +51,7 @@ func writeStore(t *testing.T) string {
 func TestCheckSoundStore(t *testing.T) {
 	path := writeStore(t)
 	rep, byName, names := checkResults(t, path, check.Options{})
-	want := []string{"file", "sqlite", "integrity", "foreign_keys", "schema", "tables", "documents", "journal", "wal", "write", "modes", "lock", "store", "audit"}
+	want := []string{"file", "sqlite", "integrity", "foreign_keys", "schema", "tables", "documents", "journal", "wal", "write", "modes", "lock", "store", "audit", "search_index"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("checks %v, want %v", names, want)
 	}

@@ -76,6 +76,12 @@ func checkRegistry(t *testing.T, tables []string, latest int64) {
 		if slices.Contains(facet.SchemaTables(), tb) || slices.Contains(facet.MaintenanceTables(), tb) {
 			owners++
 		}
+		if slices.Contains(facet.IndexTables(), tb) {
+			owners++
+		}
+		if slices.Contains(facet.SQLiteIndexTables(), tb) {
+			owners++
+		}
 		if owners != 1 {
 			t.Errorf("table %s belongs to %d facets (or schema entries), want exactly 1: register it in internal/facet", tb, owners)
 		}
@@ -87,7 +93,9 @@ func checkRegistry(t *testing.T, tables []string, latest int64) {
 			}
 		}
 	}
-	if want := facet.TablesAt(latest); !slices.Equal(tables, want) {
+	want := append(facet.TablesAt(latest), facet.SQLiteIndexTables()...)
+	slices.Sort(want)
+	if !slices.Equal(tables, want) {
 		t.Errorf("tables of a fresh store:\n%v\nregistry at version %d:\n%v", tables, latest, want)
 	}
 }

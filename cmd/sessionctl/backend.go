@@ -27,6 +27,9 @@ type cliStore interface {
 	store.RecordRestorer
 	// Counts counts every facet in one read transaction (stats).
 	store.Counter
+	// Searcher finds items by their text and rebuilds the search index
+	// (search, reindex, doctor).
+	store.Searcher
 	// SchemaVersion returns the database's applied schema version and the
 	// latest version this binary knows.
 	SchemaVersion(ctx context.Context) (current, latest int64, err error)

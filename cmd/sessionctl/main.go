@@ -98,6 +98,7 @@ func commands() []command {
 		{"history", groupInspect, "print the fork tree of an agent session", runHistory},
 		{"stats", groupInspect, "counts by status, sizes, schema version", runStats},
 		{"audit", groupInspect, "list, verify, checkpoint or prune the audit trail", runAudit},
+		{"search", groupInspect, "find items by what was said in them", runSearch},
 		{"serve", groupInspect, "serve the read-only web console (HTTP)", runServe},
 
 		{"create", groupDrive, "create a governed session and print its id", runCreate},
@@ -122,6 +123,7 @@ func commands() []command {
 		{"backup", groupMaintain, "write a consistent copy of the database", runBackup},
 		{"export", groupMaintain, "export sessions to JSON", runExport},
 		{"import", groupMaintain, "import sessions from JSON files", runImport},
+		{"reindex", groupMaintain, "rebuild the search index (online, in batches) or --check it", runReindex},
 		{"demo", groupMaintain, "create a database and show what the store does", runDemo},
 		{"bench", groupMaintain, "measure the store on this disk (fsync rate, Use, get, list)", runBench},
 		{"version", groupMaintain, "print the binary and schema versions", runVersion},

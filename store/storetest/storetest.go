@@ -87,6 +87,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("AuditCounts", func(t *testing.T) { RunAuditCounts(t, h) })
 	t.Run("Counts", func(t *testing.T) { RunCounts(t, h) })
 	t.Run("Retention", func(t *testing.T) { RunRetention(t, h) })
+	t.Run("Search", func(t *testing.T) { RunSearch(t, h) })
 }
 
 // Clock is a manual clock for tests: time moves only when told to.

@@ -1,0 +1,252 @@
+package main
+
+// Search on the command line: "sessionctl search" finds items by what was
+// said in them (store.Searcher.Search), "sessionctl reindex" rebuilds the
+// search index (store.Searcher.Reindex).
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+var searchSpec = spec{
+	name: "search",
+	args: "QUERY...",
+	about: `Finds messages, agent events, trace events, artifacts and runs by what
+was said in them. Every term of QUERY must occur in an item's text, as a
+substring, ignoring case; terms of one or two characters (a CJK word, say)
+are found too, but a query of only such terms scans the newest items
+(--scan-limit) instead of the index and says so. Hits come best first
+(--order rank: bm25 on SQLite, ts_rank on PostgreSQL) or newest first
+(--order time), with a snippet whose matches are marked «like this».
+--window N also prints the N items before and after each message or event
+hit. --limit per page, --after the cursor printed after a page.`,
+	examples: []string{
+		"sessionctl search kafka lag",
+		"sessionctl search --app shop --user alice --order time refund",
+		"sessionctl search --kind message --window 2 --json 東京",
+	},
+}
+
+func runSearch(ctx context.Context, g *globals, args []string) error {
+	sp := searchSpec
+	fs := g.newFlags(sp)
+	kinds := fs.String("kind", "", "only items of `KINDS`, comma-separated (message, event, trace, artifact, run)")
+	facetName := fs.String("facet", "", "only items of `FACET` (conversations, agent_sessions)")
+	app := fs.String("app", "", "only events of agent sessions of application `APP`")
+	user := fs.String("user", "", "only events of agent sessions of user `ID`")
+	session := fs.String("session", "", "only items of conversation or agent session `ID`")
+	since := fs.String("since", "", "only items at or after `TIME` (RFC 3339)")
+	until := fs.String("until", "", "only items before `TIME` (RFC 3339)")
+	order := fs.String("order", "rank", "`ORDER` of hits: rank (best first) or time (newest first)")
+	limit := fs.Int("limit", store.DefaultSearchLimit, "hits per page, `N`")
+	after := fs.String("after", "", "continue after `CURSOR` (printed after a page)")
+	window := fs.Int("window", 0, "also print the `N` items before and after each message or event hit")
+	scanLimit := fs.Int("scan-limit", 0, "a query of short terms only scans the newest `N` items (0: the library's default)")
+	asJSON := fs.Bool("json", false, "print one JSON document")
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
+	}
+	if err := g.wantArgs(sp, pos, 1, -1); err != nil {
+		return err
+	}
+	q := store.SearchQuery{Query: strings.Join(pos, " "), Facet: *facetName, App: *app, User: *user, Session: *session,
+		Order: store.SearchOrder(*order), Limit: *limit, Cursor: *after, Window: *window, ScanLimit: *scanLimit}
+	if *kinds != "" {
+		for _, k := range strings.Split(*kinds, ",") {
+			q.Kinds = append(q.Kinds, store.SearchKind(strings.TrimSpace(k)))
+		}
+	}
+	if q.Since, err = optTime("since", *since); err != nil {
+		return g.usageErr(sp.name, "%v", err)
+	}
+	if q.Until, err = optTime("until", *until); err != nil {
+		return g.usageErr(sp.name, "%v", err)
+	}
+	if _, err := q.Normalize(); err != nil {
+		return g.usageErr(sp.name, "%v", err)
+	}
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	defer st.Close()
+	res, err := st.Search(ctx, q)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	if *asJSON {
+		if res.Hits == nil {
+			res.Hits = []store.SearchHit{}
+		}
+		return g.jsonOr(sp.name, res)
+	}
+	w := g.stdout
+	if res.Scanned {
+		if res.Partial {
+			fmt.Fprintf(w, "every term is shorter than %d characters: scanned the newest items only (--scan-limit); older ones were not searched\n", store.MinIndexedTerm)
+		} else {
+			fmt.Fprintf(w, "every term is shorter than %d characters: scanned every item\n", store.MinIndexedTerm)
+		}
+	}
+	if len(res.Hits) == 0 {
+		fmt.Fprintln(w, "no matches")
+		return nil
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, "KIND\tSESSION\tPOS\tAT\tROLE\tSNIPPET")
+	for _, h := range res.Hits {
+		where := cell(h.SessionID)
+		if h.App != "" {
+			where = cell(h.App) + "/" + cell(h.User) + "/" + where
+		}
+		at := fmt.Sprint(h.Seq)
+		if h.Ref != "" {
+			at = clip(h.Ref, 40)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", h.Kind, where, at, tableTime(h.At), orDash(clip(h.Role, 20)), markSnippet(h.Snippet, 100))
+		for _, it := range h.Window {
+			mark := " "
+			if it.Seq == h.Seq {
+				mark = ">"
+			}
+			fmt.Fprintf(tw, "\t\t%s %d\t%s\t%s\t%s\n", mark, it.Seq, tableTime(it.At), orDash(clip(it.Role, 20)), clip(it.Text, 100))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return g.fail(sp.name, err)
+	}
+	if res.Next != "" {
+		fmt.Fprintf(w, "more: --after %s\n", res.Next)
+	}
+	return nil
+}
+
+// markSnippet renders a snippet on one line for a table: white space
+// folded, unsafe characters escaped, matches between « and », at most
+// about n characters, "…" where the item's text goes on.
+func markSnippet(s store.Snippet, n int) string {
+	var b strings.Builder
+	if s.Before {
+		b.WriteString("…")
+	}
+	last := 0
+	for _, m := range s.Matches {
+		if m.Start < last || m.End > len(s.Text) {
+			continue
+		}
+		b.WriteString(esc(fold(s.Text[last:m.Start])))
+		b.WriteString("«" + esc(fold(s.Text[m.Start:m.End])) + "»")
+		last = m.End
+	}
+	b.WriteString(esc(fold(s.Text[last:])))
+	out := b.String()
+	if r := []rune(out); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	if s.After {
+		out += "…"
+	}
+	return out
+}
+
+// fold turns line breaks and tabs into spaces (same byte offsets).
+func fold(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+var reindexSpec = spec{
+	name: "reindex",
+	about: `Rebuilds the search index from the content, online: in batches of
+--batch items, one short write transaction each, while other processes keep
+reading and writing. Index rows whose content is gone are removed. Without
+changes, --check only compares the index with the content (doctor does the
+same) and exits 1 when they differ.`,
+	examples: []string{
+		"sessionctl reindex --check",
+		"sessionctl reindex --batch 5000",
+	},
+}
+
+func runReindex(ctx context.Context, g *globals, args []string) error {
+	sp := reindexSpec
+	fs := g.newFlags(sp)
+	batch := fs.Int("batch", 1000, "items per write transaction, `N`")
+	checkOnly := fs.Bool("check", false, "only compare the index with the content")
+	asJSON := fs.Bool("json", false, "print one JSON document")
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
+	}
+	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+		return err
+	}
+	if *batch < 1 {
+		return g.usageErr(sp.name, "--batch must be at least 1")
+	}
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	defer st.Close()
+	if *checkOnly {
+		rep, err := st.CheckSearchIndex(ctx)
+		if err != nil {
+			return g.fail(sp.name, err)
+		}
+		var code error
+		if !rep.OK() {
+			code = exitStatus(exitError)
+		}
+		if *asJSON {
+			if err := writeJSON(g.stdout, struct {
+				OK bool `json:"ok"`
+				store.SearchIndexReport
+			}{rep.OK(), rep}); err != nil {
+				return g.fail(sp.name, err)
+			}
+			return code
+		}
+		tw := newTable(g.stdout)
+		fmt.Fprintln(tw, "KIND\tITEMS\tINDEXED\tMISSING\tORPHANS")
+		for _, k := range rep.Kinds {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", k.Kind, k.Items, k.Indexed, k.Missing, k.Orphans)
+		}
+		if err := tw.Flush(); err != nil {
+			return g.fail(sp.name, err)
+		}
+		switch {
+		case !rep.IndexOK:
+			fmt.Fprintf(g.stdout, "the full-text index differs: %s; run sessionctl reindex\n", rep.IndexDetail)
+		case !rep.OK():
+			fmt.Fprintln(g.stdout, "the index differs from the content: run sessionctl reindex")
+		default:
+			fmt.Fprintln(g.stdout, "the index agrees with the content")
+		}
+		return code
+	}
+	p := g.startProgress(true)
+	res, err := st.Reindex(ctx, store.ReindexRequest{Batch: *batch, Progress: func(done int64) {
+		p.show("reindex: %d items", done)
+	}})
+	p.clear()
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	if *asJSON {
+		return g.jsonOr(sp.name, res)
+	}
+	fmt.Fprintf(g.stdout, "reindexed %d %s in %d %s, removed %d index %s without content\n",
+		res.Items, plural(int(res.Items), "item", "items"), res.Batches, plural(int(res.Batches), "batch", "batches"),
+		res.Orphans, plural(int(res.Orphans), "row", "rows"))
+	return nil
+}

@@ -1,0 +1,395 @@
+package sqlcore
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentstore/sessionstore/internal/rowcodec"
+	"github.com/agentstore/sessionstore/store"
+)
+
+// The search index lives in search_docs (see migrations/00014): one row per
+// searchable item, written by triggers. On SQLite search_fts is an FTS5
+// trigram index over search_docs.body; on PostgreSQL a GIN index over
+// sessionstore_trigrams(body).
+
+const searchColumns = `d.doc, d.kind, d.session_pk, d.owner, d.session_id, d.app, d.user_id, d.pos, d.ref, d.role, d.at_us, d.body`
+
+// searchRow is a row of searchColumns plus the score.
+type searchRow struct {
+	doc, sessionPK, pos, atUS                int64
+	kind, owner, session, app, user, ref, rl string
+	body                                     string
+	score                                    float64
+	// The event of an event hit (SearchQuery.IncludeEvents).
+	evID, evInvocation *string
+	evTS               *int64
+	evData             []byte
+}
+
+func (r *searchRow) scan(rows Rows, events bool) error {
+	dest := []any{&r.doc, &r.kind, &r.sessionPK, &r.owner, &r.session, &r.app, &r.user,
+		&r.pos, &r.ref, &r.rl, &r.atUS, &r.body}
+	if events {
+		dest = append(dest, &r.evID, &r.evInvocation, &r.evTS, &r.evData)
+	}
+	return rows.Scan(append(dest, &r.score)...)
+}
+
+// searchEventColumns are the columns of an event hit's event, NULL for
+// other hits, joined as e.
+const searchEventColumns = `, e.event_id AS ev_id, e.invocation_id AS ev_invocation, e.ts_us AS ev_ts, e.data AS ev_data`
+
+const searchEventJoin = ` LEFT JOIN agent_events AS e ON d.kind = 'event' AND e.session_pk = d.session_pk AND e.seq = d.pos`
+
+// liveEventDocs keeps the index rows of events to those of live agent
+// sessions (retired = 0).
+const liveEventDocs = ` AND (d.kind <> 'event' OR EXISTS (SELECT 1 FROM agent_sessions AS a WHERE a.pk = d.session_pk AND a.retired = 0))`
+
+func (s *Store) postgres() bool { return s.d.Name == "postgres" }
+
+// Search runs a search query (see store.Searcher).
+func (s *Store) Search(ctx context.Context, q store.SearchQuery) (store.SearchResult, error) {
+	q, err := q.Normalize()
+	if err != nil {
+		return store.SearchResult{}, err
+	}
+	terms := store.SearchTerms(q.Query)
+	var long, short []string
+	for _, t := range terms {
+		if utf8.RuneCountInString(t) >= store.MinIndexedTerm {
+			long = append(long, t)
+		} else {
+			short = append(short, t)
+		}
+	}
+	var res store.SearchResult
+	var rows []searchRow
+	err = s.readTx(ctx, func(tx Tx) error {
+		res, rows = store.SearchResult{}, nil
+		query, args, err := s.searchSQL(q, long, short)
+		if err != nil {
+			return err
+		}
+		if len(long) == 0 {
+			res.Scanned = true
+			var maxDoc, older int64
+			if err := tx.Scan(`SELECT coalesce(max(doc), 0) FROM search_docs`, nil, &maxDoc); err != nil {
+				return err
+			}
+			floor := maxDoc - int64(q.ScanLimit)
+			if floor > 0 {
+				if err := tx.Scan(`SELECT count(*) FROM (SELECT 1 FROM search_docs WHERE doc <= ? LIMIT 1) AS o`, []any{floor}, &older); err != nil {
+					return err
+				}
+			}
+			res.Partial = older > 0
+			args = append([]any{floor}, args...)
+		}
+		if err := tx.Query(query, args, func(r Rows) error {
+			var row searchRow
+			if err := row.scan(r, q.IncludeEvents); err != nil {
+				return err
+			}
+			rows = append(rows, row)
+			return nil
+		}); err != nil {
+			return err
+		}
+		if len(rows) > q.Limit {
+			rows = rows[:q.Limit]
+			last := rows[len(rows)-1]
+			c := store.SearchCursor{Order: q.Order, Doc: last.doc}
+			if q.Order == store.SearchByTime {
+				c.AtMicros = last.atUS
+			} else {
+				c.Score = last.score
+			}
+			res.Next = c.Encode()
+		}
+		res.Hits = make([]store.SearchHit, 0, len(rows))
+		for _, row := range rows {
+			h := store.SearchHit{
+				Kind: store.SearchKind(row.kind), SessionID: row.session, App: row.app, User: row.user,
+				Seq: row.pos, Ref: row.ref, Role: row.rl, At: rowcodec.FromMicros(row.atUS), Score: row.score,
+				Snippet: store.MakeSnippet(row.body, terms, store.SnippetWidth),
+			}
+			if row.evID != nil && row.evTS != nil {
+				inv := ""
+				if row.evInvocation != nil {
+					inv = *row.evInvocation
+				}
+				h.Event = &store.AgentEvent{ID: *row.evID, Seq: row.pos, InvocationID: inv,
+					Timestamp: rowcodec.FromMicros(*row.evTS), Data: append([]byte(nil), row.evData...)}
+			}
+			if q.Window > 0 && (row.kind == string(store.SearchMessage) || row.kind == string(store.SearchEvent)) {
+				if h.Window, err = searchWindow(tx, row, q.Window); err != nil {
+					return err
+				}
+			}
+			res.Hits = append(res.Hits, h)
+		}
+		return nil
+	})
+	if err != nil {
+		return store.SearchResult{}, err
+	}
+	return res, nil
+}
+
+// searchSQL returns the query of a search and its arguments. Without long
+// terms the query's first parameter (added by the caller) is the doc floor
+// of the scan.
+func (s *Store) searchSQL(q store.SearchQuery, long, short []string) (string, []any, error) {
+	var b strings.Builder
+	var args []any
+	score := "0.0"
+	// The page is chosen on (doc, at_us, score) only, so that the sort
+	// over every match carries no text; the page's rows are read after.
+	const keys = `d.doc AS doc, d.at_us AS at_us`
+	cols, join := searchColumns, ""
+	if q.IncludeEvents {
+		cols += searchEventColumns
+		join = searchEventJoin
+	}
+	switch {
+	case len(long) > 0 && !s.postgres():
+		score = "-bm25(search_fts)"
+		b.WriteString(`SELECT ` + keys + `, ` + score + ` AS score
+FROM search_fts JOIN search_docs AS d ON d.doc = search_fts.rowid
+WHERE search_fts MATCH ?`)
+		args = append(args, ftsMatch(long))
+	case len(long) > 0:
+		var rank []string
+		for range long {
+			rank = append(rank, `plainto_tsquery('simple', ?)`)
+		}
+		score = `ts_rank(to_tsvector('simple', d.body), ` + strings.Join(rank, " || ") + `)::float8`
+		for _, t := range long {
+			args = append(args, t)
+		}
+		b.WriteString(`SELECT ` + keys + `, ` + score + ` AS score
+FROM search_docs AS d WHERE TRUE`)
+		for _, t := range long {
+			b.WriteString(` AND sessionstore_trigrams(d.body) @> sessionstore_trigrams(?) AND strpos(lower(d.body), lower(?)) > 0`)
+			args = append(args, t, t)
+		}
+	default:
+		b.WriteString(`SELECT ` + keys + `, ` + score + ` AS score
+FROM search_docs AS d WHERE d.doc > ?`)
+	}
+	for _, t := range short {
+		if s.postgres() {
+			b.WriteString(` AND strpos(lower(d.body), lower(?)) > 0`)
+		} else {
+			b.WriteString(` AND instr(lower(d.body), lower(?)) > 0`)
+		}
+		args = append(args, t)
+	}
+	// Only live agent sessions' events are found: the events a rewind
+	// superseded and those of a deleted session that its forks still read
+	// are kept in retired rows (lineage, migration 12), not in a session.
+	b.WriteString(liveEventDocs)
+	kinds := searchKinds(q)
+	if len(kinds) > 0 {
+		arg, err := s.d.ListArg(kinds)
+		if err != nil {
+			return "", nil, err
+		}
+		b.WriteString(` AND ` + s.d.InList("d.kind"))
+		args = append(args, arg)
+	}
+	for _, f := range []struct{ col, v string }{{"d.app", q.App}, {"d.user_id", q.User}, {"d.session_id", q.Session}} {
+		if f.v != "" {
+			b.WriteString(` AND ` + f.col + ` = ?`)
+			args = append(args, f.v)
+		}
+	}
+	if !q.Since.IsZero() {
+		b.WriteString(` AND d.at_us >= ?`)
+		args = append(args, ceilMicros(q.Since))
+	}
+	if !q.Until.IsZero() {
+		b.WriteString(` AND d.at_us < ?`)
+		args = append(args, ceilMicros(q.Until))
+	}
+	inner := b.String()
+	var out strings.Builder
+	out.WriteString(`SELECT ` + cols + `, h.score FROM (SELECT * FROM (` + inner + `) AS h`)
+	if q.Cursor != "" {
+		c, _ := store.DecodeSearchCursor(q.Cursor) // validated by Normalize
+		if q.Order == store.SearchByTime {
+			out.WriteString(` WHERE (h.at_us < ? OR (h.at_us = ? AND h.doc < ?))`)
+			args = append(args, c.AtMicros, c.AtMicros, c.Doc)
+		} else {
+			out.WriteString(` WHERE (h.score < ? OR (h.score = ? AND h.doc < ?))`)
+			args = append(args, c.Score, c.Score, c.Doc)
+		}
+	}
+	order := ` ORDER BY h.score DESC, h.doc DESC`
+	if q.Order == store.SearchByTime {
+		order = ` ORDER BY h.at_us DESC, h.doc DESC`
+	}
+	out.WriteString(order + ` LIMIT ?) AS h JOIN search_docs AS d ON d.doc = h.doc` + join + order)
+	args = append(args, q.Limit+1)
+	return out.String(), args, nil
+}
+
+// searchKinds returns the kinds a query keeps, nil for all.
+func searchKinds(q store.SearchQuery) []string {
+	var facetKinds []store.SearchKind
+	switch q.Facet {
+	case "conversations":
+		facetKinds = []store.SearchKind{store.SearchMessage, store.SearchTrace, store.SearchArtifact, store.SearchRun}
+	case "agent_sessions":
+		facetKinds = []store.SearchKind{store.SearchEvent}
+	}
+	if q.App != "" || q.User != "" {
+		// Only agent events have an app and a user.
+		facetKinds = intersectKinds(facetKinds, []store.SearchKind{store.SearchEvent})
+	}
+	kinds := q.Kinds
+	if len(facetKinds) > 0 || q.Facet != "" || q.App != "" || q.User != "" {
+		if len(kinds) == 0 {
+			kinds = facetKinds
+		} else {
+			kinds = intersectKinds(kinds, facetKinds)
+		}
+		if len(kinds) == 0 {
+			return []string{"-"} // nothing can match; still a valid list
+		}
+	}
+	var out []string
+	for _, k := range kinds {
+		out = append(out, string(k))
+	}
+	return out
+}
+
+func intersectKinds(a, b []store.SearchKind) []store.SearchKind {
+	if a == nil {
+		return b
+	}
+	var out []store.SearchKind
+	for _, k := range a {
+		for _, l := range b {
+			if k == l {
+				out = append(out, k)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// ftsMatch returns an FTS5 query that matches every term as a phrase
+// (with the trigram tokenizer: as a substring).
+func ftsMatch(terms []string) string {
+	parts := make([]string, len(terms))
+	for i, t := range terms {
+		parts[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
+	}
+	return strings.Join(parts, " ")
+}
+
+// searchWindow returns the items around a message or event hit.
+func searchWindow(tx Tx, row searchRow, n int) ([]store.SearchItem, error) {
+	var out []store.SearchItem
+	err := tx.Query(`SELECT pos, role, at_us, body FROM search_docs
+WHERE kind = ? AND session_pk = ? AND owner = ? AND ref = '' AND pos BETWEEN ? AND ? ORDER BY pos`,
+		[]any{row.kind, row.sessionPK, row.owner, row.pos - int64(n), row.pos + int64(n)}, func(r Rows) error {
+			var it store.SearchItem
+			var at int64
+			if err := r.Scan(&it.Seq, &it.Role, &at, &it.Text); err != nil {
+				return err
+			}
+			it.At = rowcodec.FromMicros(at)
+			if len(it.Text) > store.MaxWindowText {
+				cut := store.MaxWindowText
+				for cut > 0 && !utf8.RuneStart(it.Text[cut]) {
+					cut--
+				}
+				it.Text = it.Text[:cut]
+			}
+			out = append(out, it)
+			return nil
+		})
+	return out, err
+}
+
+// History returns a user's events across sessions (see store.Searcher).
+func (s *Store) History(ctx context.Context, req store.HistoryRequest) (store.Page[store.HistoryItem], error) {
+	req, err := req.Normalize()
+	if err != nil {
+		return store.Page[store.HistoryItem]{}, err
+	}
+	var b strings.Builder
+	b.WriteString(`SELECT d.doc, d.session_id, d.role, d.at_us, e.seq, e.event_id, e.invocation_id, e.ts_us, e.data
+FROM search_docs AS d JOIN agent_events AS e ON e.session_pk = d.session_pk AND e.seq = d.pos
+WHERE d.app = ? AND d.user_id = ? AND d.kind = 'event'` + liveEventDocs)
+	args := []any{req.App, req.User}
+	if !req.Since.IsZero() {
+		b.WriteString(` AND d.at_us >= ?`)
+		args = append(args, ceilMicros(req.Since))
+	}
+	if !req.Until.IsZero() {
+		b.WriteString(` AND d.at_us < ?`)
+		args = append(args, ceilMicros(req.Until))
+	}
+	if len(req.Roles) > 0 {
+		arg, err := s.d.ListArg(req.Roles)
+		if err != nil {
+			return store.Page[store.HistoryItem]{}, err
+		}
+		b.WriteString(` AND ` + s.d.InList("d.role"))
+		args = append(args, arg)
+	}
+	if req.Cursor != "" {
+		c, _ := store.DecodeSearchCursor(req.Cursor) // validated by Normalize
+		b.WriteString(` AND (d.at_us < ? OR (d.at_us = ? AND d.doc < ?))`)
+		args = append(args, c.AtMicros, c.AtMicros, c.Doc)
+	}
+	b.WriteString(` ORDER BY d.at_us DESC, d.doc DESC LIMIT ?`)
+	args = append(args, req.Limit+1)
+	var page store.Page[store.HistoryItem]
+	var docs, ats []int64
+	err = s.db.Query(ctx, b.String(), args, func(r Rows) error {
+		var it store.HistoryItem
+		var doc, at, ts int64
+		var data []byte
+		if err := r.Scan(&doc, &it.Key.Session, &it.Role, &at, &it.Event.Seq, &it.Event.ID, &it.Event.InvocationID, &ts, &data); err != nil {
+			return err
+		}
+		it.Key.App, it.Key.User = req.App, req.User
+		it.Event.Timestamp = rowcodec.FromMicros(ts)
+		it.Event.Data = append([]byte(nil), data...)
+		page.Items = append(page.Items, it)
+		docs, ats = append(docs, doc), append(ats, at)
+		return nil
+	})
+	if err != nil {
+		return store.Page[store.HistoryItem]{}, err
+	}
+	if len(page.Items) > req.Limit {
+		page.Items = page.Items[:req.Limit]
+		i := req.Limit - 1
+		page.Next = store.SearchCursor{Order: store.SearchByTime, AtMicros: ats[i], Doc: docs[i]}.Encode()
+	}
+	if page.Items == nil {
+		page.Items = []store.HistoryItem{}
+	}
+	return page, nil
+}
+
+// ceilMicros is the first microsecond at or after t: the index keeps
+// times in microseconds (search_docs.at_us), so at_us >= ceilMicros(t)
+// selects exactly the items at or after t.
+func ceilMicros(t time.Time) int64 {
+	us := rowcodec.ToMicros(t)
+	if !rowcodec.FromMicros(us).Equal(t) {
+		us++
+	}
+	return us
+}

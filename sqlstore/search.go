@@ -1,0 +1,44 @@
+package sqlstore
+
+import (
+	"context"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+var _ store.Searcher = (*Store)(nil)
+
+// Search finds stored items by their text (see store.Searcher).
+func (s *Store) Search(ctx context.Context, q store.SearchQuery) (store.SearchResult, error) {
+	if s.closed.Load() {
+		return store.SearchResult{}, store.ErrStoreClosed
+	}
+	return s.core.Search(ctx, q)
+}
+
+// History returns a user's agent events across all of the user's sessions
+// in one query (see store.Searcher).
+func (s *Store) History(ctx context.Context, req store.HistoryRequest) (store.Page[store.HistoryItem], error) {
+	if s.closed.Load() {
+		return store.Page[store.HistoryItem]{}, store.ErrStoreClosed
+	}
+	return s.core.History(ctx, req)
+}
+
+// CheckSearchIndex compares the search index with the content (see
+// store.Searcher).
+func (s *Store) CheckSearchIndex(ctx context.Context) (store.SearchIndexReport, error) {
+	if s.closed.Load() {
+		return store.SearchIndexReport{}, store.ErrStoreClosed
+	}
+	return s.core.CheckSearchIndex(ctx)
+}
+
+// Reindex rebuilds the search index in batches while the store stays in
+// use (see store.Searcher).
+func (s *Store) Reindex(ctx context.Context, req store.ReindexRequest) (store.ReindexResult, error) {
+	if s.closed.Load() {
+		return store.ReindexResult{}, store.ErrStoreClosed
+	}
+	return s.core.Reindex(ctx, req)
+}
