@@ -53,7 +53,7 @@ func TestRetentionPage(t *testing.T) {
 		return rec.Body.String()
 	}
 	body := get("/retention")
-	for _, want := range []string{`id="policies"`, "conversations_idle", "kept for review", `id="sweeps"`, `id="next-sweep"`, "kept whole"} {
+	for _, want := range []string{`id="policies"`, "conversations_idle", "kept for review", `id="sweeps"`, `id="next-sweep"`, "no policy set"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page does not show %q", want)
 		}

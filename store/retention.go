@@ -43,6 +43,12 @@ const (
 	// PolicyOrphanState removes app state of apps, and user state of
 	// (app, user) pairs, that no agent session refers to any more.
 	PolicyOrphanState PolicyKind = "orphan_state"
+	// PolicyAuditCheckpointed cuts each agent's own audit chain at its
+	// newest checkpoint made more than MaxAge ago (Audit.Prune's rule,
+	// chain by chain): the events before it go once they verify, and the
+	// checkpoint stays as the chain's first event. Session chains are
+	// kept; a chain without such a checkpoint is kept whole.
+	PolicyAuditCheckpointed PolicyKind = "audit_checkpointed"
 	// PolicySizeBudget keeps the store under MaxBytes: when it is above,
 	// a sweep removes closed and expired governed sessions first (oldest
 	// first), then the sessions least recently written to (never one
@@ -86,6 +92,7 @@ var policyKinds = []PolicyKindInfo{
 	{PolicyMessagesKeepLast, "conversations", ParamKeepLast, false, "messages of a conversation beyond its last keep_last"},
 	{PolicyAgentSessionsIdle, "agent_sessions", ParamMaxAge, true, "agent sessions idle for longer than max_age, with their events and state"},
 	{PolicyOrphanState, "agent_sessions", ParamNone, false, "app and user state no agent session refers to"},
+	{PolicyAuditCheckpointed, "audit", ParamMaxAge, false, "audit events of an agent's own chain before its newest checkpoint older than max_age, once verified"},
 	{PolicySizeBudget, "", ParamMaxBytes, false, "above max_bytes, ended governed sessions first, then the least recently written sessions"},
 }
 

@@ -394,6 +394,7 @@ var demoPolicies = []store.Policy{
 	{Kind: store.PolicyMessagesKeepLast, KeepLast: 2},
 	{Kind: store.PolicyAgentSessionsIdle, MaxAge: 30 * 24 * time.Hour},
 	{Kind: store.PolicyOrphanState},
+	{Kind: store.PolicyAuditCheckpointed, MaxAge: 90 * 24 * time.Hour},
 }
 
 // demoRetention stores the demo's retention policies, so that sessionctl

@@ -16,9 +16,7 @@ import (
 // sweepNotes says why a facet of the registry has no policy kind. Every
 // facet has kinds (store.PolicyKinds) or a note here: a facet with
 // neither fails TestEveryFacetHasRetention, and Sweep refuses to run.
-var sweepNotes = map[facet.Name]string{
-	facet.Audit: "kept whole: retention of the audit trail up to a verified checkpoint waits for the per-session chains (issue 28)",
-}
+var sweepNotes = map[facet.Name]string{}
 
 // MissingRetentionError reports a facet of the registry with no policy
 // kind and no note: a programming error that a test catches.
@@ -216,6 +214,9 @@ func (sw *sweeper) dueOf(p store.Policy) due {
 // applyKind runs every walk of sk, and counts the held units.
 func (sw *sweeper) applyKind(ctx context.Context, sk *sweepKind, d due, ks *store.KindSweep) error {
 	sw.progress(*ks)
+	if sk.kind == store.PolicyAuditCheckpointed {
+		return sw.pruneAudit(ctx, d, ks)
+	}
 	for _, src := range sk.sources {
 		if err := sw.walk(ctx, sk, src, d, ks); err != nil {
 			return err
@@ -466,6 +467,11 @@ func SweepStatements() []SweepStatement {
 			out = append(out, SweepStatement{Name: name, SQL: query, Args: args})
 		}
 	}
+	for _, q := range []string{auditAgentsAfterSQL, auditCheckpointSQL, auditPruneCountSQL, auditPruneSQL, auditAgentSQL} {
+		add(string(store.PolicyAuditCheckpointed)+" statement", q, []any{"agent", int64(1)})
+	}
+	add(string(store.PolicyAuditCheckpointed)+" first", auditFirstSQL, []any{"agent"})
+	add(string(store.PolicyAuditCheckpointed)+" head", auditHeadOfSQL, []any{"agent"})
 	for _, sk := range sweepKinds {
 		for _, src := range sk.sources {
 			add(string(sk.kind)+" walk "+src.name, src.nextSQL, src.args(d, u, sweepPage))

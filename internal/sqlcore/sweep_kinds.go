@@ -85,7 +85,7 @@ func atIDArgs(d due, c unit, limit int) []any { return []any{d.cutoff, c.at, c.i
 // sweepKinds are the policies of the facets, in store.PolicyKinds order
 // (the size budget is not among them: it reuses the idle walks).
 var sweepKinds = []*sweepKind{governedEnded, reservationsClosed, runtimeIdle, conversationsIdle,
-	messagesKeepLast, agentSessionsIdle, orphanState}
+	messagesKeepLast, agentSessionsIdle, orphanState, auditCheckpointed}
 
 var governedEnded = &sweepKind{
 	kind: store.PolicyGovernedEnded,
@@ -301,3 +301,7 @@ const (
 	orphanUserDeleteSQL = `DELETE FROM agent_user_state WHERE app = ?1 AND user_id = ?2
 		AND NOT EXISTS (SELECT 1 FROM agent_sessions WHERE app = ?1 AND user_id = ?2 AND retired = 0)`
 )
+
+// auditCheckpointed has no walk of its own: Sweep cuts the agents' own
+// chains one agent per transaction (sweeper.pruneAudit).
+var auditCheckpointed = &sweepKind{kind: store.PolicyAuditCheckpointed}

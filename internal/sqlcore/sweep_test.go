@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/agentstore/sessionstore/facet"
@@ -43,9 +44,9 @@ func TestEveryFacetHasRetention(t *testing.T) {
 
 // A facet with neither a policy kind nor a note stops the sweep.
 func TestMissingRetentionIsAnError(t *testing.T) {
-	saved := sweepNotes[facet.Audit]
-	delete(sweepNotes, facet.Audit)
-	defer func() { sweepNotes[facet.Audit] = saved }()
+	saved := sweepKinds
+	sweepKinds = slices.DeleteFunc(slices.Clone(sweepKinds), func(sk *sweepKind) bool { return sk == auditCheckpointed })
+	defer func() { sweepKinds = saved }()
 	var e *MissingRetentionError
 	if _, err := planSweep(); !errors.As(err, &e) || e.Facet != facet.Audit {
 		t.Fatalf("planSweep = %v", err)

@@ -32,6 +32,7 @@ func RunRetention(t *testing.T, h Harness) {
 		{"AgentSessionsIdle", testSweepAgentSessions},
 		{"AgentSessionsIdleKeepsForks", testSweepAgentSessionsKeepsForks},
 		{"ReservationsClosed", testSweepReservations},
+		{"AuditCheckpointed", testSweepAuditCheckpointed},
 		{"DryRunChangesNothing", testSweepDryRun},
 		{"Log", testSweepLog},
 		{"Lease", testSweepLease},
@@ -418,6 +419,39 @@ func testSweepAgentSessionsKeepsForks(t *testing.T, e *env) {
 	if c1.AgentSessions.Events != 0 || c1.AgentSessions.Total != 0 {
 		t.Fatalf("after the fork was swept: %d sessions, %d events left (before: %+v)", c1.AgentSessions.Total, c1.AgentSessions.Events, c0.AgentSessions)
 	}
+}
+
+// testSweepAuditCheckpointed: an agent's own chain is cut at its newest
+// checkpoint once that checkpoint is older than the policy's age, not a
+// moment before; session chains and chains without a due checkpoint stay
+// whole, a dry run counts what a sweep removes, and every chain still
+// verifies afterwards.
+func testSweepAuditCheckpointed(t *testing.T, e *env) {
+	s1 := e.create(baseRequest()) // its agent's chain: the create, then the checkpoint
+	e.create(baseRequest())       // another agent's chain, without a checkpoint: stays whole
+	if n, err := e.st.Audit().Checkpoint(e.ctx, s1.AgentID); err != nil || n != 1 {
+		t.Fatalf("Checkpoint = %d, %v", n, err)
+	}
+	e.clock.Advance(time.Minute)
+	e.create(baseRequest()) // a third agent, after the checkpoint: stays
+	events := e.auditCount()
+	e.setPolicy(store.Policy{Kind: store.PolicyAuditCheckpointed, MaxAge: time.Hour})
+	e.clock.Advance(time.Hour - time.Minute) // the checkpoint is exactly an hour old: not yet due
+	wantKind(t, e.sweep(store.SweepOptions{}), store.PolicyAuditCheckpointed, 0, 0)
+	e.clock.Advance(time.Millisecond)
+	dry := wantKind(t, e.sweep(store.SweepOptions{DryRun: true}), store.PolicyAuditCheckpointed, 1, 0)
+	if got := e.auditCount(); got != events {
+		t.Fatalf("a dry run removed audit events: %d, want %d", got, events)
+	}
+	k := wantKind(t, e.sweep(store.SweepOptions{}), store.PolicyAuditCheckpointed, 1, 0)
+	if k.Rows != 1 || dry.Rows != k.Rows { // s1's create, before its agent's checkpoint
+		t.Fatalf("removed %d events (dry run said %d), want 1", k.Rows, dry.Rows)
+	}
+	if got := e.auditCount(); got != events-1 {
+		t.Fatalf("%d audit events left, want %d", got, events-1)
+	}
+	e.verifyAudit()
+	wantKind(t, e.sweep(store.SweepOptions{}), store.PolicyAuditCheckpointed, 0, 0)
 }
 
 func testSweepReservations(t *testing.T, e *env) {
