@@ -11,13 +11,13 @@ import (
 
 // BenchmarkSweep measures governed Use latency while a sweep deletes
 // 1,000,000 rows (storetest.BenchSweep; SESSIONSTORE_SWEEP_BENCH_ROWS
-// scales it), at the default durability, with batches of 1000 rows, the default
-// (store.DefaultSweepBatchRows) and 100:
+// scales it), at the default durability, with batches of 1000 rows, 250
+// and the default (store.DefaultSweepBatchRows, 100):
 //
 //	go test -run '^$' -bench BenchmarkSweep -benchtime 1x ./sqlstore
 func BenchmarkSweep(b *testing.B) {
 	o := storetest.BenchOptions{Durability: string(sqlstore.SyncFull)}
-	for _, rows := range []int{1000, store.DefaultSweepBatchRows, 100} {
+	for _, rows := range []int{1000, 250, store.DefaultSweepBatchRows} {
 		b.Run(fmt.Sprintf("batch=%d", rows), func(b *testing.B) {
 			storetest.BenchSweep(b, harness, o, store.SweepOptions{BatchRows: rows})
 		})
