@@ -42,8 +42,10 @@ func TestPagesPerCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("pages written per create: %.1f without state, %.1f with a one-key state", bare, withState)
-	// The session row and its key index; plus the state row's page.
-	if bare > 2 || withState > 3 {
-		t.Errorf("a create writes %.1f pages (%.1f with state), want at most 2 (3)", bare, withState)
+	// The session row, its key index and the index retention's idle
+	// sweep walks (agent_sessions_updated, migration 11: every sweep
+	// statement searches an index); plus the state row's page.
+	if bare > 3 || withState > 4 {
+		t.Errorf("a create writes %.1f pages (%.1f with state), want at most 3 (4)", bare, withState)
 	}
 }
