@@ -98,7 +98,9 @@ var registry = []Facet{
 		Since: 2,
 		Tables: []string{"conversations", "conversation_messages", "conversation_cost_records",
 			"conversation_artifacts", "conversation_trace_events", "conversation_runs",
-			"conversation_run_events", "conversation_reports"},
+			"conversation_run_events", "conversation_reports",
+			"conversation_retired", "conversation_retired_messages"},
+		Added: map[string]int64{"conversation_retired": 15, "conversation_retired_messages": 15},
 	},
 	{
 		Name:  AgentSessions,

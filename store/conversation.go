@@ -376,6 +376,7 @@ type TrimResult struct {
 // Append adds rows after the stored ones, Put inserts or replaces rows by
 // their key, Save replaces the whole set.
 type Conversations interface {
+	ConversationBranches
 	// Save inserts or replaces the whole conversation, messages and cost
 	// records included, in one transaction, and returns the new version.
 	// Messages are renumbered from 0. Artifacts, traces, runs and reports
@@ -550,6 +551,15 @@ func NormalizeConversation(c Conversation) (Conversation, [][]byte, error) {
 		b, err := ValidateMessage(fmt.Sprintf("messages[%d]", i), &m)
 		if err != nil {
 			return c, nil, err
+		}
+		if r := m.Compaction; r != nil {
+			// Save replaces the whole history: the records it is given
+			// (a Load's) stay records when their range precedes them.
+			if r.From < 0 || r.To < r.From || r.To >= int64(i) {
+				return c, nil, Invalid(fmt.Sprintf("messages[%d].compaction", i), "must cover earlier positions 0 <= from <= to")
+			}
+			cr := *r
+			m.Compaction = &cr
 		}
 		m.Seq = int64(i)
 		m.CreatedAt = truncMS(m.CreatedAt)
@@ -787,6 +797,9 @@ func (r *AppendRequest) Validate() ([][]byte, error) {
 		b, err := ValidateMessage(fmt.Sprintf("messages[%d]", i), &r.Messages[i])
 		if err != nil {
 			return nil, err
+		}
+		if r.Messages[i].Compaction != nil {
+			return nil, Invalid(fmt.Sprintf("messages[%d].compaction", i), "only Compact writes compaction records")
 		}
 		contents[i] = b
 	}

@@ -58,6 +58,10 @@ type Message struct {
 	// CreatedAt is when the message was stored; when zero on write, the
 	// store's clock is used. Millisecond precision.
 	CreatedAt time.Time `json:"created_at"`
+	// Compaction is set on a compaction record (written by
+	// ConversationBranches.Compact only): the range of positions it
+	// summarises. Append refuses a message that sets it.
+	Compaction *CompactionRange `json:"compaction,omitempty"`
 }
 
 // ContentBlock is one block of a message: text, a tool call, a tool result,

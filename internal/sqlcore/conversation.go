@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/store"
@@ -27,6 +28,9 @@ const convColumns = `id, version, name, workspace, system_prompt, max_context_le
 	prompt_tokens, completion_tokens, total_tokens, cache_read_tokens, cache_write_tokens,
 	total_cost, model_name, tool_names, thinking_enabled, thinking_budget, llm_config, tasks,
 	parent_id, message_count, created_at_ms, updated_at_ms`
+
+// convGetColumns are convColumns and the row's lineage.
+const convGetColumns = convColumns + `, ` + lineColumns
 
 // convRow is a conversations row as stored.
 type convRow struct {
@@ -67,6 +71,7 @@ type convRow struct {
 	MessageCount         int64          `db:"message_count"`
 	CreatedAtMS          int64          `db:"created_at_ms"`
 	UpdatedAtMS          int64          `db:"updated_at_ms"`
+	lineRow
 }
 
 // corrupt reports a stored value of conversation id that does not decode.
@@ -225,7 +230,7 @@ const (
 	// dialect locks rows), so writes of one conversation run one after the
 	// other on every backend.
 	convLockSQL   = `SELECT id FROM conversations WHERE id = ?`
-	convGetSQL    = `SELECT ` + convColumns + ` FROM conversations WHERE id = ?`
+	convGetSQL    = `SELECT ` + convGetColumns + ` FROM conversations WHERE id = ?`
 	convInfoSQL   = `SELECT ` + summaryColumns + ` FROM conversations WHERE id = ?`
 	convExistsSQL = `SELECT count(*) FROM conversations WHERE id = ?`
 	convDeleteSQL = `DELETE FROM conversations WHERE id = ?`
@@ -236,8 +241,8 @@ const (
 	convTouchSQL = `UPDATE conversations SET version = version + 1, updated_at_ms = ? WHERE id = ?`
 
 	msgDeleteAllSQL  = `DELETE FROM conversation_messages WHERE session_id = ?`
-	msgInsertSQL     = `INSERT INTO conversation_messages (session_id, seq, role, content, created_at_ms) VALUES (?, ?, ?, ?, ?)`
-	msgAllSQL        = `SELECT seq, role, content, created_at_ms FROM conversation_messages WHERE session_id = ? ORDER BY seq`
+	msgInsertSQL     = `INSERT INTO conversation_messages (session_id, seq, role, content, created_at_ms, compact_from, compact_to) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	msgAllSQL        = `SELECT ` + msgColumns + ` FROM conversation_messages WHERE session_id = ? ORDER BY seq`
 	costDeleteAllSQL = `DELETE FROM conversation_cost_records WHERE session_id = ?`
 	costInsertSQL    = `INSERT INTO conversation_cost_records (session_id, seq, model, provider, prompt_tokens,
 		completion_tokens, total_tokens, cost_usd, at_ms, record_session_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -337,6 +342,11 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 			return err
 		}
 		if exists {
+			// Forks and superseded runs keep reading the history replaced
+			// (conv_lineage.go).
+			if err := c.detachHistory(tx, conv.ID); err != nil {
+				return err
+			}
 			if _, err := tx.Exec(msgDeleteAllSQL, conv.ID); err != nil {
 				return err
 			}
@@ -349,7 +359,8 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 			if !m.CreatedAt.IsZero() {
 				at = rowcodec.ToMillis(m.CreatedAt)
 			}
-			if _, err := tx.Exec(msgInsertSQL, conv.ID, int64(i), m.Role, string(contents[i]), at); err != nil {
+			from, to := compactArgs(m.Compaction)
+			if _, err := tx.Exec(msgInsertSQL, conv.ID, int64(i), m.Role, string(contents[i]), at, from, to); err != nil {
 				return err
 			}
 		}
@@ -385,18 +396,27 @@ func insertCostRecords(tx Tx, id string, first int64, recs []store.CostRecord, n
 
 // msgRow is a conversation_messages row.
 type msgRow struct {
-	Seq         int64  `db:"seq"`
-	Role        string `db:"role"`
-	Content     string `db:"content"`
-	CreatedAtMS int64  `db:"created_at_ms"`
+	Seq         int64         `db:"seq"`
+	Role        string        `db:"role"`
+	Content     string        `db:"content"`
+	CreatedAtMS int64         `db:"created_at_ms"`
+	CompactFrom sql.NullInt64 `db:"compact_from"`
+	CompactTo   sql.NullInt64 `db:"compact_to"`
 }
+
+// msgColumns are the columns of a msgRow.
+const msgColumns = `seq, role, content, created_at_ms, compact_from, compact_to`
 
 func (r *msgRow) message(id string) (store.Message, error) {
 	blocks, err := rowcodec.DecodeContent([]byte(r.Content))
 	if err != nil {
 		return store.Message{}, corrupt(id, fmt.Sprintf("message %d", r.Seq), err)
 	}
-	return store.Message{Seq: r.Seq, Role: r.Role, Content: blocks, CreatedAt: rowcodec.FromMillis(r.CreatedAtMS)}, nil
+	m := store.Message{Seq: r.Seq, Role: r.Role, Content: blocks, CreatedAt: rowcodec.FromMillis(r.CreatedAtMS)}
+	if r.CompactTo.Valid {
+		m.Compaction = &store.CompactionRange{From: r.CompactFrom.Int64, To: r.CompactTo.Int64}
+	}
+	return m, nil
 }
 
 func decodeMessages(id string, rows []msgRow) ([]store.Message, error) {
@@ -442,8 +462,8 @@ func (c *Conversations) Load(ctx context.Context, id string) (store.Conversation
 		if err != nil {
 			return err
 		}
-		var msgs []msgRow
-		if err := r.Select(&msgs, msgAllSQL, id); err != nil {
+		msgs, err := c.readView(r, row.lineRow.view(id), 0, math.MaxInt64, math.MaxInt32)
+		if err != nil {
 			return err
 		}
 		if conv.Messages, err = decodeMessages(id, msgs); err != nil {
@@ -494,13 +514,11 @@ func (c *Conversations) Delete(ctx context.Context, id string) error {
 		return err
 	}
 	return c.s.write(ctx, func(tx Tx) error {
-		res, err := tx.Exec(convDeleteSQL, id)
+		gone, err := c.deleteTx(tx, id)
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
+		if !gone {
 			return notFound(id)
 		}
 		return nil

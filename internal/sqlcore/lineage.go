@@ -83,23 +83,24 @@ type segment struct {
 // lineage returns the segments of row's view, newest first: its own
 // events, then each ancestor's up to the fork point below it.
 func (a *AgentSessions) lineage(r Tx, row asRow) ([]segment, error) {
-	segs := []segment{{pk: row.PK, hi: -1}}
-	parent, hi := row.Parent, row.ForkSeq
-	for parent != 0 && hi > 0 {
-		if len(segs) > maxLineageDepth {
-			return nil, fmt.Errorf("sqlcore: agent session lineage deeper than %d", maxLineageDepth)
-		}
+	// walkLineage (conv_lineage.go) is the one walker, shared with
+	// conversations.
+	segs, err := walkLineage(row.PK, row.Parent, row.ForkSeq, func(pk int64) (int64, int64, error) {
 		var next, fork int64
-		if err := scanHot(r, lnParentSQL, []any{parent}, &next, &fork); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return nil, fmt.Errorf("sqlcore: agent session lineage names a missing row %d", parent)
-			}
-			return nil, err
+		err := scanHot(r, lnParentSQL, []any{pk}, &next, &fork)
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, 0, fmt.Errorf("sqlcore: agent session lineage names a missing row %d", pk)
 		}
-		segs = append(segs, segment{pk: parent, hi: hi})
-		parent, hi = next, min(hi, fork)
+		return next, fork, err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return segs, nil
+	out := make([]segment, len(segs))
+	for i, sg := range segs {
+		out[i] = segment{pk: sg.id, hi: sg.hi}
+	}
+	return out, nil
 }
 
 // readRecent reads the view's events newest first, at most recent of

@@ -15,7 +15,7 @@ const (
 	// convAppendGetSQL reads what an append updates, by primary key.
 	convAppendGetSQL = `SELECT version, message_count, prompt_tokens, completion_tokens, total_tokens,
 		cache_read_tokens, cache_write_tokens, total_cost, context_used_tokens, context_max_tokens,
-		context_percent, context_turns FROM conversations WHERE id = ?`
+		context_percent, context_turns, fork_next, first_seq FROM conversations WHERE id = ?`
 	convAppendSetSQL = `UPDATE conversations SET version = ?, message_count = ?, updated_at_ms = ?,
 		prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?,
 		total_cost = ?, context_used_tokens = ?, context_max_tokens = ?, context_percent = ?, context_turns = ?
@@ -27,9 +27,9 @@ const (
 	// msgLastSQL finds the last position through the (session_id, seq)
 	// index: one index probe, whatever the length of the history.
 	msgLastSQL       = `SELECT seq FROM conversation_messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1`
-	msgLastRowSQL    = `SELECT seq, role, content, created_at_ms FROM conversation_messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1`
-	msgRangeSQL      = `SELECT seq, role, content, created_at_ms FROM conversation_messages WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?`
-	msgBeforeSQL     = `SELECT seq, role, content, created_at_ms FROM conversation_messages WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`
+	msgLastRowSQL    = `SELECT ` + msgColumns + ` FROM conversation_messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1`
+	msgRangeSQL      = `SELECT ` + msgColumns + ` FROM conversation_messages WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?`
+	msgBeforeSQL     = `SELECT ` + msgColumns + ` FROM conversation_messages WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`
 	msgDeleteOneSQL  = `DELETE FROM conversation_messages WHERE session_id = ? AND seq = ?`
 	msgDeleteHeadSQL = `DELETE FROM conversation_messages WHERE session_id = ? AND seq < ?`
 	msgCountSQL      = `SELECT message_count FROM conversations WHERE id = ?`
@@ -55,6 +55,8 @@ type appendRow struct {
 	ContextMaxTokens  int64         `db:"context_max_tokens"`
 	ContextPercent    float64       `db:"context_percent"`
 	ContextTurns      int64         `db:"context_turns"`
+	ForkNext          int64         `db:"fork_next"`
+	FirstSeq          int64         `db:"first_seq"`
 }
 
 // AppendMessages appends messages (see store.Conversations.Append).
@@ -97,7 +99,7 @@ func (c *Conversations) appendTx(tx Tx, req store.AppendRequest, contents [][]by
 	if req.ExpectVersion != 0 && row.Version != req.ExpectVersion {
 		return none, &store.ConflictError{Resource: "conversation", ID: req.ID, Reason: "version changed"}
 	}
-	next, err := nextSeq(tx, msgLastSQL, req.ID)
+	next, err := nextPos(tx, req.ID, row.ForkNext, row.FirstSeq)
 	if err != nil {
 		return none, err
 	}
@@ -106,7 +108,7 @@ func (c *Conversations) appendTx(tx Tx, req store.AppendRequest, contents [][]by
 		if !m.CreatedAt.IsZero() {
 			at = rowcodec.ToMillis(m.CreatedAt)
 		}
-		if _, err := tx.Exec(msgInsertSQL, req.ID, next+int64(i), m.Role, string(contents[i]), at); err != nil {
+		if _, err := tx.Exec(msgInsertSQL, req.ID, next+int64(i), m.Role, string(contents[i]), at, nil, nil); err != nil {
 			return none, err
 		}
 	}
@@ -185,11 +187,9 @@ func (c *Conversations) Messages(ctx context.Context, id string, from int64, lim
 	if err != nil {
 		return nil, err
 	}
-	var rows []msgRow
-	if err := c.s.selectRows(ctx, &rows, msgRangeSQL, id, from, n); err != nil {
-		return nil, err
-	}
-	return c.messages(ctx, id, rows)
+	return c.viewRead(ctx, id, func(r Tx, v convView) ([]msgRow, error) {
+		return c.readView(r, v, from, math.MaxInt64, n)
+	})
 }
 
 // MessagesBefore returns the last limit messages before position before
@@ -205,14 +205,9 @@ func (c *Conversations) MessagesBefore(ctx context.Context, id string, before in
 	if err != nil {
 		return nil, err
 	}
-	var rows []msgRow
-	if err := c.s.selectRows(ctx, &rows, msgBeforeSQL, id, before, n); err != nil {
-		return nil, err
-	}
-	for i, j := 0, len(rows)-1; i < j; i, j = i+1, j-1 {
-		rows[i], rows[j] = rows[j], rows[i]
-	}
-	return c.messages(ctx, id, rows)
+	return c.viewRead(ctx, id, func(r Tx, v convView) ([]msgRow, error) {
+		return c.readViewDesc(r, v, before, n)
+	})
 }
 
 // LastMessages returns the last n messages (see
@@ -230,14 +225,24 @@ func (c *Conversations) LastMessages(ctx context.Context, id string, n int) ([]s
 	return c.MessagesBefore(ctx, id, math.MaxInt64, n)
 }
 
-// messages decodes a page; an empty page of a missing conversation is
-// ErrNotFound.
-func (c *Conversations) messages(ctx context.Context, id string, rows []msgRow) ([]store.Message, error) {
-	if len(rows) == 0 {
-		if err := c.mustExist(ctx, id); err != nil {
-			return nil, err
+// viewRead runs read on the view of conversation id (its own messages
+// and those it reads through its lineage) in one read transaction and
+// decodes the page.
+func (c *Conversations) viewRead(ctx context.Context, id string, read func(r Tx, v convView) ([]msgRow, error)) ([]store.Message, error) {
+	var rows []msgRow
+	err := c.s.readTx(ctx, func(r Tx) error {
+		var l lineRow
+		if err := r.Get(&l, convLineSQL, id); errors.Is(err, sql.ErrNoRows) {
+			return notFound(id)
+		} else if err != nil {
+			return err
 		}
-		return []store.Message{}, nil
+		var err error
+		rows, err = read(r, l.view(id))
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return decodeMessages(id, rows)
 }
@@ -264,22 +269,26 @@ func (c *Conversations) PopMessage(ctx context.Context, id string) (store.Messag
 	}
 	var out store.Message
 	err := c.s.write(ctx, func(tx Tx) error {
-		if err := c.lockConv(tx, id); err != nil {
+		b, first, next, err := c.branchOf(tx, id)
+		if err != nil {
 			return err
 		}
-		var row msgRow
-		err := tx.Get(&row, msgLastRowSQL, id)
-		if errors.Is(err, sql.ErrNoRows) {
+		if next <= first {
 			return &store.NotFoundError{Resource: "message", ID: id}
 		}
+		rows, err := c.readViewDesc(tx, b.view(id), next, 1)
 		if err != nil {
 			return err
 		}
-		m, err := row.message(id)
+		if len(rows) == 0 {
+			return &store.NotFoundError{Resource: "message", ID: id}
+		}
+		m, err := rows[0].message(id)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(msgDeleteOneSQL, id, row.Seq); err != nil {
+		// A message a fork reads goes to a retired history instead.
+		if _, err := c.cutTail(tx, id, b.lineRow, rows[0].Seq, retiredDeleted, c.nowMS()); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(convCountSQL, 1, 1, rowcodec.ToMillis(c.s.now()), id); err != nil {
@@ -305,25 +314,76 @@ func (c *Conversations) TrimMessages(ctx context.Context, id string, keepLast in
 		if err := c.lockConv(tx, id); err != nil {
 			return err
 		}
-		next, err := nextSeq(tx, msgLastSQL, id)
+		var err error
+		removed, err = c.trimTx(tx, id, int64(keepLast))
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return removed, nil
+}
+
+// trimTx keeps the last keepLast messages of conversation id, locked by
+// the caller, and returns how many left its history. Messages a fork
+// reads stay stored (the conversation's view starts after them); a
+// conversation that no longer reads anything of its lineage parent
+// leaves it.
+func (c *Conversations) trimTx(tx Tx, id string, keepLast int64) (int64, error) {
+	var l lineRow
+	if err := tx.Get(&l, convLineSQL, id); err != nil {
+		return 0, err
+	}
+	next, err := nextPos(tx, id, l.ForkNext, l.FirstSeq)
+	if err != nil {
+		return 0, err
+	}
+	cut := next - keepLast
+	readers, err := hasReaders(tx, id, 0)
+	if err != nil {
+		return 0, err
+	}
+	if !l.LineageParent.Valid && !readers && l.FirstSeq == 0 {
+		res, err := tx.Exec(msgDeleteHeadSQL, id, cut)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		res, err := tx.Exec(msgDeleteHeadSQL, id, next-int64(keepLast))
+		removed, err := res.RowsAffected()
 		if err != nil {
-			return err
-		}
-		if removed, err = res.RowsAffected(); err != nil {
-			return err
+			return 0, err
 		}
 		if removed > 0 {
 			if _, err := tx.Exec(convCountSQL, removed, 0, 0, id); err != nil {
-				return err
+				return 0, err
 			}
 		}
-		return nil
-	})
-	if err != nil {
+		return removed, nil
+	}
+	var count int64
+	if err := tx.Get(&count, msgCountSQL, id); err != nil {
+		return 0, err
+	}
+	if count <= keepLast {
+		return 0, nil
+	}
+	if _, err := tx.Exec(convFirstSeqSQL, cut, id); err != nil {
+		return 0, err
+	}
+	if !readers {
+		if _, err := tx.Exec(msgDeleteHeadSQL, id, cut); err != nil {
+			return 0, err
+		}
+	}
+	if l.LineageParent.Valid && cut >= l.ForkNext {
+		if _, err := tx.Exec(convSetLineSQL, nil, l.ForkNext, id); err != nil {
+			return 0, err
+		}
+		if err := c.prune(tx, l.LineageParent.String); err != nil {
+			return 0, err
+		}
+	}
+	removed := count - keepLast
+	if _, err := tx.Exec(convCountSQL, removed, 0, 0, id); err != nil {
 		return 0, err
 	}
 	return removed, nil
@@ -380,7 +440,7 @@ func (c *Conversations) DeleteUpdatedBefore(ctx context.Context, t time.Time, li
 			return err
 		}
 		for _, id := range ids {
-			if _, err := tx.Exec(convDeleteSQL, id); err != nil {
+			if _, err := c.deleteTx(tx, id); err != nil {
 				return err
 			}
 		}

@@ -220,7 +220,8 @@ func (w *recordWriter) PutConversation(rec store.ConversationRecord) (bool, erro
 	}
 	id := conv.ID
 	for i, m := range conv.Messages {
-		if _, err := w.tx.Exec(msgInsertSQL, id, seqs[i], m.Role, string(contents[i]), w.or(m.CreatedAt)); err != nil {
+		from, to := compactArgs(m.Compaction)
+		if _, err := w.tx.Exec(msgInsertSQL, id, seqs[i], m.Role, string(contents[i]), w.or(m.CreatedAt), from, to); err != nil {
 			return false, err
 		}
 	}

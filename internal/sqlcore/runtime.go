@@ -417,7 +417,7 @@ func (r *Runtime) remove(ctx context.Context, id string, cause store.CancelCause
 		}
 		// The conversation of the same id goes in the same transaction
 		// (its messages, artifacts, traces, runs and reports cascade).
-		if _, err := tx.Exec(convDeleteSQL, id); err != nil {
+		if _, err := (&Conversations{s: r.s}).deleteTx(tx, id); err != nil {
 			return err
 		}
 		existed = true

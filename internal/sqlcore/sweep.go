@@ -378,6 +378,13 @@ func (sw *sweeper) apply(tx Tx, sk *sweepKind, d due, u unit) (int64, bool, erro
 			return 0, false, err
 		}
 	}
+	if sk.kind == store.PolicyConversationsIdle {
+		// removeSQL only checked that it is due: the delete keeps what
+		// its forks read (conv_lineage.go).
+		if _, err := (&Conversations{s: sw.r.s}).deleteTx(tx, u.id); err != nil {
+			return 0, false, err
+		}
+	}
 	return rows, true, nil
 }
 
@@ -407,22 +414,9 @@ func (sw *sweeper) trim(tx Tx, d due, u unit) (int64, bool, error) {
 		}
 		return 0, false, err
 	}
-	next, err := nextSeq(tx, msgLastSQL, u.id)
-	if err != nil {
-		return 0, false, err
-	}
-	res, err := tx.Exec(msgDeleteHeadSQL, u.id, next-d.keepLast)
-	if err != nil {
-		return 0, false, err
-	}
-	n, err := res.RowsAffected()
-	if err != nil || n == 0 {
-		return 0, false, err
-	}
-	if _, err := tx.Exec(convCountSQL, n, 0, 0, u.id); err != nil {
-		return 0, false, err
-	}
-	return n, true, nil
+	// The same trim as TrimMessages: what forks read stays.
+	n, err := (&Conversations{s: sw.r.s}).trimTx(tx, u.id, d.keepLast)
+	return n, err == nil && n > 0, err
 }
 
 // orphan removes the state of an app (u.at == 0) or of an (app, user)

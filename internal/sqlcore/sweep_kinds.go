@@ -183,7 +183,10 @@ var conversationsIdle = &sweepKind{
 			return u, err
 		},
 	}},
-	removeSQL: `DELETE FROM conversations AS c
+	// removeSQL tells whether the conversation is still due (it changes
+	// nothing); apply then deletes it as Delete does, keeping what its
+	// forks read (lineage, migration 15).
+	removeSQL: `UPDATE conversations AS c SET fork_next = fork_next
 		WHERE id = ?1 AND updated_at_ms <= ?2 AND last_access_ms <= ?3` + notHeldConv,
 	removeArgs: func(d due, u unit) []any { return []any{u.id, d.cutoff, d.readsCap} },
 	rowsSQL: `SELECT 1 + (SELECT count(*) FROM conversation_messages WHERE session_id = ?1)

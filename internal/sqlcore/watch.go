@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -286,8 +287,13 @@ func (f *feedFacet) Messages(ctx context.Context, req store.MessageFeed) iter.Se
 				if epoch, found, err = readEpoch(r, feedMsgEpochSQL, req.ID); err != nil || !found {
 					return err
 				}
-				rows = nil
-				return r.Select(&rows, msgRangeSQL, req.ID, next, req.Limit)
+				// A fork's stream reads its lineage (conv_lineage.go).
+				var l lineRow
+				if err := r.Get(&l, convLineSQL, req.ID); err != nil {
+					return err
+				}
+				rows, err = (&Conversations{s: f.s}).readView(r, l.view(req.ID), next, math.MaxInt64, req.Limit)
+				return err
 			})
 			if err != nil {
 				return b, false, false, err

@@ -148,6 +148,19 @@ func callsAfterClose(st store.Store) map[string]map[string]closedCall {
 			"MessageCount":   func(ctx context.Context) error { return err1(c.MessageCount(ctx, id)) },
 			"PopMessage":     func(ctx context.Context) error { return err1(c.PopMessage(ctx, id)) },
 			"TrimMessages":   func(ctx context.Context) error { return err1(c.TrimMessages(ctx, id, 1)) },
+			"Fork": func(ctx context.Context) error {
+				return err1(c.Fork(ctx, store.ConversationForkRequest{ID: id, At: 0, NewID: "fork"}))
+			},
+			"Rewind": func(ctx context.Context) error {
+				return err1(c.Rewind(ctx, store.ConversationRewindRequest{ID: id, To: 0}))
+			},
+			"Compact": func(ctx context.Context) error {
+				return err1(c.Compact(ctx, store.ConversationCompactRequest{ID: id, Range: store.CompactionRange{From: 0, To: 0},
+					Summary: store.Message{Role: "assistant", Content: []store.ContentBlock{store.TextBlock("s")}}}))
+			},
+			"SummaryTail": func(ctx context.Context) error { return err1(c.SummaryTail(ctx, id, 10)) },
+			"Superseded":  func(ctx context.Context) error { return err1(c.Superseded(ctx, id)) },
+			"History":     func(ctx context.Context) error { return err1(c.History(ctx, id)) },
 			"TrimAllMessages": func(ctx context.Context) error {
 				return err1(c.TrimAllMessages(ctx, 1))
 			},

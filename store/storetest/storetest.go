@@ -77,6 +77,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Runtime", func(t *testing.T) { RunRuntime(t, h) })
 	t.Run("AgentSessions", func(t *testing.T) { RunAgentSessions(t, h) })
 	t.Run("AgentBranches", func(t *testing.T) { RunAgentBranches(t, h) })
+	t.Run("ConversationBranches", func(t *testing.T) { RunConversationBranches(t, h) })
 	t.Run("Store", func(t *testing.T) { RunStore(t, h) })
 	t.Run("RestoreRecords", func(t *testing.T) { RunRestoreRecords(t, h) })
 	t.Run("Feed", func(t *testing.T) { RunFeed(t, h) })
