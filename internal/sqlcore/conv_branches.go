@@ -39,7 +39,7 @@ const (
 	msgMarkCompactionSQL = `UPDATE conversation_messages SET compact_from = ?, compact_to = ? WHERE session_id = ? AND seq = ?`
 
 	retiredRunsSQL = `SELECT id, COALESCE(lineage_parent, '') AS lineage_parent, fork_next, superseded_from, created_at_ms
-		FROM conversation_retired WHERE superseded_of = ? ORDER BY rewound_version, id`
+		FROM conversation_retired WHERE superseded_of = ? ORDER BY rewound_version`
 	retiredRewoundSQL = `UPDATE conversation_retired SET rewound_version = ? WHERE id = ?`
 
 	// The tree: a node's children in either table.

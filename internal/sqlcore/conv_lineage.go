@@ -91,7 +91,7 @@ const (
 	convClearLineSQL   = `UPDATE conversations SET lineage_parent = NULL, fork_next = 0, first_seq = 0 WHERE id = ?`
 	retiredInfoSQL     = `SELECT kind, COALESCE(lineage_parent, ''), COALESCE(superseded_of, '') FROM conversation_retired WHERE id = ?`
 	retiredDropSQL     = `DELETE FROM conversation_retired WHERE id = ?`
-	retiredOfSQL       = `SELECT id FROM conversation_retired WHERE superseded_of = ? ORDER BY rewound_version, id`
+	retiredOfSQL       = `SELECT id FROM conversation_retired WHERE superseded_of = ? ORDER BY rewound_version`
 	retiredOrphanSQL   = `UPDATE conversation_retired SET kind = 1, superseded_of = NULL WHERE id = ?`
 	msgDropBelowSQL    = `DELETE FROM conversation_messages WHERE session_id = ? AND seq < (SELECT first_seq FROM conversations WHERE id = ?)`
 	convFirstSeqSQL    = `UPDATE conversations SET first_seq = ? WHERE id = ?`

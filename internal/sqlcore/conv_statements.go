@@ -1,0 +1,28 @@
+package sqlcore
+
+// The lineage statements of conversations (conv_lineage.go,
+// conv_branches.go), for the backends' query-plan tests.
+func init() {
+	for name, q := range map[string]string{
+		"convLine":        convLineSQL,
+		"msgSpan":         msgSpanSQL,
+		"msgSpanDesc":     msgSpanDescSQL,
+		"msgSummary":      msgSummarySQL,
+		"heldSpan":        heldSpanSQL,
+		"heldSpanDesc":    heldSpanDescSQL,
+		"heldSummary":     heldSummarySQL,
+		"convReaders":     convReadersSQL,
+		"convRepoint":     convRepointSQL,
+		"retiredRepoint":  retiredRepointSQL,
+		"retiredOf":       retiredOfSQL,
+		"retiredRuns":     retiredRunsSQL,
+		"convChildren":    convChildrenSQL,
+		"retiredKids":     retiredKidsSQL,
+		"msgRetire":       msgRetireSQL,
+		"msgDeleteTail":   msgDeleteTailSQL,
+		"msgCompactions":  msgCompactionsSQL,
+		"heldCompactions": heldCompactionsSQL,
+	} {
+		Statements[name] = q
+	}
+}
