@@ -53,6 +53,7 @@ func Bench(b *testing.B, h Harness, o BenchOptions) {
 	b.Run("Conversations", func(b *testing.B) { BenchConversations(b, h, o) })
 	b.Run("AgentSessions", func(b *testing.B) { BenchAgentSessions(b, h, o) })
 	b.Run("AgentBranches", func(b *testing.B) { BenchAgentBranches(b, h, o) })
+	b.Run("ConversationBranches", func(b *testing.B) { BenchConversationBranches(b, h, o) })
 	b.Run("Runtime", func(b *testing.B) { BenchRuntime(b, h, o) })
 	b.Run("Feed", func(b *testing.B) { BenchFeed(b, h, o) })
 	b.Run("Spend", func(b *testing.B) { BenchSpend(b, h, o) })
