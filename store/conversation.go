@@ -85,6 +85,12 @@ type Conversation struct {
 	Messages []Message `json:"messages"`
 	// MessageCount is the number of stored messages. Set by the store.
 	MessageCount int64 `json:"message_count"`
+	// ForkedFrom is set by Load on a fork whose lineage parent is a live
+	// conversation: the messages up to At are read from it. Save ignores
+	// it; an import restores the conversation as a fork of it when that
+	// conversation holds the same messages up to At. Lineage is not
+	// ParentID.
+	ForkedFrom *ConversationForkPoint `json:"forked_from,omitempty"`
 	// ContextUsage describes the context window.
 	ContextUsage ContextUsage `json:"context_usage"`
 	// TotalUsage accumulates token usage.
@@ -365,6 +371,13 @@ type TrimResult struct {
 	Removed int64 `json:"removed"`
 }
 
+// ConversationForkPoint names the conversation a fork reads its messages
+// up to At (a position, included) from.
+type ConversationForkPoint struct {
+	ID string `json:"id"`
+	At int64  `json:"at"`
+}
+
 // Conversations is the conversation-persistence facet of a Store: session
 // data, an append-only message history, and per-conversation artifacts,
 // trace events, run records and verification reports. Deleting a
@@ -553,10 +566,11 @@ func NormalizeConversation(c Conversation) (Conversation, [][]byte, error) {
 			return c, nil, err
 		}
 		if r := m.Compaction; r != nil {
-			// Save replaces the whole history: the records it is given
-			// (a Load's) stay records when their range precedes them.
-			if r.From < 0 || r.To < r.From || r.To >= int64(i) {
-				return c, nil, Invalid(fmt.Sprintf("messages[%d].compaction", i), "must cover earlier positions 0 <= from <= to")
+			// Save and import replace the whole history: the records they
+			// are given (a Load's) stay records when their range precedes
+			// them (the store checks the positions).
+			if r.From < 0 || r.To < r.From {
+				return c, nil, Invalid(fmt.Sprintf("messages[%d].compaction", i), "must cover positions 0 <= from <= to")
 			}
 			cr := *r
 			m.Compaction = &cr

@@ -105,6 +105,9 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 	if err := demoSpend(ctx, out, st, id); err != nil { // demo_spend.go
 		return g.fail(sp.name, err)
 	}
+	if err := demoConversationBranches(ctx, out, st, id); err != nil { // demo_conv_branches.go
+		return g.fail(sp.name, err)
+	}
 	if err := demoBranches(ctx, out, st, id); err != nil { // demo_branches.go
 		return g.fail(sp.name, err)
 	}
@@ -329,10 +332,13 @@ func nonDemoData(ctx context.Context, path string) ([]string, error) {
 		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return nil, err
 		}
-		if ok, err := st.Conversations().Exists(ctx, s.ID); err != nil {
-			return nil, err
-		} else if ok {
-			demo.conversations++
+		// Its conversation and that conversation's fork (demo_conv_branches.go).
+		for _, cid := range []string{s.ID, s.ID + "-retry"} {
+			if ok, err := st.Conversations().Exists(ctx, cid); err != nil {
+				return nil, err
+			} else if ok {
+				demo.conversations++
+			}
 		}
 		page, err := st.Governance().(store.UseRecorder).UseRecords(ctx, store.UseRecordsRequest{SessionID: s.ID, Limit: store.MaxPageSize})
 		if err != nil {

@@ -453,3 +453,49 @@ func (c *Conversations) prune(tx Tx, id string) error {
 	}
 	return nil
 }
+
+// restoreForkPoint restores conversation id, being imported with msgs at
+// positions seqs, as a fork of fp.ID when that conversation's view holds
+// the same messages up to fp.At: it records the lineage and returns how
+// many of msgs the fork reads from it (0 when it is restored flat).
+func (w *recordWriter) restoreForkPoint(id string, fp *store.ConversationForkPoint, msgs []store.Message, contents [][]byte, seqs []int64) (int, error) {
+	if fp == nil || len(msgs) == 0 || fp.ID == id || fp.At < seqs[0] || fp.At > seqs[len(seqs)-1] {
+		return 0, nil
+	}
+	var l lineRow
+	if err := w.tx.Get(&l, convLineSQL, fp.ID); errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	} else if err != nil {
+		return 0, err
+	}
+	n := int(fp.At-seqs[0]) + 1
+	c := &Conversations{s: w.s}
+	rows, err := c.readView(w.tx, l.view(fp.ID), seqs[0], fp.At+1, n+1)
+	if err != nil {
+		return 0, err
+	}
+	if len(rows) != n {
+		return 0, nil
+	}
+	for i, r := range rows {
+		m := msgs[i]
+		from, to := compactArgs(m.Compaction)
+		same := r.Seq == seqs[i] && r.Role == m.Role && r.Content == string(contents[i]) &&
+			r.CreatedAtMS == w.or(m.CreatedAt) && sameNull(r.CompactFrom, from) && sameNull(r.CompactTo, to)
+		if !same {
+			return 0, nil
+		}
+	}
+	if _, err := w.tx.Exec(`UPDATE conversations SET lineage_parent = ?, fork_next = ?, first_seq = ? WHERE id = ?`,
+		fp.ID, fp.At+1, seqs[0], id); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+func sameNull(v sql.NullInt64, a any) bool {
+	if a == nil {
+		return !v.Valid
+	}
+	return v.Valid && v.Int64 == a.(int64)
+}

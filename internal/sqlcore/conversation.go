@@ -296,6 +296,11 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 		}
 		llm = string(b)
 	}
+	for i, m := range conv.Messages {
+		if m.Compaction != nil && m.Compaction.To >= int64(i) {
+			return 0, store.Invalid(fmt.Sprintf("messages[%d].compaction", i), "must cover earlier positions")
+		}
+	}
 	var version int64
 	err = c.s.write(ctx, func(tx Tx) error {
 		now := rowcodec.ToMillis(c.s.now())
@@ -461,6 +466,9 @@ func (c *Conversations) Load(ctx context.Context, id string) (store.Conversation
 		conv, err := row.conversation()
 		if err != nil {
 			return err
+		}
+		if p := row.LineageParent.String; p != "" && !isRetired(p) {
+			conv.ForkedFrom = &store.ConversationForkPoint{ID: p, At: row.ForkNext - 1}
 		}
 		msgs, err := c.readView(r, row.lineRow.view(id), 0, math.MaxInt64, math.MaxInt32)
 		if err != nil {

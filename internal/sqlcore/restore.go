@@ -161,6 +161,11 @@ func (w *recordWriter) PutConversation(rec store.ConversationRecord) (bool, erro
 			return false, store.Invalid(fmt.Sprintf("messages[%d].seq", i), "positions must run on from the first without gaps")
 		}
 	}
+	for i, m := range conv.Messages {
+		if m.Compaction != nil && m.Compaction.To >= seqs[i] {
+			return false, store.Invalid(fmt.Sprintf("messages[%d].compaction", i), "must cover earlier positions")
+		}
+	}
 	if given.MessageCount != 0 && given.MessageCount != int64(len(seqs)) {
 		return false, store.Invalid("message_count", fmt.Sprintf("is %d, but the conversation has %d messages", given.MessageCount, len(seqs)))
 	}
@@ -219,7 +224,16 @@ func (w *recordWriter) PutConversation(rec store.ConversationRecord) (bool, erro
 		return false, err
 	}
 	id := conv.ID
+	// A fork whose lineage parent holds the same messages up to the fork
+	// point is restored as a fork of it (conv_lineage.go); else flat.
+	own, err := w.restoreForkPoint(id, given.ForkedFrom, conv.Messages, contents, seqs)
+	if err != nil {
+		return false, err
+	}
 	for i, m := range conv.Messages {
+		if i < own {
+			continue
+		}
 		from, to := compactArgs(m.Compaction)
 		if _, err := w.tx.Exec(msgInsertSQL, id, seqs[i], m.Role, string(contents[i]), w.or(m.CreatedAt), from, to); err != nil {
 			return false, err

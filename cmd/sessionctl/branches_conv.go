@@ -1,0 +1,186 @@
+package main
+
+// fork, rewind and history for conversations (store.ConversationBranches):
+// the same commands as for agent sessions, addressed by one conversation
+// id instead of APP USER SESSION. Lineage is the store's fork tree, not
+// the conversation's own parent field ("list --parent").
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// convTarget tells whether the positional arguments name one
+// conversation (one argument) rather than an agent session (three), and
+// checks the id.
+func (g *globals) convTarget(sp spec, pos []string) (string, bool, error) {
+	if len(pos) != 1 {
+		return "", false, nil
+	}
+	if err := store.ValidateID("id", pos[0]); err != nil {
+		return "", true, g.usageErr(sp.name, "%v", err)
+	}
+	return pos[0], true, nil
+}
+
+// convForkJSON is the JSON document of fork for a conversation.
+type convForkJSON struct {
+	From         string `json:"from"`
+	At           int64  `json:"at"`
+	ID           string `json:"id"`
+	MessageCount int64  `json:"message_count"`
+}
+
+func forkConversation(ctx context.Context, g *globals, sp spec, fs *flag.FlagSet, id string, at int64, as string, asJSON bool) error {
+	if as != "" {
+		if err := store.ValidateID("id", as); err != nil {
+			return g.usageErr(sp.name, "--as: %v", err)
+		}
+	}
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	defer st.Close()
+	c := st.Conversations()
+	if !isSet(fs, "at") {
+		last, err := c.LastMessages(ctx, id, 1)
+		if err != nil {
+			return g.fail(sp.name, withID(id, err))
+		}
+		if len(last) == 0 {
+			return g.fail(sp.name, store.Invalid("id", "the conversation has no messages to fork"))
+		}
+		at = last[0].Seq
+	}
+	f, err := c.Fork(ctx, store.ConversationForkRequest{ID: id, At: at, NewID: as})
+	if err != nil {
+		return g.fail(sp.name, withID(id, err))
+	}
+	if asJSON {
+		return g.result(sp.name, writeJSON(g.stdout, convForkJSON{From: id, At: at, ID: f.ID, MessageCount: f.MessageCount}))
+	}
+	fmt.Fprintf(g.stdout, "forked conversation %s at message %d as %s (%d %s)\n", id, at, f.ID,
+		f.MessageCount, plural(int(f.MessageCount), "message", "messages"))
+	return nil
+}
+
+// convRewindJSON is the JSON document of rewind for a conversation.
+type convRewindJSON struct {
+	ID           string `json:"id"`
+	MessageCount int64  `json:"message_count"`
+	Version      int64  `json:"version"`
+	Superseded   int64  `json:"superseded"`
+}
+
+func rewindConversation(ctx context.Context, g *globals, sp spec, fs *flag.FlagSet, id string, to int64, superseded, asJSON bool) error {
+	switch {
+	case superseded && isSet(fs, "to"):
+		return g.usageErr(sp.name, "--to does not apply with --superseded")
+	case !superseded && !isSet(fs, "to"):
+		return g.usageErr(sp.name, "--to N is required (the last message kept; -1: none)")
+	case to < -1:
+		return g.usageErr(sp.name, "--to must be -1 or a position")
+	}
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	defer st.Close()
+	c := st.Conversations()
+	if superseded {
+		runs, err := c.Superseded(ctx, id)
+		if err != nil {
+			return g.fail(sp.name, withID(id, err))
+		}
+		if asJSON {
+			return g.result(sp.name, writeJSON(g.stdout, runs))
+		}
+		if len(runs) == 0 {
+			fmt.Fprintf(g.stdout, "no superseded messages in %s\n", id)
+			return nil
+		}
+		tw := newTable(g.stdout)
+		fmt.Fprintln(tw, "REWOUND\tSEQ\tROLE\tTEXT")
+		for _, r := range runs {
+			for _, m := range r.Messages {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", tableTime(r.RewoundAt), m.Seq, esc(m.Role), clip(messageText(m), 60))
+			}
+		}
+		return g.result(sp.name, tw.Flush())
+	}
+	before, err := c.Info(ctx, id)
+	if err != nil {
+		return g.fail(sp.name, withID(id, err))
+	}
+	s, err := c.Rewind(ctx, store.ConversationRewindRequest{ID: id, To: to, ExpectVersion: before.Version})
+	if err != nil {
+		return g.fail(sp.name, withID(id, err))
+	}
+	n := before.MessageCount - s.MessageCount
+	if asJSON {
+		return g.result(sp.name, writeJSON(g.stdout, convRewindJSON{ID: id, MessageCount: s.MessageCount, Version: s.Version, Superseded: n}))
+	}
+	fmt.Fprintf(g.stdout, "rewound conversation %s to message %d: %d %s superseded (sessionctl rewind %s --superseded lists them)\n",
+		id, to, n, plural(int(n), "message", "messages"), id)
+	return nil
+}
+
+func historyConversation(ctx context.Context, g *globals, sp spec, id string, asJSON bool) error {
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return g.fail(sp.name, err)
+	}
+	defer st.Close()
+	nodes, err := st.Conversations().History(ctx, id)
+	if err != nil {
+		return g.fail(sp.name, withID(id, err))
+	}
+	if asJSON {
+		return g.result(sp.name, writeJSON(g.stdout, nodes))
+	}
+	tw := newTable(g.stdout)
+	fmt.Fprintln(tw, "CONVERSATION\tSTATUS\tFORKED AT\tMESSAGES\tCOMPACTED\tCREATED")
+	depth := map[string]int{}
+	for _, n := range nodes {
+		d := 0
+		if n.Parent != "" {
+			d = depth[n.Parent] + 1
+		}
+		depth[n.ID] = d
+		name := n.ID
+		if n.Status != store.NodeLive {
+			name = "(" + n.Status + ")" // retired ids are internal
+		}
+		name = strings.Repeat("  ", d) + name
+		if n.Current {
+			name += " *"
+		}
+		fork := "-"
+		if n.Parent != "" {
+			fork = fmt.Sprint(n.ForkNext - 1)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name, n.Status, fork, n.Messages, convCompactedText(n), tableTime(n.CreatedAt))
+	}
+	return g.result(sp.name, tw.Flush())
+}
+
+// convCompactedText lists the ranges a node's compaction records
+// summarise: "0-40@41 ..." ("-" for none).
+func convCompactedText(n store.ConversationNode) string {
+	if len(n.Compactions) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, seq := range slices.Sorted(maps.Keys(n.Compactions)) {
+		r := n.Compactions[seq]
+		parts = append(parts, fmt.Sprintf("%d-%d@%d", r.From, r.To, seq))
+	}
+	return strings.Join(parts, " ")
+}
