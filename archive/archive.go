@@ -9,11 +9,12 @@ import (
 // version this package writes and reads. Version 2 added the
 // agent_sessions section, version 3 the spend and audit sections, version
 // 4 the range of an agent event that is a compaction record (and event
-// timestamps to the nanosecond); Import reads every version from 1 to
-// Version and refuses newer ones.
+// timestamps to the nanosecond), version 5 a conversation's fork point
+// (forked_from) and the range of a message that is a compaction record;
+// Import reads every version from 1 to Version and refuses newer ones.
 const (
 	Format  = "sessionctl-export"
-	Version = 4
+	Version = 5
 )
 
 // Store is what an export reads and an import writes: every facet of a

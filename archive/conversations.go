@@ -71,15 +71,28 @@ func readConversation(ctx context.Context, conv store.Conversations, id string) 
 
 // restoreConversations reads the conversations of a document and restores
 // each with its records, exactly as exported.
-func restoreConversations(ctx context.Context, x *importer, in *jsonIn, _ int) error {
+func restoreConversations(ctx context.Context, x *importer, in *jsonIn, version int) error {
 	seen := map[string]bool{}
 	return in.array(func(i int) error {
 		var c Conversation
 		if err := in.decode(&c); err != nil {
 			return err
 		}
-		if err := c.Validate(fmt.Sprintf("conversations[%d]", i)); err != nil {
+		field := fmt.Sprintf("conversations[%d]", i)
+		if err := c.Validate(field); err != nil {
 			return err
+		}
+		if version < 5 {
+			// Lineage and compaction records of conversations came with
+			// version 5: an older document cannot carry them.
+			if c.Conversation.ForkedFrom != nil {
+				return store.Invalid(field+".conversation.forked_from", fmt.Sprintf("not part of export version %d", version))
+			}
+			for j, m := range c.Conversation.Messages {
+				if m.Compaction != nil {
+					return store.Invalid(fmt.Sprintf("%s.conversation.messages[%d].compaction", field, j), fmt.Sprintf("not part of export version %d", version))
+				}
+			}
 		}
 		id := c.Conversation.ID
 		if seen[id] {
