@@ -120,6 +120,20 @@ var documentChecks = map[facet.Name][]docCheck{
 		{table: "conversations", what: "tool names", query: `SELECT id, tool_names FROM conversations`, decode: decodeJSON[[]string]()},
 		{table: "conversations", what: "tasks", query: `SELECT id, tasks FROM conversations`, decode: decodeJSON[[]store.Task]()},
 		{table: "conversations", what: "LLM config", query: `SELECT id, llm_config FROM conversations WHERE llm_config IS NOT NULL`, decode: decodeJSON[store.LLMConfig]()},
+		// Lineage of conversations (migration 15): a fork reads the
+		// messages below its fork point from the conversation or retired
+		// history it names.
+		{table: "conversations", what: "lineage", needs: "conversation_retired",
+			query: `SELECT c.id, CASE WHEN p.id IS NULL AND r.id IS NULL THEN 'missing' ELSE 'present' END
+				FROM conversations AS c LEFT JOIN conversations AS p ON p.id = c.lineage_parent
+				LEFT JOIN conversation_retired AS r ON r.id = c.lineage_parent
+				WHERE c.lineage_parent IS NOT NULL`,
+			decode: func(cols [][]byte) error {
+				if string(cols[0]) == "missing" {
+					return errors.New("the history it was forked from is missing: the messages up to its fork point are gone")
+				}
+				return nil
+			}},
 		{table: "conversation_messages", what: "message",
 			query:  `SELECT session_id || ' message ' || CAST(seq AS TEXT), content FROM conversation_messages`,
 			decode: func(cols [][]byte) error { _, err := rowcodec.DecodeContent(cols[0]); return err }},

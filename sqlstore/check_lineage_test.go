@@ -52,3 +52,43 @@ func TestCheckForkWithMissingParent(t *testing.T) {
 		t.Fatalf("documents after the parent row went: %+v", d)
 	}
 }
+
+// TestCheckConversationForkWithMissingParent: doctor's documents check
+// fails a conversation fork whose lineage parent is gone, and passes the
+// store before the damage and after its parent's ordinary delete.
+func TestCheckConversationForkWithMissingParent(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	st, err := sqlstore.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := st.Conversations()
+	for _, id := range []string{"p", "q"} {
+		conv := store.NewConversation(id)
+		conv.Messages = []store.Message{store.UserMessage("a"), store.UserMessage("b")}
+		if _, err := c.Save(ctx, conv); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Fork(ctx, store.ConversationForkRequest{ID: id, At: 0, NewID: id + "-fork"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Delete(ctx, "q"); err != nil { // its fork now reads a retired history
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, byName, _ := checkResults(t, path, check.Options{}); byName["documents"].Status != check.OK {
+		t.Fatalf("documents of a sound store with forks: %+v", byName["documents"])
+	}
+	if _, err := openSQL(t, path, false).Exec(`DELETE FROM conversations WHERE id = 'p'`); err != nil {
+		t.Fatal(err)
+	}
+	rep, byName, _ := checkResults(t, path, check.Options{})
+	d := byName["documents"]
+	if !rep.Failed() || d.Status != check.Fail || !strings.Contains(d.Detail, "conversations p-fork") || !strings.Contains(d.Detail, "(lineage)") {
+		t.Fatalf("documents after the parent went: %+v", d)
+	}
+}
