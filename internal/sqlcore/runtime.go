@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -307,7 +308,18 @@ func (r *Runtime) HistoryLen(ctx context.Context, id string) (int64, error) {
 		} else if err != nil {
 			return err
 		}
-		return rx.Get(&n, rtHistoryLenSQL, id)
+		if err := rx.Get(&n, rtHistoryLenSQL, id); err != nil {
+			return err
+		}
+		// A forked conversation's history goes on after its fork point
+		// (conv_lineage.go).
+		var l lineRow
+		if err := rx.Get(&l, convLineSQL, id); err == nil {
+			n = max(n, l.ForkNext, l.FirstSeq)
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, err
@@ -336,7 +348,15 @@ func (r *Runtime) HistorySlice(ctx context.Context, id string, from int64, limit
 		} else if err != nil {
 			return err
 		}
-		return rx.Select(&rows, msgRangeSQL, id, from, n)
+		var l lineRow
+		if err := rx.Get(&l, convLineSQL, id); errors.Is(err, sql.ErrNoRows) {
+			return nil // no conversation: no history
+		} else if err != nil {
+			return err
+		}
+		var err error
+		rows, err = (&Conversations{s: r.s}).readView(rx, l.view(id), from, math.MaxInt64, n)
+		return err
 	})
 	if err != nil {
 		return nil, err

@@ -201,6 +201,16 @@ func testCbForkPoint(t *testing.T, e *env) {
 	if got, want := e.cbAll("p"), seqTexts("m", 0, 10); got != want {
 		t.Fatalf("parent holds %s, want %s", got, want)
 	}
+	// The runtime's view of the same id's history is the fork's.
+	if _, err := e.st.Runtime().Insert(e.ctx, store.NewRuntimeSession{ID: "f", AgentAlias: "a", WorkspaceDir: "/w", ChatMode: store.ChatModeChat}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.st.Runtime().HistoryLen(e.ctx, "f"); err != nil || n != 6 {
+		t.Fatalf("runtime HistoryLen(f) = %d, %v", n, err)
+	}
+	if sl, err := e.st.Runtime().HistorySlice(e.ctx, "f", 3, 10); err != nil || msgTexts(sl) != "3:m3,4:m4,5:f5" {
+		t.Fatalf("runtime HistorySlice(f, 3) = %s, %v", msgTexts(sl), err)
+	}
 	// Forking at the last message holds all of it.
 	e.cbFork("p", 9, "end")
 	if got, want := e.cbAll("end"), seqTexts("m", 0, 10); got != want {
