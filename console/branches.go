@@ -77,3 +77,48 @@ func (c *console) agentTree(nodes []store.LineageNode) ([]treeRow, []summarised)
 	slices.SortFunc(recs, func(a, b summarised) int { return int(a.Record - b.Record) })
 	return rows, recs
 }
+
+// convTreeRow is one node of a conversation's fork tree, as the page
+// draws it.
+type convTreeRow struct {
+	Depth int                    `json:"depth"`
+	Node  store.ConversationNode `json:"node"`
+	// Name is the conversation id of a live node; retired nodes' ids are
+	// internal, so they show their status.
+	Name string `json:"-"`
+	// URL links a live conversation's page; empty for the other nodes.
+	URL string `json:"-"`
+	// ForkedAt is the position of the last message a fork reads from its
+	// parent (-1 for a root).
+	ForkedAt int64 `json:"forked_at"`
+	// Summarised lists the node's own compaction records: "0–40 at #41".
+	Summarised []string `json:"summarised,omitempty"`
+}
+
+// convTree lays the nodes of a conversation's tree out for the page.
+func (c *console) convTree(nodes []store.ConversationNode) []convTreeRow {
+	depth := make(map[string]int, len(nodes))
+	rows := make([]convTreeRow, 0, len(nodes))
+	for _, n := range nodes {
+		d := 0
+		if n.Parent != "" {
+			d = depth[n.Parent] + 1
+		}
+		depth[n.ID] = d
+		row := convTreeRow{Depth: d, Node: n, Name: n.ID, ForkedAt: n.ForkNext - 1}
+		if n.Parent == "" {
+			row.ForkedAt = -1
+		}
+		if n.Status == store.NodeLive {
+			row.URL = c.link("conversations", n.ID)
+		} else {
+			row.Name = "(" + n.Status + ")"
+		}
+		for _, seq := range slices.Sorted(maps.Keys(n.Compactions)) {
+			r := n.Compactions[seq]
+			row.Summarised = append(row.Summarised, fmt.Sprintf("%d–%d at #%d", r.From, r.To, seq))
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}

@@ -81,3 +81,61 @@ func TestAgentTree(t *testing.T) {
 		t.Error("a plain session's page draws a tree or summarised ranges")
 	}
 }
+
+// TestConversationTree: a conversation's page draws its fork tree (the
+// conversation it was forked from, the messages a rewind superseded) and
+// the ranges its compaction records summarise; the JSON twin carries it.
+func TestConversationTree(t *testing.T) {
+	st, f, loc := seeded(t, sqliteBackend)
+	ctx := context.Background()
+	w, err := sqliteBackend.open(ctx, loc, f.Clock.Now, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c := w.Conversations()
+	root := store.NewConversation("tree-root")
+	for _, s := range []string{"a", "b", "c", "d"} {
+		root.Messages = append(root.Messages, store.UserMessage(s))
+	}
+	if _, err := c.Save(ctx, root); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Fork(ctx, store.ConversationForkRequest{ID: "tree-root", At: 2, NewID: "tree-branch"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Compact(ctx, store.ConversationCompactRequest{ID: "tree-branch", Range: store.CompactionRange{From: 0, To: 1},
+		Summary: store.AssistantMessage("s")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Rewind(ctx, store.ConversationRewindRequest{ID: "tree-root", To: 0}); err != nil {
+		t.Fatal(err)
+	}
+	srv := newServer(t, st, f, console.Options{})
+	_, body := get(t, srv, prefix+"/conversations/tree-branch")
+	for _, want := range []string{
+		`<ul class="tree" id="tree">`,
+		`<a href="/console/conversations/tree-root">tree-root</a> · live · 1 messages`,
+		`(superseded) · superseded · forked at #0 · 3 messages (superseded by a rewind)`,
+		`tree-branch</a> · live · forked at #2 · 4 messages · summarises 0–1 at #3 · this conversation`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page lacks %q:\n%s", want, body)
+		}
+	}
+	// The branch read messages the rewind superseded: it now reads them
+	// from the superseded run, one level down.
+	_, body = get(t, srv, prefix+"/conversations/tree-branch?format=json")
+	var doc struct {
+		Tree []struct {
+			Depth int                    `json:"depth"`
+			Node  store.ConversationNode `json:"node"`
+		} `json:"tree"`
+	}
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Tree) != 3 || doc.Tree[2].Node.ID != "tree-branch" || !doc.Tree[2].Node.Current || doc.Tree[2].Depth != 2 {
+		t.Fatalf("JSON twin %s", body)
+	}
+}

@@ -221,6 +221,8 @@ type conversationPage struct {
 	Traces        []store.TraceEvent         `json:"traces"`
 	Runs          []store.RunRecord          `json:"runs"`
 	Reports       []store.VerificationReport `json:"reports"`
+	// Tree is the conversation's fork tree (branches.go).
+	Tree []convTreeRow `json:"tree"`
 
 	Views       []messageView `json:"-"`
 	FirstURL    string        `json:"-"`
@@ -281,6 +283,11 @@ func (c *console) conversationDetail(w http.ResponseWriter, r *http.Request) err
 		p.Messages[i] = c.cleanMessage(m, show)
 		p.Views = append(p.Views, newMessageView(id, p.Messages[i]))
 	}
+	nodes, err := conv.History(ctx, id)
+	if err != nil {
+		return err
+	}
+	p.Tree = c.convTree(nodes)
 	if p.Artifacts, err = conv.Artifacts(ctx, id); err != nil {
 		return err
 	}
