@@ -13,7 +13,7 @@ func testDoctorTables(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
 	e.run("create", "--id", "s", "--agent", "a", "--budget", "1").want(t, 0)
 	r := e.run("doctor").want(t, 0)
-	if !strings.Contains(r.stdout, "tables        ok      25 tables of 5 facets (governance 4, runtime 5, conversations 8, agent_sessions 6, audit 2) and the migration table\n") {
+	if !strings.Contains(r.stdout, "tables        ok      27 tables of 5 facets (governance 4, runtime 5, conversations 10, agent_sessions 6, audit 2) and the migration table\n") {
 		t.Errorf("doctor:\n%s", r.stdout)
 	}
 	exec := func(q string) {
