@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -174,16 +175,44 @@ func openSessionState(dk *keys.DataKey, m map[string]json.RawMessage) error {
 }
 
 // openEvents opens the data of events read from the row whose sealer is
-// dk, in place.
+// dk, in place. The associated data of every event is built in one
+// buffer (the same bytes as keys.AD(key id, adEvent, seq, event id)).
 func openEvents(dk *keys.DataKey, evs []store.AgentEvent) error {
+	if dk == nil {
+		for i := range evs {
+			if keys.IsSealed(evs[i].Data) {
+				return &store.KeyError{Op: "open", Kind: store.ErrKeyMismatch}
+			}
+		}
+		return nil
+	}
+	id := dk.ID()
+	var ad []byte
+	var num [20]byte
 	for i := range evs {
-		p, err := opened(dk, evs[i].Data, adEvent, seqAD(evs[i].Seq), evs[i].ID)
+		ad = appendAD(ad[:0], id)
+		ad = appendAD(ad, adEvent)
+		ad = appendADBytes(ad, strconv.AppendInt(num[:0], evs[i].Seq, 10))
+		ad = appendAD(ad, evs[i].ID)
+		p, err := dk.Open(evs[i].Data, ad)
 		if err != nil {
 			return err
 		}
 		evs[i].Data = p
 	}
 	return nil
+}
+
+// appendAD appends one length-prefixed part of associated data (the
+// encoding of keys.AD).
+func appendAD(b []byte, part string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(part)))
+	return append(b, part...)
+}
+
+func appendADBytes(b, part []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(part)))
+	return append(b, part...)
 }
 
 // sealInitial is a row's stored initial_state.
