@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentstore/sessionstore/archive"
 	sskeys "github.com/agentstore/sessionstore/keys"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
@@ -168,5 +169,76 @@ func TestEncryptionShredOldBackup(t *testing.T) {
 	got, err := old.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: kept, IncludeEvents: true})
 	if err != nil || len(got.Events) != 3 || !strings.Contains(string(got.Events[0].Data), encMarker) {
 		t.Fatalf("kept session in the old backup: %+v, %v", got, err)
+	}
+}
+
+// TestEncryptionExport exports an encrypted store: the document holds no
+// plaintext, an export without the keyring refuses the session, an
+// import needs the keyring, and once the session is deleted (its key
+// shredded) the export cannot be imported any more.
+func TestEncryptionExport(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.db")
+	p := testProvider(t)
+	ring, err := sskeys.OpenRing(sskeys.RingDir(path), p, sskeys.RingOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlstore.Open(ctx, path, sqlstore.WithKeyRing(ring))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	key := store.SessionKey{App: "a", User: "u", Session: "s"}
+	fillMarked(t, st, key)
+	var buf bytes.Buffer
+	if _, err := archive.Export(ctx, st, &buf, archive.ExportOptions{}); !errors.Is(err, store.ErrKeyUnavailable) {
+		t.Fatalf("export without the keyring: %v, want ErrKeyUnavailable", err)
+	}
+	exp := filepath.Join(dir, "export.json")
+	if _, err := archive.ExportFile(ctx, st, exp, archive.ExportOptions{Keys: ring}); err != nil {
+		t.Fatal(err)
+	}
+	scanFiles(t, exp)
+	doc, _ := os.ReadFile(exp)
+	if !bytes.Contains(doc, []byte(`"data_key"`)) || !bytes.Contains(doc, []byte(sskeys.Marker)) {
+		t.Fatal("the export carries no sealed session")
+	}
+
+	// Import into a fresh store: without the keyring nothing is
+	// imported; with it the session reads back.
+	other, err := sqlstore.Open(ctx, filepath.Join(dir, "other.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := archive.ImportFile(ctx, other, exp, archive.ImportOptions{}); !errors.Is(err, store.ErrKeyUnavailable) {
+		t.Fatalf("import without the keyring: %v", err)
+	}
+	if _, err := other.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: key}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused import wrote the session: %v", err)
+	}
+	if _, err := archive.ImportFile(ctx, other, exp, archive.ImportOptions{Keys: ring}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := other.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: key, IncludeEvents: true})
+	if err != nil || len(got.Events) != 3 || !strings.Contains(string(got.Events[0].Data), encMarker) {
+		t.Fatalf("imported: %+v, %v", got.Events, err)
+	}
+
+	// Shredded: the export is unreadable for good.
+	for _, k := range []store.SessionKey{key, {App: key.App, User: key.User, Session: key.Session + "-fork"}} {
+		if err := st.AgentSessions().DeleteSession(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	third, err := sqlstore.Open(ctx, filepath.Join(dir, "third.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	if _, err := archive.ImportFile(ctx, third, exp, archive.ImportOptions{Keys: ring}); !errors.Is(err, store.ErrKeyShredded) {
+		t.Fatalf("import after the shred: %v, want ErrKeyShredded", err)
 	}
 }

@@ -104,6 +104,22 @@ func (g *globals) pgKeyOptions() []pgstore.Option {
 	return []pgstore.Option{pgstore.WithKeyProvider(p, g.keyring)}
 }
 
+// keyRing opens the keyring of --db with the KEKs given (nil without
+// keys, or when the keyring cannot be opened: the archive then refuses
+// sealed sessions with store.ErrKeyUnavailable).
+func (g *globals) keyRing() store.KeyRing {
+	p, err := g.keyProvider()
+	dir := g.keyringDir()
+	if err != nil || p == nil || dir == "" {
+		return nil
+	}
+	r, err := keys.OpenRing(dir, p, keys.RingOptions{})
+	if err != nil {
+		return nil
+	}
+	return r
+}
+
 // keyringDir is the keyring directory of --db ("" on PostgreSQL without
 // --keyring).
 func (g *globals) keyringDir() string {

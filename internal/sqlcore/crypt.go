@@ -106,6 +106,14 @@ func (s *Store) discardKey(ctx context.Context, dk *keys.DataKey) {
 	}
 }
 
+// keyIDOfPK returns the data key id of the agent_sessions row pk (""
+// when the row is plaintext).
+func (s *Store) keyIDOfPK(r Tx, pk int64) (string, error) {
+	var id string
+	err := scanHot(r, keyOfPKSQL, []any{pk}, &id)
+	return id, err
+}
+
 // keyOfPK returns the sealer of the agent_sessions row pk (nil when the
 // row is plaintext).
 func (s *Store) keyOfPK(r Tx, pk int64) (*keys.DataKey, error) {

@@ -272,6 +272,9 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 			return err
 		}
 		out = row.session(key)
+		if out.DataKeyID, err = a.s.keyIDOfPK(r, row.PK); err != nil { // crypt.go
+			return err
+		}
 		if out.State, err = a.s.readStateOpen(r, key, row.PK); err != nil {
 			return err
 		}
