@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentstore/sessionstore/keys"
 	"github.com/agentstore/sessionstore/store"
@@ -112,6 +113,7 @@ func RunEncryption(t *testing.T, h Harness) {
 		{"MissingKeyFileIsShredded", testEncMissingKeyFile},
 		{"DeleteShredsTheKey", testEncDeleteShreds},
 		{"ForkKeepsParentKeyUntilPruned", testEncForkKeepsParentKey},
+		{"RetentionSweepShredsTheKey", testEncSweepShreds},
 		{"RotatedKeysReadAfterOldKEKIsGone", testEncRotated},
 		{"PlaintextStoreReadsItsOwnSessions", testEncMixed},
 	}
@@ -422,5 +424,27 @@ func testEncMixed(t *testing.T, h Harness) {
 	}
 	if ids, _ := e.ring.IDs(); len(ids) != 1 {
 		t.Fatalf("a plaintext session has no key: %v", ids)
+	}
+}
+
+func testEncSweepShreds(t *testing.T, h Harness) {
+	e := newEncEnv(t, h)
+	st := e.open(e.ring)
+	e.fill(st, encKey("old"), 1)
+	e.clock.Advance(2 * time.Hour)
+	e.fill(st, encKey("new"), 1)
+	rep, err := st.Retention().Sweep(e.ctx, store.SweepOptions{Policies: []store.Policy{
+		{Kind: store.PolicyAgentSessionsIdle, MaxAge: time.Hour}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rep.Total(); n != 1 {
+		t.Fatalf("sweep removed %d records, want the old session: %+v", n, rep)
+	}
+	if ids, _ := e.ring.IDs(); len(ids) != 1 {
+		t.Fatalf("after the sweep the keyring holds %v, want the new session's key only", ids)
+	}
+	if _, err := st.AgentSessions().GetSession(e.ctx, store.GetAgentSessionRequest{Key: encKey("new"), IncludeEvents: true}); err != nil {
+		t.Fatalf("the kept session: %v", err)
 	}
 }
