@@ -88,6 +88,20 @@ func TestSealBindsTheIdentity(t *testing.T) {
 			t.Errorf("%s: %v, want ErrKeyMismatch", name, err)
 		}
 	}
+	// In place: the same plaintext, and the same refusals.
+	for _, size := range []int{0, 1, 2, 3, 100, 4097} {
+		plain := bytes.Repeat([]byte("xyz"), size)
+		sealedText := []byte(k1.Seal(plain, ad))
+		if p, err := k1.OpenInPlace(sealedText, ad); err != nil || !bytes.Equal(p, plain) {
+			t.Fatalf("in place, %d bytes: %v", len(plain), err)
+		}
+	}
+	if _, err := k1.OpenInPlace([]byte(s), AD("t", "a", "2")); !errors.Is(err, store.ErrKeyMismatch) {
+		t.Fatalf("in place, other position: %v", err)
+	}
+	if _, err := k1.OpenInPlace([]byte(`{"x":1}`), ad); !errors.Is(err, store.ErrKeyMismatch) {
+		t.Fatalf("in place, plaintext: %v", err)
+	}
 	// Length prefixes: ("ab","c") and ("a","bc") differ.
 	if bytes.Equal(AD("ab", "c"), AD("a", "bc")) {
 		t.Fatal("AD is ambiguous")

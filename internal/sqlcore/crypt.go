@@ -202,7 +202,9 @@ func openEvents(dk *keys.DataKey, evs []store.AgentEvent) error {
 		ad = appendAD(ad, adEvent)
 		ad = appendADBytes(ad, strconv.AppendInt(num[:0], evs[i].Seq, 10))
 		ad = appendAD(ad, evs[i].ID)
-		p, err := dk.Open(evs[i].Data, ad)
+		// The scanned bytes are this read's own (the driver, or Scan into
+		// a []byte, allocated them): opened where they lie.
+		p, err := dk.OpenInPlace(evs[i].Data, ad)
 		if err != nil {
 			return err
 		}
