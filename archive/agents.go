@@ -68,6 +68,10 @@ type AgentSession struct {
 	// the same history up to the fork point, else as a session of its
 	// own.
 	ForkedFrom *store.ForkPoint `json:"forked_from,omitempty"`
+	// DataKey, when set, is the id of the session's data key in the
+	// keyring: the session is encrypted at rest and its event data and
+	// state values are sealed with that key (sealed.go).
+	DataKey string `json:"data_key,omitempty"`
 }
 
 // AgentEvent is one event of a session's log.
@@ -202,6 +206,9 @@ func restoreAgentSessions(ctx context.Context, x *importer, in *jsonIn, version 
 							return store.Invalid(fmt.Sprintf("%s.events[%d].compaction", field, j), fmt.Sprintf("not part of export version %d", version))
 						}
 					}
+				}
+				if err := s.open(ctx, x.keys); err != nil { // sealed.go
+					return err
 				}
 				rec, err := s.Record(field)
 				if err != nil {
@@ -377,7 +384,13 @@ func exportAgentSessions(ctx context.Context, x *exporter) error {
 		if err != nil {
 			return err
 		}
-		x.out.value("", NewAgentSession(full))
+		rec := NewAgentSession(full)
+		if full.DataKeyID != "" { // sealed.go: never in plaintext
+			if err := rec.seal(ctx, x.keys, full.DataKeyID); err != nil {
+				return err
+			}
+		}
+		x.out.value("", rec)
 		x.tick()
 		return nil
 	})

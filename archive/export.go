@@ -27,6 +27,10 @@ type ExportOptions struct {
 	// Progress, when set, is called at the start of every section and
 	// after every item written (the caller throttles what it shows).
 	Progress func(ExportProgress)
+	// Keys is the keyring of the store's encrypted sessions: they are
+	// exported sealed with their own data keys (see sealed.go); without
+	// it an encrypted session fails the export (store.ErrKeyUnavailable).
+	Keys store.KeyRing
 }
 
 // ExportProgress is where an export is.
@@ -51,6 +55,7 @@ type exporter struct {
 	section  string
 	done     *int64
 	progress func(ExportProgress)
+	keys     store.KeyRing // sealed.go
 }
 
 // Export writes every facet of st (or what opts.IDs selects) to w as one
@@ -72,7 +77,7 @@ func Export(ctx context.Context, st store.Store, w io.Writer, opts ExportOptions
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
-	x := &exporter{st: st, progress: opts.Progress}
+	x := &exporter{st: st, progress: opts.Progress, keys: opts.Keys}
 	if len(opts.IDs) > 0 {
 		x.ids = slices.Clone(opts.IDs)
 	}

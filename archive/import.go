@@ -29,6 +29,10 @@ type ImportOptions struct {
 	DryRun bool
 	// Progress, when set, is called after every record and every read.
 	Progress func(ImportProgress)
+	// Keys is the keyring that holds the data keys of the sealed sessions
+	// of the document (see sealed.go); without it a sealed session fails
+	// the import (store.ErrKeyUnavailable) and nothing is imported.
+	Keys store.KeyRing
 }
 
 // ImportProgress is where an import is.
@@ -58,6 +62,7 @@ type importer struct {
 	skipped int64
 	// tick, when not nil, is called after every record counted.
 	tick func()
+	keys store.KeyRing // sealed.go
 }
 
 // Import restores the export document (or a3s session file) that r holds
@@ -126,7 +131,7 @@ func importSeeker(ctx context.Context, st Store, r io.ReadSeeker, size int64, op
 	export := isExportStream(r)
 	var x *importer
 	run := func(w store.RecordWriter) error {
-		x = &importer{w: w, skip: opts.SkipExisting}
+		x = &importer{w: w, skip: opts.SkipExisting, keys: opts.Keys}
 		if _, err := r.Seek(0, io.SeekStart); err != nil {
 			return err
 		}

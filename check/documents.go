@@ -20,6 +20,7 @@ import (
 	"github.com/agentstore/sessionstore/facet"
 	"github.com/agentstore/sessionstore/internal/humanize"
 	"github.com/agentstore/sessionstore/internal/rowcodec"
+	"github.com/agentstore/sessionstore/keys"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -72,6 +73,18 @@ func validJSON(cols [][]byte) error {
 		return errors.New("invalid JSON")
 	}
 	return nil
+}
+
+// sealedOr accepts a value sealed by encryption at rest (package keys) as
+// it is: only its session's data key opens and authenticates it, and the
+// doctor holds no keys. Other values go to decode.
+func sealedOr(decode func(cols [][]byte) error) func(cols [][]byte) error {
+	return func(cols [][]byte) error {
+		if keys.IsSealed(cols[0]) {
+			return nil
+		}
+		return decode(cols)
+	}
 }
 
 // documentChecks are the documents of each facet, in registry order.
@@ -154,7 +167,7 @@ var documentChecks = map[facet.Name][]docCheck{
 		{table: "agent_events", what: "event",
 			query: `SELECT s.app || '/' || s.user_id || '/' || s.session_id || ' event ' || CAST(e.seq AS TEXT), e.data
 				FROM agent_events AS e JOIN agent_sessions AS s ON s.pk = e.session_pk`,
-			decode: validJSON},
+			decode: sealedOr(validJSON)},
 		{table: "agent_app_state", what: "app state value",
 			query: `SELECT app || ' key ' || key, value FROM agent_app_state`, decode: validJSON},
 		{table: "agent_user_state", what: "user state value",
@@ -162,7 +175,7 @@ var documentChecks = map[facet.Name][]docCheck{
 		{table: "agent_session_state", what: "session state value",
 			query: `SELECT s.app || '/' || s.user_id || '/' || s.session_id || ' key ' || t.key, t.value
 				FROM agent_session_state AS t JOIN agent_sessions AS s ON s.pk = t.session_pk`,
-			decode: validJSON},
+			decode: sealedOr(validJSON)},
 		// Lineage (migration 12): a fork reads the events up to its fork
 		// point from the row it names; that row must be there.
 		{table: "agent_sessions", what: "lineage", needs: "agent_state_log",
@@ -179,11 +192,11 @@ var documentChecks = map[facet.Name][]docCheck{
 		{table: "agent_sessions", what: "initial session state", needs: "agent_state_log",
 			query: `SELECT app || '/' || user_id || '/' || session_id || ' row ' || CAST(pk AS TEXT), initial_state
 				FROM agent_sessions`,
-			decode: decodeJSON[map[string]json.RawMessage]()},
+			decode: sealedOr(decodeJSON[map[string]json.RawMessage]())},
 		{table: "agent_state_log", what: "logged session state value",
 			query: `SELECT s.app || '/' || s.user_id || '/' || s.session_id || ' key ' || t.key || ' at ' || CAST(t.seq AS TEXT), t.value
 				FROM agent_state_log AS t JOIN agent_sessions AS s ON s.pk = t.session_pk`,
-			decode: validJSON},
+			decode: sealedOr(validJSON)},
 	},
 	facet.Audit: {
 		// The detail is hashed as stored: audit verify finds an edited

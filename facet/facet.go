@@ -187,6 +187,16 @@ func SQLiteIndexTables() []string {
 	return []string{"search_fts", "search_fts_config", "search_fts_data", "search_fts_docsize", "search_fts_idx"}
 }
 
+// KeyringSince is the schema version of encryption at rest (package keys).
+const KeyringSince int64 = 16
+
+// KeyringTables are the store's tables of encryption at rest, from schema
+// version KeyringSince on: the queue of data keys to shred, written by
+// triggers when a session row that names a data key is deleted, and
+// drained once the key file is gone. No facet owns it and archives leave
+// it out.
+func KeyringTables() []string { return []string{"key_shred_queue"} }
+
 // TablesAt returns every table a store at schema version has, sorted: the
 // tables of the facets created at or before version, SchemaTables,
 // MaintenanceTables from MaintenanceSince on and IndexTables from
@@ -201,6 +211,9 @@ func TablesAt(version int64) []string {
 	}
 	if version >= IndexSince {
 		out = append(out, IndexTables()...)
+	}
+	if version >= KeyringSince {
+		out = append(out, KeyringTables()...)
 	}
 	slices.Sort(out)
 	return out

@@ -51,7 +51,7 @@ func TestRegistryIsWellFormed(t *testing.T) {
 	if _, ok := Owner(migrations.TableName); ok {
 		t.Errorf("the migration table has an owner")
 	}
-	if got := TablesAt(latest); len(got) != len(tables)+len(SchemaTables())+len(MaintenanceTables())+len(IndexTables()) {
+	if got := TablesAt(latest); len(got) != len(tables)+len(SchemaTables())+len(MaintenanceTables())+len(IndexTables())+len(KeyringTables()) {
 		t.Errorf("TablesAt(%d) = %v", latest, got)
 	}
 	if got := TablesAt(0); !slices.Equal(got, SchemaTables()) {
@@ -134,6 +134,10 @@ func TestMigrationsCreateTheRegisteredTables(t *testing.T) {
 				case slices.Contains(IndexTables(), tb):
 					if version != IndexSince {
 						t.Errorf("%s %s creates index table %s; IndexSince is %d", dialect.name, name, tb, IndexSince)
+					}
+				case slices.Contains(KeyringTables(), tb):
+					if version != KeyringSince {
+						t.Errorf("%s %s creates keyring table %s; KeyringSince is %d", dialect.name, name, tb, KeyringSince)
 					}
 				case !ok:
 					t.Errorf("%s %s creates table %s, which belongs to no facet: register it in internal/facet", dialect.name, name, tb)

@@ -59,6 +59,7 @@ func (s *Store) newCore() {
 		},
 		FeedWake: s.listenFeed,
 		Space:    s.space,
+		Keys:     s.cfg.keyRing,
 	})
 }
 

@@ -25,6 +25,10 @@ type config struct {
 	auditOff bool
 	readOnly bool                 // WithReadOnly (readonly.go)
 	sweeper  *store.SweeperConfig // WithSweeper (retention.go)
+	// WithKeyRing, WithKeyProvider (keys.go)
+	keyRing     store.KeyRing
+	keyProvider store.KeyProvider
+	keyDir      string
 }
 
 func defaultConfig() config {

@@ -50,6 +50,9 @@ var harness = storetest.Harness{
 		if o.Sweeper != nil {
 			opts = append(opts, pgstore.WithSweeper(*o.Sweeper))
 		}
+		if o.Keys != nil {
+			opts = append(opts, pgstore.WithKeyRing(o.Keys))
+		}
 		return pgstore.Open(ctx, loc, opts...)
 	},
 	Exec: func(ctx context.Context, loc, query string) error {

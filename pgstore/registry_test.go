@@ -54,6 +54,9 @@ func TestRegistryCoversSchema(t *testing.T) {
 		if slices.Contains(facet.IndexTables(), tb) {
 			owners++
 		}
+		if slices.Contains(facet.KeyringTables(), tb) {
+			owners++
+		}
 		if owners != 1 {
 			t.Errorf("table %s belongs to %d facets (or schema entries), want exactly 1: register it in internal/facet", tb, owners)
 		}

@@ -112,6 +112,9 @@ func OpenPool(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, 
 }
 
 func newStore(ctx context.Context, pool *pgxpool.Pool, cfg config) (*Store, error) {
+	if err := cfg.openKeyRing(); err != nil { // keys.go
+		return nil, err
+	}
 	s := &Store{cfg: cfg, pool: pool}
 	s.newCore()
 	if err := pool.Ping(ctx); err != nil {

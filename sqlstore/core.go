@@ -51,6 +51,7 @@ func (s *Store) newCore() {
 		AuditOff:          s.cfg.auditOff,
 		Space:             s.space,
 		Reclaim:           s.reclaim,
+		Keys:              s.cfg.keyRing,
 	})
 }
 

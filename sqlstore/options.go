@@ -39,6 +39,8 @@ type config struct {
 	feedPoll    time.Duration
 	readOnly    bool                 // WithReadOnly (readonly.go)
 	sweeper     *store.SweeperConfig // WithSweeper (retention.go)
+	keyRing     store.KeyRing        // WithKeyRing (keys.go)
+	keyProvider store.KeyProvider    // WithKeyProvider (keys.go)
 
 	// faults, when set (tests only, see export_test.go), is consulted
 	// before every statement the writer runs in a write transaction,

@@ -79,6 +79,9 @@ func checkRegistry(t *testing.T, tables []string, latest int64) {
 		if slices.Contains(facet.IndexTables(), tb) {
 			owners++
 		}
+		if slices.Contains(facet.KeyringTables(), tb) {
+			owners++
+		}
 		if slices.Contains(facet.SQLiteIndexTables(), tb) {
 			owners++
 		}

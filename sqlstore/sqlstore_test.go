@@ -36,6 +36,9 @@ var harness = storetest.Harness{
 		if o.Sweeper != nil {
 			opts = append(opts, sqlstore.WithSweeper(*o.Sweeper))
 		}
+		if o.Keys != nil {
+			opts = append(opts, sqlstore.WithKeyRing(o.Keys))
+		}
 		return sqlstore.Open(ctx, loc, opts...)
 	},
 	Exec: func(ctx context.Context, loc, query string) error {

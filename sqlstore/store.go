@@ -77,6 +77,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err := checkDir(path); err != nil {
 		return nil, err
 	}
+	if err := cfg.openKeyRing(path); err != nil { // keys.go
+		return nil, err
+	}
 	if cfg.readOnly {
 		return openReadOnly(ctx, path, cfg)
 	}
@@ -159,6 +162,9 @@ func OpenDB(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	}
 	if cfg.readOnly {
 		return nil, store.Invalid("read_only", "not supported by OpenDB; use Open")
+	}
+	if err := cfg.openKeyRing(""); err != nil { // keys.go
+		return nil, err
 	}
 	if n := db.Stats().MaxOpenConnections; n == 1 {
 		return nil, store.Invalid("db", "needs at least two connections (one writer, readers)")

@@ -61,6 +61,10 @@ type AgentSession struct {
 	// PutAgentSession restores a session that names one as a fork of it
 	// when the parent's history up to At is the session's own.
 	ForkedFrom *ForkPoint `json:"forked_from,omitempty"`
+	// DataKeyID is the id of the session's data key in the store's
+	// keyring when the session is encrypted at rest (GetSession fills
+	// it; "" for a plaintext session). It is a random id, not a secret.
+	DataKeyID string `json:"-"`
 }
 
 // ForkPoint is where a session was forked: from Session (same app and

@@ -383,7 +383,8 @@ func nonDemoData(ctx context.Context, path string) ([]string, error) {
 	}
 	for _, t := range tables {
 		if _, ok := facet.Owner(t); !ok && !slices.Contains(facet.SchemaTables(), t) && !slices.Contains(facet.MaintenanceTables(), t) &&
-			!slices.Contains(facet.IndexTables(), t) && !slices.Contains(facet.SQLiteIndexTables(), t) {
+			!slices.Contains(facet.IndexTables(), t) && !slices.Contains(facet.SQLiteIndexTables(), t) &&
+			!slices.Contains(facet.KeyringTables(), t) {
 			out = append(out, "table "+t+" of no facet")
 		}
 	}

@@ -69,7 +69,7 @@ func runExport(ctx context.Context, g *globals, args []string) error {
 	if len(pos) > 0 {
 		p.show("exporting: checking the ids")
 	}
-	opts := archive.ExportOptions{IDs: pos, Now: g.clock(), Progress: exportStatus(p)}
+	opts := archive.ExportOptions{IDs: pos, Now: g.clock(), Progress: exportStatus(p), Keys: g.keyRing()}
 	if *output == "" {
 		if _, err := archive.Export(ctx, st, rawWriter(g.stdout), opts); err != nil {
 			return g.fail(sp.name, err)

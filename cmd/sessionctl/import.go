@@ -91,7 +91,7 @@ func runImport(ctx context.Context, g *globals, args []string) error {
 		// Throttled like every update: many small files must not redraw
 		// the line for each.
 		p.update(func() string { return label })
-		opts := archive.ImportOptions{SkipExisting: *skip, DryRun: *dryRun, Progress: importStatus(p, label)}
+		opts := archive.ImportOptions{SkipExisting: *skip, DryRun: *dryRun, Progress: importStatus(p, label), Keys: g.keyRing()}
 		var res archive.ImportResult
 		if name == "-" {
 			p.show("reading stdin")

@@ -5,7 +5,7 @@
 //
 //	sessionctl [--db PATH] COMMAND [ARGS]
 //
-// Global flags (--db, --version) may stand anywhere on the line. The
+// Global flags (--db, --version, --key-file, --keyring) may stand anywhere on the line. The
 // database is --db, else $SESSIONCTL_DB, else ./sessions.db: a SQLite
 // file, or a postgres:// (postgresql://) URL for a PostgreSQL server, on
 // which every command works except backup (use pg_dump). Read
@@ -53,11 +53,13 @@ type command struct {
 // globals holds the global flags, the injected output streams and the
 // clock (nil means time.Now; tests inject a fixed one).
 type globals struct {
-	db     string
-	stdout io.Writer
-	stderr io.Writer
-	stdin  io.Reader
-	now    func() time.Time
+	db string
+	// keyFile and keyring are --key-file and --keyring (keys.go).
+	keyFile, keyring string
+	stdout           io.Writer
+	stderr           io.Writer
+	stdin            io.Reader
+	now              func() time.Time
 	// terminalStdin overrides whether stdin is a terminal (tests); nil
 	// asks the file.
 	terminalStdin *bool
@@ -123,6 +125,7 @@ func commands() []command {
 		{"backup", groupMaintain, "write a consistent copy of the database", runBackup},
 		{"export", groupMaintain, "export sessions to JSON", runExport},
 		{"import", groupMaintain, "import sessions from JSON files", runImport},
+		{"keys", groupMaintain, "encryption at rest: keyring status, rotate the key-encryption key", runKeys},
 		{"reindex", groupMaintain, "rebuild the search index (online, in batches) or --check it", runReindex},
 		{"demo", groupMaintain, "create a database and show what the store does", runDemo},
 		{"bench", groupMaintain, "measure the store on this disk (fsync rate, Use, get, list)", runBench},
@@ -167,6 +170,8 @@ func (g *globals) run(ctx context.Context, args []string) int {
 	}
 	fs.StringVar(&g.db, "db", defaultDB, "database file or postgres:// URL (default $SESSIONCTL_DB, else ./sessions.db)")
 	version := fs.Bool("version", false, "print the versions (as sessionctl version)")
+	fs.StringVar(&g.keyFile, "key-file", os.Getenv("SESSIONSTORE_KEY_FILE"), "key-encryption keys for encryption at rest (default $SESSIONSTORE_KEY_FILE; see sessionctl keys)")
+	fs.StringVar(&g.keyring, "keyring", os.Getenv("SESSIONSTORE_KEYRING"), "keyring directory (default <db>.keyring; PostgreSQL: $SESSIONSTORE_KEYRING)")
 	if err := fs.Parse(hoistGlobals(args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			g.usage(g.stdout)
@@ -189,6 +194,10 @@ func (g *globals) run(ctx context.Context, args []string) int {
 	if g.db == "" {
 		fmt.Fprintln(g.stderr, "sessionctl: --db must not be empty")
 		return exitUsage
+	}
+	if err := g.checkKeys(); err != nil { // keys.go
+		fmt.Fprintf(g.stderr, "sessionctl: %s\n", oneLine(err.Error()))
+		return exitFor(err)
 	}
 	if c, ok := lookup(name); ok {
 		return g.report(c.name, c.run(ctx, g, rest))
@@ -242,6 +251,9 @@ func (g *globals) usage(w io.Writer) {
 	fmt.Fprintln(w, "              postgres:// URL for PostgreSQL (the store's schema: the first of")
 	fmt.Fprintln(w, "              its search_path, public by default); anywhere on the line")
 	fmt.Fprintln(w, "  --version   print the module, VCS, Go, SQLite and schema versions")
+	fmt.Fprintln(w, "  --key-file FILE  key-encryption keys (default $SESSIONSTORE_KEY_FILE, or the")
+	fmt.Fprintln(w, "              keys in $SESSIONSTORE_KEY): encryption at rest (sessionctl keys)")
+	fmt.Fprintln(w, "  --keyring DIR    the keyring (default <db>.keyring; PostgreSQL: $SESSIONSTORE_KEYRING)")
 	fmt.Fprintln(w, "\nRead commands take --json. \"sessionctl COMMAND --help\" shows a command's")
 	fmt.Fprintln(w, "flags and an example; \"sessionctl help exit\" lists the exit statuses.")
 	fmt.Fprintln(w, "\nExample:\n  sessionctl --db /tmp/demo.db demo && sessionctl --db /tmp/demo.db list")

@@ -26,5 +26,6 @@ func (g *globals) sqliteStoreOptions() []sqlstore.Option {
 	if g.now != nil {
 		opts = append(opts, sqlstore.WithClock(g.now))
 	}
+	opts = append(opts, g.sqliteKeyOptions()...) // keys.go
 	return append(opts, g.sqliteOptions...)
 }

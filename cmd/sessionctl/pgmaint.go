@@ -23,5 +23,5 @@ func (g *globals) pgOptions() []pgstore.Option {
 	if g.now != nil {
 		opts = append(opts, pgstore.WithClock(g.now))
 	}
-	return opts
+	return append(opts, g.pgKeyOptions()...) // keys.go
 }

@@ -137,12 +137,14 @@ func (g *globals) openReadOnly(ctx context.Context) (store.Store, error) {
 		if g.now != nil {
 			opts = append(opts, pgstore.WithClock(g.now))
 		}
+		opts = append(opts, g.pgKeyOptions()...) // keys.go
 		st, err = pgstore.Open(ctx, g.db, opts...)
 	} else {
 		opts := []sqlstore.Option{sqlstore.WithReadOnly(true)}
 		if g.now != nil {
 			opts = append(opts, sqlstore.WithClock(g.now))
 		}
+		opts = append(opts, g.sqliteKeyOptions()...) // keys.go
 		st, err = sqlstore.Open(ctx, g.db, opts...)
 	}
 	if err != nil {

@@ -30,8 +30,12 @@ func (a *AgentSessions) Fork(ctx context.Context, req store.ForkRequest) (store.
 	if key.Session == "" {
 		key.Session = uuid.NewString()
 	}
+	dk, err := a.s.newDataKey(ctx) // crypt.go: the fork's own data key
+	if err != nil {
+		return store.AgentSession{}, err
+	}
 	var out store.AgentSession
-	err := a.s.write(ctx, func(tx Tx) error {
+	err = a.s.write(ctx, func(tx Tx) error {
 		src, err := lockLive(tx, req.Key)
 		if err != nil {
 			return err
@@ -41,13 +45,13 @@ func (a *AgentSessions) Fork(ctx context.Context, req store.ForkRequest) (store.
 		}
 		// The app and user scopes (shared: the fork's are the same) and
 		// the current session scope, in one statement.
-		cur, err := readState(tx, req.Key, src.PK)
+		cur, err := a.s.readStateOpen(tx, req.Key, src.PK)
 		if err != nil {
 			return err
 		}
 		st := cur.Session
 		if req.At < src.EventCount {
-			if st, err = stateAt(tx, src, req.At); err != nil {
+			if st, err = a.s.stateAt(tx, src, req.At); err != nil {
 				return err
 			}
 		}
@@ -58,14 +62,17 @@ func (a *AgentSessions) Fork(ctx context.Context, req store.ForkRequest) (store.
 		nowMS := rowcodec.ToMillis(a.s.now())
 		var pk int64
 		err = tx.Scan(lnInsertSQL, []any{key.App, key.User, key.Session, 1, req.At, nowMS, nowMS,
-			parent.PK, req.At, rowLive, nil, encodeSessionState(st)}, &pk)
+			parent.PK, req.At, rowLive, nil, sealInitial(dk, st)}, &pk)
 		if a.s.isUnique(err) {
 			return &store.ConflictError{Resource: "session", ID: key.Session, Reason: "session exists"}
 		}
 		if err != nil {
 			return err
 		}
-		if err := putState(tx, key, pk, store.ScopedState{Session: st}); err != nil {
+		if err := setKeyOfPK(tx, pk, dk); err != nil {
+			return err
+		}
+		if err := putState(tx, key, pk, sealDelta(dk, store.ScopedState{Session: st})); err != nil {
 			return err
 		}
 		row := asRow{PK: pk, Version: 1, EventCount: req.At, CreatedAtMS: nowMS, UpdatedAtMS: nowMS}
@@ -74,6 +81,7 @@ func (a *AgentSessions) Fork(ctx context.Context, req store.ForkRequest) (store.
 		return nil
 	})
 	if err != nil {
+		a.s.discardKey(ctx, dk)
 		return store.AgentSession{}, err
 	}
 	return out, nil
@@ -103,23 +111,32 @@ func (a *AgentSessions) Rewind(ctx context.Context, req store.RewindRequest) (st
 		if req.To == p.EventCount {
 			return nil // nothing follows it
 		}
-		st, err := stateAt(tx, p, req.To)
+		st, err := a.s.stateAt(tx, p, req.To)
+		if err != nil {
+			return err
+		}
+		// The superseded run keeps the session's data key: its events
+		// move to it as they are (crypt.go).
+		dk, err := a.s.keyOfPK(tx, p.PK)
 		if err != nil {
 			return err
 		}
 		nowMS := rowcodec.ToMillis(a.s.now())
 		// The holder reads the history before the superseded events as
 		// the session did; the session now reads it up to req.To.
-		hParent, hFork, hInit := p.PK, req.To, encodeSessionState(st)
+		hParent, hFork, hInit := p.PK, req.To, sealInitial(dk, st)
 		pFork, pInit := p.ForkSeq, p.InitialState
 		if req.To < p.ForkSeq { // the session holds no event at or before To
 			hParent, hFork, hInit = p.Parent, p.ForkSeq, p.InitialState
-			pFork, pInit = req.To, encodeSessionState(st)
+			pFork, pInit = req.To, sealInitial(dk, st)
 		}
 		var h int64
 		err = tx.Scan(lnInsertSQL, []any{key.App, key.User, key.Session, p.Version, p.EventCount, nowMS, nowMS,
 			nullPK(hParent), hFork, rowSuperseded, p.PK, hInit}, &h)
 		if err != nil {
+			return err
+		}
+		if err := setKeyOfPK(tx, h, dk); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(lnMoveEventsSQL, h, p.PK, req.To); err != nil {
@@ -138,7 +155,7 @@ func (a *AgentSessions) Rewind(ctx context.Context, req store.RewindRequest) (st
 		if _, err := tx.Exec(lnClearStateSQL, p.PK); err != nil {
 			return err
 		}
-		return putState(tx, key, p.PK, store.ScopedState{Session: st})
+		return putState(tx, key, p.PK, sealDelta(dk, store.ScopedState{Session: st}))
 	})
 	if err != nil {
 		return store.AgentSession{}, err
@@ -163,7 +180,7 @@ func (a *AgentSessions) DeleteSession(ctx context.Context, key store.SessionKey)
 	if err := key.Validate(); err != nil {
 		return err
 	}
-	return a.s.write(ctx, func(tx Tx) error {
+	err := a.s.write(ctx, func(tx Tx) error {
 		p, err := lockLive(tx, key)
 		if err != nil {
 			return err
@@ -173,6 +190,11 @@ func (a *AgentSessions) DeleteSession(ctx context.Context, key store.SessionKey)
 		}
 		return dropRetired(tx, p.PK)
 	})
+	if err != nil {
+		return err
+	}
+	a.s.shredAfter(ctx) // crypt.go: the data keys of the rows it removed
+	return nil
 }
 
 // dropRetired finishes the deletion of the session row pk, already
@@ -274,7 +296,7 @@ func (a *AgentSessions) Superseded(ctx context.Context, key store.SessionKey) ([
 			if err != nil {
 				return err
 			}
-			evs, err := appendEvents(r, []store.AgentEvent{}, lnOwnSQL, []any{h.PK})
+			evs, err := a.s.appendEvents(r, []store.AgentEvent{}, lnOwnSQL, []any{h.PK})
 			if err != nil {
 				return err
 			}

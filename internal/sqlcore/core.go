@@ -107,6 +107,12 @@ type Config struct {
 	// and returns the bytes it gave back (SQLite's incremental vacuum).
 	Reclaim func(ctx context.Context) (int64, error)
 
+	// Keys, when set, is the keyring of encryption at rest: every new
+	// agent session gets a data key of its own and its content is sealed
+	// (crypt.go). Without it the store creates plaintext sessions and
+	// refuses to read encrypted ones (store.ErrKeyUnavailable).
+	Keys store.KeyRing
+
 	// AuditOff appends no audit events. Backends set it for their
 	// benchmarks only (the baseline of the audit trail's cost); a store
 	// in use always audits.
@@ -124,6 +130,7 @@ type Store struct {
 	turns turnRegistry
 	feeds feedHub
 	reads readsCache // retention_reads.go
+	dks   dataKeys   // crypt.go
 }
 
 // New returns the facets over db.

@@ -215,18 +215,25 @@ func (a *AgentSessions) CreateSession(ctx context.Context, req store.CreateAgent
 	if key.Session == "" {
 		key.Session = uuid.NewString()
 	}
+	dk, err := a.s.newDataKey(ctx) // crypt.go: nil unless the store encrypts
+	if err != nil {
+		return store.AgentSession{}, err
+	}
 	var out store.AgentSession
-	err := a.s.write(ctx, func(tx Tx) error {
+	err = a.s.write(ctx, func(tx Tx) error {
 		nowMS := rowcodec.ToMillis(a.s.now())
 		var pk int64
-		err := tx.Scan(asInsertSQL, []any{key.App, key.User, key.Session, nowMS, nowMS, encodeSessionState(req.State.Session)}, &pk)
+		err := tx.Scan(asInsertSQL, []any{key.App, key.User, key.Session, nowMS, nowMS, sealInitial(dk, req.State.Session)}, &pk)
 		if a.s.isUnique(err) {
 			return &store.ConflictError{Resource: "session", ID: key.Session, Reason: "session exists"}
 		}
 		if err != nil {
 			return err
 		}
-		if err := putState(tx, key, pk, req.State); err != nil {
+		if err := setKeyOfPK(tx, pk, dk); err != nil {
+			return err
+		}
+		if err := putState(tx, key, pk, sealDelta(dk, req.State)); err != nil {
 			return err
 		}
 		shared, err := readState(tx, key, 0) // the app and user scopes
@@ -239,6 +246,7 @@ func (a *AgentSessions) CreateSession(ctx context.Context, req store.CreateAgent
 		return nil
 	})
 	if err != nil {
+		a.s.discardKey(ctx, dk)
 		return store.AgentSession{}, err
 	}
 	return out, nil
@@ -264,7 +272,10 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 			return err
 		}
 		out = row.session(key)
-		if out.State, err = readState(r, key, row.PK); err != nil {
+		if out.DataKeyID, err = a.s.keyIDOfPK(r, row.PK); err != nil { // crypt.go
+			return err
+		}
+		if out.State, err = a.s.readStateOpen(r, key, row.PK); err != nil {
 			return err
 		}
 		if row.Parent != 0 {
@@ -337,22 +348,29 @@ func readState(r Tx, key store.SessionKey, pk int64) (store.ScopedState, error) 
 
 // readEvents reads the events query selects; size is how many it may
 // select at most (the slice is allocated once), 0 when unknown.
-func readEvents(r Tx, size int64, query string, args []any) ([]store.AgentEvent, error) {
+func (s *Store) readEvents(r Tx, size int64, query string, args []any) ([]store.AgentEvent, error) {
 	var evs []store.AgentEvent
 	if size > 0 {
 		evs = make([]store.AgentEvent, 0, size)
 	}
-	return appendEvents(r, evs, query, args)
+	return s.appendEvents(r, evs, query, args)
 }
 
-// appendEvents appends the events query selects to evs.
-func appendEvents(r Tx, evs []store.AgentEvent, query string, args []any) ([]store.AgentEvent, error) {
+// appendEvents appends the events query selects to evs, opened with
+// the data key of the row they belong to (args[0], the session_pk every
+// event statement starts with).
+func (s *Store) appendEvents(r Tx, evs []store.AgentEvent, query string, args []any) ([]store.AgentEvent, error) {
+	dk, err := s.keyOfPK(r, args[0].(int64))
+	if err != nil {
+		return evs, err
+	}
+	start := len(evs)
 	// One set of scan targets for every row: what Scan is given escapes
 	// to the heap.
 	var ev store.AgentEvent
 	var sc eventScan
 	dest := sc.dest(&ev)
-	err := queryHot(r, query, args, func(rows Rows) error {
+	err = queryHot(r, query, args, func(rows Rows) error {
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
@@ -360,7 +378,10 @@ func appendEvents(r Tx, evs []store.AgentEvent, query string, args []any) ([]sto
 		evs = append(evs, ev)
 		return nil
 	})
-	return evs, err
+	if err != nil {
+		return evs, err
+	}
+	return evs, openEvents(dk, evs[start:])
 }
 
 // eventScan holds the columns of an event (evColumns) that need
@@ -499,6 +520,17 @@ func (a *AgentSessions) fillListState(r Tx, app string, rows []asRow, page *stor
 	if err != nil {
 		return err
 	}
+	for _, row := range rows {
+		if m := sessState[row.PK]; len(m) > 0 {
+			dk, err := a.s.keyOfPK(r, row.PK)
+			if err != nil {
+				return err
+			}
+			if err := openSessionState(dk, m); err != nil {
+				return err
+			}
+		}
+	}
 	for i := range rows {
 		row := &rows[i]
 		sess := row.session(store.SessionKey{App: app, User: row.User, Session: row.Session})
@@ -532,7 +564,6 @@ func (a *AgentSessions) appendEvent(ctx context.Context, req store.AppendEventRe
 		ev.ID = uuid.NewString()
 	}
 	ev.Compaction = rng
-	data := string(ev.Data)
 	var from, to int64
 	if rng != nil {
 		from, to = rng.From, rng.To
@@ -557,18 +588,22 @@ func (a *AgentSessions) appendEvent(ctx context.Context, req store.AppendEventRe
 		if to >= count { // the record is at count: it covers what precedes it
 			return store.Invalid("range", "must lie within the session's history")
 		}
-		_, err = tx.Exec(evInsertSQL, pk, count, ev.ID, ev.InvocationID, tsUS, tsNS, data, from, to)
+		dk, err := a.s.keyOfPK(tx, pk)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(evInsertSQL, pk, count, ev.ID, ev.InvocationID, tsUS, tsNS, sealed(dk, ev.Data, adEvent, seqAD(count), ev.ID), from, to)
 		if a.s.isUnique(err) {
 			return errDuplicateEvent
 		}
 		if err != nil {
 			return err
 		}
-		if err := putState(tx, key, pk, req.Delta); err != nil {
+		if err := putState(tx, key, pk, sealDelta(dk, req.Delta)); err != nil {
 			return err
 		}
 		for _, k := range slices.Sorted(maps.Keys(req.Delta.Session)) {
-			if _, err := tx.Exec(stLogSQL, pk, k, count, string(req.Delta.Session[k])); err != nil {
+			if _, err := tx.Exec(stLogSQL, pk, k, count, sealed(dk, req.Delta.Session[k], adLog, k, seqAD(count))); err != nil {
 				return err
 			}
 		}
@@ -605,6 +640,15 @@ func (a *AgentSessions) refuseAppend(tx Tx, key store.SessionKey, ev store.Agent
 	err = tx.Scan(a.s.q.events.byID, []any{row.PK, ev.ID}, sc.dest(&stored)...)
 	if err == nil {
 		sc.finish(&stored)
+		dk, err := a.s.keyOfPK(tx, row.PK)
+		if err != nil {
+			return err
+		}
+		one := []store.AgentEvent{stored}
+		if err := openEvents(dk, one); err != nil {
+			return err
+		}
+		stored = one[0]
 		if !sameEvent(ev, stored) {
 			return &store.ConflictError{Resource: "event", ID: ev.ID, Reason: "event id exists with other content"}
 		}
@@ -711,7 +755,7 @@ func (a *AgentSessions) GetState(ctx context.Context, key store.SessionKey) (sto
 			pk = row.PK
 		}
 		var err error
-		out, err = readState(r, key, pk)
+		out, err = a.s.readStateOpen(r, key, pk)
 		return err
 	})
 	return out, err
@@ -775,7 +819,15 @@ func (a *AgentSessions) UpdateState(ctx context.Context, req store.UpdateStateRe
 			}
 			pk, version = row.PK, row.Version
 		}
-		return putState(tx, key, pk, req.Delta)
+		delta := req.Delta
+		if pk != 0 {
+			dk, err := a.s.keyOfPK(tx, pk)
+			if err != nil {
+				return err
+			}
+			delta = sealDelta(dk, delta)
+		}
+		return putState(tx, key, pk, delta)
 	})
 	if err != nil {
 		return 0, err

@@ -41,7 +41,7 @@ const (
 	// log; lnKeyAtSQL reads a key's last value up to a position. Both
 	// search the log's primary key.
 	lnNextKeySQL = `SELECT min(key) FROM agent_state_log WHERE session_pk = ? AND key > ?`
-	lnKeyAtSQL   = `SELECT value FROM agent_state_log WHERE session_pk = ? AND key = ? AND seq <= ?
+	lnKeyAtSQL   = `SELECT seq, value FROM agent_state_log WHERE session_pk = ? AND key = ? AND seq <= ?
 		ORDER BY seq DESC LIMIT 1`
 	lnMoveLogSQL = `UPDATE agent_state_log SET session_pk = ? WHERE session_pk = ? AND seq > ?`
 
@@ -138,7 +138,7 @@ func (a *AgentSessions) readRecent(r Tx, segs []segment, size int64, recent int,
 			query, args = q.recentAfterUpTo, []any{sg.pk, sg.hi, afterUS, afterUS, afterNS, limit}
 		}
 		var err error
-		if evs, err = appendEvents(r, evs, query, args); err != nil {
+		if evs, err = a.s.appendEvents(r, evs, query, args); err != nil {
 			return nil, err
 		}
 	}
@@ -170,7 +170,7 @@ func (a *AgentSessions) readAscending(r Tx, segs []segment, after int64, limit i
 			query, args = q.pageInvocationUpTo, []any{sg.pk, invocation, after, sg.hi, left}
 		}
 		var err error
-		if evs, err = appendEvents(r, evs, query, args); err != nil {
+		if evs, err = a.s.appendEvents(r, evs, query, args); err != nil {
 			return nil, err
 		}
 	}
@@ -195,7 +195,15 @@ func (a *AgentSessions) latestSummary(r Tx, segs []segment) (ev store.AgentEvent
 			return ev, false, err
 		}
 		sc.finish(&ev)
-		return ev, true, nil
+		dk, err := a.s.keyOfPK(r, sg.pk)
+		if err != nil {
+			return ev, false, err
+		}
+		one := []store.AgentEvent{ev}
+		if err := openEvents(dk, one); err != nil {
+			return ev, false, err
+		}
+		return one[0], true, nil
 	}
 	return ev, false, nil
 }
@@ -325,12 +333,16 @@ func owner(r Tx, n lnNode, at int64) (lnNode, error) {
 // to at. The fold reads, for each key the row's events ever set, its last
 // value up to at: two index lookups per key, whatever the length of the
 // history.
-func stateAt(r Tx, n lnNode, at int64) (map[string]json.RawMessage, error) {
+func (s *Store) stateAt(r Tx, n lnNode, at int64) (map[string]json.RawMessage, error) {
 	o, err := owner(r, n, at)
 	if err != nil {
 		return nil, err
 	}
-	st, err := decodeSessionState(o.InitialState)
+	dk, err := s.keyOfPK(r, o.PK) // crypt.go: the owner's data key
+	if err != nil {
+		return nil, err
+	}
+	st, err := openInitial(dk, o.InitialState)
 	if err != nil {
 		return nil, err
 	}
@@ -349,11 +361,15 @@ func stateAt(r Tx, n lnNode, at int64) (map[string]json.RawMessage, error) {
 		}
 		after = k.String
 		var v []byte
-		err := r.Scan(lnKeyAtSQL, []any{o.PK, k.String, at}, &v)
+		var seq int64
+		err := r.Scan(lnKeyAtSQL, []any{o.PK, k.String, at}, &seq, &v)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue // first set after at
 		}
 		if err != nil {
+			return nil, err
+		}
+		if v, err = opened(dk, v, adLog, k.String, seqAD(seq)); err != nil {
 			return nil, err
 		}
 		delta[k.String] = v

@@ -89,7 +89,7 @@ func (w *recordWriter) forkParent(s store.AgentSession) (parent, at int64, initi
 	if err != nil {
 		return 0, 0, "", err
 	}
-	st, err := stateAt(w.tx, p, fp.At)
+	st, err := w.s.stateAt(w.tx, p, fp.At)
 	if err != nil {
 		return 0, 0, "", err
 	}

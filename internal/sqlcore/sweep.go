@@ -129,6 +129,7 @@ func (r *Retention) Sweep(ctx context.Context, opts store.SweepOptions) (store.S
 		_, rows := rep.Total()
 		if rows > 0 {
 			r.s.log.Info("sweep removed records", "rows", rows, "batches", rep.Batches, "bytes_freed", rep.BytesFreed)
+			r.s.shredAfter(ctx) // crypt.go: the data keys of the sessions it removed
 		}
 	}
 	return rep, err

@@ -56,6 +56,11 @@ func RunHelperProcess(h Harness) {
 	if name == "" {
 		return
 	}
+	h, err := encryptedHelper(h) // encryption.go
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "storetest: helper keyring: %v\n", err)
+		os.Exit(4)
+	}
 	rolesMu.Lock()
 	fn := roles[name]
 	rolesMu.Unlock()
@@ -70,10 +75,7 @@ func RunHelperProcess(h Harness) {
 	ctx := context.Background()
 	offset, _ := strconv.ParseInt(os.Getenv(envClock), 10, 64)
 	clock := func() time.Time { return time.Now().Add(time.Duration(offset)) }
-	var (
-		st  store.Store
-		err error
-	)
+	var st store.Store
 	if lease, _ := strconv.ParseInt(os.Getenv(envLease), 10, 64); lease > 0 && h.OpenWith != nil {
 		st, err = h.OpenWith(ctx, os.Getenv(envLoc), clock, Options{TurnLease: time.Duration(lease)})
 	} else {
@@ -113,6 +115,8 @@ func (e *env) spawnWith(lease time.Duration, role string, args ...string) (*exec
 		envArgs+"="+strings.Join(args, "\x1f"),
 		envClock+"="+strconv.FormatInt(int64(e.clock.Now().Sub(time.Now())), 10),
 		envLease+"="+strconv.FormatInt(int64(lease), 10),
+		envKeyringDir+"="+e.h.keyringDir,
+		envKeyringKEK+"="+e.h.keyringKEK,
 	)
 	cmd.Stderr = &testWriter{t: e.t, prefix: role + ": "}
 	stdout, err := cmd.StdoutPipe()

@@ -42,6 +42,10 @@ type Harness struct {
 	// statements use only literals, no parameters. Tests that need it
 	// skip without it.
 	Exec func(ctx context.Context, loc, query string) error
+
+	// keyringDir and keyringKEK are the keyring of an Encrypted harness,
+	// passed on to helper processes.
+	keyringDir, keyringKEK string
 }
 
 // Options are backend settings some tests need.
@@ -67,6 +71,9 @@ type Options struct {
 	// Sweeper, when set, runs a background sweeper in the store (the
 	// backend's WithSweeper option).
 	Sweeper *store.SweeperConfig
+	// Keys, when set, is the keyring of encryption at rest (the backend's
+	// WithKeyRing option).
+	Keys store.KeyRing
 }
 
 // Run runs the whole conformance suite.
@@ -89,6 +96,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Counts", func(t *testing.T) { RunCounts(t, h) })
 	t.Run("Retention", func(t *testing.T) { RunRetention(t, h) })
 	t.Run("Search", func(t *testing.T) { RunSearch(t, h) })
+	t.Run("Encryption", func(t *testing.T) { RunEncryption(t, h) })
 }
 
 // Clock is a manual clock for tests: time moves only when told to.

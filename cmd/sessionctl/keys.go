@@ -1,0 +1,215 @@
+package main
+
+// Encryption at rest on the command line: the key-encryption keys come
+// from --key-file (default $SESSIONSTORE_KEY_FILE) or $SESSIONSTORE_KEY;
+// with them every command opens the store with its keyring (SQLite: the
+// directory <db>.keyring beside the file; PostgreSQL: --keyring, default
+// $SESSIONSTORE_KEYRING), and new agent sessions are encrypted. "keys
+// status" counts the keyring's data keys by KEK version; "keys rotate"
+// re-wraps them under the current version.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+
+	"github.com/agentstore/sessionstore/keys"
+	"github.com/agentstore/sessionstore/pgstore"
+	"github.com/agentstore/sessionstore/sqlstore"
+	"github.com/agentstore/sessionstore/store"
+)
+
+var keysSpec = spec{
+	name: "keys",
+	args: "[status | rotate]",
+	about: `Encryption at rest. With key-encryption keys (KEKs) given by --key-file
+FILE (default $SESSIONSTORE_KEY_FILE) or by $SESSIONSTORE_KEY, every
+command opens the store with its keyring and every new agent session gets
+a data key of its own: its events and session state are stored sealed
+(AES-256-GCM). The keyring of a SQLite file is the directory <db>.keyring
+beside it; on PostgreSQL give --keyring DIR (default $SESSIONSTORE_KEYRING).
+A key file holds one "version:base64-key" line per KEK version (32 bytes);
+the last line is the current version. Deleting a session shreds its data
+key: its rows are unreadable in every copy of the database.
+
+  keys [status]  counts the keyring's data keys by the KEK version that
+                 wraps them
+  keys rotate    re-wraps every data key not under the current version
+                 (content is not touched); it can be interrupted and run
+                 again. Afterwards the old versions can be removed from the
+                 key file and destroyed.`,
+	examples: []string{
+		"sessionctl --key-file /etc/sessionstore/kek keys status",
+		"SESSIONSTORE_KEY=\"$(cat kek)\" sessionctl keys rotate --json",
+	},
+}
+
+// errNoKeys: a keys command was run without key-encryption keys.
+var errNoKeys = errors.New("no key-encryption keys: give --key-file FILE or set SESSIONSTORE_KEY")
+
+// keyProvider returns the KEKs of --key-file or $SESSIONSTORE_KEY (nil:
+// none given).
+func (g *globals) keyProvider() (store.KeyProvider, error) {
+	if g.keyFile != "" {
+		return keys.FromFile(g.keyFile)
+	}
+	if os.Getenv(keys.EnvVar) != "" {
+		return keys.FromEnv(keys.EnvVar)
+	}
+	return nil, nil
+}
+
+// checkKeys fails when --key-file or $SESSIONSTORE_KEY is given but does
+// not hold valid keys, or --keyring cannot be opened: a command must never
+// fall back to writing plaintext sessions.
+func (g *globals) checkKeys() error {
+	p, err := g.keyProvider()
+	if err != nil {
+		return fmt.Errorf("key-encryption keys: %w", err)
+	}
+	if p != nil && g.keyring != "" {
+		if _, err := keys.OpenRing(g.keyring, p, keys.RingOptions{}); err != nil {
+			return fmt.Errorf("keyring: %w", err)
+		}
+	}
+	return nil
+}
+
+// sqliteKeyOptions are the encryption options of a SQLite store (none
+// without keys; a bad key file or keyring already failed in checkKeys).
+func (g *globals) sqliteKeyOptions() []sqlstore.Option {
+	p, err := g.keyProvider()
+	if err != nil || p == nil {
+		return nil
+	}
+	if g.keyring == "" {
+		return []sqlstore.Option{sqlstore.WithKeyProvider(p)}
+	}
+	r, err := keys.OpenRing(g.keyring, p, keys.RingOptions{})
+	if err != nil {
+		return nil
+	}
+	return []sqlstore.Option{sqlstore.WithKeyRing(r)}
+}
+
+// pgKeyOptions are the encryption options of a PostgreSQL store.
+func (g *globals) pgKeyOptions() []pgstore.Option {
+	p, err := g.keyProvider()
+	if err != nil || p == nil {
+		return nil
+	}
+	return []pgstore.Option{pgstore.WithKeyProvider(p, g.keyring)}
+}
+
+// keyRing opens the keyring of --db with the KEKs given (nil without
+// keys, or when the keyring cannot be opened: the archive then refuses
+// sealed sessions with store.ErrKeyUnavailable).
+func (g *globals) keyRing() store.KeyRing {
+	p, err := g.keyProvider()
+	dir := g.keyringDir()
+	if err != nil || p == nil || dir == "" {
+		return nil
+	}
+	r, err := keys.OpenRing(dir, p, keys.RingOptions{})
+	if err != nil {
+		return nil
+	}
+	return r
+}
+
+// keyringDir is the keyring directory of --db ("" on PostgreSQL without
+// --keyring).
+func (g *globals) keyringDir() string {
+	if g.keyring != "" {
+		return g.keyring
+	}
+	if g.isPG() {
+		return ""
+	}
+	return keys.RingDir(g.db)
+}
+
+// keysJSON is the JSON document of keys status and keys rotate.
+type keysJSON struct {
+	Dir       string         `json:"dir"`
+	Current   string         `json:"current_version"`
+	Keys      int            `json:"keys"`
+	ByVersion map[string]int `json:"by_version"`
+	Rewrapped *int           `json:"rewrapped,omitempty"`
+}
+
+func runKeys(ctx context.Context, g *globals, args []string) error {
+	sub := "status"
+	if len(args) > 0 && slices.Contains([]string{"status", "rotate"}, args[0]) {
+		sub, args = args[0], args[1:]
+	}
+	sp := keysSpec
+	fs := g.newFlags(sp)
+	asJSON := fs.Bool("json", false, "print one JSON document")
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return err
+	}
+	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+		return err
+	}
+	name := sp.name + " " + sub
+	p, err := g.keyProvider()
+	if err != nil {
+		return g.fail(name, err)
+	}
+	if p == nil {
+		return g.usageErr(name, "%v", errNoKeys)
+	}
+	dir := g.keyringDir()
+	if dir == "" {
+		return g.usageErr(name, "a PostgreSQL store needs --keyring DIR (or SESSIONSTORE_KEYRING)")
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return g.fail(name, fmt.Errorf("keyring %s does not exist (no encrypted session was created with these keys)", dir))
+	}
+	ring, err := keys.OpenRing(dir, p, keys.RingOptions{})
+	if err != nil {
+		return g.fail(name, err)
+	}
+	var rewrapped *int
+	if sub == "rotate" {
+		res, err := ring.Rotate(ctx)
+		if err != nil {
+			return g.fail(name, err)
+		}
+		rewrapped = &res.Rewrapped
+	}
+	st, err := ring.Status(ctx)
+	if err != nil {
+		return g.fail(name, err)
+	}
+	if *asJSON {
+		return g.jsonOr(name, keysJSON{Dir: st.Dir, Current: st.Current, Keys: st.Keys, ByVersion: st.ByVersion, Rewrapped: rewrapped})
+	}
+	if rewrapped != nil {
+		fmt.Fprintf(g.stdout, "re-wrapped %d data %s under %s\n", *rewrapped, plural(*rewrapped, "key", "keys"), st.Current)
+	}
+	fmt.Fprintf(g.stdout, "keyring %s: %d data %s, current KEK version %s\n", st.Dir, st.Keys, plural(st.Keys, "key", "keys"), st.Current)
+	if len(st.ByVersion) == 0 {
+		return nil
+	}
+	tw := newTable(g.stdout)
+	fmt.Fprintln(tw, "KEK VERSION\tDATA KEYS\t")
+	versions := make([]string, 0, len(st.ByVersion))
+	for v := range st.ByVersion {
+		versions = append(versions, v)
+	}
+	sort.Strings(versions)
+	for _, v := range versions {
+		mark := ""
+		if v == st.Current {
+			mark = " (current)"
+		}
+		fmt.Fprintf(tw, "%s%s\t%d\t\n", v, mark, st.ByVersion[v])
+	}
+	return tw.Flush()
+}

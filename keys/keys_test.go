@@ -1,0 +1,292 @@
+package keys
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+func provider(t testing.TB, versions ...string) (*Provider, string) {
+	t.Helper()
+	var lines []string
+	for _, v := range versions {
+		l, err := GenerateEntry(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, l)
+	}
+	text := strings.Join(lines, "\n")
+	p, err := Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, text
+}
+
+func TestParseRejectsMalformedKeys(t *testing.T) {
+	for _, text := range []string{"", "v1", "v1:notbase64!", "v1:" + strings.Repeat("A", 8), "a b:AAAA",
+		"v1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\nv1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="} {
+		if _, err := Parse(text); !errors.Is(err, ErrBadKeys) {
+			t.Errorf("Parse(%q) = %v, want ErrBadKeys", text, err)
+		}
+	}
+	p, err := Parse("# comment\nv1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=, v2:AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n")
+	if err != nil || p.CurrentVersion() != "v2" || !p.Has("v1") {
+		t.Fatalf("Parse: %v, current %q", err, p.CurrentVersion())
+	}
+}
+
+func TestFromEnvAndFile(t *testing.T) {
+	_, text := provider(t, "k1", "k2")
+	t.Setenv("SESSIONSTORE_TEST_KEKS", text)
+	p, err := FromEnv("SESSIONSTORE_TEST_KEKS")
+	if err != nil || p.CurrentVersion() != "k2" {
+		t.Fatalf("FromEnv: %v", err)
+	}
+	if _, err := FromEnv("SESSIONSTORE_TEST_UNSET_VAR"); !errors.Is(err, ErrBadKeys) {
+		t.Fatalf("unset: %v", err)
+	}
+	f := filepath.Join(t.TempDir(), "kek")
+	if err := os.WriteFile(f, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := FromFile(f); err != nil || p.CurrentVersion() != "k2" {
+		t.Fatalf("FromFile: %v", err)
+	}
+}
+
+func TestSealBindsTheIdentity(t *testing.T) {
+	k1, _ := NewDataKey("a", bytes.Repeat([]byte{1}, 32))
+	k2, _ := NewDataKey("b", bytes.Repeat([]byte{2}, 32))
+	ad := AD("t", "a", "1")
+	s := k1.Seal([]byte(`{"x":1}`), ad)
+	if !IsSealed([]byte(s)) || strings.Contains(s, `"x"`) {
+		t.Fatalf("sealed %q", s)
+	}
+	if p, err := k1.Open([]byte(s), ad); err != nil || string(p) != `{"x":1}` {
+		t.Fatalf("open: %q, %v", p, err)
+	}
+	for name, try := range map[string]func() error{
+		"other position": func() error { _, err := k1.Open([]byte(s), AD("t", "a", "2")); return err },
+		"other key":      func() error { _, err := k2.Open([]byte(s), ad); return err },
+		"plaintext":      func() error { _, err := k1.Open([]byte(`{"x":1}`), ad); return err },
+		"damaged":        func() error { _, err := k1.Open([]byte(s[:len(s)-2]+"AA"), ad); return err },
+		"not base64":     func() error { _, err := k1.Open([]byte(Marker+"!!!"), ad); return err },
+		"short":          func() error { _, err := k1.Open([]byte(Marker+"AAAA"), ad); return err },
+	} {
+		if err := try(); !errors.Is(err, store.ErrKeyMismatch) {
+			t.Errorf("%s: %v, want ErrKeyMismatch", name, err)
+		}
+	}
+	// In place: the same plaintext, and the same refusals.
+	for _, size := range []int{0, 1, 2, 3, 100, 4097} {
+		plain := bytes.Repeat([]byte("xyz"), size)
+		sealedText := []byte(k1.Seal(plain, ad))
+		if p, err := k1.OpenInPlace(sealedText, ad); err != nil || !bytes.Equal(p, plain) {
+			t.Fatalf("in place, %d bytes: %v", len(plain), err)
+		}
+	}
+	if _, err := k1.OpenInPlace([]byte(s), AD("t", "a", "2")); !errors.Is(err, store.ErrKeyMismatch) {
+		t.Fatalf("in place, other position: %v", err)
+	}
+	if _, err := k1.OpenInPlace([]byte(`{"x":1}`), ad); !errors.Is(err, store.ErrKeyMismatch) {
+		t.Fatalf("in place, plaintext: %v", err)
+	}
+	// Length prefixes: ("ab","c") and ("a","bc") differ.
+	if bytes.Equal(AD("ab", "c"), AD("a", "bc")) {
+		t.Fatal("AD is ambiguous")
+	}
+}
+
+func TestRingKeysShredAndIDs(t *testing.T) {
+	ctx := context.Background()
+	p, _ := provider(t, "v1")
+	dir := t.TempDir()
+	r, err := OpenRing(dir, p, RingOptions{CacheSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	want := map[string][]byte{}
+	for range 5 {
+		id, k, err := r.NewKey(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+		want[id] = k
+	}
+	// A second ring on the same directory (another process) reads them.
+	r2, _ := OpenRing(dir, p, RingOptions{})
+	for _, id := range ids {
+		k, err := r2.Key(ctx, id)
+		if err != nil || !bytes.Equal(k, want[id]) {
+			t.Fatalf("key %s: %v", id, err)
+		}
+	}
+	if len(r.cache) > 2 {
+		t.Fatalf("cache holds %d keys, bound 2", len(r.cache))
+	}
+	if err := r.Shred(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Shred(ctx, ids[0]); err != nil {
+		t.Fatalf("second shred: %v", err)
+	}
+	if _, err := r.Key(ctx, ids[0]); !errors.Is(err, store.ErrKeyShredded) {
+		t.Fatalf("shredded: %v", err)
+	}
+	got, _ := r.IDs()
+	if len(got) != 4 {
+		t.Fatalf("ids %v", got)
+	}
+	// Ids are data, never paths.
+	for _, bad := range []string{"../x", "", "ABCDEF", strings.Repeat("g", 32), "/etc/passwd"} {
+		if _, err := r.Key(ctx, bad); !errors.Is(err, store.ErrKeyMismatch) {
+			t.Errorf("Key(%q): %v", bad, err)
+		}
+		if err := r.Shred(ctx, bad); !errors.Is(err, store.ErrKeyMismatch) {
+			t.Errorf("Shred(%q): %v", bad, err)
+		}
+	}
+	// A wrong KEK under the same version name is a mismatch, and the
+	// file stays.
+	wrong, _ := provider(t, "v1")
+	rw, _ := OpenRing(dir, wrong, RingOptions{})
+	if _, err := rw.Key(ctx, ids[1]); !errors.Is(err, store.ErrKeyMismatch) {
+		t.Fatalf("wrong KEK: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ids[1])); err != nil {
+		t.Fatalf("wrong KEK removed the file: %v", err)
+	}
+	// A file swapped for another key's does not unwrap (the id is bound).
+	b, _ := os.ReadFile(filepath.Join(dir, ids[2]))
+	if err := os.WriteFile(filepath.Join(dir, ids[1]), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fresh, _ := OpenRing(dir, p, RingOptions{CacheSize: -1})
+	if _, err := fresh.Key(ctx, ids[1]); !errors.Is(err, store.ErrKeyMismatch) {
+		t.Fatalf("swapped file, uncached: %v", err)
+	}
+}
+
+// Environment of the rotation helper process.
+const (
+	envRotateDir  = "KEYS_TEST_ROTATE_DIR"
+	envRotateKEKs = "KEYS_TEST_ROTATE_KEKS"
+	envRotateKill = "KEYS_TEST_ROTATE_KILL_AFTER"
+)
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(envRotateDir); dir != "" {
+		p, err := Parse(os.Getenv(envRotateKEKs))
+		if err != nil {
+			os.Exit(3)
+		}
+		r, err := OpenRing(dir, p, RingOptions{})
+		if err != nil {
+			os.Exit(4)
+		}
+		n, _ := strconv.Atoi(os.Getenv(envRotateKill))
+		afterRewrap = func(done int) {
+			if done == n {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL) // kill -9 mid-rotation
+			}
+		}
+		if _, err := r.Rotate(context.Background()); err != nil {
+			os.Exit(5)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestRotateResumesAfterKill(t *testing.T) {
+	ctx := context.Background()
+	old, oldText := provider(t, "v1")
+	dir := t.TempDir()
+	r, _ := OpenRing(dir, old, RingOptions{})
+	want := map[string][]byte{}
+	for range 10 {
+		id, k, err := r.NewKey(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[id] = k
+	}
+	_, newText := provider(t, "v2")
+	both := oldText + "\n" + newText
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envRotateDir+"="+dir, envRotateKEKs+"="+both, envRotateKill+"=4")
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("helper: %v, want killed by SIGKILL", err)
+	}
+	pb, _ := Parse(both)
+	rb, _ := OpenRing(dir, pb, RingOptions{})
+	st, err := rb.Status(ctx)
+	if err != nil || st.Keys != 10 || st.ByVersion["v2"] != 4 || st.ByVersion["v1"] != 6 {
+		t.Fatalf("after the kill: %+v, %v", st, err)
+	}
+	res, err := rb.Rotate(ctx)
+	if err != nil || res.Rewrapped != 6 || res.Current != 4 {
+		t.Fatalf("resumed rotation: %+v, %v", res, err)
+	}
+	// The old KEK destroyed: every key still unwraps, to the same key.
+	pNew, _ := Parse(newText)
+	rn, _ := OpenRing(dir, pNew, RingOptions{})
+	for id, k := range want {
+		got, err := rn.Key(ctx, id)
+		if err != nil || !bytes.Equal(got, k) {
+			t.Fatalf("key %s after rotation: %v", id, err)
+		}
+	}
+	// No temporary files are left behind by the completed rotation that
+	// would be taken for keys.
+	if ids, _ := rn.IDs(); len(ids) != 10 {
+		t.Fatalf("ids %v", ids)
+	}
+	// The old KEK alone no longer opens anything.
+	ro, _ := OpenRing(dir, old, RingOptions{})
+	for id := range want {
+		if _, err := ro.Key(ctx, id); !errors.Is(err, store.ErrKeyUnavailable) {
+			t.Fatalf("old KEK only: %v, want ErrKeyUnavailable", err)
+		}
+		break
+	}
+}
+
+// BenchmarkSealOpen measures sealing and opening one ADK-sized event
+// (600 bytes) with its associated data: the CPU cost encryption adds to
+// an append and to each event of a read.
+func BenchmarkSealOpen(b *testing.B) {
+	k, _ := NewDataKey(strings.Repeat("a", 32), bytes.Repeat([]byte{7}, 32))
+	plain := bytes.Repeat([]byte("x"), 600)
+	ad := AD(strings.Repeat("a", 32), "agent_events.data", "123", "event-id")
+	b.Run("Seal", func(b *testing.B) {
+		for range b.N {
+			_ = k.Seal(plain, ad)
+		}
+	})
+	sealed := k.Seal(plain, ad)
+	b.Run("OpenInPlace", func(b *testing.B) {
+		buf := make([]byte, len(sealed))
+		for range b.N {
+			copy(buf, sealed)
+			if _, err := k.OpenInPlace(buf, ad); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

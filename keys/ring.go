@@ -1,0 +1,337 @@
+package keys
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// DefaultCacheSize is how many unwrapped data keys a Ring keeps in memory
+// by default.
+const DefaultCacheSize = 4096
+
+// RingDir is the default keyring directory of a SQLite database file.
+func RingDir(dbPath string) string { return dbPath + ".keyring" }
+
+// Ring is the directory keyring (see the package documentation). It
+// implements store.KeyRing.
+type Ring struct {
+	dir string
+	p   store.KeyProvider
+	max int
+
+	mu    sync.Mutex
+	cache map[string][]byte
+}
+
+var _ store.KeyRing = (*Ring)(nil)
+
+// RingOptions configure a Ring.
+type RingOptions struct {
+	// CacheSize bounds the unwrapped data keys kept in memory
+	// (DefaultCacheSize when 0; negative: no cache).
+	CacheSize int
+}
+
+// OpenRing opens (creating it, mode 0700) the keyring directory dir, whose
+// keys are wrapped by p.
+func OpenRing(dir string, p store.KeyProvider, opts RingOptions) (*Ring, error) {
+	if p == nil {
+		return nil, errors.New("keys: OpenRing needs a key provider")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	n := opts.CacheSize
+	if n == 0 {
+		n = DefaultCacheSize
+	}
+	return &Ring{dir: dir, p: p, max: max(n, 0), cache: make(map[string][]byte)}, nil
+}
+
+// Dir returns the keyring directory.
+func (r *Ring) Dir() string { return r.dir }
+
+// keyFile is the content of one keyring file.
+type keyFile struct {
+	Format  int    `json:"format"`
+	KEK     string `json:"kek"`
+	Wrapped []byte `json:"wrapped"`
+}
+
+// validID reports whether id has the form NewKey gives (32 lower-case hex
+// digits): ids are data, never paths.
+func validID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func wrapAD(id string) []byte { return AD("sessionstore data key", id) }
+
+// NewKey creates, wraps and durably stores a random data key.
+func (r *Ring) NewKey(ctx context.Context) (string, []byte, error) {
+	var raw [16]byte
+	_, _ = rand.Read(raw[:])
+	id := hex.EncodeToString(raw[:])
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	v := r.p.CurrentVersion()
+	w, err := r.p.Wrap(ctx, v, key, wrapAD(id))
+	if err != nil {
+		return "", nil, err
+	}
+	if err := r.write(id, keyFile{Format: 1, KEK: v, Wrapped: w}); err != nil {
+		return "", nil, err
+	}
+	r.remember(id, key)
+	return id, key, nil
+}
+
+// Key returns the data key named id, from the cache or unwrapped from its
+// file.
+func (r *Ring) Key(ctx context.Context, id string) ([]byte, error) {
+	if !validID(id) {
+		return nil, &store.KeyError{KeyID: id, Op: "load", Kind: store.ErrKeyMismatch}
+	}
+	r.mu.Lock()
+	k, ok := r.cache[id]
+	r.mu.Unlock()
+	if ok {
+		return k, nil
+	}
+	f, err := r.read(id)
+	if err != nil {
+		return nil, err
+	}
+	k, err = r.p.Unwrap(ctx, f.KEK, f.Wrapped, wrapAD(id))
+	if err != nil {
+		var ke *store.KeyError
+		if errors.As(err, &ke) {
+			ke.KeyID = id
+			return nil, ke
+		}
+		return nil, &store.KeyError{KeyID: id, KEKVersion: f.KEK, Op: "unwrap", Kind: store.ErrKeyUnavailable, Err: err}
+	}
+	r.remember(id, k)
+	return k, nil
+}
+
+// Shred unlinks the key's file and syncs the directory.
+func (r *Ring) Shred(_ context.Context, id string) error {
+	if !validID(id) {
+		return &store.KeyError{KeyID: id, Op: "shred", Kind: store.ErrKeyMismatch}
+	}
+	r.mu.Lock()
+	delete(r.cache, id)
+	r.mu.Unlock()
+	err := os.Remove(filepath.Join(r.dir, id))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return syncDir(r.dir)
+}
+
+// IDs returns the ids of the keys in the ring, sorted.
+func (r *Ring) IDs() ([]string, error) {
+	ents, err := os.ReadDir(r.dir)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range ents {
+		if e.Type().IsRegular() && validID(e.Name()) {
+			ids = append(ids, e.Name())
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// Status is what a keyring holds.
+type Status struct {
+	// Dir is the keyring directory.
+	Dir string `json:"dir"`
+	// Current is the provider's current KEK version.
+	Current string `json:"current"`
+	// Keys is the number of data keys.
+	Keys int `json:"keys"`
+	// ByVersion counts the data keys by the KEK version that wraps them.
+	ByVersion map[string]int `json:"by_version"`
+}
+
+// Status counts the ring's keys by KEK version.
+func (r *Ring) Status(_ context.Context) (Status, error) {
+	ids, err := r.IDs()
+	if err != nil {
+		return Status{}, err
+	}
+	st := Status{Dir: r.dir, Current: r.p.CurrentVersion(), ByVersion: map[string]int{}}
+	for _, id := range ids {
+		f, err := r.read(id)
+		if errors.Is(err, store.ErrKeyShredded) {
+			continue // shredded meanwhile
+		}
+		if err != nil {
+			return Status{}, err
+		}
+		st.Keys++
+		st.ByVersion[f.KEK]++
+	}
+	return st, nil
+}
+
+// RotateResult reports a rotation.
+type RotateResult struct {
+	// Rewrapped is how many keys this call re-wrapped.
+	Rewrapped int `json:"rewrapped"`
+	// Current is how many keys were already under the current version.
+	Current int `json:"already_current"`
+	// Version is the KEK version every key is now wrapped under.
+	Version string `json:"version"`
+}
+
+// afterRewrap, when set (tests only), runs after each key is re-wrapped.
+var afterRewrap func(n int)
+
+// Rotate re-wraps every data key not yet under the provider's current KEK
+// version; content is not touched (the data keys do not change). Each
+// file is replaced atomically and says its version, so an interrupted
+// rotation is resumed by running Rotate again. Afterwards the old KEK
+// versions are no longer needed.
+func (r *Ring) Rotate(ctx context.Context) (RotateResult, error) {
+	ids, err := r.IDs()
+	if err != nil {
+		return RotateResult{}, err
+	}
+	cur := r.p.CurrentVersion()
+	res := RotateResult{Version: cur}
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		f, err := r.read(id)
+		if errors.Is(err, store.ErrKeyShredded) {
+			continue
+		}
+		if err != nil {
+			return res, err
+		}
+		if f.KEK == cur {
+			res.Current++
+			continue
+		}
+		k, err := r.p.Unwrap(ctx, f.KEK, f.Wrapped, wrapAD(id))
+		if err != nil {
+			return res, fmt.Errorf("keys: rotate: %w", err)
+		}
+		w, err := r.p.Wrap(ctx, cur, k, wrapAD(id))
+		if err != nil {
+			return res, err
+		}
+		if err := r.write(id, keyFile{Format: 1, KEK: cur, Wrapped: w}); err != nil {
+			return res, err
+		}
+		res.Rewrapped++
+		if afterRewrap != nil {
+			afterRewrap(res.Rewrapped)
+		}
+	}
+	return res, nil
+}
+
+func (r *Ring) remember(id string, k []byte) {
+	if r.max == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.cache) >= r.max {
+		for old := range r.cache { // evict one arbitrary key
+			delete(r.cache, old)
+			break
+		}
+	}
+	r.cache[id] = k
+}
+
+func (r *Ring) read(id string) (keyFile, error) {
+	b, err := os.ReadFile(filepath.Join(r.dir, id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return keyFile{}, &store.KeyError{KeyID: id, Op: "load", Kind: store.ErrKeyShredded}
+	}
+	if err != nil {
+		return keyFile{}, err
+	}
+	var f keyFile
+	if err := json.Unmarshal(b, &f); err != nil || f.Format != 1 || f.KEK == "" {
+		return keyFile{}, &store.KeyError{KeyID: id, Op: "load", Kind: store.ErrKeyMismatch, Err: errors.New("malformed keyring file")}
+	}
+	return f, nil
+}
+
+// write replaces the key's file atomically and durably: a temporary file
+// in the directory, fsync, rename, fsync of the directory.
+func (r *Ring) write(id string, f keyFile) error {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(r.dir, ".tmp-"+id+"-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			_ = tmp.Close()
+			_ = os.Remove(name)
+		}
+	}()
+	if err := tmp.Chmod(0o600); err != nil {
+		return err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(name, filepath.Join(r.dir, id)); err != nil {
+		return err
+	}
+	ok = true
+	return syncDir(r.dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+package pgstore
+
+import (
+	"context"
+
+	"github.com/agentstore/sessionstore/keys"
+	"github.com/agentstore/sessionstore/store"
+)
+
+// WithKeyRing turns on encryption at rest with ring as the keyring: every
+// agent session the store creates gets a data key of its own in ring, and
+// its content (event data, session-scope state, the state log, initial
+// state) is stored sealed (see store.KeyRing). A store opened without a
+// keyring refuses to read encrypted sessions (store.ErrKeyUnavailable).
+// Every process sharing the schema must use the same keyring.
+func WithKeyRing(ring store.KeyRing) Option {
+	return func(c *config) { c.keyRing = ring }
+}
+
+// WithKeyProvider turns on encryption at rest with a directory keyring at
+// dir (see package keys), its data keys wrapped by p. The database server
+// has no file to put the keyring beside: dir must be shared by every
+// process using the schema, and kept (and backed up) apart from the
+// database. WithKeyRing takes precedence.
+func WithKeyProvider(p store.KeyProvider, dir string) Option {
+	return func(c *config) { c.keyProvider, c.keyDir = p, dir }
+}
+
+// openKeyRing resolves the keyring options.
+func (c *config) openKeyRing() error {
+	if c.keyRing != nil || c.keyProvider == nil {
+		return nil
+	}
+	if c.keyDir == "" {
+		return store.Invalid("key_provider", "needs a keyring directory")
+	}
+	r, err := keys.OpenRing(c.keyDir, c.keyProvider, keys.RingOptions{})
+	if err != nil {
+		return err
+	}
+	c.keyRing = r
+	return nil
+}
+
+// ShredPending shreds the data keys of deleted encrypted sessions that no
+// row names any more (deletes do it after they commit; this finishes what
+// a crash interrupted). It returns how many keys it shredded.
+func (s *Store) ShredPending(ctx context.Context) (int, error) {
+	return s.core.ShredPending(ctx)
+}

@@ -1,0 +1,244 @@
+package sqlstore_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentstore/sessionstore/archive"
+	sskeys "github.com/agentstore/sessionstore/keys"
+	"github.com/agentstore/sessionstore/sqlstore"
+	"github.com/agentstore/sessionstore/store"
+)
+
+// encMarker is the distinctive plaintext the byte scans look for.
+const encMarker = "QUOKKA-PLAINTEXT-5521"
+
+func testProvider(t *testing.T) store.KeyProvider {
+	t.Helper()
+	l, err := sskeys.GenerateEntry("v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sskeys.Parse(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// fillMarked writes an encrypted session whose every content column holds
+// the marker: initial state, events, state deltas, a fork's state, a
+// rewind's superseded run.
+func fillMarked(t *testing.T, st *sqlstore.Store, key store.SessionKey) {
+	t.Helper()
+	ctx := context.Background()
+	as := st.AgentSessions()
+	mark := func(s string) json.RawMessage { b, _ := json.Marshal(encMarker + "-" + s); return b }
+	if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: key,
+		State: store.ScopedState{Session: map[string]json.RawMessage{"note": mark("initial")}}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		ev := store.AgentEvent{Data: json.RawMessage(`{"author":"user","content":{"parts":[{"text":"` + encMarker + ` said ` + string(rune('a'+i)) + `"}]}}`)}
+		if _, err := as.AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: ev,
+			Delta: store.ScopedState{Session: map[string]json.RawMessage{"note": mark("delta")}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := as.UpdateState(ctx, store.UpdateStateRequest{Key: key,
+		Delta: store.ScopedState{Session: map[string]json.RawMessage{"other": mark("update")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := as.Fork(ctx, store.ForkRequest{Key: key, At: 2, Session: key.Session + "-fork"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := as.Rewind(ctx, store.RewindRequest{Key: key, To: 3}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// scanFiles fails t if any of the files holds the marker.
+func scanFiles(t *testing.T, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte(encMarker)) || bytes.Contains(b, []byte(strings.ToLower(encMarker))) {
+			t.Errorf("%s (%d bytes) holds plaintext of an encrypted session", filepath.Base(p), len(b))
+		}
+	}
+}
+
+// TestEncryptionByteScan writes encrypted sessions and scans the database
+// file, its WAL (before any checkpoint), and a backup for the marker. A
+// plaintext session written the same way is found by the same scan, so
+// the scan can fail.
+func TestEncryptionByteScan(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.db")
+	st, err := sqlstore.Open(ctx, path, sqlstore.WithKeyProvider(testProvider(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	fillMarked(t, st, store.SessionKey{App: "a", User: "u", Session: "s"})
+	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() == 0 {
+		t.Fatalf("the scan needs a WAL with frames: %v", err)
+	}
+	scanFiles(t, path, path+"-wal")
+	bk := filepath.Join(dir, "backup.db")
+	if _, err := sqlstore.Backup(ctx, path, bk, sqlstore.BackupOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	scanFiles(t, bk)
+	if ids, err := os.ReadDir(sskeys.RingDir(path)); err != nil || len(ids) != 2 {
+		t.Fatalf("keyring beside the database: %v, %v (want the session's and the fork's keys)", ids, err)
+	}
+
+	// The control: a plaintext store's file holds the marker.
+	plainPath := filepath.Join(dir, "plain.db")
+	plain, err := sqlstore.Open(ctx, plainPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	fillMarked(t, plain, store.SessionKey{App: "a", User: "u", Session: "s"})
+	b, _ := os.ReadFile(plainPath + "-wal")
+	if !bytes.Contains(b, []byte(encMarker)) {
+		t.Fatal("control: the plaintext store's WAL does not hold the marker; the scan proves nothing")
+	}
+}
+
+// TestEncryptionShredOldBackup takes a backup, deletes the session (its
+// key is shredded), and finds the backup unreadable for that session with
+// the keyring of today, while another session of the backup still reads.
+func TestEncryptionShredOldBackup(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.db")
+	p := testProvider(t)
+	st, err := sqlstore.Open(ctx, path, sqlstore.WithKeyProvider(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	gone := store.SessionKey{App: "a", User: "u", Session: "gone"}
+	kept := store.SessionKey{App: "a", User: "u", Session: "kept"}
+	fillMarked(t, st, gone)
+	fillMarked(t, st, kept)
+	bk := filepath.Join(dir, "backup.db")
+	if _, err := sqlstore.Backup(ctx, path, bk, sqlstore.BackupOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	as := st.AgentSessions()
+	for _, k := range []store.SessionKey{gone, {App: gone.App, User: gone.User, Session: gone.Session + "-fork"}} {
+		if err := as.DeleteSession(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := st.ShredPending(ctx); err != nil || n != 0 {
+		t.Fatalf("nothing left to shred after the deletes: %d, %v", n, err)
+	}
+	// The old backup with today's keyring: the deleted session is gone
+	// for good, the other one reads.
+	ring, err := sskeys.OpenRing(sskeys.RingDir(path), p, sskeys.RingOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := sqlstore.Open(ctx, bk, sqlstore.WithKeyRing(ring))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	_, err = old.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: gone, IncludeEvents: true})
+	if !errors.Is(err, store.ErrKeyShredded) {
+		t.Fatalf("deleted session in the old backup: %v, want ErrKeyShredded", err)
+	}
+	got, err := old.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: kept, IncludeEvents: true})
+	if err != nil || len(got.Events) != 3 || !strings.Contains(string(got.Events[0].Data), encMarker) {
+		t.Fatalf("kept session in the old backup: %+v, %v", got, err)
+	}
+}
+
+// TestEncryptionExport exports an encrypted store: the document holds no
+// plaintext, an export without the keyring refuses the session, an
+// import needs the keyring, and once the session is deleted (its key
+// shredded) the export cannot be imported any more.
+func TestEncryptionExport(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.db")
+	p := testProvider(t)
+	ring, err := sskeys.OpenRing(sskeys.RingDir(path), p, sskeys.RingOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlstore.Open(ctx, path, sqlstore.WithKeyRing(ring))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	key := store.SessionKey{App: "a", User: "u", Session: "s"}
+	fillMarked(t, st, key)
+	var buf bytes.Buffer
+	if _, err := archive.Export(ctx, st, &buf, archive.ExportOptions{}); !errors.Is(err, store.ErrKeyUnavailable) {
+		t.Fatalf("export without the keyring: %v, want ErrKeyUnavailable", err)
+	}
+	exp := filepath.Join(dir, "export.json")
+	if _, err := archive.ExportFile(ctx, st, exp, archive.ExportOptions{Keys: ring}); err != nil {
+		t.Fatal(err)
+	}
+	scanFiles(t, exp)
+	doc, _ := os.ReadFile(exp)
+	if !bytes.Contains(doc, []byte(`"data_key"`)) || !bytes.Contains(doc, []byte(sskeys.Marker)) {
+		t.Fatal("the export carries no sealed session")
+	}
+
+	// Import into a fresh store: without the keyring nothing is
+	// imported; with it the session reads back.
+	other, err := sqlstore.Open(ctx, filepath.Join(dir, "other.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := archive.ImportFile(ctx, other, exp, archive.ImportOptions{}); !errors.Is(err, store.ErrKeyUnavailable) {
+		t.Fatalf("import without the keyring: %v", err)
+	}
+	if _, err := other.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: key}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused import wrote the session: %v", err)
+	}
+	if _, err := archive.ImportFile(ctx, other, exp, archive.ImportOptions{Keys: ring}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := other.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: key, IncludeEvents: true})
+	if err != nil || len(got.Events) != 3 || !strings.Contains(string(got.Events[0].Data), encMarker) {
+		t.Fatalf("imported: %+v, %v", got.Events, err)
+	}
+
+	// Shredded: the export is unreadable for good.
+	for _, k := range []store.SessionKey{key, {App: key.App, User: key.User, Session: key.Session + "-fork"}} {
+		if err := st.AgentSessions().DeleteSession(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	third, err := sqlstore.Open(ctx, filepath.Join(dir, "third.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	if _, err := archive.ImportFile(ctx, third, exp, archive.ImportOptions{Keys: ring}); !errors.Is(err, store.ErrKeyShredded) {
+		t.Fatalf("import after the shred: %v, want ErrKeyShredded", err)
+	}
+}

@@ -1,0 +1,52 @@
+package sqlstore
+
+import (
+	"context"
+
+	"github.com/agentstore/sessionstore/keys"
+	"github.com/agentstore/sessionstore/store"
+)
+
+// WithKeyRing turns on encryption at rest with ring as the keyring: every
+// agent session the store creates gets a data key of its own in ring, and
+// its content (event data, session-scope state, the state log, initial
+// state) is stored sealed (see store.KeyRing). A store opened without a
+// keyring refuses to read encrypted sessions (store.ErrKeyUnavailable).
+func WithKeyRing(ring store.KeyRing) Option {
+	return func(c *config) { c.keyRing = ring }
+}
+
+// WithKeyProvider turns on encryption at rest with the default keyring:
+// the directory keys.RingDir(path) beside the database file (created if
+// missing), its data keys wrapped by p. WithKeyRing takes precedence.
+// OpenDB has no path: it needs WithKeyRing.
+func WithKeyProvider(p store.KeyProvider) Option {
+	return func(c *config) { c.keyProvider = p }
+}
+
+// openKeyRing resolves the keyring options for the database at path ("":
+// none, as for OpenDB).
+func (c *config) openKeyRing(path string) error {
+	if c.keyRing != nil || c.keyProvider == nil {
+		return nil
+	}
+	if path == "" {
+		return invalidOption("key_provider", "OpenDB needs WithKeyRing")
+	}
+	r, err := keys.OpenRing(keys.RingDir(path), c.keyProvider, keys.RingOptions{})
+	if err != nil {
+		return err
+	}
+	c.keyRing = r
+	return nil
+}
+
+// ShredPending shreds the data keys of deleted encrypted sessions that no
+// row names any more (deletes do it after they commit; this finishes what
+// a crash interrupted). It returns how many keys it shredded.
+func (s *Store) ShredPending(ctx context.Context) (int, error) {
+	if s.closed.Load() {
+		return 0, store.ErrStoreClosed
+	}
+	return s.core.ShredPending(ctx)
+}
