@@ -50,6 +50,14 @@ go test -count=1 -shuffle=on -timeout 10m \
 # which the race run leaves out.
 go test -count=1 -shuffle=on -timeout 10m -run '^TestConformance$/^Encryption$' ./sqlstore
 
+# --- Volume tests without the race detector --------------------------------
+# sessionctl bench's tests run every standard load scenario, whose seeding
+# took minutes under the race detector; the race run above skips them
+# (package loadtest's own tests run the scenarios under it) and they run
+# here in full, on SQLite and on PostgreSQL.
+"${with_postgres[@]}" go test -count=1 -timeout 10m \
+	-run '^(TestBenchJSON|TestBenchPostgres)$' ./cmd/sessionctl
+
 # --- Fuzzing (issue 7) -------------------------------------------------------
 # Each native fuzz target runs briefly on top of its seed corpus (the seeds
 # already ran above as ordinary tests). FUZZTIME=2m ./test.sh fuzzes longer;

@@ -84,8 +84,17 @@ trap 'exit 130' INT TERM
 }
 # Unix socket in the private directory only; enough connections for the
 # parallel tests and their helper processes.
+#
+# The server is thrown away when the command ends and no test stops or
+# kills it (the kill tests kill client processes, whose committed work the
+# running server keeps whatever its settings), so it does not flush to
+# disk: fsync=off, full_page_writes=off and synchronous_commit=off only
+# matter if the server or the machine crashes, which would end the test
+# run anyway. A commit then waits for no disk flush, which is most of the
+# time of the row-by-row imports on a busy CI disk. Tests that ask for a
+# durability level still set synchronous_commit per connection.
 "${as_owner[@]}" "$bindir/pg_ctl" -D "$tmp/data" -l "$tmp/server.log" -w -t 60 \
-	-o "-c listen_addresses='' -c unix_socket_directories='$tmp' -c max_connections=300" start >/dev/null || {
+	-o "-c listen_addresses='' -c unix_socket_directories='$tmp' -c max_connections=300 -c fsync=off -c full_page_writes=off -c synchronous_commit=off" start >/dev/null || {
 	cat "$tmp/server.log" >&2
 	exit 1
 }

@@ -3,7 +3,6 @@ package sqlstore_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,7 +17,7 @@ import (
 // new refusal appended after them has snake_case keys.
 func TestAuditLegacyRefusalDetailsStillVerify(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	st, err := sqlstore.Open(ctx, sqlstore.FreshDBPath(t, "s.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

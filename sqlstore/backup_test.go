@@ -130,7 +130,7 @@ func TestBackupRefusesBadTargets(t *testing.T) {
 // snapshot) and open as stores.
 func TestBackupUnderWrites(t *testing.T) {
 	ctx := context.Background()
-	src := filepath.Join(t.TempDir(), "live.db")
+	src := sqlstore.FreshDBPath(t, "live.db")
 	st := openStore(t, src)
 	wctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

@@ -3,7 +3,6 @@ package sqlstore_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,7 +16,7 @@ import (
 // it), and passes the same store before the damage.
 func TestCheckForkWithMissingParent(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "sessions.db")
+	path := sqlstore.FreshDBPath(t, "sessions.db")
 	st, err := sqlstore.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +27,7 @@ func cpAppend(t *testing.T, st *Store, key store.SessionKey, from, n int) {
 // cpOpen opens a store at synchronous=NORMAL on a fresh file.
 func cpOpen(t *testing.T) (*Store, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "cp.db")
+	path := FreshDBPath(t, "cp.db")
 	st, err := Open(context.Background(), path, WithSynchronous(SyncNormal))
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 // openConvTest opens a store on a fresh file and closes it at test end.
 func openConvTest(t *testing.T) (*Store, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "sessions.db")
+	path := FreshDBPath(t, "sessions.db")
 	st, err := Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ import (
 // pages) and returns its bytes.
 func realStoreBytes(t *testing.T, sessions int) []byte {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "real.db")
+	path := sqlstore.FreshDBPath(t, "real.db")
 	st, err := sqlstore.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,7 +15,7 @@ import (
 // and state, so that the planner has something to choose from.
 func evOpen(t *testing.T, sessions, events int) (*Store, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "events.db")
+	path := FreshDBPath(t, "events.db")
 	ctx := context.Background()
 	st, err := Open(ctx, path)
 	if err != nil {

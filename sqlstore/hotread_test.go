@@ -7,7 +7,6 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -39,7 +38,7 @@ func TestHotReadsOwnTheirBytes(t *testing.T) {
 		}},
 	} {
 		t.Run(open.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "hot.db")
+			path := FreshDBPath(t, "hot.db")
 			w, err := Open(ctx, path)
 			if err != nil {
 				t.Fatal(err)
@@ -149,7 +148,7 @@ func TestValueRowsScan(t *testing.T) {
 // reader, the next read would otherwise fail to begin).
 func TestReadTxHotIsOneSnapshot(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(ctx, filepath.Join(t.TempDir(), "snap.db"), WithReaders(1))
+	st, err := Open(ctx, FreshDBPath(t, "snap.db"), WithReaders(1))
 	if err != nil {
 		t.Fatal(err)
 	}

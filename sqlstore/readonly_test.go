@@ -16,7 +16,7 @@ import (
 
 func TestReadOnlyRefusesWritesAndLeavesTheFileAlone(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "sessions.db")
+	path := sqlstore.FreshDBPath(t, "sessions.db")
 	w, err := sqlstore.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package sqlstore_test
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +17,7 @@ import (
 // every connection was held that way.
 func TestReadTransactionsNeverWaitForEachOther(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "reads.db")
+	path := sqlstore.FreshDBPath(t, "reads.db")
 	st, err := sqlstore.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ package sqlstore_test
 import (
 	"context"
 	"database/sql"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -20,7 +19,7 @@ import (
 
 func TestRegistryCoversSchema(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "registry.db")
+	path := sqlstore.FreshDBPath(t, "registry.db")
 	st, err := sqlstore.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 
 func openTemp(t testing.TB, opts ...Option) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "sessions.db"), opts...)
+	s, err := Open(context.Background(), FreshDBPath(t, "sessions.db"), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

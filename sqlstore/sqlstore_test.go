@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/agentstore/sessionstore/sqlstore"
@@ -15,7 +14,7 @@ import (
 // harness runs the conformance suite on SQLite files in temporary
 // directories.
 var harness = storetest.Harness{
-	NewLocation: func(t testing.TB) string { return filepath.Join(t.TempDir(), "sessions.db") },
+	NewLocation: func(t testing.TB) string { return sqlstore.FreshDBPath(t, "sessions.db") },
 	Open: func(ctx context.Context, loc string, clock store.Clock) (store.Store, error) {
 		return sqlstore.Open(ctx, loc, sqlstore.WithClock(clock))
 	},
@@ -57,7 +56,9 @@ func TestMain(m *testing.M) {
 		fairnessChild()
 	}
 	storetest.RunHelperProcess(harness)
-	os.Exit(m.Run())
+	code := m.Run()
+	sqlstore.RemoveTemplate()
+	os.Exit(code)
 }
 
 func TestConformance(t *testing.T) { storetest.Run(t, harness) }

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,7 +14,7 @@ import (
 // rows in a temporary b-tree (which would read every due row to return a
 // page of them).
 func TestSweepQueryPlans(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "plans.db")
+	path := FreshDBPath(t, "plans.db")
 	st, err := Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)

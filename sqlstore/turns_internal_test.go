@@ -18,7 +18,7 @@ import (
 func TestCancelCauseRowsDoNotAccumulate(t *testing.T) {
 	ctx := context.Background()
 	clock := storetest.NewClock()
-	path := filepath.Join(t.TempDir(), "sessions.db")
+	path := FreshDBPath(t, "sessions.db")
 	s, err := Open(ctx, path, WithClock(clock.Now), WithTurnLease(time.Second))
 	if err != nil {
 		t.Fatal(err)

@@ -28,7 +28,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // waiting for the data_version poll (set to an hour here).
 func TestFeedSameStoreWakesAtOnce(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "s.db"), sqlstore.WithFeedPoll(time.Hour))
+	st, err := sqlstore.Open(ctx, sqlstore.FreshDBPath(t, "s.db"), sqlstore.WithFeedPoll(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestFeedSameStoreWakesAtOnce(t *testing.T) {
 // whatever the number of feeds.
 func TestFeedPollsOnlyWhileWatched(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	st, err := sqlstore.Open(ctx, sqlstore.FreshDBPath(t, "s.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

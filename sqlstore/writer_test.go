@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -53,7 +52,7 @@ func (h *lockHolder) release() {
 
 func openTestStore(t *testing.T, opts ...Option) (*Store, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "w.db")
+	path := FreshDBPath(t, "w.db")
 	st, err := Open(context.Background(), path, opts...)
 	if err != nil {
 		t.Fatal(err)

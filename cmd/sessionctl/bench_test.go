@@ -11,7 +11,23 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// skipBenchUnderRace skips a test that runs every standard scenario
+// through sessionctl bench when the race detector is on. Their seeding
+// (10,000 governed sessions, 10,000 messages, 1,000 events, 1,000 agent
+// sessions, each on a fresh store) took 400 s (SQLite) and 240 s
+// (PostgreSQL) of cmd/sessionctl's race run, for a command that adds no
+// concurrency of its own to package loadtest, whose race-run tests run the
+// same scenarios (TestRunSQLite: all of them). ./test.sh runs these tests
+// without the race detector, in full, after the race run.
+func skipBenchUnderRace(t *testing.T) {
+	t.Helper()
+	if raceOn {
+		t.Skip("volume: runs without the race detector in ./test.sh's non-race block")
+	}
+}
+
 func TestBenchJSON(t *testing.T) {
+	skipBenchUnderRace(t)
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"--db", filepath.Join(dir, "x.db"), "bench", "--duration", "100ms", "--callers", "4", "--json"}, &out, &errb)
@@ -50,6 +66,7 @@ func TestBenchJSON(t *testing.T) {
 // TestBenchPostgres: bench runs against PostgreSQL (--db postgres://…),
 // each scenario in a temporary schema that is dropped afterwards.
 func TestBenchPostgres(t *testing.T) {
+	skipBenchUnderRace(t)
 	e := newPGEnv(t)
 	u := postgresURL(t)
 	r := e.run("bench", "--duration", "50ms", "--callers", "4", "--json").want(t, exitOK)

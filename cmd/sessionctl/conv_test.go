@@ -17,6 +17,7 @@ import (
 // does not write itself.
 func (e *testEnv) openStore() cliStore {
 	e.t.Helper()
+	e.seedFromTemplate() // openOrCreate would create a missing file
 	g := &globals{db: e.db, now: e.clock.Now}
 	st, err := g.openOrCreate(context.Background())
 	if err != nil {

@@ -58,7 +58,13 @@ func (e *testEnv) runWith(setup func(g *globals), stdin string, args ...string) 
 		setup(g)
 	}
 	full := append([]string{"--db", e.db}, args...)
+	// A create on a missing file starts from a copy of the migrated
+	// template (template_test.go), removed again if create never opened it.
+	seeded := len(args) > 0 && args[0] == "create" && e.seedFromTemplate()
 	code := g.run(context.Background(), full)
+	if seeded {
+		e.unseedIfUnopened()
+	}
 	return result{args: args, code: code, stdout: out.String(), stderr: errb.String()}
 }
 

@@ -40,18 +40,25 @@ func (sw *sweeper) pruneAudit(ctx context.Context, d due, ks *store.KindSweep) e
 	}
 }
 
-// pruneAgents cuts the own chains of agents, one per transaction.
+// pruneAgents cuts the own chains of agents, one per transaction. What an
+// agent's chain has to prune is counted in a read first, and a write
+// transaction is opened only for a chain with something to prune: most
+// sweeps find nothing due for most agents, and a write per agent would
+// take the single writer once per agent on every sweep for nothing.
 func (sw *sweeper) pruneAgents(ctx context.Context, agents []string, before time.Time, ks *store.KindSweep) error {
 	for _, agent := range agents {
 		var n int64
-		var err error
-		if sw.opts.DryRun {
-			err = sw.r.s.readTx(ctx, func(tx Tx) error {
-				n, err = countPrunable(tx, agent, before)
-				return err
-			})
-		} else {
+		err := sw.r.s.readTx(ctx, func(tx Tx) error {
+			var err error
+			n, err = countPrunable(tx, agent, before)
+			return err
+		})
+		if err == nil && n > 0 && !sw.opts.DryRun {
+			// pruneChain finds the cut again inside the write (a
+			// checkpoint may have come since the read) and verifies
+			// what it removes; its count is the one reported.
 			err = sw.r.s.write(ctx, func(tx Tx) error {
+				var err error
 				n, err = pruneChain(tx, agent, before)
 				return err
 			})
