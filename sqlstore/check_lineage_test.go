@@ -57,7 +57,7 @@ func TestCheckForkWithMissingParent(t *testing.T) {
 // store before the damage and after its parent's ordinary delete.
 func TestCheckConversationForkWithMissingParent(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "sessions.db")
+	path := sqlstore.FreshDBPath(t, "sessions.db")
 	st, err := sqlstore.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
