@@ -32,7 +32,7 @@ func (a *AgentSessions) Fork(ctx context.Context, req store.ForkRequest) (store.
 	}
 	var out store.AgentSession
 	err := a.s.write(ctx, func(tx Tx) error {
-		src, err := lockLive(tx, req.Key)
+		src, err := lockLive(tx, a.s.tenant, req.Key)
 		if err != nil {
 			return err
 		}
@@ -41,7 +41,7 @@ func (a *AgentSessions) Fork(ctx context.Context, req store.ForkRequest) (store.
 		}
 		// The app and user scopes (shared: the fork's are the same) and
 		// the current session scope, in one statement.
-		cur, err := readState(tx, req.Key, src.PK)
+		cur, err := readState(tx, a.s.tenant, req.Key, src.PK)
 		if err != nil {
 			return err
 		}
@@ -58,14 +58,14 @@ func (a *AgentSessions) Fork(ctx context.Context, req store.ForkRequest) (store.
 		nowMS := rowcodec.ToMillis(a.s.now())
 		var pk int64
 		err = tx.Scan(lnInsertSQL, []any{key.App, key.User, key.Session, 1, req.At, nowMS, nowMS,
-			parent.PK, req.At, rowLive, nil, encodeSessionState(st)}, &pk)
+			parent.PK, req.At, rowLive, nil, encodeSessionState(st), a.s.tenant}, &pk)
 		if a.s.isUnique(err) {
 			return &store.ConflictError{Resource: "session", ID: key.Session, Reason: "session exists"}
 		}
 		if err != nil {
 			return err
 		}
-		if err := putState(tx, key, pk, store.ScopedState{Session: st}); err != nil {
+		if err := putState(tx, a.s.tenant, key, pk, store.ScopedState{Session: st}); err != nil {
 			return err
 		}
 		row := asRow{PK: pk, Version: 1, EventCount: req.At, CreatedAtMS: nowMS, UpdatedAtMS: nowMS}
@@ -90,7 +90,7 @@ func (a *AgentSessions) Rewind(ctx context.Context, req store.RewindRequest) (st
 	}
 	key := req.Key
 	err := a.s.write(ctx, func(tx Tx) error {
-		p, err := lockLive(tx, key)
+		p, err := lockLive(tx, a.s.tenant, key)
 		if err != nil {
 			return err
 		}
@@ -118,7 +118,7 @@ func (a *AgentSessions) Rewind(ctx context.Context, req store.RewindRequest) (st
 		}
 		var h int64
 		err = tx.Scan(lnInsertSQL, []any{key.App, key.User, key.Session, p.Version, p.EventCount, nowMS, nowMS,
-			nullPK(hParent), hFork, rowSuperseded, p.PK, hInit}, &h)
+			nullPK(hParent), hFork, rowSuperseded, p.PK, hInit, a.s.tenant}, &h)
 		if err != nil {
 			return err
 		}
@@ -138,7 +138,7 @@ func (a *AgentSessions) Rewind(ctx context.Context, req store.RewindRequest) (st
 		if _, err := tx.Exec(lnClearStateSQL, p.PK); err != nil {
 			return err
 		}
-		return putState(tx, key, p.PK, store.ScopedState{Session: st})
+		return putState(tx, a.s.tenant, key, p.PK, store.ScopedState{Session: st})
 	})
 	if err != nil {
 		return store.AgentSession{}, err
@@ -164,7 +164,7 @@ func (a *AgentSessions) DeleteSession(ctx context.Context, key store.SessionKey)
 		return err
 	}
 	return a.s.write(ctx, func(tx Tx) error {
-		p, err := lockLive(tx, key)
+		p, err := lockLive(tx, a.s.tenant, key)
 		if err != nil {
 			return err
 		}
@@ -253,7 +253,7 @@ func (a *AgentSessions) Superseded(ctx context.Context, key store.SessionKey) ([
 	var out []store.SupersededRun
 	err := a.s.readTx(ctx, func(r Tx) error {
 		out = nil
-		p, err := liveNode(r, key)
+		p, err := liveNode(r, a.s.tenant, key)
 		if err != nil {
 			return err
 		}
@@ -300,7 +300,7 @@ func (a *AgentSessions) History(ctx context.Context, key store.SessionKey) ([]st
 	var out []store.LineageNode
 	err := a.s.readTx(ctx, func(r Tx) error {
 		out = nil
-		cur, err := liveNode(r, key)
+		cur, err := liveNode(r, a.s.tenant, key)
 		if err != nil {
 			return err
 		}

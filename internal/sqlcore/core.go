@@ -107,6 +107,14 @@ type Config struct {
 	// and returns the bytes it gave back (SQLite's incremental vacuum).
 	Reclaim func(ctx context.Context) (int64, error)
 
+	// TenantSQL, when set, is run first in every transaction of a
+	// tenant's Store (WithTenant) with the tenant as its one parameter:
+	// PostgreSQL sets sessionstore.tenant for the transaction, which the
+	// tenant columns' defaults and the row-level security policies read.
+	// SQLite needs nothing (its triggers copy a child row's tenant from
+	// its parent).
+	TenantSQL string
+
 	// AuditOff appends no audit events. Backends set it for their
 	// benchmarks only (the baseline of the audit trail's cost); a store
 	// in use always audits.
@@ -121,9 +129,12 @@ type Store struct {
 	q     statements
 	cfg   Config
 	log   *slog.Logger
-	turns turnRegistry
-	feeds feedHub
-	reads readsCache // retention_reads.go
+	turns *turnRegistry
+	feeds *feedHub
+	reads *readsCache // retention_reads.go
+	// tenant is the tenant whose rows the Store reads and writes; "" is
+	// the default tenant (tenant.go).
+	tenant string
 }
 
 // New returns the facets over db.
@@ -132,7 +143,8 @@ func New(db DB, cfg Config) *Store {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{db: db, d: cfg.Dialect, q: newStatements(cfg.Dialect), cfg: cfg, log: log}
+	return &Store{db: db, d: cfg.Dialect, q: newStatements(cfg.Dialect), cfg: cfg, log: log,
+		turns: &turnRegistry{}, feeds: &feedHub{}, reads: &readsCache{}}
 }
 
 // Close cancels the contexts of the turns this Store began (with
