@@ -53,12 +53,12 @@ const (
 		FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id > ? AND retired = 0 AND tenant = ?
 		ORDER BY session_id LIMIT ?`
 
-	evInsertSQL = `INSERT INTO agent_events (session_pk, seq, event_id, invocation_id, ts_us, ts_ns, data, compact_from, compact_to)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	evInsertSQL = `INSERT INTO agent_events (session_pk, seq, event_id, invocation_id, ts_us, ts_ns, data, compact_from, compact_to, tenant)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 	// stLogSQL records the value an event's delta gave a session-scope key
 	// at the event's position (lineage.go's stateAt reads it).
-	stLogSQL = `INSERT INTO agent_state_log (session_pk, key, seq, value) VALUES (?, ?, ?, ?)`
+	stLogSQL = `INSERT INTO agent_state_log (session_pk, key, seq, value, tenant) VALUES (?, ?, ?, ?, ?)`
 
 	// evColumns are an event's columns, data as stored (the facet's reads
 	// spell theirs through the dialect: eventStatements).
@@ -68,7 +68,7 @@ const (
 		ON CONFLICT (tenant, app, key) DO UPDATE SET value = excluded.value`
 	stUserPutSQL = `INSERT INTO agent_user_state (app, user_id, key, value, tenant) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, app, user_id, key) DO UPDATE SET value = excluded.value`
-	stSessionPutSQL = `INSERT INTO agent_session_state (session_pk, key, value) VALUES (?, ?, ?)
+	stSessionPutSQL = `INSERT INTO agent_session_state (session_pk, key, value, tenant) VALUES (?, ?, ?, ?)
 		ON CONFLICT (session_pk, key) DO UPDATE SET value = excluded.value`
 
 	// stScopesGetSQL reads the three scopes of one session in one
@@ -195,7 +195,7 @@ func putState(tx Tx, tenant string, key store.SessionKey, pk int64, delta store.
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(delta.Session)) {
-		if _, err := tx.Exec(stSessionPutSQL, pk, k, string(delta.Session[k])); err != nil {
+		if _, err := tx.Exec(stSessionPutSQL, pk, k, string(delta.Session[k]), tenant); err != nil {
 			return err
 		}
 	}
@@ -557,7 +557,7 @@ func (a *AgentSessions) appendEvent(ctx context.Context, req store.AppendEventRe
 		if to >= count { // the record is at count: it covers what precedes it
 			return store.Invalid("range", "must lie within the session's history")
 		}
-		_, err = tx.Exec(evInsertSQL, pk, count, ev.ID, ev.InvocationID, tsUS, tsNS, data, from, to)
+		_, err = tx.Exec(evInsertSQL, pk, count, ev.ID, ev.InvocationID, tsUS, tsNS, data, from, to, a.s.tenant)
 		if a.s.isUnique(err) {
 			return errDuplicateEvent
 		}
@@ -568,7 +568,7 @@ func (a *AgentSessions) appendEvent(ctx context.Context, req store.AppendEventRe
 			return err
 		}
 		for _, k := range slices.Sorted(maps.Keys(req.Delta.Session)) {
-			if _, err := tx.Exec(stLogSQL, pk, k, count, string(req.Delta.Session[k])); err != nil {
+			if _, err := tx.Exec(stLogSQL, pk, k, count, string(req.Delta.Session[k]), a.s.tenant); err != nil {
 				return err
 			}
 		}

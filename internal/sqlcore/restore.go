@@ -482,7 +482,7 @@ func (w *recordWriter) PutAgentSession(s store.AgentSession) (bool, error) {
 			from, to = c.From, c.To
 		}
 		us, ns := splitNanos(ev.Timestamp)
-		if _, err := w.tx.Exec(evInsertSQL, pk, ev.Seq, ev.ID, ev.InvocationID, us, ns, string(ev.Data), from, to); err != nil {
+		if _, err := w.tx.Exec(evInsertSQL, pk, ev.Seq, ev.ID, ev.InvocationID, us, ns, string(ev.Data), from, to, ""); err != nil {
 			return false, err
 		}
 	}
