@@ -16,7 +16,7 @@ import (
 // TestTenantChildRows: the rows a tenant's session owns but that no INSERT
 // of the library names the tenant of (events, session state, the state
 // log, search documents) take it from the session row (migration 17's
-// triggers); the default tenant's stay ''. Read with raw SQL.
+// triggers); the default tenant's stay ”. Read with raw SQL.
 func TestTenantChildRows(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "sessions.db")

@@ -54,6 +54,7 @@ type command struct {
 // clock (nil means time.Now; tests inject a fixed one).
 type globals struct {
 	db     string
+	tenant string // --tenant: "" is the default tenant (tenant.go)
 	stdout io.Writer
 	stderr io.Writer
 	stdin  io.Reader
@@ -166,6 +167,7 @@ func (g *globals) run(ctx context.Context, args []string) int {
 		defaultDB = "sessions.db"
 	}
 	fs.StringVar(&g.db, "db", defaultDB, "database file or postgres:// URL (default $SESSIONCTL_DB, else ./sessions.db)")
+	fs.StringVar(&g.tenant, "tenant", os.Getenv("SESSIONSTORE_TENANT"), "the tenant whose sessions to work on (default $SESSIONSTORE_TENANT, else the default tenant)")
 	version := fs.Bool("version", false, "print the versions (as sessionctl version)")
 	if err := fs.Parse(hoistGlobals(args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -191,6 +193,10 @@ func (g *globals) run(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	if c, ok := lookup(name); ok {
+		if err := g.checkTenant(c.name); err != nil {
+			fmt.Fprintf(g.stderr, "sessionctl: %v\n", err)
+			return exitUsage
+		}
 		return g.report(c.name, c.run(ctx, g, rest))
 	}
 	fmt.Fprintf(g.stderr, "sessionctl: unknown command %q%s (see sessionctl help)\n", name, didYouMean(name, commandNames()))
@@ -241,6 +247,8 @@ func (g *globals) usage(w io.Writer) {
 	fmt.Fprintln(w, "  --db PATH   database file (default $SESSIONCTL_DB, else ./sessions.db), or a")
 	fmt.Fprintln(w, "              postgres:// URL for PostgreSQL (the store's schema: the first of")
 	fmt.Fprintln(w, "              its search_path, public by default); anywhere on the line")
+	fmt.Fprintln(w, "  --tenant T  work on the agent sessions of tenant T (default $SESSIONSTORE_TENANT);")
+	fmt.Fprintln(w, "              only "+tenantCommandList()+" take it so far")
 	fmt.Fprintln(w, "  --version   print the module, VCS, Go, SQLite and schema versions")
 	fmt.Fprintln(w, "\nRead commands take --json. \"sessionctl COMMAND --help\" shows a command's")
 	fmt.Fprintln(w, "flags and an example; \"sessionctl help exit\" lists the exit statuses.")
