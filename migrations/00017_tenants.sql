@@ -5,8 +5,11 @@
 -- Keys are unique per tenant where the tenant handle addresses them: an
 -- agent session's (app, user, session) and the app and user state keys,
 -- so that one tenant cannot learn from ErrConflict that another uses a
--- key. The old key orders stay as plain indexes for the maintenance paths
--- that walk every tenant (retention sweeps of orphaned state, holds).
+-- key. The state tables keep their old key order as a plain index for the
+-- retention sweep of orphaned state, which walks every tenant; the
+-- sessions' key index gains the tenant in front and nothing else (every
+-- lookup by key names the tenant: one more index would cost every create
+-- a page).
 --
 -- Child rows get their tenant from their session without the INSERT
 -- naming it: an AFTER INSERT trigger copies it from the parent row when
@@ -17,7 +20,6 @@
 ALTER TABLE agent_sessions ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
 DROP INDEX agent_sessions_key;
 CREATE UNIQUE INDEX agent_sessions_key ON agent_sessions (tenant, app, user_id, session_id) WHERE retired = 0;
-CREATE INDEX agent_sessions_app ON agent_sessions (app, user_id, session_id) WHERE retired = 0;
 
 ALTER TABLE agent_events ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
 ALTER TABLE agent_session_state ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
@@ -157,7 +159,6 @@ DROP TABLE agent_app_state_tenants;
 ALTER TABLE agent_state_log DROP COLUMN tenant;
 ALTER TABLE agent_session_state DROP COLUMN tenant;
 ALTER TABLE agent_events DROP COLUMN tenant;
-DROP INDEX agent_sessions_app;
 DROP INDEX agent_sessions_key;
 CREATE UNIQUE INDEX agent_sessions_key ON agent_sessions (app, user_id, session_id) WHERE retired = 0;
 ALTER TABLE agent_sessions DROP COLUMN tenant;

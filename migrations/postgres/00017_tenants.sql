@@ -4,8 +4,9 @@
 --
 -- Keys are unique per tenant where the tenant handle addresses them: an
 -- agent session's (app, user, session) and the app and user state keys.
--- The old key orders stay as plain indexes for the maintenance paths that
--- walk every tenant.
+-- The state tables keep their old key order as a plain index for the
+-- retention sweep of orphaned state, which walks every tenant; every lookup
+-- of a session by key names the tenant.
 --
 -- The tenant column's default is the transaction's setting
 -- sessionstore.tenant (set_config(..., true), as SET LOCAL does), which a
@@ -59,7 +60,6 @@ $$;
 -- +goose StatementEnd
 
 CREATE UNIQUE INDEX agent_sessions_key ON agent_sessions (tenant, app, user_id, session_id) WHERE retired = 0;
-CREATE INDEX agent_sessions_app ON agent_sessions (app, user_id, session_id) WHERE retired = 0;
 ALTER TABLE agent_app_state ADD PRIMARY KEY (tenant, app, key);
 CREATE INDEX agent_app_state_app ON agent_app_state (app, key);
 ALTER TABLE agent_user_state ADD PRIMARY KEY (tenant, app, user_id, key);
@@ -74,7 +74,6 @@ DELETE FROM agent_app_state WHERE tenant <> '';
 DELETE FROM agent_user_state WHERE tenant <> '';
 DROP INDEX agent_user_state_app;
 DROP INDEX agent_app_state_app;
-DROP INDEX agent_sessions_app;
 DROP INDEX agent_sessions_key;
 ALTER TABLE agent_user_state DROP CONSTRAINT agent_user_state_pkey;
 ALTER TABLE agent_app_state DROP CONSTRAINT agent_app_state_pkey;
