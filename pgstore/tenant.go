@@ -1,6 +1,9 @@
 package pgstore
 
 import (
+	"context"
+	"iter"
+
 	"github.com/agentstore/sessionstore/internal/sqlcore"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -43,4 +46,8 @@ func (t *tenantStore) Backend() string { return t.s.Backend() }
 
 func (t *tenantStore) AgentSessions() store.AgentSessions {
 	return t.core.AgentSessions()
+}
+
+func (t *tenantStore) Events(ctx context.Context, req store.EventFeed) iter.Seq2[store.Batch[store.AgentEvent], error] {
+	return t.core.Feed(nil).Events(ctx, req)
 }

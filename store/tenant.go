@@ -1,5 +1,10 @@
 package store
 
+import (
+	"context"
+	"iter"
+)
+
 // MaxTenantLength is the longest tenant name, in bytes.
 const MaxTenantLength = 64
 
@@ -45,6 +50,11 @@ type TenantStore interface {
 
 	// AgentSessions returns the agent-session facet of the tenant.
 	AgentSessions() AgentSessions
+
+	// Events follows the event log of one of the tenant's agent sessions
+	// as it commits, as Feed.Events does (the other streams of the change
+	// feed are not tenant-scoped yet).
+	Events(ctx context.Context, req EventFeed) iter.Seq2[Batch[AgentEvent], error]
 
 	// Backend names the implementation, as Store.Backend does.
 	Backend() string

@@ -43,8 +43,9 @@ func (g *globals) checkTenant(command string) error {
 }
 
 // tenantCLI is a store whose agent-session facet is a tenant's. Its change
-// feed refuses every read (errTenantFeed): the feed is not tenant-scoped
-// yet. The commands that take --tenant use nothing else.
+// feed follows the tenant's agent sessions and refuses every other stream
+// (errTenantFeed), which is not tenant-scoped yet. The commands that take
+// --tenant use nothing else.
 type tenantCLI struct {
 	cliStore
 	ts store.TenantStore
@@ -67,34 +68,36 @@ func tenantStore(st cliStore, tenant string) (cliStore, error) {
 
 func (t *tenantCLI) AgentSessions() store.AgentSessions { return t.ts.AgentSessions() }
 
-func (t *tenantCLI) Feed() store.Feed { return refusedFeed{} }
+func (t *tenantCLI) Feed() store.Feed { return tenantFeed{t.ts} }
 
-// errTenantFeed is the error of a feed read under --tenant.
-var errTenantFeed = errors.New("following a session is not available with --tenant yet (the change feed is not tenant-scoped)")
+// errTenantFeed is the error of a feed read under --tenant of a stream
+// that is not tenant-scoped.
+var errTenantFeed = errors.New("only agent sessions can be followed with --tenant so far")
 
-// refusedFeed is a store.Feed whose every read yields errTenantFeed.
-type refusedFeed struct{}
+// tenantFeed is a store.Feed of a tenant: its agent-session events, and
+// errTenantFeed for every other stream.
+type tenantFeed struct{ ts store.TenantStore }
 
 func refuse[T any]() iter.Seq2[store.Batch[T], error] {
 	return func(yield func(store.Batch[T], error) bool) { yield(store.Batch[T]{}, errTenantFeed) }
 }
 
-func (refusedFeed) Messages(context.Context, store.MessageFeed) iter.Seq2[store.Batch[store.Message], error] {
+func (tenantFeed) Messages(context.Context, store.MessageFeed) iter.Seq2[store.Batch[store.Message], error] {
 	return refuse[store.Message]()
 }
 
-func (refusedFeed) Traces(context.Context, store.TraceFeed) iter.Seq2[store.Batch[store.TraceEvent], error] {
+func (tenantFeed) Traces(context.Context, store.TraceFeed) iter.Seq2[store.Batch[store.TraceEvent], error] {
 	return refuse[store.TraceEvent]()
 }
 
-func (refusedFeed) RunEvents(context.Context, store.RunEventFeed) iter.Seq2[store.Batch[store.RunEvent], error] {
+func (tenantFeed) RunEvents(context.Context, store.RunEventFeed) iter.Seq2[store.Batch[store.RunEvent], error] {
 	return refuse[store.RunEvent]()
 }
 
-func (refusedFeed) Events(context.Context, store.EventFeed) iter.Seq2[store.Batch[store.AgentEvent], error] {
-	return refuse[store.AgentEvent]()
+func (f tenantFeed) Events(ctx context.Context, req store.EventFeed) iter.Seq2[store.Batch[store.AgentEvent], error] {
+	return f.ts.Events(ctx, req)
 }
 
-func (refusedFeed) GovernedSession(context.Context, store.GovernedFeed) iter.Seq2[store.Batch[store.Session], error] {
+func (tenantFeed) GovernedSession(context.Context, store.GovernedFeed) iter.Seq2[store.Batch[store.Session], error] {
 	return refuse[store.Session]()
 }

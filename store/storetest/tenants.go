@@ -1,9 +1,11 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +25,7 @@ func RunTenants(t *testing.T, h Harness) {
 		{"InvalidNamesAreInvalidInput", testTenantNames},
 		{"AgentSessionsSeeOnlyTheirTenant", testTenantAgentSessions},
 		{"SameKeysConcurrentlyInTwoTenants", testTenantConcurrent},
+		{"EventFeedFollowsTheTenantsSession", testTenantEventFeed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -476,5 +479,66 @@ func testTenantConcurrent(t *testing.T, e *env) {
 	p, err := e.as().ListSessions(e.ctx, store.ListAgentSessionsRequest{App: "race-app", Limit: 100})
 	if err != nil || len(p.Items) != 0 {
 		t.Fatalf("the default tenant lists %d of the tenants' sessions (%v)", len(p.Items), err)
+	}
+}
+
+// testTenantEventFeed: a tenant's event feed of a key delivers that
+// tenant's events only, while the default tenant and another tenant append
+// to sessions under the same key; the store's own feed of the key follows
+// the default tenant's session.
+func testTenantEventFeed(t *testing.T, e *env) {
+	key := store.SessionKey{App: "feed-app", User: "u", Session: "s"}
+	a := e.tenant("feed-a")
+	sides := map[string]store.AgentSessions{"default": e.as(), "feed-a": a.AgentSessions(), "feed-b": e.tenant("feed-b").AgentSessions()}
+	for _, as := range sides {
+		if _, err := as.CreateSession(e.ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 3
+	type followed struct {
+		evs []store.AgentEvent
+		err error
+	}
+	follow := func(seq iter.Seq2[store.Batch[store.AgentEvent], error]) chan followed {
+		out := make(chan followed, 1)
+		go func() {
+			var f followed
+			for b, err := range seq {
+				if err != nil {
+					f.err = err
+					break
+				}
+				if f.evs = append(f.evs, b.Items...); len(f.evs) >= n {
+					break
+				}
+			}
+			out <- f
+		}()
+		return out
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, crossStoreTimeout)
+	defer cancel()
+	gotA := follow(a.Events(ctx, store.EventFeed{Key: key}))
+	gotDefault := follow(e.st.Feed().Events(ctx, store.EventFeed{Key: key}))
+	for i := range n {
+		for _, name := range []string{"feed-b", "default", "feed-a"} {
+			ev := store.AgentEvent{ID: fmt.Sprintf("e%d", i), Data: raw(name)}
+			if _, err := sides[name].AppendEvent(e.ctx, store.AppendEventRequest{Key: key, Event: ev}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for name, ch := range map[string]chan followed{"feed-a": gotA, "default": gotDefault} {
+		f := <-ch
+		evs := f.evs
+		if f.err != nil || len(evs) != n {
+			t.Fatalf("%s's feed delivered %d events (%v), want %d", name, len(evs), f.err, n)
+		}
+		for _, ev := range evs {
+			if string(ev.Data) != string(raw(name)) {
+				t.Errorf("%s's feed delivered event %s of %s", name, ev.ID, ev.Data)
+			}
+		}
 	}
 }
