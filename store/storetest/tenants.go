@@ -22,10 +22,16 @@ func RunTenants(t *testing.T, h Harness) {
 		name string
 		fn   func(t *testing.T, e *env)
 	}{
-		{"InvalidNamesAreInvalidInput", testTenantNames},
-		{"AgentSessionsSeeOnlyTheirTenant", testTenantAgentSessions},
-		{"SameKeysConcurrentlyInTwoTenants", testTenantConcurrent},
-		{"EventFeedFollowsTheTenantsSession", testTenantEventFeed},
+		// Two stores in all (opening one migrates it: most of a subtest's
+		// time under -race), each test on tenants and keys of its own.
+		{"NamesAndAgentSessions", func(t *testing.T, e *env) {
+			t.Run("InvalidNamesAreInvalidInput", func(t *testing.T) { testTenantNames(t, e) })
+			t.Run("AgentSessionsSeeOnlyTheirTenant", func(t *testing.T) { testTenantAgentSessions(t, e) })
+		}},
+		{"ConcurrencyAndFeed", func(t *testing.T, e *env) {
+			t.Run("SameKeysConcurrentlyInTwoTenants", func(t *testing.T) { testTenantConcurrent(t, e) })
+			t.Run("EventFeedFollowsTheTenantsSession", func(t *testing.T) { testTenantEventFeed(t, e) })
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -36,18 +42,18 @@ func RunTenants(t *testing.T, h Harness) {
 }
 
 // tenant returns the handle of tenant name on the env's store.
-func (e *env) tenant(name string) store.TenantStore {
-	e.t.Helper()
+func (e *env) tenant(t testing.TB, name string) store.TenantStore {
+	t.Helper()
 	tr, ok := e.st.(store.Tenanter)
 	if !ok {
-		e.t.Fatalf("%T does not implement store.Tenanter", e.st)
+		t.Fatalf("%T does not implement store.Tenanter", e.st)
 	}
 	ts, err := tr.Tenant(name)
 	if err != nil {
-		e.t.Fatalf("Tenant(%q): %v", name, err)
+		t.Fatalf("Tenant(%q): %v", name, err)
 	}
 	if ts.Tenant() != name || ts.Backend() != e.st.Backend() {
-		e.t.Fatalf("Tenant(%q) names %q on %q", name, ts.Tenant(), ts.Backend())
+		t.Fatalf("Tenant(%q) names %q on %q", name, ts.Tenant(), ts.Backend())
 	}
 	return ts
 }
@@ -215,8 +221,8 @@ func tnDump(t *testing.T, e *env, as store.AgentSessions) string {
 // only, and B and the default tenant read exactly as before.
 func testTenantAgentSessions(t *testing.T, e *env) {
 	def := tenantScope{name: "", marker: "marker-default", as: e.as()}
-	a := tenantScope{name: "tenant-a", marker: "marker-a", as: e.tenant("tenant-a").AgentSessions()}
-	b := tenantScope{name: "tenant-b", marker: "marker-b", as: e.tenant("tenant-b").AgentSessions()}
+	a := tenantScope{name: "tenant-a", marker: "marker-a", as: e.tenant(t, "tenant-a").AgentSessions()}
+	b := tenantScope{name: "tenant-b", marker: "marker-b", as: e.tenant(t, "tenant-b").AgentSessions()}
 	scopes := []tenantScope{def, a, b}
 	for _, sc := range scopes {
 		tnSeed(t, e, sc) // the same keys in each: no ErrConflict across tenants
@@ -234,7 +240,7 @@ func testTenantAgentSessions(t *testing.T, e *env) {
 		}
 	}
 	// Another handle on the same tenant sees the same rows.
-	if got := tnDump(t, e, e.tenant("tenant-a").AgentSessions()); got != before[a.marker] {
+	if got := tnDump(t, e, e.tenant(t, "tenant-a").AgentSessions()); got != before[a.marker] {
 		t.Fatalf("a second handle of tenant-a reads\n%s\nwant\n%s", got, before[a.marker])
 	}
 
@@ -423,7 +429,7 @@ func testTenantConcurrent(t *testing.T, e *env) {
 	var wg sync.WaitGroup
 	errs := make(chan error, len(names)*sessions*(writers+1))
 	for _, name := range names {
-		as := e.tenant(name).AgentSessions()
+		as := e.tenant(t, name).AgentSessions()
 		for i := range sessions {
 			wg.Add(1)
 			go func() {
@@ -457,7 +463,7 @@ func testTenantConcurrent(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	for _, name := range names {
-		as := e.tenant(name).AgentSessions()
+		as := e.tenant(t, name).AgentSessions()
 		for i := range sessions {
 			s, err := as.GetSession(e.ctx, store.GetAgentSessionRequest{Key: key(i), IncludeEvents: true})
 			if err != nil {
@@ -488,8 +494,8 @@ func testTenantConcurrent(t *testing.T, e *env) {
 // the default tenant's session.
 func testTenantEventFeed(t *testing.T, e *env) {
 	key := store.SessionKey{App: "feed-app", User: "u", Session: "s"}
-	a := e.tenant("feed-a")
-	sides := map[string]store.AgentSessions{"default": e.as(), "feed-a": a.AgentSessions(), "feed-b": e.tenant("feed-b").AgentSessions()}
+	a := e.tenant(t, "feed-a")
+	sides := map[string]store.AgentSessions{"default": e.as(), "feed-a": a.AgentSessions(), "feed-b": e.tenant(t, "feed-b").AgentSessions()}
 	for _, as := range sides {
 		if _, err := as.CreateSession(e.ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
 			t.Fatal(err)
