@@ -79,6 +79,13 @@ type Options struct {
 	// also off while HideContent or Redact is set: an export is the
 	// stored data exactly.
 	NoExport bool
+	// Tenant, when set, makes the console show the agent sessions of that
+	// tenant only, through the store's tenant handle (store.Tenanter; a
+	// name it refuses is ErrInvalidInput). The rest is not tenant-scoped
+	// yet and is not served in that mode (404): the other facets, the
+	// overview's counts, search, export, retention, metrics and live
+	// updates (see tenant.go).
+	Tenant string
 	// Registerer, when set, also registers the console's metrics
 	// collector there (the console's /metrics always serves its own
 	// registry).
@@ -102,6 +109,7 @@ type console struct {
 	log     *slog.Logger
 	now     func() time.Time
 	refresh time.Duration
+	tenant  bool // Options.Tenant: agent-session pages only (tenant.go)
 	pages   map[string]*template.Template
 	nav     []navItem
 	mux     *http.ServeMux
@@ -125,6 +133,11 @@ func New(st store.Store, opt Options) (http.Handler, error) {
 		}
 	}
 	c := &console{st: st, opt: opt, prefix: prefix, log: opt.Logger, now: opt.Clock, refresh: opt.Refresh}
+	if opt.Tenant != "" {
+		if err := c.scopeToTenant(opt.Tenant); err != nil {
+			return nil, err
+		}
+	}
 	if c.log == nil {
 		c.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -159,6 +172,10 @@ func cleanPrefix(p string) (string, error) {
 }
 
 func (c *console) routes() {
+	if c.tenant {
+		c.tenantRoutes()
+		return
+	}
 	m := http.NewServeMux()
 	p := c.prefix
 	handle := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {

@@ -78,6 +78,10 @@ type navItem struct {
 // every facet with a view, in the registry's order.
 func (c *console) navigation() []navItem {
 	views := c.facetViews()
+	if c.tenant {
+		v := views[facet.AgentSessions]
+		return []navItem{{v.Nav, v.Label, c.prefix + v.Home}}
+	}
 	nav := []navItem{{"overview", "Overview", c.prefix + "/"}}
 	for _, f := range facet.All() {
 		if v, ok := views[f.Name]; ok {

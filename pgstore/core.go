@@ -47,6 +47,7 @@ const notifySQL = `SELECT pg_notify(?, '')`
 func (s *Store) newCore() {
 	s.core = sqlcore.New(coreDB{s}, sqlcore.Config{
 		Dialect:           dialect,
+		TenantSQL:         tenantSQL,
 		Clock:             s.cfg.clock,
 		Logger:            s.cfg.logger,
 		RuntimeLimits:     s.cfg.runtime,

@@ -97,6 +97,9 @@ func (g *globals) openOrCreate(ctx context.Context) (cliStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", g.dbName(), err)
 	}
+	if g.tenant != "" {
+		return tenantStore(st, g.tenant)
+	}
 	return st, nil
 }
 

@@ -29,7 +29,7 @@ func hoistGlobals(args []string) []string {
 			continue
 		}
 		switch name {
-		case "db", "key-file", "keyring":
+		case "db", "key-file", "keyring", "tenant":
 			globals = append(globals, a)
 			if !hasValue && i+1 < len(args) {
 				globals = append(globals, args[i+1])

@@ -53,7 +53,8 @@ type command struct {
 // globals holds the global flags, the injected output streams and the
 // clock (nil means time.Now; tests inject a fixed one).
 type globals struct {
-	db string
+	db     string
+	tenant string // --tenant: "" is the default tenant (tenant.go)
 	// keyFile and keyring are --key-file and --keyring (keys.go).
 	keyFile, keyring string
 	stdout           io.Writer
@@ -169,6 +170,7 @@ func (g *globals) run(ctx context.Context, args []string) int {
 		defaultDB = "sessions.db"
 	}
 	fs.StringVar(&g.db, "db", defaultDB, "database file or postgres:// URL (default $SESSIONCTL_DB, else ./sessions.db)")
+	fs.StringVar(&g.tenant, "tenant", os.Getenv("SESSIONSTORE_TENANT"), "the tenant whose sessions to work on (default $SESSIONSTORE_TENANT, else the default tenant)")
 	version := fs.Bool("version", false, "print the versions (as sessionctl version)")
 	fs.StringVar(&g.keyFile, "key-file", os.Getenv("SESSIONSTORE_KEY_FILE"), "key-encryption keys for encryption at rest (default $SESSIONSTORE_KEY_FILE; see sessionctl keys)")
 	fs.StringVar(&g.keyring, "keyring", os.Getenv("SESSIONSTORE_KEYRING"), "keyring directory (default <db>.keyring; PostgreSQL: $SESSIONSTORE_KEYRING)")
@@ -200,6 +202,10 @@ func (g *globals) run(ctx context.Context, args []string) int {
 		return exitFor(err)
 	}
 	if c, ok := lookup(name); ok {
+		if err := g.checkTenant(c.name); err != nil {
+			fmt.Fprintf(g.stderr, "sessionctl: %v\n", err)
+			return exitUsage
+		}
 		return g.report(c.name, c.run(ctx, g, rest))
 	}
 	fmt.Fprintf(g.stderr, "sessionctl: unknown command %q%s (see sessionctl help)\n", name, didYouMean(name, commandNames()))
@@ -250,6 +256,8 @@ func (g *globals) usage(w io.Writer) {
 	fmt.Fprintln(w, "  --db PATH   database file (default $SESSIONCTL_DB, else ./sessions.db), or a")
 	fmt.Fprintln(w, "              postgres:// URL for PostgreSQL (the store's schema: the first of")
 	fmt.Fprintln(w, "              its search_path, public by default); anywhere on the line")
+	fmt.Fprintln(w, "  --tenant T  work on the agent sessions of tenant T (default $SESSIONSTORE_TENANT);")
+	fmt.Fprintln(w, "              only "+tenantCommandList()+" take it so far")
 	fmt.Fprintln(w, "  --version   print the module, VCS, Go, SQLite and schema versions")
 	fmt.Fprintln(w, "  --key-file FILE  key-encryption keys (default $SESSIONSTORE_KEY_FILE, or the")
 	fmt.Fprintln(w, "              keys in $SESSIONSTORE_KEY): encryption at rest (sessionctl keys)")

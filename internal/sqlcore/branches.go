@@ -36,7 +36,7 @@ func (a *AgentSessions) Fork(ctx context.Context, req store.ForkRequest) (store.
 	}
 	var out store.AgentSession
 	err = a.s.write(ctx, func(tx Tx) error {
-		src, err := lockLive(tx, req.Key)
+		src, err := lockLive(tx, a.s.tenant, req.Key)
 		if err != nil {
 			return err
 		}
@@ -62,7 +62,7 @@ func (a *AgentSessions) Fork(ctx context.Context, req store.ForkRequest) (store.
 		nowMS := rowcodec.ToMillis(a.s.now())
 		var pk int64
 		err = tx.Scan(lnInsertSQL, []any{key.App, key.User, key.Session, 1, req.At, nowMS, nowMS,
-			parent.PK, req.At, rowLive, nil, sealInitial(dk, st)}, &pk)
+			parent.PK, req.At, rowLive, nil, sealInitial(dk, st), a.s.tenant}, &pk)
 		if a.s.isUnique(err) {
 			return &store.ConflictError{Resource: "session", ID: key.Session, Reason: "session exists"}
 		}
@@ -72,7 +72,7 @@ func (a *AgentSessions) Fork(ctx context.Context, req store.ForkRequest) (store.
 		if err := setKeyOfPK(tx, pk, dk); err != nil {
 			return err
 		}
-		if err := putState(tx, key, pk, sealDelta(dk, store.ScopedState{Session: st})); err != nil {
+		if err := putState(tx, a.s.tenant, key, pk, sealDelta(dk, store.ScopedState{Session: st})); err != nil {
 			return err
 		}
 		row := asRow{PK: pk, Version: 1, EventCount: req.At, CreatedAtMS: nowMS, UpdatedAtMS: nowMS}
@@ -98,7 +98,7 @@ func (a *AgentSessions) Rewind(ctx context.Context, req store.RewindRequest) (st
 	}
 	key := req.Key
 	err := a.s.write(ctx, func(tx Tx) error {
-		p, err := lockLive(tx, key)
+		p, err := lockLive(tx, a.s.tenant, key)
 		if err != nil {
 			return err
 		}
@@ -132,7 +132,7 @@ func (a *AgentSessions) Rewind(ctx context.Context, req store.RewindRequest) (st
 		}
 		var h int64
 		err = tx.Scan(lnInsertSQL, []any{key.App, key.User, key.Session, p.Version, p.EventCount, nowMS, nowMS,
-			nullPK(hParent), hFork, rowSuperseded, p.PK, hInit}, &h)
+			nullPK(hParent), hFork, rowSuperseded, p.PK, hInit, a.s.tenant}, &h)
 		if err != nil {
 			return err
 		}
@@ -155,7 +155,7 @@ func (a *AgentSessions) Rewind(ctx context.Context, req store.RewindRequest) (st
 		if _, err := tx.Exec(lnClearStateSQL, p.PK); err != nil {
 			return err
 		}
-		return putState(tx, key, p.PK, sealDelta(dk, store.ScopedState{Session: st}))
+		return putState(tx, a.s.tenant, key, p.PK, sealDelta(dk, store.ScopedState{Session: st}))
 	})
 	if err != nil {
 		return store.AgentSession{}, err
@@ -181,7 +181,7 @@ func (a *AgentSessions) DeleteSession(ctx context.Context, key store.SessionKey)
 		return err
 	}
 	err := a.s.write(ctx, func(tx Tx) error {
-		p, err := lockLive(tx, key)
+		p, err := lockLive(tx, a.s.tenant, key)
 		if err != nil {
 			return err
 		}
@@ -275,7 +275,7 @@ func (a *AgentSessions) Superseded(ctx context.Context, key store.SessionKey) ([
 	var out []store.SupersededRun
 	err := a.s.readTx(ctx, func(r Tx) error {
 		out = nil
-		p, err := liveNode(r, key)
+		p, err := liveNode(r, a.s.tenant, key)
 		if err != nil {
 			return err
 		}
@@ -322,7 +322,7 @@ func (a *AgentSessions) History(ctx context.Context, key store.SessionKey) ([]st
 	var out []store.LineageNode
 	err := a.s.readTx(ctx, func(r Tx) error {
 		out = nil
-		cur, err := liveNode(r, key)
+		cur, err := liveNode(r, a.s.tenant, key)
 		if err != nil {
 			return err
 		}

@@ -112,6 +112,13 @@ type Config struct {
 	// (crypt.go). Without it the store creates plaintext sessions and
 	// refuses to read encrypted ones (store.ErrKeyUnavailable).
 	Keys store.KeyRing
+	// TenantSQL, when set, is run first in every transaction of a
+	// tenant's Store (WithTenant) with the tenant as its one parameter:
+	// PostgreSQL sets sessionstore.tenant for the transaction, which the
+	// tenant columns' defaults and the row-level security policies read.
+	// SQLite needs nothing (its triggers copy a child row's tenant from
+	// its parent).
+	TenantSQL string
 
 	// AuditOff appends no audit events. Backends set it for their
 	// benchmarks only (the baseline of the audit trail's cost); a store
@@ -127,10 +134,13 @@ type Store struct {
 	q     statements
 	cfg   Config
 	log   *slog.Logger
-	turns turnRegistry
-	feeds feedHub
-	reads readsCache // retention_reads.go
-	dks   dataKeys   // crypt.go
+	turns *turnRegistry
+	feeds *feedHub
+	reads *readsCache // retention_reads.go
+	// tenant is the tenant whose rows the Store reads and writes; "" is
+	// the default tenant (tenant.go).
+	tenant string
+	dks    *dataKeys // crypt.go
 }
 
 // New returns the facets over db.
@@ -139,7 +149,8 @@ func New(db DB, cfg Config) *Store {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{db: db, d: cfg.Dialect, q: newStatements(cfg.Dialect), cfg: cfg, log: log}
+	return &Store{db: db, d: cfg.Dialect, q: newStatements(cfg.Dialect), cfg: cfg, log: log,
+		turns: &turnRegistry{}, feeds: &feedHub{}, reads: &readsCache{}, dks: &dataKeys{}}
 }
 
 // Close cancels the contexts of the turns this Store began (with

@@ -300,7 +300,7 @@ func setKeyOfPK(tx Tx, pk int64, dk *keys.DataKey) error {
 // readStateOpen is readState with the session scope opened with the
 // session row's data key.
 func (s *Store) readStateOpen(r Tx, key store.SessionKey, pk int64) (store.ScopedState, error) {
-	st, err := readState(r, key, pk)
+	st, err := readState(r, s.tenant, key, pk)
 	if err != nil || pk == 0 || len(st.Session) == 0 {
 		return st, err
 	}

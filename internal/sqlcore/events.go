@@ -28,55 +28,55 @@ func (s *Store) AgentSessions() store.AgentSessions { return &AgentSessions{s: s
 
 const (
 	asInsertSQL = `INSERT INTO agent_sessions
-		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms, initial_state)
-		VALUES (?, ?, ?, 1, 0, ?, ?, ?) RETURNING pk`
+		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms, initial_state, tenant)
+		VALUES (?, ?, ?, 1, 0, ?, ?, ?, ?) RETURNING pk`
 
 	// Only live rows (retired = 0) own a key; the others hold history
 	// forks or superseded runs read (lineage.go).
 	asGetSQL = `SELECT pk, version, event_count, created_at_ms, updated_at_ms
-		FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0`
+		FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0 AND tenant = ?`
 
 	// asBumpSQL is the hot path of a conditional append: it moves the
 	// session to its next version only if the caller named the current one
 	// (or none). Parameters: 1 now, 2 app, 3 user, 4 session, 5 expected
-	// version (0 = any), 6 events added (0 or 1).
+	// version (0 = any), 6 events added (0 or 1), 7 the tenant.
 	asBumpSQL = `UPDATE agent_sessions
 		SET version = version + 1, event_count = event_count + CAST(?6 AS BIGINT), updated_at_ms = ?1
-		WHERE app = ?2 AND user_id = ?3 AND session_id = ?4 AND retired = 0 AND (CAST(?5 AS BIGINT) = 0 OR version = CAST(?5 AS BIGINT))
+		WHERE app = ?2 AND user_id = ?3 AND session_id = ?4 AND retired = 0 AND tenant = ?7 AND (CAST(?5 AS BIGINT) = 0 OR version = CAST(?5 AS BIGINT))
 		RETURNING pk, version, event_count`
 
 	asListAppSQL = `SELECT pk, user_id, session_id, version, event_count, created_at_ms, updated_at_ms
-		FROM agent_sessions WHERE app = ? AND (user_id, session_id) > (?, ?) AND retired = 0
+		FROM agent_sessions WHERE app = ? AND (user_id, session_id) > (?, ?) AND retired = 0 AND tenant = ?
 		ORDER BY user_id, session_id LIMIT ?`
 
 	asListUserSQL = `SELECT pk, user_id, session_id, version, event_count, created_at_ms, updated_at_ms
-		FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id > ? AND retired = 0
+		FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id > ? AND retired = 0 AND tenant = ?
 		ORDER BY session_id LIMIT ?`
 
-	evInsertSQL = `INSERT INTO agent_events (session_pk, seq, event_id, invocation_id, ts_us, ts_ns, data, compact_from, compact_to)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	evInsertSQL = `INSERT INTO agent_events (session_pk, seq, event_id, invocation_id, ts_us, ts_ns, data, compact_from, compact_to, tenant)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 	// stLogSQL records the value an event's delta gave a session-scope key
 	// at the event's position (lineage.go's stateAt reads it).
-	stLogSQL = `INSERT INTO agent_state_log (session_pk, key, seq, value) VALUES (?, ?, ?, ?)`
+	stLogSQL = `INSERT INTO agent_state_log (session_pk, key, seq, value, tenant) VALUES (?, ?, ?, ?, ?)`
 
 	// evColumns are an event's columns, data as stored (the facet's reads
 	// spell theirs through the dialect: eventStatements).
 	evColumns = `seq, event_id, invocation_id, ts_us, ts_ns, compact_from, compact_to, data`
 
-	stAppPutSQL = `INSERT INTO agent_app_state (app, key, value) VALUES (?, ?, ?)
-		ON CONFLICT (app, key) DO UPDATE SET value = excluded.value`
-	stUserPutSQL = `INSERT INTO agent_user_state (app, user_id, key, value) VALUES (?, ?, ?, ?)
-		ON CONFLICT (app, user_id, key) DO UPDATE SET value = excluded.value`
-	stSessionPutSQL = `INSERT INTO agent_session_state (session_pk, key, value) VALUES (?, ?, ?)
+	stAppPutSQL = `INSERT INTO agent_app_state (app, key, value, tenant) VALUES (?, ?, ?, ?)
+		ON CONFLICT (tenant, app, key) DO UPDATE SET value = excluded.value`
+	stUserPutSQL = `INSERT INTO agent_user_state (app, user_id, key, value, tenant) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (tenant, app, user_id, key) DO UPDATE SET value = excluded.value`
+	stSessionPutSQL = `INSERT INTO agent_session_state (session_pk, key, value, tenant) VALUES (?, ?, ?, ?)
 		ON CONFLICT (session_pk, key) DO UPDATE SET value = excluded.value`
 
 	// stScopesGetSQL reads the three scopes of one session in one
 	// statement, each row tagged with its scope (scopeApp, scopeUser,
 	// scopeSession). Parameters: 1 app, 2 user, 3 the session's pk (no
-	// user and no session match "" and 0).
-	stScopesGetSQL = `SELECT 0, key, value FROM agent_app_state WHERE app = ?1
-		UNION ALL SELECT 1, key, value FROM agent_user_state WHERE app = ?1 AND user_id = ?2
+	// user and no session match "" and 0), 4 the tenant.
+	stScopesGetSQL = `SELECT 0, key, value FROM agent_app_state WHERE app = ?1 AND tenant = ?4
+		UNION ALL SELECT 1, key, value FROM agent_user_state WHERE app = ?1 AND user_id = ?2 AND tenant = ?4
 		UNION ALL SELECT 2, key, value FROM agent_session_state WHERE session_pk = ?3`
 )
 
@@ -85,12 +85,12 @@ const (
 // every session of the user from its first session id to its last (the
 // same snapshot listed them), so its session scopes are a range of the
 // (app, user, session) index joined to their state. Parameters: 1 app, 2
-// user, 3 the page's first session id, 4 its last.
-const userPageScopesSQL = `SELECT 0, '', 0, key, value FROM agent_app_state WHERE app = ?1
-		UNION ALL SELECT 1, user_id, 0, key, value FROM agent_user_state WHERE app = ?1 AND user_id = ?2
+// user, 3 the page's first session id, 4 its last, 5 the tenant.
+const userPageScopesSQL = `SELECT 0, '', 0, key, value FROM agent_app_state WHERE app = ?1 AND tenant = ?5
+		UNION ALL SELECT 1, user_id, 0, key, value FROM agent_user_state WHERE app = ?1 AND user_id = ?2 AND tenant = ?5
 		UNION ALL SELECT 2, '', st.session_pk, st.key, st.value FROM agent_sessions s
 			JOIN agent_session_state st ON st.session_pk = s.pk
-			WHERE s.app = ?1 AND s.user_id = ?2 AND s.session_id >= ?3 AND s.session_id <= ?4 AND s.retired = 0`
+			WHERE s.app = ?1 AND s.user_id = ?2 AND s.session_id >= ?3 AND s.session_id <= ?4 AND s.retired = 0 AND s.tenant = ?5`
 
 // The scope tags of stScopesGetSQL, pageScopesSQL and userPageScopesSQL.
 const (
@@ -103,10 +103,10 @@ const (
 // the app scope, the user scopes of the page's users and the session
 // scopes of its sessions, each row tagged with its scope and, for a user
 // or a session scope, the user id or the session's pk. Parameters: app,
-// app, the users and the pks as d.ListArg binds them.
+// tenant, app, tenant, the users and the pks as d.ListArg binds them.
 func pageScopesSQL(d *Dialect) string {
-	return `SELECT 0, '', 0, key, value FROM agent_app_state WHERE app = ?
-		UNION ALL SELECT 1, user_id, 0, key, value FROM agent_user_state WHERE app = ? AND ` + d.InList("user_id") + `
+	return `SELECT 0, '', 0, key, value FROM agent_app_state WHERE app = ? AND tenant = ?
+		UNION ALL SELECT 1, user_id, 0, key, value FROM agent_user_state WHERE app = ? AND tenant = ? AND ` + d.InList("user_id") + `
 		UNION ALL SELECT 2, '', session_pk, key, value FROM agent_session_state WHERE ` + d.InList("session_pk")
 }
 
@@ -179,23 +179,23 @@ func (r *asRow) session(key store.SessionKey) store.AgentSession {
 	}
 }
 
-// putState writes a delta into the scopes of key (pk is the session's
+// putState writes a delta into the scopes of key in tenant (pk is the session's
 // row, used when delta has session keys). Each scope's keys are written in
 // sorted order, so that concurrent deltas to shared app and user state
 // take their row locks in one order and cannot deadlock.
-func putState(tx Tx, key store.SessionKey, pk int64, delta store.ScopedState) error {
+func putState(tx Tx, tenant string, key store.SessionKey, pk int64, delta store.ScopedState) error {
 	for _, k := range slices.Sorted(maps.Keys(delta.App)) {
-		if _, err := tx.Exec(stAppPutSQL, key.App, k, string(delta.App[k])); err != nil {
+		if _, err := tx.Exec(stAppPutSQL, key.App, k, string(delta.App[k]), tenant); err != nil {
 			return err
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(delta.User)) {
-		if _, err := tx.Exec(stUserPutSQL, key.App, key.User, k, string(delta.User[k])); err != nil {
+		if _, err := tx.Exec(stUserPutSQL, key.App, key.User, k, string(delta.User[k]), tenant); err != nil {
 			return err
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(delta.Session)) {
-		if _, err := tx.Exec(stSessionPutSQL, pk, k, string(delta.Session[k])); err != nil {
+		if _, err := tx.Exec(stSessionPutSQL, pk, k, string(delta.Session[k]), tenant); err != nil {
 			return err
 		}
 	}
@@ -223,7 +223,7 @@ func (a *AgentSessions) CreateSession(ctx context.Context, req store.CreateAgent
 	err = a.s.write(ctx, func(tx Tx) error {
 		nowMS := rowcodec.ToMillis(a.s.now())
 		var pk int64
-		err := tx.Scan(asInsertSQL, []any{key.App, key.User, key.Session, nowMS, nowMS, sealInitial(dk, req.State.Session)}, &pk)
+		err := tx.Scan(asInsertSQL, []any{key.App, key.User, key.Session, nowMS, nowMS, sealInitial(dk, req.State.Session), a.s.tenant}, &pk)
 		if a.s.isUnique(err) {
 			return &store.ConflictError{Resource: "session", ID: key.Session, Reason: "session exists"}
 		}
@@ -233,10 +233,10 @@ func (a *AgentSessions) CreateSession(ctx context.Context, req store.CreateAgent
 		if err := setKeyOfPK(tx, pk, dk); err != nil {
 			return err
 		}
-		if err := putState(tx, key, pk, sealDelta(dk, req.State)); err != nil {
+		if err := putState(tx, a.s.tenant, key, pk, sealDelta(dk, req.State)); err != nil {
 			return err
 		}
-		shared, err := readState(tx, key, 0) // the app and user scopes
+		shared, err := readState(tx, a.s.tenant, key, 0) // the app and user scopes
 		if err != nil {
 			return err
 		}
@@ -263,7 +263,7 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 	var out store.AgentSession
 	err := a.s.readTxHot(ctx, func(r Tx) error {
 		var row asRow
-		err := scanHot(r, asGetLineageSQL, []any{key.App, key.User, key.Session},
+		err := scanHot(r, asGetLineageSQL, []any{key.App, key.User, key.Session, a.s.tenant},
 			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS, &row.Parent, &row.ForkSeq)
 		if errors.Is(err, sql.ErrNoRows) {
 			return sessionNotFound(key)
@@ -318,15 +318,15 @@ func joinNanos(us, ns int64) time.Time {
 	return rowcodec.FromMicros(us).Add(time.Duration(ns))
 }
 
-// readState reads the three scopes of a session in one statement (no
+// readState reads the three scopes of a session of tenant in one statement (no
 // user: no user scope; pk 0: no session scope).
-func readState(r Tx, key store.SessionKey, pk int64) (store.ScopedState, error) {
+func readState(r Tx, tenant string, key store.SessionKey, pk int64) (store.ScopedState, error) {
 	var st store.ScopedState
 	var scope int64
 	var k string
 	var v []byte
 	dest := []any{&scope, &k, &v} // allocated once (see readEvents)
-	err := queryHot(r, stScopesGetSQL, []any{key.App, key.User, pk}, func(rows Rows) error {
+	err := queryHot(r, stScopesGetSQL, []any{key.App, key.User, pk, tenant}, func(rows Rows) error {
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
@@ -419,7 +419,7 @@ func (a *AgentSessions) ListSessions(ctx context.Context, req store.ListAgentSes
 	}
 	var page store.Page[store.AgentSession]
 	err = a.s.readTxHot(ctx, func(r Tx) error {
-		query, args := asListAppSQL, []any{req.App, cur.User, cur.Session, req.Limit + 1}
+		query, args := asListAppSQL, []any{req.App, cur.User, cur.Session, a.s.tenant, req.Limit + 1}
 		if req.User != "" {
 			after := ""
 			if cur.User == req.User {
@@ -427,7 +427,7 @@ func (a *AgentSessions) ListSessions(ctx context.Context, req store.ListAgentSes
 			} else if cur.User > req.User {
 				return nil // the cursor is past this user's sessions
 			}
-			query, args = asListUserSQL, []any{req.App, req.User, after, req.Limit + 1}
+			query, args = asListUserSQL, []any{req.App, req.User, after, a.s.tenant, req.Limit + 1}
 		}
 		rows := make([]asRow, 0, min(req.Limit+1, 128)) // grows for a large page
 		var row asRow
@@ -465,7 +465,7 @@ func (a *AgentSessions) ListSessions(ctx context.Context, req store.ListAgentSes
 // users and the session scopes of its sessions.
 func (a *AgentSessions) fillListState(r Tx, app string, rows []asRow, page *store.Page[store.AgentSession]) error {
 	first, last := rows[0], rows[len(rows)-1]
-	query, args := userPageScopesSQL, []any{app, first.User, first.Session, last.Session}
+	query, args := userPageScopesSQL, []any{app, first.User, first.Session, last.Session, a.s.tenant}
 	if first.User != last.User { // rows are ordered by user: several users
 		var users []string
 		pks := make([]int64, 0, len(rows))
@@ -483,7 +483,7 @@ func (a *AgentSessions) fillListState(r Tx, app string, rows []asRow, page *stor
 		if err != nil {
 			return err
 		}
-		query, args = a.s.q.pageScopes, []any{app, app, usersArg, pksArg}
+		query, args = a.s.q.pageScopes, []any{app, a.s.tenant, app, a.s.tenant, usersArg, pksArg}
 	}
 	var appState map[string]json.RawMessage
 	userState := map[string]map[string]json.RawMessage{}
@@ -577,7 +577,7 @@ func (a *AgentSessions) appendEvent(ctx context.Context, req store.AppendEventRe
 		}
 		tsUS, tsNS := splitNanos(ts)
 		var pk, version, count int64
-		err := tx.Scan(asBumpSQL, []any{rowcodec.ToMillis(now), key.App, key.User, key.Session, req.ExpectedVersion, 1},
+		err := tx.Scan(asBumpSQL, []any{rowcodec.ToMillis(now), key.App, key.User, key.Session, req.ExpectedVersion, 1, a.s.tenant},
 			&pk, &version, &count)
 		if errors.Is(err, sql.ErrNoRows) {
 			return a.refuseAppend(tx, key, ev, req.ExpectedVersion, &res)
@@ -592,18 +592,18 @@ func (a *AgentSessions) appendEvent(ctx context.Context, req store.AppendEventRe
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(evInsertSQL, pk, count, ev.ID, ev.InvocationID, tsUS, tsNS, sealed(dk, ev.Data, adEvent, seqAD(count), ev.ID), from, to)
+		_, err = tx.Exec(evInsertSQL, pk, count, ev.ID, ev.InvocationID, tsUS, tsNS, sealed(dk, ev.Data, adEvent, seqAD(count), ev.ID), from, to, a.s.tenant)
 		if a.s.isUnique(err) {
 			return errDuplicateEvent
 		}
 		if err != nil {
 			return err
 		}
-		if err := putState(tx, key, pk, sealDelta(dk, req.Delta)); err != nil {
+		if err := putState(tx, a.s.tenant, key, pk, sealDelta(dk, req.Delta)); err != nil {
 			return err
 		}
 		for _, k := range slices.Sorted(maps.Keys(req.Delta.Session)) {
-			if _, err := tx.Exec(stLogSQL, pk, k, count, sealed(dk, req.Delta.Session[k], adLog, k, seqAD(count))); err != nil {
+			if _, err := tx.Exec(stLogSQL, pk, k, count, sealed(dk, req.Delta.Session[k], adLog, k, seqAD(count)), a.s.tenant); err != nil {
 				return err
 			}
 		}
@@ -627,7 +627,7 @@ func (a *AgentSessions) appendEvent(ctx context.Context, req store.AppendEventRe
 // success that writes nothing), or the caller's version is stale.
 func (a *AgentSessions) refuseAppend(tx Tx, key store.SessionKey, ev store.AgentEvent, expected int64, res *store.AppendEventResult) error {
 	var row asRow
-	err := tx.Scan(asGetSQL, []any{key.App, key.User, key.Session},
+	err := tx.Scan(asGetSQL, []any{key.App, key.User, key.Session, a.s.tenant},
 		&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
 	if errors.Is(err, sql.ErrNoRows) {
 		return sessionNotFound(key)
@@ -704,7 +704,7 @@ func (a *AgentSessions) ListEvents(ctx context.Context, req store.ListEventsRequ
 	var page store.Page[store.AgentEvent]
 	err = a.s.readTxHot(ctx, func(r Tx) error {
 		var row asRow
-		err := scanHot(r, asGetLineageSQL, []any{key.App, key.User, key.Session},
+		err := scanHot(r, asGetLineageSQL, []any{key.App, key.User, key.Session, a.s.tenant},
 			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS, &row.Parent, &row.ForkSeq)
 		if errors.Is(err, sql.ErrNoRows) {
 			return sessionNotFound(key)
@@ -744,7 +744,7 @@ func (a *AgentSessions) GetState(ctx context.Context, key store.SessionKey) (sto
 		var pk int64
 		if key.Session != "" {
 			var row asRow
-			err := scanHot(r, asGetSQL, []any{key.App, key.User, key.Session},
+			err := scanHot(r, asGetSQL, []any{key.App, key.User, key.Session, a.s.tenant},
 				&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
 			if errors.Is(err, sql.ErrNoRows) {
 				return sessionNotFound(key)
@@ -793,10 +793,10 @@ func (a *AgentSessions) UpdateState(ctx context.Context, req store.UpdateStateRe
 			var row asRow
 			var err error
 			if len(req.Delta.Session) > 0 {
-				err = tx.Scan(asBumpSQL, []any{rowcodec.ToMillis(a.s.now()), key.App, key.User, key.Session, req.ExpectedVersion, 0},
+				err = tx.Scan(asBumpSQL, []any{rowcodec.ToMillis(a.s.now()), key.App, key.User, key.Session, req.ExpectedVersion, 0, a.s.tenant},
 					&row.PK, &row.Version, &row.EventCount)
 			} else {
-				err = tx.Scan(asGetSQL, []any{key.App, key.User, key.Session},
+				err = tx.Scan(asGetSQL, []any{key.App, key.User, key.Session, a.s.tenant},
 					&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
 				if err == nil && req.ExpectedVersion > 0 && row.Version != req.ExpectedVersion {
 					return &store.StaleSessionError{Key: key, Expected: req.ExpectedVersion, Current: row.Version}
@@ -804,7 +804,7 @@ func (a *AgentSessions) UpdateState(ctx context.Context, req store.UpdateStateRe
 			}
 			if errors.Is(err, sql.ErrNoRows) {
 				var cur asRow
-				err := tx.Scan(asGetSQL, []any{key.App, key.User, key.Session},
+				err := tx.Scan(asGetSQL, []any{key.App, key.User, key.Session, a.s.tenant},
 					&cur.PK, &cur.Version, &cur.EventCount, &cur.CreatedAtMS, &cur.UpdatedAtMS)
 				if errors.Is(err, sql.ErrNoRows) {
 					return sessionNotFound(key)
@@ -827,7 +827,7 @@ func (a *AgentSessions) UpdateState(ctx context.Context, req store.UpdateStateRe
 			}
 			delta = sealDelta(dk, delta)
 		}
-		return putState(tx, key, pk, delta)
+		return putState(tx, a.s.tenant, key, pk, delta)
 	})
 	if err != nil {
 		return 0, err

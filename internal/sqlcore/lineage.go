@@ -22,7 +22,7 @@ const (
 	// asGetLineageSQL is asGetSQL with the row's lineage.
 	asGetLineageSQL = `SELECT pk, version, event_count, created_at_ms, updated_at_ms,
 		COALESCE(lineage_parent, 0), fork_seq
-		FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0`
+		FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0 AND tenant = ?`
 
 	// lnParentSQL reads one ancestor's lineage.
 	lnParentSQL = `SELECT COALESCE(lineage_parent, 0), fork_seq FROM agent_sessions WHERE pk = ?`
@@ -34,8 +34,8 @@ const (
 
 	lnInsertSQL = `INSERT INTO agent_sessions
 		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms,
-		 lineage_parent, fork_seq, retired, superseded_of, initial_state)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING pk`
+		 lineage_parent, fork_seq, retired, superseded_of, initial_state, tenant)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING pk`
 
 	// lnNextKeySQL skips to a row's next session-scope key in its state
 	// log; lnKeyAtSQL reads a key's last value up to a position. Both
@@ -279,19 +279,21 @@ func readNode(r Tx, pk int64) (lnNode, error) {
 // flight to commit, and an append waits for them, so that neither reads
 // a history the other is changing. SQLite has one writer anyway.
 const lnLockSQL = `UPDATE agent_sessions SET version = version
-	WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0
+	WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0 AND tenant = ?
 	RETURNING pk, COALESCE(lineage_parent, 0), fork_seq, retired, COALESCE(superseded_of, 0),
 		app, user_id, session_id, version, event_count, created_at_ms, initial_state`
 
-// liveNode reads the live row of key (in a write transaction: locked).
-func liveNode(r Tx, key store.SessionKey) (lnNode, error) {
-	return readLive(r, key, `SELECT pk FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0`)
+// liveNode reads the live row of key in tenant (in a write transaction:
+// locked).
+func liveNode(r Tx, tenant string, key store.SessionKey) (lnNode, error) {
+	return readLive(r, tenant, key, `SELECT pk FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0 AND tenant = ?`)
 }
 
-// lockLive locks the live row of key and reads it, in one statement.
-func lockLive(tx Tx, key store.SessionKey) (lnNode, error) {
+// lockLive locks the live row of key in tenant and reads it, in one
+// statement.
+func lockLive(tx Tx, tenant string, key store.SessionKey) (lnNode, error) {
 	var n lnNode
-	err := tx.Scan(lnLockSQL, []any{key.App, key.User, key.Session}, &n.PK, &n.Parent, &n.ForkSeq, &n.Retired, &n.SupersededOf,
+	err := tx.Scan(lnLockSQL, []any{key.App, key.User, key.Session, tenant}, &n.PK, &n.Parent, &n.ForkSeq, &n.Retired, &n.SupersededOf,
 		&n.Key.App, &n.Key.User, &n.Key.Session, &n.Version, &n.EventCount, &n.CreatedAtMS, &n.InitialState)
 	if errors.Is(err, sql.ErrNoRows) {
 		return lnNode{}, sessionNotFound(key)
@@ -299,9 +301,9 @@ func lockLive(tx Tx, key store.SessionKey) (lnNode, error) {
 	return n, err
 }
 
-func readLive(r Tx, key store.SessionKey, query string) (lnNode, error) {
+func readLive(r Tx, tenant string, key store.SessionKey, query string) (lnNode, error) {
 	var pk int64
-	err := r.Scan(query, []any{key.App, key.User, key.Session}, &pk)
+	err := r.Scan(query, []any{key.App, key.User, key.Session, tenant}, &pk)
 	if errors.Is(err, sql.ErrNoRows) {
 		return lnNode{}, sessionNotFound(key)
 	}

@@ -37,16 +37,16 @@ const (
 
 	asRestoreSQL = `INSERT INTO agent_sessions
 		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app, user_id, session_id) WHERE retired = 0 DO NOTHING RETURNING pk`
-	stAppRestoreSQL     = `INSERT INTO agent_app_state (app, key, value) VALUES (?, ?, ?) ON CONFLICT (app, key) DO NOTHING`
-	stAppValueSQL       = `SELECT value FROM agent_app_state WHERE app = ? AND key = ?`
-	stUserRestoreSQL    = `INSERT INTO agent_user_state (app, user_id, key, value) VALUES (?, ?, ?, ?) ON CONFLICT (app, user_id, key) DO NOTHING`
-	stUserValueSQL      = `SELECT value FROM agent_user_state WHERE app = ? AND user_id = ? AND key = ?`
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, app, user_id, session_id) WHERE retired = 0 DO NOTHING RETURNING pk`
+	stAppRestoreSQL     = `INSERT INTO agent_app_state (app, key, value) VALUES (?, ?, ?) ON CONFLICT (tenant, app, key) DO NOTHING`
+	stAppValueSQL       = `SELECT value FROM agent_app_state WHERE app = ? AND key = ? AND tenant = ''`
+	stUserRestoreSQL    = `INSERT INTO agent_user_state (app, user_id, key, value) VALUES (?, ?, ?, ?) ON CONFLICT (tenant, app, user_id, key) DO NOTHING`
+	stUserValueSQL      = `SELECT value FROM agent_user_state WHERE app = ? AND user_id = ? AND key = ? AND tenant = ''`
 	stSessionRestoreSQL = `INSERT INTO agent_session_state (session_pk, key, value) VALUES (?, ?, ?)`
 
 	asRestoreForkSQL = `INSERT INTO agent_sessions
 		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms, lineage_parent, fork_seq, initial_state)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app, user_id, session_id) WHERE retired = 0 DO NOTHING RETURNING pk`
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, app, user_id, session_id) WHERE retired = 0 DO NOTHING RETURNING pk`
 )
 
 // forkParent decides whether s is restored as a fork: its ForkedFrom
@@ -61,7 +61,7 @@ func (w *recordWriter) forkParent(s store.AgentSession) (parent, at int64, initi
 		store.ValidateID("forked_from.session", fp.Session) != nil {
 		return 0, 0, "", nil
 	}
-	p, err := liveNode(w.tx, store.SessionKey{App: s.Key.App, User: s.Key.User, Session: fp.Session})
+	p, err := liveNode(w.tx, "", store.SessionKey{App: s.Key.App, User: s.Key.User, Session: fp.Session})
 	if errors.Is(err, store.ErrNotFound) {
 		return 0, 0, "", nil
 	}
@@ -497,7 +497,7 @@ func (w *recordWriter) PutAgentSession(s store.AgentSession) (bool, error) {
 			from, to = c.From, c.To
 		}
 		us, ns := splitNanos(ev.Timestamp)
-		if _, err := w.tx.Exec(evInsertSQL, pk, ev.Seq, ev.ID, ev.InvocationID, us, ns, string(ev.Data), from, to); err != nil {
+		if _, err := w.tx.Exec(evInsertSQL, pk, ev.Seq, ev.ID, ev.InvocationID, us, ns, string(ev.Data), from, to, ""); err != nil {
 			return false, err
 		}
 	}

@@ -34,7 +34,7 @@ func (c *readsCache) invalidate() { c.cur.Store(nil) }
 // readsCount reports whether reads of facet's sessions count (a
 // conversations_idle or agent_sessions_idle policy with ReadsCount).
 func (s *Store) readsCount(ctx context.Context, facet string) bool {
-	c := &s.reads
+	c := s.reads
 	st := c.cur.Load()
 	if st == nil || time.Since(st.loaded) > readsCacheTTL {
 		c.mu.Lock()

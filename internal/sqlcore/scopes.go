@@ -14,12 +14,12 @@ import (
 // sessions, events or state keys under each name.
 const (
 	nextAppSQL = `SELECT min(a) FROM (
-		SELECT min(app) AS a FROM agent_sessions WHERE app > ?1 AND retired = 0
-		UNION ALL SELECT min(app) FROM agent_app_state WHERE app > ?1
-		UNION ALL SELECT min(app) FROM agent_user_state WHERE app > ?1) AS next_app`
+		SELECT min(app) AS a FROM agent_sessions WHERE tenant = ?2 AND app > ?1 AND retired = 0
+		UNION ALL SELECT min(app) FROM agent_app_state WHERE tenant = ?2 AND app > ?1
+		UNION ALL SELECT min(app) FROM agent_user_state WHERE tenant = ?2 AND app > ?1) AS next_app`
 	nextUserSQL = `SELECT min(u) FROM (
-		SELECT min(user_id) AS u FROM agent_sessions WHERE app = ?1 AND user_id > ?2 AND retired = 0
-		UNION ALL SELECT min(user_id) FROM agent_user_state WHERE app = ?1 AND user_id > ?2) AS next_user`
+		SELECT min(user_id) AS u FROM agent_sessions WHERE tenant = ?3 AND app = ?1 AND user_id > ?2 AND retired = 0
+		UNION ALL SELECT min(user_id) FROM agent_user_state WHERE tenant = ?3 AND app = ?1 AND user_id > ?2) AS next_user`
 )
 
 // ListApps returns a page of application names (see
@@ -29,7 +29,7 @@ func (a *AgentSessions) ListApps(ctx context.Context, req store.ListAppsRequest)
 	if err != nil {
 		return store.Page[string]{}, err
 	}
-	return a.skipList(ctx, req.Cursor, req.Limit, nextAppSQL, func(after string) []any { return []any{after} })
+	return a.skipList(ctx, req.Cursor, req.Limit, nextAppSQL, func(after string) []any { return []any{after, a.s.tenant} })
 }
 
 // ListUsers returns a page of one application's user ids (see
@@ -39,7 +39,7 @@ func (a *AgentSessions) ListUsers(ctx context.Context, req store.ListUsersReques
 	if err != nil {
 		return store.Page[string]{}, err
 	}
-	return a.skipList(ctx, req.Cursor, req.Limit, nextUserSQL, func(after string) []any { return []any{req.App, after} })
+	return a.skipList(ctx, req.Cursor, req.Limit, nextUserSQL, func(after string) []any { return []any{req.App, after, a.s.tenant} })
 }
 
 // skipList reads up to limit names after cursor, one next-name statement

@@ -66,7 +66,7 @@ const (
 	notHeldConv = ` AND NOT EXISTS (SELECT 1 FROM retention_holds AS h
 		WHERE h.facet = 'conversations' AND h.app = '' AND h.user_id = '' AND h.id = c.id)`
 	notHeldAgent = ` AND NOT EXISTS (SELECT 1 FROM retention_holds AS h
-		WHERE h.facet = 'agent_sessions' AND h.app = a.app AND h.user_id = a.user_id AND h.id = a.session_id)`
+		WHERE h.facet = 'agent_sessions' AND h.tenant = a.tenant AND h.app = a.app AND h.user_id = a.user_id AND h.id = a.session_id)`
 	// noLiveReservation keeps a governed session whose reservation still
 	// counts against a spend limit.
 	noLiveReservation = ` AND NOT EXISTS (SELECT 1 FROM spend_reservations AS sr
@@ -261,7 +261,7 @@ var agentSessionsIdle = &sweepKind{
 		+ (SELECT count(*) FROM agent_session_state WHERE session_pk = ?1)`,
 	rowsArgs: func(u unit) []any { return []any{u.pk} },
 	heldSQL: `SELECT count(*) FROM retention_holds AS h
-		JOIN agent_sessions AS a ON a.app = h.app AND a.user_id = h.user_id AND a.session_id = h.id
+		JOIN agent_sessions AS a ON a.tenant = h.tenant AND a.app = h.app AND a.user_id = h.user_id AND a.session_id = h.id
 		WHERE h.facet = 'agent_sessions' AND a.retired = 0 AND a.updated_at_ms <= ?1 AND a.last_access_ms <= ?2`,
 	heldArgs: func(d due) []any { return []any{d.cutoff, d.readsCap} },
 }
@@ -295,14 +295,16 @@ var orphanState = &sweepKind{
 }
 
 const (
+	// State is an orphan within its tenant: another tenant's sessions
+	// under the same names do not keep it (migration 17).
 	orphanAppCountSQL = `SELECT count(*) FROM agent_app_state WHERE app = ?1
-		AND NOT EXISTS (SELECT 1 FROM agent_sessions WHERE app = ?1 AND retired = 0)`
+		AND NOT EXISTS (SELECT 1 FROM agent_sessions WHERE tenant = agent_app_state.tenant AND app = ?1 AND retired = 0)`
 	orphanAppDeleteSQL = `DELETE FROM agent_app_state WHERE app = ?1
-		AND NOT EXISTS (SELECT 1 FROM agent_sessions WHERE app = ?1 AND retired = 0)`
+		AND NOT EXISTS (SELECT 1 FROM agent_sessions WHERE tenant = agent_app_state.tenant AND app = ?1 AND retired = 0)`
 	orphanUserCountSQL = `SELECT count(*) FROM agent_user_state WHERE app = ?1 AND user_id = ?2
-		AND NOT EXISTS (SELECT 1 FROM agent_sessions WHERE app = ?1 AND user_id = ?2 AND retired = 0)`
+		AND NOT EXISTS (SELECT 1 FROM agent_sessions WHERE tenant = agent_user_state.tenant AND app = ?1 AND user_id = ?2 AND retired = 0)`
 	orphanUserDeleteSQL = `DELETE FROM agent_user_state WHERE app = ?1 AND user_id = ?2
-		AND NOT EXISTS (SELECT 1 FROM agent_sessions WHERE app = ?1 AND user_id = ?2 AND retired = 0)`
+		AND NOT EXISTS (SELECT 1 FROM agent_sessions WHERE tenant = agent_user_state.tenant AND app = ?1 AND user_id = ?2 AND retired = 0)`
 )
 
 // auditCheckpointed has no walk of its own: Sweep cuts the agents' own

@@ -156,7 +156,7 @@ func (r *Runtime) BeginTurn(ctx context.Context, id string) (uint64, context.Con
 		return 0, nil, err
 	}
 	turnCtx, cancel := context.WithCancelCause(ctx)
-	reg := &r.s.turns
+	reg := r.s.turns
 	owner := reg.ownerToken()
 	var (
 		key, prev turnKey

@@ -138,7 +138,7 @@ func (r *turnRegistry) firePolled(k turnKey, cause error) {
 // watchTurn marks turn k committed and makes sure the poller and the lease
 // heartbeat run.
 func (s *Store) watchTurn(k turnKey) {
-	r := &s.turns
+	r := s.turns
 	r.mu.Lock()
 	if !r.beating && !r.closed {
 		// The turn is committed with a lease: keep it renewed from now
@@ -375,7 +375,7 @@ func (s *Store) pollOnce(ctx context.Context, keys []pollKey) error {
 // of them the poller watches, and whether the poller runs (for tests and
 // diagnostics).
 func (s *Store) TurnState() (turns, watched int, polling bool) {
-	r := &s.turns
+	r := s.turns
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.turns), r.watched, r.polling

@@ -259,7 +259,7 @@ const (
 	feedRunEventsSQL  = `SELECT run_id, seq, at_ms, event FROM conversation_run_events
 		WHERE session_id = ? AND run_id = ? AND seq >= ? ORDER BY seq LIMIT ?`
 	feedSessionSQL = `SELECT pk, epoch, COALESCE(lineage_parent, 0) AS lineage_parent, fork_seq FROM agent_sessions
-		WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0`
+		WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0 AND tenant = ?`
 )
 
 // readEpoch reads a stream's epoch in r; found is false when the owner row
@@ -425,7 +425,7 @@ func (f *feedFacet) Events(ctx context.Context, req store.EventFeed) iter.Seq2[s
 			}
 			found := true
 			err := f.s.readTx(ctx, func(r Tx) error {
-				err := r.Get(&head, feedSessionSQL, k.App, k.User, k.Session)
+				err := r.Get(&head, feedSessionSQL, k.App, k.User, k.Session, f.s.tenant)
 				if errors.Is(err, sql.ErrNoRows) {
 					found = false
 					return nil

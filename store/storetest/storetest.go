@@ -97,6 +97,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Retention", func(t *testing.T) { RunRetention(t, h) })
 	t.Run("Search", func(t *testing.T) { RunSearch(t, h) })
 	t.Run("Encryption", func(t *testing.T) { RunEncryption(t, h) })
+	t.Run("Tenants", func(t *testing.T) { RunTenants(t, h) })
 }
 
 // Clock is a manual clock for tests: time moves only when told to.

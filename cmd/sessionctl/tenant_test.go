@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// tenantFixture writes the same agent-session key into the default tenant
+// and into tenant "acme", each with state naming its owner.
+func (e *testEnv) tenantFixture() store.SessionKey {
+	t := e.t
+	t.Helper()
+	ctx := context.Background()
+	st := e.openStore()
+	defer st.Close()
+	ts, err := st.(store.Tenanter).Tenant("acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.SessionKey{App: "support", User: "ada", Session: "s1"}
+	for owner, as := range map[string]store.AgentSessions{"default": st.AgentSessions(), "acme": ts.AgentSessions()} {
+		v := json.RawMessage(`"` + owner + `"`)
+		if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: key,
+			State: store.ScopedState{App: map[string]json.RawMessage{"owner": v}, Session: map[string]json.RawMessage{"owner": v}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := as.AppendEvent(ctx, store.AppendEventRequest{Key: key,
+			Event: store.AgentEvent{ID: "e1", Data: json.RawMessage(`{"said":"` + owner + `"}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return key
+}
+
+// TestTenantFlag: --tenant works on the tenant's agent sessions only, the
+// default tenant's stay out of sight and untouched, and the commands that
+// are not tenant-scoped refuse the flag.
+func TestTenantFlag(t *testing.T) { bothBackends(t, testTenantFlag) }
+
+func testTenantFlag(t *testing.T, newTestEnv envMaker) {
+	e := newTestEnv(t)
+	e.tenantFixture()
+
+	show := e.run("agents", "show", "support", "ada", "s1", "--tenant", "acme", "--json").want(t, 0).stdout
+	if !strings.Contains(show, `"acme"`) || strings.Contains(show, `"default"`) {
+		t.Fatalf("agents show --tenant acme:\n%s", show)
+	}
+	show = e.run("--tenant=acme", "agents", "events", "support", "ada", "s1", "--json").want(t, 0).stdout
+	if !strings.Contains(show, `acme`) || strings.Contains(show, `default`) {
+		t.Fatalf("agents events --tenant acme:\n%s", show)
+	}
+	show = e.run("agents", "show", "support", "ada", "s1", "--json").want(t, 0).stdout
+	if !strings.Contains(show, `"default"`) || strings.Contains(show, `"acme"`) {
+		t.Fatalf("agents show without --tenant:\n%s", show)
+	}
+	// Another tenant has no such session.
+	e.run("agents", "show", "support", "ada", "s1", "--tenant", "globex").want(t, exitNotFound)
+	if out := e.run("agents", "--tenant", "globex", "--json").want(t, 0).stdout; strings.Contains(out, "support") {
+		t.Fatalf("agents --tenant globex lists another tenant's sessions:\n%s", out)
+	}
+
+	// A delete through the tenant leaves the default tenant's session.
+	e.run("agents", "delete", "support", "ada", "s1", "--tenant", "acme", "--yes").want(t, 0)
+	e.run("agents", "show", "support", "ada", "s1", "--tenant", "acme").want(t, exitNotFound)
+	e.run("agents", "show", "support", "ada", "s1").want(t, 0)
+
+	// Commands that are not tenant-scoped, and malformed names, are usage
+	// errors that open nothing.
+	for _, args := range [][]string{
+		{"list", "--tenant", "acme"},
+		{"stats", "--tenant", "acme"},
+		{"export", "--tenant", "acme"},
+		{"agents", "--tenant", "no spaces"},
+		{"agents", "--tenant", "-x"},
+		// One id names a conversation, which is not tenant-scoped yet.
+		{"fork", "c1", "--tenant", "acme"},
+		{"rewind", "c1", "--to", "0", "--tenant", "acme"},
+		{"history", "c1", "--tenant", "acme"},
+	} {
+		r := e.run(args...).want(t, exitUsage)
+		if !strings.Contains(r.stderr, "--tenant") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("sessionctl %s: stderr %q", strings.Join(args, " "), r.stderr)
+		}
+	}
+	// One store for the rest too (each env costs a migration under -race).
+	e.tenantFixtureAgain()
+	testTenantEnvironment(t, e)
+	testServeTenant(t, e)
+}
+
+// tenantFixtureAgain recreates the tenant's session the delete above
+// removed.
+func (e *testEnv) tenantFixtureAgain() {
+	e.t.Helper()
+	st := e.openStore()
+	defer st.Close()
+	ts, err := st.(store.Tenanter).Tenant("acme")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	key := store.SessionKey{App: "support", User: "ada", Session: "s1"}
+	v := json.RawMessage(`"acme"`)
+	if _, err := ts.AgentSessions().CreateSession(context.Background(), store.CreateAgentSessionRequest{Key: key,
+		State: store.ScopedState{Session: map[string]json.RawMessage{"owner": v}}}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// testTenantEnvironment: $SESSIONSTORE_TENANT is --tenant's default, and
+// the flag overrides it.
+func testTenantEnvironment(t *testing.T, e *testEnv) {
+	t.Setenv("SESSIONSTORE_TENANT", "acme")
+	if out := e.run("agents", "show", "support", "ada", "s1", "--json").want(t, 0).stdout; !strings.Contains(out, `"acme"`) {
+		t.Fatalf("with SESSIONSTORE_TENANT=acme:\n%s", out)
+	}
+	e.run("agents", "show", "support", "ada", "s1", "--tenant", "globex").want(t, exitNotFound)
+	e.run("list").want(t, exitUsage)
+}
+
+// testServeTenant: serve --tenant serves the tenant's agent sessions and
+// none of the default tenant's rows.
+func testServeTenant(t *testing.T, e *testEnv) {
+	t.Setenv("SESSIONSTORE_TENANT", "")
+	addrc := make(chan string, 1)
+	serveStarted = func(a string) { addrc <- a }
+	defer func() { serveStarted = nil }()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		g := &globals{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, now: e.clock.Now}
+		done <- g.run(ctx, []string{"--db", e.db, "--tenant", "acme", "serve", "--addr", "127.0.0.1:0"})
+	}()
+	var base string
+	select {
+	case a := <-addrc:
+		base = "http://" + a
+	case code := <-done:
+		t.Fatalf("serve exited %d: %s", code, errb.String())
+	case <-time.After(time.Minute):
+		t.Fatal("serve did not start")
+	}
+	getBody := func(path string) (int, string) {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := getBody("/agents/session?app=support&user=ada&session=s1")
+	if code != 200 || !strings.Contains(body, "acme") || strings.Contains(body, "default") {
+		t.Errorf("session page of tenant acme: %d\n%s", code, body)
+	}
+	if code, _ := getBody("/governed"); code != http.StatusNotFound {
+		t.Errorf("/governed in a tenant's console: %d, want 404", code)
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("serve exited %d: %s", code, errb.String())
+	}
+}

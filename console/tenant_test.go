@@ -1,0 +1,93 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentstore/sessionstore/console"
+	"github.com/agentstore/sessionstore/sqlstore"
+	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/store/storetest"
+)
+
+// TestTenantConsole: a console started with a tenant shows that tenant's
+// agent sessions only (the default tenant holds the same key with other
+// values), serves none of the pages that are not tenant-scoped, and
+// refuses a malformed tenant name.
+func TestTenantConsole(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewClock()
+	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "sessions.db"), sqlstore.WithClock(clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ts, err := st.Tenant("acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.SessionKey{App: "support", User: "ada", Session: "s1"}
+	for marker, as := range map[string]store.AgentSessions{"marker-default": st.AgentSessions(), "marker-acme": ts.AgentSessions()} {
+		v := json.RawMessage(`"` + marker + `"`)
+		if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: key,
+			State: store.ScopedState{App: map[string]json.RawMessage{"owner": v}, Session: map[string]json.RawMessage{"owner": v}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := as.AppendEvent(ctx, store.AppendEventRequest{Key: key,
+			Event: store.AgentEvent{ID: "e1", Data: json.RawMessage(`{"said":"` + marker + `-event"}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.AgentSessions().CreateSession(ctx, store.CreateAgentSessionRequest{Key: store.SessionKey{App: "default-only", User: "u", Session: "s"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := console.New(st, console.Options{Tenant: "no spaces"}); !errors.Is(err, store.ErrInvalidInput) {
+		t.Fatalf("New with a malformed tenant: %v, want ErrInvalidInput", err)
+	}
+	h, err := console.New(st, console.Options{Prefix: prefix, Tenant: "acme", Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(prefix+"/", h)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	for _, path := range []string{
+		"/agents", "/agents?app=support", "/agents?app=support&user=ada",
+		"/agents/session?app=support&user=ada&session=s1", "/agents/session?app=support&user=ada&session=s1&format=json",
+	} {
+		resp, body := get(t, srv, prefix+path)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d", path, resp.StatusCode)
+		}
+		if strings.Contains(body, "marker-default") || strings.Contains(body, "default-only") {
+			t.Errorf("%s shows the default tenant's rows:\n%s", path, body)
+		}
+		if strings.Contains(path, "session") && !strings.Contains(body, "marker-acme") {
+			t.Errorf("%s does not show the tenant's session:\n%s", path, body)
+		}
+	}
+	if resp, _ := get(t, srv, prefix+"/agents/session?app=default-only&user=u&session=s"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the default tenant's session: %d, want 404", resp.StatusCode)
+	}
+	if resp, _ := get(t, srv, prefix+"/"); resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != prefix+"/agents" {
+		t.Errorf("/: %d to %q, want a redirect to the agent sessions", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	for _, path := range []string{"/governed", "/conversations", "/runtime", "/audit", "/search?q=said", "/export",
+		"/retention", "/metrics", "/go?id=s1", "/live/agents/events?app=support&user=ada&session=s1"} {
+		if resp, body := get(t, srv, prefix+path); resp.StatusCode != http.StatusNotFound || strings.Contains(body, "marker-") {
+			t.Errorf("%s: %d, want 404 in a tenant's console", path, resp.StatusCode)
+		}
+	}
+	if resp, body := get(t, srv, prefix+"/healthz"); resp.StatusCode != http.StatusOK || body != "ok\n" {
+		t.Errorf("/healthz: %d %q", resp.StatusCode, body)
+	}
+}

@@ -1,0 +1,71 @@
+package sqlcore
+
+import "context"
+
+// WithTenant returns a Store over the same database whose facets read and
+// write only the rows of tenant: every key it looks up, every list it
+// pages and every row it inserts names the tenant. It shares s's turns,
+// change feeds and caches; closing s closes it. tenant must be valid
+// (store.ValidateTenant): "" is the default tenant, s itself.
+//
+// So far the agent-session facet is scoped (events.go, scopes.go,
+// branches.go, lineage.go); the backends expose only scoped facets through
+// their tenant handles (store.TenantStore).
+func (s *Store) WithTenant(tenant string) *Store {
+	t := *s
+	t.tenant = tenant
+	if tenant != "" && s.cfg.TenantSQL != "" {
+		t.db = tenantDB{DB: s.db, set: s.cfg.TenantSQL, tenant: tenant}
+	}
+	return &t
+}
+
+// Tenant returns the tenant whose rows the Store reads and writes ("" for
+// the default tenant).
+func (s *Store) Tenant() string { return s.tenant }
+
+// tenantDB runs every statement of a tenant's Store in a transaction that
+// first sets the tenant (Config.TenantSQL): on PostgreSQL, the setting the
+// tenant columns take as their default and the row-level security policies
+// compare rows with. Single-statement reads run in a read transaction of
+// their own, so that a store connected as a role subject to the policies
+// sees the tenant's rows.
+type tenantDB struct {
+	DB
+	set    string
+	tenant string
+}
+
+func (d tenantDB) Write(ctx context.Context, fn func(tx Tx) error) error {
+	return d.DB.Write(ctx, func(tx Tx) error {
+		if _, err := tx.Exec(d.set, d.tenant); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
+func (d tenantDB) Read(ctx context.Context, fn func(tx Tx) error) error {
+	return d.DB.Read(ctx, func(tx Tx) error {
+		if _, err := tx.Exec(d.set, d.tenant); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
+func (d tenantDB) Get(ctx context.Context, dest any, query string, args ...any) error {
+	return d.Read(ctx, func(tx Tx) error { return tx.Get(dest, query, args...) })
+}
+
+func (d tenantDB) Select(ctx context.Context, dest any, query string, args ...any) error {
+	return d.Read(ctx, func(tx Tx) error { return tx.Select(dest, query, args...) })
+}
+
+func (d tenantDB) Scan(ctx context.Context, query string, args []any, dest ...any) error {
+	return d.Read(ctx, func(tx Tx) error { return tx.Scan(query, args, dest...) })
+}
+
+func (d tenantDB) Query(ctx context.Context, query string, args []any, fn func(Rows) error) error {
+	return d.Read(ctx, func(tx Tx) error { return tx.Query(query, args, fn) })
+}

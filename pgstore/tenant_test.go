@@ -1,0 +1,352 @@
+package pgstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/agentstore/sessionstore/pgstore"
+	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/store/storetest"
+)
+
+// tenantTables are the tables of migration 17 that carry a tenant and a
+// row-level security policy.
+var tenantTables = []string{
+	"agent_sessions", "agent_events", "agent_session_state", "agent_state_log",
+	"agent_app_state", "agent_user_state",
+	"conversations", "conversation_messages", "conversation_cost_records",
+	"conversation_artifacts", "conversation_trace_events", "conversation_runs",
+	"conversation_run_events", "conversation_reports",
+	"governed_sessions", "governed_use_requests",
+	"runtime_sessions", "runtime_cancel_causes", "uploads",
+	"spend_limits", "spend_reservations", "audit_events", "audit_heads",
+	"retention_holds", "search_docs",
+}
+
+// seedTenants writes the same agent-session keys, with events and state in
+// every scope, into the default tenant and the tenants named, through the
+// library, and a governed session and a conversation in the default
+// tenant.
+func seedTenants(t *testing.T, ctx context.Context, st *pgstore.Store, tenants ...string) {
+	t.Helper()
+	key := store.SessionKey{App: "app", User: "user", Session: "session"}
+	for _, name := range append([]string{""}, tenants...) {
+		as := st.AgentSessions()
+		if name != "" {
+			ts, err := st.Tenant(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			as = ts.AgentSessions()
+		}
+		v := json.RawMessage(fmt.Sprintf("%q", "of "+name))
+		if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
+			t.Fatalf("%q: %v", name, err)
+		}
+		for i := 1; i <= 3; i++ {
+			_, err := as.AppendEvent(ctx, store.AppendEventRequest{Key: key,
+				Event: store.AgentEvent{ID: fmt.Sprintf("e%d", i),
+					Data: json.RawMessage(fmt.Sprintf(`{"content":{"parts":[{"text":"words of %s"}]}}`, name))},
+				Delta: store.ScopedState{App: map[string]json.RawMessage{"k": v}, User: map[string]json.RawMessage{"k": v},
+					Session: map[string]json.RawMessage{"k": v}}})
+			if err != nil {
+				t.Fatalf("%q: append: %v", name, err)
+			}
+		}
+	}
+	if _, err := st.Governance().Create(ctx, store.CreateRequest{AgentID: "agent", AuthorizedTools: []string{"*"}, CallBudget: 5, TimeLimit: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newTenantRole creates a role subject to the row-level security policies
+// (granted the schema's tables, owner of none) and returns its name; it is
+// dropped when t ends.
+func newTenantRole(t *testing.T, ctx context.Context, schema string, login bool) string {
+	t.Helper()
+	pool := adminPool(t)
+	var b [6]byte
+	rand.Read(b[:])
+	role := "tenant_role_" + hex.EncodeToString(b[:])
+	create := "CREATE ROLE " + role
+	if login {
+		create += " LOGIN"
+	}
+	for _, q := range []string{
+		create,
+		"GRANT USAGE ON SCHEMA " + schema + " TO " + role,
+		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA " + schema + " TO " + role,
+		"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA " + schema + " TO " + role,
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, q := range []string{"DROP OWNED BY " + role, "DROP ROLE " + role} {
+			if _, err := pool.Exec(context.Background(), q); err != nil {
+				t.Errorf("%s: %v", q, err)
+			}
+		}
+	})
+	return role
+}
+
+// tenantSchemaOf returns the search_path of a location newSchema made.
+func tenantSchemaOf(t *testing.T, loc string) string {
+	t.Helper()
+	u, err := url.Parse(loc)
+	if err == nil && u.Query().Get("search_path") != "" {
+		return u.Query().Get("search_path")
+	}
+	cfg, err := pgx.ParseConfig(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.RuntimeParams["search_path"]
+}
+
+// asTenantRole runs fn in a transaction of the test's connection switched
+// to role (SET LOCAL ROLE) with the transaction's tenant set as the
+// library sets it (set_config(..., true)); tenant nil sets none. The
+// transaction is rolled back.
+func asTenantRole(t *testing.T, ctx context.Context, loc, role string, tenant *string, fn func(tx pgx.Tx)) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SET LOCAL ROLE "+role); err != nil {
+		t.Fatal(err)
+	}
+	if tenant != nil {
+		if _, err := tx.Exec(ctx, "SELECT set_config('sessionstore.tenant', $1, true)", *tenant); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fn(tx)
+}
+
+// counts returns, per table, the number of rows of each tenant the
+// transaction sees.
+func tenantCounts(t *testing.T, ctx context.Context, tx pgx.Tx) map[string]map[string]int64 {
+	t.Helper()
+	out := map[string]map[string]int64{}
+	for _, table := range tenantTables {
+		rows, err := tx.Query(ctx, "SELECT tenant, count(*) FROM "+table+" GROUP BY tenant")
+		if err != nil {
+			t.Fatalf("%s: %v", table, err)
+		}
+		out[table] = map[string]int64{}
+		for rows.Next() {
+			var tenant string
+			var n int64
+			if err := rows.Scan(&tenant, &n); err != nil {
+				t.Fatal(err)
+			}
+			out[table][tenant] = n
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("%s: %v", table, err)
+		}
+	}
+	return out
+}
+
+// TestTenantRowLevelSecurity: raw SQL as a role subject to the policies
+// sees and changes only the rows of the transaction's tenant, nothing
+// without a tenant or with the default tenant's, and cannot write a row of
+// another tenant; the owner keeps seeing every row.
+func TestTenantRowLevelSecurity(t *testing.T) {
+	ctx := context.Background()
+	loc := newSchema(t)
+	st, err := pgstore.Open(ctx, loc, pgstore.WithClock(storetest.NewClock().Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	seedTenants(t, ctx, st, "tenant-a", "tenant-b")
+	role := newTenantRole(t, ctx, tenantSchemaOf(t, loc), false)
+
+	// The owner (the test's own connection) sees every tenant, and the
+	// library filled the tenant of every child row without naming it.
+	owner, err := pgx.Connect(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close(ctx)
+	ownerTx, err := owner.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := tenantCounts(t, ctx, ownerTx)
+	ownerTx.Rollback(ctx)
+	for _, table := range []string{"agent_sessions", "agent_events", "agent_session_state", "agent_state_log",
+		"agent_app_state", "agent_user_state", "search_docs"} {
+		for _, tenant := range []string{"", "tenant-a", "tenant-b"} {
+			if all[table][tenant] == 0 || all[table][tenant] != all[table][""] {
+				t.Errorf("owner: %s has %v rows per tenant; want the same number (> 0) in each", table, all[table])
+			}
+		}
+	}
+	if all["governed_sessions"][""] != 1 {
+		t.Errorf("owner: governed_sessions per tenant %v", all["governed_sessions"])
+	}
+
+	a, empty := "tenant-a", ""
+	for _, tc := range []struct {
+		name   string
+		tenant *string
+		want   string // the only tenant visible; "-" none
+	}{
+		{"NoTenantSeesNothing", nil, "-"},
+		{"DefaultTenantSeesNothing", &empty, "-"},
+		{"TenantSeesItsRowsOnly", &a, a},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			asTenantRole(t, ctx, loc, role, tc.tenant, func(tx pgx.Tx) {
+				for table, per := range tenantCounts(t, ctx, tx) {
+					for tenant, n := range per {
+						if tenant != tc.want {
+							t.Errorf("%s: sees %d rows of tenant %q", table, n, tenant)
+						} else if n != all[table][tenant] {
+							t.Errorf("%s: sees %d of its %d rows", table, n, all[table][tenant])
+						}
+					}
+					if tc.want != "-" && all[table][tc.want] > 0 && per[tc.want] == 0 {
+						t.Errorf("%s: sees none of its rows", table)
+					}
+				}
+			})
+		})
+	}
+
+	t.Run("WritesStayInTheTenant", func(t *testing.T) {
+		asTenantRole(t, ctx, loc, role, &a, func(tx pgx.Tx) {
+			// A row without a tenant takes the transaction's.
+			if _, err := tx.Exec(ctx, "INSERT INTO agent_app_state (app, key, value) VALUES ('app', 'new', '1')"); err != nil {
+				t.Fatalf("insert: %v", err)
+			}
+			var tenant string
+			if err := tx.QueryRow(ctx, "SELECT tenant FROM agent_app_state WHERE app = 'app' AND key = 'new'").Scan(&tenant); err != nil || tenant != a {
+				t.Fatalf("inserted row's tenant %q, %v", tenant, err)
+			}
+			// Updates and deletes without a WHERE reach the tenant's rows only.
+			for q, want := range map[string]int64{
+				"UPDATE agent_events SET data = '{}'":         all["agent_events"][a],
+				"UPDATE agent_user_state SET value = '0'":     all["agent_user_state"][a],
+				"DELETE FROM agent_state_log":                 all["agent_state_log"][a],
+				"UPDATE governed_sessions SET calls_made = 0": 0,
+			} {
+				tag, err := tx.Exec(ctx, q)
+				if err != nil || tag.RowsAffected() != want {
+					t.Errorf("%s: %d rows, %v; want %d", q, tag.RowsAffected(), err, want)
+				}
+			}
+			// A row of another tenant, or of the default tenant, is refused.
+			for _, q := range []string{
+				"INSERT INTO agent_app_state (tenant, app, key, value) VALUES ('tenant-b', 'app', 'x', '1')",
+				"INSERT INTO agent_app_state (tenant, app, key, value) VALUES ('', 'app', 'x', '1')",
+			} {
+				if _, err := tx.Exec(ctx, "SAVEPOINT s"); err != nil {
+					t.Fatal(err)
+				}
+				_, err := tx.Exec(ctx, q)
+				var pgErr *pgconn.PgError
+				if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+					t.Errorf("%s: %v; want a row-level security violation (42501)", q, err)
+				}
+				if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT s"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Moving a row to another tenant is refused too.
+			if _, err := tx.Exec(ctx, "SAVEPOINT s"); err != nil {
+				t.Fatal(err)
+			}
+			_, err := tx.Exec(ctx, "UPDATE agent_sessions SET tenant = 'tenant-b'")
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+				t.Errorf("moving a session to another tenant: %v; want a row-level security violation", err)
+			}
+		})
+	})
+}
+
+// TestTenantStoreAsTenantRole: a store connected as a role subject to the
+// policies works through a tenant handle (each of its transactions sets
+// the tenant) and sees the tenant's rows only.
+func TestTenantStoreAsTenantRole(t *testing.T) {
+	ctx := context.Background()
+	loc := newSchema(t)
+	st, err := pgstore.Open(ctx, loc, pgstore.WithClock(storetest.NewClock().Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	seedTenants(t, ctx, st, "tenant-a", "tenant-b")
+	role := newTenantRole(t, ctx, tenantSchemaOf(t, loc), true)
+	roleLoc, err := withParam(loc, "user", role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := pgstore.Open(ctx, roleLoc, pgstore.WithClock(storetest.NewClock().Now))
+	if err != nil {
+		t.Fatalf("open as %s: %v", role, err)
+	}
+	defer rs.Close()
+	ts, err := rs.Tenant("tenant-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := ts.AgentSessions()
+	key := store.SessionKey{App: "app", User: "user", Session: "session"}
+	s, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: key, IncludeEvents: true})
+	if err != nil || len(s.Events) != 3 || string(s.State.App["k"]) != `"of tenant-a"` {
+		t.Fatalf("GetSession as the tenant role = %+v, %v", s, err)
+	}
+	if _, err := as.AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: store.AgentEvent{ID: "e4", Data: json.RawMessage(`{}`)}}); err != nil {
+		t.Fatalf("append as the tenant role: %v", err)
+	}
+	other := store.SessionKey{App: "app", User: "user", Session: "new"}
+	if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: other}); err != nil {
+		t.Fatalf("create as the tenant role: %v", err)
+	}
+	// The store's own (default-tenant) facet, through the same role, sees
+	// nothing: the policies hide the default tenant.
+	p, err := rs.AgentSessions().ListSessions(ctx, store.ListAgentSessionsRequest{App: "app", Limit: 10})
+	if err != nil || len(p.Items) != 0 {
+		t.Fatalf("default-tenant list as the tenant role = %d sessions, %v; want none", len(p.Items), err)
+	}
+	// The owner sees tenant-a's new rows under tenant-a only.
+	tb, err := st.Tenant("tenant-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := tb.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: key}); err != nil || s.EventCount != 3 {
+		t.Fatalf("tenant-b's session after tenant-a's append: %+v, %v", s, err)
+	}
+	ta, err := st.Tenant("tenant-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := ta.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: key}); err != nil || s.EventCount != 4 {
+		t.Fatalf("tenant-a's session read by the owner: %+v, %v", s, err)
+	}
+}

@@ -1,0 +1,44 @@
+package sqlstore
+
+import (
+	"context"
+	"iter"
+
+	"github.com/agentstore/sessionstore/internal/sqlcore"
+	"github.com/agentstore/sessionstore/store"
+)
+
+var _ store.Tenanter = (*Store)(nil)
+
+// Tenant returns the handle on the rows of tenant name (see
+// store.TenantStore): its facets see only that tenant's rows, and the
+// rows they write belong to it. A name that store.ValidateTenant refuses,
+// also "", is store.ErrInvalidInput.
+//
+// On SQLite, the rows of a tenant's session that the handle does not name
+// (events, session state, its state log and search documents) take the
+// tenant from the session row through triggers (migration 17).
+func (s *Store) Tenant(name string) (store.TenantStore, error) {
+	if err := store.ValidateTenant(name); err != nil {
+		return nil, err
+	}
+	return &tenantStore{s: s, name: name, core: s.core.WithTenant(name)}, nil
+}
+
+// tenantStore is the handle Tenant returns.
+type tenantStore struct {
+	s    *Store
+	name string
+	core *sqlcore.Store // s.core scoped to the tenant
+}
+
+func (t *tenantStore) Tenant() string  { return t.name }
+func (t *tenantStore) Backend() string { return t.s.Backend() }
+
+func (t *tenantStore) AgentSessions() store.AgentSessions {
+	return t.core.AgentSessions()
+}
+
+func (t *tenantStore) Events(ctx context.Context, req store.EventFeed) iter.Seq2[store.Batch[store.AgentEvent], error] {
+	return t.core.Feed(nil).Events(ctx, req)
+}
