@@ -227,6 +227,30 @@ func TestEncryptionExport(t *testing.T) {
 		t.Fatalf("imported: %+v, %v", got.Events, err)
 	}
 
+	// Import into an encrypting store: the sessions are stored sealed
+	// under data keys of their own (never in plaintext) and read back.
+	encPath := filepath.Join(dir, "encrypted-import.db")
+	encRing, err := sskeys.OpenRing(sskeys.RingDir(encPath), p, sskeys.RingOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := sqlstore.Open(ctx, encPath, sqlstore.WithKeyRing(encRing))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	if _, err := archive.ImportFile(ctx, enc, exp, archive.ImportOptions{Keys: ring}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []store.SessionKey{key, {App: key.App, User: key.User, Session: key.Session + "-fork"}} {
+		got, err := enc.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: k, IncludeEvents: true})
+		if err != nil || got.DataKeyID == "" || len(got.Events) == 0 || !strings.Contains(string(got.Events[0].Data), encMarker) ||
+			!strings.Contains(string(got.State.Session["note"]), encMarker) {
+			t.Fatalf("imported into an encrypting store, %s: key %q, %+v, %v", k.Session, got.DataKeyID, got.State, err)
+		}
+	}
+	scanFiles(t, encPath, encPath+"-wal")
+
 	// Shredded: the export is unreadable for good.
 	for _, k := range []store.SessionKey{key, {App: key.App, User: key.User, Session: key.Session + "-fork"}} {
 		if err := st.AgentSessions().DeleteSession(ctx, k); err != nil {

@@ -9,6 +9,7 @@ package sqlcore
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
@@ -38,6 +39,9 @@ const (
 	asRestoreSQL = `INSERT INTO agent_sessions
 		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, app, user_id, session_id) WHERE retired = 0 DO NOTHING RETURNING pk`
+	// asRestoreInitialSQL seals a restored session's (empty) initial state
+	// in an encrypting store.
+	asRestoreInitialSQL = `UPDATE agent_sessions SET initial_state = ? WHERE pk = ?`
 	stAppRestoreSQL     = `INSERT INTO agent_app_state (app, key, value) VALUES (?, ?, ?) ON CONFLICT (tenant, app, key) DO NOTHING`
 	stAppValueSQL       = `SELECT value FROM agent_app_state WHERE app = ? AND key = ? AND tenant = ''`
 	stUserRestoreSQL    = `INSERT INTO agent_user_state (app, user_id, key, value) VALUES (?, ?, ?, ?) ON CONFLICT (tenant, app, user_id, key) DO NOTHING`
@@ -473,16 +477,32 @@ func (w *recordWriter) PutAgentSession(s store.AgentSession) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	// A store with a keyring stores what it restores encrypted, like what
+	// it creates: the session gets a data key of its own (an export's
+	// sealed content was opened with the exporting session's key; it is
+	// never written back in plaintext to an encrypting store).
+	ctx := context.Background()    // the keyring's file writes take no deadline of the restore's
+	dk, err := w.s.newDataKey(ctx) // crypt.go; nil without a keyring
+	if err != nil {
+		return false, err
+	}
 	var pk int64
 	if parent != 0 {
-		err = w.tx.Get(&pk, asRestoreForkSQL, key.App, key.User, key.Session, s.Version, s.EventCount, created, updated, parent, at, initial)
+		err = w.tx.Get(&pk, asRestoreForkSQL, key.App, key.User, key.Session, s.Version, s.EventCount, created, updated, parent, at, sealed(dk, []byte(initial), adInitial))
 	} else {
 		err = w.tx.Get(&pk, asRestoreSQL, key.App, key.User, key.Session, s.Version, s.EventCount, created, updated)
 	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil // exists
+	if err == nil {
+		err = setKeyOfPK(w.tx, pk, dk)
+	}
+	if err == nil && dk != nil && parent == 0 { // the column's plaintext default would not open
+		_, err = w.tx.Exec(asRestoreInitialSQL, sealInitial(dk, nil), pk)
 	}
 	if err != nil {
+		w.s.discardKey(ctx, dk)
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, nil // exists
+		}
 		return false, err
 	}
 	for _, ev := range s.Events {
@@ -497,12 +517,12 @@ func (w *recordWriter) PutAgentSession(s store.AgentSession) (bool, error) {
 			from, to = c.From, c.To
 		}
 		us, ns := splitNanos(ev.Timestamp)
-		if _, err := w.tx.Exec(evInsertSQL, pk, ev.Seq, ev.ID, ev.InvocationID, us, ns, string(ev.Data), from, to, ""); err != nil {
+		if _, err := w.tx.Exec(evInsertSQL, pk, ev.Seq, ev.ID, ev.InvocationID, us, ns, sealed(dk, ev.Data, adEvent, seqAD(ev.Seq), ev.ID), from, to, ""); err != nil {
 			return false, err
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.State.Session)) {
-		if _, err := w.tx.Exec(stSessionRestoreSQL, pk, k, string(s.State.Session[k])); err != nil {
+		if _, err := w.tx.Exec(stSessionRestoreSQL, pk, k, sealed(dk, s.State.Session[k], adState, k)); err != nil {
 			return false, err
 		}
 	}
