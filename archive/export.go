@@ -31,7 +31,32 @@ type ExportOptions struct {
 	// exported sealed with their own data keys (see sealed.go); without
 	// it an encrypted session fails the export (store.ErrKeyUnavailable).
 	Keys store.KeyRing
+	// DefaultTenantOnly lets an export of a store that holds other
+	// tenants' rows (store.Tenanter) write the default tenant's rows only.
+	// Without it such an export fails before anything is written
+	// (ErrOtherTenants): the document has no place for tenants yet, and an
+	// export that silently left rows out would be a backup that is not one.
+	DefaultTenantOnly bool
 }
+
+// ErrOtherTenants is the sentinel of an export refused because the store
+// holds rows of tenants other than the default, which the export format
+// does not carry yet (ExportOptions.DefaultTenantOnly exports the default
+// tenant's rows alone; sessionctl backup copies everything).
+var ErrOtherTenants = errors.New("the store holds other tenants' rows, which an export does not carry")
+
+// OtherTenantsError is the error of an export refused for other tenants'
+// rows; it matches ErrOtherTenants.
+type OtherTenantsError struct {
+	// Tenants names the tenants whose rows would have been left out.
+	Tenants []string
+}
+
+// Error is opaque: the tenants' names are in Tenants.
+func (e *OtherTenantsError) Error() string { return ErrOtherTenants.Error() }
+
+// Unwrap returns ErrOtherTenants.
+func (e *OtherTenantsError) Unwrap() error { return ErrOtherTenants }
 
 // ExportProgress is where an export is.
 type ExportProgress struct {
@@ -82,6 +107,15 @@ func Export(ctx context.Context, st store.Store, w io.Writer, opts ExportOptions
 		x.ids = slices.Clone(opts.IDs)
 	}
 	err = st.ReadSnapshot(ctx, func(ctx context.Context) error {
+		if tr, ok := st.(store.Tenanter); ok && !opts.DefaultTenantOnly {
+			tenants, err := tr.Tenants(ctx)
+			if err != nil {
+				return err
+			}
+			if len(tenants) > 0 {
+				return &OtherTenantsError{Tenants: tenants}
+			}
+		}
 		if x.ids != nil {
 			// Every id must name something before anything is written.
 			if err := x.checkIDs(ctx); err != nil {

@@ -34,6 +34,10 @@ func (s *Store) Tenant(name string) (store.TenantStore, error) {
 	return &tenantStore{s: s, name: name, core: s.core.WithTenant(name)}, nil
 }
 
+// Tenants returns the tenants other than the default that own agent
+// sessions or app or user state, in byte order (see store.Tenanter).
+func (s *Store) Tenants(ctx context.Context) ([]string, error) { return s.core.Tenants(ctx) }
+
 // tenantStore is the handle Tenant returns.
 type tenantStore struct {
 	s    *Store

@@ -66,4 +66,9 @@ type Tenanter interface {
 	// Tenant returns the handle on the rows of tenant name; a name that
 	// ValidateTenant refuses (also "") is ErrInvalidInput.
 	Tenant(name string) (TenantStore, error)
+
+	// Tenants returns the tenants other than the default that own agent
+	// sessions or app or user state, in byte order: what a maintenance
+	// walk of the Store itself (the default tenant) does not see.
+	Tenants(ctx context.Context) ([]string, error)
 }

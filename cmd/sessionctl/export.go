@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/store"
@@ -12,7 +14,7 @@ var exportSpec = spec{
 	name: "export",
 	args: "[ID...]",
 	about: `Exports sessions as one JSON document (format "sessionctl-export", version
-3): every facet of the given ids, or everything. Governed sessions keep their
+5): every facet of the given ids, or everything. Governed sessions keep their
 counters, rate window, status and times, with their spend limits and
 reservations and their agents' limits (the "spend" section); runtime
 sessions come with their overrides and uploads (content in base64);
@@ -35,7 +37,13 @@ file beside it (mode 0600) and put in place once complete. The document is
 written one item at a time, so export's memory does not grow with the
 database. When stderr is a terminal (and the document does not go to a
 terminal), a status line shows the section being written and the items and
-bytes written so far.`,
+bytes written so far.
+
+A database that holds rows of tenants other than the default (see --tenant)
+is refused: the document has no place for tenants yet, and an export that
+left their rows out silently would not be a copy of the store.
+--default-tenant-only exports the default tenant's rows alone;
+"sessionctl backup" copies everything.`,
 	examples: []string{
 		"sessionctl export > all.json",
 		"sessionctl export task-7 task-8 --output two.json",
@@ -46,6 +54,7 @@ func runExport(ctx context.Context, g *globals, args []string) error {
 	sp := exportSpec
 	fs := g.newFlags(sp)
 	output := fs.String("output", "", "write to `FILE` instead of stdout (must not exist)")
+	defaultOnly := fs.Bool("default-tenant-only", false, "export the default tenant's rows even when the database holds other tenants' (which are left out)")
 	pos, err := g.parse(fs, sp, args)
 	if err != nil {
 		return err
@@ -69,17 +78,17 @@ func runExport(ctx context.Context, g *globals, args []string) error {
 	if len(pos) > 0 {
 		p.show("exporting: checking the ids")
 	}
-	opts := archive.ExportOptions{IDs: pos, Now: g.clock(), Progress: exportStatus(p), Keys: g.keyRing()}
+	opts := archive.ExportOptions{IDs: pos, Now: g.clock(), Progress: exportStatus(p), Keys: g.keyRing(), DefaultTenantOnly: *defaultOnly}
 	if *output == "" {
 		if _, err := archive.Export(ctx, st, rawWriter(g.stdout), opts); err != nil {
-			return g.fail(sp.name, err)
+			return g.fail(sp.name, tenantsExplained(err))
 		}
 		p.clear()
 		return nil
 	}
 	counts, err := archive.ExportFile(ctx, st, *output, opts)
 	if err != nil {
-		return g.fail(sp.name, err)
+		return g.fail(sp.name, tenantsExplained(err))
 	}
 	p.clear()
 	fmt.Fprintf(g.stderr, "exported %s to %s\n", countsText(counts), esc(*output))
@@ -105,4 +114,20 @@ func exportStatus(p *progress) func(archive.ExportProgress) {
 		}
 		p.update(text)
 	}
+}
+
+// tenantsExplained names the tenants of an export refused for them
+// (archive.ErrOtherTenants) and what to do; other errors pass through.
+func tenantsExplained(err error) error {
+	var te *archive.OtherTenantsError
+	if !errors.As(err, &te) {
+		return err
+	}
+	names := make([]string, len(te.Tenants))
+	for i, t := range te.Tenants {
+		names[i] = esc(t)
+	}
+	return fmt.Errorf("the database holds agent sessions or state of %d other tenant(s) (%s), which an export does not carry yet; "+
+		"--default-tenant-only exports the default tenant alone, sessionctl backup copies everything: %w",
+		len(names), strings.Join(names, ", "), err)
 }

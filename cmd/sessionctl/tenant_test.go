@@ -90,6 +90,18 @@ func testTenantFlag(t *testing.T, newTestEnv envMaker) {
 			t.Errorf("sessionctl %s: stderr %q", strings.Join(args, " "), r.stderr)
 		}
 	}
+	// A whole export of a database with other tenants' rows is refused
+	// (the format has no tenants yet) rather than leave them out silently;
+	// --default-tenant-only exports the default tenant's rows alone.
+	r := e.run("export").want(t, exitError)
+	if r.stdout != "" || !strings.Contains(r.stderr, "acme") || !strings.Contains(r.stderr, "--default-tenant-only") {
+		t.Errorf("export with another tenant's rows: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+	doc := e.run("export", "--default-tenant-only").want(t, 0).stdout
+	if !strings.Contains(doc, `said\":\"default`) || strings.Contains(doc, "acme") {
+		t.Errorf("export --default-tenant-only: the default tenant's session alone expected, got %s", doc)
+	}
+
 	// One store for the rest too (each env costs a migration under -race).
 	e.tenantFixtureAgain()
 	testTenantEnvironment(t, e)

@@ -69,3 +69,22 @@ func (d tenantDB) Scan(ctx context.Context, query string, args []any, dest ...an
 func (d tenantDB) Query(ctx context.Context, query string, args []any, fn func(Rows) error) error {
 	return d.Read(ctx, func(tx Tx) error { return tx.Query(query, args, fn) })
 }
+
+// tenantsSQL lists the tenants other than the default that own agent
+// sessions or app or user state (each walk is an index range: the key
+// index of live sessions and the state tables' primary keys lead with the
+// tenant).
+const tenantsSQL = `SELECT tenant FROM agent_sessions WHERE tenant <> '' AND retired = 0
+	UNION SELECT tenant FROM agent_app_state WHERE tenant <> ''
+	UNION SELECT tenant FROM agent_user_state WHERE tenant <> ''
+	ORDER BY 1`
+
+// Tenants returns the tenants other than the default that own rows (see
+// store.Tenanter).
+func (s *Store) Tenants(ctx context.Context) ([]string, error) {
+	var out []string
+	if err := s.selectRows(ctx, &out, tenantsSQL); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
