@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -267,7 +268,10 @@ func TestProgressGC(t *testing.T) {
 	plain := plainEnv.run(args...).want(t, 0)
 	noStatus(t, "stderr", plain.stderr)
 	r := termEnv.runOnTerminal(true, args...).want(t, 0)
-	if r.stdout != plain.stdout {
+	// What the vacuum gives back is a property of each file, not of the
+	// terminal: two fixtures written at different instants need not fill
+	// their pages alike (a CI run saw 12.0 KiB against 8.0 KiB).
+	if sameButVacuum(r.stdout) != sameButVacuum(plain.stdout) {
 		t.Errorf("output on a terminal:\n%s\nwithout:\n%s", r.stdout, plain.stdout)
 	}
 	lines, rest := statusLines(t, r.stderr)
@@ -332,3 +336,9 @@ func TestProgressBackup(t *testing.T) {
 		t.Errorf("error after the status line: %q", rest)
 	}
 }
+
+// vacuumFreed is the figure of gc's vacuum line.
+var vacuumFreed = regexp.MustCompile(`(?m)^(vacuum: database file ).*$`)
+
+// sameButVacuum returns gc's output with the vacuum's figure blanked.
+func sameButVacuum(s string) string { return vacuumFreed.ReplaceAllString(s, "${1}N") }
