@@ -24,7 +24,7 @@ func (s *Store) RestoreRecords(ctx context.Context, fn func(w store.RecordWriter
 		if !ok {
 			return fmt.Errorf("pgstore: restore outside a transaction")
 		}
-		w := s.core.NewRecordWriter(tx, func(sess store.Session) (bool, error) {
+		w := s.core.NewRecordWriter(ctx, tx, func(sess store.Session) (bool, error) {
 			n, err := restoreChunk(tx.ctx, ptx, []store.Session{sess}, true)
 			return n > 0, err
 		})

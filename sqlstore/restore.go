@@ -19,7 +19,7 @@ func (s *Store) RestoreRecords(ctx context.Context, fn func(w store.RecordWriter
 		return store.Invalid("fn", "must not be nil")
 	}
 	return s.write(ctx, func(tx *wtx) error {
-		w := s.core.NewRecordWriter(tx, func(sess store.Session) (bool, error) {
+		w := s.core.NewRecordWriter(ctx, tx, func(sess store.Session) (bool, error) {
 			n, err := restoreSession(tx, govRestoreSkipSQL, &sess)
 			return n > 0, err
 		})

@@ -45,7 +45,7 @@ func (a *AgentSessions) Fork(ctx context.Context, req store.ForkRequest) (store.
 		}
 		// The app and user scopes (shared: the fork's are the same) and
 		// the current session scope, in one statement.
-		cur, err := a.s.readStateOpen(tx, req.Key, src.PK)
+		cur, err := a.s.readStateOpen(tx, req.Key, src.PK, src.DataKey)
 		if err != nil {
 			return err
 		}
@@ -117,7 +117,7 @@ func (a *AgentSessions) Rewind(ctx context.Context, req store.RewindRequest) (st
 		}
 		// The superseded run keeps the session's data key: its events
 		// move to it as they are (crypt.go).
-		dk, err := a.s.keyOfPK(tx, p.PK)
+		dk, err := a.s.dataKey(ctx, p.DataKey)
 		if err != nil {
 			return err
 		}
@@ -296,7 +296,7 @@ func (a *AgentSessions) Superseded(ctx context.Context, key store.SessionKey) ([
 			if err != nil {
 				return err
 			}
-			evs, err := a.s.appendEvents(r, []store.AgentEvent{}, lnOwnSQL, []any{h.PK})
+			evs, err := a.s.appendEvents(r, []store.AgentEvent{}, n.DataKey, lnOwnSQL, []any{h.PK})
 			if err != nil {
 				return err
 			}

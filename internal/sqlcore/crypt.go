@@ -29,7 +29,6 @@ const (
 )
 
 const (
-	keyOfPKSQL     = `SELECT data_key FROM agent_sessions WHERE pk = ?`
 	keySetPKSQL    = `UPDATE agent_sessions SET data_key = ? WHERE pk = ?`
 	shredQueueSQL  = `SELECT key_id FROM key_shred_queue ORDER BY key_id LIMIT 256`
 	shredUsedSQL   = `SELECT (SELECT count(*) FROM agent_sessions WHERE data_key = ?1) + (SELECT count(*) FROM conversations WHERE data_key = ?1)`
@@ -106,23 +105,9 @@ func (s *Store) discardKey(ctx context.Context, dk *keys.DataKey) {
 	}
 }
 
-// keyIDOfPK returns the data key id of the agent_sessions row pk (""
-// when the row is plaintext).
-func (s *Store) keyIDOfPK(r Tx, pk int64) (string, error) {
-	var id string
-	err := scanHot(r, keyOfPKSQL, []any{pk}, &id)
-	return id, err
-}
-
-// keyOfPK returns the sealer of the agent_sessions row pk (nil when the
-// row is plaintext).
-func (s *Store) keyOfPK(r Tx, pk int64) (*keys.DataKey, error) {
-	var id string
-	if err := scanHot(r, keyOfPKSQL, []any{pk}, &id); err != nil {
-		return nil, err
-	}
-	return s.dataKey(context.Background(), id)
-}
+// Every read of an agent_sessions row on the paths that seal or open
+// content selects its data_key with the row (asGetSQL, asBumpSQL, the
+// lineage walk's statements): the key costs no statement of its own.
 
 func keyID(dk *keys.DataKey) string {
 	if dk == nil {
@@ -298,13 +283,13 @@ func setKeyOfPK(tx Tx, pk int64, dk *keys.DataKey) error {
 }
 
 // readStateOpen is readState with the session scope opened with the
-// session row's data key.
-func (s *Store) readStateOpen(r Tx, key store.SessionKey, pk int64) (store.ScopedState, error) {
+// session row's data key (keyID, read with the row).
+func (s *Store) readStateOpen(r Tx, key store.SessionKey, pk int64, keyID string) (store.ScopedState, error) {
 	st, err := readState(r, s.tenant, key, pk)
 	if err != nil || pk == 0 || len(st.Session) == 0 {
 		return st, err
 	}
-	dk, err := s.keyOfPK(r, pk)
+	dk, err := s.dataKey(context.Background(), keyID)
 	if err != nil {
 		return store.ScopedState{}, err
 	}

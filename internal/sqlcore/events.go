@@ -33,7 +33,7 @@ const (
 
 	// Only live rows (retired = 0) own a key; the others hold history
 	// forks or superseded runs read (lineage.go).
-	asGetSQL = `SELECT pk, version, event_count, created_at_ms, updated_at_ms
+	asGetSQL = `SELECT pk, version, event_count, created_at_ms, updated_at_ms, data_key
 		FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0 AND tenant = ?`
 
 	// asBumpSQL is the hot path of a conditional append: it moves the
@@ -43,13 +43,13 @@ const (
 	asBumpSQL = `UPDATE agent_sessions
 		SET version = version + 1, event_count = event_count + CAST(?6 AS BIGINT), updated_at_ms = ?1
 		WHERE app = ?2 AND user_id = ?3 AND session_id = ?4 AND retired = 0 AND tenant = ?7 AND (CAST(?5 AS BIGINT) = 0 OR version = CAST(?5 AS BIGINT))
-		RETURNING pk, version, event_count`
+		RETURNING pk, version, event_count, data_key`
 
-	asListAppSQL = `SELECT pk, user_id, session_id, version, event_count, created_at_ms, updated_at_ms
+	asListAppSQL = `SELECT pk, user_id, session_id, version, event_count, created_at_ms, updated_at_ms, data_key
 		FROM agent_sessions WHERE app = ? AND (user_id, session_id) > (?, ?) AND retired = 0 AND tenant = ?
 		ORDER BY user_id, session_id LIMIT ?`
 
-	asListUserSQL = `SELECT pk, user_id, session_id, version, event_count, created_at_ms, updated_at_ms
+	asListUserSQL = `SELECT pk, user_id, session_id, version, event_count, created_at_ms, updated_at_ms, data_key
 		FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id > ? AND retired = 0 AND tenant = ?
 		ORDER BY session_id LIMIT ?`
 
@@ -167,6 +167,8 @@ type asRow struct {
 	EventCount  int64
 	CreatedAtMS int64
 	UpdatedAtMS int64
+	// DataKey names the row's data key ('' = plaintext; crypt.go).
+	DataKey string
 }
 
 func (r *asRow) session(key store.SessionKey) store.AgentSession {
@@ -264,7 +266,7 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 	err := a.s.readTxHot(ctx, func(r Tx) error {
 		var row asRow
 		err := scanHot(r, asGetLineageSQL, []any{key.App, key.User, key.Session, a.s.tenant},
-			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS, &row.Parent, &row.ForkSeq)
+			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS, &row.Parent, &row.ForkSeq, &row.DataKey)
 		if errors.Is(err, sql.ErrNoRows) {
 			return sessionNotFound(key)
 		}
@@ -272,10 +274,8 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 			return err
 		}
 		out = row.session(key)
-		if out.DataKeyID, err = a.s.keyIDOfPK(r, row.PK); err != nil { // crypt.go
-			return err
-		}
-		if out.State, err = a.s.readStateOpen(r, key, row.PK); err != nil {
+		out.DataKeyID = row.DataKey
+		if out.State, err = a.s.readStateOpen(r, key, row.PK, row.DataKey); err != nil {
 			return err
 		}
 		if row.Parent != 0 {
@@ -325,7 +325,7 @@ func readState(r Tx, tenant string, key store.SessionKey, pk int64) (store.Scope
 	var scope int64
 	var k string
 	var v []byte
-	dest := []any{&scope, &k, &v} // allocated once (see readEvents)
+	dest := []any{&scope, &k, &v} // allocated once (see appendEvents)
 	err := queryHot(r, stScopesGetSQL, []any{key.App, key.User, pk, tenant}, func(rows Rows) error {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -346,21 +346,10 @@ func readState(r Tx, tenant string, key store.SessionKey, pk int64) (store.Scope
 	return st, err
 }
 
-// readEvents reads the events query selects; size is how many it may
-// select at most (the slice is allocated once), 0 when unknown.
-func (s *Store) readEvents(r Tx, size int64, query string, args []any) ([]store.AgentEvent, error) {
-	var evs []store.AgentEvent
-	if size > 0 {
-		evs = make([]store.AgentEvent, 0, size)
-	}
-	return s.appendEvents(r, evs, query, args)
-}
-
 // appendEvents appends the events query selects to evs, opened with
-// the data key of the row they belong to (args[0], the session_pk every
-// event statement starts with).
-func (s *Store) appendEvents(r Tx, evs []store.AgentEvent, query string, args []any) ([]store.AgentEvent, error) {
-	dk, err := s.keyOfPK(r, args[0].(int64))
+// the data key keyID of the row they belong to (read with that row).
+func (s *Store) appendEvents(r Tx, evs []store.AgentEvent, keyID string, query string, args []any) ([]store.AgentEvent, error) {
+	dk, err := s.dataKey(context.Background(), keyID)
 	if err != nil {
 		return evs, err
 	}
@@ -432,7 +421,7 @@ func (a *AgentSessions) ListSessions(ctx context.Context, req store.ListAgentSes
 		rows := make([]asRow, 0, min(req.Limit+1, 128)) // grows for a large page
 		var row asRow
 		dest := []any{&row.PK, &row.User, &row.Session, &row.Version, &row.EventCount,
-			&row.CreatedAtMS, &row.UpdatedAtMS} // allocated once (see readEvents)
+			&row.CreatedAtMS, &row.UpdatedAtMS, &row.DataKey} // allocated once (see appendEvents)
 		err := queryHot(r, query, args, func(rs Rows) error {
 			if err := rs.Scan(dest...); err != nil {
 				return err
@@ -491,7 +480,7 @@ func (a *AgentSessions) fillListState(r Tx, app string, rows []asRow, page *stor
 	var scope, pk int64
 	var u, k string
 	var v []byte
-	dest := []any{&scope, &u, &pk, &k, &v} // allocated once (see readEvents)
+	dest := []any{&scope, &u, &pk, &k, &v} // allocated once (see appendEvents)
 	err := queryHot(r, query, args, func(rs Rows) error {
 		if err := rs.Scan(dest...); err != nil {
 			return err
@@ -522,7 +511,7 @@ func (a *AgentSessions) fillListState(r Tx, app string, rows []asRow, page *stor
 	}
 	for _, row := range rows {
 		if m := sessState[row.PK]; len(m) > 0 {
-			dk, err := a.s.keyOfPK(r, row.PK)
+			dk, err := a.s.dataKey(context.Background(), row.DataKey)
 			if err != nil {
 				return err
 			}
@@ -577,8 +566,9 @@ func (a *AgentSessions) appendEvent(ctx context.Context, req store.AppendEventRe
 		}
 		tsUS, tsNS := splitNanos(ts)
 		var pk, version, count int64
+		var keyID string
 		err := tx.Scan(asBumpSQL, []any{rowcodec.ToMillis(now), key.App, key.User, key.Session, req.ExpectedVersion, 1, a.s.tenant},
-			&pk, &version, &count)
+			&pk, &version, &count, &keyID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return a.refuseAppend(tx, key, ev, req.ExpectedVersion, &res)
 		}
@@ -588,7 +578,7 @@ func (a *AgentSessions) appendEvent(ctx context.Context, req store.AppendEventRe
 		if to >= count { // the record is at count: it covers what precedes it
 			return store.Invalid("range", "must lie within the session's history")
 		}
-		dk, err := a.s.keyOfPK(tx, pk)
+		dk, err := a.s.dataKey(ctx, keyID)
 		if err != nil {
 			return err
 		}
@@ -628,7 +618,7 @@ func (a *AgentSessions) appendEvent(ctx context.Context, req store.AppendEventRe
 func (a *AgentSessions) refuseAppend(tx Tx, key store.SessionKey, ev store.AgentEvent, expected int64, res *store.AppendEventResult) error {
 	var row asRow
 	err := tx.Scan(asGetSQL, []any{key.App, key.User, key.Session, a.s.tenant},
-		&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
+		&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS, &row.DataKey)
 	if errors.Is(err, sql.ErrNoRows) {
 		return sessionNotFound(key)
 	}
@@ -640,7 +630,7 @@ func (a *AgentSessions) refuseAppend(tx Tx, key store.SessionKey, ev store.Agent
 	err = tx.Scan(a.s.q.events.byID, []any{row.PK, ev.ID}, sc.dest(&stored)...)
 	if err == nil {
 		sc.finish(&stored)
-		dk, err := a.s.keyOfPK(tx, row.PK)
+		dk, err := a.s.dataKey(context.Background(), row.DataKey)
 		if err != nil {
 			return err
 		}
@@ -705,7 +695,7 @@ func (a *AgentSessions) ListEvents(ctx context.Context, req store.ListEventsRequ
 	err = a.s.readTxHot(ctx, func(r Tx) error {
 		var row asRow
 		err := scanHot(r, asGetLineageSQL, []any{key.App, key.User, key.Session, a.s.tenant},
-			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS, &row.Parent, &row.ForkSeq)
+			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS, &row.Parent, &row.ForkSeq, &row.DataKey)
 		if errors.Is(err, sql.ErrNoRows) {
 			return sessionNotFound(key)
 		}
@@ -742,20 +732,21 @@ func (a *AgentSessions) GetState(ctx context.Context, key store.SessionKey) (sto
 	var out store.ScopedState
 	err := a.s.readTxHot(ctx, func(r Tx) error {
 		var pk int64
+		var keyID string
 		if key.Session != "" {
 			var row asRow
 			err := scanHot(r, asGetSQL, []any{key.App, key.User, key.Session, a.s.tenant},
-				&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
+				&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS, &row.DataKey)
 			if errors.Is(err, sql.ErrNoRows) {
 				return sessionNotFound(key)
 			}
 			if err != nil {
 				return err
 			}
-			pk = row.PK
+			pk, keyID = row.PK, row.DataKey
 		}
 		var err error
-		out, err = a.s.readStateOpen(r, key, pk)
+		out, err = a.s.readStateOpen(r, key, pk, keyID)
 		return err
 	})
 	return out, err
@@ -789,15 +780,16 @@ func (a *AgentSessions) UpdateState(ctx context.Context, req store.UpdateStateRe
 	err := a.s.write(ctx, func(tx Tx) error {
 		version = 0
 		var pk int64
+		var keyID string
 		if key.Session != "" {
 			var row asRow
 			var err error
 			if len(req.Delta.Session) > 0 {
 				err = tx.Scan(asBumpSQL, []any{rowcodec.ToMillis(a.s.now()), key.App, key.User, key.Session, req.ExpectedVersion, 0, a.s.tenant},
-					&row.PK, &row.Version, &row.EventCount)
+					&row.PK, &row.Version, &row.EventCount, &row.DataKey)
 			} else {
 				err = tx.Scan(asGetSQL, []any{key.App, key.User, key.Session, a.s.tenant},
-					&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS)
+					&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS, &row.DataKey)
 				if err == nil && req.ExpectedVersion > 0 && row.Version != req.ExpectedVersion {
 					return &store.StaleSessionError{Key: key, Expected: req.ExpectedVersion, Current: row.Version}
 				}
@@ -805,7 +797,7 @@ func (a *AgentSessions) UpdateState(ctx context.Context, req store.UpdateStateRe
 			if errors.Is(err, sql.ErrNoRows) {
 				var cur asRow
 				err := tx.Scan(asGetSQL, []any{key.App, key.User, key.Session, a.s.tenant},
-					&cur.PK, &cur.Version, &cur.EventCount, &cur.CreatedAtMS, &cur.UpdatedAtMS)
+					&cur.PK, &cur.Version, &cur.EventCount, &cur.CreatedAtMS, &cur.UpdatedAtMS, &cur.DataKey)
 				if errors.Is(err, sql.ErrNoRows) {
 					return sessionNotFound(key)
 				}
@@ -817,11 +809,11 @@ func (a *AgentSessions) UpdateState(ctx context.Context, req store.UpdateStateRe
 			if err != nil {
 				return err
 			}
-			pk, version = row.PK, row.Version
+			pk, version, keyID = row.PK, row.Version, row.DataKey
 		}
 		delta := req.Delta
 		if pk != 0 {
-			dk, err := a.s.keyOfPK(tx, pk)
+			dk, err := a.s.dataKey(ctx, keyID)
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package sqlcore
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -21,15 +22,15 @@ import (
 const (
 	// asGetLineageSQL is asGetSQL with the row's lineage.
 	asGetLineageSQL = `SELECT pk, version, event_count, created_at_ms, updated_at_ms,
-		COALESCE(lineage_parent, 0), fork_seq
+		COALESCE(lineage_parent, 0), fork_seq, data_key
 		FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0 AND tenant = ?`
 
 	// lnParentSQL reads one ancestor's lineage.
-	lnParentSQL = `SELECT COALESCE(lineage_parent, 0), fork_seq FROM agent_sessions WHERE pk = ?`
+	lnParentSQL = `SELECT COALESCE(lineage_parent, 0), fork_seq, data_key FROM agent_sessions WHERE pk = ?`
 
 	// lnNodeSQL reads a row for a fork, a rewind or the tree.
 	lnNodeSQL = `SELECT pk, COALESCE(lineage_parent, 0), fork_seq, retired, COALESCE(superseded_of, 0),
-		app, user_id, session_id, version, event_count, created_at_ms, initial_state
+		app, user_id, session_id, version, event_count, created_at_ms, initial_state, data_key
 		FROM agent_sessions WHERE pk = ?`
 
 	lnInsertSQL = `INSERT INTO agent_sessions
@@ -75,9 +76,11 @@ const (
 const maxLineageDepth = 100_000
 
 // segment is the part of one row's events in a session's view: its own
-// events up to hi (hi < 0: all of them).
+// events up to hi (hi < 0: all of them), sealed with the row's data key
+// (key; ” = plaintext).
 type segment struct {
 	pk, hi int64
+	key    string
 }
 
 // lineage returns the segments of row's view, newest first: its own
@@ -85,11 +88,20 @@ type segment struct {
 func (a *AgentSessions) lineage(r Tx, row asRow) ([]segment, error) {
 	// walkLineage (conv_lineage.go) is the one walker, shared with
 	// conversations.
+	// The walk reads each ancestor's row once; its data key comes with it.
+	var ancestorKeys map[int64]string
 	segs, err := walkLineage(row.PK, row.Parent, row.ForkSeq, func(pk int64) (int64, int64, error) {
 		var next, fork int64
-		err := scanHot(r, lnParentSQL, []any{pk}, &next, &fork)
+		var key string
+		err := scanHot(r, lnParentSQL, []any{pk}, &next, &fork, &key)
 		if errors.Is(err, sql.ErrNoRows) {
 			return 0, 0, fmt.Errorf("sqlcore: agent session lineage names a missing row %d", pk)
+		}
+		if key != "" {
+			if ancestorKeys == nil {
+				ancestorKeys = make(map[int64]string)
+			}
+			ancestorKeys[pk] = key
 		}
 		return next, fork, err
 	})
@@ -98,8 +110,9 @@ func (a *AgentSessions) lineage(r Tx, row asRow) ([]segment, error) {
 	}
 	out := make([]segment, len(segs))
 	for i, sg := range segs {
-		out[i] = segment{pk: sg.id, hi: sg.hi}
+		out[i] = segment{pk: sg.id, hi: sg.hi, key: ancestorKeys[sg.id]}
 	}
+	out[0].key = row.DataKey
 	return out, nil
 }
 
@@ -138,7 +151,7 @@ func (a *AgentSessions) readRecent(r Tx, segs []segment, size int64, recent int,
 			query, args = q.recentAfterUpTo, []any{sg.pk, sg.hi, afterUS, afterUS, afterNS, limit}
 		}
 		var err error
-		if evs, err = a.s.appendEvents(r, evs, query, args); err != nil {
+		if evs, err = a.s.appendEvents(r, evs, sg.key, query, args); err != nil {
 			return nil, err
 		}
 	}
@@ -170,7 +183,7 @@ func (a *AgentSessions) readAscending(r Tx, segs []segment, after int64, limit i
 			query, args = q.pageInvocationUpTo, []any{sg.pk, invocation, after, sg.hi, left}
 		}
 		var err error
-		if evs, err = a.s.appendEvents(r, evs, query, args); err != nil {
+		if evs, err = a.s.appendEvents(r, evs, sg.key, query, args); err != nil {
 			return nil, err
 		}
 	}
@@ -195,7 +208,7 @@ func (a *AgentSessions) latestSummary(r Tx, segs []segment) (ev store.AgentEvent
 			return ev, false, err
 		}
 		sc.finish(&ev)
-		dk, err := a.s.keyOfPK(r, sg.pk)
+		dk, err := a.s.dataKey(context.Background(), sg.key)
 		if err != nil {
 			return ev, false, err
 		}
@@ -265,12 +278,13 @@ type lnNode struct {
 	Key                                        store.SessionKey
 	Version, EventCount, CreatedAtMS           int64
 	InitialState                               string
+	DataKey                                    string // '' = plaintext (crypt.go)
 }
 
 func readNode(r Tx, pk int64) (lnNode, error) {
 	var n lnNode
 	err := r.Scan(lnNodeSQL, []any{pk}, &n.PK, &n.Parent, &n.ForkSeq, &n.Retired, &n.SupersededOf,
-		&n.Key.App, &n.Key.User, &n.Key.Session, &n.Version, &n.EventCount, &n.CreatedAtMS, &n.InitialState)
+		&n.Key.App, &n.Key.User, &n.Key.Session, &n.Version, &n.EventCount, &n.CreatedAtMS, &n.InitialState, &n.DataKey)
 	return n, err
 }
 
@@ -281,7 +295,7 @@ func readNode(r Tx, pk int64) (lnNode, error) {
 const lnLockSQL = `UPDATE agent_sessions SET version = version
 	WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0 AND tenant = ?
 	RETURNING pk, COALESCE(lineage_parent, 0), fork_seq, retired, COALESCE(superseded_of, 0),
-		app, user_id, session_id, version, event_count, created_at_ms, initial_state`
+		app, user_id, session_id, version, event_count, created_at_ms, initial_state, data_key`
 
 // liveNode reads the live row of key in tenant (in a write transaction:
 // locked).
@@ -294,7 +308,7 @@ func liveNode(r Tx, tenant string, key store.SessionKey) (lnNode, error) {
 func lockLive(tx Tx, tenant string, key store.SessionKey) (lnNode, error) {
 	var n lnNode
 	err := tx.Scan(lnLockSQL, []any{key.App, key.User, key.Session, tenant}, &n.PK, &n.Parent, &n.ForkSeq, &n.Retired, &n.SupersededOf,
-		&n.Key.App, &n.Key.User, &n.Key.Session, &n.Version, &n.EventCount, &n.CreatedAtMS, &n.InitialState)
+		&n.Key.App, &n.Key.User, &n.Key.Session, &n.Version, &n.EventCount, &n.CreatedAtMS, &n.InitialState, &n.DataKey)
 	if errors.Is(err, sql.ErrNoRows) {
 		return lnNode{}, sessionNotFound(key)
 	}
@@ -340,7 +354,7 @@ func (s *Store) stateAt(r Tx, n lnNode, at int64) (map[string]json.RawMessage, e
 	if err != nil {
 		return nil, err
 	}
-	dk, err := s.keyOfPK(r, o.PK) // crypt.go: the owner's data key
+	dk, err := s.dataKey(context.Background(), o.DataKey) // crypt.go: the owner's data key
 	if err != nil {
 		return nil, err
 	}

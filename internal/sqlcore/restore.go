@@ -36,12 +36,12 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
 	upRestoreSQL = `INSERT INTO uploads (` + upColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)`
 
+	// asRestoreSQL restores a session of its own; its initial state is
+	// empty ('{}', sealed in an encrypting store) and data_key names its
+	// data key ('' = plaintext).
 	asRestoreSQL = `INSERT INTO agent_sessions
-		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, app, user_id, session_id) WHERE retired = 0 DO NOTHING RETURNING pk`
-	// asRestoreInitialSQL seals a restored session's (empty) initial state
-	// in an encrypting store.
-	asRestoreInitialSQL = `UPDATE agent_sessions SET initial_state = ? WHERE pk = ?`
+		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms, initial_state, data_key)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, app, user_id, session_id) WHERE retired = 0 DO NOTHING RETURNING pk`
 	stAppRestoreSQL     = `INSERT INTO agent_app_state (app, key, value) VALUES (?, ?, ?) ON CONFLICT (tenant, app, key) DO NOTHING`
 	stAppValueSQL       = `SELECT value FROM agent_app_state WHERE app = ? AND key = ? AND tenant = ''`
 	stUserRestoreSQL    = `INSERT INTO agent_user_state (app, user_id, key, value) VALUES (?, ?, ?, ?) ON CONFLICT (tenant, app, user_id, key) DO NOTHING`
@@ -49,8 +49,8 @@ const (
 	stSessionRestoreSQL = `INSERT INTO agent_session_state (session_pk, key, value) VALUES (?, ?, ?)`
 
 	asRestoreForkSQL = `INSERT INTO agent_sessions
-		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms, lineage_parent, fork_seq, initial_state)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, app, user_id, session_id) WHERE retired = 0 DO NOTHING RETURNING pk`
+		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms, lineage_parent, fork_seq, initial_state, data_key)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, app, user_id, session_id) WHERE retired = 0 DO NOTHING RETURNING pk`
 )
 
 // forkParent decides whether s is restored as a fork: its ForkedFrom
@@ -73,7 +73,7 @@ func (w *recordWriter) forkParent(s store.AgentSession) (parent, at int64, initi
 		return 0, 0, "", err
 	}
 	a := &AgentSessions{s: w.s}
-	segs, err := a.lineage(w.tx, asRow{PK: p.PK, Parent: p.Parent, ForkSeq: p.ForkSeq})
+	segs, err := a.lineage(w.tx, asRow{PK: p.PK, Parent: p.Parent, ForkSeq: p.ForkSeq, DataKey: p.DataKey})
 	if err != nil {
 		return 0, 0, "", err
 	}
@@ -102,6 +102,7 @@ func (w *recordWriter) forkParent(s store.AgentSession) (parent, at int64, initi
 
 // recordWriter is the store.RecordWriter of one restore transaction.
 type recordWriter struct {
+	ctx      context.Context // the restore's, for the keyring's writes
 	s        *Store
 	tx       Tx
 	governed func(store.Session) (bool, error)
@@ -109,9 +110,10 @@ type recordWriter struct {
 }
 
 // NewRecordWriter returns the store.RecordWriter of a restore running in
-// tx; governed writes a governed session (the backend's own facet).
-func (s *Store) NewRecordWriter(tx Tx, governed func(store.Session) (bool, error)) store.RecordWriter {
-	return &recordWriter{s: s, tx: tx, governed: governed, now: s.now()}
+// tx under ctx; governed writes a governed session (the backend's own
+// facet).
+func (s *Store) NewRecordWriter(ctx context.Context, tx Tx, governed func(store.Session) (bool, error)) store.RecordWriter {
+	return &recordWriter{ctx: ctx, s: s, tx: tx, governed: governed, now: s.now()}
 }
 
 func (w *recordWriter) PutGovernedSession(sess store.Session) (bool, error) {
@@ -481,25 +483,18 @@ func (w *recordWriter) PutAgentSession(s store.AgentSession) (bool, error) {
 	// it creates: the session gets a data key of its own (an export's
 	// sealed content was opened with the exporting session's key; it is
 	// never written back in plaintext to an encrypting store).
-	ctx := context.Background()    // the keyring's file writes take no deadline of the restore's
-	dk, err := w.s.newDataKey(ctx) // crypt.go; nil without a keyring
+	dk, err := w.s.newDataKey(w.ctx) // crypt.go; nil without a keyring
 	if err != nil {
 		return false, err
 	}
 	var pk int64
 	if parent != 0 {
-		err = w.tx.Get(&pk, asRestoreForkSQL, key.App, key.User, key.Session, s.Version, s.EventCount, created, updated, parent, at, sealed(dk, []byte(initial), adInitial))
+		err = w.tx.Get(&pk, asRestoreForkSQL, key.App, key.User, key.Session, s.Version, s.EventCount, created, updated, parent, at, sealed(dk, []byte(initial), adInitial), keyID(dk))
 	} else {
-		err = w.tx.Get(&pk, asRestoreSQL, key.App, key.User, key.Session, s.Version, s.EventCount, created, updated)
-	}
-	if err == nil {
-		err = setKeyOfPK(w.tx, pk, dk)
-	}
-	if err == nil && dk != nil && parent == 0 { // the column's plaintext default would not open
-		_, err = w.tx.Exec(asRestoreInitialSQL, sealInitial(dk, nil), pk)
+		err = w.tx.Get(&pk, asRestoreSQL, key.App, key.User, key.Session, s.Version, s.EventCount, created, updated, sealInitial(dk, nil), keyID(dk))
 	}
 	if err != nil {
-		w.s.discardKey(ctx, dk)
+		w.s.discardKey(w.ctx, dk)
 		if errors.Is(err, sql.ErrNoRows) {
 			return false, nil // exists
 		}

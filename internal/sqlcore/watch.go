@@ -258,7 +258,7 @@ const (
 	feedRunEpochSQL   = `SELECT events_epoch FROM conversation_runs WHERE session_id = ? AND run_id = ?`
 	feedRunEventsSQL  = `SELECT run_id, seq, at_ms, event FROM conversation_run_events
 		WHERE session_id = ? AND run_id = ? AND seq >= ? ORDER BY seq LIMIT ?`
-	feedSessionSQL = `SELECT pk, epoch, COALESCE(lineage_parent, 0) AS lineage_parent, fork_seq FROM agent_sessions
+	feedSessionSQL = `SELECT pk, epoch, COALESCE(lineage_parent, 0) AS lineage_parent, fork_seq, data_key FROM agent_sessions
 		WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0 AND tenant = ?`
 )
 
@@ -418,10 +418,11 @@ func (f *feedFacet) Events(ctx context.Context, req store.EventFeed) iter.Seq2[s
 		return func(ctx context.Context) (store.Batch[store.AgentEvent], bool, bool, error) {
 			var b store.Batch[store.AgentEvent]
 			var head struct {
-				PK      int64 `db:"pk"`
-				Epoch   int64 `db:"epoch"`
-				Parent  int64 `db:"lineage_parent"`
-				ForkSeq int64 `db:"fork_seq"`
+				PK      int64  `db:"pk"`
+				Epoch   int64  `db:"epoch"`
+				Parent  int64  `db:"lineage_parent"`
+				ForkSeq int64  `db:"fork_seq"`
+				DataKey string `db:"data_key"`
 			}
 			found := true
 			err := f.s.readTx(ctx, func(r Tx) error {
@@ -437,7 +438,7 @@ func (f *feedFacet) Events(ctx context.Context, req store.EventFeed) iter.Seq2[s
 				// A fork is a stream of its own: its history up to the fork
 				// point is read along its lineage, then its own events.
 				as := &AgentSessions{s: f.s}
-				segs, err := as.lineage(r, asRow{PK: head.PK, Parent: head.Parent, ForkSeq: head.ForkSeq})
+				segs, err := as.lineage(r, asRow{PK: head.PK, Parent: head.Parent, ForkSeq: head.ForkSeq, DataKey: head.DataKey})
 				if err != nil {
 					return err
 				}
