@@ -7,3 +7,7 @@ package pgstore
 func (s *Store) UseBatchStats() (transactions, calls int64) {
 	return s.uses.shared.Load(), s.uses.sharedCalls.Load()
 }
+
+// BypassesRLS reports what the store found at open: whether its
+// connections' role bypasses row-level security (tenant.go).
+func (s *Store) BypassesRLS() bool { return s.rlsBypassFound }

@@ -33,6 +33,9 @@ type Store struct {
 	channel string
 	core    *sqlcore.Store
 	sweeper *sqlcore.Sweeper // WithSweeper; nil without
+	// rlsBypassFound: the connections' role bypasses row-level security
+	// (found at open; tenant.go).
+	rlsBypassFound bool
 	// uses batches concurrent governed Use calls per session.
 	uses useBatcher
 
@@ -131,6 +134,12 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg config) (*Store, erro
 	if err != nil {
 		return nil, err
 	}
+	bypass, err := s.bypassesRLS(ctx) // tenant.go
+	if err != nil {
+		return nil, err
+	}
+	s.rlsBypassFound = bypass
+	s.core.SetRLSBypass(bypass)
 	s.channel = "sessionstore_turns_" + hash64(database, schema)
 	if err := s.startSweeper(); err != nil {
 		s.core.Close()

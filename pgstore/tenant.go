@@ -15,6 +15,28 @@ var _ store.Tenanter = (*Store)(nil)
 // of migration 17 compare rows with.
 const tenantSQL = `SELECT set_config('sessionstore.tenant', ?, true)`
 
+// bypassRLSSQL reports whether the session's role is subject to none of
+// the row-level security policies of the store's schema: a superuser or
+// BYPASSRLS role, or the owner of every table that has policies (and
+// does not force them on its owner).
+const bypassRLSSQL = `SELECT r.rolsuper OR r.rolbypassrls OR NOT EXISTS (
+		SELECT 1 FROM pg_class c
+		WHERE c.relnamespace = to_regnamespace(current_schema())
+		  AND c.relkind = 'r' AND c.relrowsecurity
+		  AND (c.relowner <> r.oid OR c.relforcerowsecurity))
+	FROM pg_roles r WHERE r.rolname = current_user`
+
+// bypassesRLS reports whether the store's connections bypass row-level
+// security: then a tenant handle's reads, which name the tenant in their
+// statements anyway, need no transaction that sets the tenant first.
+func (s *Store) bypassesRLS(ctx context.Context) (bool, error) {
+	var bypass bool
+	if err := s.pool.QueryRow(ctx, bypassRLSSQL).Scan(&bypass); err != nil {
+		return false, mapErr(err)
+	}
+	return bypass, nil
+}
+
 // Tenant returns the handle on the rows of tenant name (see
 // store.TenantStore): its facets see only that tenant's rows, and the
 // rows they write belong to it. A name that store.ValidateTenant refuses,

@@ -140,7 +140,10 @@ type Store struct {
 	// tenant is the tenant whose rows the Store reads and writes; "" is
 	// the default tenant (tenant.go).
 	tenant string
-	dks    *dataKeys // crypt.go
+	// rlsBypass: the connections' role bypasses row-level security
+	// (SetRLSBypass, tenant.go).
+	rlsBypass bool
+	dks       *dataKeys // crypt.go
 }
 
 // New returns the facets over db.
