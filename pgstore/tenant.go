@@ -55,3 +55,9 @@ func (t *tenantStore) AgentSessions() store.AgentSessions {
 func (t *tenantStore) Events(ctx context.Context, req store.EventFeed) iter.Seq2[store.Batch[store.AgentEvent], error] {
 	return t.core.Feed(nil).Events(ctx, req)
 }
+
+func (t *tenantStore) Conversations() store.Conversations { return t.core.Conversations() }
+
+// Feed is the tenant's change feed; it has no governed-session reader
+// (governed sessions are not tenant-scoped yet), so that stream fails.
+func (t *tenantStore) Feed() store.Feed { return t.core.Feed(nil) }

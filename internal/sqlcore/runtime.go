@@ -314,7 +314,7 @@ func (r *Runtime) HistoryLen(ctx context.Context, id string) (int64, error) {
 		// A forked conversation's history goes on after its fork point
 		// (conv_lineage.go).
 		var l lineRow
-		if err := rx.Get(&l, convLineSQL, id); err == nil {
+		if err := rx.Get(&l, convLineSQL, id, r.s.tenant); err == nil {
 			n = max(n, l.ForkNext, l.FirstSeq)
 		} else if !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -349,7 +349,7 @@ func (r *Runtime) HistorySlice(ctx context.Context, id string, from int64, limit
 			return err
 		}
 		var l lineRow
-		if err := rx.Get(&l, convLineSQL, id); errors.Is(err, sql.ErrNoRows) {
+		if err := rx.Get(&l, convLineSQL, id, r.s.tenant); errors.Is(err, sql.ErrNoRows) {
 			return nil // no conversation: no history
 		} else if err != nil {
 			return err
