@@ -52,3 +52,5 @@ func (t *tenantStore) Conversations() store.Conversations { return t.core.Conver
 // Feed is the tenant's change feed; it has no governed-session reader
 // (governed sessions are not tenant-scoped yet), so that stream fails.
 func (t *tenantStore) Feed() store.Feed { return t.core.Feed(nil) }
+
+func (t *tenantStore) Runtime() store.Runtime { return t.core.Runtime() }

@@ -69,6 +69,14 @@ type TenantStore interface {
 	// compactions and the retired histories they keep).
 	Conversations() Conversations
 
+	// Runtime returns the runtime facet of the tenant: its runtime
+	// sessions (model overrides, workspace and owner), their uploads,
+	// turns and cancel causes, and the history of the conversation of the
+	// same id. Count counts the tenant's sessions; the cap on sessions
+	// (the backends' MaxSessions option) is store-wide. Runtime session
+	// and upload ids are global, like conversation ids (see above).
+	Runtime() Runtime
+
 	// Feed returns the change feed of the tenant: the streams of its
 	// conversations (messages, traces, run events) and of its agent
 	// sessions (events). Governed sessions are not tenant-scoped yet: the

@@ -1,10 +1,12 @@
--- Tenants for conversations (issue 29, part 1). Migration 17 gave the
--- conversations table and its seven child tables a tenant column; this one
+-- Tenants for conversations and runtime sessions (issue 29, part 1).
+-- Migration 17 gave the conversations table and its seven child tables,
+-- runtime_sessions, runtime_cancel_causes and uploads a tenant column
+-- (the library names the tenant in the inserts of the last three); this one
 -- gives it to the retired histories of conversation lineage too
 -- (conversation_retired and the messages they hold), makes child rows
 -- carry their conversation's tenant, and leads the indexes that list
--- conversations with the tenant, so that one tenant's page is an index
--- range.
+-- conversations with the tenant and adds one on (tenant, id) to
+-- runtime_sessions, so that one tenant's page is an index range.
 --
 -- Conversation ids stay global primary keys: a tenant handle finds only
 -- its own conversations (another tenant's id is ErrNotFound), and a create
@@ -26,6 +28,7 @@ CREATE INDEX conversations_parent ON conversations (tenant, parent_id, id);
 DROP INDEX conversations_updated;
 CREATE INDEX conversations_updated ON conversations (tenant, updated_at_ms, id);
 CREATE INDEX conversations_tenant ON conversations (tenant, id);
+CREATE INDEX runtime_sessions_tenant ON runtime_sessions (tenant, id);
 
 -- +goose StatementBegin
 CREATE TRIGGER conversation_messages_tenant AFTER INSERT ON conversation_messages
@@ -91,6 +94,7 @@ END;
 -- +goose StatementEnd
 
 -- +goose Down
+DROP INDEX runtime_sessions_tenant;
 
 DROP TRIGGER conversation_reports_tenant;
 

@@ -1,10 +1,10 @@
--- Tenants for conversations (issue 29, part 1): the retired histories of
+-- Tenants for conversations and runtime sessions (issue 29, part 1): the retired histories of
 -- conversation lineage (conversation_retired and the messages they hold)
 -- get the tenant column and the row-level security policy the other
 -- session tables got in migration 17, with the transaction's
 -- sessionstore.tenant setting as the column's default; the indexes that
--- list conversations lead with the tenant, so that one tenant's page is an
--- index range. Child rows of a conversation written by a tenant handle take
+-- list conversations lead with the tenant and runtime_sessions gets one on
+-- (tenant, id), so that one tenant's page is an index range. Child rows of a conversation written by a tenant handle take
 -- the tenant from that default (migration 17); conversation ids stay
 -- global primary keys (see the SQLite migration).
 
@@ -34,8 +34,10 @@ CREATE INDEX conversations_parent ON conversations (tenant, parent_id, id);
 DROP INDEX conversations_updated;
 CREATE INDEX conversations_updated ON conversations (tenant, updated_at_ms, id);
 CREATE INDEX conversations_tenant ON conversations (tenant, id);
+CREATE INDEX runtime_sessions_tenant ON runtime_sessions (tenant, id);
 
 -- +goose Down
+DROP INDEX runtime_sessions_tenant;
 DROP INDEX conversations_tenant;
 DROP INDEX conversations_updated;
 CREATE INDEX conversations_updated ON conversations (updated_at_ms, id);
