@@ -274,16 +274,12 @@ func (r *Runtime) ListIDs(ctx context.Context, req store.ListIDsRequest) (store.
 	return page, nil
 }
 
-// Count returns the number of runtime sessions: through a tenant's Store
-// the tenant's, through the Store itself the store's of every tenant (the
-// count that Config.MaxSessions caps).
+// Count returns the number of the tenant's runtime sessions (an index
+// range of runtime_sessions_tenant; runtime_counters, which the cap
+// Config.MaxSessions compares, counts those of every tenant).
 func (r *Runtime) Count(ctx context.Context) (int64, error) {
 	var n int64
-	q, args := rtCountSQL, []any(nil)
-	if r.s.tenant != "" {
-		q, args = rtTenantCountSQL, []any{r.s.tenant}
-	}
-	if err := r.s.get(ctx, &n, q, args...); err != nil {
+	if err := r.s.get(ctx, &n, rtTenantCountSQL, r.s.tenant); err != nil {
 		return 0, err
 	}
 	return n, nil
