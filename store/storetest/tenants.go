@@ -34,6 +34,7 @@ func RunTenants(t *testing.T, h Harness) {
 			t.Run("EventFeedFollowsTheTenantsSession", func(t *testing.T) { testTenantEventFeed(t, e) })
 			t.Run("ConversationsConcurrentlyInTwoTenants", func(t *testing.T) { testTenantConversationsConcurrent(t, e) })
 			t.Run("RuntimeSeesOnlyItsTenant", func(t *testing.T) { testTenantRuntime(t, e) })
+			t.Run("ConversationFeedFollowsTheTenantsConversation", func(t *testing.T) { testTenantConversationFeed(t, e) })
 		}},
 	}
 	for _, tc := range tests {

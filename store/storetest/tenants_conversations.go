@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -526,5 +527,86 @@ func testTenantConversationsConcurrent(t *testing.T, e *env) {
 	}
 	if p, err := e.conv().List(e.ctx, store.ConversationFilter{Limit: 100}); err != nil || len(p.Items) != 0 {
 		t.Fatalf("the default tenant lists %d of the tenants' conversations (%v)", len(p.Items), err)
+	}
+}
+
+// testTenantConversationFeed: a tenant's change feed delivers the
+// messages, traces and run events of its own conversations, and another
+// tenant's conversation id is ErrNotFound on each stream.
+func testTenantConversationFeed(t *testing.T, e *env) {
+	ta, tb := e.tenant(t, "feedc-a"), e.tenant(t, "feedc-b")
+	own, theirs := "feedc-conv-a", "feedc-conv-b"
+	for _, s := range []struct {
+		c    store.Conversations
+		id   string
+		text string
+	}{{ta.Conversations(), own, "from-a"}, {tb.Conversations(), theirs, "from-b"}, {e.conv(), "feedc-conv-default", "from-default"}} {
+		if _, err := s.c.Save(e.ctx, store.NewConversation(s.id)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.c.AppendMessages(e.ctx, s.id, store.UserMessage(s.text)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.c.AppendTraces(e.ctx, s.id, seedTrace(s.text, true, 0, 1, 1)); err != nil {
+			t.Fatal(err)
+		}
+		run := seedRun()
+		run.Snapshot.ID = tcRun
+		if err := s.c.PutRuns(e.ctx, s.id, run); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, crossStoreTimeout)
+	defer cancel()
+	f := ta.Feed()
+	first := func(what string, seq func(yield func(int, error) bool)) (int, error) {
+		for n, err := range seq {
+			return n, err
+		}
+		return 0, fmt.Errorf("%s: no batch", what)
+	}
+	msgs := func(id string) func(yield func(int, error) bool) {
+		return func(yield func(int, error) bool) {
+			for b, err := range f.Messages(ctx, store.MessageFeed{ID: id}) {
+				for _, m := range b.Items {
+					if m.Text() != "from-a" {
+						t.Errorf("the messages stream of %s delivers %q", id, m.Text())
+					}
+				}
+				if !yield(len(b.Items), err) {
+					return
+				}
+			}
+		}
+	}
+	traces := func(id string) func(yield func(int, error) bool) {
+		return func(yield func(int, error) bool) {
+			for b, err := range f.Traces(ctx, store.TraceFeed{ID: id}) {
+				if !yield(len(b.Items), err) {
+					return
+				}
+			}
+		}
+	}
+	runEvents := func(id string) func(yield func(int, error) bool) {
+		return func(yield func(int, error) bool) {
+			for b, err := range f.RunEvents(ctx, store.RunEventFeed{ID: id, RunID: tcRun}) {
+				if !yield(len(b.Items), err) {
+					return
+				}
+			}
+		}
+	}
+	for name, stream := range map[string]func(string) func(yield func(int, error) bool){
+		"Messages": msgs, "Traces": traces, "RunEvents": runEvents,
+	} {
+		if n, err := first(name, stream(own)); err != nil || n != 1 {
+			t.Errorf("%s of the tenant's conversation: %d items, %v; want 1", name, n, err)
+		}
+		for _, id := range []string{theirs, "feedc-conv-default"} {
+			if _, err := first(name, stream(id)); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("%s of another tenant's %s = %v, want ErrNotFound", name, id, err)
+			}
+		}
 	}
 }
