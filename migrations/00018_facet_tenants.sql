@@ -93,7 +93,20 @@ BEGIN
 END;
 -- +goose StatementEnd
 
+-- A search document of a conversation (a message, trace, artifact or run;
+-- session_id is the conversation's id) takes the conversation's tenant,
+-- as an agent event's takes its session's (migration 17).
+-- +goose StatementBegin
+CREATE TRIGGER search_docs_conversation_tenant AFTER INSERT ON search_docs
+WHEN NEW.kind <> 'event' AND (SELECT tenant FROM conversations WHERE id = NEW.session_id) <> NEW.tenant
+BEGIN
+    UPDATE search_docs SET tenant = (SELECT tenant FROM conversations WHERE id = NEW.session_id)
+    WHERE doc = NEW.doc;
+END;
+-- +goose StatementEnd
+
 -- +goose Down
+DROP TRIGGER search_docs_conversation_tenant;
 DROP INDEX runtime_sessions_tenant;
 
 DROP TRIGGER conversation_reports_tenant;

@@ -63,3 +63,17 @@ func (t *tenantStore) Conversations() store.Conversations { return t.core.Conver
 func (t *tenantStore) Feed() store.Feed { return t.core.Feed(nil) }
 
 func (t *tenantStore) Runtime() store.Runtime { return t.core.Runtime() }
+
+func (t *tenantStore) Search(ctx context.Context, q store.SearchQuery) (store.SearchResult, error) {
+	if t.s.closed.Load() {
+		return store.SearchResult{}, store.ErrStoreClosed
+	}
+	return t.core.Search(ctx, q)
+}
+
+func (t *tenantStore) History(ctx context.Context, req store.HistoryRequest) (store.Page[store.HistoryItem], error) {
+	if t.s.closed.Load() {
+		return store.Page[store.HistoryItem]{}, store.ErrStoreClosed
+	}
+	return t.core.History(ctx, req)
+}

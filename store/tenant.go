@@ -77,6 +77,15 @@ type TenantStore interface {
 	// and upload ids are global, like conversation ids (see above).
 	Runtime() Runtime
 
+	// Search finds the tenant's items by their text, as Searcher.Search
+	// does: messages, traces, artifacts and runs of its conversations and
+	// events of its agent sessions.
+	Search(ctx context.Context, q SearchQuery) (SearchResult, error)
+
+	// History returns a user's agent events across the tenant's sessions,
+	// as Searcher.History does.
+	History(ctx context.Context, req HistoryRequest) (Page[HistoryItem], error)
+
 	// Feed returns the change feed of the tenant: the streams of its
 	// conversations (messages, traces, run events) and of its agent
 	// sessions (events). Governed sessions are not tenant-scoped yet: the

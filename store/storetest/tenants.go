@@ -28,6 +28,7 @@ func RunTenants(t *testing.T, h Harness) {
 			t.Run("InvalidNamesAreInvalidInput", func(t *testing.T) { testTenantNames(t, e) })
 			t.Run("AgentSessionsSeeOnlyTheirTenant", func(t *testing.T) { testTenantAgentSessions(t, e) })
 			t.Run("ConversationsSeeOnlyTheirTenant", func(t *testing.T) { testTenantConversations(t, e) })
+			t.Run("SearchFindsOnlyTheTenantsItems", func(t *testing.T) { testTenantSearch(t, e) })
 		}},
 		{"ConcurrencyAndFeed", func(t *testing.T, e *env) {
 			t.Run("SameKeysConcurrentlyInTwoTenants", func(t *testing.T) { testTenantConcurrent(t, e) })
