@@ -18,7 +18,7 @@ import (
 // log, search documents) take it from the session row (migration 17's
 // triggers); so do the rows of a tenant's conversation (migration 18's
 // triggers; retired histories and runtime rows the library names the
-// tenant of); the default tenant's stay ”. Read with raw SQL.
+// tenant of); the default tenant's stay the empty name. Read with raw SQL.
 func TestTenantChildRows(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "sessions.db")
