@@ -5,8 +5,11 @@
 -- gives it to the retired histories of conversation lineage too
 -- (conversation_retired and the messages they hold), makes child rows
 -- carry their conversation's tenant, and leads the indexes that list
--- conversations with the tenant and adds one on (tenant, id) to
--- runtime_sessions, so that one tenant's page is an index range.
+-- conversations by id or parent with the tenant and adds one on (tenant,
+-- id) to runtime_sessions, so that one tenant's page is an index range.
+-- conversations_updated stays (updated_at_ms, id): every append rewrites
+-- it, and the retention sweep walks it across tenants; a tenant's
+-- DeleteUpdatedBefore walks it filtered by tenant.
 --
 -- Conversation ids stay global primary keys: a tenant handle finds only
 -- its own conversations (another tenant's id is ErrNotFound), and a create
@@ -25,8 +28,6 @@ ALTER TABLE conversation_retired_messages ADD COLUMN tenant TEXT NOT NULL DEFAUL
 
 DROP INDEX conversations_parent;
 CREATE INDEX conversations_parent ON conversations (tenant, parent_id, id);
-DROP INDEX conversations_updated;
-CREATE INDEX conversations_updated ON conversations (tenant, updated_at_ms, id);
 CREATE INDEX conversations_tenant ON conversations (tenant, id);
 CREATE INDEX runtime_sessions_tenant ON runtime_sessions (tenant, id);
 
@@ -124,8 +125,6 @@ DROP TRIGGER conversation_cost_records_tenant;
 DROP TRIGGER conversation_messages_tenant;
 
 DROP INDEX conversations_tenant;
-DROP INDEX conversations_updated;
-CREATE INDEX conversations_updated ON conversations (updated_at_ms, id);
 DROP INDEX conversations_parent;
 CREATE INDEX conversations_parent ON conversations (parent_id, id);
 ALTER TABLE conversation_retired_messages DROP COLUMN tenant;

@@ -31,16 +31,12 @@ $$;
 
 DROP INDEX conversations_parent;
 CREATE INDEX conversations_parent ON conversations (tenant, parent_id, id);
-DROP INDEX conversations_updated;
-CREATE INDEX conversations_updated ON conversations (tenant, updated_at_ms, id);
 CREATE INDEX conversations_tenant ON conversations (tenant, id);
 CREATE INDEX runtime_sessions_tenant ON runtime_sessions (tenant, id);
 
 -- +goose Down
 DROP INDEX runtime_sessions_tenant;
 DROP INDEX conversations_tenant;
-DROP INDEX conversations_updated;
-CREATE INDEX conversations_updated ON conversations (updated_at_ms, id);
 DROP INDEX conversations_parent;
 CREATE INDEX conversations_parent ON conversations (parent_id, id);
 
