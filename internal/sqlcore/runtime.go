@@ -314,17 +314,20 @@ func (r *Runtime) HistoryLen(ctx context.Context, id string) (int64, error) {
 		} else if err != nil {
 			return err
 		}
+		// The history is the tenant's conversation of the same id (none:
+		// an empty history, also when another tenant holds that id). A
+		// forked conversation's history goes on after its fork point
+		// (conv_lineage.go).
+		var l lineRow
+		if err := rx.Get(&l, convLineSQL, id, r.s.tenant); errors.Is(err, sql.ErrNoRows) {
+			return nil
+		} else if err != nil {
+			return err
+		}
 		if err := rx.Get(&n, rtHistoryLenSQL, id); err != nil {
 			return err
 		}
-		// A forked conversation's history goes on after its fork point
-		// (conv_lineage.go).
-		var l lineRow
-		if err := rx.Get(&l, convLineSQL, id, r.s.tenant); err == nil {
-			n = max(n, l.ForkNext, l.FirstSeq)
-		} else if !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
+		n = max(n, l.ForkNext, l.FirstSeq)
 		return nil
 	})
 	if err != nil {

@@ -187,6 +187,34 @@ func testTenantRuntime(t *testing.T, e *env) {
 			trForeign(t, e, rt, sc)
 		}
 	})
+	t.Run("HistoryOfAnotherTenantsConversationIsEmpty", func(t *testing.T) {
+		// B's conversation under an id that is A's runtime session: A's
+		// session has no history (runtime sessions and conversations
+		// pair by id within a tenant only).
+		conv := store.NewConversation("rt-paired")
+		conv.Messages = []store.Message{store.UserMessage(b.marker + " paired")}
+		if _, err := b.c.Save(e.ctx, conv); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rt.Insert(e.ctx, store.NewRuntimeSession{ID: "rt-paired", AgentAlias: "x", WorkspaceDir: "/x", ChatMode: store.ChatModeACP}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := rt.HistoryLen(e.ctx, "rt-paired"); err != nil || n != 0 {
+			t.Errorf("HistoryLen of A's session paired with B's conversation = %d, %v; want 0", n, err)
+		}
+		if h, err := rt.HistorySlice(e.ctx, "rt-paired", 0, 10); err != nil || len(h) != 0 {
+			t.Errorf("HistorySlice = %d messages, %v; want none", len(h), err)
+		}
+		if ok, err := rt.Remove(e.ctx, "rt-paired"); err != nil || !ok {
+			t.Fatalf("Remove = %v, %v", ok, err)
+		}
+		if _, err := b.c.Info(e.ctx, "rt-paired"); err != nil {
+			t.Errorf("B's conversation after A removed its runtime session of the same id: %v", err)
+		}
+		if err := b.c.Delete(e.ctx, "rt-paired"); err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("InsertOfATakenIDIsConflict", func(t *testing.T) {
 		_, err := rt.Insert(e.ctx, store.NewRuntimeSession{ID: trMain(b), AgentAlias: "x", WorkspaceDir: "/x", ChatMode: store.ChatModeChat})
 		if !errors.Is(err, store.ErrConflict) {
