@@ -22,8 +22,8 @@ import (
 )
 
 // tenantCommands are the commands that work through a tenant handle.
-var tenantCommands = []string{"agents", "history", "fork", "rewind", "messages", "artifacts", "traces", "runs",
-	"reports", "uploads", "delete", "search", "serve"}
+var tenantCommands = []string{"agents", "history", "fork", "rewind", "list", "messages", "artifacts", "traces",
+	"runs", "reports", "uploads", "delete", "search", "serve"}
 
 // tenantCommandList names tenantCommands for help and errors.
 func tenantCommandList() string {

@@ -155,6 +155,11 @@ func testTenantConversations(t *testing.T, e *testEnv) {
 	e.run("delete", "conv-default", "--tenant", "acme", "--yes").want(t, exitNotFound)
 	e.run("delete", "conv-acme-retry", "--tenant", "acme", "--yes").want(t, 0)
 	e.run("messages", "conv-default").want(t, 0)
+	listed := e.run("list", "--facet", "conversations", "--tenant", "acme", "--json").want(t, 0).stdout
+	if !strings.Contains(listed, "conv-acme") || strings.Contains(listed, "conv-default") {
+		t.Fatalf("list --facet conversations --tenant acme:\n%s", listed)
+	}
+	e.run("list", "--facet", "runtime", "--tenant", "acme").want(t, 0)
 }
 
 // tenantFixtureAgain recreates the tenant's session the delete above
