@@ -79,12 +79,13 @@ type Options struct {
 	// also off while HideContent or Redact is set: an export is the
 	// stored data exactly.
 	NoExport bool
-	// Tenant, when set, makes the console show the agent sessions of that
-	// tenant only, through the store's tenant handle (store.Tenanter; a
-	// name it refuses is ErrInvalidInput). The rest is not tenant-scoped
-	// yet and is not served in that mode (404): the other facets, the
-	// overview's counts, search, export, retention, metrics and live
-	// updates (see tenant.go).
+	// Tenant, when set, makes the console show the agent sessions,
+	// conversations and runtime sessions of that tenant only, through the
+	// store's tenant handle (store.Tenanter; a name it refuses is
+	// ErrInvalidInput). The rest is not served in that mode (404):
+	// governed sessions and audit (not tenant-scoped yet), the overview's
+	// counts, search, export, retention, metrics and live updates (see
+	// tenant.go).
 	Tenant string
 	// Registerer, when set, also registers the console's metrics
 	// collector there (the console's /metrics always serves its own

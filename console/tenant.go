@@ -4,24 +4,35 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"strings"
 
+	"github.com/agentstore/sessionstore/facet"
 	"github.com/agentstore/sessionstore/store"
 )
 
-// The console of one tenant (Options.Tenant). The library's tenant handle
-// scopes the agent-session facet so far, so the console serves that
-// facet's list and session pages through it, and nothing that would show
-// rows of other tenants: no other facet, no overview counts, search,
-// export, retention or metrics, and no live updates (the change feed is
-// not tenant-scoped yet). The root redirects to the agent sessions.
+// The console of one tenant (Options.Tenant). The console serves the
+// pages of the facets the library's tenant handle scopes — agent sessions,
+// conversations and runtime sessions (with their uploads) — through it,
+// and nothing that would show rows of other tenants: no governed
+// sessions or audit, no overview counts, search, export, retention or
+// metrics, and no live updates. The root redirects to the agent sessions.
 
-// tenantStore is a store whose agent-session facet is a tenant's.
+// tenantStore is a store whose agent-session, conversation and runtime
+// facets are a tenant's.
 type tenantStore struct {
 	store.Store
 	ts store.TenantStore
 }
 
 func (t tenantStore) AgentSessions() store.AgentSessions { return t.ts.AgentSessions() }
+
+func (t tenantStore) Conversations() store.Conversations { return t.ts.Conversations() }
+
+func (t tenantStore) Runtime() store.Runtime { return t.ts.Runtime() }
+
+// tenantFacets are the facets whose pages a tenant's console serves, in
+// the order of its navigation.
+var tenantFacets = []facet.Name{facet.AgentSessions, facet.Conversations, facet.Runtime}
 
 // scopeToTenant switches c to the pages of tenant name.
 func (c *console) scopeToTenant(name string) error {
@@ -50,8 +61,15 @@ func (c *console) tenantRoutes() {
 			}
 		})
 	}
-	handle("/agents", c.agentList)
-	handle("/agents/session", c.agentDetail)
+	views := c.facetViews()
+	for _, name := range tenantFacets {
+		for _, rt := range views[name].Routes {
+			if strings.HasPrefix(rt.Pattern, "/live/") {
+				continue // no live mode (c.refresh < 0)
+			}
+			handle(rt.Pattern, rt.Handler)
+		}
+	}
 	m.HandleFunc("GET "+p+"/{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, p+"/agents", http.StatusFound)
 	})

@@ -47,6 +47,25 @@ func TestTenantConsole(t *testing.T) {
 	if _, err := st.AgentSessions().CreateSession(ctx, store.CreateAgentSessionRequest{Key: store.SessionKey{App: "default-only", User: "u", Session: "s"}}); err != nil {
 		t.Fatal(err)
 	}
+	// A conversation and a runtime session (with an upload) in each.
+	for marker, f := range map[string]struct {
+		c  store.Conversations
+		rt store.Runtime
+	}{"marker-default": {st.Conversations(), st.Runtime()}, "marker-acme": {ts.Conversations(), ts.Runtime()}} {
+		id := "conv-" + marker[len("marker-"):][:1] // no marker in ids: a 404 page names the id
+		conv := store.NewConversation(id)
+		conv.Messages = []store.Message{store.UserMessage(marker + "-message")}
+		if _, err := f.c.Save(ctx, conv); err != nil {
+			t.Fatal(err)
+		}
+		rid := "rt-" + marker[len("marker-"):][:1]
+		if _, err := f.rt.Insert(ctx, store.NewRuntimeSession{ID: rid, AgentAlias: "agent-" + marker, WorkspaceDir: "/ws", ChatMode: store.ChatModeChat}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.rt.PutUpload(ctx, store.PutUploadRequest{SessionID: rid, RefID: "r1", WorkspacePath: "w", Content: []byte(marker + "-upload")}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	if _, err := console.New(st, console.Options{Tenant: "no spaces"}); !errors.Is(err, store.ErrInvalidInput) {
 		t.Fatalf("New with a malformed tenant: %v, want ErrInvalidInput", err)
@@ -63,6 +82,8 @@ func TestTenantConsole(t *testing.T) {
 	for _, path := range []string{
 		"/agents", "/agents?app=support", "/agents?app=support&user=ada",
 		"/agents/session?app=support&user=ada&session=s1", "/agents/session?app=support&user=ada&session=s1&format=json",
+		"/conversations", "/conversations/conv-a", "/conversations/conv-a/messages/0",
+		"/conversations/conv-a/messages.json", "/runtime", "/runtime/rt-a", "/runtime/rt-a/uploads/r1",
 	} {
 		resp, body := get(t, srv, prefix+path)
 		if resp.StatusCode != http.StatusOK {
@@ -71,18 +92,27 @@ func TestTenantConsole(t *testing.T) {
 		if strings.Contains(body, "marker-default") || strings.Contains(body, "default-only") {
 			t.Errorf("%s shows the default tenant's rows:\n%s", path, body)
 		}
-		if strings.Contains(path, "session") && !strings.Contains(body, "marker-acme") {
+		if path != "/conversations" && path != "/runtime" && !strings.HasPrefix(path, "/agents?") && path != "/agents" && !strings.Contains(body, "marker-acme") {
 			t.Errorf("%s does not show the tenant's session:\n%s", path, body)
 		}
 	}
-	if resp, _ := get(t, srv, prefix+"/agents/session?app=default-only&user=u&session=s"); resp.StatusCode != http.StatusNotFound {
-		t.Errorf("the default tenant's session: %d, want 404", resp.StatusCode)
+	for _, path := range []string{"/agents/session?app=default-only&user=u&session=s", "/conversations/conv-d",
+		"/conversations/conv-d/messages.json", "/runtime/rt-d", "/runtime/rt-d/uploads/r1"} {
+		if resp, body := get(t, srv, prefix+path); resp.StatusCode != http.StatusNotFound || strings.Contains(body, "marker-default") {
+			t.Errorf("the default tenant's %s: %d, want 404", path, resp.StatusCode)
+		}
+	}
+	for path, ids := range map[string][2]string{"/conversations": {"conv-a", "conv-d"}, "/runtime": {"rt-a", "rt-d"}} {
+		if _, body := get(t, srv, prefix+path); !strings.Contains(body, ">"+ids[0]+"<") || strings.Contains(body, ids[1]) {
+			t.Errorf("%s does not list the tenant's rows only:\n%s", path, body)
+		}
 	}
 	if resp, _ := get(t, srv, prefix+"/"); resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != prefix+"/agents" {
 		t.Errorf("/: %d to %q, want a redirect to the agent sessions", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	for _, path := range []string{"/governed", "/conversations", "/runtime", "/audit", "/search?q=said", "/export",
-		"/retention", "/metrics", "/go?id=s1", "/live/agents/events?app=support&user=ada&session=s1"} {
+	for _, path := range []string{"/governed", "/audit", "/search?q=said", "/export",
+		"/retention", "/metrics", "/go?id=s1", "/live/agents/events?app=support&user=ada&session=s1",
+		"/live/conversations/conv-a/messages"} {
 		if resp, body := get(t, srv, prefix+path); resp.StatusCode != http.StatusNotFound || strings.Contains(body, "marker-") {
 			t.Errorf("%s: %d, want 404 in a tenant's console", path, resp.StatusCode)
 		}

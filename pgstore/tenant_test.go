@@ -19,8 +19,8 @@ import (
 	"github.com/agentstore/sessionstore/store/storetest"
 )
 
-// tenantTables are the tables of migration 17 that carry a tenant and a
-// row-level security policy.
+// tenantTables are the tables of migrations 17 and 18 that carry a tenant
+// and a row-level security policy.
 var tenantTables = []string{
 	"agent_sessions", "agent_events", "agent_session_state", "agent_state_log",
 	"agent_app_state", "agent_user_state",
@@ -31,6 +31,82 @@ var tenantTables = []string{
 	"runtime_sessions", "runtime_cancel_causes", "uploads",
 	"spend_limits", "spend_reservations", "audit_events", "audit_heads",
 	"retention_holds", "search_docs",
+	"conversation_retired", "conversation_retired_messages",
+}
+
+// convTenantTables are the tables of conversations and runtime sessions
+// that seedTenants writes in every tenant.
+var convTenantTables = []string{
+	"conversations", "conversation_messages", "conversation_cost_records",
+	"conversation_artifacts", "conversation_trace_events", "conversation_runs",
+	"conversation_run_events", "conversation_reports",
+	"conversation_retired", "conversation_retired_messages",
+	"runtime_sessions", "runtime_cancel_causes", "uploads",
+}
+
+// seedTenantConversations writes, through the facets of tenant name (the
+// store itself for ""), a conversation with a row in every child table, a
+// fork of it, then deletes it (its messages the fork reads go to a retired
+// history); and a runtime session with an upload and a cancelled turn (a
+// cause row). Ids are qualified by the tenant: they are global keys.
+func seedTenantConversations(t *testing.T, ctx context.Context, c store.Conversations, rt store.Runtime, name string) {
+	t.Helper()
+	id := "conv-of-" + name
+	conv := store.NewConversation(id)
+	conv.Messages = []store.Message{store.UserMessage("q of " + name), store.AssistantMessage("a of " + name)}
+	conv.CostRecords = []store.CostRecord{{Model: "m", Provider: "p", TotalTokens: 1}}
+	if _, err := c.Save(ctx, conv); err != nil {
+		t.Fatalf("%q: save: %v", name, err)
+	}
+	if err := c.PutArtifacts(ctx, id, store.Artifact{URI: "a3s://x/" + name, ID: "x", ToolName: "t", Content: name}); err != nil {
+		t.Fatalf("%q: artifacts: %v", name, err)
+	}
+	if _, err := c.AppendTraces(ctx, id, store.TraceEvent{Schema: "a3s.trace_event.v1", Kind: store.TraceToolExecution, Name: name}); err != nil {
+		t.Fatalf("%q: traces: %v", name, err)
+	}
+	run := store.RunRecord{Snapshot: store.RunSnapshot{ID: "run", Status: store.RunCreated, Prompt: name},
+		Events: []store.RunEvent{{Seq: 0, Event: json.RawMessage(`{"type":"start"}`)}}}
+	if err := c.PutRuns(ctx, id, run); err != nil {
+		t.Fatalf("%q: runs: %v", name, err)
+	}
+	if err := c.AppendReports(ctx, id, store.VerificationReport{Schema: "a3s.verification_report.v1", Subject: "s", Status: store.VerificationPassed}); err != nil {
+		t.Fatalf("%q: reports: %v", name, err)
+	}
+	if _, err := c.Fork(ctx, store.ConversationForkRequest{ID: id, At: 1, NewID: "fork-of-" + name}); err != nil {
+		t.Fatalf("%q: fork: %v", name, err)
+	}
+	if err := c.Delete(ctx, id); err != nil {
+		t.Fatalf("%q: delete: %v", name, err)
+	}
+	// The conversation again, now without forks, holding every record.
+	if _, err := c.Save(ctx, conv); err != nil {
+		t.Fatalf("%q: save again: %v", name, err)
+	}
+	for _, err := range []error{
+		c.PutArtifacts(ctx, id, store.Artifact{URI: "a3s://x/" + name, ID: "x", ToolName: "t", Content: name}),
+		c.PutRuns(ctx, id, run),
+		c.AppendReports(ctx, id, store.VerificationReport{Schema: "a3s.verification_report.v1", Subject: "s", Status: store.VerificationPassed}),
+	} {
+		if err != nil {
+			t.Fatalf("%q: records: %v", name, err)
+		}
+	}
+	if _, err := c.AppendTraces(ctx, id, store.TraceEvent{Schema: "a3s.trace_event.v1", Kind: store.TraceToolExecution, Name: name}); err != nil {
+		t.Fatalf("%q: traces: %v", name, err)
+	}
+	rid := "runtime-of-" + name
+	if _, err := rt.Insert(ctx, store.NewRuntimeSession{ID: rid, AgentAlias: "agent", WorkspaceDir: "/ws", ChatMode: store.ChatModeChat}); err != nil {
+		t.Fatalf("%q: runtime: %v", name, err)
+	}
+	if _, err := rt.PutUpload(ctx, store.PutUploadRequest{SessionID: rid, RefID: "r", WorkspacePath: "w", Content: []byte(name)}); err != nil {
+		t.Fatalf("%q: upload: %v", name, err)
+	}
+	if _, _, err := rt.BeginTurn(ctx, rid); err != nil {
+		t.Fatalf("%q: turn: %v", name, err)
+	}
+	if ok, err := rt.Cancel(ctx, rid, store.CauseClientRequest); err != nil || !ok {
+		t.Fatalf("%q: cancel: %v, %v", name, ok, err)
+	}
 }
 
 // seedTenants writes the same agent-session keys, with events and state in
@@ -41,14 +117,15 @@ func seedTenants(t *testing.T, ctx context.Context, st *pgstore.Store, tenants .
 	t.Helper()
 	key := store.SessionKey{App: "app", User: "user", Session: "session"}
 	for _, name := range append([]string{""}, tenants...) {
-		as := st.AgentSessions()
+		as, c, rt := st.AgentSessions(), st.Conversations(), st.Runtime()
 		if name != "" {
 			ts, err := st.Tenant(name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			as = ts.AgentSessions()
+			as, c, rt = ts.AgentSessions(), ts.Conversations(), ts.Runtime()
 		}
+		seedTenantConversations(t, ctx, c, rt, name)
 		v := json.RawMessage(fmt.Sprintf("%q", "of "+name))
 		if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
 			t.Fatalf("%q: %v", name, err)
@@ -205,6 +282,13 @@ func TestTenantRowLevelSecurity(t *testing.T) {
 			}
 		}
 	}
+	for _, table := range convTenantTables {
+		for _, tenant := range []string{"", "tenant-a", "tenant-b"} {
+			if all[table][tenant] == 0 || all[table][tenant] != all[table][""] {
+				t.Errorf("owner: %s has %v rows per tenant; want the same number (> 0) in each", table, all[table])
+			}
+		}
+	}
 	if all["governed_sessions"][""] != 1 {
 		t.Errorf("owner: governed_sessions per tenant %v", all["governed_sessions"])
 	}
@@ -249,10 +333,13 @@ func TestTenantRowLevelSecurity(t *testing.T) {
 			}
 			// Updates and deletes without a WHERE reach the tenant's rows only.
 			for q, want := range map[string]int64{
-				"UPDATE agent_events SET data = '{}'":         all["agent_events"][a],
-				"UPDATE agent_user_state SET value = '0'":     all["agent_user_state"][a],
-				"DELETE FROM agent_state_log":                 all["agent_state_log"][a],
-				"UPDATE governed_sessions SET calls_made = 0": 0,
+				"UPDATE agent_events SET data = '{}'":                   all["agent_events"][a],
+				"UPDATE agent_user_state SET value = '0'":               all["agent_user_state"][a],
+				"DELETE FROM agent_state_log":                           all["agent_state_log"][a],
+				"UPDATE conversation_retired SET fork_next = fork_next": all["conversation_retired"][a],
+				"DELETE FROM conversation_retired_messages":             all["conversation_retired_messages"][a],
+				"UPDATE runtime_cancel_causes SET taken = true":         all["runtime_cancel_causes"][a],
+				"UPDATE governed_sessions SET calls_made = 0":           0,
 			} {
 				tag, err := tx.Exec(ctx, q)
 				if err != nil || tag.RowsAffected() != want {
@@ -333,6 +420,56 @@ func TestTenantStoreAsTenantRole(t *testing.T) {
 	if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: other}); err != nil {
 		t.Fatalf("create as the tenant role: %v", err)
 	}
+	// Conversations and runtime sessions as the tenant role: reads, an
+	// append, a fork and a rewind (which writes a retired history), a
+	// turn and its cause; another tenant's id is not found, and taking it
+	// is refused.
+	c, rt := ts.Conversations(), ts.Runtime()
+	conv, err := c.Load(ctx, "conv-of-tenant-a")
+	if err != nil || len(conv.Messages) != 2 {
+		t.Fatalf("Load as the tenant role = %+v, %v", conv, err)
+	}
+	if _, err := c.AppendMessages(ctx, conv.ID, store.UserMessage("more"), store.UserMessage("and more")); err != nil {
+		t.Fatalf("append as the tenant role: %v", err)
+	}
+	if _, err := c.Fork(ctx, store.ConversationForkRequest{ID: conv.ID, At: 2, NewID: "role-fork"}); err != nil {
+		t.Fatalf("fork as the tenant role: %v", err)
+	}
+	if _, err := c.Rewind(ctx, store.ConversationRewindRequest{ID: conv.ID, To: 0}); err != nil {
+		t.Fatalf("rewind as the tenant role: %v", err)
+	}
+	if sup, err := c.Superseded(ctx, conv.ID); err != nil || len(sup) != 1 {
+		t.Fatalf("Superseded as the tenant role = %+v, %v", sup, err)
+	}
+	if msgs, err := c.Messages(ctx, "role-fork", 0, 10); err != nil || len(msgs) != 3 {
+		t.Fatalf("the fork reads %d messages as the tenant role (%v), want 3", len(msgs), err)
+	}
+	if _, err := c.Load(ctx, "conv-of-tenant-b"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Load of tenant-b's conversation as tenant-a's role = %v, want ErrNotFound", err)
+	}
+	if _, err := c.Save(ctx, store.NewConversation("conv-of-tenant-b")); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("Save of tenant-b's id as tenant-a's role = %v, want ErrConflict", err)
+	}
+	if _, err := rt.Insert(ctx, store.NewRuntimeSession{ID: "runtime-of-tenant-b", AgentAlias: "a", WorkspaceDir: "/w", ChatMode: store.ChatModeChat}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("Insert of tenant-b's runtime id as tenant-a's role = %v, want ErrConflict", err)
+	}
+	if _, err := rt.PutUpload(ctx, store.PutUploadRequest{SessionID: "runtime-of-tenant-a", RefID: "r2", WorkspacePath: "w", Content: []byte("x")}); err != nil {
+		t.Fatalf("upload as the tenant role: %v", err)
+	}
+	gen, _, err := rt.BeginTurn(ctx, "runtime-of-tenant-a")
+	if err != nil {
+		t.Fatalf("turn as the tenant role: %v", err)
+	}
+	if ok, err := rt.Cancel(ctx, "runtime-of-tenant-a", store.CauseClientRequest); err != nil || !ok {
+		t.Fatalf("cancel as the tenant role: %v, %v", ok, err)
+	}
+	if cause, ok, err := rt.TakeCancelCause(ctx, "runtime-of-tenant-a", gen); err != nil || !ok || cause != store.CauseClientRequest {
+		t.Fatalf("TakeCancelCause as the tenant role = %q, %v, %v", cause, ok, err)
+	}
+	if _, err := rt.Get(ctx, "runtime-of-tenant-b"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Get of tenant-b's runtime session as tenant-a's role = %v, want ErrNotFound", err)
+	}
+
 	// The store's own (default-tenant) facet, through the same role, sees
 	// nothing: the policies hide the default tenant.
 	p, err := rs.AgentSessions().ListSessions(ctx, store.ListAgentSessionsRequest{App: "app", Limit: 10})

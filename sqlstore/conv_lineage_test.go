@@ -37,7 +37,7 @@ func TestConversationLineageQueriesUseIndexes(t *testing.T) {
 	db := convRawDB(t, path)
 	s := sqlcore.Statements
 	queries := map[string]convPlanQuery{
-		"lineage row":         {s["convLine"], []any{"x"}, "conversations", false},
+		"lineage row":         {s["convLine"], []any{"x", ""}, "conversations", false},
 		"span":                {s["msgSpan"], []any{"x", 0, 10, 100}, "conversation_messages", false},
 		"span newest first":   {s["msgSpanDesc"], []any{"x", 0, 10, 100}, "conversation_messages", false},
 		"latest summary":      {s["msgSummary"], []any{"x", 0, 10}, "conversation_messages_compactions", false},

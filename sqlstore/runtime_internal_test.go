@@ -54,7 +54,7 @@ func TestRuntimeQueryPlans(t *testing.T) {
 		{"poll", rtPollSQL, []any{"[]"}, []string{
 			"SEARCH s USING INDEX sqlite_autoindex_runtime_sessions_1 (id=?)",
 			"SEARCH c USING PRIMARY KEY (session_id=? AND generation=?)"}},
-		{"evict", rtEvictSQL, []any{"o", "chat", 0, ""}, []string{
+		{"evict", rtEvictSQL, []any{"o", "chat", 0, "", ""}, []string{
 			"USING INDEX runtime_sessions_owner_mode (owner_id=? AND chat_mode=?)",
 			"SEARCH uploads USING PRIMARY KEY (session_id=?)"}},
 		// The lease heartbeat and the reaping of dead turns' causes.
@@ -63,11 +63,11 @@ func TestRuntimeQueryPlans(t *testing.T) {
 		{"reap causes", rtReapCausesSQL, []any{0}, []string{"USING INDEX runtime_cancel_causes_lease (lease_ms<?)"}},
 		{"reap session causes", rtReapSessionSQL, []any{"s", 0}, []string{"USING PRIMARY KEY (session_id=?)"}},
 		{"count by agent", rtCountByAgentSQL, nil, []string{"USING COVERING INDEX runtime_sessions_agent"}},
-		{"list ids", rtListIDsSQL, []any{"", 10}, []string{"USING COVERING INDEX sqlite_autoindex_runtime_sessions_1 (id>?)"}},
-		{"turn", rtTurnSQL, []any{"s"}, []string{"USING INDEX sqlite_autoindex_runtime_sessions_1 (id=?)"}},
-		{"take cause", rtTakeCauseSQL, []any{"s", 1}, []string{"USING PRIMARY KEY (session_id=? AND generation=?)"}},
-		{"list uploads", upListSQL, []any{"s", "", 10}, []string{"SEARCH uploads USING PRIMARY KEY (session_id=? AND ref_id>?)"}},
-		{"read upload", upReadSQL, []any{"s", "r"}, []string{
+		{"list ids", rtListIDsSQL, []any{"", "", 10}, []string{"USING COVERING INDEX runtime_sessions_tenant (tenant=? AND id>?)"}},
+		{"turn", rtTurnSQL, []any{"s", ""}, []string{"USING INDEX sqlite_autoindex_runtime_sessions_1 (id=?)"}},
+		{"take cause", rtTakeCauseSQL, []any{"s", 1, ""}, []string{"USING PRIMARY KEY (session_id=? AND generation=?)"}},
+		{"list uploads", upListSQL, []any{"s", "", "", 10}, []string{"SEARCH uploads USING PRIMARY KEY (session_id=? AND ref_id>?)"}},
+		{"read upload", upReadSQL, []any{"s", "r", ""}, []string{
 			"SEARCH u USING PRIMARY KEY (session_id=? AND ref_id=?)",
 			"SEARCH b USING INDEX sqlite_autoindex_upload_blobs_1 (sha256=?)"}},
 		{"history len", rtHistoryLenSQL, []any{"s"}, []string{"SEARCH conversation_messages USING COVERING INDEX"}},

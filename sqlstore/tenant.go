@@ -46,3 +46,25 @@ func (t *tenantStore) AgentSessions() store.AgentSessions {
 func (t *tenantStore) Events(ctx context.Context, req store.EventFeed) iter.Seq2[store.Batch[store.AgentEvent], error] {
 	return t.core.Feed(nil).Events(ctx, req)
 }
+
+func (t *tenantStore) Conversations() store.Conversations { return t.core.Conversations() }
+
+// Feed is the tenant's change feed; it has no governed-session reader
+// (governed sessions are not tenant-scoped yet), so that stream fails.
+func (t *tenantStore) Feed() store.Feed { return t.core.Feed(nil) }
+
+func (t *tenantStore) Runtime() store.Runtime { return t.core.Runtime() }
+
+func (t *tenantStore) Search(ctx context.Context, q store.SearchQuery) (store.SearchResult, error) {
+	if t.s.closed.Load() {
+		return store.SearchResult{}, store.ErrStoreClosed
+	}
+	return t.core.Search(ctx, q)
+}
+
+func (t *tenantStore) History(ctx context.Context, req store.HistoryRequest) (store.Page[store.HistoryItem], error) {
+	if t.s.closed.Load() {
+		return store.Page[store.HistoryItem]{}, store.ErrStoreClosed
+	}
+	return t.core.History(ctx, req)
+}

@@ -16,7 +16,9 @@ import (
 // TestTenantChildRows: the rows a tenant's session owns but that no INSERT
 // of the library names the tenant of (events, session state, the state
 // log, search documents) take it from the session row (migration 17's
-// triggers); the default tenant's stay ”. Read with raw SQL.
+// triggers); so do the rows of a tenant's conversation (migration 18's
+// triggers; retired histories and runtime rows the library names the
+// tenant of); the default tenant's stay the empty name. Read with raw SQL.
 func TestTenantChildRows(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "sessions.db")
@@ -49,6 +51,12 @@ func TestTenantChildRows(t *testing.T) {
 		if _, err := as.Fork(ctx, store.ForkRequest{Key: key, At: 2, Session: "fork"}); err != nil {
 			t.Fatal(err)
 		}
+		c, rt := st.Conversations(), st.Runtime()
+		if name != "" {
+			ts, _ := st.Tenant(name)
+			c, rt = ts.Conversations(), ts.Runtime()
+		}
+		tenantConversationRows(t, ctx, c, rt, "of-"+name)
 	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
@@ -59,7 +67,11 @@ func TestTenantChildRows(t *testing.T) {
 	}
 	defer db.Close()
 	for _, table := range []string{"agent_sessions", "agent_events", "agent_session_state", "agent_state_log",
-		"agent_app_state", "agent_user_state", "search_docs"} {
+		"agent_app_state", "agent_user_state", "search_docs",
+		"conversations", "conversation_messages", "conversation_cost_records", "conversation_artifacts",
+		"conversation_trace_events", "conversation_runs", "conversation_run_events", "conversation_reports",
+		"conversation_retired", "conversation_retired_messages",
+		"runtime_sessions", "runtime_cancel_causes", "uploads"} {
 		per := map[string]int64{}
 		rows, err := db.Query("SELECT tenant, count(*) FROM " + table + " GROUP BY tenant")
 		if err != nil {
@@ -77,5 +89,54 @@ func TestTenantChildRows(t *testing.T) {
 		if len(per) != 3 || per[""] == 0 || per["tenant-a"] != per[""] || per["tenant-b"] != per[""] {
 			t.Errorf("%s: rows per tenant %v; want the same number (> 0) for '', tenant-a and tenant-b", table, per)
 		}
+	}
+}
+
+// tenantConversationRows writes a row into every table of conversations
+// and runtime sessions through c and rt (ids end in suffix: they are
+// global): a conversation with messages, a cost record, an artifact, a
+// trace, a run with an event and a report, forked and then rewound (a
+// retired history with messages), and a runtime session with an upload
+// and a cancelled turn.
+func tenantConversationRows(t *testing.T, ctx context.Context, c store.Conversations, rt store.Runtime, suffix string) {
+	t.Helper()
+	id := "conv-" + suffix
+	conv := store.NewConversation(id)
+	conv.Messages = []store.Message{store.UserMessage("one"), store.AssistantMessage("two"), store.UserMessage("three")}
+	conv.CostRecords = []store.CostRecord{{Model: "m", Provider: "p", TotalTokens: 1}}
+	if _, err := c.Save(ctx, conv); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PutArtifacts(ctx, id, store.Artifact{URI: "a3s://x/1", ID: "x", ToolName: "t", Content: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AppendTraces(ctx, id, store.TraceEvent{Schema: "a3s.trace_event.v1", Kind: store.TraceToolExecution, Name: "n"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PutRuns(ctx, id, store.RunRecord{Snapshot: store.RunSnapshot{ID: "run", Status: store.RunCreated},
+		Events: []store.RunEvent{{Seq: 0, Event: json.RawMessage(`{"type":"start"}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AppendReports(ctx, id, store.VerificationReport{Schema: "a3s.verification_report.v1", Subject: "s", Status: store.VerificationPassed}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Fork(ctx, store.ConversationForkRequest{ID: id, At: 2, NewID: "fork-" + suffix}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Rewind(ctx, store.ConversationRewindRequest{ID: id, To: 0}); err != nil {
+		t.Fatal(err)
+	}
+	rid := "rt-" + suffix
+	if _, err := rt.Insert(ctx, store.NewRuntimeSession{ID: rid, AgentAlias: "a", WorkspaceDir: "/w", ChatMode: store.ChatModeChat}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.PutUpload(ctx, store.PutUploadRequest{SessionID: rid, RefID: "r", WorkspacePath: "w", Content: []byte(suffix)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := rt.BeginTurn(ctx, rid); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := rt.Cancel(ctx, rid, store.CauseClientRequest); err != nil || !ok {
+		t.Fatalf("cancel: %v, %v", ok, err)
 	}
 }

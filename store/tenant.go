@@ -42,6 +42,14 @@ func ValidateTenant(name string) error {
 // A TenantStore shares its Store's connections: it needs no Close, and it
 // fails with ErrStoreClosed once the Store is closed.
 //
+// Conversation ids (like runtime session and upload ids) are global: they
+// are the primary keys of their tables, not unique per tenant. Through a
+// handle, another tenant's conversation is ErrNotFound (never its data),
+// and creating a conversation (Save, Fork) under an id another tenant
+// holds fails with ErrConflict, which tells only that the id is taken:
+// use random ids (Fork's default) where tenants must not learn each
+// other's ids.
+//
 // The facets reachable here are the ones scoped so far; the others are
 // reached through the Store only (default tenant).
 type TenantStore interface {
@@ -52,9 +60,37 @@ type TenantStore interface {
 	AgentSessions() AgentSessions
 
 	// Events follows the event log of one of the tenant's agent sessions
-	// as it commits, as Feed.Events does (the other streams of the change
-	// feed are not tenant-scoped yet).
+	// as it commits, as Feed.Events does.
 	Events(ctx context.Context, req EventFeed) iter.Seq2[Batch[AgentEvent], error]
+
+	// Conversations returns the conversation facet of the tenant: its
+	// conversations and everything they hold (messages, usage and cost,
+	// artifacts, traces, runs and run events, reports, forks, rewinds,
+	// compactions and the retired histories they keep).
+	Conversations() Conversations
+
+	// Runtime returns the runtime facet of the tenant: its runtime
+	// sessions (model overrides, workspace and owner), their uploads,
+	// turns and cancel causes, and the history of the conversation of the
+	// same id. Count counts the tenant's sessions; the cap on sessions
+	// (the backends' MaxSessions option) is store-wide. Runtime session
+	// and upload ids are global, like conversation ids (see above).
+	Runtime() Runtime
+
+	// Search finds the tenant's items by their text, as Searcher.Search
+	// does: messages, traces, artifacts and runs of its conversations and
+	// events of its agent sessions.
+	Search(ctx context.Context, q SearchQuery) (SearchResult, error)
+
+	// History returns a user's agent events across the tenant's sessions,
+	// as Searcher.History does.
+	History(ctx context.Context, req HistoryRequest) (Page[HistoryItem], error)
+
+	// Feed returns the change feed of the tenant: the streams of its
+	// conversations (messages, traces, run events) and of its agent
+	// sessions (events). Governed sessions are not tenant-scoped yet: the
+	// GovernedSession stream of a tenant's feed fails.
+	Feed() Feed
 
 	// Backend names the implementation, as Store.Backend does.
 	Backend() string

@@ -23,9 +23,6 @@ func (g *globals) convTarget(sp spec, pos []string) (string, bool, error) {
 	if len(pos) != 1 {
 		return "", false, nil
 	}
-	if g.tenant != "" { // conversations are not tenant-scoped yet (tenant.go)
-		return "", true, g.usageErr(sp.name, "--tenant works on agent sessions (APP USER SESSION) only: conversations are not tenant-scoped yet")
-	}
 	if err := store.ValidateID("id", pos[0]); err != nil {
 		return "", true, g.usageErr(sp.name, "%v", err)
 	}

@@ -2,11 +2,13 @@ package main
 
 // --tenant (or $SESSIONSTORE_TENANT): the commands that take it work on the
 // rows of that tenant only, through the library's tenant handle
-// (store.Tenanter). So far the handle scopes the agent-session facet, so
-// only the agent-session commands take it, and serve, whose console then
-// shows that tenant's agent sessions only (console.Options.Tenant); the
-// others refuse the flag (a usage error) rather than show the default
-// tenant's rows under a tenant's name.
+// (store.Tenanter). The handle scopes agent sessions, conversations,
+// runtime sessions (with their uploads), search and the change feed, so
+// the commands of those facets take it, and serve, whose console then
+// shows that tenant's rows only (console.Options.Tenant); the others
+// (governed sessions, spend, audit, retention, maintenance) refuse the
+// flag (a usage error) rather than show the default tenant's rows under a
+// tenant's name.
 
 import (
 	"context"
@@ -20,11 +22,33 @@ import (
 )
 
 // tenantCommands are the commands that work through a tenant handle.
-var tenantCommands = []string{"agents", "history", "fork", "rewind", "serve"}
+var tenantCommands = []string{"agents", "history", "fork", "rewind", "list", "messages", "artifacts", "traces",
+	"runs", "reports", "uploads", "delete", "search", "serve"}
 
 // tenantCommandList names tenantCommands for help and errors.
 func tenantCommandList() string {
 	return strings.Join(tenantCommands[:len(tenantCommands)-1], ", ") + " and " + tenantCommands[len(tenantCommands)-1]
+}
+
+// wrapWords breaks text into lines of at most width bytes at spaces (a
+// longer word makes a line of its own).
+func wrapWords(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
 }
 
 // checkTenant refuses --tenant with a malformed name or on a command that
@@ -37,15 +61,15 @@ func (g *globals) checkTenant(command string) error {
 		return fmt.Errorf("--tenant %q: tenant names are 1 to %d letters, digits and _ - . beginning with a letter or digit", g.tenant, store.MaxTenantLength)
 	}
 	if !slices.Contains(tenantCommands, command) {
-		return fmt.Errorf("%s does not take --tenant (or $SESSIONSTORE_TENANT): only %s work on a tenant's sessions so far", command, tenantCommandList())
+		return fmt.Errorf("%s does not take --tenant (or $SESSIONSTORE_TENANT): only %s work on a tenant's rows", command, tenantCommandList())
 	}
 	return nil
 }
 
-// tenantCLI is a store whose agent-session facet is a tenant's. Its change
-// feed follows the tenant's agent sessions and refuses every other stream
-// (errTenantFeed), which is not tenant-scoped yet. The commands that take
-// --tenant use nothing else.
+// tenantCLI is a store whose agent-session, conversation and runtime
+// facets, search and change feed are a tenant's. The feed's governed
+// stream, which is not tenant-scoped yet, is refused (errTenantFeed). The
+// commands that take --tenant use nothing else.
 type tenantCLI struct {
 	cliStore
 	ts store.TenantStore
@@ -68,30 +92,42 @@ func tenantStore(st cliStore, tenant string) (cliStore, error) {
 
 func (t *tenantCLI) AgentSessions() store.AgentSessions { return t.ts.AgentSessions() }
 
+func (t *tenantCLI) Conversations() store.Conversations { return t.ts.Conversations() }
+
+func (t *tenantCLI) Runtime() store.Runtime { return t.ts.Runtime() }
+
+func (t *tenantCLI) Search(ctx context.Context, q store.SearchQuery) (store.SearchResult, error) {
+	return t.ts.Search(ctx, q)
+}
+
+func (t *tenantCLI) History(ctx context.Context, req store.HistoryRequest) (store.Page[store.HistoryItem], error) {
+	return t.ts.History(ctx, req)
+}
+
 func (t *tenantCLI) Feed() store.Feed { return tenantFeed{t.ts} }
 
 // errTenantFeed is the error of a feed read under --tenant of a stream
 // that is not tenant-scoped.
-var errTenantFeed = errors.New("only agent sessions can be followed with --tenant so far")
+var errTenantFeed = errors.New("governed sessions cannot be followed with --tenant yet")
 
-// tenantFeed is a store.Feed of a tenant: its agent-session events, and
-// errTenantFeed for every other stream.
+// tenantFeed is a store.Feed of a tenant: its agent sessions' and
+// conversations' streams, and errTenantFeed for governed sessions.
 type tenantFeed struct{ ts store.TenantStore }
 
 func refuse[T any]() iter.Seq2[store.Batch[T], error] {
 	return func(yield func(store.Batch[T], error) bool) { yield(store.Batch[T]{}, errTenantFeed) }
 }
 
-func (tenantFeed) Messages(context.Context, store.MessageFeed) iter.Seq2[store.Batch[store.Message], error] {
-	return refuse[store.Message]()
+func (f tenantFeed) Messages(ctx context.Context, req store.MessageFeed) iter.Seq2[store.Batch[store.Message], error] {
+	return f.ts.Feed().Messages(ctx, req)
 }
 
-func (tenantFeed) Traces(context.Context, store.TraceFeed) iter.Seq2[store.Batch[store.TraceEvent], error] {
-	return refuse[store.TraceEvent]()
+func (f tenantFeed) Traces(ctx context.Context, req store.TraceFeed) iter.Seq2[store.Batch[store.TraceEvent], error] {
+	return f.ts.Feed().Traces(ctx, req)
 }
 
-func (tenantFeed) RunEvents(context.Context, store.RunEventFeed) iter.Seq2[store.Batch[store.RunEvent], error] {
-	return refuse[store.RunEvent]()
+func (f tenantFeed) RunEvents(ctx context.Context, req store.RunEventFeed) iter.Seq2[store.Batch[store.RunEvent], error] {
+	return f.ts.Feed().RunEvents(ctx, req)
 }
 
 func (f tenantFeed) Events(ctx context.Context, req store.EventFeed) iter.Seq2[store.Batch[store.AgentEvent], error] {

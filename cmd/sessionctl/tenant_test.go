@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -80,10 +81,6 @@ func testTenantFlag(t *testing.T, newTestEnv envMaker) {
 		{"export", "--tenant", "acme"},
 		{"agents", "--tenant", "no spaces"},
 		{"agents", "--tenant", "-x"},
-		// One id names a conversation, which is not tenant-scoped yet.
-		{"fork", "c1", "--tenant", "acme"},
-		{"rewind", "c1", "--to", "0", "--tenant", "acme"},
-		{"history", "c1", "--tenant", "acme"},
 	} {
 		r := e.run(args...).want(t, exitUsage)
 		if !strings.Contains(r.stderr, "--tenant") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
@@ -102,10 +99,67 @@ func testTenantFlag(t *testing.T, newTestEnv envMaker) {
 		t.Errorf("export --default-tenant-only: the default tenant's session alone expected, got %s", doc)
 	}
 
+	testTenantConversations(t, e)
+
 	// One store for the rest too (each env costs a migration under -race).
 	e.tenantFixtureAgain()
 	testTenantEnvironment(t, e)
 	testServeTenant(t, e)
+}
+
+// testTenantConversations: the conversation commands work on the tenant's
+// conversations: another tenant's id (and the default tenant's) is not
+// found, the default tenant does not see the tenant's, and fork, rewind,
+// history, delete and search stay within the tenant.
+func testTenantConversations(t *testing.T, e *testEnv) {
+	ctx := context.Background()
+	st := e.openStore()
+	ts, err := st.(store.Tenanter).Tenant("acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, c := range map[string]store.Conversations{"conv-default": st.Conversations(), "conv-acme": ts.Conversations()} {
+		conv := store.NewConversation(id)
+		for i := range 3 {
+			conv.Messages = append(conv.Messages, store.UserMessage(fmt.Sprintf("words of %s %d", id, i)))
+		}
+		if _, err := c.Save(ctx, conv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+
+	out := e.run("messages", "conv-acme", "--tenant", "acme").want(t, 0).stdout
+	if !strings.Contains(out, "words of conv-acme 2") {
+		t.Fatalf("messages --tenant acme:\n%s", out)
+	}
+	e.run("messages", "conv-default", "--tenant", "acme").want(t, exitNotFound)
+	e.run("messages", "conv-acme").want(t, exitNotFound)
+	e.run("history", "conv-default", "--tenant", "acme").want(t, exitNotFound)
+	e.run("fork", "conv-acme", "--at", "1", "--as", "conv-acme-retry", "--tenant", "acme").want(t, 0)
+	// The id is taken (by the default tenant): a conflict, nothing more.
+	e.run("fork", "conv-acme", "--at", "1", "--as", "conv-default", "--tenant", "acme").want(t, exitConflict)
+	e.run("rewind", "conv-acme", "--to", "0", "--tenant", "acme").want(t, 0)
+	tree := e.run("history", "conv-acme", "--tenant", "acme", "--json").want(t, 0).stdout
+	if !strings.Contains(tree, "conv-acme-retry") || strings.Contains(tree, "conv-default") {
+		t.Fatalf("history --tenant acme:\n%s", tree)
+	}
+	found := e.run("search", "words", "--tenant", "acme", "--json").want(t, 0).stdout
+	if !strings.Contains(found, "conv-acme") || strings.Contains(found, "conv-default") {
+		t.Fatalf("search --tenant acme:\n%s", found)
+	}
+	found = e.run("search", "words", "--json").want(t, 0).stdout
+	if !strings.Contains(found, "conv-default") || strings.Contains(found, "conv-acme") {
+		t.Fatalf("search without --tenant:\n%s", found)
+	}
+	e.run("delete", "conv-default", "--tenant", "acme", "--yes").want(t, exitNotFound)
+	e.run("delete", "conv-acme-retry", "--tenant", "acme", "--yes").want(t, 0)
+	e.run("messages", "conv-default").want(t, 0)
+	listed := e.run("list", "--facet", "conversations", "--tenant", "acme", "--json").want(t, 0).stdout
+	if !strings.Contains(listed, "conv-acme") || strings.Contains(listed, "conv-default") {
+		t.Fatalf("list --facet conversations --tenant acme:\n%s", listed)
+	}
+	e.run("list", "--facet", "runtime", "--tenant", "acme").want(t, 0)
 }
 
 // tenantFixtureAgain recreates the tenant's session the delete above

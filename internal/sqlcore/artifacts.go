@@ -19,8 +19,8 @@ const (
 		ON CONFLICT (session_id, uri) DO UPDATE SET artifact_id = excluded.artifact_id,
 		tool_name = excluded.tool_name, content = excluded.content, original_bytes = excluded.original_bytes,
 		shown_bytes = excluded.shown_bytes, updated_at_ms = excluded.updated_at_ms`
-	artifactGetSQL = `SELECT ` + artifactColumns + ` FROM conversation_artifacts WHERE session_id = ? AND uri = ?`
-	artifactAllSQL = `SELECT ` + artifactColumns + ` FROM conversation_artifacts WHERE session_id = ? ORDER BY uri`
+	artifactGetSQL = `SELECT ` + artifactColumns + ` FROM conversation_artifacts WHERE session_id = ? AND uri = ? AND tenant = ?`
+	artifactAllSQL = `SELECT ` + artifactColumns + ` FROM conversation_artifacts WHERE session_id = ? AND tenant = ? ORDER BY uri`
 )
 
 // artifactRow is a conversation_artifacts row.
@@ -81,7 +81,7 @@ func (c *Conversations) Artifact(ctx context.Context, id, uri string) (store.Art
 		return store.Artifact{}, store.Invalid("uri", "must not be empty")
 	}
 	var row artifactRow
-	err := c.s.get(ctx, &row, artifactGetSQL, id, uri)
+	err := c.s.get(ctx, &row, artifactGetSQL, id, uri, c.s.tenant)
 	if errors.Is(err, sql.ErrNoRows) {
 		if err := c.mustExist(ctx, id); err != nil {
 			return store.Artifact{}, err
@@ -100,7 +100,7 @@ func (c *Conversations) Artifacts(ctx context.Context, id string) ([]store.Artif
 		return nil, err
 	}
 	var rows []artifactRow
-	if err := c.s.selectRows(ctx, &rows, artifactAllSQL, id); err != nil {
+	if err := c.s.selectRows(ctx, &rows, artifactAllSQL, id, c.s.tenant); err != nil {
 		return nil, err
 	}
 	if len(rows) == 0 {

@@ -24,17 +24,17 @@ const (
 		context_used_tokens, context_max_tokens, context_percent, context_turns,
 		prompt_tokens, completion_tokens, total_tokens, cache_read_tokens, cache_write_tokens,
 		total_cost, model_name, tool_names, thinking_enabled, thinking_budget, llm_config, tasks,
-		parent_id, message_count, created_at_ms, updated_at_ms, lineage_parent, fork_next, first_seq)
+		parent_id, message_count, created_at_ms, updated_at_ms, lineage_parent, fork_next, first_seq, tenant)
 		SELECT ?, 1, name, workspace, system_prompt, max_context_length, auto_compact,
 		auto_compact_threshold, storage_type, queue_config, confirmation_policy, permission_policy,
 		config_parent_id, security_config, planning_mode, goal_tracking, state,
 		context_used_tokens, context_max_tokens, context_percent, context_turns,
 		0, 0, 0, NULL, NULL,
 		0, model_name, tool_names, thinking_enabled, thinking_budget, llm_config, tasks,
-		parent_id, ?, ?, ?, ?, ?, ? FROM conversations WHERE id = ?`
+		parent_id, ?, ?, ?, ?, ?, ?, tenant FROM conversations WHERE id = ?`
 
 	// convBranchSQL reads what a rewind or a compaction checks.
-	convBranchSQL = `SELECT version, message_count, ` + lineColumns + ` FROM conversations WHERE id = ?`
+	convBranchSQL = `SELECT version, message_count, ` + lineColumns + ` FROM conversations WHERE id = ? AND tenant = ?`
 
 	msgMarkCompactionSQL = `UPDATE conversation_messages SET compact_from = ?, compact_to = ? WHERE session_id = ? AND seq = ?`
 
@@ -64,7 +64,7 @@ func (c *Conversations) branchOf(tx Tx, id string) (b branchRow, first, next int
 	if err = c.lockConv(tx, id); err != nil {
 		return
 	}
-	if err = tx.Get(&b, convBranchSQL, id); err != nil {
+	if err = tx.Get(&b, convBranchSQL, id, c.s.tenant); err != nil {
 		return
 	}
 	if next, err = nextPos(tx, id, b.ForkNext, b.FirstSeq); err != nil {
@@ -103,7 +103,7 @@ func (c *Conversations) Fork(ctx context.Context, req store.ConversationForkRequ
 			return err
 		}
 		var n int64
-		if err := tx.Get(&n, convExistsSQL, req.NewID); err != nil {
+		if err := tx.Get(&n, convExistsSQL, req.NewID, c.s.tenant); err != nil {
 			return err
 		}
 		if n > 0 {
@@ -111,9 +111,9 @@ func (c *Conversations) Fork(ctx context.Context, req store.ConversationForkRequ
 		}
 		now := c.nowMS()
 		if _, err := tx.Exec(convForkSQL, req.NewID, req.At+1-first, now, now, req.ID, req.At+1, first, req.ID); err != nil {
-			return err
+			return c.takenOr(req.NewID, err)
 		}
-		return tx.Get(&out, convInfoSQL, req.NewID)
+		return tx.Get(&out, convInfoSQL, req.NewID, c.s.tenant)
 	})
 	if err != nil {
 		return store.ConversationSummary{}, err
@@ -160,7 +160,7 @@ func (c *Conversations) Rewind(ctx context.Context, req store.ConversationRewind
 				return err
 			}
 		}
-		return tx.Get(&out, convInfoSQL, req.ID)
+		return tx.Get(&out, convInfoSQL, req.ID, c.s.tenant)
 	})
 	if err != nil {
 		return store.ConversationSummary{}, err
@@ -214,7 +214,7 @@ func (c *Conversations) SummaryTail(ctx context.Context, id string, limit int) (
 	var found bool
 	err = c.s.readTx(ctx, func(r Tx) error {
 		var l lineRow
-		if err := r.Get(&l, convLineSQL, id); errors.Is(err, sql.ErrNoRows) {
+		if err := r.Get(&l, convLineSQL, id, c.s.tenant); errors.Is(err, sql.ErrNoRows) {
 			return notFound(id)
 		} else if err != nil {
 			return err
@@ -278,7 +278,7 @@ func (c *Conversations) Superseded(ctx context.Context, id string) ([]store.Supe
 	out := []store.SupersededMessages{}
 	err := c.s.readTx(ctx, func(r Tx) error {
 		var n int64
-		if err := r.Get(&n, convExistsSQL, id); err != nil {
+		if err := r.Get(&n, convExistsSQL, id, c.s.tenant); err != nil {
 			return err
 		}
 		if n == 0 {
@@ -326,7 +326,7 @@ func (c *Conversations) History(ctx context.Context, id string) ([]store.Convers
 	var out []store.ConversationNode
 	err := c.s.readTx(ctx, func(r Tx) error {
 		var l lineRow
-		if err := r.Get(&l, convLineSQL, id); errors.Is(err, sql.ErrNoRows) {
+		if err := r.Get(&l, convLineSQL, id, c.s.tenant); errors.Is(err, sql.ErrNoRows) {
 			return notFound(id)
 		} else if err != nil {
 			return err

@@ -60,7 +60,7 @@ func (l lineRow) view(id string) convView {
 }
 
 const (
-	convLineSQL = `SELECT ` + lineColumns + ` FROM conversations WHERE id = ?`
+	convLineSQL = `SELECT ` + lineColumns + ` FROM conversations WHERE id = ? AND tenant = ?`
 	// Lineage of one ancestor, a conversation or a retired history.
 	convParentSQL    = `SELECT COALESCE(lineage_parent, ''), fork_next FROM conversations WHERE id = ?`
 	retiredParentSQL = `SELECT COALESCE(lineage_parent, ''), fork_next FROM conversation_retired WHERE id = ?`
@@ -80,10 +80,12 @@ const (
 	convReadersSQL = `SELECT CASE WHEN EXISTS (SELECT 1 FROM conversations WHERE lineage_parent = ? AND fork_next > ?)
 		OR EXISTS (SELECT 1 FROM conversation_retired WHERE lineage_parent = ? AND fork_next > ?) THEN 1 ELSE 0 END`
 
-	retiredInsertSQL = `INSERT INTO conversation_retired (id, kind, lineage_parent, fork_next, superseded_of, superseded_from, created_at_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`
-	msgRetireSQL = `INSERT INTO conversation_retired_messages (holder_id, seq, role, content, created_at_ms, compact_from, compact_to)
-		SELECT ?, seq, role, content, created_at_ms, compact_from, compact_to FROM conversation_messages WHERE session_id = ? AND seq >= ?`
+	// A retired history, and the messages it holds, belong to the tenant
+	// of the conversation they come from (migration 18).
+	retiredInsertSQL = `INSERT INTO conversation_retired (id, kind, lineage_parent, fork_next, superseded_of, superseded_from, created_at_ms, tenant)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	msgRetireSQL = `INSERT INTO conversation_retired_messages (holder_id, seq, role, content, created_at_ms, compact_from, compact_to, tenant)
+		SELECT ?, seq, role, content, created_at_ms, compact_from, compact_to, tenant FROM conversation_messages WHERE session_id = ? AND seq >= ?`
 	msgDeleteTailSQL   = `DELETE FROM conversation_messages WHERE session_id = ? AND seq >= ?`
 	convRepointSQL     = `UPDATE conversations SET lineage_parent = ? WHERE lineage_parent = ? AND fork_next > ?`
 	retiredRepointSQL  = `UPDATE conversation_retired SET lineage_parent = ? WHERE lineage_parent = ? AND fork_next > ? AND id <> ?`
@@ -304,7 +306,7 @@ func (c *Conversations) cutTail(tx Tx, id string, l lineRow, s int64, kind int, 
 	if kind == retiredSuperseded {
 		ofArg = id
 	}
-	if _, err := tx.Exec(retiredInsertSQL, h, kind, hpArg, hf, ofArg, s, now); err != nil {
+	if _, err := tx.Exec(retiredInsertSQL, h, kind, hpArg, hf, ofArg, s, now, c.s.tenant); err != nil {
 		return "", err
 	}
 	if _, err := tx.Exec(msgRetireSQL, h, id, s); err != nil {
@@ -336,7 +338,7 @@ func (c *Conversations) cutTail(tx Tx, id string, l lineRow, s int64, kind int, 
 // conversation becomes a root again.
 func (c *Conversations) detachHistory(tx Tx, id string) error {
 	var l lineRow
-	if err := tx.Get(&l, convLineSQL, id); err != nil {
+	if err := tx.Get(&l, convLineSQL, id, c.s.tenant); err != nil {
 		return err
 	}
 	if l.LineageParent.Valid || l.FirstSeq > 0 {
@@ -363,7 +365,7 @@ func (c *Conversations) deleteTx(tx Tx, id string) (bool, error) {
 		return false, err
 	}
 	var l lineRow
-	if err := tx.Get(&l, convLineSQL, id); errors.Is(err, sql.ErrNoRows) {
+	if err := tx.Get(&l, convLineSQL, id, c.s.tenant); errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	} else if err != nil {
 		return false, err
@@ -401,7 +403,7 @@ func (c *Conversations) deleteTx(tx Tx, id string) (bool, error) {
 	if _, err := c.cutTail(tx, id, l, 0, retiredDeleted, c.nowMS()); err != nil {
 		return false, err
 	}
-	if _, err := tx.Exec(convDeleteSQL, id); err != nil {
+	if _, err := tx.Exec(convDeleteSQL, id, c.s.tenant); err != nil {
 		return false, err
 	}
 	for _, p := range prune {
@@ -463,7 +465,7 @@ func (w *recordWriter) restoreForkPoint(id string, fp *store.ConversationForkPoi
 		return 0, nil
 	}
 	var l lineRow
-	if err := w.tx.Get(&l, convLineSQL, fp.ID); errors.Is(err, sql.ErrNoRows) {
+	if err := w.tx.Get(&l, convLineSQL, fp.ID, w.s.tenant); errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	} else if err != nil {
 		return 0, err

@@ -200,9 +200,11 @@ func (r *summaryRow) summary() store.ConversationSummary {
 const (
 	// convUpsertSQL writes a whole conversation row. ON CONFLICT updates
 	// the row in place: a REPLACE would delete it first and cascade to its
-	// artifacts, traces, runs and reports.
-	convUpsertSQL = `INSERT INTO conversations (` + convColumns + `)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	// artifacts, traces, runs and reports. The row of another tenant under
+	// the same id is left alone (the WHERE of the update): ids are global,
+	// and Save reports the id as taken.
+	convUpsertSQL = `INSERT INTO conversations (` + convColumns + `, tenant)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET
 		version = excluded.version, name = excluded.name, workspace = excluded.workspace,
 		system_prompt = excluded.system_prompt, max_context_length = excluded.max_context_length,
@@ -220,25 +222,26 @@ const (
 		thinking_enabled = excluded.thinking_enabled, thinking_budget = excluded.thinking_budget,
 		llm_config = excluded.llm_config, tasks = excluded.tasks, parent_id = excluded.parent_id,
 		message_count = excluded.message_count, created_at_ms = excluded.created_at_ms,
-		updated_at_ms = excluded.updated_at_ms`
+		updated_at_ms = excluded.updated_at_ms
+		WHERE conversations.tenant = excluded.tenant`
 
 	// convVersionSQL reads the version of a conversation that is about
 	// to be replaced (locking its row where the dialect locks rows).
-	convVersionSQL = `SELECT version, created_at_ms FROM conversations WHERE id = ?`
+	convVersionSQL = `SELECT version, created_at_ms FROM conversations WHERE id = ? AND tenant = ?`
 	// convLockSQL reads the conversation's id: every write to a
 	// conversation's records reads it first (locking the row where the
 	// dialect locks rows), so writes of one conversation run one after the
 	// other on every backend.
-	convLockSQL   = `SELECT id FROM conversations WHERE id = ?`
-	convGetSQL    = `SELECT ` + convGetColumns + ` FROM conversations WHERE id = ?`
-	convInfoSQL   = `SELECT ` + summaryColumns + ` FROM conversations WHERE id = ?`
-	convExistsSQL = `SELECT count(*) FROM conversations WHERE id = ?`
-	convDeleteSQL = `DELETE FROM conversations WHERE id = ?`
+	convLockSQL   = `SELECT id FROM conversations WHERE id = ? AND tenant = ?`
+	convGetSQL    = `SELECT ` + convGetColumns + ` FROM conversations WHERE id = ? AND tenant = ?`
+	convInfoSQL   = `SELECT ` + summaryColumns + ` FROM conversations WHERE id = ? AND tenant = ?`
+	convExistsSQL = `SELECT count(*) FROM conversations WHERE id = ? AND tenant = ?`
+	convDeleteSQL = `DELETE FROM conversations WHERE id = ? AND tenant = ?`
 	// convTouchSQL records a change of a conversation's records (artifacts,
 	// traces, runs, reports): it bumps the version, as every change does,
 	// so that a conditional Save or Append of another writer notices it,
 	// and tells whether the conversation exists.
-	convTouchSQL = `UPDATE conversations SET version = version + 1, updated_at_ms = ? WHERE id = ?`
+	convTouchSQL = `UPDATE conversations SET version = version + 1, updated_at_ms = ? WHERE id = ? AND tenant = ?`
 
 	msgDeleteAllSQL  = `DELETE FROM conversation_messages WHERE session_id = ?`
 	msgInsertSQL     = `INSERT INTO conversation_messages (session_id, seq, role, content, created_at_ms, compact_from, compact_to) VALUES (?, ?, ?, ?, ?, ?, ?)`
@@ -271,6 +274,23 @@ func nullInt(p *int64) any {
 }
 
 func notFound(id string) error { return &store.NotFoundError{Resource: "session", ID: id} }
+
+// idTaken is the conflict of a create whose conversation id another
+// tenant holds: ids are global, so the id is taken, and the error tells no
+// more than that.
+func idTaken(id string) error {
+	return &store.ConflictError{Resource: "conversation", ID: id, Reason: "id is taken"}
+}
+
+// takenOr maps the unique violation of an insert of conversation id (the
+// row of another tenant, invisible to a store connected as a tenant role)
+// to idTaken; other errors are returned as they are.
+func (c *Conversations) takenOr(id string, err error) error {
+	if c.s.isUnique(err) {
+		return idTaken(id)
+	}
+	return err
+}
 
 // Save inserts or replaces a whole conversation (see
 // store.Conversations.Save).
@@ -310,7 +330,7 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 			return err
 		}
 		var cur versionRow
-		err := tx.Get(&cur, c.s.q.convVersion, conv.ID)
+		err := tx.Get(&cur, c.s.q.convVersion, conv.ID, c.s.tenant)
 		exists := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -334,7 +354,7 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 			updated = rowcodec.ToMillis(conv.UpdatedAt)
 		}
 		cfg, u := conv.Config, conv.TotalUsage
-		if _, err := tx.Exec(convUpsertSQL,
+		res, err := tx.Exec(convUpsertSQL,
 			conv.ID, v, cfg.Name, cfg.Workspace, cfg.SystemPrompt, cfg.MaxContextLength, cfg.AutoCompact,
 			cfg.AutoCompactThreshold, cfg.StorageType, nullDoc(cfg.QueueConfig), nullDoc(cfg.ConfirmationPolicy),
 			nullDoc(cfg.PermissionPolicy), cfg.ParentID, nullDoc(cfg.SecurityConfig), cfg.PlanningMode,
@@ -342,9 +362,15 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 			conv.ContextUsage.UsedTokens, conv.ContextUsage.MaxTokens, conv.ContextUsage.Percent, conv.ContextUsage.Turns,
 			u.PromptTokens, u.CompletionTokens, u.TotalTokens, nullInt(u.CacheReadTokens), nullInt(u.CacheWriteTokens),
 			conv.TotalCost, conv.ModelName, string(toolNames), conv.ThinkingEnabled, nullInt(conv.ThinkingBudget),
-			llm, string(tasks), conv.ParentID, int64(len(conv.Messages)), created, updated,
-		); err != nil {
+			llm, string(tasks), conv.ParentID, int64(len(conv.Messages)), created, updated, c.s.tenant,
+		)
+		if err != nil {
+			return c.takenOr(conv.ID, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
 			return err
+		} else if n == 0 {
+			return idTaken(conv.ID)
 		}
 		if exists {
 			// Forks and superseded runs keep reading the history replaced
@@ -458,7 +484,7 @@ func (c *Conversations) Load(ctx context.Context, id string) (store.Conversation
 	var out store.Conversation
 	err := c.s.readTx(ctx, func(r Tx) error {
 		var row convRow
-		if err := r.Get(&row, convGetSQL, id); errors.Is(err, sql.ErrNoRows) {
+		if err := r.Get(&row, convGetSQL, id, c.s.tenant); errors.Is(err, sql.ErrNoRows) {
 			return notFound(id)
 		} else if err != nil {
 			return err
@@ -507,7 +533,7 @@ func (c *Conversations) Info(ctx context.Context, id string) (store.Conversation
 		return store.ConversationSummary{}, err
 	}
 	var row summaryRow
-	if err := c.s.get(ctx, &row, convInfoSQL, id); errors.Is(err, sql.ErrNoRows) {
+	if err := c.s.get(ctx, &row, convInfoSQL, id, c.s.tenant); errors.Is(err, sql.ErrNoRows) {
 		return store.ConversationSummary{}, notFound(id)
 	} else if err != nil {
 		return store.ConversationSummary{}, err
@@ -543,7 +569,7 @@ func (c *Conversations) Exists(ctx context.Context, id string) (bool, error) {
 
 func (c *Conversations) exists(ctx context.Context, id string) (bool, error) {
 	var n int64
-	if err := c.s.get(ctx, &n, convExistsSQL, id); err != nil {
+	if err := c.s.get(ctx, &n, convExistsSQL, id, c.s.tenant); err != nil {
 		return false, err
 	}
 	return n > 0, nil
@@ -565,7 +591,7 @@ func (c *Conversations) mustExist(ctx context.Context, id string) error {
 // touch marks a change of the conversation's records inside a write (a
 // new version, the update time) and reports a missing conversation.
 func (c *Conversations) touch(tx Tx, id string) error {
-	res, err := tx.Exec(convTouchSQL, rowcodec.ToMillis(c.s.now()), id)
+	res, err := tx.Exec(convTouchSQL, rowcodec.ToMillis(c.s.now()), id, c.s.tenant)
 	if err != nil {
 		return err
 	}
@@ -581,7 +607,7 @@ func (c *Conversations) touch(tx Tx, id string) error {
 
 // List query variants: constant strings, each prepared once.
 const (
-	listBaseSQL    = `SELECT ` + summaryColumns + ` FROM conversations WHERE id > ?`
+	listBaseSQL    = `SELECT ` + summaryColumns + ` FROM conversations WHERE tenant = ? AND id > ?`
 	listParentSQL  = ` AND parent_id = ?`
 	listUpdatedSQL = ` AND updated_at_ms < ?`
 	listTailSQL    = ` ORDER BY id LIMIT ?`
@@ -594,7 +620,7 @@ func (c *Conversations) List(ctx context.Context, f store.ConversationFilter) (s
 	if err != nil {
 		return store.Page[store.ConversationSummary]{}, err
 	}
-	query, args := listBaseSQL, []any{f.After}
+	query, args := listBaseSQL, []any{c.s.tenant, f.After}
 	if f.ParentID != "" {
 		query += listParentSQL
 		args = append(args, f.ParentID)
@@ -625,7 +651,7 @@ func (c *Conversations) List(ctx context.Context, f store.ConversationFilter) (s
 // conversation.
 func (c *Conversations) lockConv(tx Tx, id string) error {
 	var got string
-	err := tx.Get(&got, c.s.q.convLock, id)
+	err := tx.Get(&got, c.s.q.convLock, id, c.s.tenant)
 	if errors.Is(err, sql.ErrNoRows) {
 		return notFound(id)
 	}

@@ -100,7 +100,7 @@ func newStatements(d *Dialect) statements {
 		rtCountLock:   rtCountSQL + d.ForUpdate,
 		rtGetLock:     rtGetSQL + d.ForUpdate,
 		rtTouch: `UPDATE runtime_sessions SET last_active_ms = ` + d.Greatest +
-			`(last_active_ms, CAST(? AS BIGINT)) WHERE id = ?`,
+			`(last_active_ms, CAST(? AS BIGINT)) WHERE id = ? AND tenant = ?`,
 		rtTurn:           rtTurnSQL + d.ForUpdate,
 		rtKeyShare:       rtExistsSQL + d.ForKeyShare,
 		pageScopes:       pageScopesSQL(d),

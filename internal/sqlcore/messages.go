@@ -15,7 +15,7 @@ const (
 	// convAppendGetSQL reads what an append updates, by primary key.
 	convAppendGetSQL = `SELECT version, message_count, prompt_tokens, completion_tokens, total_tokens,
 		cache_read_tokens, cache_write_tokens, total_cost, context_used_tokens, context_max_tokens,
-		context_percent, context_turns, fork_next, first_seq FROM conversations WHERE id = ?`
+		context_percent, context_turns, fork_next, first_seq FROM conversations WHERE id = ? AND tenant = ?`
 	convAppendSetSQL = `UPDATE conversations SET version = ?, message_count = ?, updated_at_ms = ?,
 		prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?,
 		total_cost = ?, context_used_tokens = ?, context_max_tokens = ?, context_percent = ?, context_turns = ?
@@ -32,13 +32,15 @@ const (
 	msgBeforeSQL     = `SELECT ` + msgColumns + ` FROM conversation_messages WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`
 	msgDeleteOneSQL  = `DELETE FROM conversation_messages WHERE session_id = ? AND seq = ?`
 	msgDeleteHeadSQL = `DELETE FROM conversation_messages WHERE session_id = ? AND seq < ?`
-	msgCountSQL      = `SELECT message_count FROM conversations WHERE id = ?`
+	msgCountSQL      = `SELECT message_count FROM conversations WHERE id = ? AND tenant = ?`
 
-	trimCandidatesSQL = `SELECT id FROM conversations WHERE message_count > ? AND id > ? ORDER BY id LIMIT ?`
+	trimCandidatesSQL = `SELECT id FROM conversations WHERE tenant = ? AND message_count > ? AND id > ? ORDER BY id LIMIT ?`
 	// staleSQL picks the conversations to delete, oldest first, from the
 	// (updated_at_ms, id) index; each is then deleted by primary key, so
-	// the plan never depends on the table's statistics.
-	staleSQL = `SELECT id FROM conversations WHERE updated_at_ms < ? ORDER BY updated_at_ms, id LIMIT ?`
+	// the plan never depends on the table's statistics. The tenant is a
+	// filter on that walk (tenant || '' keeps the planner off the
+	// (tenant, id) index, whose rows it would have to sort).
+	staleSQL = `SELECT id FROM conversations WHERE tenant || '' = ? AND updated_at_ms < ? ORDER BY updated_at_ms, id LIMIT ?`
 )
 
 // appendRow is what an append reads of the conversation.
@@ -91,7 +93,7 @@ func (c *Conversations) appendTx(tx Tx, req store.AppendRequest, contents [][]by
 	var none store.AppendResult
 	now := rowcodec.ToMillis(c.s.now())
 	var row appendRow
-	if err := tx.Get(&row, c.s.q.convAppendGet, req.ID); errors.Is(err, sql.ErrNoRows) {
+	if err := tx.Get(&row, c.s.q.convAppendGet, req.ID, c.s.tenant); errors.Is(err, sql.ErrNoRows) {
 		return none, notFound(req.ID)
 	} else if err != nil {
 		return none, err
@@ -232,7 +234,7 @@ func (c *Conversations) viewRead(ctx context.Context, id string, read func(r Tx,
 	var rows []msgRow
 	err := c.s.readTx(ctx, func(r Tx) error {
 		var l lineRow
-		if err := r.Get(&l, convLineSQL, id); errors.Is(err, sql.ErrNoRows) {
+		if err := r.Get(&l, convLineSQL, id, c.s.tenant); errors.Is(err, sql.ErrNoRows) {
 			return notFound(id)
 		} else if err != nil {
 			return err
@@ -253,7 +255,7 @@ func (c *Conversations) MessageCount(ctx context.Context, id string) (int64, err
 		return 0, err
 	}
 	var n int64
-	if err := c.s.get(ctx, &n, msgCountSQL, id); errors.Is(err, sql.ErrNoRows) {
+	if err := c.s.get(ctx, &n, msgCountSQL, id, c.s.tenant); errors.Is(err, sql.ErrNoRows) {
 		return 0, notFound(id)
 	} else if err != nil {
 		return 0, err
@@ -331,7 +333,7 @@ func (c *Conversations) TrimMessages(ctx context.Context, id string, keepLast in
 // leaves it.
 func (c *Conversations) trimTx(tx Tx, id string, keepLast int64) (int64, error) {
 	var l lineRow
-	if err := tx.Get(&l, convLineSQL, id); err != nil {
+	if err := tx.Get(&l, convLineSQL, id, c.s.tenant); err != nil {
 		return 0, err
 	}
 	next, err := nextPos(tx, id, l.ForkNext, l.FirstSeq)
@@ -360,7 +362,7 @@ func (c *Conversations) trimTx(tx Tx, id string, keepLast int64) (int64, error) 
 		return removed, nil
 	}
 	var count int64
-	if err := tx.Get(&count, msgCountSQL, id); err != nil {
+	if err := tx.Get(&count, msgCountSQL, id, c.s.tenant); err != nil {
 		return 0, err
 	}
 	if count <= keepLast {
@@ -400,7 +402,7 @@ func (c *Conversations) TrimAllMessages(ctx context.Context, keepLast int) (stor
 	after := ""
 	for {
 		var ids []string
-		if err := c.s.selectRows(ctx, &ids, trimCandidatesSQL, keepLast, after, store.DefaultPageSize); err != nil {
+		if err := c.s.selectRows(ctx, &ids, trimCandidatesSQL, c.s.tenant, keepLast, after, store.DefaultPageSize); err != nil {
 			return res, err
 		}
 		for _, id := range ids {
@@ -436,7 +438,7 @@ func (c *Conversations) DeleteUpdatedBefore(ctx context.Context, t time.Time, li
 	var n int64
 	err := c.s.write(ctx, func(tx Tx) error {
 		var ids []string
-		if err := tx.Select(&ids, staleSQL, rowcodec.ToMillis(t), lim); err != nil {
+		if err := tx.Select(&ids, staleSQL, c.s.tenant, rowcodec.ToMillis(t), lim); err != nil {
 			return err
 		}
 		for _, id := range ids {

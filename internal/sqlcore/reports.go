@@ -12,7 +12,7 @@ const (
 	reportInsertSQL    = `INSERT INTO conversation_reports (session_id, seq, subject, status, report, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)`
 	reportLastSQL      = `SELECT seq FROM conversation_reports WHERE session_id = ? ORDER BY seq DESC LIMIT 1`
 	reportDeleteAllSQL = `DELETE FROM conversation_reports WHERE session_id = ?`
-	reportAllSQL       = `SELECT seq, report, created_at_ms FROM conversation_reports WHERE session_id = ? ORDER BY seq`
+	reportAllSQL       = `SELECT seq, report, created_at_ms FROM conversation_reports WHERE session_id = ? AND tenant = ? ORDER BY seq`
 )
 
 // reportRow is a conversation_reports row (what is read back).
@@ -96,7 +96,7 @@ func (c *Conversations) Reports(ctx context.Context, id string) ([]store.Verific
 		return nil, err
 	}
 	var rows []reportRow
-	if err := c.s.selectRows(ctx, &rows, reportAllSQL, id); err != nil {
+	if err := c.s.selectRows(ctx, &rows, reportAllSQL, id, c.s.tenant); err != nil {
 		return nil, err
 	}
 	if len(rows) == 0 {

@@ -17,8 +17,8 @@ const (
 		ON CONFLICT (session_id, run_id) DO UPDATE SET status = excluded.status,
 		event_count = excluded.event_count, snapshot = excluded.snapshot,
 		created_at_ms = excluded.created_at_ms, updated_at_ms = excluded.updated_at_ms`
-	runGetSQL          = `SELECT ` + runColumns + ` FROM conversation_runs WHERE session_id = ? AND run_id = ?`
-	runAllSQL          = `SELECT ` + runColumns + ` FROM conversation_runs WHERE session_id = ? ORDER BY created_at_ms, run_id`
+	runGetSQL          = `SELECT ` + runColumns + ` FROM conversation_runs WHERE session_id = ? AND run_id = ? AND tenant = ?`
+	runAllSQL          = `SELECT ` + runColumns + ` FROM conversation_runs WHERE session_id = ? AND tenant = ? ORDER BY created_at_ms, run_id`
 	runAdvanceSQL      = `UPDATE conversation_runs SET event_count = ?, updated_at_ms = ? WHERE session_id = ? AND run_id = ?`
 	runEventDeleteSQL  = `DELETE FROM conversation_run_events WHERE session_id = ? AND run_id = ?`
 	runEventInsertSQL  = `INSERT INTO conversation_run_events (session_id, run_id, seq, at_ms, event) VALUES (?, ?, ?, ?, ?)`
@@ -131,7 +131,7 @@ func (c *Conversations) AppendRunEvents(ctx context.Context, id, runID string, e
 			return err
 		}
 		var run runRow
-		if err := tx.Get(&run, runGetSQL, id, runID); errors.Is(err, sql.ErrNoRows) {
+		if err := tx.Get(&run, runGetSQL, id, runID, c.s.tenant); errors.Is(err, sql.ErrNoRows) {
 			return &store.NotFoundError{Resource: "run", ID: runID}
 		} else if err != nil {
 			return err
@@ -172,9 +172,9 @@ func (c *Conversations) Run(ctx context.Context, id, runID string) (store.RunRec
 	var out store.RunRecord
 	err := c.s.readTx(ctx, func(r Tx) error {
 		var run runRow
-		if err := r.Get(&run, runGetSQL, id, runID); errors.Is(err, sql.ErrNoRows) {
+		if err := r.Get(&run, runGetSQL, id, runID, c.s.tenant); errors.Is(err, sql.ErrNoRows) {
 			var n int64
-			if err := r.Get(&n, convExistsSQL, id); err != nil {
+			if err := r.Get(&n, convExistsSQL, id, c.s.tenant); err != nil {
 				return err
 			}
 			if n == 0 {
@@ -212,12 +212,12 @@ func (c *Conversations) Runs(ctx context.Context, id string) ([]store.RunRecord,
 	var out []store.RunRecord
 	err := c.s.readTx(ctx, func(r Tx) error {
 		var runs []runRow
-		if err := r.Select(&runs, runAllSQL, id); err != nil {
+		if err := r.Select(&runs, runAllSQL, id, c.s.tenant); err != nil {
 			return err
 		}
 		if len(runs) == 0 {
 			var n int64
-			if err := r.Get(&n, convExistsSQL, id); err != nil {
+			if err := r.Get(&n, convExistsSQL, id, c.s.tenant); err != nil {
 				return err
 			}
 			if n == 0 {

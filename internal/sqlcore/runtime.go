@@ -109,25 +109,29 @@ const (
 	rtCountSQL = `SELECT sessions FROM runtime_counters WHERE id = 1`
 
 	rtInsertSQL = `INSERT INTO runtime_sessions
-		(id, agent_alias, workspace_dir, chat_mode, owner_id, created_at_ms, last_active_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`
+		(id, agent_alias, workspace_dir, chat_mode, owner_id, created_at_ms, last_active_ms, tenant)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 
-	rtGetSQL = `SELECT ` + rtColumns + ` FROM runtime_sessions WHERE id = ?`
+	rtGetSQL = `SELECT ` + rtColumns + ` FROM runtime_sessions WHERE id = ? AND tenant = ?`
 
 	rtSetOverridesSQL = `UPDATE runtime_sessions SET model = ?, model_provider = ?, temperature = ?
 		WHERE id = ?`
 
-	rtListIDsSQL = `SELECT id FROM runtime_sessions WHERE id > ? ORDER BY id LIMIT ?`
+	rtListIDsSQL = `SELECT id FROM runtime_sessions WHERE tenant = ? AND id > ? ORDER BY id LIMIT ?`
 
 	rtCountByAgentSQL = `SELECT agent_alias, count(*) AS n FROM runtime_sessions GROUP BY agent_alias`
+	// rtTenantCountByAgentSQL and rtTenantCountSQL count one tenant's
+	// sessions (runtime_counters counts the store's, of every tenant).
+	rtTenantCountByAgentSQL = `SELECT agent_alias, count(*) AS n FROM runtime_sessions WHERE tenant = ? GROUP BY agent_alias`
+	rtTenantCountSQL        = `SELECT count(*) FROM runtime_sessions WHERE tenant = ?`
 
 	// rtEvictSQL removes the sessions that have no live turn: none
 	// running, or a stale one (its lease lapsed before now).
 	rtEvictSQL = `DELETE FROM runtime_sessions
-		WHERE owner_id = ? AND chat_mode = ? AND (turn_running = false OR turn_lease_ms <= ?) AND id <> ?
+		WHERE owner_id = ? AND chat_mode = ? AND (turn_running = false OR turn_lease_ms <= ?) AND id <> ? AND tenant = ?
 		RETURNING id, agent_alias`
 
-	rtDeleteSQL = `DELETE FROM runtime_sessions WHERE id = ?`
+	rtDeleteSQL = `DELETE FROM runtime_sessions WHERE id = ? AND tenant = ?`
 
 	// rtHistoryLenSQL finds the end of a history with one probe of the
 	// (session_id, seq) index.
@@ -158,7 +162,7 @@ func (r *Runtime) Insert(ctx context.Context, req store.NewRuntimeSession) (stor
 			}
 		}
 		now := rowcodec.ToMillis(r.s.now())
-		_, err := tx.Exec(rtInsertSQL, id, req.AgentAlias, req.WorkspaceDir, string(req.ChatMode), owner, now, now)
+		_, err := tx.Exec(rtInsertSQL, id, req.AgentAlias, req.WorkspaceDir, string(req.ChatMode), owner, now, now, r.s.tenant)
 		if r.s.isUnique(err) {
 			return &store.ConflictError{Resource: "runtime_session", ID: id, Reason: "id exists"}
 		}
@@ -184,7 +188,7 @@ func (r *Runtime) Get(ctx context.Context, id string) (store.RuntimeSession, err
 		return store.RuntimeSession{}, err
 	}
 	var row rtRow
-	err := r.s.get(ctx, &row, rtGetSQL, id)
+	err := r.s.get(ctx, &row, rtGetSQL, id, r.s.tenant)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.RuntimeSession{}, rtNotFound(id)
 	}
@@ -204,7 +208,7 @@ func (r *Runtime) Touch(ctx context.Context, id string) error {
 		return err
 	}
 	return r.s.write(ctx, func(tx Tx) error {
-		res, err := tx.Exec(r.s.q.rtTouch, rowcodec.ToMillis(r.s.now()), id)
+		res, err := tx.Exec(r.s.q.rtTouch, rowcodec.ToMillis(r.s.now()), id, r.s.tenant)
 		if err != nil {
 			return err
 		}
@@ -228,7 +232,7 @@ func (r *Runtime) SetOverrides(ctx context.Context, id string, patch store.Overr
 	var out store.Overrides
 	err := r.s.write(ctx, func(tx Tx) error {
 		var row rtRow
-		err := tx.Get(&row, r.s.q.rtGetLock, id)
+		err := tx.Get(&row, r.s.q.rtGetLock, id, r.s.tenant)
 		if errors.Is(err, sql.ErrNoRows) {
 			return rtNotFound(id)
 		}
@@ -256,7 +260,7 @@ func (r *Runtime) ListIDs(ctx context.Context, req store.ListIDsRequest) (store.
 		return store.Page[string]{}, err
 	}
 	var ids []string
-	if err := r.s.selectRows(ctx, &ids, rtListIDsSQL, req.After, req.Limit+1); err != nil {
+	if err := r.s.selectRows(ctx, &ids, rtListIDsSQL, r.s.tenant, req.After, req.Limit+1); err != nil {
 		return store.Page[string]{}, err
 	}
 	page := store.Page[string]{Items: ids}
@@ -270,10 +274,12 @@ func (r *Runtime) ListIDs(ctx context.Context, req store.ListIDsRequest) (store.
 	return page, nil
 }
 
-// Count returns the number of runtime sessions.
+// Count returns the number of the tenant's runtime sessions (an index
+// range of runtime_sessions_tenant; runtime_counters, which the cap
+// Config.MaxSessions compares, counts those of every tenant).
 func (r *Runtime) Count(ctx context.Context) (int64, error) {
 	var n int64
-	if err := r.s.get(ctx, &n, rtCountSQL); err != nil {
+	if err := r.s.get(ctx, &n, rtTenantCountSQL, r.s.tenant); err != nil {
 		return 0, err
 	}
 	return n, nil
@@ -285,7 +291,7 @@ func (r *Runtime) CountByAgent(ctx context.Context) (map[string]int64, error) {
 		Alias string `db:"agent_alias"`
 		N     int64  `db:"n"`
 	}
-	if err := r.s.selectRows(ctx, &rows, rtCountByAgentSQL); err != nil {
+	if err := r.s.selectRows(ctx, &rows, rtTenantCountByAgentSQL, r.s.tenant); err != nil {
 		return nil, err
 	}
 	out := make(map[string]int64, len(rows))
@@ -303,22 +309,25 @@ func (r *Runtime) HistoryLen(ctx context.Context, id string) (int64, error) {
 	var n int64
 	err := r.s.readTx(ctx, func(rx Tx) error {
 		var one int
-		if err := rx.Get(&one, rtExistsSQL, id); errors.Is(err, sql.ErrNoRows) {
+		if err := rx.Get(&one, rtExistsSQL, id, r.s.tenant); errors.Is(err, sql.ErrNoRows) {
 			return rtNotFound(id)
+		} else if err != nil {
+			return err
+		}
+		// The history is the tenant's conversation of the same id (none:
+		// an empty history, also when another tenant holds that id). A
+		// forked conversation's history goes on after its fork point
+		// (conv_lineage.go).
+		var l lineRow
+		if err := rx.Get(&l, convLineSQL, id, r.s.tenant); errors.Is(err, sql.ErrNoRows) {
+			return nil
 		} else if err != nil {
 			return err
 		}
 		if err := rx.Get(&n, rtHistoryLenSQL, id); err != nil {
 			return err
 		}
-		// A forked conversation's history goes on after its fork point
-		// (conv_lineage.go).
-		var l lineRow
-		if err := rx.Get(&l, convLineSQL, id); err == nil {
-			n = max(n, l.ForkNext, l.FirstSeq)
-		} else if !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
+		n = max(n, l.ForkNext, l.FirstSeq)
 		return nil
 	})
 	if err != nil {
@@ -343,13 +352,13 @@ func (r *Runtime) HistorySlice(ctx context.Context, id string, from int64, limit
 	var rows []msgRow
 	err = r.s.readTx(ctx, func(rx Tx) error {
 		var one int
-		if err := rx.Get(&one, rtExistsSQL, id); errors.Is(err, sql.ErrNoRows) {
+		if err := rx.Get(&one, rtExistsSQL, id, r.s.tenant); errors.Is(err, sql.ErrNoRows) {
 			return rtNotFound(id)
 		} else if err != nil {
 			return err
 		}
 		var l lineRow
-		if err := rx.Get(&l, convLineSQL, id); errors.Is(err, sql.ErrNoRows) {
+		if err := rx.Get(&l, convLineSQL, id, r.s.tenant); errors.Is(err, sql.ErrNoRows) {
 			return nil // no conversation: no history
 		} else if err != nil {
 			return err
@@ -376,7 +385,7 @@ func (r *Runtime) EvictSameModeSiblings(ctx context.Context, req store.EvictRequ
 			ID    string `db:"id"`
 			Alias string `db:"agent_alias"`
 		}
-		if err := tx.Select(&rows, rtEvictSQL, req.OwnerID, string(req.ChatMode), rowcodec.ToMillis(r.s.now()), req.ExceptID); err != nil {
+		if err := tx.Select(&rows, rtEvictSQL, req.OwnerID, string(req.ChatMode), rowcodec.ToMillis(r.s.now()), req.ExceptID, r.s.tenant); err != nil {
 			return err
 		}
 		out = make([]store.Evicted, len(rows))
@@ -432,7 +441,7 @@ func (r *Runtime) remove(ctx context.Context, id string, cause store.CancelCause
 				return err
 			}
 		}
-		if _, err := tx.Exec(rtDeleteSQL, id); err != nil {
+		if _, err := tx.Exec(rtDeleteSQL, id, r.s.tenant); err != nil {
 			return err
 		}
 		// The conversation of the same id goes in the same transaction

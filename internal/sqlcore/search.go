@@ -180,6 +180,10 @@ FROM search_docs AS d WHERE TRUE`)
 		b.WriteString(`SELECT ` + keys + `, ` + score + ` AS score
 FROM search_docs AS d WHERE d.doc > ?`)
 	}
+	// The store's tenant's documents only (migrations 17 and 18 give
+	// every document its session's or conversation's tenant).
+	b.WriteString(` AND d.tenant = ?`)
+	args = append(args, s.tenant)
 	for _, t := range short {
 		if s.postgres() {
 			b.WriteString(` AND strpos(lower(d.body), lower(?)) > 0`)
@@ -328,8 +332,8 @@ func (s *Store) History(ctx context.Context, req store.HistoryRequest) (store.Pa
 	var b strings.Builder
 	b.WriteString(`SELECT d.doc, d.session_id, d.role, d.at_us, e.seq, e.event_id, e.invocation_id, e.ts_us, e.data
 FROM search_docs AS d JOIN agent_events AS e ON e.session_pk = d.session_pk AND e.seq = d.pos
-WHERE d.app = ? AND d.user_id = ? AND d.kind = 'event'` + liveEventDocs)
-	args := []any{req.App, req.User}
+WHERE d.app = ? AND d.user_id = ? AND d.kind = 'event' AND d.tenant = ?` + liveEventDocs)
+	args := []any{req.App, req.User, s.tenant}
 	if !req.Since.IsZero() {
 		b.WriteString(` AND d.at_us >= ?`)
 		args = append(args, ceilMicros(req.Since))

@@ -12,7 +12,7 @@ const (
 	traceInsertSQL    = `INSERT INTO conversation_trace_events (session_id, seq, kind, name, event, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)`
 	traceLastSQL      = `SELECT seq FROM conversation_trace_events WHERE session_id = ? ORDER BY seq DESC LIMIT 1`
 	traceDeleteAllSQL = `DELETE FROM conversation_trace_events WHERE session_id = ?`
-	traceRangeSQL     = `SELECT seq, event, created_at_ms FROM conversation_trace_events WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?`
+	traceRangeSQL     = `SELECT seq, event, created_at_ms FROM conversation_trace_events WHERE session_id = ? AND tenant = ? AND seq >= ? ORDER BY seq LIMIT ?`
 )
 
 // traceRow is a conversation_trace_events row (what is read back).
@@ -113,7 +113,7 @@ func (c *Conversations) Traces(ctx context.Context, id string, from int64, limit
 	}
 	lim := c.s.limit(limit)
 	var rows []traceRow
-	if err := c.s.selectRows(ctx, &rows, traceRangeSQL, id, from, lim); err != nil {
+	if err := c.s.selectRows(ctx, &rows, traceRangeSQL, id, c.s.tenant, from, lim); err != nil {
 		return nil, err
 	}
 	if len(rows) == 0 {

@@ -40,7 +40,7 @@ import (
 const (
 	// rtTurnSQL reads the turn state of a session.
 	rtTurnSQL = `SELECT turn_gen, turn_running, turn_cancel, turn_owner, turn_lease_ms
-		FROM runtime_sessions WHERE id = ?`
+		FROM runtime_sessions WHERE id = ? AND tenant = ?`
 
 	rtNextGenSQL = `UPDATE runtime_counters SET last_turn_gen = last_turn_gen + 1 WHERE id = 1
 		RETURNING last_turn_gen`
@@ -51,35 +51,37 @@ const (
 		WHERE id = ?`
 
 	rtEndTurnSQL = `UPDATE runtime_sessions SET turn_running = false, turn_cancel = ''
-		WHERE id = ? AND turn_gen = ? AND turn_running = true`
+		WHERE id = ? AND turn_gen = ? AND turn_running = true AND tenant = ?`
 
 	rtSetCancelSQL = `UPDATE runtime_sessions SET turn_cancel = ? WHERE id = ?`
 
 	rtRecordCauseSQL = `INSERT INTO runtime_cancel_causes
-		(session_id, generation, cause, recorded_at_ms, owner, lease_ms)
-		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, generation) DO NOTHING`
+		(session_id, generation, cause, recorded_at_ms, owner, lease_ms, tenant)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, generation) DO NOTHING`
 
 	// rtTakeCauseSQL takes a cause not taken yet; the caller deletes the
 	// row when its turn has ended already.
 	rtTakeCauseSQL = `UPDATE runtime_cancel_causes SET taken = true
-		WHERE session_id = ? AND generation = ? AND taken = false RETURNING cause, ended`
+		WHERE session_id = ? AND generation = ? AND taken = false AND tenant = ? RETURNING cause, ended`
 
-	rtDropCauseSQL = `DELETE FROM runtime_cancel_causes WHERE session_id = ? AND generation = ?`
+	rtDropCauseSQL = `DELETE FROM runtime_cancel_causes WHERE session_id = ? AND generation = ? AND tenant = ?`
 
 	// EndTurn's part on the turn's cause: a taken cause is done with
 	// (rtDropTakenCauseSQL), one not taken yet stays takeable once, marked
 	// ended (rtEndCauseSQL).
 	rtDropTakenCauseSQL = `DELETE FROM runtime_cancel_causes
-		WHERE session_id = ? AND generation = ? AND taken = true`
-	rtEndCauseSQL = `UPDATE runtime_cancel_causes SET ended = true WHERE session_id = ? AND generation = ?`
+		WHERE session_id = ? AND generation = ? AND taken = true AND tenant = ?`
+	rtEndCauseSQL = `UPDATE runtime_cancel_causes SET ended = true WHERE session_id = ? AND generation = ? AND tenant = ?`
 	// rtCauseOfSQL reads the cause recorded for a turn, taken or not.
-	rtCauseOfSQL = `SELECT cause FROM runtime_cancel_causes WHERE session_id = ? AND generation = ?`
+	rtCauseOfSQL = `SELECT cause FROM runtime_cancel_causes WHERE session_id = ? AND generation = ? AND tenant = ?`
 
 	// The heartbeat: renew the leases of one Store's turns and causes,
 	// reap the causes whose lease has lapsed.
 	rtRenewTurnsSQL  = `UPDATE runtime_sessions SET turn_lease_ms = ? WHERE turn_owner = ? AND turn_running = true`
 	rtRenewCausesSQL = `UPDATE runtime_cancel_causes SET lease_ms = ? WHERE owner = ?`
 	rtReapCausesSQL  = `DELETE FROM runtime_cancel_causes WHERE lease_ms <= ?`
+	// rtReapTenantCausesSQL is ReapCancelCauses through a tenant's Store.
+	rtReapTenantCausesSQL = `DELETE FROM runtime_cancel_causes WHERE lease_ms <= ? AND tenant = ?`
 	// rtReapSessionCausesSQL reaps the dead causes of one session.
 	rtReapSessionCausesSQL = `DELETE FROM runtime_cancel_causes WHERE session_id = ? AND lease_ms <= ?`
 )
@@ -99,7 +101,7 @@ func (t *turnRow) live(nowMS int64) bool { return t.Running && t.LeaseMS > nowMS
 
 func (r *Runtime) readTurn(tx Tx, id string) (turnRow, error) {
 	var t turnRow
-	err := tx.Get(&t, r.s.q.rtTurn, id)
+	err := tx.Get(&t, r.s.q.rtTurn, id, r.s.tenant)
 	return t, err
 }
 
@@ -132,7 +134,7 @@ func (r *Runtime) recordCancel(tx Tx, id string, t turnRow, cause store.CancelCa
 		}
 	}
 	if live {
-		if _, err := tx.Exec(rtRecordCauseSQL, id, t.Gen, string(cause), now, t.Owner, t.LeaseMS); err != nil {
+		if _, err := tx.Exec(rtRecordCauseSQL, id, t.Gen, string(cause), now, t.Owner, t.LeaseMS, r.s.tenant); err != nil {
 			return "", err
 		}
 	}
@@ -191,7 +193,7 @@ func (r *Runtime) BeginTurn(ctx context.Context, id string) (uint64, context.Con
 		// Pending until committed: a cancel committed right after this
 		// transaction can already fire it, the poller does not watch it yet.
 		key = turnKey{id: id, gen: uint64(gen)}
-		reg.addPending(key, cancel)
+		reg.addPending(key, r.s.tenant, cancel)
 		return nil
 	})
 	if err != nil {
@@ -220,7 +222,7 @@ func (r *Runtime) EndTurn(ctx context.Context, id string, gen uint64) (bool, err
 		return false, err
 	}
 	key := turnKey{id: id, gen: gen}
-	r.s.turns.startEnding(key)
+	r.s.turns.startEnding(key, r.s.tenant)
 	var (
 		ended bool
 		prior error
@@ -231,7 +233,7 @@ func (r *Runtime) EndTurn(ctx context.Context, id string, gen uint64) (bool, err
 		if prior, err = r.stoppedBy(tx, key); err != nil {
 			return err
 		}
-		res, err := tx.Exec(rtEndTurnSQL, id, int64(gen))
+		res, err := tx.Exec(rtEndTurnSQL, id, int64(gen), r.s.tenant)
 		if err != nil {
 			return err
 		}
@@ -241,10 +243,10 @@ func (r *Runtime) EndTurn(ctx context.Context, id string, gen uint64) (bool, err
 		}
 		// The cause of the turn: done with once taken; one not taken yet
 		// stays takeable, marked ended.
-		if _, err := tx.Exec(rtDropTakenCauseSQL, id, int64(gen)); err != nil {
+		if _, err := tx.Exec(rtDropTakenCauseSQL, id, int64(gen), r.s.tenant); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(rtEndCauseSQL, id, int64(gen)); err != nil {
+		if _, err := tx.Exec(rtEndCauseSQL, id, int64(gen), r.s.tenant); err != nil {
 			return err
 		}
 		if n > 0 {
@@ -256,13 +258,13 @@ func (r *Runtime) EndTurn(ctx context.Context, id string, gen uint64) (bool, err
 		return nil
 	})
 	if err != nil {
-		r.s.turns.stopEnding(key)
+		r.s.turns.stopEnding(key, r.s.tenant)
 		return false, err
 	}
 	if prior == nil {
 		prior = store.ErrTurnEnded
 	}
-	r.s.turns.fire(key, prior)
+	r.s.turns.fireIn(key, r.s.tenant, prior)
 	return ended, nil
 }
 
@@ -279,7 +281,7 @@ func (r *Runtime) stoppedBy(tx Tx, k turnKey) (error, error) {
 		return nil, terr
 	}
 	var cause string
-	err := tx.Get(&cause, rtCauseOfSQL, k.id, int64(k.gen))
+	err := tx.Get(&cause, rtCauseOfSQL, k.id, int64(k.gen), r.s.tenant)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
@@ -357,7 +359,7 @@ func (r *Runtime) TakeCancelCause(ctx context.Context, id string, gen uint64) (s
 			Cause string `db:"cause"`
 			Ended bool   `db:"ended"`
 		}
-		err := tx.Get(&row, rtTakeCauseSQL, id, int64(gen))
+		err := tx.Get(&row, rtTakeCauseSQL, id, int64(gen), r.s.tenant)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
@@ -365,7 +367,7 @@ func (r *Runtime) TakeCancelCause(ctx context.Context, id string, gen uint64) (s
 			return err
 		}
 		if row.Ended { // taken and ended: nothing needs it any more
-			if _, err := tx.Exec(rtDropCauseSQL, id, int64(gen)); err != nil {
+			if _, err := tx.Exec(rtDropCauseSQL, id, int64(gen), r.s.tenant); err != nil {
 				return err
 			}
 		}
@@ -383,7 +385,11 @@ func (r *Runtime) TakeCancelCause(ctx context.Context, id string, gen uint64) (s
 func (r *Runtime) ReapCancelCauses(ctx context.Context) (int64, error) {
 	var n int64
 	err := r.s.write(ctx, func(tx Tx) error {
-		res, err := tx.Exec(rtReapCausesSQL, rowcodec.ToMillis(r.s.now()))
+		q, args := rtReapCausesSQL, []any{rowcodec.ToMillis(r.s.now())}
+		if r.s.tenant != "" {
+			q, args = rtReapTenantCausesSQL, append(args, r.s.tenant)
+		}
+		res, err := tx.Exec(q, args...)
 		if err != nil {
 			return err
 		}

@@ -28,6 +28,10 @@ type turnEntry struct {
 	// them (what it reads after their commit, e.g. a session removed after
 	// the turn ended, is not what happened first).
 	ending int
+	// tenant is the tenant of the Store that began the turn: EndTurn
+	// through another tenant's Store (which cannot see the session, and
+	// reads it as removed) leaves the turn alone.
+	tenant string
 }
 
 // turnRegistry holds the contexts of the turns this Store began and not yet
@@ -60,13 +64,13 @@ func (r *turnRegistry) ownerToken() string {
 
 // addPending registers the context of a turn whose transaction has not
 // committed yet. It can be fired, but the poller ignores it.
-func (r *turnRegistry) addPending(k turnKey, cancel context.CancelCauseFunc) {
+func (r *turnRegistry) addPending(k turnKey, tenant string, cancel context.CancelCauseFunc) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.turns == nil {
 		r.turns = make(map[turnKey]*turnEntry)
 	}
-	r.turns[k] = &turnEntry{cancel: cancel}
+	r.turns[k] = &turnEntry{cancel: cancel, tenant: tenant}
 }
 
 // drop forgets k without firing it (a transaction that did not commit).
@@ -103,22 +107,37 @@ func (r *turnRegistry) fire(k turnKey, cause error) {
 }
 
 // startEnding marks an EndTurn of turn k in flight (see turnEntry.ending).
-func (r *turnRegistry) startEnding(k turnKey) {
+func (r *turnRegistry) startEnding(k turnKey, tenant string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if e := r.turns[k]; e != nil {
+	if e := r.turns[k]; e != nil && e.tenant == tenant {
 		e.ending++
 	}
 }
 
 // stopEnding undoes startEnding for an EndTurn that failed: the poller
 // takes the turn back.
-func (r *turnRegistry) stopEnding(k turnKey) {
+func (r *turnRegistry) stopEnding(k turnKey, tenant string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if e := r.turns[k]; e != nil && e.ending > 0 {
+	if e := r.turns[k]; e != nil && e.ending > 0 && e.tenant == tenant {
 		e.ending--
 	}
+}
+
+// fireIn fires turn k like fire when a Store of tenant began it (EndTurn:
+// the turn of another tenant's session under the same id and generation
+// is not this caller's to end).
+func (r *turnRegistry) fireIn(k turnKey, tenant string, cause error) {
+	r.mu.Lock()
+	e := r.turns[k]
+	if e == nil || e.tenant != tenant {
+		r.mu.Unlock()
+		return
+	}
+	r.removeLocked(k)
+	r.mu.Unlock()
+	e.cancel(cause)
 }
 
 // firePolled is fire for the poller: it leaves a turn whose EndTurn is in

@@ -16,12 +16,12 @@ import (
 const (
 	upColumns = `session_id, ref_id, marker, workspace_path, sha256, size_bytes, created_at_ms`
 
-	rtExistsSQL = `SELECT 1 FROM runtime_sessions WHERE id = ?`
+	rtExistsSQL = `SELECT 1 FROM runtime_sessions WHERE id = ? AND tenant = ?`
 
 	upPutBlobSQL = `INSERT INTO upload_blobs (sha256, size_bytes, content) VALUES (?, ?, ?)
 		ON CONFLICT (sha256) DO NOTHING`
 
-	upPutSQL = `INSERT INTO uploads (` + upColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)
+	upPutSQL = `INSERT INTO uploads (` + upColumns + `, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (session_id, ref_id) DO UPDATE SET
 			marker = excluded.marker,
 			workspace_path = excluded.workspace_path,
@@ -29,15 +29,15 @@ const (
 			size_bytes = excluded.size_bytes,
 			created_at_ms = excluded.created_at_ms`
 
-	upGetSQL = `SELECT ` + upColumns + ` FROM uploads WHERE session_id = ? AND ref_id = ?`
+	upGetSQL = `SELECT ` + upColumns + ` FROM uploads WHERE session_id = ? AND ref_id = ? AND tenant = ?`
 
 	upReadSQL = `SELECT u.session_id, u.ref_id, u.marker, u.workspace_path, u.sha256,
 			u.size_bytes, u.created_at_ms, b.content
 		FROM uploads AS u JOIN upload_blobs AS b ON b.sha256 = u.sha256
-		WHERE u.session_id = ? AND u.ref_id = ?`
+		WHERE u.session_id = ? AND u.ref_id = ? AND u.tenant = ?`
 
 	upListSQL = `SELECT ` + upColumns + ` FROM uploads
-		WHERE session_id = ? AND ref_id > ? ORDER BY ref_id LIMIT ?`
+		WHERE session_id = ? AND tenant = ? AND ref_id > ? ORDER BY ref_id LIMIT ?`
 )
 
 // upRow is an uploads row as stored.
@@ -84,7 +84,7 @@ func (r *Runtime) PutUpload(ctx context.Context, req store.PutUploadRequest) (st
 		var one int
 		// The session must outlive the transaction (where the dialect
 		// locks rows: the lock a foreign key check takes).
-		if err := tx.Get(&one, r.s.q.rtKeyShare, req.SessionID); errors.Is(err, sql.ErrNoRows) {
+		if err := tx.Get(&one, r.s.q.rtKeyShare, req.SessionID, r.s.tenant); errors.Is(err, sql.ErrNoRows) {
 			return rtNotFound(req.SessionID)
 		} else if err != nil {
 			return err
@@ -98,7 +98,7 @@ func (r *Runtime) PutUpload(ctx context.Context, req store.PutUploadRequest) (st
 		}
 		now := r.s.now()
 		if _, err := tx.Exec(upPutSQL, req.SessionID, req.RefID, req.Marker, req.WorkspacePath,
-			sum[:], size, rowcodec.ToMillis(now)); err != nil {
+			sum[:], size, rowcodec.ToMillis(now), r.s.tenant); err != nil {
 			return err
 		}
 		out = store.Upload{
@@ -117,7 +117,7 @@ func (r *Runtime) PutUpload(ctx context.Context, req store.PutUploadRequest) (st
 // missingUpload tells a missing session from a missing upload.
 func (r *Runtime) missingUpload(ctx context.Context, sessionID, refID string) error {
 	var one int
-	err := r.s.get(ctx, &one, rtExistsSQL, sessionID)
+	err := r.s.get(ctx, &one, rtExistsSQL, sessionID, r.s.tenant)
 	if errors.Is(err, sql.ErrNoRows) {
 		return rtNotFound(sessionID)
 	}
@@ -140,7 +140,7 @@ func (r *Runtime) GetUpload(ctx context.Context, sessionID, refID string) (store
 		return store.Upload{}, err
 	}
 	var row upRow
-	err := r.s.get(ctx, &row, upGetSQL, sessionID, refID)
+	err := r.s.get(ctx, &row, upGetSQL, sessionID, refID, r.s.tenant)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Upload{}, r.missingUpload(ctx, sessionID, refID)
 	}
@@ -160,7 +160,7 @@ func (r *Runtime) ReadUpload(ctx context.Context, sessionID, refID string) (stor
 		upRow
 		Content []byte `db:"content"`
 	}
-	err := r.s.get(ctx, &row, upReadSQL, sessionID, refID)
+	err := r.s.get(ctx, &row, upReadSQL, sessionID, refID, r.s.tenant)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Upload{}, nil, r.missingUpload(ctx, sessionID, refID)
 	}
@@ -187,13 +187,13 @@ func (r *Runtime) ListUploads(ctx context.Context, req store.ListUploadsRequest)
 		return store.Page[store.Upload]{}, err
 	}
 	var one int
-	if err := r.s.get(ctx, &one, rtExistsSQL, req.SessionID); errors.Is(err, sql.ErrNoRows) {
+	if err := r.s.get(ctx, &one, rtExistsSQL, req.SessionID, r.s.tenant); errors.Is(err, sql.ErrNoRows) {
 		return store.Page[store.Upload]{}, rtNotFound(req.SessionID)
 	} else if err != nil {
 		return store.Page[store.Upload]{}, err
 	}
 	var rows []upRow
-	if err := r.s.selectRows(ctx, &rows, upListSQL, req.SessionID, req.After, req.Limit+1); err != nil {
+	if err := r.s.selectRows(ctx, &rows, upListSQL, req.SessionID, r.s.tenant, req.After, req.Limit+1); err != nil {
 		return store.Page[store.Upload]{}, err
 	}
 	page := store.Page[store.Upload]{Items: make([]store.Upload, 0, min(len(rows), req.Limit))}

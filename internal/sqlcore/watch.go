@@ -253,9 +253,9 @@ type feedFacet struct {
 var _ store.Feed = (*feedFacet)(nil)
 
 const (
-	feedMsgEpochSQL   = `SELECT messages_epoch FROM conversations WHERE id = ?`
-	feedTraceEpochSQL = `SELECT traces_epoch FROM conversations WHERE id = ?`
-	feedRunEpochSQL   = `SELECT events_epoch FROM conversation_runs WHERE session_id = ? AND run_id = ?`
+	feedMsgEpochSQL   = `SELECT messages_epoch FROM conversations WHERE id = ? AND tenant = ?`
+	feedTraceEpochSQL = `SELECT traces_epoch FROM conversations WHERE id = ? AND tenant = ?`
+	feedRunEpochSQL   = `SELECT events_epoch FROM conversation_runs WHERE session_id = ? AND run_id = ? AND tenant = ?`
 	feedRunEventsSQL  = `SELECT run_id, seq, at_ms, event FROM conversation_run_events
 		WHERE session_id = ? AND run_id = ? AND seq >= ? ORDER BY seq LIMIT ?`
 	feedSessionSQL = `SELECT pk, epoch, COALESCE(lineage_parent, 0) AS lineage_parent, fork_seq, data_key FROM agent_sessions
@@ -284,12 +284,12 @@ func (f *feedFacet) Messages(ctx context.Context, req store.MessageFeed) iter.Se
 			var found bool
 			err := f.s.readTx(ctx, func(r Tx) error {
 				var err error
-				if epoch, found, err = readEpoch(r, feedMsgEpochSQL, req.ID); err != nil || !found {
+				if epoch, found, err = readEpoch(r, feedMsgEpochSQL, req.ID, f.s.tenant); err != nil || !found {
 					return err
 				}
 				// A fork's stream reads its lineage (conv_lineage.go).
 				var l lineRow
-				if err := r.Get(&l, convLineSQL, req.ID); err != nil {
+				if err := r.Get(&l, convLineSQL, req.ID, f.s.tenant); err != nil {
 					return err
 				}
 				rows, err = (&Conversations{s: f.s}).readView(r, l.view(req.ID), next, math.MaxInt64, req.Limit)
@@ -328,11 +328,11 @@ func (f *feedFacet) Traces(ctx context.Context, req store.TraceFeed) iter.Seq2[s
 			var found bool
 			err := f.s.readTx(ctx, func(r Tx) error {
 				var err error
-				if epoch, found, err = readEpoch(r, feedTraceEpochSQL, req.ID); err != nil || !found {
+				if epoch, found, err = readEpoch(r, feedTraceEpochSQL, req.ID, f.s.tenant); err != nil || !found {
 					return err
 				}
 				rows = nil
-				return r.Select(&rows, traceRangeSQL, req.ID, next, req.Limit)
+				return r.Select(&rows, traceRangeSQL, req.ID, f.s.tenant, next, req.Limit)
 			})
 			if err != nil {
 				return b, false, false, err
@@ -373,11 +373,11 @@ func (f *feedFacet) RunEvents(ctx context.Context, req store.RunEventFeed) iter.
 			var found bool
 			err := f.s.readTx(ctx, func(r Tx) error {
 				var err error
-				if epoch, found, err = readEpoch(r, feedRunEpochSQL, req.ID, req.RunID); err != nil {
+				if epoch, found, err = readEpoch(r, feedRunEpochSQL, req.ID, req.RunID, f.s.tenant); err != nil {
 					return err
 				}
 				if !found {
-					return r.Get(&convs, convExistsSQL, req.ID)
+					return r.Get(&convs, convExistsSQL, req.ID, f.s.tenant)
 				}
 				rows = nil
 				return r.Select(&rows, feedRunEventsSQL, req.ID, req.RunID, next, req.Limit)

@@ -15,7 +15,9 @@ import (
 // that both sides see the same machine load. Which side goes first
 // alternates too: the second call of a pair measured about 1.2x the first
 // on SQLite whichever side it was. It reports ns per call of each side
-// and their ratio (tenant/default).
+// and their ratio (tenant/default). The conversation sub-benchmarks do the
+// same for a message append and a read of a conversation's last 100
+// messages (conversation ids are global, so each side has its own id).
 func BenchTenants(b *testing.B, h Harness, o BenchOptions) {
 	e := benchEnv{h, o}
 	st := e.open(b)
@@ -98,5 +100,60 @@ func BenchTenants(b *testing.B, h Harness, o BenchOptions) {
 			n++
 		}
 		report(b, spent, n, "get")
+	})
+	convs := []store.Conversations{st.Conversations(), ts.Conversations()}
+	convIDs := []string{"bench-conv-default", "bench-conv-tenant"}
+	for i, c := range convs {
+		if _, err := c.Save(ctx, store.NewConversation(convIDs[i])); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("ConversationAppend", func(b *testing.B) {
+		var spent [2]time.Duration
+		n := 0
+		for b.Loop() {
+			for j := range convs {
+				side := (j + n) % 2
+				start := time.Now()
+				_, err := convs[side].AppendMessages(ctx, convIDs[side], store.UserMessage("a benchmark message of some length"))
+				spent[side] += time.Since(start)
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			n++
+		}
+		report(b, spent, n, "append")
+	})
+	b.Run("ConversationMessages/last=100", func(b *testing.B) {
+		for i, c := range convs {
+			cnt, err := c.MessageCount(ctx, convIDs[i])
+			if err != nil {
+				b.Fatal(err)
+			}
+			for ; cnt < 100; cnt++ {
+				if _, err := c.AppendMessages(ctx, convIDs[i], store.UserMessage("a benchmark message of some length")); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		var spent [2]time.Duration
+		n := 0
+		for b.Loop() {
+			for j := range convs {
+				side := (j + n) % 2
+				start := time.Now()
+				msgs, err := convs[side].LastMessages(ctx, convIDs[side], 100)
+				spent[side] += time.Since(start)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(msgs) != 100 {
+					b.Fatalf("%d messages, want 100", len(msgs))
+				}
+			}
+			n++
+		}
+		report(b, spent, n, "read")
 	})
 }

@@ -27,10 +27,15 @@ func RunTenants(t *testing.T, h Harness) {
 		{"NamesAndAgentSessions", func(t *testing.T, e *env) {
 			t.Run("InvalidNamesAreInvalidInput", func(t *testing.T) { testTenantNames(t, e) })
 			t.Run("AgentSessionsSeeOnlyTheirTenant", func(t *testing.T) { testTenantAgentSessions(t, e) })
+			t.Run("ConversationsSeeOnlyTheirTenant", func(t *testing.T) { testTenantConversations(t, e) })
+			t.Run("SearchFindsOnlyTheTenantsItems", func(t *testing.T) { testTenantSearch(t, e) })
 		}},
 		{"ConcurrencyAndFeed", func(t *testing.T, e *env) {
 			t.Run("SameKeysConcurrentlyInTwoTenants", func(t *testing.T) { testTenantConcurrent(t, e) })
 			t.Run("EventFeedFollowsTheTenantsSession", func(t *testing.T) { testTenantEventFeed(t, e) })
+			t.Run("ConversationsConcurrentlyInTwoTenants", func(t *testing.T) { testTenantConversationsConcurrent(t, e) })
+			t.Run("RuntimeSeesOnlyItsTenant", func(t *testing.T) { testTenantRuntime(t, e) })
+			t.Run("ConversationFeedFollowsTheTenantsConversation", func(t *testing.T) { testTenantConversationFeed(t, e) })
 		}},
 	}
 	for _, tc := range tests {
