@@ -64,6 +64,16 @@ var harness = storetest.Harness{
 		_, err = conn.Exec(ctx, query)
 		return err
 	},
+	Count: func(ctx context.Context, loc, query string) (int64, error) {
+		conn, err := pgx.Connect(ctx, loc)
+		if err != nil {
+			return 0, err
+		}
+		defer conn.Close(ctx)
+		var n int64
+		err = conn.QueryRow(ctx, query).Scan(&n)
+		return n, err
+	},
 }
 
 func TestMain(m *testing.M) {

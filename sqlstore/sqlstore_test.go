@@ -49,6 +49,16 @@ var harness = storetest.Harness{
 		_, err = db.ExecContext(ctx, query)
 		return err
 	},
+	Count: func(ctx context.Context, loc, query string) (int64, error) {
+		db, err := sql.Open("sqlite", "file:"+loc+"?_pragma=busy_timeout(5000)")
+		if err != nil {
+			return 0, err
+		}
+		defer db.Close()
+		var n int64
+		err = db.QueryRowContext(ctx, query).Scan(&n)
+		return n, err
+	},
 }
 
 func TestMain(m *testing.M) {

@@ -116,6 +116,11 @@ func RunEncryption(t *testing.T, h Harness) {
 		{"RetentionSweepShredsTheKey", testEncSweepShreds},
 		{"RotatedKeysReadAfterOldKEKIsGone", testEncRotated},
 		{"PlaintextStoreReadsItsOwnSessions", testEncMixed},
+		{"RuntimeSealedRoundTrip", testEncRuntimeRoundTrip}, // encryption_runtime.go
+		{"RuntimeWithoutKeyRefusesAndChangesNothing", testEncRuntimeNoKey},
+		{"RuntimeWrongKeyIsAnErrorNeverADeletion", testEncRuntimeWrongKey},
+		{"RuntimeRemoveShredsTheKey", testEncRuntimeRemoveShreds},
+		{"UploadsNeverSharedAcrossEncryptedSessions", testEncUploadSharing},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
