@@ -50,3 +50,17 @@ func (s *Store) ShredPending(ctx context.Context) (int, error) {
 	}
 	return s.core.ShredPending(ctx)
 }
+
+var _ store.KeyCollector = (*Store)(nil)
+
+// CollectOrphanKeys shreds (or, with DryRun, lists) the keyring's data
+// keys that no row of the database names and that are older than the
+// grace period: keys left by a crash between a key's creation and the
+// commit of its session (see store.KeyCollector). The keyring must be
+// this database's alone.
+func (s *Store) CollectOrphanKeys(ctx context.Context, req store.CollectKeysRequest) (store.CollectKeysResult, error) {
+	if s.closed.Load() {
+		return store.CollectKeysResult{}, store.ErrStoreClosed
+	}
+	return s.core.CollectOrphanKeys(ctx, req)
+}

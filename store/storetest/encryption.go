@@ -121,6 +121,8 @@ func RunEncryption(t *testing.T, h Harness) {
 		{"RuntimeWrongKeyIsAnErrorNeverADeletion", testEncRuntimeWrongKey},
 		{"RuntimeRemoveShredsTheKey", testEncRuntimeRemoveShreds},
 		{"UploadsNeverSharedAcrossEncryptedSessions", testEncUploadSharing},
+		{"KeysGCCollectsOrphansNeverNamedKeys", testEncKeysGC}, // encryption_keysgc.go
+		{"KeysGCSafeAgainstConcurrentCreates", testEncKeysGCConcurrentCreates},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
