@@ -63,3 +63,16 @@ func (s *Store) CollectOrphanKeys(ctx context.Context, req store.CollectKeysRequ
 	}
 	return s.core.CollectOrphanKeys(ctx, req)
 }
+
+// WithSearchEncrypted opts in to full-text search of encrypted sessions:
+// the store writes the search document of an encrypted agent session's
+// event itself, with the event's plaintext (the index triggers see only
+// ciphertext and skip it). The index then holds plaintext terms of
+// encrypted sessions (search_docs.body and the full-text index), so a
+// byte scan of the database finds them: the option trades that for
+// search. Deleting the session (which shreds its key) deletes its search
+// documents with its events. Without the option, encrypted content is
+// never indexed.
+func WithSearchEncrypted() Option {
+	return func(c *config) { c.searchEncrypted = true }
+}

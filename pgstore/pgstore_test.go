@@ -53,6 +53,9 @@ var harness = storetest.Harness{
 		if o.Keys != nil {
 			opts = append(opts, pgstore.WithKeyRing(o.Keys))
 		}
+		if o.SearchEncrypted {
+			opts = append(opts, pgstore.WithSearchEncrypted())
+		}
 		return pgstore.Open(ctx, loc, opts...)
 	},
 	Exec: func(ctx context.Context, loc, query string) error {

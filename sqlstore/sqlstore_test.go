@@ -38,6 +38,9 @@ var harness = storetest.Harness{
 		if o.Keys != nil {
 			opts = append(opts, sqlstore.WithKeyRing(o.Keys))
 		}
+		if o.SearchEncrypted {
+			opts = append(opts, sqlstore.WithSearchEncrypted())
+		}
 		return sqlstore.Open(ctx, loc, opts...)
 	},
 	Exec: func(ctx context.Context, loc, query string) error {

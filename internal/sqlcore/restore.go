@@ -551,6 +551,9 @@ func (w *recordWriter) PutAgentSession(s store.AgentSession) (bool, error) {
 		if _, err := w.tx.Exec(evInsertSQL, pk, ev.Seq, ev.ID, ev.InvocationID, us, ns, sealed(dk, ev.Data, adEvent, seqAD(ev.Seq), ev.ID), from, to, ""); err != nil {
 			return false, err
 		}
+		if err := w.s.indexSealedEvent(w.tx, dk, pk, ev.Seq, us, ev.Data); err != nil { // search_sealed.go
+			return false, err
+		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.State.Session)) {
 		if _, err := w.tx.Exec(stSessionRestoreSQL, pk, k, sealed(dk, s.State.Session[k], adState, k)); err != nil {

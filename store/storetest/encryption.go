@@ -123,6 +123,7 @@ func RunEncryption(t *testing.T, h Harness) {
 		{"UploadsNeverSharedAcrossEncryptedSessions", testEncUploadSharing},
 		{"KeysGCCollectsOrphansNeverNamedKeys", testEncKeysGC}, // encryption_keysgc.go
 		{"KeysGCSafeAgainstConcurrentCreates", testEncKeysGCConcurrentCreates},
+		{"SearchOptInIndexesEncryptedContent", testEncSearchOptIn}, // encryption_search.go
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

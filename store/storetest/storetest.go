@@ -78,6 +78,9 @@ type Options struct {
 	// Keys, when set, is the keyring of encryption at rest (the backend's
 	// WithKeyRing option).
 	Keys store.KeyRing
+	// SearchEncrypted opts in to indexing encrypted content (the
+	// backend's WithSearchEncrypted option).
+	SearchEncrypted bool
 }
 
 // Run runs the whole conformance suite.
