@@ -210,5 +210,10 @@ func (s *Store) Reindex(ctx context.Context, req store.ReindexRequest) (store.Re
 			res.Batches++
 		}
 	}
+	// The update above made the event trigger drop the documents the
+	// search opt-in wrote for sealed events: write them again.
+	if err := s.reindexSealedEvents(ctx, req.Batch, &res); err != nil { // search_sealed.go
+		return res, err
+	}
 	return res, nil
 }

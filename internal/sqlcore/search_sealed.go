@@ -217,3 +217,71 @@ func (s *Store) openSealedEvent(ctx context.Context, r Tx, pk int64, ev *store.A
 	*ev = evs[0]
 	return nil
 }
+
+// sealedUnindexedSQL selects a batch of sealed events without a search
+// document.
+const sealedUnindexedSQL = `SELECT e.session_pk, e.seq, e.event_id, e.ts_us, e.data FROM agent_events AS e
+	WHERE substr(e.data, 1, 7) = 'ssenc1:' AND NOT EXISTS (SELECT 1 FROM search_docs AS d
+		WHERE d.kind = 'event' AND d.session_pk = e.session_pk AND d.owner = '' AND d.pos = e.seq AND d.ref = '')
+	ORDER BY e.session_pk, e.seq LIMIT ?`
+
+// reindexSealedEvents writes the search documents of sealed events that
+// have none, in batches, when the store opts in (Reindex).
+func (s *Store) reindexSealedEvents(ctx context.Context, batch int, res *store.ReindexResult) error {
+	if !s.cfg.SearchEncrypted || s.cfg.Keys == nil {
+		return nil
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var n int64
+		err := s.write(ctx, func(tx Tx) error {
+			n = 0
+			type ev struct {
+				pk, seq, ts int64
+				e           store.AgentEvent
+			}
+			var evs []ev
+			if err := tx.Query(sealedUnindexedSQL, []any{batch}, func(r Rows) error {
+				var x ev
+				var data []byte
+				if err := r.Scan(&x.pk, &x.seq, &x.e.ID, &x.ts, &data); err != nil {
+					return err
+				}
+				x.e.Seq = x.seq
+				x.e.Data = append([]byte(nil), data...)
+				evs = append(evs, x)
+				return nil
+			}); err != nil {
+				return err
+			}
+			for _, x := range evs {
+				dk, err := s.keyOfPK(tx, x.pk)
+				if err != nil {
+					return err
+				}
+				if dk == nil {
+					return &store.KeyError{Op: "open", Kind: store.ErrKeyMismatch}
+				}
+				one := []store.AgentEvent{x.e}
+				if err := openEvents(dk, one); err != nil {
+					return err
+				}
+				if err := s.indexSealedEvent(tx, dk, x.pk, x.seq, x.ts, one[0].Data); err != nil {
+					return err
+				}
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		res.Items += n
+		res.Batches++
+	}
+}

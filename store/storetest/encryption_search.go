@@ -58,7 +58,25 @@ func testEncSearchOptIn(t *testing.T, h Harness) {
 			t.Fatalf("history item %+v", it)
 		}
 	}
-	// The documents the library writes are the ones the index triggers
+	// A reindex (whose no-op updates make the triggers drop the
+	// documents of sealed events) writes them again; by a store that opts
+	// in, it indexes every encrypted session, the other store's included.
+	if _, err := sr.Reindex(e.ctx, store.ReindexRequest{Batch: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := sr.Search(e.ctx, store.SearchQuery{Query: encMarker}); err != nil || len(res.Hits) != 5 {
+		t.Fatalf("opt-in search after a reindex: %d hits, want 5 (3 + 2), %v", len(res.Hits), err)
+	}
+	rep, err := sr.CheckSearchIndex(e.ctx)
+	if err != nil || !rep.IndexOK {
+		t.Fatalf("index check after the reindex: %+v, %v", rep, err)
+	}
+	for _, k := range rep.Kinds {
+		if k.Kind == store.SearchEvent && (k.Missing != 0 || k.Items != k.Indexed) {
+			t.Fatalf("events after the reindex: %+v", k)
+		}
+	}
+	// The library's documents are the ones the index triggers
 	// write for the same plaintext events.
 	if h.Count != nil {
 		evs := []string{
@@ -92,9 +110,12 @@ func testEncSearchOptIn(t *testing.T, h Harness) {
 	if err := st.AgentSessions().DeleteSession(e.ctx, key); err != nil {
 		t.Fatal(err)
 	}
+	if err := st.AgentSessions().DeleteSession(e.ctx, encKey("unindexed")); err != nil {
+		t.Fatal(err)
+	}
 	res, err = sr.Search(e.ctx, store.SearchQuery{Query: encMarker})
 	if err != nil || len(res.Hits) != 0 {
-		t.Fatalf("search after the delete: %d hits, %v", len(res.Hits), err)
+		t.Fatalf("search after the deletes: %d hits, %v", len(res.Hits), err)
 	}
 	if h.Count != nil {
 		n, err := h.Count(e.ctx, e.loc, `SELECT count(*) FROM search_docs WHERE body LIKE '%`+encMarker+`%'`)
