@@ -121,6 +121,7 @@ func RunEncryption(t *testing.T, h Harness) {
 		{"RuntimeWrongKeyIsAnErrorNeverADeletion", testEncRuntimeWrongKey},
 		{"RuntimeRemoveShredsTheKey", testEncRuntimeRemoveShreds},
 		{"UploadsNeverSharedAcrossEncryptedSessions", testEncUploadSharing},
+		{"UploadsConcurrentInEncryptedSessions", testEncUploadsConcurrent},
 		{"KeysGCCollectsOrphansNeverNamedKeys", testEncKeysGC}, // encryption_keysgc.go
 		{"KeysGCSafeAgainstConcurrentCreates", testEncKeysGCConcurrentCreates},
 		{"SearchOptInIndexesEncryptedContent", testEncSearchOptIn}, // encryption_search.go

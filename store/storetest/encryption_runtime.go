@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/agentstore/sessionstore/store"
@@ -167,6 +169,18 @@ func testEncRuntimeRemoveShreds(t *testing.T, h Harness) {
 			t.Fatalf("blobs after remove: %d, %v", n, err)
 		}
 	}
+	// Eviction shreds too.
+	b, err := st.Runtime().Get(e.ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := st.Runtime().EvictSameModeSiblings(e.ctx, store.EvictRequest{OwnerID: "owner", ChatMode: store.ChatModeChat, ExceptID: "none"})
+	if err != nil || len(ev) != 1 || ev[0].ID != "b" {
+		t.Fatalf("evict: %+v, %v", ev, err)
+	}
+	if _, err := e.ring.Key(e.ctx, b.DataKeyID); !errors.Is(err, store.ErrKeyShredded) {
+		t.Fatalf("evicted session's key: %v, want ErrKeyShredded", err)
+	}
 }
 
 // testEncUploadSharing: identical content is stored once across plaintext
@@ -244,5 +258,75 @@ func testEncUploadSharing(t *testing.T, h Harness) {
 	}
 	if _, _, err := enc.Runtime().ReadUpload(e.ctx, "e2", "r"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// testEncUploadsConcurrent: goroutines upload the same content to one
+// encrypted session under different refs, and other content to a second
+// one, while a third session is removed: one blob per session and
+// content, every entry reads back, the removed session's blobs are gone.
+func testEncUploadsConcurrent(t *testing.T, h Harness) {
+	e := newEncEnv(t, h)
+	st := e.open(e.ring)
+	rt := st.Runtime()
+	for _, id := range []string{"a", "b", "gone"} {
+		if _, err := rt.Insert(e.ctx, store.NewRuntimeSession{ID: id, AgentAlias: "x", ChatMode: store.ChatModeChat, WorkspaceDir: "/w"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := rt.PutUpload(e.ctx, store.PutUploadRequest{SessionID: "gone", RefID: "r", WorkspacePath: "/f", Content: []byte("gone content")}); err != nil {
+		t.Fatal(err)
+	}
+	workers, per := 6, 5
+	if raceEnabled {
+		per = 3
+	}
+	same := []byte("identical " + rtEncMarker)
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*per+1)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				ref := fmt.Sprintf("w%d-%d", w, i)
+				if _, err := rt.PutUpload(e.ctx, store.PutUploadRequest{SessionID: "a", RefID: ref, WorkspacePath: "/f", Content: same}); err != nil {
+					errs <- err
+				}
+				if _, err := rt.PutUpload(e.ctx, store.PutUploadRequest{SessionID: "b", RefID: ref, WorkspacePath: "/f", Content: []byte(ref)}); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if _, err := rt.Remove(e.ctx, "gone"); err != nil {
+			errs <- err
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for w := range workers {
+		for i := range per {
+			ref := fmt.Sprintf("w%d-%d", w, i)
+			if _, b, err := rt.ReadUpload(e.ctx, "a", ref); err != nil || !bytes.Equal(b, same) {
+				t.Fatalf("a/%s: %q, %v", ref, b, err)
+			}
+			if _, b, err := rt.ReadUpload(e.ctx, "b", ref); err != nil || string(b) != ref {
+				t.Fatalf("b/%s: %q, %v", ref, b, err)
+			}
+		}
+	}
+	if h.Count != nil {
+		// a: one blob; b: one per ref; gone: none.
+		n, err := h.Count(e.ctx, e.loc, `SELECT count(*) FROM upload_blobs`)
+		if err != nil || n != int64(1+workers*per) {
+			t.Fatalf("blobs: %d, want %d (%v)", n, 1+workers*per, err)
+		}
 	}
 }
