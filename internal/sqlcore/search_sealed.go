@@ -28,6 +28,16 @@ import (
 // the append and restore paths) and indexSealedMessage for conversation
 // messages, for the paths that seal those.
 
+// sealedRows is, per kind of search item, the condition on content row c
+// of an encrypted session (whose sealed values the index triggers skip):
+// CheckSearchIndex counts such a row as an item only when it has a
+// document (the opt-in wrote one), and never as missing. The conditions
+// use the sessions' data_key indexes, not the content.
+var sealedRows = map[store.SearchKind]string{
+	store.SearchMessage: `c.session_id IN (SELECT id FROM conversations WHERE data_key <> '')`,
+	store.SearchEvent:   `c.session_pk IN (SELECT pk FROM agent_sessions WHERE data_key <> '')`,
+}
+
 const (
 	searchEventDocSQL = `INSERT INTO search_docs (kind, session_pk, pos, session_id, app, user_id, role, at_us, body)
 		SELECT 'event', ?, ?, s.session_id, s.app, s.user_id, ?, ?, ? FROM agent_sessions AS s WHERE s.pk = ?`

@@ -244,6 +244,8 @@ func testEncRoundTrip(t *testing.T, h Harness) {
 		if err != nil || len(hits.Hits) != 0 {
 			t.Fatalf("search found %d hits of an encrypted session (%v)", len(hits.Hits), err)
 		}
+		// ...and the index check does not count them as missing.
+		checkIndexWhole(t, e, s)
 	}
 }
 

@@ -49,6 +49,7 @@ func testEncSearchOptIn(t *testing.T, h Harness) {
 			t.Fatalf("hit without its window: %+v", hit)
 		}
 	}
+	checkIndexWhole(t, e, sr) // sealed events with and without documents
 	hist, err := sr.History(e.ctx, store.HistoryRequest{App: key.App, User: key.User})
 	if err != nil || len(hist.Items) != 3 {
 		t.Fatalf("history: %+v, %v", hist.Items, err)
@@ -67,15 +68,7 @@ func testEncSearchOptIn(t *testing.T, h Harness) {
 	if res, err := sr.Search(e.ctx, store.SearchQuery{Query: encMarker}); err != nil || len(res.Hits) != 5 {
 		t.Fatalf("opt-in search after a reindex: %d hits, want 5 (3 + 2), %v", len(res.Hits), err)
 	}
-	rep, err := sr.CheckSearchIndex(e.ctx)
-	if err != nil || !rep.IndexOK {
-		t.Fatalf("index check after the reindex: %+v, %v", rep, err)
-	}
-	for _, k := range rep.Kinds {
-		if k.Kind == store.SearchEvent && (k.Missing != 0 || k.Items != k.Indexed) {
-			t.Fatalf("events after the reindex: %+v", k)
-		}
-	}
+	checkIndexWhole(t, e, sr)
 	// The library's documents are the ones the index triggers
 	// write for the same plaintext events.
 	if h.Count != nil {
@@ -121,6 +114,21 @@ func testEncSearchOptIn(t *testing.T, h Harness) {
 		n, err := h.Count(e.ctx, e.loc, `SELECT count(*) FROM search_docs WHERE body LIKE '%`+encMarker+`%'`)
 		if err != nil || n != 0 {
 			t.Fatalf("search documents with the marker after the delete: %d, %v", n, err)
+		}
+	}
+}
+
+// checkIndexWhole fails t unless the search index check finds the index
+// whole: no kind with missing or orphan documents.
+func checkIndexWhole(t *testing.T, e *encEnv, sr store.Searcher) {
+	t.Helper()
+	rep, err := sr.CheckSearchIndex(e.ctx)
+	if err != nil || !rep.IndexOK {
+		t.Fatalf("index check: %+v, %v", rep, err)
+	}
+	for _, k := range rep.Kinds {
+		if k.Missing != 0 || k.Orphans != 0 || k.Items != k.Indexed {
+			t.Fatalf("index check, %s: %+v", k.Kind, k)
 		}
 	}
 }
