@@ -25,6 +25,9 @@ var runtimeSection = section{
 type RuntimeSession struct {
 	Session store.RuntimeSession `json:"session"`
 	Uploads []UploadContent      `json:"uploads"`
+	// DataKey names the data key that seals an encrypted session's
+	// content (sealed_runtime.go); empty for a plaintext session.
+	DataKey string `json:"data_key,omitempty"`
 }
 
 // UploadContent is one upload with its content in base64.
@@ -40,7 +43,11 @@ func exportRuntimeSessions(ctx context.Context, x *exporter) error {
 		return rt.ListIDs(ctx, store.ListIDsRequest{After: cursor, Limit: store.MaxPageSize})
 	}
 	return items(ctx, x, "runtime_sessions", list, func(ctx context.Context, id string) (RuntimeSession, error) {
-		return readRuntime(ctx, rt, id)
+		r, err := readRuntime(ctx, rt, id)
+		if err == nil && r.Session.DataKeyID != "" { // sealed_runtime.go: never in plaintext
+			err = r.seal(ctx, x.keys, r.Session.DataKeyID)
+		}
+		return r, err
 	})
 }
 
@@ -79,6 +86,9 @@ func restoreRuntime(ctx context.Context, x *importer, in *jsonIn, _ int) error {
 	return in.array(func(i int) error {
 		var r RuntimeSession
 		if err := in.decode(&r); err != nil {
+			return err
+		}
+		if err := r.open(ctx, x.keys); err != nil { // sealed_runtime.go
 			return err
 		}
 		rec, err := r.Record(fmt.Sprintf("runtime_sessions[%d]", i))

@@ -91,6 +91,13 @@ type Options struct {
 	// collector there (the console's /metrics always serves its own
 	// registry).
 	Registerer prometheus.Registerer
+	// Keys is the keyring of the store's encrypted sessions (the one the
+	// store was opened with). With it the export download writes them
+	// sealed with their own data keys, as sessionctl export does (see
+	// package archive); without it an export that meets an encrypted
+	// session fails (store.ErrKeyUnavailable) rather than serve it in
+	// plaintext. The pages read through the store and need no keyring.
+	Keys store.KeyRing
 }
 
 // readOnlyReporter is implemented by the stores of both backends.

@@ -60,7 +60,7 @@ func (c *console) download(w http.ResponseWriter, r *http.Request) error {
 		h.Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
 		h.Set("Cache-Control", "no-store")
 	}}
-	if _, err := archive.Export(r.Context(), c.st, out, archive.ExportOptions{IDs: ids, Now: now}); err != nil {
+	if _, err := archive.Export(r.Context(), c.st, out, archive.ExportOptions{IDs: ids, Now: now, Keys: c.opt.Keys}); err != nil {
 		if !out.started {
 			return err
 		}

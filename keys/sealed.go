@@ -23,6 +23,7 @@ func IsSealed(v []byte) bool { return len(v) >= len(Marker) && string(v[:len(Mar
 type DataKey struct {
 	id   string
 	aead cipher.AEAD
+	mac  []byte // blob.go
 }
 
 // NewDataKey returns the sealer of the 32-byte data key named id.
@@ -34,7 +35,7 @@ func NewDataKey(id string, key []byte) (*DataKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &DataKey{id: id, aead: a}, nil
+	return &DataKey{id: id, aead: a, mac: macKey(key)}, nil
 }
 
 // ID returns the data key's id.

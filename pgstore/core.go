@@ -61,6 +61,8 @@ func (s *Store) newCore() {
 		FeedWake: s.listenFeed,
 		Space:    s.space,
 		Keys:     s.cfg.keyRing,
+		// search_sealed.go
+		SearchEncrypted: s.cfg.searchEncrypted,
 	})
 }
 

@@ -29,6 +29,9 @@ type config struct {
 	keyRing     store.KeyRing
 	keyProvider store.KeyProvider
 	keyDir      string
+
+	// searchEncrypted: WithSearchEncrypted (keys.go).
+	searchEncrypted bool
 }
 
 func defaultConfig() config {

@@ -53,6 +53,9 @@ var harness = storetest.Harness{
 		if o.Keys != nil {
 			opts = append(opts, pgstore.WithKeyRing(o.Keys))
 		}
+		if o.SearchEncrypted {
+			opts = append(opts, pgstore.WithSearchEncrypted())
+		}
 		return pgstore.Open(ctx, loc, opts...)
 	},
 	Exec: func(ctx context.Context, loc, query string) error {
@@ -63,6 +66,16 @@ var harness = storetest.Harness{
 		defer conn.Close(ctx)
 		_, err = conn.Exec(ctx, query)
 		return err
+	},
+	Count: func(ctx context.Context, loc, query string) (int64, error) {
+		conn, err := pgx.Connect(ctx, loc)
+		if err != nil {
+			return 0, err
+		}
+		defer conn.Close(ctx)
+		var n int64
+		err = conn.QueryRow(ctx, query).Scan(&n)
+		return n, err
 	},
 }
 

@@ -52,6 +52,7 @@ func (s *Store) newCore() {
 		Space:             s.space,
 		Reclaim:           s.reclaim,
 		Keys:              s.cfg.keyRing,
+		SearchEncrypted:   s.cfg.searchEncrypted,
 	})
 }
 

@@ -50,3 +50,30 @@ func (s *Store) ShredPending(ctx context.Context) (int, error) {
 	}
 	return s.core.ShredPending(ctx)
 }
+
+var _ store.KeyCollector = (*Store)(nil)
+
+// CollectOrphanKeys shreds (or, with DryRun, lists) the keyring's data
+// keys that no row of the database names and that are older than the
+// grace period: keys left by a crash between a key's creation and the
+// commit of its session (see store.KeyCollector). The keyring must be
+// this database's alone.
+func (s *Store) CollectOrphanKeys(ctx context.Context, req store.CollectKeysRequest) (store.CollectKeysResult, error) {
+	if s.closed.Load() {
+		return store.CollectKeysResult{}, store.ErrStoreClosed
+	}
+	return s.core.CollectOrphanKeys(ctx, req)
+}
+
+// WithSearchEncrypted opts in to full-text search of encrypted sessions:
+// the store writes the search document of an encrypted agent session's
+// event itself, with the event's plaintext (the index triggers see only
+// ciphertext and skip it). The index then holds plaintext terms of
+// encrypted sessions (search_docs.body and the full-text index), so a
+// byte scan of the database finds them: the option trades that for
+// search. Deleting the session (which shreds its key) deletes its search
+// documents with its events. Without the option, encrypted content is
+// never indexed.
+func WithSearchEncrypted() Option {
+	return func(c *config) { c.searchEncrypted = true }
+}

@@ -42,6 +42,9 @@ type config struct {
 	keyRing     store.KeyRing        // WithKeyRing (keys.go)
 	keyProvider store.KeyProvider    // WithKeyProvider (keys.go)
 
+	// searchEncrypted: WithSearchEncrypted (keys.go).
+	searchEncrypted bool
+
 	// faults, when set (tests only, see export_test.go), is consulted
 	// before every statement the writer runs in a write transaction,
 	// BEGIN and COMMIT included; a non-nil error is returned in place of

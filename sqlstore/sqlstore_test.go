@@ -38,6 +38,9 @@ var harness = storetest.Harness{
 		if o.Keys != nil {
 			opts = append(opts, sqlstore.WithKeyRing(o.Keys))
 		}
+		if o.SearchEncrypted {
+			opts = append(opts, sqlstore.WithSearchEncrypted())
+		}
 		return sqlstore.Open(ctx, loc, opts...)
 	},
 	Exec: func(ctx context.Context, loc, query string) error {
@@ -48,6 +51,16 @@ var harness = storetest.Harness{
 		defer db.Close()
 		_, err = db.ExecContext(ctx, query)
 		return err
+	},
+	Count: func(ctx context.Context, loc, query string) (int64, error) {
+		db, err := sql.Open("sqlite", "file:"+loc+"?_pragma=busy_timeout(5000)")
+		if err != nil {
+			return 0, err
+		}
+		defer db.Close()
+		var n int64
+		err = db.QueryRowContext(ctx, query).Scan(&n)
+		return n, err
 	},
 }
 

@@ -123,6 +123,10 @@ type RuntimeSession struct {
 	CreatedAt    time.Time `json:"created_at"`
 	LastActive   time.Time `json:"last_active"`
 	Turn         TurnState `json:"turn"`
+	// DataKeyID is the id of the session's data key in the store's
+	// keyring ("" when the session is not encrypted); export uses it to
+	// seal the session. It is not part of the session's JSON.
+	DataKeyID string `json:"-"`
 }
 
 // NewRuntimeSession is the request to insert a runtime session.

@@ -24,7 +24,7 @@ import (
 
 var keysSpec = spec{
 	name: "keys",
-	args: "[status | rotate]",
+	args: "[status | rotate | gc]",
 	about: `Encryption at rest. With key-encryption keys (KEKs) given by --key-file
 FILE (default $SESSIONSTORE_KEY_FILE) or by $SESSIONSTORE_KEY, every
 command opens the store with its keyring and every new agent session gets
@@ -40,10 +40,16 @@ key: its rows are unreadable in every copy of the database.
   keys rotate    re-wraps every data key not under the current version
                  (content is not touched); it can be interrupted and run
                  again. Afterwards the old versions can be removed from the
-                 key file and destroyed.`,
+                 key file and destroyed.
+  keys gc        shreds orphan data keys: keys no session names, older
+                 than --grace (default 1h; a key is written before its
+                 session commits, so a crash in between leaves one).
+                 --dry-run lists them. The keyring must be this
+                 database's alone.`,
 	examples: []string{
 		"sessionctl --key-file /etc/sessionstore/kek keys status",
 		"SESSIONSTORE_KEY=\"$(cat kek)\" sessionctl keys rotate --json",
+		"sessionctl --key-file kek keys gc --dry-run --grace 24h",
 	},
 }
 
@@ -143,12 +149,14 @@ type keysJSON struct {
 
 func runKeys(ctx context.Context, g *globals, args []string) error {
 	sub := "status"
-	if len(args) > 0 && slices.Contains([]string{"status", "rotate"}, args[0]) {
+	if len(args) > 0 && slices.Contains([]string{"status", "rotate", "gc"}, args[0]) {
 		sub, args = args[0], args[1:]
 	}
 	sp := keysSpec
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
+	dryRun := fs.Bool("dry-run", false, "keys gc: list the orphan keys, shred nothing")
+	grace := fs.Duration("grace", store.DefaultKeyGrace, "keys gc: how old an unnamed key must be to be shredded")
 	pos, err := g.parse(fs, sp, args)
 	if err != nil {
 		return err
@@ -157,6 +165,15 @@ func runKeys(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	name := sp.name + " " + sub
+	if sub != "gc" && (*dryRun || *grace != store.DefaultKeyGrace) {
+		return g.usageErr(name, "--dry-run and --grace are options of keys gc")
+	}
+	if sub == "gc" {
+		if *grace <= 0 {
+			return g.usageErr(name, "--grace must be positive")
+		}
+		return runKeysGC(ctx, g, name, store.CollectKeysRequest{Grace: *grace, DryRun: *dryRun}, *asJSON)
+	}
 	p, err := g.keyProvider()
 	if err != nil {
 		return g.fail(name, err)
@@ -212,4 +229,47 @@ func runKeys(ctx context.Context, g *globals, args []string) error {
 		fmt.Fprintf(tw, "%s%s\t%d\t\n", v, mark, st.ByVersion[v])
 	}
 	return tw.Flush()
+}
+
+// runKeysGC collects the orphan data keys of --db's keyring (keys gc).
+func runKeysGC(ctx context.Context, g *globals, name string, req store.CollectKeysRequest, asJSON bool) error {
+	p, err := g.keyProvider()
+	if err != nil {
+		return g.fail(name, err)
+	}
+	if p == nil {
+		return g.usageErr(name, "%v", errNoKeys)
+	}
+	if g.keyringDir() == "" {
+		return g.usageErr(name, "a PostgreSQL store needs --keyring DIR (or SESSIONSTORE_KEYRING)")
+	}
+	if g.tenant != "" {
+		return g.usageErr(name, "orphan keys are collected on the whole database: drop --tenant")
+	}
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return g.fail(name, err)
+	}
+	defer st.Close()
+	c, ok := st.(store.KeyCollector)
+	if !ok {
+		return g.fail(name, fmt.Errorf("%T cannot collect orphan keys", st))
+	}
+	res, err := c.CollectOrphanKeys(ctx, req)
+	if err != nil {
+		return g.fail(name, err)
+	}
+	if asJSON {
+		return g.jsonOr(name, res)
+	}
+	verb := "shredded"
+	if req.DryRun {
+		verb = "would shred"
+	}
+	fmt.Fprintf(g.stdout, "%d data %s: %d named by a session, %d unnamed within the grace period (%s), %s %d %s\n",
+		res.Keys, plural(res.Keys, "key", "keys"), res.Named, res.Young, req.Grace, verb, len(res.Orphans), plural(len(res.Orphans), "orphan", "orphans"))
+	for _, id := range res.Orphans {
+		fmt.Fprintln(g.stdout, id)
+	}
+	return nil
 }

@@ -85,7 +85,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	}
 	defer st.Close()
 	h, err := console.New(st, console.Options{Prefix: *prefix, ReadOnly: true, HideContent: *hide, Refresh: *refresh,
-		Tenant: g.tenant, Clock: g.now, Logger: slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		Tenant: g.tenant, Clock: g.now, Keys: g.keyRing(), Logger: slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return g.usageErr(sp.name, "%s", err)
 	}

@@ -112,6 +112,10 @@ type Config struct {
 	// (crypt.go). Without it the store creates plaintext sessions and
 	// refuses to read encrypted ones (store.ErrKeyUnavailable).
 	Keys store.KeyRing
+	// SearchEncrypted opts in to indexing the plaintext of encrypted
+	// content for search (search_sealed.go); by default encrypted content
+	// is never indexed.
+	SearchEncrypted bool
 	// TenantSQL, when set, is run first in every transaction of a
 	// tenant's Store (WithTenant) with the tenant as its one parameter:
 	// PostgreSQL sets sessionstore.tenant for the transaction, which the

@@ -29,9 +29,10 @@ const (
 )
 
 const (
+	keyOfPKSQL     = `SELECT data_key FROM agent_sessions WHERE pk = ?`
 	keySetPKSQL    = `UPDATE agent_sessions SET data_key = ? WHERE pk = ?`
 	shredQueueSQL  = `SELECT key_id FROM key_shred_queue ORDER BY key_id LIMIT 256`
-	shredUsedSQL   = `SELECT (SELECT count(*) FROM agent_sessions WHERE data_key = ?1) + (SELECT count(*) FROM conversations WHERE data_key = ?1)`
+	shredUsedSQL   = `SELECT (SELECT count(*) FROM agent_sessions WHERE data_key = ?1) + (SELECT count(*) FROM conversations WHERE data_key = ?1) + (SELECT count(*) FROM runtime_sessions WHERE data_key = ?1)`
 	shredDequeuSQL = `DELETE FROM key_shred_queue WHERE key_id = ?`
 )
 
@@ -108,6 +109,15 @@ func (s *Store) discardKey(ctx context.Context, dk *keys.DataKey) {
 // Every read of an agent_sessions row on the paths that seal or open
 // content selects its data_key with the row (asGetSQL, asBumpSQL, the
 // lineage walk's statements): the key costs no statement of its own.
+// keyOfPK is for the paths that hold an event but not its session's row
+// (search results, a reindex).
+func (s *Store) keyOfPK(r Tx, pk int64) (*keys.DataKey, error) {
+	var id string
+	if err := r.Scan(keyOfPKSQL, []any{pk}, &id); err != nil {
+		return nil, err
+	}
+	return s.dataKey(context.Background(), id)
+}
 
 func keyID(dk *keys.DataKey) string {
 	if dk == nil {

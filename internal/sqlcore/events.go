@@ -586,6 +586,9 @@ func (a *AgentSessions) appendEvent(ctx context.Context, req store.AppendEventRe
 		if a.s.isUnique(err) {
 			return errDuplicateEvent
 		}
+		if err == nil {
+			err = a.s.indexSealedEvent(tx, dk, pk, count, tsUS, ev.Data) // search_sealed.go
+		}
 		if err != nil {
 			return err
 		}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/agentstore/sessionstore/internal/rowcodec"
+	"github.com/agentstore/sessionstore/keys"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -302,11 +303,7 @@ func (w *recordWriter) PutRuntimeSession(rec store.RuntimeRecord) (bool, error) 
 	if err := s.Overrides.Validate(); err != nil {
 		return false, err
 	}
-	type upload struct {
-		req store.PutUploadRequest
-		sum [32]byte
-		at  int64
-	}
+	type upload = restoredUpload
 	ups := make([]upload, len(rec.Uploads))
 	for i, u := range rec.Uploads {
 		if u.Upload.SessionID != "" && u.Upload.SessionID != s.ID {
@@ -331,7 +328,6 @@ func (w *recordWriter) PutRuntimeSession(rec store.RuntimeRecord) (bool, error) 
 	if !s.LastActive.IsZero() {
 		lastActive = rowcodec.ToMillis(s.LastActive)
 	}
-	o := s.Overrides
 	// The last turn's generation, start and owner are kept (the owner of
 	// an ended turn stays readable, as it does in the source); the turn is
 	// not running: it belonged to the process that ran it.
@@ -345,7 +341,26 @@ func (w *recordWriter) PutRuntimeSession(rec store.RuntimeRecord) (bool, error) 
 			}
 		}
 	}
-	res, err := w.tx.Exec(rtRestoreSQL, s.ID, s.AgentAlias, s.WorkspaceDir, string(s.ChatMode),
+	// A store with a keyring restores the session encrypted, under a data
+	// key of its own (crypt_runtime.go), like one it creates.
+	ctx := context.Background()
+	dk, err := w.s.newDataKey(ctx)
+	if err != nil {
+		return false, err
+	}
+	put, err := w.putRuntime(rec, dk, ups, started, owner, created, lastActive)
+	if err != nil || !put {
+		w.s.discardKey(ctx, dk)
+	}
+	return put, err
+}
+
+// putRuntime writes a validated runtime record, sealed for dk (nil:
+// plaintext).
+func (w *recordWriter) putRuntime(rec store.RuntimeRecord, dk *keys.DataKey, ups []restoredUpload, started int64, owner string, created, lastActive int64) (bool, error) {
+	s := rec.Session
+	o := s.Overrides
+	res, err := w.tx.Exec(rtRestoreSQL, s.ID, s.AgentAlias, sealed(dk, []byte(s.WorkspaceDir), adWorkspace), string(s.ChatMode),
 		sql.NullString{String: s.OwnerID, Valid: s.OwnerID != ""},
 		nullString(o.Model), nullString(o.Provider), nullFloat(o.Temperature),
 		created, lastActive, int64(s.Turn.Generation), started, owner)
@@ -355,6 +370,9 @@ func (w *recordWriter) PutRuntimeSession(rec store.RuntimeRecord) (bool, error) 
 	if ok, err := affected(res); !ok || err != nil {
 		return false, err
 	}
+	if err := setRuntimeKey(w.tx, s.ID, dk); err != nil {
+		return false, err
+	}
 	if s.Turn.Generation > 0 {
 		if _, err := w.tx.Exec(`UPDATE runtime_counters SET last_turn_gen = `+w.s.d.Greatest+
 			`(last_turn_gen, CAST(? AS BIGINT)) WHERE id = 1`, int64(s.Turn.Generation)); err != nil {
@@ -362,18 +380,31 @@ func (w *recordWriter) PutRuntimeSession(rec store.RuntimeRecord) (bool, error) 
 		}
 	}
 	for _, u := range ups {
-		if err := w.s.lockKey(w.tx, lockClassUploadBlob, hex.EncodeToString(u.sum[:])); err != nil {
+		up := sealUpload(dk, u.req.RefID, u.req.Marker, u.req.WorkspacePath, u.sum, u.req.Content)
+		if err := w.s.lockKey(w.tx, lockClassUploadBlob, hex.EncodeToString(up.blobKey)); err != nil {
 			return false, err
 		}
 		size := int64(len(u.req.Content))
-		if _, err := w.tx.Exec(upPutBlobSQL, u.sum[:], size, u.req.Content); err != nil {
+		if _, err := w.tx.Exec(upPutBlobSQL, up.blobKey, int64(len(up.blob)), up.blob); err != nil {
 			return false, err
 		}
-		if _, err := w.tx.Exec(upRestoreSQL, s.ID, u.req.RefID, u.req.Marker, u.req.WorkspacePath, u.sum[:], size, u.at); err != nil {
+		if _, err := w.tx.Exec(upRestoreSQL, s.ID, u.req.RefID, up.marker, up.path, up.blobKey, size, u.at); err != nil {
 			return false, err
+		}
+		if dk != nil {
+			if _, err := w.tx.Exec(upDigestSQL, up.digest, s.ID, u.req.RefID); err != nil {
+				return false, err
+			}
 		}
 	}
 	return true, nil
+}
+
+// restoredUpload is a validated upload of a runtime record.
+type restoredUpload struct {
+	req store.PutUploadRequest
+	sum [32]byte
+	at  int64
 }
 
 // validateState checks the values of one state scope, any number of keys.
@@ -513,6 +544,9 @@ func (w *recordWriter) PutAgentSession(s store.AgentSession) (bool, error) {
 		}
 		us, ns := splitNanos(ev.Timestamp)
 		if _, err := w.tx.Exec(evInsertSQL, pk, ev.Seq, ev.ID, ev.InvocationID, us, ns, sealed(dk, ev.Data, adEvent, seqAD(ev.Seq), ev.ID), from, to, ""); err != nil {
+			return false, err
+		}
+		if err := w.s.indexSealedEvent(w.tx, dk, pk, ev.Seq, us, ev.Data); err != nil { // search_sealed.go
 			return false, err
 		}
 	}

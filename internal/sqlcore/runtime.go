@@ -26,7 +26,7 @@ func (s *Store) Runtime() store.Runtime { return &Runtime{s: s} }
 
 const rtColumns = `id, agent_alias, workspace_dir, chat_mode, owner_id, model, model_provider,
 	temperature, created_at_ms, last_active_ms, turn_gen, turn_running, turn_owner,
-	turn_started_ms, turn_lease_ms, turn_cancel`
+	turn_started_ms, turn_lease_ms, turn_cancel, data_key`
 
 // rtRow is a runtime_sessions row as stored.
 type rtRow struct {
@@ -46,6 +46,7 @@ type rtRow struct {
 	TurnStartedMS int64           `db:"turn_started_ms"`
 	TurnLeaseMS   int64           `db:"turn_lease_ms"`
 	TurnCancel    string          `db:"turn_cancel"`
+	DataKey       string          `db:"data_key"` // crypt_runtime.go
 }
 
 // session is the row as a RuntimeSession read at now (which decides
@@ -150,8 +151,13 @@ func (r *Runtime) Insert(ctx context.Context, req store.NewRuntimeSession) (stor
 	}
 	owner := sql.NullString{String: req.OwnerID, Valid: req.OwnerID != ""}
 	limit := r.s.cfg.MaxSessions
+	dk, err := r.s.newDataKey(ctx) // crypt_runtime.go: nil unless the store encrypts
+	if err != nil {
+		return store.RuntimeSession{}, err
+	}
+	workspace := sealed(dk, []byte(req.WorkspaceDir), adWorkspace)
 	var out store.RuntimeSession
-	err := r.s.write(ctx, func(tx Tx) error {
+	err = r.s.write(ctx, func(tx Tx) error {
 		if limit > 0 {
 			var n int64
 			if err := tx.Get(&n, r.s.q.rtCountLock); err != nil {
@@ -162,11 +168,14 @@ func (r *Runtime) Insert(ctx context.Context, req store.NewRuntimeSession) (stor
 			}
 		}
 		now := rowcodec.ToMillis(r.s.now())
-		_, err := tx.Exec(rtInsertSQL, id, req.AgentAlias, req.WorkspaceDir, string(req.ChatMode), owner, now, now, r.s.tenant)
+		_, err := tx.Exec(rtInsertSQL, id, req.AgentAlias, workspace, string(req.ChatMode), owner, now, now, r.s.tenant)
 		if r.s.isUnique(err) {
 			return &store.ConflictError{Resource: "runtime_session", ID: id, Reason: "id exists"}
 		}
 		if err != nil {
+			return err
+		}
+		if err := setRuntimeKey(tx, id, dk); err != nil {
 			return err
 		}
 		out = store.RuntimeSession{
@@ -177,6 +186,7 @@ func (r *Runtime) Insert(ctx context.Context, req store.NewRuntimeSession) (stor
 		return nil
 	})
 	if err != nil {
+		r.s.discardKey(ctx, dk)
 		return store.RuntimeSession{}, err
 	}
 	return out, nil
@@ -195,7 +205,12 @@ func (r *Runtime) Get(ctx context.Context, id string) (store.RuntimeSession, err
 	if err != nil {
 		return store.RuntimeSession{}, err
 	}
-	return row.session(r.s.now()), nil
+	if err := row.open(ctx, r.s); err != nil { // crypt_runtime.go
+		return store.RuntimeSession{}, err
+	}
+	out := row.session(r.s.now())
+	out.DataKeyID = row.DataKey
+	return out, nil
 }
 
 func rtNotFound(id string) error {
@@ -400,6 +415,7 @@ func (r *Runtime) EvictSameModeSiblings(ctx context.Context, req store.EvictRequ
 	slices.SortFunc(out, func(a, b store.Evicted) int { return strings.Compare(a.ID, b.ID) })
 	if len(out) > 0 {
 		r.s.log.Debug("evicted same-mode sibling sessions", "owner_id", req.OwnerID, "count", len(out))
+		r.s.shredAfter(ctx) // crypt.go: the evicted sessions' data keys
 	}
 	return out, nil
 }
@@ -460,6 +476,7 @@ func (r *Runtime) remove(ctx context.Context, id string, cause store.CancelCause
 	}
 	if existed {
 		r.s.log.Debug("removed runtime session", "session_id", id, "cause", string(cause))
+		r.s.shredAfter(ctx) // crypt.go: the session's data key
 	}
 	return existed, nil
 }

@@ -123,6 +123,9 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) (store.SearchRe
 				}
 				h.Event = &store.AgentEvent{ID: *row.evID, Seq: row.pos, InvocationID: inv,
 					Timestamp: rowcodec.FromMicros(*row.evTS), Data: append([]byte(nil), row.evData...)}
+				if err := s.openSealedEvent(ctx, tx, row.sessionPK, h.Event); err != nil { // search_sealed.go
+					return err
+				}
 			}
 			if q.Window > 0 && (row.kind == string(store.SearchMessage) || row.kind == string(store.SearchEvent)) {
 				if h.Window, err = searchWindow(tx, row, q.Window); err != nil {
@@ -330,7 +333,7 @@ func (s *Store) History(ctx context.Context, req store.HistoryRequest) (store.Pa
 		return store.Page[store.HistoryItem]{}, err
 	}
 	var b strings.Builder
-	b.WriteString(`SELECT d.doc, d.session_id, d.role, d.at_us, e.seq, e.event_id, e.invocation_id, e.ts_us, e.data
+	b.WriteString(`SELECT d.doc, d.session_id, d.role, d.at_us, e.seq, e.event_id, e.invocation_id, e.ts_us, e.data, d.session_pk
 FROM search_docs AS d JOIN agent_events AS e ON e.session_pk = d.session_pk AND e.seq = d.pos
 WHERE d.app = ? AND d.user_id = ? AND d.kind = 'event' AND d.tenant = ?` + liveEventDocs)
 	args := []any{req.App, req.User, s.tenant}
@@ -358,14 +361,15 @@ WHERE d.app = ? AND d.user_id = ? AND d.kind = 'event' AND d.tenant = ?` + liveE
 	b.WriteString(` ORDER BY d.at_us DESC, d.doc DESC LIMIT ?`)
 	args = append(args, req.Limit+1)
 	var page store.Page[store.HistoryItem]
-	var docs, ats []int64
+	var docs, ats, pks []int64
 	err = s.db.Query(ctx, b.String(), args, func(r Rows) error {
 		var it store.HistoryItem
-		var doc, at, ts int64
+		var doc, at, ts, pk int64
 		var data []byte
-		if err := r.Scan(&doc, &it.Key.Session, &it.Role, &at, &it.Event.Seq, &it.Event.ID, &it.Event.InvocationID, &ts, &data); err != nil {
+		if err := r.Scan(&doc, &it.Key.Session, &it.Role, &at, &it.Event.Seq, &it.Event.ID, &it.Event.InvocationID, &ts, &data, &pk); err != nil {
 			return err
 		}
+		pks = append(pks, pk)
 		it.Key.App, it.Key.User = req.App, req.User
 		it.Event.Timestamp = rowcodec.FromMicros(ts)
 		it.Event.Data = append([]byte(nil), data...)
@@ -380,6 +384,11 @@ WHERE d.app = ? AND d.user_id = ? AND d.kind = 'event' AND d.tenant = ?` + liveE
 		page.Items = page.Items[:req.Limit]
 		i := req.Limit - 1
 		page.Next = store.SearchCursor{Order: store.SearchByTime, AtMicros: ats[i], Doc: docs[i]}.Encode()
+	}
+	for i := range page.Items { // search_sealed.go: indexed by the opt-in
+		if err := s.openSealedEvent(ctx, nil, pks[i], &page.Items[i].Event); err != nil {
+			return store.Page[store.HistoryItem]{}, err
+		}
 	}
 	if page.Items == nil {
 		page.Items = []store.HistoryItem{}

@@ -48,13 +48,20 @@ func (s *Store) CheckSearchIndex(ctx context.Context) (store.SearchIndexReport, 
 		var docs int64
 		for _, src := range searchSources {
 			k := store.SearchIndexKind{Kind: src.kind}
-			if err := tx.Scan(`SELECT count(*) FROM `+src.table, nil, &k.Items); err != nil {
+			// A sealed row is an item when it has a document (the search
+			// opt-in wrote one), and never missing (search_sealed.go).
+			items, missing := `SELECT count(*) FROM `+src.table, ``
+			if sealed := sealedRows[src.kind]; sealed != "" {
+				items = `SELECT count(*) FROM ` + src.table + ` AS c WHERE NOT (` + sealed + `) OR EXISTS (SELECT 1 FROM search_docs AS d WHERE ` + src.join + `)`
+				missing = ` AND NOT (` + sealed + `)`
+			}
+			if err := tx.Scan(items, nil, &k.Items); err != nil {
 				return err
 			}
 			if err := tx.Scan(`SELECT count(*) FROM search_docs WHERE kind = ?`, []any{string(src.kind)}, &k.Indexed); err != nil {
 				return err
 			}
-			if err := tx.Scan(`SELECT count(*) FROM `+src.table+` AS c WHERE NOT EXISTS (SELECT 1 FROM search_docs AS d WHERE `+src.join+`)`, nil, &k.Missing); err != nil {
+			if err := tx.Scan(`SELECT count(*) FROM `+src.table+` AS c WHERE NOT EXISTS (SELECT 1 FROM search_docs AS d WHERE `+src.join+`)`+missing, nil, &k.Missing); err != nil {
 				return err
 			}
 			if err := tx.Scan(`SELECT count(*) FROM search_docs AS d WHERE d.kind = ? AND NOT EXISTS (SELECT 1 FROM `+src.table+` AS c WHERE `+src.join+`)`, []any{string(src.kind)}, &k.Orphans); err != nil {
@@ -209,6 +216,11 @@ func (s *Store) Reindex(ctx context.Context, req store.ReindexRequest) (store.Re
 			res.Orphans += n
 			res.Batches++
 		}
+	}
+	// The update above made the event trigger drop the documents the
+	// search opt-in wrote for sealed events: write them again.
+	if err := s.reindexSealedEvents(ctx, req.Batch, &res); err != nil { // search_sealed.go
+		return res, err
 	}
 	return res, nil
 }

@@ -29,14 +29,15 @@ const (
 			size_bytes = excluded.size_bytes,
 			created_at_ms = excluded.created_at_ms`
 
-	upGetSQL = `SELECT ` + upColumns + ` FROM uploads WHERE session_id = ? AND ref_id = ? AND tenant = ?`
+	upGetSQL = `SELECT ` + upColumns + upReadColumn + ` FROM uploads WHERE session_id = ? AND ref_id = ? AND tenant = ?`
 
 	upReadSQL = `SELECT u.session_id, u.ref_id, u.marker, u.workspace_path, u.sha256,
-			u.size_bytes, u.created_at_ms, b.content
+			u.size_bytes, u.created_at_ms, b.content,
+			(SELECT rs.data_key FROM runtime_sessions AS rs WHERE rs.id = u.session_id) AS data_key, u.sealed_digest
 		FROM uploads AS u JOIN upload_blobs AS b ON b.sha256 = u.sha256
 		WHERE u.session_id = ? AND u.ref_id = ? AND u.tenant = ?`
 
-	upListSQL = `SELECT ` + upColumns + ` FROM uploads
+	upListSQL = `SELECT ` + upColumns + upReadColumn + ` FROM uploads
 		WHERE session_id = ? AND tenant = ? AND ref_id > ? ORDER BY ref_id LIMIT ?`
 )
 
@@ -49,6 +50,10 @@ type upRow struct {
 	SHA256        []byte `db:"sha256"`
 	SizeBytes     int64  `db:"size_bytes"`
 	CreatedAtMS   int64  `db:"created_at_ms"`
+	// The session's data key and the sealed digest (crypt_runtime.go).
+	DataKey      string `db:"data_key"`
+	SealedDigest string `db:"sealed_digest"`
+	blobKey      []byte // an encrypted upload's blob key, once opened
 }
 
 func (r *upRow) upload() store.Upload {
@@ -79,6 +84,15 @@ func (r *Runtime) PutUpload(ctx context.Context, req store.PutUploadRequest) (st
 		content = []byte{} // NOT NULL: an empty upload is an empty blob
 	}
 	size := int64(len(content))
+	// An encrypted session's upload is sealed with its data key, before
+	// the write transaction (crypt_runtime.go).
+	dk, err := r.s.rtKeyOf(ctx, nil, req.SessionID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Upload{}, rtNotFound(req.SessionID)
+	} else if err != nil {
+		return store.Upload{}, err
+	}
+	up := sealUpload(dk, req.RefID, req.Marker, req.WorkspacePath, sum, content)
 	var out store.Upload
 	err = r.s.write(ctx, func(tx Tx) error {
 		var one int
@@ -89,17 +103,25 @@ func (r *Runtime) PutUpload(ctx context.Context, req store.PutUploadRequest) (st
 		} else if err != nil {
 			return err
 		}
-		// Writers of one digest serialize with the blob collector.
-		if err := r.s.lockKey(tx, lockClassUploadBlob, hex.EncodeToString(sum[:])); err != nil {
+		if err := checkKeyOf(tx, req.SessionID, dk); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(upPutBlobSQL, sum[:], size, content); err != nil {
+		// Writers of one digest serialize with the blob collector.
+		if err := r.s.lockKey(tx, lockClassUploadBlob, hex.EncodeToString(up.blobKey)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(upPutBlobSQL, up.blobKey, int64(len(up.blob)), up.blob); err != nil {
 			return err
 		}
 		now := r.s.now()
-		if _, err := tx.Exec(upPutSQL, req.SessionID, req.RefID, req.Marker, req.WorkspacePath,
-			sum[:], size, rowcodec.ToMillis(now), r.s.tenant); err != nil {
+		if _, err := tx.Exec(upPutSQL, req.SessionID, req.RefID, up.marker, up.path,
+			up.blobKey, size, rowcodec.ToMillis(now), r.s.tenant); err != nil {
 			return err
+		}
+		if dk != nil {
+			if _, err := tx.Exec(upDigestSQL, up.digest, req.SessionID, req.RefID); err != nil {
+				return err
+			}
 		}
 		out = store.Upload{
 			SessionID: req.SessionID, RefID: req.RefID, Marker: req.Marker,
@@ -147,6 +169,9 @@ func (r *Runtime) GetUpload(ctx context.Context, sessionID, refID string) (store
 	if err != nil {
 		return store.Upload{}, err
 	}
+	if err := r.s.openUploadRow(ctx, &row); err != nil { // crypt_runtime.go
+		return store.Upload{}, err
+	}
 	return row.upload(), nil
 }
 
@@ -165,6 +190,12 @@ func (r *Runtime) ReadUpload(ctx context.Context, sessionID, refID string) (stor
 		return store.Upload{}, nil, r.missingUpload(ctx, sessionID, refID)
 	}
 	if err != nil {
+		return store.Upload{}, nil, err
+	}
+	if err := r.s.openUploadRow(ctx, &row.upRow); err != nil { // crypt_runtime.go
+		return store.Upload{}, nil, err
+	}
+	if row.Content, err = r.s.openBlob(ctx, &row.upRow, row.Content); err != nil {
 		return store.Upload{}, nil, err
 	}
 	sum := sha256.Sum256(row.Content)
@@ -201,6 +232,9 @@ func (r *Runtime) ListUploads(ctx context.Context, req store.ListUploadsRequest)
 		if i == req.Limit {
 			page.Next = page.Items[len(page.Items)-1].RefID
 			break
+		}
+		if err := r.s.openUploadRow(ctx, &rows[i]); err != nil { // crypt_runtime.go
+			return store.Page[store.Upload]{}, err
 		}
 		page.Items = append(page.Items, rows[i].upload())
 	}

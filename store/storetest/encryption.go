@@ -116,6 +116,15 @@ func RunEncryption(t *testing.T, h Harness) {
 		{"RetentionSweepShredsTheKey", testEncSweepShreds},
 		{"RotatedKeysReadAfterOldKEKIsGone", testEncRotated},
 		{"PlaintextStoreReadsItsOwnSessions", testEncMixed},
+		{"RuntimeSealedRoundTrip", testEncRuntimeRoundTrip}, // encryption_runtime.go
+		{"RuntimeWithoutKeyRefusesAndChangesNothing", testEncRuntimeNoKey},
+		{"RuntimeWrongKeyIsAnErrorNeverADeletion", testEncRuntimeWrongKey},
+		{"RuntimeRemoveShredsTheKey", testEncRuntimeRemoveShreds},
+		{"UploadsNeverSharedAcrossEncryptedSessions", testEncUploadSharing},
+		{"UploadsConcurrentInEncryptedSessions", testEncUploadsConcurrent},
+		{"KeysGCCollectsOrphansNeverNamedKeys", testEncKeysGC}, // encryption_keysgc.go
+		{"KeysGCSafeAgainstConcurrentCreates", testEncKeysGCConcurrentCreates},
+		{"SearchOptInIndexesEncryptedContent", testEncSearchOptIn}, // encryption_search.go
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -235,6 +244,8 @@ func testEncRoundTrip(t *testing.T, h Harness) {
 		if err != nil || len(hits.Hits) != 0 {
 			t.Fatalf("search found %d hits of an encrypted session (%v)", len(hits.Hits), err)
 		}
+		// ...and the index check does not count them as missing.
+		checkIndexWhole(t, e, s)
 	}
 }
 

@@ -42,6 +42,10 @@ type Harness struct {
 	// statements use only literals, no parameters. Tests that need it
 	// skip without it.
 	Exec func(ctx context.Context, loc, query string) error
+	// Count runs one query returning a single integer on the database at
+	// loc behind the store's back (the encryption tests count upload
+	// blobs this way). Tests that need it skip without it.
+	Count func(ctx context.Context, loc, query string) (int64, error)
 
 	// keyringDir and keyringKEK are the keyring of an Encrypted harness,
 	// passed on to helper processes.
@@ -74,6 +78,9 @@ type Options struct {
 	// Keys, when set, is the keyring of encryption at rest (the backend's
 	// WithKeyRing option).
 	Keys store.KeyRing
+	// SearchEncrypted opts in to indexing encrypted content (the
+	// backend's WithSearchEncrypted option).
+	SearchEncrypted bool
 }
 
 // Run runs the whole conformance suite.
