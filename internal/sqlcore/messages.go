@@ -15,7 +15,7 @@ const (
 	// convAppendGetSQL reads what an append updates, by primary key.
 	convAppendGetSQL = `SELECT version, message_count, prompt_tokens, completion_tokens, total_tokens,
 		cache_read_tokens, cache_write_tokens, total_cost, context_used_tokens, context_max_tokens,
-		context_percent, context_turns, fork_next, first_seq FROM conversations WHERE id = ?`
+		context_percent, context_turns, fork_next, first_seq, data_key FROM conversations WHERE id = ?`
 	convAppendSetSQL = `UPDATE conversations SET version = ?, message_count = ?, updated_at_ms = ?,
 		prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?,
 		total_cost = ?, context_used_tokens = ?, context_max_tokens = ?, context_percent = ?, context_turns = ?
@@ -57,6 +57,7 @@ type appendRow struct {
 	ContextTurns      int64         `db:"context_turns"`
 	ForkNext          int64         `db:"fork_next"`
 	FirstSeq          int64         `db:"first_seq"`
+	DataKey           string        `db:"data_key"`
 }
 
 // AppendMessages appends messages (see store.Conversations.Append).
@@ -99,6 +100,10 @@ func (c *Conversations) appendTx(tx Tx, req store.AppendRequest, contents [][]by
 	if req.ExpectVersion != 0 && row.Version != req.ExpectVersion {
 		return none, &store.ConflictError{Resource: "conversation", ID: req.ID, Reason: "version changed"}
 	}
+	dk, err := c.s.dataKey(context.Background(), row.DataKey) // conv_crypt.go
+	if err != nil {
+		return none, err
+	}
 	next, err := nextPos(tx, req.ID, row.ForkNext, row.FirstSeq)
 	if err != nil {
 		return none, err
@@ -108,7 +113,8 @@ func (c *Conversations) appendTx(tx Tx, req store.AppendRequest, contents [][]by
 		if !m.CreatedAt.IsZero() {
 			at = rowcodec.ToMillis(m.CreatedAt)
 		}
-		if _, err := tx.Exec(msgInsertSQL, req.ID, next+int64(i), m.Role, string(contents[i]), at, nil, nil); err != nil {
+		seq := next + int64(i)
+		if _, err := tx.Exec(msgInsertSQL, req.ID, seq, m.Role, sealMsg(dk, contents[i], seq), at, nil, nil); err != nil {
 			return none, err
 		}
 	}
@@ -449,6 +455,7 @@ func (c *Conversations) DeleteUpdatedBefore(ctx context.Context, t time.Time, li
 	})
 	if err == nil && n > 0 {
 		c.s.log.Info("deleted conversations not updated since", "before", t, "removed", n)
+		c.s.shredAfter(ctx) // crypt.go: their data keys, unless forks read their rows
 	}
 	return n, err
 }

@@ -258,6 +258,10 @@ const (
 	feedRunEpochSQL   = `SELECT events_epoch FROM conversation_runs WHERE session_id = ? AND run_id = ?`
 	feedRunEventsSQL  = `SELECT run_id, seq, at_ms, event FROM conversation_run_events
 		WHERE session_id = ? AND run_id = ? AND seq >= ? ORDER BY seq LIMIT ?`
+	// feedRunEventsKeyedSQL is feedRunEventsSQL with the conversation's
+	// data key (conv_crypt.go).
+	feedRunEventsKeyedSQL = `SELECT ` + convKeyCol + `run_id, seq, at_ms, event FROM conversation_run_events
+		WHERE session_id = ? AND run_id = ? AND seq >= ? ORDER BY seq LIMIT ?`
 	feedSessionSQL = `SELECT pk, epoch, COALESCE(lineage_parent, 0) AS lineage_parent, fork_seq FROM agent_sessions
 		WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0 AND tenant = ?`
 )
@@ -332,7 +336,7 @@ func (f *feedFacet) Traces(ctx context.Context, req store.TraceFeed) iter.Seq2[s
 					return err
 				}
 				rows = nil
-				return r.Select(&rows, traceRangeSQL, req.ID, next, req.Limit)
+				return r.Select(&rows, traceRangeKeyedSQL, req.ID, req.ID, next, req.Limit)
 			})
 			if err != nil {
 				return b, false, false, err
@@ -345,7 +349,15 @@ func (f *feedFacet) Traces(ctx context.Context, req store.TraceFeed) iter.Seq2[s
 			}
 			b.Items = make([]store.TraceEvent, len(rows))
 			for i, r := range rows {
-				ev, err := rowcodec.DecodeTraceEvent([]byte(r.Event))
+				dk, err := f.s.dataKey(ctx, r.DataKey) // conv_crypt.go
+				if err != nil {
+					return b, false, false, err
+				}
+				doc, err := opened(dk, []byte(r.Event), adTrace, seqAD(r.Seq))
+				if err != nil {
+					return b, false, false, err
+				}
+				ev, err := rowcodec.DecodeTraceEvent(doc)
 				if err != nil {
 					return b, false, false, corrupt(req.ID, fmt.Sprintf("trace event %d", r.Seq), err)
 				}
@@ -380,7 +392,7 @@ func (f *feedFacet) RunEvents(ctx context.Context, req store.RunEventFeed) iter.
 					return r.Get(&convs, convExistsSQL, req.ID)
 				}
 				rows = nil
-				return r.Select(&rows, feedRunEventsSQL, req.ID, req.RunID, next, req.Limit)
+				return r.Select(&rows, feedRunEventsKeyedSQL, req.ID, req.ID, req.RunID, next, req.Limit)
 			})
 			if err != nil {
 				return b, false, false, err
@@ -396,7 +408,11 @@ func (f *feedFacet) RunEvents(ctx context.Context, req store.RunEventFeed) iter.
 			}
 			b.Items = make([]store.RunEvent, len(rows))
 			for i := range rows {
-				if b.Items[i], err = rows[i].event(req.ID); err != nil {
+				dk, err := f.s.dataKey(ctx, rows[i].DataKey) // conv_crypt.go
+				if err != nil {
+					return b, false, false, err
+				}
+				if b.Items[i], err = rows[i].event(req.ID, dk); err != nil {
 					return b, false, false, err
 				}
 			}

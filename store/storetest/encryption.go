@@ -117,6 +117,7 @@ func RunEncryption(t *testing.T, h Harness) {
 		{"RotatedKeysReadAfterOldKEKIsGone", testEncRotated},
 		{"PlaintextStoreReadsItsOwnSessions", testEncMixed},
 	}
+	tests = append(tests, convEncTests...) // conv_encryption.go
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
