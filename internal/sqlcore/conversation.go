@@ -516,6 +516,7 @@ func (c *Conversations) Load(ctx context.Context, id string) (store.Conversation
 		if p := row.LineageParent.String; p != "" && !isRetired(p) {
 			conv.ForkedFrom = &store.ConversationForkPoint{ID: p, At: row.ForkNext - 1}
 		}
+		conv.DataKeyID = row.DataKey // conv_crypt.go
 		msgs, err := c.readView(r, row.lineRow.view(id), 0, math.MaxInt64, math.MaxInt32)
 		if err != nil {
 			return err
