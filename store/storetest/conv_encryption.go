@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/agentstore/sessionstore/store"
@@ -27,6 +29,7 @@ var convEncTests = []struct {
 	{"ConversationMovedRowDoesNotOpen", testConvEncMoved},
 	{"ConversationPlaintextAndSealedMix", testConvEncMixed},
 	{"ConversationRecordsSealed", testConvEncRecords},
+	{"ConversationMissingKeyFileAndRotation", testConvEncKeyFiles},
 }
 
 // convText is the text of message i of a conversation filled by fillConv.
@@ -572,5 +575,61 @@ func testConvEncRecords(t *testing.T, h Harness) {
 		if _, err := cs.Artifacts(e.ctx, "d"); !errors.Is(err, store.ErrKeyMismatch) {
 			t.Fatalf("moved artifact: %v, want ErrKeyMismatch", err)
 		}
+	}
+}
+
+// testConvEncKeyFiles rotates the KEK (the conversations read with the
+// new version only, not with the old one) and then removes a key file
+// behind the store's back: that conversation is ErrKeyShredded, its rows
+// stay, the other conversation reads.
+func testConvEncKeyFiles(t *testing.T, h Harness) {
+	e := newEncEnv(t, h)
+	st := e.open(e.ring)
+	e.fillConv(st, "a", 2)
+	e.fillConv(st, "b", 2)
+	e.fillRecords(st, "a")
+	v2 := kekText(t, "v2")
+	res, err := openRing(t, e.dir, e.kek+"\n"+v2).Rotate(e.ctx)
+	if err != nil || res.Rewrapped != 2 {
+		t.Fatalf("rotate: %+v, %v", res, err)
+	}
+	rotated := e.open(openRing(t, e.dir, v2)).Conversations()
+	for _, id := range []string{"a", "b"} {
+		got, err := rotated.Load(e.ctx, id)
+		if err != nil {
+			t.Fatalf("after rotation with v2 only, %s: %v", id, err)
+		}
+		wantTexts(t, "after rotation", got.Messages, convText(id, 0), convText(id, 1))
+	}
+	if arts, err := rotated.Artifacts(e.ctx, "a"); err != nil || len(arts) != 1 {
+		t.Fatalf("artifacts after rotation: %+v, %v", arts, err)
+	}
+	if _, err := e.open(openRing(t, e.dir, e.kek)).Conversations().Load(e.ctx, "a"); !errors.Is(err, store.ErrKeyUnavailable) {
+		t.Fatalf("old KEK only: %v, want ErrKeyUnavailable", err)
+	}
+	info, err := rotated.Info(e.ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The key file of "a" goes behind the store's back.
+	la, err := e.open(e.ring).Conversations().Load(e.ctx, "a")
+	if err != nil || la.DataKeyID == "" {
+		t.Fatalf("load reports no data key: %q, %v", la.DataKeyID, err)
+	}
+	if err := os.Remove(filepath.Join(e.dir, la.DataKeyID)); err != nil {
+		t.Fatal(err)
+	}
+	fresh := e.open(openRing(t, e.dir, v2)).Conversations()
+	if _, err := fresh.Load(e.ctx, "a"); !errors.Is(err, store.ErrKeyShredded) {
+		t.Fatalf("missing key file: %v, want ErrKeyShredded", err)
+	}
+	if _, err := fresh.Traces(e.ctx, "a", 0, 0); !errors.Is(err, store.ErrKeyShredded) {
+		t.Fatalf("traces with a missing key file: %v, want ErrKeyShredded", err)
+	}
+	if got, err := fresh.Info(e.ctx, "a"); err != nil || got.MessageCount != info.MessageCount {
+		t.Fatalf("the rows stay: %+v, %v", got, err)
+	}
+	if _, err := fresh.Load(e.ctx, "b"); err != nil {
+		t.Fatalf("the other conversation: %v", err)
 	}
 }

@@ -136,6 +136,12 @@ func RunEncryption(t *testing.T, h Harness) {
 	t.Run("AgentBranchesEncrypted", func(t *testing.T) {
 		RunAgentBranches(t, Encrypted(t, h, t.TempDir(), kekText(t, "v1")))
 	})
+	t.Run("ConversationsEncrypted", func(t *testing.T) {
+		RunConversations(t, Encrypted(t, h, t.TempDir(), kekText(t, "v1")))
+	})
+	t.Run("ConversationBranchesEncrypted", func(t *testing.T) {
+		RunConversationBranches(t, Encrypted(t, h, t.TempDir(), kekText(t, "v1")))
+	})
 }
 
 // encEnv is a database with a keyring beside it.
