@@ -50,7 +50,6 @@ const (
 )
 
 const (
-	convKeyOfSQL     = `SELECT data_key FROM conversations WHERE id = ?`
 	convKeySetSQL    = `UPDATE conversations SET data_key = ? WHERE id = ?`
 	retiredKeySetSQL = `UPDATE conversation_retired SET data_key = ? WHERE id = ?`
 	// convTouchKeySQL is convTouchSQL returning the conversation's data
@@ -82,19 +81,14 @@ func (c *Conversations) rowKey(kid string) (*keys.DataKey, error) {
 	return c.s.dataKey(context.Background(), kid)
 }
 
-// convKey returns the sealer of conversation id's data key (nil for a
-// plaintext conversation) and reports a missing conversation. Calls that
-// already read the conversation row take data_key from it instead.
-func (c *Conversations) convKey(r Tx, id string) (*keys.DataKey, error) {
-	var kid string
-	err := scanHot(r, convKeyOfSQL, []any{id}, &kid)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound(id)
+// shredDropped drains the shred queue after a write that may have
+// dropped a retired history (a fork leaving a deleted parent's rows by a
+// trim, a pop or a save): the parent's key goes with the last history
+// naming it. Only an encrypting store can shred.
+func (c *Conversations) shredDropped(ctx context.Context) {
+	if c.s.Encrypted() {
+		c.s.shredAfter(ctx)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return c.s.dataKey(context.Background(), kid)
 }
 
 // sealMsg is a message's stored content in a conversation sealed with dk.

@@ -225,7 +225,7 @@ const (
 
 	// convVersionSQL reads the version of a conversation that is about
 	// to be replaced (locking its row where the dialect locks rows).
-	convVersionSQL = `SELECT version, created_at_ms FROM conversations WHERE id = ?`
+	convVersionSQL = `SELECT version, created_at_ms, data_key FROM conversations WHERE id = ?`
 	// convLockSQL reads the conversation's id: every write to a
 	// conversation's records reads it first (locking the row where the
 	// dialect locks rows), so writes of one conversation run one after the
@@ -253,8 +253,9 @@ const (
 )
 
 type versionRow struct {
-	Version     int64 `db:"version"`
-	CreatedAtMS int64 `db:"created_at_ms"`
+	Version     int64  `db:"version"`
+	CreatedAtMS int64  `db:"created_at_ms"`
+	DataKey     string `db:"data_key"`
 }
 
 func nullDoc(d json.RawMessage) any {
@@ -364,7 +365,7 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 		}
 		var dk *keys.DataKey
 		if exists {
-			if dk, err = c.convKey(tx, conv.ID); err != nil {
+			if dk, err = c.s.dataKey(ctx, cur.DataKey); err != nil {
 				return err
 			}
 		} else {
@@ -413,6 +414,9 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 	}
 	if err != nil {
 		return 0, err
+	}
+	if !keyUsed {
+		c.shredDropped(ctx) // conv_crypt.go: a replaced history may leave a retired parent
 	}
 	return version, nil
 }

@@ -303,6 +303,9 @@ func (c *Conversations) PopMessage(ctx context.Context, id string) (store.Messag
 		out = m
 		return nil
 	})
+	if err == nil {
+		c.shredDropped(ctx) // conv_crypt.go
+	}
 	return out, err
 }
 
@@ -326,6 +329,9 @@ func (c *Conversations) TrimMessages(ctx context.Context, id string, keepLast in
 	})
 	if err != nil {
 		return 0, err
+	}
+	if removed > 0 {
+		c.shredDropped(ctx) // conv_crypt.go
 	}
 	return removed, nil
 }

@@ -30,6 +30,7 @@ var convEncTests = []struct {
 	{"ConversationPlaintextAndSealedMix", testConvEncMixed},
 	{"ConversationRecordsSealed", testConvEncRecords},
 	{"ConversationMissingKeyFileAndRotation", testConvEncKeyFiles},
+	{"ConversationTrimPastDeletedParentShredsItsKey", testConvEncTrimShreds},
 }
 
 // convText is the text of message i of a conversation filled by fillConv.
@@ -632,4 +633,36 @@ func testConvEncKeyFiles(t *testing.T, h Harness) {
 	if _, err := fresh.Load(e.ctx, "b"); err != nil {
 		t.Fatalf("the other conversation: %v", err)
 	}
+}
+
+// testConvEncTrimShreds deletes a parent its fork reads, then trims the
+// fork past its fork point: the retired rows go, and so does their key.
+func testConvEncTrimShreds(t *testing.T, h Harness) {
+	e := newEncEnv(t, h)
+	st := e.open(e.ring)
+	cs := st.Conversations()
+	e.fillConv(st, "p", 3)
+	if _, err := branches(t, st).Fork(e.ctx, store.ConversationForkRequest{ID: "p", At: 1, NewID: "f"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.AppendMessages(e.ctx, "f", store.UserMessage("own 1"), store.UserMessage("own 2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Delete(e.ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.keyCount(); n != 2 {
+		t.Fatalf("keys while the fork reads the deleted parent: %d, want 2", n)
+	}
+	if n, err := cs.TrimMessages(e.ctx, "f", 2); err != nil || n != 2 {
+		t.Fatalf("trim: %d, %v", n, err)
+	}
+	if n := e.keyCount(); n != 1 {
+		t.Fatalf("after the fork stopped reading its deleted parent the keyring holds %d keys, want 1", n)
+	}
+	got, err := cs.Load(e.ctx, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTexts(t, "trimmed fork", got.Messages, "own 1", "own 2")
 }
