@@ -359,37 +359,37 @@ func testConvEncRewind(t *testing.T, h Harness) {
 }
 
 // testConvEncMoved moves sealed content behind the store's back: to
-// another position, into another conversation, and plaintext into an
-// encrypted one. None of them reads; nothing is deleted.
+// another position, into another conversation, plaintext into an
+// encrypted conversation and ciphertext into a plaintext one. None of
+// them reads; nothing is deleted.
 func testConvEncMoved(t *testing.T, h Harness) {
 	if h.Exec == nil {
 		t.Skip("the harness cannot run SQL behind the store's back")
 	}
+	e := newEncEnv(t, h)
+	e.fillConv(e.open(nil), "p", 2)
+	st := e.open(e.ring)
+	for _, id := range []string{"a1", "a2", "b"} {
+		e.fillConv(st, id, 2)
+	}
 	cases := []struct{ name, query, read string }{
-		{"OtherPosition", `UPDATE conversation_messages SET content = (SELECT content FROM conversation_messages WHERE session_id = 'a' AND seq = 1) WHERE session_id = 'a' AND seq = 0`, "a"},
-		{"OtherConversation", `UPDATE conversation_messages SET content = (SELECT content FROM conversation_messages WHERE session_id = 'a' AND seq = 0) WHERE session_id = 'b' AND seq = 0`, "b"},
-		{"PlaintextInEncrypted", `UPDATE conversation_messages SET content = '[{"type":"text","text":"plain"}]' WHERE session_id = 'a' AND seq = 1`, "a"},
-		{"CiphertextInPlaintext", `UPDATE conversation_messages SET content = (SELECT content FROM conversation_messages WHERE session_id = 'a' AND seq = 0) WHERE session_id = 'p' AND seq = 0`, "p"},
+		{"OtherPosition", `UPDATE conversation_messages SET content = (SELECT content FROM conversation_messages WHERE session_id = 'a1' AND seq = 1) WHERE session_id = 'a1' AND seq = 0`, "a1"},
+		{"OtherConversation", `UPDATE conversation_messages SET content = (SELECT content FROM conversation_messages WHERE session_id = 'a2' AND seq = 0) WHERE session_id = 'b' AND seq = 0`, "b"},
+		{"CiphertextInPlaintext", `UPDATE conversation_messages SET content = (SELECT content FROM conversation_messages WHERE session_id = 'a2' AND seq = 0) WHERE session_id = 'p' AND seq = 0`, "p"},
+		{"PlaintextInEncrypted", `UPDATE conversation_messages SET content = '[{"type":"text","text":"plain"}]' WHERE session_id = 'a2' AND seq = 1`, "a2"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEncEnv(t, h)
-			e.fillConv(e.open(nil), "p", 2)
-			st := e.open(e.ring)
-			e.fillConv(st, "a", 2)
-			e.fillConv(st, "b", 2)
-			if err := h.Exec(e.ctx, e.loc, tc.query); err != nil {
-				t.Fatal(err)
-			}
-			_, err := st.Conversations().Load(e.ctx, tc.read)
-			if !errors.Is(err, store.ErrKeyMismatch) {
-				t.Fatalf("load of %s: %v, want ErrKeyMismatch", tc.read, err)
-			}
-			info, err := st.Conversations().Info(e.ctx, tc.read)
-			if err != nil || info.MessageCount != 2 {
-				t.Fatalf("after the refused read: %+v, %v", info, err)
-			}
-		})
+		if err := h.Exec(e.ctx, e.loc, tc.query); err != nil {
+			t.Fatal(err)
+		}
+		_, err := st.Conversations().Load(e.ctx, tc.read)
+		if !errors.Is(err, store.ErrKeyMismatch) {
+			t.Fatalf("%s: load of %s: %v, want ErrKeyMismatch", tc.name, tc.read, err)
+		}
+		info, err := st.Conversations().Info(e.ctx, tc.read)
+		if err != nil || info.MessageCount != 2 {
+			t.Fatalf("%s: after the refused read: %+v, %v", tc.name, info, err)
+		}
 	}
 }
 
