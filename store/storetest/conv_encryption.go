@@ -142,6 +142,16 @@ func testConvEncRoundTrip(t *testing.T, h Harness) {
 		if err != nil || len(hits.Hits) != 0 {
 			t.Fatalf("search found %d hits of an encrypted conversation (%v)", len(hits.Hits), err)
 		}
+		// The index check does not count sealed messages as missing.
+		rep, err := s.CheckSearchIndex(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range rep.Kinds {
+			if k.Missing != 0 || k.Orphans != 0 {
+				t.Fatalf("search index check of an encrypted store: %+v", rep)
+			}
+		}
 	}
 }
 
