@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/agentstore/sessionstore/internal/rowcodec"
+	"github.com/agentstore/sessionstore/keys"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -348,11 +349,13 @@ func (f *feedFacet) Traces(ctx context.Context, req store.TraceFeed) iter.Seq2[s
 				return b, false, false, &store.FeedResetError{Stream: "traces", ID: req.ID, Epoch: ep.epoch, Current: epoch}
 			}
 			b.Items = make([]store.TraceEvent, len(rows))
-			for i, r := range rows {
-				dk, err := f.s.dataKey(ctx, r.DataKey) // conv_crypt.go
-				if err != nil {
+			var dk *keys.DataKey // conv_crypt.go: the rows' conversation's
+			if len(rows) > 0 {
+				if dk, err = f.s.dataKey(ctx, rows[0].DataKey); err != nil {
 					return b, false, false, err
 				}
+			}
+			for i, r := range rows {
 				doc, err := opened(dk, []byte(r.Event), adTrace, seqAD(r.Seq))
 				if err != nil {
 					return b, false, false, err
@@ -407,11 +410,13 @@ func (f *feedFacet) RunEvents(ctx context.Context, req store.RunEventFeed) iter.
 				return b, false, false, &store.FeedResetError{Stream: "run_events", ID: req.ID, RunID: req.RunID, Epoch: ep.epoch, Current: epoch}
 			}
 			b.Items = make([]store.RunEvent, len(rows))
-			for i := range rows {
-				dk, err := f.s.dataKey(ctx, rows[i].DataKey) // conv_crypt.go
-				if err != nil {
+			var dk *keys.DataKey // conv_crypt.go: the rows' conversation's
+			if len(rows) > 0 {
+				if dk, err = f.s.dataKey(ctx, rows[0].DataKey); err != nil {
 					return b, false, false, err
 				}
+			}
+			for i := range rows {
 				if b.Items[i], err = rows[i].event(req.ID, dk); err != nil {
 					return b, false, false, err
 				}

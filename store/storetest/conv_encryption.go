@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/agentstore/sessionstore/store"
 )
@@ -507,6 +508,27 @@ func testConvEncRecords(t *testing.T, h Harness) {
 	reps, err := cs.Reports(e.ctx, "c")
 	if err != nil || len(reps) != 1 || reps[0].Checks[0].Description != encMarker+" report" {
 		t.Fatalf("reports: %+v, %v", reps, err)
+	}
+	// The change feed opens them too (its first batch of each stream).
+	fctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+	defer cancel()
+	for b, err := range st.Feed().Traces(fctx, store.TraceFeed{ID: "c"}) {
+		if err != nil || len(b.Items) != 2 || string(b.Items[0].Details) != `{"note":"`+encMarker+` trace"}` {
+			t.Fatalf("trace feed: %+v, %v", b.Items, err)
+		}
+		break
+	}
+	for b, err := range st.Feed().RunEvents(fctx, store.RunEventFeed{ID: "c", RunID: "run-1"}) {
+		if err != nil || len(b.Items) != 2 || string(b.Items[1].Event) != `{"note":"`+encMarker+` appended"}` {
+			t.Fatalf("run event feed: %+v, %v", b.Items, err)
+		}
+		break
+	}
+	for b, err := range e.open(nil).Feed().Traces(fctx, store.TraceFeed{ID: "c"}) {
+		if !errors.Is(err, store.ErrKeyUnavailable) {
+			t.Fatalf("trace feed without key: %+v, %v", b.Items, err)
+		}
+		break
 	}
 	// Replacing writes seal too.
 	_, tr, _, rep := markedRecords()
