@@ -451,6 +451,7 @@ func (r *Runtime) remove(ctx context.Context, id string, cause store.CancelCause
 	}
 	if existed {
 		r.s.log.Debug("removed runtime session", "session_id", id, "cause", string(cause))
+		r.s.shredAfter(ctx) // crypt.go: the data key of its conversation, unless forks read it
 	}
 	return existed, nil
 }

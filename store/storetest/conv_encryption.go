@@ -32,6 +32,7 @@ var convEncTests = []struct {
 	{"ConversationRecordsSealed", testConvEncRecords},
 	{"ConversationMissingKeyFileAndRotation", testConvEncKeyFiles},
 	{"ConversationTrimPastDeletedParentShredsItsKey", testConvEncTrimShreds},
+	{"RuntimeRemoveShredsItsConversationKey", testConvEncRuntimeRemove},
 }
 
 // convText is the text of message i of a conversation filled by fillConv.
@@ -697,4 +698,27 @@ func testConvEncTrimShreds(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	wantTexts(t, "trimmed fork", got.Messages, "own 1", "own 2")
+}
+
+// testConvEncRuntimeRemove removes a runtime session whose conversation
+// (same id) is encrypted: the conversation goes with it, and its key.
+func testConvEncRuntimeRemove(t *testing.T, h Harness) {
+	e := newEncEnv(t, h)
+	st := e.open(e.ring)
+	if _, err := st.Runtime().Insert(e.ctx, rtNew("r1")); err != nil {
+		t.Fatal(err)
+	}
+	e.fillConv(st, "r1", 2)
+	if hist, err := st.Runtime().HistorySlice(e.ctx, "r1", 0, 10); err != nil || len(hist) != 2 || hist[1].Text() != convText("r1", 1) {
+		t.Fatalf("runtime history of an encrypted conversation: %+v, %v", hist, err)
+	}
+	if n := e.keyCount(); n != 1 {
+		t.Fatalf("keys: %d, want the conversation's", n)
+	}
+	if ok, err := st.Runtime().Remove(e.ctx, "r1"); err != nil || !ok {
+		t.Fatalf("remove: %v, %v", ok, err)
+	}
+	if n := e.keyCount(); n != 0 {
+		t.Fatalf("after the runtime session's removal the keyring holds %d keys", n)
+	}
 }
