@@ -26,6 +26,11 @@ type Conversation struct {
 	Traces       []store.TraceEvent         `json:"traces"`
 	Runs         []store.RunRecord          `json:"runs"`
 	Reports      []store.VerificationReport `json:"reports"`
+	// DataKey, when set, is the id of the conversation's data key in the
+	// exporting store's keyring, and Sealed holds its content sealed
+	// with it (conv_sealed.go): the content fields above are then empty.
+	DataKey string `json:"data_key,omitempty"`
+	Sealed  string `json:"sealed,omitempty"`
 }
 
 // exportConversations writes every conversation, or those of x.ids, one
@@ -41,7 +46,11 @@ func exportConversations(ctx context.Context, x *exporter) error {
 		return ids, err
 	}
 	return items(ctx, x, "conversations", list, func(ctx context.Context, id string) (Conversation, error) {
-		return readConversation(ctx, conv, id)
+		c, err := readConversation(ctx, conv, id)
+		if err == nil && c.Conversation.DataKeyID != "" { // conv_sealed.go: never in plaintext
+			err = c.seal(ctx, x.keys, c.Conversation.DataKeyID)
+		}
+		return c, err
 	})
 }
 
@@ -79,6 +88,9 @@ func restoreConversations(ctx context.Context, x *importer, in *jsonIn, version 
 			return err
 		}
 		field := fmt.Sprintf("conversations[%d]", i)
+		if err := c.open(ctx, x.keys, field); err != nil { // conv_sealed.go
+			return err
+		}
 		if err := c.Validate(field); err != nil {
 			return err
 		}

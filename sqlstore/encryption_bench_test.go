@@ -95,6 +95,88 @@ func BenchmarkEncryption(b *testing.B) {
 	})
 }
 
+// BenchmarkEncryptionConversations is BenchmarkEncryption for
+// conversations: a message append (issue 29's goal <= 1.3x) and a read of
+// 1,000 messages (<= 1.5x), plain and encrypted alternating.
+//
+//	go test -run '^$' -bench BenchmarkEncryptionConversations -benchtime 400x ./sqlstore
+func BenchmarkEncryptionConversations(b *testing.B) {
+	ctx := context.Background()
+	msg := benchMessage()
+	for _, sync := range []sqlstore.Synchronous{sqlstore.SyncFull, sqlstore.SyncOff} {
+		b.Run("Append/sync="+string(sync), func(b *testing.B) {
+			plain, enc := benchPair(b, sync)
+			for _, st := range []*sqlstore.Store{plain, enc} {
+				if _, err := st.Conversations().Save(ctx, store.NewConversation("c")); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var tp, te time.Duration
+			b.ResetTimer()
+			for i := range b.N {
+				for j := range 2 {
+					j ^= i & 1 // alternate which goes first
+					st := []*sqlstore.Store{plain, enc}[j]
+					t0 := time.Now()
+					_, err := st.Conversations().AppendMessages(ctx, "c", msg)
+					d := time.Since(t0)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if j == 0 {
+						tp += d
+					} else {
+						te += d
+					}
+				}
+			}
+			report(b, tp, te)
+		})
+	}
+	b.Run("Read1000Messages", func(b *testing.B) {
+		plain, enc := benchPair(b, sqlstore.SyncOff)
+		for _, st := range []*sqlstore.Store{plain, enc} {
+			c := store.NewConversation("c")
+			for range 1000 {
+				c.Messages = append(c.Messages, msg)
+			}
+			if _, err := st.Conversations().Save(ctx, c); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var tp, te time.Duration
+		b.ResetTimer()
+		for i := range b.N {
+			for j := range 2 {
+				j ^= i & 1 // alternate which goes first
+				st := []*sqlstore.Store{plain, enc}[j]
+				t0 := time.Now()
+				ms, err := st.Conversations().Messages(ctx, "c", 0, 1000)
+				d := time.Since(t0)
+				if err != nil || len(ms) != 1000 {
+					b.Fatalf("%d messages, %v", len(ms), err)
+				}
+				if j == 0 {
+					tp += d
+				} else {
+					te += d
+				}
+			}
+		}
+		report(b, tp, te)
+	})
+}
+
+// benchMessage is an assistant message of typical size (~600 bytes of
+// text).
+func benchMessage() store.Message {
+	text := ""
+	for i := range 10 {
+		text += fmt.Sprintf("sentence %d of a model reply about the task at hand. ", i)
+	}
+	return store.AssistantMessage(text)
+}
+
 func benchPair(b *testing.B, sync sqlstore.Synchronous) (plain, enc *sqlstore.Store) {
 	b.Helper()
 	dir := b.TempDir()

@@ -63,6 +63,62 @@ func fillMarked(t *testing.T, st *sqlstore.Store, key store.SessionKey) {
 	}
 }
 
+// fillMarkedConv writes encrypted conversations whose every sealed
+// column holds the marker: messages with a compaction record, artifacts,
+// trace events, a run with events, reports; a fork (prefix+"-fork"), a
+// rewind's superseded run, and a deleted parent (prefix+"-p") whose rows
+// its fork (prefix+"-pfork") still reads from a retired history. It
+// returns the conversations left and the number of data keys made.
+func fillMarkedConv(t *testing.T, st *sqlstore.Store, prefix string) (ids []string, keys int) {
+	t.Helper()
+	ctx := context.Background()
+	cs := st.Conversations()
+	b := cs.(store.ConversationBranches)
+	say := func(s string) store.Message { return store.UserMessage(encMarker + " " + prefix + " " + s) }
+	for _, id := range []string{prefix, prefix + "-p"} {
+		c := store.NewConversation(id)
+		c.Messages = []store.Message{say("m0"), say("m1"), say("m2"), say("m3")}
+		if _, err := cs.Save(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.Compact(ctx, store.ConversationCompactRequest{ID: prefix, Range: store.CompactionRange{From: 0, To: 1}, Summary: say("summary")}); err != nil {
+		t.Fatal(err)
+	}
+	mark := func(s string) json.RawMessage { v, _ := json.Marshal(encMarker + " " + s); return v }
+	if err := cs.PutArtifacts(ctx, prefix, store.Artifact{URI: "a3s://x/" + prefix, ID: "x", ToolName: "t", Content: encMarker + " artifact"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.AppendTraces(ctx, prefix, store.TraceEvent{Schema: "a3s.trace_event.v1", Kind: store.TraceToolExecution, Name: "n",
+		Details: json.RawMessage(`{"d":` + string(mark("trace")) + `}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.PutRuns(ctx, prefix, store.RunRecord{Snapshot: store.RunSnapshot{ID: "r", Prompt: encMarker + " prompt"},
+		Events: []store.RunEvent{{Event: json.RawMessage(`{"e":` + string(mark("run event")) + `}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.AppendReports(ctx, prefix, store.VerificationReport{Schema: "a3s.verification_report.v1", Subject: "s", Status: store.VerificationPassed,
+		Checks: []store.VerificationCheck{{ID: "c", Kind: "test", Description: encMarker + " report", Status: store.VerificationPassed}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Fork(ctx, store.ConversationForkRequest{ID: prefix, At: 2, NewID: prefix + "-fork"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.AppendMessages(ctx, prefix+"-fork", say("fork's own")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Rewind(ctx, store.ConversationRewindRequest{ID: prefix, To: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Fork(ctx, store.ConversationForkRequest{ID: prefix + "-p", At: 3, NewID: prefix + "-pfork"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Delete(ctx, prefix+"-p"); err != nil {
+		t.Fatal(err)
+	}
+	return []string{prefix, prefix + "-fork", prefix + "-pfork"}, 4
+}
+
 // scanFiles fails t if any of the files holds the marker.
 func scanFiles(t *testing.T, paths ...string) {
 	t.Helper()
@@ -94,6 +150,7 @@ func TestEncryptionByteScan(t *testing.T) {
 	}
 	defer st.Close()
 	fillMarked(t, st, store.SessionKey{App: "a", User: "u", Session: "s"})
+	_, convKeys := fillMarkedConv(t, st, "c")
 	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() == 0 {
 		t.Fatalf("the scan needs a WAL with frames: %v", err)
 	}
@@ -103,8 +160,12 @@ func TestEncryptionByteScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	scanFiles(t, bk)
-	if ids, err := os.ReadDir(sskeys.RingDir(path)); err != nil || len(ids) != 2 {
-		t.Fatalf("keyring beside the database: %v, %v (want the session's and the fork's keys)", ids, err)
+	// The doctor holds no keys: sealed documents pass its decode check.
+	if err := sqlstore.CheckIntact(ctx, bk); err != nil {
+		t.Fatalf("check of the encrypted backup: %v", err)
+	}
+	if ids, err := os.ReadDir(sskeys.RingDir(path)); err != nil || len(ids) != 2+convKeys {
+		t.Fatalf("keyring beside the database: %v, %v (want the sessions' and the conversations' keys)", ids, err)
 	}
 
 	// The control: a plaintext store's file holds the marker.
@@ -118,6 +179,17 @@ func TestEncryptionByteScan(t *testing.T) {
 	b, _ := os.ReadFile(plainPath + "-wal")
 	if !bytes.Contains(b, []byte(encMarker)) {
 		t.Fatal("control: the plaintext store's WAL does not hold the marker; the scan proves nothing")
+	}
+	// The same for conversations alone.
+	convPath := filepath.Join(dir, "plain-conv.db")
+	pc, err := sqlstore.Open(ctx, convPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	fillMarkedConv(t, pc, "c")
+	if b, _ := os.ReadFile(convPath + "-wal"); !bytes.Contains(b, []byte(encMarker+" c m3")) || !bytes.Contains(b, []byte(encMarker+" artifact")) {
+		t.Fatal("control: the plaintext conversations' WAL does not hold the marker; the scan proves nothing")
 	}
 }
 
@@ -138,6 +210,8 @@ func TestEncryptionShredOldBackup(t *testing.T) {
 	kept := store.SessionKey{App: "a", User: "u", Session: "kept"}
 	fillMarked(t, st, gone)
 	fillMarked(t, st, kept)
+	goneConvs, _ := fillMarkedConv(t, st, "gone")
+	fillMarkedConv(t, st, "kept")
 	bk := filepath.Join(dir, "backup.db")
 	if _, err := sqlstore.Backup(ctx, path, bk, sqlstore.BackupOptions{}); err != nil {
 		t.Fatal(err)
@@ -145,6 +219,11 @@ func TestEncryptionShredOldBackup(t *testing.T) {
 	as := st.AgentSessions()
 	for _, k := range []store.SessionKey{gone, {App: gone.App, User: gone.User, Session: gone.Session + "-fork"}} {
 		if err := as.DeleteSession(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range goneConvs {
+		if err := st.Conversations().Delete(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -170,6 +249,22 @@ func TestEncryptionShredOldBackup(t *testing.T) {
 	if err != nil || len(got.Events) != 3 || !strings.Contains(string(got.Events[0].Data), encMarker) {
 		t.Fatalf("kept session in the old backup: %+v, %v", got, err)
 	}
+	// Conversations likewise, the retired rows a deleted fork read too.
+	for _, id := range goneConvs {
+		if _, err := old.Conversations().Load(ctx, id); !errors.Is(err, store.ErrKeyShredded) {
+			t.Fatalf("deleted conversation %s in the old backup: %v, want ErrKeyShredded", id, err)
+		}
+	}
+	if _, err := old.Conversations().Artifacts(ctx, "gone"); !errors.Is(err, store.ErrKeyShredded) {
+		t.Fatalf("deleted conversation's artifacts in the old backup: %v, want ErrKeyShredded", err)
+	}
+	kc, err := old.Conversations().Load(ctx, "kept-pfork")
+	if err != nil || len(kc.Messages) != 4 || !strings.Contains(kc.Messages[0].Text(), encMarker) {
+		t.Fatalf("kept conversation in the old backup: %+v, %v", kc.Messages, err)
+	}
+	if keysLeft, _ := ring.IDs(); len(keysLeft) != 2+4 {
+		t.Fatalf("keys left: %d, want the kept session's two and the kept conversations' four", len(keysLeft))
+	}
 }
 
 // TestEncryptionExport exports an encrypted store: the document holds no
@@ -192,6 +287,44 @@ func TestEncryptionExport(t *testing.T) {
 	defer st.Close()
 	key := store.SessionKey{App: "a", User: "u", Session: "s"}
 	fillMarked(t, st, key)
+	convs, _ := fillMarkedConv(t, st, "c")
+	want := map[string][]string{}
+	for _, id := range convs {
+		c, err := st.Conversations().Load(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range c.Messages {
+			want[id] = append(want[id], m.Text())
+		}
+	}
+	sameConvs := func(what string, s *sqlstore.Store, sealed bool) {
+		t.Helper()
+		for _, id := range convs {
+			c, err := s.Conversations().Load(ctx, id)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", what, id, err)
+			}
+			if (c.DataKeyID != "") != sealed {
+				t.Fatalf("%s: %s has data key %q", what, id, c.DataKeyID)
+			}
+			var got []string
+			for _, m := range c.Messages {
+				got = append(got, m.Text())
+			}
+			if strings.Join(got, "|") != strings.Join(want[id], "|") {
+				t.Fatalf("%s: %s messages %q, want %q", what, id, got, want[id])
+			}
+		}
+		a, err := s.Conversations().Artifacts(ctx, "c")
+		if err != nil || len(a) != 1 || a[0].Content != encMarker+" artifact" {
+			t.Fatalf("%s: artifacts %+v, %v", what, a, err)
+		}
+		r, err := s.Conversations().Run(ctx, "c", "r")
+		if err != nil || r.Snapshot.Prompt != encMarker+" prompt" || len(r.Events) != 1 {
+			t.Fatalf("%s: run %+v, %v", what, r, err)
+		}
+	}
 	var buf bytes.Buffer
 	if _, err := archive.Export(ctx, st, &buf, archive.ExportOptions{}); !errors.Is(err, store.ErrKeyUnavailable) {
 		t.Fatalf("export without the keyring: %v, want ErrKeyUnavailable", err)
@@ -219,6 +352,9 @@ func TestEncryptionExport(t *testing.T) {
 	if _, err := other.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: key}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a refused import wrote the session: %v", err)
 	}
+	if ok, err := other.Conversations().Exists(ctx, "c"); ok || err != nil {
+		t.Fatalf("a refused import wrote the conversation: %v, %v", ok, err)
+	}
 	if _, err := archive.ImportFile(ctx, other, exp, archive.ImportOptions{Keys: ring}); err != nil {
 		t.Fatal(err)
 	}
@@ -226,6 +362,7 @@ func TestEncryptionExport(t *testing.T) {
 	if err != nil || len(got.Events) != 3 || !strings.Contains(string(got.Events[0].Data), encMarker) {
 		t.Fatalf("imported: %+v, %v", got.Events, err)
 	}
+	sameConvs("imported into a plaintext store", other, false)
 
 	// Import into an encrypting store: the sessions are stored sealed
 	// under data keys of their own (never in plaintext) and read back.
@@ -249,6 +386,7 @@ func TestEncryptionExport(t *testing.T) {
 			t.Fatalf("imported into an encrypting store, %s: key %q, %+v, %v", k.Session, got.DataKeyID, got.State, err)
 		}
 	}
+	sameConvs("imported into an encrypting store", enc, true)
 	scanFiles(t, encPath, encPath+"-wal")
 
 	// Shredded: the export is unreadable for good.
@@ -256,6 +394,26 @@ func TestEncryptionExport(t *testing.T) {
 		if err := st.AgentSessions().DeleteSession(ctx, k); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Only the conversations left: their keys' shred makes the export
+	// unreadable as well.
+	exp2 := filepath.Join(dir, "export-conv.json")
+	if _, err := archive.ExportFile(ctx, st, exp2, archive.ExportOptions{Keys: ring}); err != nil {
+		t.Fatal(err)
+	}
+	scanFiles(t, exp2)
+	for _, id := range convs {
+		if err := st.Conversations().Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fourth, err := sqlstore.Open(ctx, filepath.Join(dir, "fourth.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fourth.Close()
+	if _, err := archive.ImportFile(ctx, fourth, exp2, archive.ImportOptions{Keys: ring}); !errors.Is(err, store.ErrKeyShredded) {
+		t.Fatalf("import of conversations after the shred: %v, want ErrKeyShredded", err)
 	}
 	third, err := sqlstore.Open(ctx, filepath.Join(dir, "third.db"))
 	if err != nil {

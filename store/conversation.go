@@ -91,6 +91,11 @@ type Conversation struct {
 	// conversation holds the same messages up to At. Lineage is not
 	// ParentID.
 	ForkedFrom *ConversationForkPoint `json:"forked_from,omitempty"`
+	// DataKeyID is the id of the conversation's data key in the store's
+	// keyring when the store keeps it encrypted ("" otherwise). Set by
+	// Load; Save ignores it; never exported as such (an export seals the
+	// conversation's content with that key instead).
+	DataKeyID string `json:"-"`
 	// ContextUsage describes the context window.
 	ContextUsage ContextUsage `json:"context_usage"`
 	// TotalUsage accumulates token usage.

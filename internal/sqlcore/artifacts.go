@@ -21,6 +21,9 @@ const (
 		shown_bytes = excluded.shown_bytes, updated_at_ms = excluded.updated_at_ms`
 	artifactGetSQL = `SELECT ` + artifactColumns + ` FROM conversation_artifacts WHERE session_id = ? AND uri = ? AND tenant = ?`
 	artifactAllSQL = `SELECT ` + artifactColumns + ` FROM conversation_artifacts WHERE session_id = ? AND tenant = ? ORDER BY uri`
+	// The reads, with the conversation's data key (conv_crypt.go).
+	artifactGetKeyedSQL = `SELECT ` + convKeyCol + artifactColumns + ` FROM conversation_artifacts WHERE session_id = ? AND uri = ? AND tenant = ?`
+	artifactAllKeyedSQL = `SELECT ` + convKeyCol + artifactColumns + ` FROM conversation_artifacts WHERE session_id = ? AND tenant = ? ORDER BY uri`
 )
 
 // artifactRow is a conversation_artifacts row.
@@ -33,6 +36,7 @@ type artifactRow struct {
 	ShownBytes    int64  `db:"shown_bytes"`
 	CreatedAtMS   int64  `db:"created_at_ms"`
 	UpdatedAtMS   int64  `db:"updated_at_ms"`
+	DataKey       string `db:"data_key"` // keyed reads only
 }
 
 func (r *artifactRow) artifact() store.Artifact {
@@ -41,6 +45,18 @@ func (r *artifactRow) artifact() store.Artifact {
 		OriginalBytes: r.OriginalBytes, ShownBytes: r.ShownBytes,
 		CreatedAt: rowcodec.FromMillis(r.CreatedAtMS), UpdatedAt: rowcodec.FromMillis(r.UpdatedAtMS),
 	}
+}
+
+// openedArtifact decodes a row read with its conversation's data key.
+func (c *Conversations) openedArtifact(r *artifactRow) (store.Artifact, error) {
+	dk, err := c.rowKey(r.DataKey)
+	if err != nil {
+		return store.Artifact{}, err
+	}
+	if r.Content, err = openedText(dk, r.Content, adArtifact, r.URI); err != nil {
+		return store.Artifact{}, err
+	}
+	return r.artifact(), nil
 }
 
 // PutArtifacts stores artifacts, replacing those with the same URI, in one
@@ -58,12 +74,13 @@ func (c *Conversations) PutArtifacts(ctx context.Context, id string, artifacts .
 		}
 	}
 	return c.s.write(ctx, func(tx Tx) error {
-		if err := c.touch(tx, id); err != nil {
+		dk, err := c.touchKey(tx, id) // conv_crypt.go
+		if err != nil {
 			return err
 		}
 		now := rowcodec.ToMillis(c.s.now())
 		for _, a := range artifacts {
-			if _, err := tx.Exec(artifactPutSQL, id, a.URI, a.ID, a.ToolName, a.Content,
+			if _, err := tx.Exec(artifactPutSQL, id, a.URI, a.ID, a.ToolName, sealedText(dk, a.Content, adArtifact, a.URI),
 				a.OriginalBytes, a.ShownBytes, now, now); err != nil {
 				return err
 			}
@@ -81,7 +98,7 @@ func (c *Conversations) Artifact(ctx context.Context, id, uri string) (store.Art
 		return store.Artifact{}, store.Invalid("uri", "must not be empty")
 	}
 	var row artifactRow
-	err := c.s.get(ctx, &row, artifactGetSQL, id, uri, c.s.tenant)
+	err := c.s.get(ctx, &row, artifactGetKeyedSQL, id, id, uri, c.s.tenant)
 	if errors.Is(err, sql.ErrNoRows) {
 		if err := c.mustExist(ctx, id); err != nil {
 			return store.Artifact{}, err
@@ -91,7 +108,7 @@ func (c *Conversations) Artifact(ctx context.Context, id, uri string) (store.Art
 	if err != nil {
 		return store.Artifact{}, err
 	}
-	return row.artifact(), nil
+	return c.openedArtifact(&row)
 }
 
 // Artifacts returns all artifacts of the conversation ordered by URI.
@@ -100,7 +117,7 @@ func (c *Conversations) Artifacts(ctx context.Context, id string) ([]store.Artif
 		return nil, err
 	}
 	var rows []artifactRow
-	if err := c.s.selectRows(ctx, &rows, artifactAllSQL, id, c.s.tenant); err != nil {
+	if err := c.s.selectRows(ctx, &rows, artifactAllKeyedSQL, id, id, c.s.tenant); err != nil {
 		return nil, err
 	}
 	if len(rows) == 0 {
@@ -108,7 +125,11 @@ func (c *Conversations) Artifacts(ctx context.Context, id string) ([]store.Artif
 	}
 	out := make([]store.Artifact, len(rows))
 	for i := range rows {
-		out[i] = rows[i].artifact()
+		a, err := c.openedArtifact(&rows[i])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = a
 	}
 	return out, nil
 }

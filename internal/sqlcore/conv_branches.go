@@ -38,7 +38,7 @@ const (
 
 	msgMarkCompactionSQL = `UPDATE conversation_messages SET compact_from = ?, compact_to = ? WHERE session_id = ? AND seq = ?`
 
-	retiredRunsSQL = `SELECT id, COALESCE(lineage_parent, '') AS lineage_parent, fork_next, superseded_from, created_at_ms
+	retiredRunsSQL = `SELECT id, COALESCE(lineage_parent, '') AS lineage_parent, fork_next, superseded_from, created_at_ms, data_key
 		FROM conversation_retired WHERE superseded_of = ? ORDER BY rewound_version`
 	retiredRewoundSQL = `UPDATE conversation_retired SET rewound_version = ? WHERE id = ?`
 
@@ -90,8 +90,14 @@ func (c *Conversations) Fork(ctx context.Context, req store.ConversationForkRequ
 	if req.NewID == "" {
 		req.NewID = uuid.NewString()
 	}
+	// A fork has a data key of its own (conv_crypt.go); it reads its
+	// parent's rows with the parent's.
+	dk, err := c.newConvKey(ctx)
+	if err != nil {
+		return store.ConversationSummary{}, err
+	}
 	var out summaryRow
-	err := c.s.write(ctx, func(tx Tx) error {
+	err = c.s.write(ctx, func(tx Tx) error {
 		_, first, next, err := c.branchOf(tx, req.ID)
 		if err != nil {
 			return err
@@ -113,9 +119,13 @@ func (c *Conversations) Fork(ctx context.Context, req store.ConversationForkRequ
 		if _, err := tx.Exec(convForkSQL, req.NewID, req.At+1-first, now, now, req.ID, req.At+1, first, req.ID); err != nil {
 			return c.takenOr(req.NewID, err)
 		}
+		if err := setConvKey(tx, req.NewID, dk); err != nil {
+			return err
+		}
 		return tx.Get(&out, convInfoSQL, req.NewID, c.s.tenant)
 	})
 	if err != nil {
+		c.s.discardKey(ctx, dk)
 		return store.ConversationSummary{}, err
 	}
 	return out.summary(), nil
@@ -267,6 +277,7 @@ type supersededRow struct {
 	ForkNext       int64  `db:"fork_next"`
 	SupersededFrom int64  `db:"superseded_from"`
 	CreatedAtMS    int64  `db:"created_at_ms"`
+	DataKey        string `db:"data_key"`
 }
 
 // Superseded returns the runs of messages rewinds of id superseded (see
@@ -289,7 +300,7 @@ func (c *Conversations) Superseded(ctx context.Context, id string) ([]store.Supe
 			return err
 		}
 		for _, h := range runs {
-			v := convView{id: h.ID, parent: h.LineageParent, forkNext: h.ForkNext, first: h.SupersededFrom}
+			v := convView{id: h.ID, parent: h.LineageParent, forkNext: h.ForkNext, first: h.SupersededFrom, key: h.DataKey}
 			rows, err := c.readView(r, v, h.SupersededFrom, math.MaxInt64, math.MaxInt32)
 			if err != nil {
 				return err
@@ -342,9 +353,9 @@ func (c *Conversations) History(ctx context.Context, id string) ([]store.Convers
 			if isRetired(parent) {
 				q = retiredParentSQL
 			}
-			var next string
+			var next, kid string
 			var fork int64
-			if err := scanHot(r, q, []any{parent}, &next, &fork); err != nil {
+			if err := scanHot(r, q, []any{parent}, &next, &fork, &kid); err != nil {
 				return err
 			}
 			parent = next

@@ -43,9 +43,11 @@ type lineRow struct {
 	LineageParent sql.NullString `db:"lineage_parent"`
 	ForkNext      int64          `db:"fork_next"`
 	FirstSeq      int64          `db:"first_seq"`
+	// DataKey names the conversation's data key ('' = plaintext).
+	DataKey string `db:"data_key"`
 }
 
-const lineColumns = `lineage_parent, fork_next, first_seq`
+const lineColumns = `lineage_parent, fork_next, first_seq, data_key`
 
 // convView is what a read of a conversation (or of a retired history)
 // walks: its own rows, then its parent's view below forkNext; nothing
@@ -53,17 +55,18 @@ const lineColumns = `lineage_parent, fork_next, first_seq`
 type convView struct {
 	id, parent      string
 	forkNext, first int64
+	key             string // data key id of id's own rows
 }
 
 func (l lineRow) view(id string) convView {
-	return convView{id: id, parent: l.LineageParent.String, forkNext: l.ForkNext, first: l.FirstSeq}
+	return convView{id: id, parent: l.LineageParent.String, forkNext: l.ForkNext, first: l.FirstSeq, key: l.DataKey}
 }
 
 const (
 	convLineSQL = `SELECT ` + lineColumns + ` FROM conversations WHERE id = ? AND tenant = ?`
 	// Lineage of one ancestor, a conversation or a retired history.
-	convParentSQL    = `SELECT COALESCE(lineage_parent, ''), fork_next FROM conversations WHERE id = ?`
-	retiredParentSQL = `SELECT COALESCE(lineage_parent, ''), fork_next FROM conversation_retired WHERE id = ?`
+	convParentSQL    = `SELECT COALESCE(lineage_parent, ''), fork_next, data_key FROM conversations WHERE id = ?`
+	retiredParentSQL = `SELECT COALESCE(lineage_parent, ''), fork_next, data_key FROM conversation_retired WHERE id = ?`
 
 	// Spans of one row's own messages, seq in [?, ?).
 	msgSpanSQL         = `SELECT ` + msgColumns + ` FROM conversation_messages WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq LIMIT ?`
@@ -131,21 +134,25 @@ func walkLineage[K comparable](own, parent K, hi int64, parentOf func(K) (K, int
 	return segs, nil
 }
 
-// convSegments walks a conversation view's lineage.
-func convSegments(r Tx, v convView) ([]lineSeg[string], error) {
-	return walkLineage(v.id, v.parent, v.forkNext, func(id string) (string, int64, error) {
+// convSegments walks a conversation view's lineage. It returns, for
+// each segment, the id of the data key its rows are sealed with.
+func convSegments(r Tx, v convView) ([]lineSeg[string], []string, error) {
+	kids := []string{v.key}
+	segs, err := walkLineage(v.id, v.parent, v.forkNext, func(id string) (string, int64, error) {
 		q := convParentSQL
 		if isRetired(id) {
 			q = retiredParentSQL
 		}
-		var next string
+		var next, kid string
 		var fork int64
-		err := scanHot(r, q, []any{id}, &next, &fork)
+		err := scanHot(r, q, []any{id}, &next, &fork, &kid)
 		if errors.Is(err, sql.ErrNoRows) {
 			return "", 0, fmt.Errorf("%w: conversation lineage names a missing history %q", store.ErrCorrupt, id)
 		}
+		kids = append(kids, kid)
 		return next, fork, err
 	})
+	return segs, kids, err
 }
 
 // spanSQL returns the span statements of a segment's table.
@@ -166,7 +173,7 @@ func segHi(sg lineSeg[string]) int64 {
 // readView reads up to limit messages of view v with from <= seq <
 // before, oldest first: one index range per segment.
 func (c *Conversations) readView(r Tx, v convView, from, before int64, limit int) ([]msgRow, error) {
-	segs, err := convSegments(r, v)
+	segs, kids, err := convSegments(r, v)
 	if err != nil {
 		return nil, err
 	}
@@ -183,6 +190,9 @@ func (c *Conversations) readView(r Tx, v convView, from, before int64, limit int
 		if err := r.Select(&rows, asc, sg.id, from, hi, limit-len(out)); err != nil {
 			return nil, err
 		}
+		if err := c.s.openMsgRows(kids[i], rows); err != nil {
+			return nil, err
+		}
 		out = append(out, rows...)
 	}
 	return out, nil
@@ -191,12 +201,12 @@ func (c *Conversations) readView(r Tx, v convView, from, before int64, limit int
 // readViewDesc reads the last limit messages of view v below before,
 // and returns them oldest first.
 func (c *Conversations) readViewDesc(r Tx, v convView, before int64, limit int) ([]msgRow, error) {
-	segs, err := convSegments(r, v)
+	segs, kids, err := convSegments(r, v)
 	if err != nil {
 		return nil, err
 	}
 	var out []msgRow
-	for _, sg := range segs {
+	for i, sg := range segs {
 		if len(out) >= limit {
 			break
 		}
@@ -209,6 +219,9 @@ func (c *Conversations) readViewDesc(r Tx, v convView, before int64, limit int) 
 		if err := r.Select(&rows, desc, sg.id, v.first, hi, limit-len(out)); err != nil {
 			return nil, err
 		}
+		if err := c.s.openMsgRows(kids[i], rows); err != nil {
+			return nil, err
+		}
 		out = append(out, rows...)
 	}
 	slices.Reverse(out)
@@ -217,11 +230,11 @@ func (c *Conversations) readViewDesc(r Tx, v convView, before int64, limit int) 
 
 // latestSummary reads the view's latest compaction record.
 func (c *Conversations) latestSummary(r Tx, v convView) (msgRow, bool, error) {
-	segs, err := convSegments(r, v)
+	segs, kids, err := convSegments(r, v)
 	if err != nil {
 		return msgRow{}, false, err
 	}
-	for _, sg := range segs {
+	for i, sg := range segs {
 		hi := segHi(sg)
 		if hi <= v.first {
 			continue
@@ -231,6 +244,12 @@ func (c *Conversations) latestSummary(r Tx, v convView) (msgRow, bool, error) {
 		err := r.Get(&row, q, sg.id, v.first, hi)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
+		}
+		if err == nil {
+			rows := []msgRow{row}
+			if err = c.s.openMsgRows(kids[i], rows); err == nil {
+				row = rows[0]
+			}
 		}
 		return row, err == nil, err
 	}
@@ -307,6 +326,9 @@ func (c *Conversations) cutTail(tx Tx, id string, l lineRow, s int64, kind int, 
 		ofArg = id
 	}
 	if _, err := tx.Exec(retiredInsertSQL, h, kind, hpArg, hf, ofArg, s, now, c.s.tenant); err != nil {
+		return "", err
+	}
+	if err := setRetiredKey(tx, h, l.DataKey); err != nil { // conv_crypt.go
 		return "", err
 	}
 	if _, err := tx.Exec(msgRetireSQL, h, id, s); err != nil {
@@ -482,7 +504,7 @@ func (w *recordWriter) restoreForkPoint(id string, fp *store.ConversationForkPoi
 	for i, r := range rows {
 		m := msgs[i]
 		from, to := compactArgs(m.Compaction)
-		same := r.Seq == seqs[i] && r.Role == m.Role && r.Content == string(contents[i]) &&
+		same := r.Seq == seqs[i] && r.Role == m.Role && string(r.body()) == string(contents[i]) &&
 			r.CreatedAtMS == w.or(m.CreatedAt) && sameNull(r.CompactFrom, from) && sameNull(r.CompactTo, to)
 		if !same {
 			return 0, nil

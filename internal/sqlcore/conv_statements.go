@@ -22,6 +22,14 @@ func init() {
 		"msgDeleteTail":   msgDeleteTailSQL,
 		"msgCompactions":  msgCompactionsSQL,
 		"heldCompactions": heldCompactionsSQL,
+		// conv_crypt.go: reads of records with the conversation's data key
+		"artifactGetKeyed":   artifactGetKeyedSQL,
+		"artifactAllKeyed":   artifactAllKeyedSQL,
+		"traceRangeKeyed":    traceRangeKeyedSQL,
+		"reportAllKeyed":     reportAllKeyedSQL,
+		"runGetKeyed":        runGetKeyedSQL,
+		"runAllKeyed":        runAllKeyedSQL,
+		"feedRunEventsKeyed": feedRunEventsKeyedSQL,
 	} {
 		Statements[name] = q
 	}

@@ -9,6 +9,7 @@ import (
 	"math"
 
 	"github.com/agentstore/sessionstore/internal/rowcodec"
+	"github.com/agentstore/sessionstore/keys"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -227,7 +228,7 @@ const (
 
 	// convVersionSQL reads the version of a conversation that is about
 	// to be replaced (locking its row where the dialect locks rows).
-	convVersionSQL = `SELECT version, created_at_ms FROM conversations WHERE id = ? AND tenant = ?`
+	convVersionSQL = `SELECT version, created_at_ms, data_key FROM conversations WHERE id = ? AND tenant = ?`
 	// convLockSQL reads the conversation's id: every write to a
 	// conversation's records reads it first (locking the row where the
 	// dialect locks rows), so writes of one conversation run one after the
@@ -255,8 +256,9 @@ const (
 )
 
 type versionRow struct {
-	Version     int64 `db:"version"`
-	CreatedAtMS int64 `db:"created_at_ms"`
+	Version     int64  `db:"version"`
+	CreatedAtMS int64  `db:"created_at_ms"`
+	DataKey     string `db:"data_key"`
 }
 
 func nullDoc(d json.RawMessage) any {
@@ -321,8 +323,23 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 			return 0, store.Invalid(fmt.Sprintf("messages[%d].compaction", i), "must cover earlier positions")
 		}
 	}
+	// A new conversation of an encrypting store gets a data key, made
+	// before the transaction (a key file is written and synced); one
+	// that exists keeps its own (conv_crypt.go).
+	var newKey *keys.DataKey
+	if c.s.Encrypted() {
+		if ok, err := c.exists(ctx, conv.ID); err != nil {
+			return 0, err
+		} else if !ok {
+			if newKey, err = c.newConvKey(ctx); err != nil {
+				return 0, err
+			}
+		}
+	}
+	keyUsed := false
 	var version int64
 	err = c.s.write(ctx, func(tx Tx) error {
+		keyUsed = false
 		now := rowcodec.ToMillis(c.s.now())
 		// Saves of one id serialize, also while the row does not exist
 		// yet (a row lock needs a row).
@@ -372,6 +389,23 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 		} else if n == 0 {
 			return idTaken(conv.ID)
 		}
+		var dk *keys.DataKey
+		if exists {
+			if dk, err = c.s.dataKey(ctx, cur.DataKey); err != nil {
+				return err
+			}
+		} else {
+			if newKey == nil && c.s.Encrypted() {
+				// Deleted since the check above: a key of its own now.
+				if newKey, err = c.newConvKey(ctx); err != nil {
+					return err
+				}
+			}
+			if err := setConvKey(tx, conv.ID, newKey); err != nil {
+				return err
+			}
+			dk, keyUsed = newKey, true
+		}
 		if exists {
 			// Forks and superseded runs keep reading the history replaced
 			// (conv_lineage.go).
@@ -391,7 +425,7 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 				at = rowcodec.ToMillis(m.CreatedAt)
 			}
 			from, to := compactArgs(m.Compaction)
-			if _, err := tx.Exec(msgInsertSQL, conv.ID, int64(i), m.Role, string(contents[i]), at, from, to); err != nil {
+			if _, err := tx.Exec(msgInsertSQL, conv.ID, int64(i), m.Role, sealMsg(dk, contents[i], int64(i)), at, from, to); err != nil {
 				return err
 			}
 		}
@@ -401,8 +435,14 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 		version = v
 		return nil
 	})
+	if !keyUsed || err != nil {
+		c.s.discardKey(ctx, newKey)
+	}
 	if err != nil {
 		return 0, err
+	}
+	if !keyUsed {
+		c.shredDropped(ctx) // conv_crypt.go: a replaced history may leave a retired parent
 	}
 	return version, nil
 }
@@ -433,13 +473,23 @@ type msgRow struct {
 	CreatedAtMS int64         `db:"created_at_ms"`
 	CompactFrom sql.NullInt64 `db:"compact_from"`
 	CompactTo   sql.NullInt64 `db:"compact_to"`
+	// plain is the opened content of a sealed row (conv_crypt.go).
+	plain []byte
+}
+
+// body is the row's content as the caller wrote it.
+func (r *msgRow) body() []byte {
+	if r.plain != nil {
+		return r.plain
+	}
+	return []byte(r.Content)
 }
 
 // msgColumns are the columns of a msgRow.
 const msgColumns = `seq, role, content, created_at_ms, compact_from, compact_to`
 
 func (r *msgRow) message(id string) (store.Message, error) {
-	blocks, err := rowcodec.DecodeContent([]byte(r.Content))
+	blocks, err := rowcodec.DecodeContent(r.body())
 	if err != nil {
 		return store.Message{}, corrupt(id, fmt.Sprintf("message %d", r.Seq), err)
 	}
@@ -496,6 +546,7 @@ func (c *Conversations) Load(ctx context.Context, id string) (store.Conversation
 		if p := row.LineageParent.String; p != "" && !isRetired(p) {
 			conv.ForkedFrom = &store.ConversationForkPoint{ID: p, At: row.ForkNext - 1}
 		}
+		conv.DataKeyID = row.DataKey // conv_crypt.go
 		msgs, err := c.readView(r, row.lineRow.view(id), 0, math.MaxInt64, math.MaxInt32)
 		if err != nil {
 			return err
@@ -547,7 +598,7 @@ func (c *Conversations) Delete(ctx context.Context, id string) error {
 	if err := store.ValidateID("id", id); err != nil {
 		return err
 	}
-	return c.s.write(ctx, func(tx Tx) error {
+	err := c.s.write(ctx, func(tx Tx) error {
 		gone, err := c.deleteTx(tx, id)
 		if err != nil {
 			return err
@@ -557,6 +608,10 @@ func (c *Conversations) Delete(ctx context.Context, id string) error {
 		}
 		return nil
 	})
+	if err == nil {
+		c.s.shredAfter(ctx) // crypt.go: its data key, unless a fork reads its rows
+	}
+	return err
 }
 
 // Exists reports whether the conversation exists.

@@ -32,7 +32,7 @@ const (
 	keyOfPKSQL     = `SELECT data_key FROM agent_sessions WHERE pk = ?`
 	keySetPKSQL    = `UPDATE agent_sessions SET data_key = ? WHERE pk = ?`
 	shredQueueSQL  = `SELECT key_id FROM key_shred_queue ORDER BY key_id LIMIT 256`
-	shredUsedSQL   = `SELECT (SELECT count(*) FROM agent_sessions WHERE data_key = ?1) + (SELECT count(*) FROM conversations WHERE data_key = ?1) + (SELECT count(*) FROM runtime_sessions WHERE data_key = ?1)`
+	shredUsedSQL   = `SELECT (SELECT count(*) FROM agent_sessions WHERE data_key = ?1) + (SELECT count(*) FROM conversations WHERE data_key = ?1) + (SELECT count(*) FROM conversation_retired WHERE data_key = ?1) + (SELECT count(*) FROM runtime_sessions WHERE data_key = ?1)`
 	shredDequeuSQL = `DELETE FROM key_shred_queue WHERE key_id = ?`
 )
 

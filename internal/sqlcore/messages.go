@@ -15,7 +15,7 @@ const (
 	// convAppendGetSQL reads what an append updates, by primary key.
 	convAppendGetSQL = `SELECT version, message_count, prompt_tokens, completion_tokens, total_tokens,
 		cache_read_tokens, cache_write_tokens, total_cost, context_used_tokens, context_max_tokens,
-		context_percent, context_turns, fork_next, first_seq FROM conversations WHERE id = ? AND tenant = ?`
+		context_percent, context_turns, fork_next, first_seq, data_key FROM conversations WHERE id = ? AND tenant = ?`
 	convAppendSetSQL = `UPDATE conversations SET version = ?, message_count = ?, updated_at_ms = ?,
 		prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?,
 		total_cost = ?, context_used_tokens = ?, context_max_tokens = ?, context_percent = ?, context_turns = ?
@@ -59,6 +59,7 @@ type appendRow struct {
 	ContextTurns      int64         `db:"context_turns"`
 	ForkNext          int64         `db:"fork_next"`
 	FirstSeq          int64         `db:"first_seq"`
+	DataKey           string        `db:"data_key"`
 }
 
 // AppendMessages appends messages (see store.Conversations.Append).
@@ -101,6 +102,10 @@ func (c *Conversations) appendTx(tx Tx, req store.AppendRequest, contents [][]by
 	if req.ExpectVersion != 0 && row.Version != req.ExpectVersion {
 		return none, &store.ConflictError{Resource: "conversation", ID: req.ID, Reason: "version changed"}
 	}
+	dk, err := c.s.dataKey(context.Background(), row.DataKey) // conv_crypt.go
+	if err != nil {
+		return none, err
+	}
 	next, err := nextPos(tx, req.ID, row.ForkNext, row.FirstSeq)
 	if err != nil {
 		return none, err
@@ -110,7 +115,8 @@ func (c *Conversations) appendTx(tx Tx, req store.AppendRequest, contents [][]by
 		if !m.CreatedAt.IsZero() {
 			at = rowcodec.ToMillis(m.CreatedAt)
 		}
-		if _, err := tx.Exec(msgInsertSQL, req.ID, next+int64(i), m.Role, string(contents[i]), at, nil, nil); err != nil {
+		seq := next + int64(i)
+		if _, err := tx.Exec(msgInsertSQL, req.ID, seq, m.Role, sealMsg(dk, contents[i], seq), at, nil, nil); err != nil {
 			return none, err
 		}
 	}
@@ -299,6 +305,9 @@ func (c *Conversations) PopMessage(ctx context.Context, id string) (store.Messag
 		out = m
 		return nil
 	})
+	if err == nil {
+		c.shredDropped(ctx) // conv_crypt.go
+	}
 	return out, err
 }
 
@@ -322,6 +331,9 @@ func (c *Conversations) TrimMessages(ctx context.Context, id string, keepLast in
 	})
 	if err != nil {
 		return 0, err
+	}
+	if removed > 0 {
+		c.shredDropped(ctx) // conv_crypt.go
 	}
 	return removed, nil
 }
@@ -451,6 +463,7 @@ func (c *Conversations) DeleteUpdatedBefore(ctx context.Context, t time.Time, li
 	})
 	if err == nil && n > 0 {
 		c.s.log.Info("deleted conversations not updated since", "before", t, "removed", n)
+		c.s.shredAfter(ctx) // crypt.go: their data keys, unless forks read their rows
 	}
 	return n, err
 }

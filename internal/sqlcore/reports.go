@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentstore/sessionstore/internal/rowcodec"
+	"github.com/agentstore/sessionstore/keys"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -13,6 +14,8 @@ const (
 	reportLastSQL      = `SELECT seq FROM conversation_reports WHERE session_id = ? ORDER BY seq DESC LIMIT 1`
 	reportDeleteAllSQL = `DELETE FROM conversation_reports WHERE session_id = ?`
 	reportAllSQL       = `SELECT seq, report, created_at_ms FROM conversation_reports WHERE session_id = ? AND tenant = ? ORDER BY seq`
+	// reportAllKeyedSQL is reportAllSQL with the conversation's data key.
+	reportAllKeyedSQL = `SELECT ` + convKeyCol + `seq, report, created_at_ms FROM conversation_reports WHERE session_id = ? AND tenant = ? ORDER BY seq`
 )
 
 // reportRow is a conversation_reports row (what is read back).
@@ -20,6 +23,7 @@ type reportRow struct {
 	Seq         int64  `db:"seq"`
 	Report      string `db:"report"`
 	CreatedAtMS int64  `db:"created_at_ms"`
+	DataKey     string `db:"data_key"`
 }
 
 func encodeReports(reports []store.VerificationReport) ([][]byte, error) {
@@ -37,10 +41,11 @@ func encodeReports(reports []store.VerificationReport) ([][]byte, error) {
 	return docs, nil
 }
 
-func (c *Conversations) insertReports(tx Tx, id string, first int64, reports []store.VerificationReport, docs [][]byte) error {
+func (c *Conversations) insertReports(tx Tx, dk *keys.DataKey, id string, first int64, reports []store.VerificationReport, docs [][]byte) error {
 	now := rowcodec.ToMillis(c.s.now())
 	for i, r := range reports {
-		if _, err := tx.Exec(reportInsertSQL, id, first+int64(i), r.Subject, r.Status, string(docs[i]), now); err != nil {
+		seq := first + int64(i)
+		if _, err := tx.Exec(reportInsertSQL, id, seq, r.Subject, r.Status, sealed(dk, docs[i], adReport, seqAD(seq)), now); err != nil {
 			return err
 		}
 	}
@@ -58,14 +63,15 @@ func (c *Conversations) AppendReports(ctx context.Context, id string, reports ..
 		return err
 	}
 	return c.s.write(ctx, func(tx Tx) error {
-		if err := c.touch(tx, id); err != nil {
+		dk, err := c.touchKey(tx, id) // conv_crypt.go
+		if err != nil {
 			return err
 		}
 		next, err := nextSeq(tx, reportLastSQL, id)
 		if err != nil {
 			return err
 		}
-		return c.insertReports(tx, id, next, reports, docs)
+		return c.insertReports(tx, dk, id, next, reports, docs)
 	})
 }
 
@@ -80,13 +86,14 @@ func (c *Conversations) SaveReports(ctx context.Context, id string, reports []st
 		return err
 	}
 	return c.s.write(ctx, func(tx Tx) error {
-		if err := c.touch(tx, id); err != nil {
+		dk, err := c.touchKey(tx, id) // conv_crypt.go
+		if err != nil {
 			return err
 		}
 		if _, err := tx.Exec(reportDeleteAllSQL, id); err != nil {
 			return err
 		}
-		return c.insertReports(tx, id, 0, reports, docs)
+		return c.insertReports(tx, dk, id, 0, reports, docs)
 	})
 }
 
@@ -96,15 +103,23 @@ func (c *Conversations) Reports(ctx context.Context, id string) ([]store.Verific
 		return nil, err
 	}
 	var rows []reportRow
-	if err := c.s.selectRows(ctx, &rows, reportAllSQL, id, c.s.tenant); err != nil {
+	if err := c.s.selectRows(ctx, &rows, reportAllKeyedSQL, id, id, c.s.tenant); err != nil {
 		return nil, err
 	}
 	if len(rows) == 0 {
 		return []store.VerificationReport{}, c.mustExist(ctx, id)
 	}
+	dk, err := c.rowKey(rows[0].DataKey)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]store.VerificationReport, len(rows))
 	for i, r := range rows {
-		rep, err := rowcodec.DecodeVerificationReport([]byte(r.Report))
+		doc, err := opened(dk, []byte(r.Report), adReport, seqAD(r.Seq))
+		if err != nil {
+			return nil, err
+		}
+		rep, err := rowcodec.DecodeVerificationReport(doc)
 		if err != nil {
 			return nil, corrupt(id, fmt.Sprintf("verification report %d", r.Seq), err)
 		}

@@ -231,6 +231,15 @@ func (w *recordWriter) PutConversation(rec store.ConversationRecord) (bool, erro
 		return false, err
 	}
 	id := conv.ID
+	// Restored encrypted by a store with a keyring, under a data key of
+	// its own, as on Save (conv_crypt.go).
+	dk, err := w.s.newDataKey(context.Background())
+	if err != nil {
+		return false, err
+	}
+	if err := setConvKey(w.tx, id, dk); err != nil {
+		return false, err
+	}
 	// A fork whose lineage parent holds the same messages up to the fork
 	// point is restored as a fork of it (conv_lineage.go); else flat.
 	own, err := w.restoreForkPoint(id, given.ForkedFrom, conv.Messages, contents, seqs)
@@ -242,7 +251,7 @@ func (w *recordWriter) PutConversation(rec store.ConversationRecord) (bool, erro
 			continue
 		}
 		from, to := compactArgs(m.Compaction)
-		if _, err := w.tx.Exec(msgInsertSQL, id, seqs[i], m.Role, string(contents[i]), w.or(m.CreatedAt), from, to); err != nil {
+		if _, err := w.tx.Exec(msgInsertSQL, id, seqs[i], m.Role, sealMsg(dk, contents[i], seqs[i]), w.or(m.CreatedAt), from, to); err != nil {
 			return false, err
 		}
 	}
@@ -255,14 +264,14 @@ func (w *recordWriter) PutConversation(rec store.ConversationRecord) (bool, erro
 		if !a.UpdatedAt.IsZero() {
 			up = rowcodec.ToMillis(a.UpdatedAt)
 		}
-		if _, err := w.tx.Exec(artifactRestoreSQL, id, a.URI, a.ID, a.ToolName, a.Content,
+		if _, err := w.tx.Exec(artifactRestoreSQL, id, a.URI, a.ID, a.ToolName, sealedText(dk, a.Content, adArtifact, a.URI),
 			a.OriginalBytes, a.ShownBytes, at, up); err != nil {
 			return false, err
 		}
 	}
 	tseq := positions(len(rec.Traces), func(i int) int64 { return rec.Traces[i].Seq })
 	for i, ev := range rec.Traces {
-		if _, err := w.tx.Exec(traceInsertSQL, id, tseq[i], ev.Kind, ev.Name, string(traces[i]), w.or(ev.CreatedAt)); err != nil {
+		if _, err := w.tx.Exec(traceInsertSQL, id, tseq[i], ev.Kind, ev.Name, sealed(dk, traces[i], adTrace, seqAD(tseq[i])), w.or(ev.CreatedAt)); err != nil {
 			return false, err
 		}
 	}
@@ -272,19 +281,19 @@ func (w *recordWriter) PutConversation(rec store.ConversationRecord) (bool, erro
 			return false, err
 		}
 		s := norm.Snapshot
-		if _, err := w.tx.Exec(runRestoreSQL, id, s.ID, s.Status, s.EventCount, string(snap),
+		if _, err := w.tx.Exec(runRestoreSQL, id, s.ID, s.Status, s.EventCount, sealed(dk, snap, adRun, s.ID),
 			rowcodec.ToMillis(s.CreatedAt), rowcodec.ToMillis(s.UpdatedAt)); err != nil {
 			return false, err
 		}
 		for j, ev := range norm.Events {
-			if _, err := w.tx.Exec(runEventInsertSQL, id, s.ID, ev.Seq, rowcodec.ToMillis(ev.Timestamp), string(events[j])); err != nil {
+			if _, err := w.tx.Exec(runEventInsertSQL, id, s.ID, ev.Seq, rowcodec.ToMillis(ev.Timestamp), sealRunEvent(dk, events[j], s.ID, ev.Seq)); err != nil {
 				return false, err
 			}
 		}
 	}
 	rseq := positions(len(rec.Reports), func(i int) int64 { return rec.Reports[i].Seq })
 	for i, r := range rec.Reports {
-		if _, err := w.tx.Exec(reportInsertSQL, id, rseq[i], r.Subject, r.Status, string(reports[i]), w.or(r.CreatedAt)); err != nil {
+		if _, err := w.tx.Exec(reportInsertSQL, id, rseq[i], r.Subject, r.Status, sealed(dk, reports[i], adReport, seqAD(rseq[i])), w.or(r.CreatedAt)); err != nil {
 			return false, err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/agentstore/sessionstore/internal/rowcodec"
+	"github.com/agentstore/sessionstore/keys"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -25,6 +26,9 @@ const (
 	runEventLastSQL    = `SELECT seq FROM conversation_run_events WHERE session_id = ? AND run_id = ? ORDER BY seq DESC LIMIT 1`
 	runEventsOfRunSQL  = `SELECT run_id, seq, at_ms, event FROM conversation_run_events WHERE session_id = ? AND run_id = ? ORDER BY seq`
 	runEventsOfConvSQL = `SELECT run_id, seq, at_ms, event FROM conversation_run_events WHERE session_id = ? ORDER BY run_id, seq`
+	// The reads of runs, with the conversation's data key (conv_crypt.go).
+	runGetKeyedSQL = `SELECT ` + convKeyCol + runColumns + ` FROM conversation_runs WHERE session_id = ? AND run_id = ? AND tenant = ?`
+	runAllKeyedSQL = `SELECT ` + convKeyCol + runColumns + ` FROM conversation_runs WHERE session_id = ? AND tenant = ? ORDER BY created_at_ms, run_id`
 )
 
 // runRow is a conversation_runs row.
@@ -35,6 +39,7 @@ type runRow struct {
 	Snapshot    string `db:"snapshot"`
 	CreatedAtMS int64  `db:"created_at_ms"`
 	UpdatedAtMS int64  `db:"updated_at_ms"`
+	DataKey     string `db:"data_key"` // keyed reads only
 }
 
 // runEventRow is a conversation_run_events row.
@@ -43,10 +48,16 @@ type runEventRow struct {
 	Seq   int64  `db:"seq"`
 	AtMS  int64  `db:"at_ms"`
 	Event string `db:"event"`
+	// DataKey is the conversation's data key (keyed reads only).
+	DataKey string `db:"data_key"`
 }
 
-func (r *runRow) snapshot(id string) (store.RunSnapshot, error) {
-	s, err := rowcodec.DecodeRunSnapshot([]byte(r.Snapshot))
+func (r *runRow) snapshot(id string, dk *keys.DataKey) (store.RunSnapshot, error) {
+	doc, err := opened(dk, []byte(r.Snapshot), adRun, r.RunID)
+	if err != nil {
+		return store.RunSnapshot{}, err
+	}
+	s, err := rowcodec.DecodeRunSnapshot(doc)
 	if err != nil {
 		return s, corrupt(id, fmt.Sprintf("run %q snapshot", r.RunID), err)
 	}
@@ -55,11 +66,20 @@ func (r *runRow) snapshot(id string) (store.RunSnapshot, error) {
 	return s, nil
 }
 
-func (r *runEventRow) event(id string) (store.RunEvent, error) {
-	if !json.Valid([]byte(r.Event)) {
+func (r *runEventRow) event(id string, dk *keys.DataKey) (store.RunEvent, error) {
+	doc, err := opened(dk, []byte(r.Event), adRunEvent, r.RunID, seqAD(r.Seq))
+	if err != nil {
+		return store.RunEvent{}, err
+	}
+	if !json.Valid(doc) {
 		return store.RunEvent{}, corrupt(id, fmt.Sprintf("run %q event %d", r.RunID, r.Seq), errors.New("invalid JSON"))
 	}
-	return store.RunEvent{Seq: r.Seq, Timestamp: rowcodec.FromMillis(r.AtMS), Event: json.RawMessage(r.Event)}, nil
+	return store.RunEvent{Seq: r.Seq, Timestamp: rowcodec.FromMillis(r.AtMS), Event: json.RawMessage(doc)}, nil
+}
+
+// sealRunEvent is a run event's stored document.
+func sealRunEvent(dk *keys.DataKey, doc []byte, runID string, seq int64) string {
+	return sealed(dk, doc, adRunEvent, runID, seqAD(seq))
 }
 
 // PutRuns inserts or replaces run records by run id, snapshot and events,
@@ -86,12 +106,13 @@ func (c *Conversations) PutRuns(ctx context.Context, id string, runs ...store.Ru
 		all[i] = prepared{rec, snap, events}
 	}
 	return c.s.write(ctx, func(tx Tx) error {
-		if err := c.touch(tx, id); err != nil {
+		dk, err := c.touchKey(tx, id) // conv_crypt.go
+		if err != nil {
 			return err
 		}
 		for _, p := range all {
 			s := p.rec.Snapshot
-			if _, err := tx.Exec(runPutSQL, id, s.ID, s.Status, s.EventCount, string(p.snap),
+			if _, err := tx.Exec(runPutSQL, id, s.ID, s.Status, s.EventCount, sealed(dk, p.snap, adRun, s.ID),
 				rowcodec.ToMillis(s.CreatedAt), rowcodec.ToMillis(s.UpdatedAt)); err != nil {
 				return err
 			}
@@ -99,7 +120,7 @@ func (c *Conversations) PutRuns(ctx context.Context, id string, runs ...store.Ru
 				return err
 			}
 			for j, ev := range p.rec.Events {
-				if _, err := tx.Exec(runEventInsertSQL, id, s.ID, ev.Seq, rowcodec.ToMillis(ev.Timestamp), string(p.events[j])); err != nil {
+				if _, err := tx.Exec(runEventInsertSQL, id, s.ID, ev.Seq, rowcodec.ToMillis(ev.Timestamp), sealRunEvent(dk, p.events[j], s.ID, ev.Seq)); err != nil {
 					return err
 				}
 			}
@@ -127,7 +148,8 @@ func (c *Conversations) AppendRunEvents(ctx context.Context, id, runID string, e
 	}
 	var first int64
 	err = c.s.write(ctx, func(tx Tx) error {
-		if err := c.touch(tx, id); err != nil {
+		dk, err := c.touchKey(tx, id) // conv_crypt.go
+		if err != nil {
 			return err
 		}
 		var run runRow
@@ -144,7 +166,8 @@ func (c *Conversations) AppendRunEvents(ctx context.Context, id, runID string, e
 		}
 		next = max(next, run.EventCount)
 		for i, ev := range events {
-			if _, err := tx.Exec(runEventInsertSQL, id, runID, next+int64(i), rowcodec.ToMillis(ev.Timestamp), string(docs[i])); err != nil {
+			seq := next + int64(i)
+			if _, err := tx.Exec(runEventInsertSQL, id, runID, seq, rowcodec.ToMillis(ev.Timestamp), sealRunEvent(dk, docs[i], runID, seq)); err != nil {
 				return err
 			}
 		}
@@ -172,7 +195,7 @@ func (c *Conversations) Run(ctx context.Context, id, runID string) (store.RunRec
 	var out store.RunRecord
 	err := c.s.readTx(ctx, func(r Tx) error {
 		var run runRow
-		if err := r.Get(&run, runGetSQL, id, runID, c.s.tenant); errors.Is(err, sql.ErrNoRows) {
+		if err := r.Get(&run, runGetKeyedSQL, id, id, runID, c.s.tenant); errors.Is(err, sql.ErrNoRows) {
 			var n int64
 			if err := r.Get(&n, convExistsSQL, id, c.s.tenant); err != nil {
 				return err
@@ -184,7 +207,11 @@ func (c *Conversations) Run(ctx context.Context, id, runID string) (store.RunRec
 		} else if err != nil {
 			return err
 		}
-		snap, err := run.snapshot(id)
+		dk, err := c.rowKey(run.DataKey)
+		if err != nil {
+			return err
+		}
+		snap, err := run.snapshot(id, dk)
 		if err != nil {
 			return err
 		}
@@ -194,7 +221,7 @@ func (c *Conversations) Run(ctx context.Context, id, runID string) (store.RunRec
 		}
 		out = store.RunRecord{Snapshot: snap, Events: make([]store.RunEvent, len(evs))}
 		for i := range evs {
-			if out.Events[i], err = evs[i].event(id); err != nil {
+			if out.Events[i], err = evs[i].event(id, dk); err != nil {
 				return err
 			}
 		}
@@ -212,7 +239,7 @@ func (c *Conversations) Runs(ctx context.Context, id string) ([]store.RunRecord,
 	var out []store.RunRecord
 	err := c.s.readTx(ctx, func(r Tx) error {
 		var runs []runRow
-		if err := r.Select(&runs, runAllSQL, id, c.s.tenant); err != nil {
+		if err := r.Select(&runs, runAllKeyedSQL, id, id, c.s.tenant); err != nil {
 			return err
 		}
 		if len(runs) == 0 {
@@ -226,13 +253,17 @@ func (c *Conversations) Runs(ctx context.Context, id string) ([]store.RunRecord,
 			out = []store.RunRecord{}
 			return nil
 		}
+		dk, err := c.rowKey(runs[0].DataKey)
+		if err != nil {
+			return err
+		}
 		var evs []runEventRow
 		if err := r.Select(&evs, runEventsOfConvSQL, id); err != nil {
 			return err
 		}
 		byRun := make(map[string][]store.RunEvent, len(runs))
 		for i := range evs {
-			ev, err := evs[i].event(id)
+			ev, err := evs[i].event(id, dk)
 			if err != nil {
 				return err
 			}
@@ -240,7 +271,7 @@ func (c *Conversations) Runs(ctx context.Context, id string) ([]store.RunRecord,
 		}
 		out = make([]store.RunRecord, len(runs))
 		for i := range runs {
-			snap, err := runs[i].snapshot(id)
+			snap, err := runs[i].snapshot(id, dk)
 			if err != nil {
 				return err
 			}

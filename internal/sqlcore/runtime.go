@@ -476,7 +476,7 @@ func (r *Runtime) remove(ctx context.Context, id string, cause store.CancelCause
 	}
 	if existed {
 		r.s.log.Debug("removed runtime session", "session_id", id, "cause", string(cause))
-		r.s.shredAfter(ctx) // crypt.go: the session's data key
+		r.s.shredAfter(ctx) // crypt.go: the session's data key, and its conversation's unless forks read it
 	}
 	return existed, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentstore/sessionstore/internal/rowcodec"
+	"github.com/agentstore/sessionstore/keys"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -13,6 +14,8 @@ const (
 	traceLastSQL      = `SELECT seq FROM conversation_trace_events WHERE session_id = ? ORDER BY seq DESC LIMIT 1`
 	traceDeleteAllSQL = `DELETE FROM conversation_trace_events WHERE session_id = ?`
 	traceRangeSQL     = `SELECT seq, event, created_at_ms FROM conversation_trace_events WHERE session_id = ? AND tenant = ? AND seq >= ? ORDER BY seq LIMIT ?`
+	// traceRangeKeyedSQL is traceRangeSQL with the conversation's data key.
+	traceRangeKeyedSQL = `SELECT ` + convKeyCol + `seq, event, created_at_ms FROM conversation_trace_events WHERE session_id = ? AND tenant = ? AND seq >= ? ORDER BY seq LIMIT ?`
 )
 
 // traceRow is a conversation_trace_events row (what is read back).
@@ -20,6 +23,7 @@ type traceRow struct {
 	Seq         int64  `db:"seq"`
 	Event       string `db:"event"`
 	CreatedAtMS int64  `db:"created_at_ms"`
+	DataKey     string `db:"data_key"`
 }
 
 func encodeTraces(events []store.TraceEvent) ([][]byte, error) {
@@ -37,10 +41,11 @@ func encodeTraces(events []store.TraceEvent) ([][]byte, error) {
 	return docs, nil
 }
 
-func (c *Conversations) insertTraces(tx Tx, id string, first int64, events []store.TraceEvent, docs [][]byte) error {
+func (c *Conversations) insertTraces(tx Tx, dk *keys.DataKey, id string, first int64, events []store.TraceEvent, docs [][]byte) error {
 	now := rowcodec.ToMillis(c.s.now())
 	for i, ev := range events {
-		if _, err := tx.Exec(traceInsertSQL, id, first+int64(i), ev.Kind, ev.Name, string(docs[i]), now); err != nil {
+		seq := first + int64(i)
+		if _, err := tx.Exec(traceInsertSQL, id, seq, ev.Kind, ev.Name, sealed(dk, docs[i], adTrace, seqAD(seq)), now); err != nil {
 			return err
 		}
 	}
@@ -59,14 +64,15 @@ func (c *Conversations) AppendTraces(ctx context.Context, id string, events ...s
 	}
 	var first int64
 	err = c.s.write(ctx, func(tx Tx) error {
-		if err := c.touch(tx, id); err != nil {
+		dk, err := c.touchKey(tx, id) // conv_crypt.go
+		if err != nil {
 			return err
 		}
 		next, err := nextSeq(tx, traceLastSQL, id)
 		if err != nil {
 			return err
 		}
-		if err := c.insertTraces(tx, id, next, events, docs); err != nil {
+		if err := c.insertTraces(tx, dk, id, next, events, docs); err != nil {
 			return err
 		}
 		first = next
@@ -89,13 +95,14 @@ func (c *Conversations) SaveTraces(ctx context.Context, id string, events []stor
 		return err
 	}
 	return c.s.write(ctx, func(tx Tx) error {
-		if err := c.touch(tx, id); err != nil {
+		dk, err := c.touchKey(tx, id) // conv_crypt.go
+		if err != nil {
 			return err
 		}
 		if _, err := tx.Exec(traceDeleteAllSQL, id); err != nil {
 			return err
 		}
-		return c.insertTraces(tx, id, 0, events, docs)
+		return c.insertTraces(tx, dk, id, 0, events, docs)
 	})
 }
 
@@ -113,15 +120,23 @@ func (c *Conversations) Traces(ctx context.Context, id string, from int64, limit
 	}
 	lim := c.s.limit(limit)
 	var rows []traceRow
-	if err := c.s.selectRows(ctx, &rows, traceRangeSQL, id, c.s.tenant, from, lim); err != nil {
+	if err := c.s.selectRows(ctx, &rows, traceRangeKeyedSQL, id, id, c.s.tenant, from, lim); err != nil {
 		return nil, err
 	}
 	if len(rows) == 0 {
 		return []store.TraceEvent{}, c.mustExist(ctx, id)
 	}
+	dk, err := c.rowKey(rows[0].DataKey)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]store.TraceEvent, len(rows))
 	for i, r := range rows {
-		ev, err := rowcodec.DecodeTraceEvent([]byte(r.Event))
+		doc, err := opened(dk, []byte(r.Event), adTrace, seqAD(r.Seq))
+		if err != nil {
+			return nil, err
+		}
+		ev, err := rowcodec.DecodeTraceEvent(doc)
 		if err != nil {
 			return nil, corrupt(id, fmt.Sprintf("trace event %d", r.Seq), err)
 		}

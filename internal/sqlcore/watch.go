@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/agentstore/sessionstore/internal/rowcodec"
+	"github.com/agentstore/sessionstore/keys"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -258,6 +259,10 @@ const (
 	feedRunEpochSQL   = `SELECT events_epoch FROM conversation_runs WHERE session_id = ? AND run_id = ? AND tenant = ?`
 	feedRunEventsSQL  = `SELECT run_id, seq, at_ms, event FROM conversation_run_events
 		WHERE session_id = ? AND run_id = ? AND seq >= ? ORDER BY seq LIMIT ?`
+	// feedRunEventsKeyedSQL is feedRunEventsSQL with the conversation's
+	// data key (conv_crypt.go).
+	feedRunEventsKeyedSQL = `SELECT ` + convKeyCol + `run_id, seq, at_ms, event FROM conversation_run_events
+		WHERE session_id = ? AND run_id = ? AND seq >= ? ORDER BY seq LIMIT ?`
 	feedSessionSQL = `SELECT pk, epoch, COALESCE(lineage_parent, 0) AS lineage_parent, fork_seq, data_key FROM agent_sessions
 		WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0 AND tenant = ?`
 )
@@ -332,7 +337,7 @@ func (f *feedFacet) Traces(ctx context.Context, req store.TraceFeed) iter.Seq2[s
 					return err
 				}
 				rows = nil
-				return r.Select(&rows, traceRangeSQL, req.ID, f.s.tenant, next, req.Limit)
+				return r.Select(&rows, traceRangeKeyedSQL, req.ID, req.ID, f.s.tenant, next, req.Limit)
 			})
 			if err != nil {
 				return b, false, false, err
@@ -344,8 +349,18 @@ func (f *feedFacet) Traces(ctx context.Context, req store.TraceFeed) iter.Seq2[s
 				return b, false, false, &store.FeedResetError{Stream: "traces", ID: req.ID, Epoch: ep.epoch, Current: epoch}
 			}
 			b.Items = make([]store.TraceEvent, len(rows))
+			var dk *keys.DataKey // conv_crypt.go: the rows' conversation's
+			if len(rows) > 0 {
+				if dk, err = f.s.dataKey(ctx, rows[0].DataKey); err != nil {
+					return b, false, false, err
+				}
+			}
 			for i, r := range rows {
-				ev, err := rowcodec.DecodeTraceEvent([]byte(r.Event))
+				doc, err := opened(dk, []byte(r.Event), adTrace, seqAD(r.Seq))
+				if err != nil {
+					return b, false, false, err
+				}
+				ev, err := rowcodec.DecodeTraceEvent(doc)
 				if err != nil {
 					return b, false, false, corrupt(req.ID, fmt.Sprintf("trace event %d", r.Seq), err)
 				}
@@ -380,7 +395,7 @@ func (f *feedFacet) RunEvents(ctx context.Context, req store.RunEventFeed) iter.
 					return r.Get(&convs, convExistsSQL, req.ID, f.s.tenant)
 				}
 				rows = nil
-				return r.Select(&rows, feedRunEventsSQL, req.ID, req.RunID, next, req.Limit)
+				return r.Select(&rows, feedRunEventsKeyedSQL, req.ID, req.ID, req.RunID, next, req.Limit)
 			})
 			if err != nil {
 				return b, false, false, err
@@ -395,8 +410,14 @@ func (f *feedFacet) RunEvents(ctx context.Context, req store.RunEventFeed) iter.
 				return b, false, false, &store.FeedResetError{Stream: "run_events", ID: req.ID, RunID: req.RunID, Epoch: ep.epoch, Current: epoch}
 			}
 			b.Items = make([]store.RunEvent, len(rows))
+			var dk *keys.DataKey // conv_crypt.go: the rows' conversation's
+			if len(rows) > 0 {
+				if dk, err = f.s.dataKey(ctx, rows[0].DataKey); err != nil {
+					return b, false, false, err
+				}
+			}
 			for i := range rows {
-				if b.Items[i], err = rows[i].event(req.ID); err != nil {
+				if b.Items[i], err = rows[i].event(req.ID, dk); err != nil {
 					return b, false, false, err
 				}
 			}

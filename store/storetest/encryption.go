@@ -126,6 +126,7 @@ func RunEncryption(t *testing.T, h Harness) {
 		{"KeysGCSafeAgainstConcurrentCreates", testEncKeysGCConcurrentCreates},
 		{"SearchOptInIndexesEncryptedContent", testEncSearchOptIn}, // encryption_search.go
 	}
+	tests = append(tests, convEncTests...) // conv_encryption.go
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -143,6 +144,12 @@ func RunEncryption(t *testing.T, h Harness) {
 	})
 	t.Run("AgentBranchesEncrypted", func(t *testing.T) {
 		RunAgentBranches(t, Encrypted(t, h, t.TempDir(), kekText(t, "v1")))
+	})
+	t.Run("ConversationsEncrypted", func(t *testing.T) {
+		RunConversations(t, Encrypted(t, h, t.TempDir(), kekText(t, "v1")))
+	})
+	t.Run("ConversationBranchesEncrypted", func(t *testing.T) {
+		RunConversationBranches(t, Encrypted(t, h, t.TempDir(), kekText(t, "v1")))
 	})
 }
 

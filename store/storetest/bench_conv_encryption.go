@@ -1,0 +1,88 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// BenchConversationEncryption measures the cost of encrypting
+// conversations (issue 29's goals: a message append <= 1.3x plain, a read
+// of 1,000 messages <= 1.5x): a plain and an encrypted store side by
+// side, the two calls alternating in every iteration (which goes first
+// flips each time), so that the ratio is not the machine's load changing
+// between two runs. It reports ns/op of each side and the ratio.
+func BenchConversationEncryption(b *testing.B, h Harness, o BenchOptions) {
+	if h.OpenWith == nil {
+		b.Skip("the harness cannot open a store with a keyring")
+	}
+	ctx := context.Background()
+	ring := openRing(b, b.TempDir(), kekText(b, "v1"))
+	open := func(keys store.KeyRing) store.Store {
+		st, err := h.OpenWith(ctx, h.NewLocation(b), time.Now, Options{Durability: o.Durability, Keys: keys})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { closeBench(b, st) })
+		return st
+	}
+	sides := []store.Conversations{open(nil).Conversations(), open(ring).Conversations()}
+	text := ""
+	for i := range 10 {
+		text += fmt.Sprintf("sentence %d of a model reply about the task at hand. ", i)
+	}
+	msg := store.AssistantMessage(text) // ~600 bytes
+	alternate := func(b *testing.B, call func(side int) error) {
+		var spent [2]time.Duration
+		n := 0
+		for b.Loop() {
+			for j := range 2 {
+				side := (j + n) % 2
+				start := time.Now()
+				err := call(side)
+				spent[side] += time.Since(start)
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			n++
+		}
+		plain := float64(spent[0].Nanoseconds()) / float64(n)
+		enc := float64(spent[1].Nanoseconds()) / float64(n)
+		b.ReportMetric(plain, "plain-ns/op")
+		b.ReportMetric(enc, "encrypted-ns/op")
+		b.ReportMetric(enc/plain, "ratio")
+	}
+	b.Run("Append", func(b *testing.B) {
+		for _, cs := range sides {
+			if _, err := cs.Save(ctx, store.NewConversation("append")); err != nil {
+				b.Fatal(err)
+			}
+		}
+		alternate(b, func(side int) error {
+			_, err := sides[side].AppendMessages(ctx, "append", msg)
+			return err
+		})
+	})
+	b.Run("Read1000Messages", func(b *testing.B) {
+		c := store.NewConversation("read")
+		for range 1000 {
+			c.Messages = append(c.Messages, msg)
+		}
+		for _, cs := range sides {
+			if _, err := cs.Save(ctx, c); err != nil {
+				b.Fatal(err)
+			}
+		}
+		alternate(b, func(side int) error {
+			ms, err := sides[side].Messages(ctx, "read", 0, 1000)
+			if err == nil && len(ms) != 1000 {
+				err = fmt.Errorf("%d messages", len(ms))
+			}
+			return err
+		})
+	})
+}
