@@ -160,12 +160,12 @@ func TestConversationQueriesUseIndexes(t *testing.T) {
 	// The reads of records with the conversation's data key (a probe of
 	// the conversations primary key besides the same index range).
 	for name, q := range map[string]convPlanQuery{
-		"artifact keyed":        {sqlcore.Statements["artifactGetKeyed"], []any{"x", "x", "u"}, "conversation_artifacts", false},
-		"artifacts keyed":       {sqlcore.Statements["artifactAllKeyed"], []any{"x", "x"}, "conversation_artifacts", false},
-		"traces keyed":          {sqlcore.Statements["traceRangeKeyed"], []any{"x", "x", 0, -1}, "conversation_trace_events", false},
-		"reports keyed":         {sqlcore.Statements["reportAllKeyed"], []any{"x", "x"}, "conversation_reports", false},
-		"run keyed":             {sqlcore.Statements["runGetKeyed"], []any{"x", "x", "r"}, "conversation_runs", false},
-		"runs keyed":            {sqlcore.Statements["runAllKeyed"], []any{"x", "x"}, "conversation_runs_created", false},
+		"artifact keyed":        {sqlcore.Statements["artifactGetKeyed"], []any{"x", "x", "u", ""}, "conversation_artifacts", false},
+		"artifacts keyed":       {sqlcore.Statements["artifactAllKeyed"], []any{"x", "x", ""}, "conversation_artifacts", false},
+		"traces keyed":          {sqlcore.Statements["traceRangeKeyed"], []any{"x", "x", "", 0, -1}, "conversation_trace_events", false},
+		"reports keyed":         {sqlcore.Statements["reportAllKeyed"], []any{"x", "x", ""}, "conversation_reports", false},
+		"run keyed":             {sqlcore.Statements["runGetKeyed"], []any{"x", "x", "r", ""}, "conversation_runs", false},
+		"runs keyed":            {sqlcore.Statements["runAllKeyed"], []any{"x", "x", ""}, "conversation_runs_created", false},
 		"run events feed keyed": {sqlcore.Statements["feedRunEventsKeyed"], []any{"x", "x", "r", 0, 10}, "conversation_run_events", false},
 	} {
 		if q.sql == "" {

@@ -54,7 +54,7 @@ const (
 	retiredKeySetSQL = `UPDATE conversation_retired SET data_key = ? WHERE id = ?`
 	// convTouchKeySQL is convTouchSQL returning the conversation's data
 	// key: the write of a record learns it with the row it updates.
-	convTouchKeySQL = `UPDATE conversations SET version = version + 1, updated_at_ms = ? WHERE id = ? RETURNING data_key`
+	convTouchKeySQL = `UPDATE conversations SET version = version + 1, updated_at_ms = ? WHERE id = ? AND tenant = ? RETURNING data_key`
 	// convKeyCol is the first column of a read of a conversation's
 	// records: its data key, read with them in one statement (its
 	// argument, the conversation's id, comes first).
@@ -65,7 +65,7 @@ const (
 // (nil for a plaintext conversation).
 func (c *Conversations) touchKey(tx Tx, id string) (*keys.DataKey, error) {
 	var kid string
-	err := tx.Get(&kid, convTouchKeySQL, c.nowMS(), id)
+	err := tx.Get(&kid, convTouchKeySQL, c.nowMS(), id, c.s.tenant)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound(id)
 	}

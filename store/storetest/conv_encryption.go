@@ -712,8 +712,8 @@ func testConvEncRuntimeRemove(t *testing.T, h Harness) {
 	if hist, err := st.Runtime().HistorySlice(e.ctx, "r1", 0, 10); err != nil || len(hist) != 2 || hist[1].Text() != convText("r1", 1) {
 		t.Fatalf("runtime history of an encrypted conversation: %+v, %v", hist, err)
 	}
-	if n := e.keyCount(); n != 1 {
-		t.Fatalf("keys: %d, want the conversation's", n)
+	if n := e.keyCount(); n != 2 {
+		t.Fatalf("keys: %d, want the runtime session's and the conversation's", n)
 	}
 	if ok, err := st.Runtime().Remove(e.ctx, "r1"); err != nil || !ok {
 		t.Fatalf("remove: %v, %v", ok, err)
