@@ -25,7 +25,7 @@ func (s *Store) RestoreRecords(ctx context.Context, fn func(w store.RecordWriter
 			return fmt.Errorf("pgstore: restore outside a transaction")
 		}
 		w := s.core.NewRecordWriter(tx, func(sess store.Session) (bool, error) {
-			n, err := restoreChunk(tx.ctx, ptx, []store.Session{sess}, true)
+			n, err := restoreChunk(tx.ctx, ptx, s.core.Tenant(), []store.Session{sess}, true)
 			return n > 0, err
 		})
 		return fn(w)

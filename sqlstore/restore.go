@@ -20,7 +20,7 @@ func (s *Store) RestoreRecords(ctx context.Context, fn func(w store.RecordWriter
 	}
 	return s.write(ctx, func(tx *wtx) error {
 		w := s.core.NewRecordWriter(tx, func(sess store.Session) (bool, error) {
-			n, err := restoreSession(tx, govRestoreSkipSQL, &sess)
+			n, err := restoreSession(tx, govRestoreSkipSQL, s.core.Tenant(), &sess)
 			return n > 0, err
 		})
 		return fn(w)

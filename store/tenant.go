@@ -43,13 +43,33 @@ func ValidateTenant(name string) error {
 // fails with ErrStoreClosed once the Store is closed.
 //
 // The facets reachable here are the ones scoped so far; the others are
-// reached through the Store only (default tenant).
+// reached through the Store only (default tenant). The Store's own facets
+// of those scoped read and write the default tenant's rows only.
 type TenantStore interface {
 	// Tenant returns the tenant's name.
 	Tenant() string
 
 	// AgentSessions returns the agent-session facet of the tenant.
 	AgentSessions() AgentSessions
+
+	// Governance returns the governed-session facet of the tenant. Its
+	// ids are global primary keys: another tenant's session is
+	// ErrNotFound through it, but a Create with an id another tenant
+	// holds fails with ErrConflict (let Create choose a random id). The
+	// per-agent cap (CreateRequest.MaxActivePerAgent) counts the tenant's
+	// own sessions of the agent.
+	Governance() Governance
+
+	// Spend returns the spend facet of the tenant: the limits of its
+	// agents (per tenant: another tenant's agent of the same name has
+	// limits of its own) and of its sessions, and their reservations.
+	Spend() Spend
+
+	// Audit returns the audit trail of the tenant: the chains of its
+	// governed sessions and of its agents (an agent's chain is per tenant
+	// and agent). Verify, Heads, List, Checkpoint, Prune and Restore see
+	// the tenant's chains only.
+	Audit() Audit
 
 	// Events follows the event log of one of the tenant's agent sessions
 	// as it commits, as Feed.Events does (the other streams of the change

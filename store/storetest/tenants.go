@@ -27,10 +27,12 @@ func RunTenants(t *testing.T, h Harness) {
 		{"NamesAndAgentSessions", func(t *testing.T, e *env) {
 			t.Run("InvalidNamesAreInvalidInput", func(t *testing.T) { testTenantNames(t, e) })
 			t.Run("AgentSessionsSeeOnlyTheirTenant", func(t *testing.T) { testTenantAgentSessions(t, e) })
+			t.Run("GovernanceSpendAuditSeeOnlyTheirTenant", func(t *testing.T) { testTenantGovernance(t, e) })
 		}},
 		{"ConcurrencyAndFeed", func(t *testing.T, e *env) {
 			t.Run("SameKeysConcurrentlyInTwoTenants", func(t *testing.T) { testTenantConcurrent(t, e) })
 			t.Run("EventFeedFollowsTheTenantsSession", func(t *testing.T) { testTenantEventFeed(t, e) })
+			t.Run("GovernedUseExactUnderContention", func(t *testing.T) { testTenantGovernedUseContention(t, e) })
 		}},
 	}
 	for _, tc := range tests {
