@@ -88,7 +88,18 @@ type Tenanter interface {
 	Tenant(name string) (TenantStore, error)
 
 	// Tenants returns the tenants other than the default that own agent
-	// sessions or app or user state, in byte order: what a maintenance
+	// sessions or app or user state, governed sessions, agent audit
+	// chains or agent spend limits, in byte order: what a maintenance
 	// walk of the Store itself (the default tenant) does not see.
 	Tenants(ctx context.Context) ([]string, error)
+}
+
+// TenantRecordWriter is implemented by a RecordWriter (of both backends of
+// this module) that can write the records of a tenant in the same
+// transaction: an import restores each tenant's records to its tenant.
+type TenantRecordWriter interface {
+	// ForTenant returns the writer of tenant's records; a name that
+	// ValidateTenant refuses (also "") is ErrInvalidInput. The records of
+	// the default tenant are written before any tenant's.
+	ForTenant(tenant string) (RecordWriter, error)
 }

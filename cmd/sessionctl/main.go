@@ -256,8 +256,11 @@ func (g *globals) usage(w io.Writer) {
 	fmt.Fprintln(w, "  --db PATH   database file (default $SESSIONCTL_DB, else ./sessions.db), or a")
 	fmt.Fprintln(w, "              postgres:// URL for PostgreSQL (the store's schema: the first of")
 	fmt.Fprintln(w, "              its search_path, public by default); anywhere on the line")
-	fmt.Fprintln(w, "  --tenant T  work on the agent sessions of tenant T (default $SESSIONSTORE_TENANT);")
-	fmt.Fprintln(w, "              only "+tenantCommandList()+" take it so far")
+	fmt.Fprintln(w, "  --tenant T  work on the rows of tenant T (default $SESSIONSTORE_TENANT): agent")
+	fmt.Fprintln(w, "              sessions, governed sessions, spend and audit so far; only")
+	for _, line := range wrapWords(tenantCommandList()+" take it", 66) {
+		fmt.Fprintln(w, "              "+line)
+	}
 	fmt.Fprintln(w, "  --version   print the module, VCS, Go, SQLite and schema versions")
 	fmt.Fprintln(w, "  --key-file FILE  key-encryption keys (default $SESSIONSTORE_KEY_FILE, or the")
 	fmt.Fprintln(w, "              keys in $SESSIONSTORE_KEY): encryption at rest (sessionctl keys)")

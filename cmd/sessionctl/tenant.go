@@ -2,11 +2,13 @@ package main
 
 // --tenant (or $SESSIONSTORE_TENANT): the commands that take it work on the
 // rows of that tenant only, through the library's tenant handle
-// (store.Tenanter). So far the handle scopes the agent-session facet, so
-// only the agent-session commands take it, and serve, whose console then
-// shows that tenant's agent sessions only (console.Options.Tenant); the
-// others refuse the flag (a usage error) rather than show the default
-// tenant's rows under a tenant's name.
+// (store.Tenanter). So far the handle scopes the agent-session,
+// governance, spend and audit facets, so the commands of those take it,
+// export and import (one tenant's rows: archive.ExportOptions.Tenant,
+// ImportOptions.Tenant), and serve, whose console then shows that
+// tenant's agent sessions only (console.Options.Tenant); the others refuse
+// the flag (a usage error) rather than show the default tenant's rows
+// under a tenant's name.
 
 import (
 	"context"
@@ -20,11 +22,30 @@ import (
 )
 
 // tenantCommands are the commands that work through a tenant handle.
-var tenantCommands = []string{"agents", "history", "fork", "rewind", "serve"}
+var tenantCommands = []string{"agents", "history", "fork", "rewind", "create", "use", "close", "close-agent",
+	"reserve", "settle", "release", "limits", "audit", "export", "import", "serve"}
 
 // tenantCommandList names tenantCommands for help and errors.
 func tenantCommandList() string {
 	return strings.Join(tenantCommands[:len(tenantCommands)-1], ", ") + " and " + tenantCommands[len(tenantCommands)-1]
+}
+
+// wrapWords breaks text into lines of at most width bytes at spaces (a
+// longer word is a line of its own).
+func wrapWords(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	return append(lines, line)
 }
 
 // checkTenant refuses --tenant with a malformed name or on a command that
@@ -67,6 +88,18 @@ func tenantStore(st cliStore, tenant string) (cliStore, error) {
 }
 
 func (t *tenantCLI) AgentSessions() store.AgentSessions { return t.ts.AgentSessions() }
+func (t *tenantCLI) Governance() store.Governance       { return t.ts.Governance() }
+func (t *tenantCLI) Spend() store.Spend                 { return t.ts.Spend() }
+func (t *tenantCLI) Audit() store.Audit                 { return t.ts.Audit() }
+
+// untenanted returns the store under a tenant's wrapper, for the commands
+// that name the tenant to the library themselves (export, import).
+func untenanted(st cliStore) cliStore {
+	if t, ok := st.(*tenantCLI); ok {
+		return t.cliStore
+	}
+	return st
+}
 
 func (t *tenantCLI) Feed() store.Feed { return tenantFeed{t.ts} }
 

@@ -1,0 +1,172 @@
+package archive_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentstore/sessionstore/archive"
+	"github.com/agentstore/sessionstore/store"
+)
+
+// tenantFacets are the tenant-scoped facets of a store or of a tenant
+// handle.
+type tenantFacets struct {
+	as    store.AgentSessions
+	gov   store.Governance
+	spend store.Spend
+	audit store.Audit
+}
+
+func facetsOf(t *testing.T, st store.Store, tenant string) tenantFacets {
+	t.Helper()
+	if tenant == "" {
+		return tenantFacets{st.AgentSessions(), st.Governance(), st.Spend(), st.Audit()}
+	}
+	ts, err := st.(store.Tenanter).Tenant(tenant)
+	must(t, err)
+	return tenantFacets{ts.AgentSessions(), ts.Governance(), ts.Spend(), ts.Audit()}
+}
+
+// tenantSeed writes, through f, agent sessions under the same keys in
+// every tenant (values naming marker) and a governed session of the same
+// agent with spend limits, uses and a settled reservation.
+func tenantSeed(t *testing.T, f tenantFacets, marker string) {
+	t.Helper()
+	ctx := t.Context()
+	for _, k := range []store.SessionKey{{App: "app", User: "u", Session: "s1"}, {App: "app", User: "u", Session: "s2"}} {
+		_, err := f.as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: k, State: store.ScopedState{
+			App: map[string]json.RawMessage{"who": json.RawMessage(`"` + marker + `"`)}}})
+		must(t, err)
+		_, err = f.as.AppendEvent(ctx, store.AppendEventRequest{Key: k, Event: store.AgentEvent{ID: "e1",
+			Data: json.RawMessage(`{"text":"` + marker + `"}`)}})
+		must(t, err)
+	}
+	s, err := f.gov.Create(ctx, store.CreateRequest{AgentID: "agent", AuthorizedTools: []string{"t"}, CallBudget: 9,
+		TimeLimit: time.Hour, SpendLimits: []store.SpendLimit{{Metric: store.MetricTotalTokens, Window: store.WindowLifetime, Limit: 100}}})
+	must(t, err)
+	_, err = f.gov.Use(ctx, store.UseRequest{SessionID: s.ID, Tools: []string{"t", "t"}})
+	must(t, err)
+	_, err = f.spend.Reserve(ctx, store.ReserveRequest{SessionID: s.ID, RequestID: "r", Amount: store.SpendAmount{InputTokens: 10}})
+	must(t, err)
+	_, err = f.spend.Settle(ctx, store.SettleRequest{SessionID: s.ID, RequestID: "r", Actual: store.SpendAmount{InputTokens: 4}})
+	must(t, err)
+	must(t, f.spend.SetAgentLimits(ctx, "agent", []store.SpendLimit{{Metric: store.MetricInputTokens, Window: store.WindowDay, Limit: 50}}))
+}
+
+// tenantMarkerOf reads back the marker of f's agent session s1, and
+// checks f's audit trail verifies.
+func tenantMarkerOf(t *testing.T, f tenantFacets) string {
+	t.Helper()
+	s, err := f.as.GetSession(t.Context(), store.GetAgentSessionRequest{Key: store.SessionKey{App: "app", User: "u", Session: "s1"}, IncludeEvents: true})
+	must(t, err)
+	rep, err := f.audit.Verify(t.Context())
+	must(t, err)
+	if !rep.OK() || rep.Events == 0 {
+		t.Fatalf("audit trail: %+v", rep)
+	}
+	return string(s.Events[0].Data)
+}
+
+// TestTenantsRoundTrip exports a store whose default tenant and two
+// tenants hold agent sessions under the same keys, governed sessions of
+// the same agent, spend and audit chains: the document carries each
+// tenant's part, an import restores every row to its tenant (the export
+// of the import is the same bytes), one tenant's export restores into
+// another tenant, and a version-5 document restores into the default
+// tenant or the tenant an import names.
+func TestTenantsRoundTrip(t *testing.T) {
+	ctx := t.Context()
+	src := sqliteBackend.open(t)
+	fixture(t, src)
+	for _, name := range []string{"acme", "globex"} {
+		tenantSeed(t, facetsOf(t, src, name), name)
+	}
+	// A tenant with governed sessions only has a part of its own too.
+	only := facetsOf(t, src, "hooli")
+	if _, err := only.gov.Create(ctx, store.CreateRequest{AgentID: "agent", CallBudget: 1, TimeLimit: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	doc, counts := export(t, src, archive.ExportOptions{})
+	if !bytes.Contains(doc, []byte(`"tenant": "acme"`)) || !bytes.Contains(doc, []byte(`"tenant": "globex"`)) ||
+		!bytes.Contains(doc, []byte(`"tenant": "hooli"`)) {
+		t.Fatalf("the export has no part of the tenants:\n%s", doc)
+	}
+	dst := sqliteBackend.open(t)
+	res, err := archive.Import(ctx, dst, bytes.NewReader(doc), archive.ImportOptions{})
+	if err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	if res.Counts != counts {
+		t.Errorf("imported %+v, exported %+v", res.Counts, counts)
+	}
+	if again, _ := export(t, dst, archive.ExportOptions{}); !bytes.Equal(again, doc) {
+		t.Fatalf("the export of the import differs:\n%s", firstDiff(doc, again))
+	}
+	for _, name := range []string{"acme", "globex"} {
+		if got := tenantMarkerOf(t, facetsOf(t, dst, name)); !strings.Contains(got, name) {
+			t.Errorf("tenant %s's session s1 after the import holds %s", name, got)
+		}
+	}
+	def, err := dst.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: store.SessionKey{App: "app", User: "u", Session: "s1"}})
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the default tenant has the tenants' session s1 after the import: %+v, %v", def, err)
+	}
+
+	// One tenant's export, restored into another tenant of a new store:
+	// the same rows, under the new tenant's name.
+	one, _ := export(t, src, archive.ExportOptions{Tenant: "acme"})
+	if bytes.Contains(one, []byte("globex")) || bytes.Contains(one, []byte("hooli")) || !bytes.Contains(one, []byte(`"tenant": "acme"`)) {
+		t.Fatalf("the export of tenant acme:\n%s", one)
+	}
+	other := sqliteBackend.open(t)
+	if _, err := archive.Import(ctx, other, bytes.NewReader(one), archive.ImportOptions{Tenant: "initech"}); err != nil {
+		t.Fatalf("import into initech: %v", err)
+	}
+	back, _ := export(t, other, archive.ExportOptions{Tenant: "initech"})
+	if want := bytes.Replace(one, []byte(`"tenant": "acme"`), []byte(`"tenant": "initech"`), 1); !bytes.Equal(back, want) {
+		t.Fatalf("initech's export differs from acme's:\n%s", firstDiff(want, back))
+	}
+	if got := tenantMarkerOf(t, facetsOf(t, other, "initech")); !strings.Contains(got, "acme") {
+		t.Errorf("initech's session s1 holds %s", got)
+	}
+	// Without an import tenant, one tenant's document restores to its own.
+	own := sqliteBackend.open(t)
+	if _, err := archive.Import(ctx, own, bytes.NewReader(one), archive.ImportOptions{}); err != nil {
+		t.Fatalf("import of acme's document: %v", err)
+	}
+	if got := tenantMarkerOf(t, facetsOf(t, own, "acme")); !strings.Contains(got, "acme") {
+		t.Errorf("acme's session s1 holds %s", got)
+	}
+	// A document of several tenants cannot go into one tenant.
+	if _, err := archive.Import(ctx, sqliteBackend.open(t), bytes.NewReader(doc), archive.ImportOptions{Tenant: "initech"}); !errors.Is(err, store.ErrInvalidInput) {
+		t.Errorf("import of a document with tenants into a tenant = %v, want ErrInvalidInput", err)
+	}
+
+	// A version-5 document (no tenants): the default tenant, or the
+	// tenant an import names.
+	plain := sqliteBackend.open(t)
+	tenantSeed(t, facetsOf(t, plain, ""), "plain")
+	v6, _ := export(t, plain, archive.ExportOptions{})
+	v5 := bytes.Replace(v6, []byte(`"version": 6`), []byte(`"version": 5`), 1)
+	if bytes.Equal(v5, v6) {
+		t.Fatal("no version in the document")
+	}
+	for _, into := range []string{"", "legacy"} {
+		st := sqliteBackend.open(t)
+		if _, err := archive.Import(ctx, st, bytes.NewReader(v5), archive.ImportOptions{Tenant: into}); err != nil {
+			t.Fatalf("import of a version-5 document into %q: %v", into, err)
+		}
+		if got := tenantMarkerOf(t, facetsOf(t, st, into)); !strings.Contains(got, "plain") {
+			t.Errorf("%q's session s1 after a version-5 import holds %s", into, got)
+		}
+	}
+	// A version-5 document has no tenants part.
+	bad := bytes.Replace(doc, []byte(`"version": 6`), []byte(`"version": 5`), 1)
+	if _, err := archive.Import(ctx, sqliteBackend.open(t), bytes.NewReader(bad), archive.ImportOptions{}); !errors.Is(err, store.ErrInvalidInput) {
+		t.Errorf("a version-5 document with tenants = %v, want ErrInvalidInput", err)
+	}
+}
