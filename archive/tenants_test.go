@@ -79,8 +79,14 @@ func tenantMarkerOf(t *testing.T, f tenantFacets) string {
 // another tenant, and a version-5 document restores into the default
 // tenant or the tenant an import names.
 func TestTenantsRoundTrip(t *testing.T) {
+	for _, b := range []backend{sqliteBackend, postgresBackend} {
+		t.Run(b.name, func(t *testing.T) { testTenantsRoundTrip(t, b) })
+	}
+}
+
+func testTenantsRoundTrip(t *testing.T, b backend) {
 	ctx := t.Context()
-	src := sqliteBackend.open(t)
+	src := b.open(t)
 	fixture(t, src)
 	for _, name := range []string{"acme", "globex"} {
 		tenantSeed(t, facetsOf(t, src, name), name)
@@ -95,7 +101,7 @@ func TestTenantsRoundTrip(t *testing.T) {
 		!bytes.Contains(doc, []byte(`"tenant": "hooli"`)) {
 		t.Fatalf("the export has no part of the tenants:\n%s", doc)
 	}
-	dst := sqliteBackend.open(t)
+	dst := b.open(t)
 	res, err := archive.Import(ctx, dst, bytes.NewReader(doc), archive.ImportOptions{})
 	if err != nil {
 		t.Fatalf("import: %v", err)
@@ -122,7 +128,7 @@ func TestTenantsRoundTrip(t *testing.T) {
 	if bytes.Contains(one, []byte("globex")) || bytes.Contains(one, []byte("hooli")) || !bytes.Contains(one, []byte(`"tenant": "acme"`)) {
 		t.Fatalf("the export of tenant acme:\n%s", one)
 	}
-	other := sqliteBackend.open(t)
+	other := b.open(t)
 	if _, err := archive.Import(ctx, other, bytes.NewReader(one), archive.ImportOptions{Tenant: "initech"}); err != nil {
 		t.Fatalf("import into initech: %v", err)
 	}
@@ -134,7 +140,7 @@ func TestTenantsRoundTrip(t *testing.T) {
 		t.Errorf("initech's session s1 holds %s", got)
 	}
 	// Without an import tenant, one tenant's document restores to its own.
-	own := sqliteBackend.open(t)
+	own := b.open(t)
 	if _, err := archive.Import(ctx, own, bytes.NewReader(one), archive.ImportOptions{}); err != nil {
 		t.Fatalf("import of acme's document: %v", err)
 	}
@@ -142,13 +148,13 @@ func TestTenantsRoundTrip(t *testing.T) {
 		t.Errorf("acme's session s1 holds %s", got)
 	}
 	// A document of several tenants cannot go into one tenant.
-	if _, err := archive.Import(ctx, sqliteBackend.open(t), bytes.NewReader(doc), archive.ImportOptions{Tenant: "initech"}); !errors.Is(err, store.ErrInvalidInput) {
+	if _, err := archive.Import(ctx, b.open(t), bytes.NewReader(doc), archive.ImportOptions{Tenant: "initech"}); !errors.Is(err, store.ErrInvalidInput) {
 		t.Errorf("import of a document with tenants into a tenant = %v, want ErrInvalidInput", err)
 	}
 
 	// A version-5 document (no tenants): the default tenant, or the
 	// tenant an import names.
-	plain := sqliteBackend.open(t)
+	plain := b.open(t)
 	tenantSeed(t, facetsOf(t, plain, ""), "plain")
 	v6, _ := export(t, plain, archive.ExportOptions{})
 	v5 := bytes.Replace(v6, []byte(`"version": 6`), []byte(`"version": 5`), 1)
@@ -156,7 +162,7 @@ func TestTenantsRoundTrip(t *testing.T) {
 		t.Fatal("no version in the document")
 	}
 	for _, into := range []string{"", "legacy"} {
-		st := sqliteBackend.open(t)
+		st := b.open(t)
 		if _, err := archive.Import(ctx, st, bytes.NewReader(v5), archive.ImportOptions{Tenant: into}); err != nil {
 			t.Fatalf("import of a version-5 document into %q: %v", into, err)
 		}
@@ -166,7 +172,7 @@ func TestTenantsRoundTrip(t *testing.T) {
 	}
 	// A version-5 document has no tenants part.
 	bad := bytes.Replace(doc, []byte(`"version": 6`), []byte(`"version": 5`), 1)
-	if _, err := archive.Import(ctx, sqliteBackend.open(t), bytes.NewReader(bad), archive.ImportOptions{}); !errors.Is(err, store.ErrInvalidInput) {
+	if _, err := archive.Import(ctx, b.open(t), bytes.NewReader(bad), archive.ImportOptions{}); !errors.Is(err, store.ErrInvalidInput) {
 		t.Errorf("a version-5 document with tenants = %v, want ErrInvalidInput", err)
 	}
 }
