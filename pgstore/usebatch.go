@@ -228,14 +228,27 @@ func (g *Governance) useAlone(ctx context.Context, req store.UseRequest, tools [
 			return err
 		})
 	} else {
-		// A tenant's: the same statement in a transaction that sets
-		// the tenant first (row-level security for a tenant role).
-		err = g.inTx(ctx, func(tx pgx.Tx) error {
+		// A tenant's: the tenant's setting and the statement in one
+		// pipelined batch, which runs as one implicit transaction (one
+		// round trip, as the default tenant's), so that the row-level
+		// security of a tenant role lets the statement's rows by.
+		err = g.s.retry(ctx, func(ctx context.Context) error {
 			query, args, err := g.useStatement(g.s.now(), req, tools)
 			if err != nil {
 				return err
 			}
-			sess, err = scanGov(tx.Query(ctx, query, args...))
+			b := &pgx.Batch{}
+			b.Queue(govTenantSQL, g.tenant())
+			b.Queue(query, args...)
+			br := g.s.pool.SendBatch(ctx, b)
+			if _, err := br.Exec(); err != nil {
+				br.Close()
+				return err
+			}
+			sess, err = scanGov(br.Query())
+			if cerr := br.Close(); err == nil {
+				err = cerr
+			}
 			return err
 		})
 	}
