@@ -79,8 +79,12 @@ type navItem struct {
 func (c *console) navigation() []navItem {
 	views := c.facetViews()
 	if c.tenant {
-		v := views[facet.AgentSessions]
-		return []navItem{{v.Nav, v.Label, c.prefix + v.Home}}
+		var nav []navItem
+		for _, f := range []facet.Name{facet.AgentSessions, facet.Governance, facet.Audit} {
+			v := views[f]
+			nav = append(nav, navItem{v.Nav, v.Label, c.prefix + v.Home})
+		}
+		return nav
 	}
 	nav := []navItem{{"overview", "Overview", c.prefix + "/"}}
 	for _, f := range facet.All() {

@@ -9,11 +9,13 @@ import (
 )
 
 // The console of one tenant (Options.Tenant). The library's tenant handle
-// scopes the agent-session facet so far, so the console serves that
-// facet's list and session pages through it, and nothing that would show
-// rows of other tenants: no other facet, no overview counts, search,
-// export, retention or metrics, and no live updates (the change feed is
-// not tenant-scoped yet). The root redirects to the agent sessions.
+// scopes the agent-session, governance, spend and audit facets so far, so
+// the console serves those facets' pages through it (agent sessions,
+// governed sessions with their spend, the audit trail), and nothing that
+// would show rows of other tenants: no other facet, no overview counts,
+// search, export, retention or metrics, and no live updates (the change
+// feed is not tenant-scoped yet). The root redirects to the agent
+// sessions.
 
 // tenantStore is a store whose agent-session facet is a tenant's.
 type tenantStore struct {
@@ -22,6 +24,9 @@ type tenantStore struct {
 }
 
 func (t tenantStore) AgentSessions() store.AgentSessions { return t.ts.AgentSessions() }
+func (t tenantStore) Governance() store.Governance       { return t.ts.Governance() }
+func (t tenantStore) Spend() store.Spend                 { return t.ts.Spend() }
+func (t tenantStore) Audit() store.Audit                 { return t.ts.Audit() }
 
 // scopeToTenant switches c to the pages of tenant name.
 func (c *console) scopeToTenant(name string) error {
@@ -52,6 +57,9 @@ func (c *console) tenantRoutes() {
 	}
 	handle("/agents", c.agentList)
 	handle("/agents/session", c.agentDetail)
+	handle("/governed", c.governedList)
+	handle("/governed/{id}", c.governedDetail)
+	handle("/audit", c.auditPage)
 	m.HandleFunc("GET "+p+"/{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, p+"/agents", http.StatusFound)
 	})
