@@ -179,8 +179,11 @@ func testServeTenant(t *testing.T, e *testEnv) {
 	if code != 200 || !strings.Contains(body, "acme") || strings.Contains(body, "default") {
 		t.Errorf("session page of tenant acme: %d\n%s", code, body)
 	}
-	if code, _ := getBody("/governed"); code != http.StatusNotFound {
-		t.Errorf("/governed in a tenant's console: %d, want 404", code)
+	if code, body := getBody("/governed"); code != http.StatusOK || strings.Contains(body, "gov-default") {
+		t.Errorf("/governed in a tenant's console: %d, want the tenant's governed sessions only:\n%s", code, body)
+	}
+	if code, _ := getBody("/conversations"); code != http.StatusNotFound {
+		t.Errorf("/conversations in a tenant's console: %d, want 404", code)
 	}
 	cancel()
 	if code := <-done; code != exitOK {
