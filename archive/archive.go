@@ -10,11 +10,15 @@ import (
 // agent_sessions section, version 3 the spend and audit sections, version
 // 4 the range of an agent event that is a compaction record (and event
 // timestamps to the nanosecond), version 5 a conversation's fork point
-// (forked_from) and the range of a message that is a compaction record;
-// Import reads every version from 1 to Version and refuses newer ones.
+// (forked_from) and the range of a message that is a compaction record,
+// version 6 tenants (a "tenant" in the head of one tenant's export, and
+// the other tenants' rows in "tenants": see tenants.go); Import reads
+// every version from 1 to Version (a document before version 6 restores
+// into the default tenant, or ImportOptions.Tenant) and refuses newer
+// ones.
 const (
 	Format  = "sessionctl-export"
-	Version = 5
+	Version = 6
 )
 
 // Store is what an export reads and an import writes: every facet of a

@@ -89,7 +89,7 @@ func TestConversationLineageRoundTrips(t *testing.T) {
 	if nodes, _ := dst.Conversations().History(ctx, "a-before"); len(nodes) != 1 {
 		t.Fatalf("a-before (imported before its parent) has lineage %+v", nodes)
 	}
-	old := bytes.Replace(buf.Bytes(), []byte(`"version": 5`), []byte(`"version": 4`), 1)
+	old := bytes.Replace(buf.Bytes(), []byte(`"version": 6`), []byte(`"version": 4`), 1)
 	other, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "other.db"))
 	if err != nil {
 		t.Fatal(err)

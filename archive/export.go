@@ -31,32 +31,17 @@ type ExportOptions struct {
 	// exported sealed with their own data keys (see sealed.go); without
 	// it an encrypted session fails the export (store.ErrKeyUnavailable).
 	Keys store.KeyRing
-	// DefaultTenantOnly lets an export of a store that holds other
-	// tenants' rows (store.Tenanter) write the default tenant's rows only.
-	// Without it such an export fails before anything is written
-	// (ErrOtherTenants): the document has no place for tenants yet, and an
-	// export that silently left rows out would be a backup that is not one.
+	// DefaultTenantOnly writes the default tenant's rows alone: the
+	// document has no "tenants" part (see tenants.go).
 	DefaultTenantOnly bool
+	// Tenant, when set, exports that tenant's rows alone (of the facets a
+	// tenant handle scopes: governed sessions with their spend, agent
+	// sessions and audit chains): the document's head names the tenant,
+	// and an import restores its rows to that tenant (or to the tenant
+	// ImportOptions.Tenant names). Without it, an export writes the
+	// default tenant's rows and then every other tenant's (version 6).
+	Tenant string
 }
-
-// ErrOtherTenants is the sentinel of an export refused because the store
-// holds rows of tenants other than the default, which the export format
-// does not carry yet (ExportOptions.DefaultTenantOnly exports the default
-// tenant's rows alone; sessionctl backup copies everything).
-var ErrOtherTenants = errors.New("the store holds other tenants' rows, which an export does not carry")
-
-// OtherTenantsError is the error of an export refused for other tenants'
-// rows; it matches ErrOtherTenants.
-type OtherTenantsError struct {
-	// Tenants names the tenants whose rows would have been left out.
-	Tenants []string
-}
-
-// Error is opaque: the tenants' names are in Tenants.
-func (e *OtherTenantsError) Error() string { return ErrOtherTenants.Error() }
-
-// Unwrap returns ErrOtherTenants.
-func (e *OtherTenantsError) Unwrap() error { return ErrOtherTenants }
 
 // ExportProgress is where an export is.
 type ExportProgress struct {
@@ -81,6 +66,10 @@ type exporter struct {
 	done     *int64
 	progress func(ExportProgress)
 	keys     store.KeyRing // sealed.go
+	// tenant names the one tenant whose rows the document holds ("": the
+	// default's); tenants asks for every other tenant's part after them.
+	tenant  string
+	tenants bool
 }
 
 // Export writes every facet of st (or what opts.IDs selects) to w as one
@@ -102,20 +91,17 @@ func Export(ctx context.Context, st store.Store, w io.Writer, opts ExportOptions
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
-	x := &exporter{st: st, progress: opts.Progress, keys: opts.Keys}
+	x := &exporter{st: st, progress: opts.Progress, keys: opts.Keys, tenant: opts.Tenant,
+		tenants: opts.Tenant == "" && !opts.DefaultTenantOnly && len(opts.IDs) == 0}
 	if len(opts.IDs) > 0 {
 		x.ids = slices.Clone(opts.IDs)
 	}
-	err = st.ReadSnapshot(ctx, func(ctx context.Context) error {
-		if tr, ok := st.(store.Tenanter); ok && !opts.DefaultTenantOnly {
-			tenants, err := tr.Tenants(ctx)
-			if err != nil {
-				return err
-			}
-			if len(tenants) > 0 {
-				return &OtherTenantsError{Tenants: tenants}
-			}
+	if opts.Tenant != "" {
+		if x.st, err = tenantOf(st, opts.Tenant); err != nil {
+			return Counts{}, err
 		}
+	}
+	err = st.ReadSnapshot(ctx, func(ctx context.Context) error {
 		if x.ids != nil {
 			// Every id must name something before anything is written.
 			if err := x.checkIDs(ctx); err != nil {
@@ -189,14 +175,15 @@ func (x *exporter) write(ctx context.Context, all []registered, w io.Writer, now
 	x.out.value("format", Format)
 	x.out.value("version", Version)
 	x.out.value("exported_at", now.UTC().Format(time.RFC3339Nano))
-	for _, f := range all {
-		x.section, x.done = f.Title, x.counts.at(f.Name)
-		x.report()
-		if err := f.export(ctx, x); err != nil {
-			return fmt.Errorf("%s: %w", f.Title, err)
-		}
-		if x.out.err != nil {
-			return x.out.err
+	if x.tenant != "" {
+		x.out.value("tenant", x.tenant)
+	}
+	if err := x.writeSections(ctx, all, x.tenant != ""); err != nil {
+		return err
+	}
+	if x.tenants {
+		if err := x.writeTenants(ctx, all); err != nil {
+			return err
 		}
 	}
 	x.out.close('}')

@@ -33,6 +33,13 @@ type ImportOptions struct {
 	// of the document (see sealed.go); without it a sealed session fails
 	// the import (store.ErrKeyUnavailable) and nothing is imported.
 	Keys store.KeyRing
+	// Tenant, when set, restores the document's rows to that tenant: a
+	// document of the default tenant (of any version) or of one tenant
+	// (ExportOptions.Tenant). A document with several tenants' rows (a
+	// "tenants" part) is refused then, and so is one with sections of
+	// facets a tenant handle does not scope yet (conversations, runtime
+	// sessions) that are not empty.
+	Tenant string
 }
 
 // ImportProgress is where an import is.
@@ -63,6 +70,9 @@ type importer struct {
 	// tick, when not nil, is called after every record counted.
 	tick func()
 	keys store.KeyRing // sealed.go
+	// into is ImportOptions.Tenant; tenant the tenant whose records are
+	// being restored ("" for the default).
+	into, tenant string
 }
 
 // Import restores the export document (or a3s session file) that r holds
@@ -131,7 +141,12 @@ func importSeeker(ctx context.Context, st Store, r io.ReadSeeker, size int64, op
 	export := isExportStream(r)
 	var x *importer
 	run := func(w store.RecordWriter) error {
-		x = &importer{w: w, skip: opts.SkipExisting, keys: opts.Keys}
+		x = &importer{w: w, skip: opts.SkipExisting, keys: opts.Keys, into: opts.Tenant}
+		if opts.Tenant != "" {
+			if err := x.forTenant(opts.Tenant); err != nil {
+				return err
+			}
+		}
 		if _, err := r.Seek(0, io.SeekStart); err != nil {
 			return err
 		}
@@ -231,7 +246,8 @@ func importStream(ctx context.Context, x *importer, all []registered, in *jsonIn
 		return store.Invalid("file", "not a JSON object: "+err.Error())
 	}
 	var format string
-	version := 0
+	version, sections := 0, 0
+	tenantsDone := false
 	for {
 		k, more, err := in.key()
 		if err != nil {
@@ -263,8 +279,32 @@ func importStream(ctx context.Context, x *importer, all []registered, in *jsonIn
 				return err
 			}
 			continue
+		case "tenant":
+			if err := x.headTenant(in, version, sections); err != nil {
+				return err
+			}
+			continue
+		case "tenants":
+			if err := restoreTenants(ctx, x, all, in, version); err != nil {
+				return err
+			}
+			tenantsDone = true
+			continue
+		}
+		if tenantsDone {
+			return store.Invalid("file", fmt.Sprintf("section %q after the tenants part (which comes last)", k))
 		}
 		restore := restoreOf(all, k)
+		if x.tenant != "" {
+			restore = restoreOfTenant(all, k)
+			if restore == nil && restoreOf(all, k) != nil {
+				if err := emptySection(in, k); err != nil {
+					return err
+				}
+				sections++
+				continue
+			}
+		}
 		if restore == nil {
 			return store.Invalid("file", fmt.Sprintf("unknown field %q", k))
 		}
@@ -274,6 +314,7 @@ func importStream(ctx context.Context, x *importer, all []registered, in *jsonIn
 		if err := restore(ctx, x, in, version); err != nil {
 			return err
 		}
+		sections++
 	}
 	if format == "" || version == 0 {
 		return store.Invalid("file", "format or version missing")
@@ -289,7 +330,7 @@ func importDocument(ctx context.Context, x *importer, all []registered, data []b
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return store.Invalid("file", "not a JSON object: "+jsonErr(err))
 	}
-	known := map[string]bool{"format": true, "version": true, "exported_at": true}
+	known := map[string]bool{"format": true, "version": true, "exported_at": true, "tenant": true, "tenants": true}
 	for _, f := range all {
 		known[f.key] = true
 		for k := range f.more {
@@ -312,6 +353,11 @@ func importDocument(ctx context.Context, x *importer, all []registered, data []b
 	if err := checkHead(head.Format, head.Version); err != nil {
 		return err
 	}
+	if raw, ok := doc["tenant"]; ok {
+		if err := x.headTenant(newJSONIn(bytes.NewReader(raw)), head.Version, 0); err != nil {
+			return err
+		}
+	}
 	for _, f := range all {
 		for _, k := range append([]string{f.key}, slices.Sorted(maps.Keys(f.more))...) {
 			raw, ok := doc[k]
@@ -319,13 +365,25 @@ func importDocument(ctx context.Context, x *importer, all []registered, data []b
 				continue
 			}
 			in := newJSONIn(bytes.NewReader(raw))
-			if err := restoreOf(all, k)(ctx, x, in, head.Version); err != nil {
+			restore := restoreOf(all, k)
+			if x.tenant != "" && !tenantScoped(f) {
+				restore = func(_ context.Context, _ *importer, in *jsonIn, _ int) error { return emptySection(in, k) }
+			}
+			if err := restore(ctx, x, in, head.Version); err != nil {
 				return err
 			}
 			if err := in.end(); err != nil {
 				return err
 			}
 		}
+	}
+	// The tenants last, as in a document read one item at a time.
+	if raw, ok := doc["tenants"]; ok {
+		in := newJSONIn(bytes.NewReader(raw))
+		if err := restoreTenants(ctx, x, all, in, head.Version); err != nil {
+			return err
+		}
+		return in.end()
 	}
 	return nil
 }

@@ -35,3 +35,42 @@ func (r *Report) Audit(ctx context.Context, a store.Audit) bool {
 func AuditChain(head store.AuditHead, events []store.AuditEvent) error {
 	return sqlcore.CheckAuditChain(head, events)
 }
+
+// TenantAudits adds the "tenant_audit" result: the audit chains of every
+// tenant other than the default (store.Tenanter.Tenants) verified through
+// each tenant's handle, which Audit (the store's own facet, the default
+// tenant's chains) does not see. A store without tenants adds nothing. It
+// reports whether every chain verified.
+func (r *Report) TenantAudits(ctx context.Context, tr store.Tenanter) bool {
+	tenants, err := tr.Tenants(ctx)
+	if err != nil {
+		r.Add("tenant_audit", Fail, "cannot list the tenants: %v", err)
+		return false
+	}
+	if len(tenants) == 0 {
+		return true
+	}
+	var chains, events int64
+	for _, name := range tenants {
+		ts, err := tr.Tenant(name)
+		if err != nil {
+			r.Add("tenant_audit", Fail, "tenant %s: %v", humanize.Quote(name), err)
+			return false
+		}
+		rep, err := ts.Audit().Verify(ctx)
+		switch {
+		case err != nil:
+			r.Add("tenant_audit", Fail, "cannot verify the audit trail of tenant %s: %v", humanize.Quote(name), err)
+			return false
+		case !rep.OK():
+			p := rep.Problems[0]
+			r.Add("tenant_audit", Fail, "tenant %s: %d of %d audit chains do not verify; first: agent %s, event %d %s (%s)",
+				humanize.Quote(name), len(rep.Problems), rep.Chains, humanize.Quote(p.AgentID), p.Seq, p.Problem, humanize.Quote(p.Reason))
+			return false
+		}
+		chains, events = chains+rep.Chains, events+rep.Events
+	}
+	r.Add("tenant_audit", OK, "%d %s: %d %s with %d %s verified", len(tenants), humanize.Plural(int64(len(tenants)), "tenant", "tenants"),
+		chains, humanize.Plural(chains, "chain", "chains"), events, humanize.Plural(events, "event", "events"))
+	return true
+}

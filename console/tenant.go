@@ -12,19 +12,23 @@ import (
 
 // The console of one tenant (Options.Tenant). The console serves the
 // pages of the facets the library's tenant handle scopes — agent sessions,
-// conversations and runtime sessions (with their uploads) — through it,
-// and nothing that would show rows of other tenants: no governed
-// sessions or audit, no overview counts, search, export, retention or
-// metrics, and no live updates. The root redirects to the agent sessions.
+// conversations, runtime sessions (with their uploads), governed sessions
+// (with their spend) and the audit trail — through it, and nothing that
+// would show rows of other tenants: no overview counts, search, export,
+// retention or metrics, and no live updates. The root redirects to the
+// agent sessions.
 
-// tenantStore is a store whose agent-session, conversation and runtime
-// facets are a tenant's.
+// tenantStore is a store whose agent-session, conversation, runtime,
+// governance, spend and audit facets are a tenant's.
 type tenantStore struct {
 	store.Store
 	ts store.TenantStore
 }
 
 func (t tenantStore) AgentSessions() store.AgentSessions { return t.ts.AgentSessions() }
+func (t tenantStore) Governance() store.Governance       { return t.ts.Governance() }
+func (t tenantStore) Spend() store.Spend                 { return t.ts.Spend() }
+func (t tenantStore) Audit() store.Audit                 { return t.ts.Audit() }
 
 func (t tenantStore) Conversations() store.Conversations { return t.ts.Conversations() }
 
@@ -32,7 +36,7 @@ func (t tenantStore) Runtime() store.Runtime { return t.ts.Runtime() }
 
 // tenantFacets are the facets whose pages a tenant's console serves, in
 // the order of its navigation.
-var tenantFacets = []facet.Name{facet.AgentSessions, facet.Conversations, facet.Runtime}
+var tenantFacets = []facet.Name{facet.AgentSessions, facet.Conversations, facet.Runtime, facet.Governance, facet.Audit}
 
 // scopeToTenant switches c to the pages of tenant name.
 func (c *console) scopeToTenant(name string) error {

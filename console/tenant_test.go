@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentstore/sessionstore/console"
 	"github.com/agentstore/sessionstore/sqlstore"
@@ -110,7 +111,26 @@ func TestTenantConsole(t *testing.T) {
 	if resp, _ := get(t, srv, prefix+"/"); resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != prefix+"/agents" {
 		t.Errorf("/: %d to %q, want a redirect to the agent sessions", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	for _, path := range []string{"/governed", "/audit", "/search?q=said", "/export",
+	// Governed sessions, their spend and the audit trail through the
+	// handle: the tenant's only.
+	gd, err := st.Governance().Create(ctx, store.CreateRequest{AgentID: "bot", AuthorizedTools: []string{"t"}, CallBudget: 3, TimeLimit: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ga, err := ts.Governance().Create(ctx, store.CreateRequest{AgentID: "bot", AuthorizedTools: []string{"t"}, CallBudget: 3, TimeLimit: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/governed", "/governed/" + ga.ID, "/audit?agent=bot"} {
+		resp, body := get(t, srv, prefix+path)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, ga.ID) || strings.Contains(body, gd.ID) {
+			t.Errorf("%s: %d, want the tenant's governed session %s only:\n%s", path, resp.StatusCode, ga.ID, body)
+		}
+	}
+	if resp, _ := get(t, srv, prefix+"/governed/"+gd.ID); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the default tenant's governed session: %d, want 404", resp.StatusCode)
+	}
+	for _, path := range []string{"/search?q=said", "/export",
 		"/retention", "/metrics", "/go?id=s1", "/live/agents/events?app=support&user=ada&session=s1",
 		"/live/conversations/conv-a/messages"} {
 		if resp, body := get(t, srv, prefix+path); resp.StatusCode != http.StatusNotFound || strings.Contains(body, "marker-") {

@@ -28,14 +28,15 @@ func (s *Store) Spend() store.Spend { return s.core.Spend() }
 // the session's row and appends the allowed use's event to the session's
 // chain, in the same statement (see sqlcore.AuditedUpdateSQL): the hot
 // path stays one round trip and writes no row of the agent's, so that the
-// sessions of one agent decide in parallel. Parameters 1 to 5 are
-// govUseSQL's; 6 is the event's payload, 7 its detail
-// (sqlcore.AuditPayload) and 8 its time in microseconds.
+// sessions of one agent decide in parallel. Parameters 1 to 6 are
+// govUseSQL's; 7 is the event's payload, 8 its detail
+// (sqlcore.AuditPayload) and 9 its time in microseconds. The event is the
+// session's tenant's (6).
 var govUseAuditedSQL = sqlcore.AuditedUpdateSQL(
 	strings.Replace(
-		strings.Replace(govUseSQL, "\n\t\tWHERE id = $3::text", ",\n\t\t"+sqlcore.AuditHeadSet(dialect, "$6::bytea")+"\n\t\tWHERE id = $3::text", 1),
+		strings.Replace(govUseSQL, "\n\t\tWHERE id = $3::text", ",\n\t\t"+sqlcore.AuditHeadSet(dialect, "$7::bytea")+"\n\t\tWHERE id = $3::text", 1),
 		"RETURNING "+govColumns, "RETURNING "+govColumns+", "+sqlcore.AuditHeadColumns, 1),
-	govColumns, store.AuditUse, "$8::bigint", "$3::text", "$7::text")
+	govColumns, store.AuditUse, "$9::bigint", "$3::text", "$8::text", "$6::text")
 
 // useStatement returns the conditional UPDATE of a governed Use without a
 // request id, and its arguments: govUseAuditedSQL, which appends the
@@ -45,7 +46,7 @@ var govUseAuditedSQL = sqlcore.AuditedUpdateSQL(
 // unaudited.
 func (g *Governance) useStatement(now time.Time, req store.UseRequest, tools []string) (string, []any, error) {
 	nowMS, nowUS := rowcodec.ToMillis(now), rowcodec.ToMicros(now)
-	args := []any{nowMS, int64(len(tools)), req.SessionID, req.AgentID, tools}
+	args := []any{nowMS, int64(len(tools)), req.SessionID, req.AgentID, tools, g.tenant()}
 	if g.s.cfg.auditOff {
 		return govUseSQL, args, nil
 	}

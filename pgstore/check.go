@@ -129,6 +129,7 @@ func Check(ctx context.Context, url string, opts check.Options, storeOpts ...Opt
 			r.Add("store", check.OK, "opens and answers")
 		}
 		r.Audit(ctx, st.Audit())
+		r.TenantAudits(ctx, st)
 		r.SearchIndex(ctx, st)
 	}
 	return r, ctx.Err()

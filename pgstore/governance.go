@@ -18,8 +18,54 @@ import (
 var _ store.Governance = (*Governance)(nil)
 
 // Governance is the governed-session facet of a Store (see
-// store.Governance). Obtain it with Store.Governance.
-type Governance struct{ s *Store }
+// store.Governance). Obtain it with Store.Governance, or through a tenant
+// handle (Store.Tenant) for a tenant's sessions.
+//
+// Governed-session ids are global: a tenant's facet finds only its own
+// sessions (another tenant's id is store.ErrNotFound), but a Create with an
+// id another tenant's session holds fails with store.ErrConflict, so ids
+// should be random (Create makes one when the request has none).
+type Governance struct {
+	s    *Store
+	core *sqlcore.Store // s.core, or its copy scoped to a tenant
+}
+
+// tenant is the tenant whose sessions g reads and writes.
+func (g *Governance) tenant() string { return g.core.Tenant() }
+
+// govTenantSQL sets the tenant of a transaction a tenant's facet runs
+// (see tenantSQL), for a store connected as a role subject to row-level
+// security; every statement names the tenant as well.
+const govTenantSQL = `SELECT set_config('sessionstore.tenant', $1, true)`
+
+// inTx is Store.inTx with the tenant set first in a tenant's facet.
+func (g *Governance) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tenant := g.tenant()
+	if tenant == "" {
+		return g.s.inTx(ctx, fn)
+	}
+	return g.s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, govTenantSQL, tenant); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
+// reader is Store.reader for a tenant's facet: outside a snapshot, its
+// reads run in a read-only transaction that sets the tenant first.
+func (g *Governance) reader(ctx context.Context, fn func(q querier) error) error {
+	tenant := g.tenant()
+	if tenant == "" || g.s.snapshotOf(ctx) != nil {
+		return g.s.reader(ctx, fn)
+	}
+	return pgx.BeginTxFunc(ctx, g.s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, govTenantSQL, tenant); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
 
 const govColumns = `id, agent_id, delegation_chain, declared_intent, authorized_tools,
 	authorized_credentials, time_limit_ms, call_budget, calls_made, rate_limit,
@@ -95,16 +141,19 @@ const (
 	// agents' creates.
 	govLockAgentSQL = `SELECT pg_advisory_xact_lock(1196381779, hashtext($1::text))`
 
+	// Every statement names the tenant: the cap counts the tenant's own
+	// sessions of the agent (governed_sessions_agent leads with it), and
+	// a session id of another tenant is not found.
 	govCountActiveSQL = `SELECT count(*) FROM governed_sessions
-		WHERE agent_id = $1 AND status = 'active' AND expires_at_ms > $2`
+		WHERE tenant = $3 AND agent_id = $1 AND status = 'active' AND expires_at_ms > $2`
 
-	govInsertSQL = `INSERT INTO governed_sessions (` + govColumns + `, any_tool)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+	govInsertSQL = `INSERT INTO governed_sessions (` + govColumns + `, any_tool, tenant)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
 		ON CONFLICT (id) DO NOTHING`
 
-	govGetSQL = `SELECT ` + govColumns + ` FROM governed_sessions WHERE id = $1`
+	govGetSQL = `SELECT ` + govColumns + ` FROM governed_sessions WHERE id = $1 AND tenant = $2`
 
-	govLockSQL = `SELECT ` + govColumns + ` FROM governed_sessions WHERE id = $1 FOR UPDATE`
+	govLockSQL = `SELECT ` + govColumns + ` FROM governed_sessions WHERE id = $1 AND tenant = $2 FOR UPDATE`
 
 	// govUseSQL is the whole governed check-and-increment in one statement:
 	// it updates the row only if every check passes (agent, status, expiry,
@@ -114,7 +163,8 @@ const (
 	// When it matches nothing, the cold path locks the row and asks
 	// store.Session.CheckUse which check refused.
 	//
-	// Parameters: 1 now_ms, 2 n, 3 id, 4 agent ('' = any), 5 tools.
+	// Parameters: 1 now_ms, 2 n, 3 id, 4 agent ('' = any), 5 tools, 6 the
+	// tenant.
 	govUseSQL = `UPDATE governed_sessions SET
 		calls_made = calls_made + $2::bigint,
 		rate_window_calls = CASE
@@ -124,7 +174,7 @@ const (
 		rate_window_start_ms = CASE
 			WHEN rate_limit > 0 AND $1::bigint >= rate_window_start_ms + rate_window_ms THEN $1::bigint
 			ELSE rate_window_start_ms END
-		WHERE id = $3::text
+		WHERE id = $3::text AND tenant = $6::text
 		AND ($4::text = '' OR agent_id = $4::text)
 		AND status = 'active' AND $1::bigint < expires_at_ms
 		AND calls_made + $2::bigint <= call_budget
@@ -139,18 +189,18 @@ const (
 		SET calls_made = $2, rate_window_start_ms = $3, rate_window_calls = $4 WHERE id = $1`
 
 	govCloseSQL = `UPDATE governed_sessions SET status = 'closed', ended_at_ms = $2
-		WHERE id = $1 AND status <> 'closed' RETURNING ` + govColumns
+		WHERE id = $1 AND tenant = $3 AND status <> 'closed' RETURNING ` + govColumns
 
-	govExistsSQL = `SELECT EXISTS (SELECT 1 FROM governed_sessions WHERE id = $1)`
+	govExistsSQL = `SELECT EXISTS (SELECT 1 FROM governed_sessions WHERE id = $1 AND tenant = $2)`
 
 	govCloseAgentSQL = `UPDATE governed_sessions SET status = 'closed', ended_at_ms = $2
-		WHERE agent_id = $1 AND status = 'active' AND expires_at_ms > $2`
+		WHERE tenant = $3 AND agent_id = $1 AND status = 'active' AND expires_at_ms > $2`
 
 	govRequestGetSQL = `SELECT tools, outcome, detail FROM governed_use_requests
-		WHERE session_id = $1 AND request_id = $2`
+		WHERE session_id = $1 AND request_id = $2 AND tenant = $3`
 
 	govRequestPutSQL = `INSERT INTO governed_use_requests
-		(session_id, request_id, tools, outcome, detail, created_at_ms) VALUES ($1, $2, $3, $4, $5, $6)`
+		(session_id, request_id, tools, outcome, detail, created_at_ms, tenant) VALUES ($1, $2, $3, $4, $5, $6, $7)`
 )
 
 // Create creates a governed session (see store.Governance.Create). With
@@ -167,7 +217,7 @@ func (g *Governance) Create(ctx context.Context, req store.CreateRequest) (store
 	}
 	var out store.Session
 	var refusal error
-	err = g.s.inTx(ctx, func(tx pgx.Tx) error {
+	err = g.inTx(ctx, func(tx pgx.Tx) error {
 		refusal = nil
 		now := g.s.now()
 		if req.MaxActivePerAgent > 0 {
@@ -175,13 +225,13 @@ func (g *Governance) Create(ctx context.Context, req store.CreateRequest) (store
 				return err
 			}
 			var n int64
-			if err := tx.QueryRow(ctx, govCountActiveSQL, req.AgentID, rowcodec.ToMillis(now)).Scan(&n); err != nil {
+			if err := tx.QueryRow(ctx, govCountActiveSQL, req.AgentID, rowcodec.ToMillis(now), g.tenant()).Scan(&n); err != nil {
 				return err
 			}
 			if n >= req.MaxActivePerAgent {
 				// A refusal is a decision: its audit event commits.
 				refusal = &store.TooManySessionsError{AgentID: req.AgentID, Max: req.MaxActivePerAgent, Current: n}
-				return g.s.core.AuditRefusal(&pgTx{ctx: ctx, q: tx}, store.AuditCreate, req.AgentID, req.ID, "", refusal)
+				return g.core.AuditRefusal(&pgTx{ctx: ctx, q: tx}, store.AuditCreate, req.AgentID, req.ID, "", refusal)
 			}
 		}
 		sess := req.NewSession(id, now)
@@ -192,7 +242,7 @@ func (g *Governance) Create(ctx context.Context, req store.CreateRequest) (store
 			sess.RateWindow.Milliseconds(), rowcodec.ToMillis(sess.RateWindowStart), sess.RateWindowCalls,
 			string(sess.Sensitivity), string(sess.Status),
 			rowcodec.ToMillis(sess.CreatedAt), rowcodec.ToMillis(sess.ExpiresAt),
-			slices.Contains(sess.AuthorizedTools, store.AnyTool))
+			slices.Contains(sess.AuthorizedTools, store.AnyTool), g.tenant())
 		if err != nil {
 			return err
 		}
@@ -201,7 +251,7 @@ func (g *Governance) Create(ctx context.Context, req store.CreateRequest) (store
 		}
 		out = sess
 		// The session's spend limits and the audit event of the create.
-		return g.s.core.OnCreate(&pgTx{ctx: ctx, q: tx}, sess, req)
+		return g.core.OnCreate(&pgTx{ctx: ctx, q: tx}, sess, req)
 	})
 	if err == nil && refusal != nil {
 		err = refusal
@@ -252,7 +302,7 @@ func (g *Governance) Use(ctx context.Context, req store.UseRequest) (store.Sessi
 		}
 		return v.sess, nil
 	}
-	err := g.s.inTx(ctx, func(tx pgx.Tx) error {
+	err := g.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		if req.RequestID == "" {
 			v, err = g.decideLocked(ctx, tx, req, tools)
@@ -273,7 +323,7 @@ func (g *Governance) Use(ctx context.Context, req store.UseRequest) (store.Sessi
 // lockSession reads the session row and locks it until the transaction
 // ends. A missing session is a refusal, not an error.
 func (g *Governance) lockSession(ctx context.Context, tx pgx.Tx, id string) (store.Session, error, error) {
-	sess, err := scanGov(tx.Query(ctx, govLockSQL, id))
+	sess, err := scanGov(tx.Query(ctx, govLockSQL, id, g.tenant()))
 	if errNoRows(err) {
 		return store.Session{}, &store.NotFoundError{Resource: "session", ID: id}, nil
 	}
@@ -299,11 +349,11 @@ func (g *Governance) decideOn(ctx context.Context, tx pgx.Tx, sess store.Session
 	if refusal != nil {
 		if errors.Is(refusal, store.ErrExpired) && sess.Status == store.StatusActive {
 			// Marked expired durably, and audited as such.
-			if err := g.s.core.MarkExpired(atx, sess.ID, sess.AgentID, rowcodec.ToMillis(now)); err != nil {
+			if err := g.core.MarkExpired(atx, sess.ID, sess.AgentID, rowcodec.ToMillis(now)); err != nil {
 				return verdict{}, err
 			}
 		}
-		if err := g.s.core.AuditRefusal(atx, store.AuditUse, sess.AgentID, sess.ID, req.RequestID, refusal); err != nil {
+		if err := g.core.AuditRefusal(atx, store.AuditUse, sess.AgentID, sess.ID, req.RequestID, refusal); err != nil {
 			return verdict{}, err
 		}
 		return verdict{refusal: refusal}, nil
@@ -314,7 +364,7 @@ func (g *Governance) decideOn(ctx context.Context, tx pgx.Tx, sess store.Session
 			return verdict{}, err
 		}
 	}
-	if err := g.s.core.AppendAudit(atx, rowcodec.ToMicros(now), sqlcore.UseAudit(sess.AgentID, sess.ID, req.RequestID, tools)); err != nil {
+	if err := g.core.AppendAudit(atx, rowcodec.ToMicros(now), sqlcore.UseAudit(sess.AgentID, sess.ID, req.RequestID, tools)); err != nil {
 		return verdict{}, err
 	}
 	return verdict{sess: sess}, nil
@@ -334,7 +384,7 @@ func (g *Governance) decideOnce(ctx context.Context, tx pgx.Tx, req store.UseReq
 	if err != nil || refusal != nil {
 		return verdict{refusal: refusal}, err
 	}
-	rows, err := tx.Query(ctx, govRequestGetSQL, req.SessionID, req.RequestID)
+	rows, err := tx.Query(ctx, govRequestGetSQL, req.SessionID, req.RequestID, g.tenant())
 	if err != nil {
 		return verdict{}, err
 	}
@@ -378,7 +428,7 @@ func (g *Governance) decideOnce(ctx context.Context, tx pgx.Tx, req store.UseReq
 	if v.refusal == nil {
 		detail = rowcodec.EncodeUseSuccess(v.sess)
 	}
-	if _, err := tx.Exec(ctx, govRequestPutSQL, req.SessionID, req.RequestID, tools, outcome, detail, rowcodec.ToMillis(g.s.now())); err != nil {
+	if _, err := tx.Exec(ctx, govRequestPutSQL, req.SessionID, req.RequestID, tools, outcome, detail, rowcodec.ToMillis(g.s.now()), g.tenant()); err != nil {
 		return verdict{}, err
 	}
 	return v, nil
@@ -390,11 +440,11 @@ func (g *Governance) Close(ctx context.Context, id string) (store.Session, error
 		return store.Session{}, err
 	}
 	var out store.Session
-	err := g.s.inTx(ctx, func(tx pgx.Tx) error {
-		sess, err := scanGov(tx.Query(ctx, govCloseSQL, id, rowcodec.ToMillis(g.s.now())))
+	err := g.inTx(ctx, func(tx pgx.Tx) error {
+		sess, err := scanGov(tx.Query(ctx, govCloseSQL, id, rowcodec.ToMillis(g.s.now()), g.tenant()))
 		if errNoRows(err) {
 			var exists bool
-			if err := tx.QueryRow(ctx, govExistsSQL, id).Scan(&exists); err != nil {
+			if err := tx.QueryRow(ctx, govExistsSQL, id, g.tenant()).Scan(&exists); err != nil {
 				return err
 			}
 			if !exists {
@@ -406,7 +456,7 @@ func (g *Governance) Close(ctx context.Context, id string) (store.Session, error
 			return err
 		}
 		out = sess
-		return g.s.core.AuditClosed(&pgTx{ctx: ctx, q: tx}, sess.AgentID, sess.ID)
+		return g.core.AuditClosed(&pgTx{ctx: ctx, q: tx}, sess.AgentID, sess.ID)
 	})
 	return out, err
 }
@@ -420,8 +470,8 @@ func (g *Governance) Get(ctx context.Context, id string) (store.Session, error) 
 	var sess store.Session
 	err := g.s.retry(ctx, func(ctx context.Context) error {
 		var err error
-		return g.s.reader(ctx, func(q querier) error {
-			sess, err = scanGov(q.Query(ctx, govGetSQL, id))
+		return g.reader(ctx, func(q querier) error {
+			sess, err = scanGov(q.Query(ctx, govGetSQL, id, g.tenant()))
 			return err
 		})
 	})
@@ -443,8 +493,8 @@ func (g *Governance) List(ctx context.Context, f store.ListFilter) (store.Page[s
 		return store.Page[store.Session]{}, err
 	}
 	now := g.s.now()
-	query := `SELECT ` + govColumns + ` FROM governed_sessions WHERE id > $1`
-	args := []any{f.After}
+	query := `SELECT ` + govColumns + ` FROM governed_sessions WHERE id > $1 AND tenant = $2`
+	args := []any{f.After, g.tenant()}
 	if f.AgentID != "" {
 		args = append(args, f.AgentID)
 		query += fmt.Sprintf(` AND agent_id = $%d`, len(args))
@@ -463,7 +513,7 @@ func (g *Governance) List(ctx context.Context, f store.ListFilter) (store.Page[s
 	query += fmt.Sprintf(` ORDER BY id COLLATE "C" LIMIT $%d`, len(args))
 	var rows []govRow
 	err = g.s.retry(ctx, func(ctx context.Context) error {
-		return g.s.reader(ctx, func(q querier) error {
+		return g.reader(ctx, func(q querier) error {
 			r, err := q.Query(ctx, query, args...)
 			if err != nil {
 				return err
@@ -495,8 +545,8 @@ func (g *Governance) CountActive(ctx context.Context, agentID string) (int64, er
 	}
 	var n int64
 	err := g.s.retry(ctx, func(ctx context.Context) error {
-		return g.s.reader(ctx, func(q querier) error {
-			return q.QueryRow(ctx, govCountActiveSQL, agentID, rowcodec.ToMillis(g.s.now())).Scan(&n)
+		return g.reader(ctx, func(q querier) error {
+			return q.QueryRow(ctx, govCountActiveSQL, agentID, rowcodec.ToMillis(g.s.now()), g.tenant()).Scan(&n)
 		})
 	})
 	return n, err
@@ -508,8 +558,8 @@ func (g *Governance) CloseAllForAgent(ctx context.Context, agentID string) (int6
 		return 0, err
 	}
 	var n int64
-	err := g.s.inTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, govCloseAgentSQL+` RETURNING id`, agentID, rowcodec.ToMillis(g.s.now()))
+	err := g.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, govCloseAgentSQL+` RETURNING id`, agentID, rowcodec.ToMillis(g.s.now()), g.tenant())
 		if err != nil {
 			return err
 		}
@@ -518,7 +568,7 @@ func (g *Governance) CloseAllForAgent(ctx context.Context, agentID string) (int6
 			return err
 		}
 		n = int64(len(ids))
-		return g.s.core.AuditClosed(&pgTx{ctx: ctx, q: tx}, agentID, ids...)
+		return g.core.AuditClosed(&pgTx{ctx: ctx, q: tx}, agentID, ids...)
 	})
 	return n, err
 }
@@ -527,11 +577,11 @@ func (g *Governance) CloseAllForAgent(ctx context.Context, agentID string) (int6
 // by cascade).
 func (g *Governance) Cleanup(ctx context.Context) (int64, error) {
 	var n int64
-	err := g.s.inTx(ctx, func(tx pgx.Tx) error {
+	err := g.inTx(ctx, func(tx pgx.Tx) error {
 		// Lapsed reservations released, sessions holding none removed,
 		// each removal audited (see sqlcore.Store.CleanupGoverned).
 		var err error
-		n, err = g.s.core.CleanupGoverned(&pgTx{ctx: ctx, q: tx})
+		n, err = g.core.CleanupGoverned(&pgTx{ctx: ctx, q: tx})
 		return err
 	})
 	if err == nil && n > 0 {

@@ -24,10 +24,10 @@ func (g *Governance) Restore(ctx context.Context, req store.RestoreRequest) (int
 		return 0, err
 	}
 	var restored int64
-	err := g.s.inTx(ctx, func(tx pgx.Tx) error {
+	err := g.inTx(ctx, func(tx pgx.Tx) error {
 		restored = 0
 		for chunk := range slices.Chunk(req.Sessions, restoreBatch) {
-			n, err := restoreChunk(ctx, tx, chunk, req.SkipExisting)
+			n, err := restoreChunk(ctx, tx, g.tenant(), chunk, req.SkipExisting)
 			if err != nil {
 				return err
 			}
@@ -43,7 +43,9 @@ func (g *Governance) Restore(ctx context.Context, req store.RestoreRequest) (int
 
 // restoreChunk sends the inserts of sessions in one batch and returns how
 // many rows they inserted; without skip, an existing id is a conflict.
-func restoreChunk(ctx context.Context, tx pgx.Tx, sessions []store.Session, skip bool) (n int64, err error) {
+// The sessions are written as tenant's (ids are global: another tenant's
+// session under an id is a conflict, or skipped).
+func restoreChunk(ctx context.Context, tx pgx.Tx, tenant string, sessions []store.Session, skip bool) (n int64, err error) {
 	b := &pgx.Batch{}
 	for i := range sessions {
 		sess := &sessions[i]
@@ -54,7 +56,7 @@ func restoreChunk(ctx context.Context, tx pgx.Tx, sessions []store.Session, skip
 			sess.RateWindow.Milliseconds(), rowcodec.ToMillis(sess.RateWindowStart), sess.RateWindowCalls,
 			string(sess.Sensitivity), string(sess.Status),
 			rowcodec.ToMillis(sess.CreatedAt), rowcodec.ToMillis(sess.ExpiresAt),
-			slices.Contains(sess.AuthorizedTools, store.AnyTool))
+			slices.Contains(sess.AuthorizedTools, store.AnyTool), tenant)
 	}
 	br := tx.SendBatch(ctx, b)
 	defer func() {

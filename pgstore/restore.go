@@ -24,8 +24,8 @@ func (s *Store) RestoreRecords(ctx context.Context, fn func(w store.RecordWriter
 		if !ok {
 			return fmt.Errorf("pgstore: restore outside a transaction")
 		}
-		w := s.core.NewRecordWriter(ctx, tx, func(sess store.Session) (bool, error) {
-			n, err := restoreChunk(tx.ctx, ptx, []store.Session{sess}, true)
+		w := s.core.NewRecordWriter(ctx, tx, func(tenant string, sess store.Session) (bool, error) {
+			n, err := restoreChunk(tx.ctx, ptx, tenant, []store.Session{sess}, true)
 			return n > 0, err
 		})
 		return fn(w)

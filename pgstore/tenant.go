@@ -74,6 +74,10 @@ func (t *tenantStore) AgentSessions() store.AgentSessions {
 	return t.core.AgentSessions()
 }
 
+func (t *tenantStore) Governance() store.Governance { return &Governance{s: t.s, core: t.core} }
+func (t *tenantStore) Spend() store.Spend           { return t.core.Spend() }
+func (t *tenantStore) Audit() store.Audit           { return t.core.Audit() }
+
 func (t *tenantStore) Events(ctx context.Context, req store.EventFeed) iter.Seq2[store.Batch[store.AgentEvent], error] {
 	return t.core.Feed(nil).Events(ctx, req)
 }

@@ -470,6 +470,48 @@ func TestTenantStoreAsTenantRole(t *testing.T) {
 		t.Fatalf("Get of tenant-b's runtime session as tenant-a's role = %v, want ErrNotFound", err)
 	}
 
+	// Governance, spend and audit through the handle, as the tenant role:
+	// every transaction sets the tenant, so the policies let the rows by.
+	gov := ts.Governance()
+	gs, err := gov.Create(ctx, store.CreateRequest{AgentID: "agent", AuthorizedTools: []string{"t"}, CallBudget: 3,
+		TimeLimit: time.Hour, MaxActivePerAgent: 1,
+		SpendLimits: []store.SpendLimit{{Metric: store.MetricTotalTokens, Window: store.WindowLifetime, Limit: 100}}})
+	if err != nil {
+		t.Fatalf("governed create as the tenant role: %v", err)
+	}
+	for i, req := range []store.UseRequest{{SessionID: gs.ID, Tools: []string{"t"}}, {SessionID: gs.ID, Tools: []string{"t"}, RequestID: "r"},
+		{SessionID: gs.ID, Tools: []string{}}} {
+		if _, err := gov.Use(ctx, req); err != nil {
+			t.Fatalf("governed use %d as the tenant role: %v", i, err)
+		}
+	}
+	if _, err := gov.Use(ctx, store.UseRequest{SessionID: gs.ID, Tools: []string{"t", "t"}}); !errors.Is(err, store.ErrBudgetExceeded) {
+		t.Fatalf("governed use over the budget as the tenant role = %v, want ErrBudgetExceeded", err)
+	}
+	if got, err := gov.Get(ctx, gs.ID); err != nil || got.CallsMade != 2 {
+		t.Fatalf("governed get as the tenant role = %+v, %v", got, err)
+	}
+	if _, err := ts.Spend().Reserve(ctx, store.ReserveRequest{SessionID: gs.ID, RequestID: "res", Amount: store.SpendAmount{InputTokens: 5}}); err != nil {
+		t.Fatalf("reserve as the tenant role: %v", err)
+	}
+	if _, err := ts.Spend().Settle(ctx, store.SettleRequest{SessionID: gs.ID, RequestID: "res", Actual: store.SpendAmount{InputTokens: 4}}); err != nil {
+		t.Fatalf("settle as the tenant role: %v", err)
+	}
+	if _, err := gov.Close(ctx, gs.ID); err != nil {
+		t.Fatalf("governed close as the tenant role: %v", err)
+	}
+	if n, err := gov.Cleanup(ctx); err != nil || n != 1 {
+		t.Fatalf("governed cleanup as the tenant role = %d, %v", n, err)
+	}
+	if rep, err := ts.Audit().Verify(ctx); err != nil || len(rep.Problems) != 0 || rep.Events < 6 {
+		t.Fatalf("audit verify as the tenant role = %+v, %v", rep, err)
+	}
+	if rep, err := rs.Audit().Verify(ctx); err != nil || rep.Events != 0 {
+		t.Fatalf("the default tenant's audit as the tenant role = %+v, %v; want nothing", rep, err)
+	}
+	if rep, err := ta0(t, st).Audit().Verify(ctx); err != nil || len(rep.Problems) != 0 || rep.Events < 6 {
+		t.Fatalf("tenant-a's audit read by the owner = %+v, %v", rep, err)
+	}
 	// The store's own (default-tenant) facet, through the same role, sees
 	// nothing: the policies hide the default tenant.
 	p, err := rs.AgentSessions().ListSessions(ctx, store.ListAgentSessionsRequest{App: "app", Limit: 10})
@@ -491,4 +533,14 @@ func TestTenantStoreAsTenantRole(t *testing.T) {
 	if s, err := ta.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: key}); err != nil || s.EventCount != 4 {
 		t.Fatalf("tenant-a's session read by the owner: %+v, %v", s, err)
 	}
+}
+
+// ta0 is tenant-a's handle on st.
+func ta0(t *testing.T, st *pgstore.Store) store.TenantStore {
+	t.Helper()
+	ts, err := st.Tenant("tenant-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
 }

@@ -114,8 +114,11 @@ func (g *Governance) useBatched(ctx context.Context, req store.UseRequest, tools
 	if err := ctx.Err(); err != nil {
 		return verdict{}, err
 	}
-	q := g.s.uses.acquire(req.SessionID)
-	defer g.s.uses.release(req.SessionID, q)
+	// Queues are per tenant and session: a batch runs in the leader's
+	// facet, so every call of it must be of the same tenant.
+	key := g.tenant() + "\x00" + req.SessionID
+	q := g.s.uses.acquire(key)
+	defer g.s.uses.release(key, q)
 	c := &useCall{ctx: ctx, req: req, tools: tools, done: make(chan struct{})}
 	q.mu.Lock()
 	q.calls = append(q.calls, c)
@@ -156,7 +159,7 @@ func (g *Governance) runUses(batch []*useCall) {
 	// The transaction serves every caller: it does not end with the
 	// leader's context.
 	ctx := context.WithoutCancel(batch[0].ctx)
-	err := g.s.inTx(ctx, func(tx pgx.Tx) error {
+	err := g.inTx(ctx, func(tx pgx.Tx) error {
 		// Every call's conditional UPDATE, in one round trip.
 		now := g.s.now()
 		b := &pgx.Batch{}
@@ -213,15 +216,42 @@ func (g *Governance) runUses(batch []*useCall) {
 // transaction that locks the row and decides on it.
 func (g *Governance) useAlone(ctx context.Context, req store.UseRequest, tools []string) (verdict, error) {
 	var sess store.Session
-	err := g.s.retry(ctx, func(ctx context.Context) error {
-		// The update and its audit event, in one statement.
-		query, args, err := g.useStatement(g.s.now(), req, tools)
-		if err != nil {
+	var err error
+	if g.tenant() == "" {
+		err = g.s.retry(ctx, func(ctx context.Context) error {
+			// The update and its audit event, in one statement.
+			query, args, err := g.useStatement(g.s.now(), req, tools)
+			if err != nil {
+				return err
+			}
+			sess, err = scanGov(g.s.pool.Query(ctx, query, args...))
 			return err
-		}
-		sess, err = scanGov(g.s.pool.Query(ctx, query, args...))
-		return err
-	})
+		})
+	} else {
+		// A tenant's: the tenant's setting and the statement in one
+		// pipelined batch, which runs as one implicit transaction (one
+		// round trip, as the default tenant's), so that the row-level
+		// security of a tenant role lets the statement's rows by.
+		err = g.s.retry(ctx, func(ctx context.Context) error {
+			query, args, err := g.useStatement(g.s.now(), req, tools)
+			if err != nil {
+				return err
+			}
+			b := &pgx.Batch{}
+			b.Queue(govTenantSQL, g.tenant())
+			b.Queue(query, args...)
+			br := g.s.pool.SendBatch(ctx, b)
+			if _, err := br.Exec(); err != nil {
+				br.Close()
+				return err
+			}
+			sess, err = scanGov(br.Query())
+			if cerr := br.Close(); err == nil {
+				err = cerr
+			}
+			return err
+		})
+	}
 	if err == nil {
 		return verdict{sess: sess}, nil
 	}
@@ -229,7 +259,7 @@ func (g *Governance) useAlone(ctx context.Context, req store.UseRequest, tools [
 		return verdict{}, err
 	}
 	var v verdict
-	err = g.s.inTx(ctx, func(tx pgx.Tx) error {
+	err = g.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		v, err = g.decideLocked(ctx, tx, req, tools)
 		return err

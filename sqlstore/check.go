@@ -142,6 +142,7 @@ func Check(ctx context.Context, path string, opts check.Options, storeOpts ...Op
 		r.Add("store", check.OK, "opens and answers reads and writes")
 	}
 	r.Audit(ctx, st.Audit())
+	r.TenantAudits(ctx, st)
 	r.SearchIndex(ctx, st)
 	return r, nil
 }

@@ -8,12 +8,14 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentstore/sessionstore/check"
 	"github.com/agentstore/sessionstore/sqlstore"
@@ -229,5 +231,50 @@ func TestCheckModes(t *testing.T) {
 	rep, byName, _ := checkResults(t, path, check.Options{})
 	if m := byName["modes"]; m.Status != check.Warn || !strings.HasPrefix(m.Detail, "every user may write sessions.db") || rep.Failed() {
 		t.Errorf("a world-writable file: %+v", m)
+	}
+}
+
+// TestCheckTenantAudit: doctor verifies every tenant's audit chains too
+// (tenant_audit), which the store's own facet does not see, and fails on
+// a changed event of a tenant's chain.
+func TestCheckTenantAudit(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	st, err := sqlstore.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := st.Tenant("acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ts.Governance().Create(ctx, store.CreateRequest{AgentID: "bot", AuthorizedTools: []string{"t"}, CallBudget: 5, TimeLimit: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Governance().Use(ctx, store.UseRequest{SessionID: s.ID, Tools: []string{"t"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, byName, _ := checkResults(t, path, check.Options{})
+	if r := byName["tenant_audit"]; rep.Failed() || r.Status != check.OK || !strings.Contains(r.Detail, "1 tenant: 2 chains with 2 events") {
+		t.Fatalf("tenant_audit of a sound store: %+v (%+v)", r, rep.Results)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE audit_events SET detail = '{"changed":true}' WHERE tenant = 'acme' AND kind = 'create'`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, byName, _ = checkResults(t, path, check.Options{})
+	if r := byName["tenant_audit"]; r.Status != check.Fail || !strings.Contains(r.Detail, "acme") {
+		t.Fatalf("tenant_audit after a tenant's event changed: %+v", r)
+	}
+	if r := byName["audit"]; r.Status != check.OK {
+		t.Errorf("the default tenant's audit after a tenant's event changed: %+v", r)
 	}
 }

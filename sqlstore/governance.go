@@ -19,8 +19,20 @@ import (
 var _ store.Governance = (*Governance)(nil)
 
 // Governance is the governed-session facet of a Store (see
-// store.Governance). Obtain it with Store.Governance.
-type Governance struct{ s *Store }
+// store.Governance). Obtain it with Store.Governance, or through a tenant
+// handle (Store.Tenant) for a tenant's sessions.
+//
+// Governed-session ids are global: a tenant's facet finds only its own
+// sessions (another tenant's id is store.ErrNotFound), but a Create with an
+// id another tenant's session holds fails with store.ErrConflict, so ids
+// should be random (Create makes one when the request has none).
+type Governance struct {
+	s    *Store
+	core *sqlcore.Store // s.core, or its copy scoped to a tenant
+}
+
+// tenant is the tenant whose sessions g reads and writes.
+func (g *Governance) tenant() string { return g.core.Tenant() }
 
 const govColumns = `id, agent_id, delegation_chain, declared_intent, authorized_tools,
 	authorized_credentials, time_limit_ms, call_budget, calls_made, rate_limit,
@@ -133,25 +145,27 @@ func mustJSON(v []string) string {
 }
 
 const (
+	// Every statement names the tenant: the cap counts the tenant's own
+	// sessions of the agent (governed_sessions_agent leads with it).
 	govCountActiveSQL = `SELECT count(*) FROM governed_sessions
-		WHERE agent_id = ? AND status = 'active' AND expires_at_ms > ?`
+		WHERE tenant = ? AND agent_id = ? AND status = 'active' AND expires_at_ms > ?`
 
-	govInsertSQL = `INSERT INTO governed_sessions (` + govColumns + `, any_tool)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	govInsertSQL = `INSERT INTO governed_sessions (` + govColumns + `, any_tool, tenant)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-	govGetSQL = `SELECT ` + govColumns + ` FROM governed_sessions WHERE id = ?`
+	govGetSQL = `SELECT ` + govColumns + ` FROM governed_sessions WHERE id = ? AND tenant = ?`
 
 	govCloseSQL = `UPDATE governed_sessions SET status = 'closed', ended_at_ms = ?2
-		WHERE id = ?1 AND status <> 'closed' RETURNING ` + govColumns
+		WHERE id = ?1 AND tenant = ?3 AND status <> 'closed' RETURNING ` + govColumns
 
 	govCloseAgentSQL = `UPDATE governed_sessions SET status = 'closed', ended_at_ms = ?2
-		WHERE agent_id = ?1 AND status = 'active' AND expires_at_ms > ?2`
+		WHERE tenant = ?3 AND agent_id = ?1 AND status = 'active' AND expires_at_ms > ?2`
 
 	govRequestGetSQL = `SELECT tools, outcome, detail FROM governed_use_requests
-		WHERE session_id = ? AND request_id = ?`
+		WHERE session_id = ? AND request_id = ? AND tenant = ?`
 
 	govRequestPutSQL = `INSERT INTO governed_use_requests
-		(session_id, request_id, tools, outcome, detail, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)`
+		(session_id, request_id, tools, outcome, detail, created_at_ms, tenant) VALUES (?, ?, ?, ?, ?, ?, ?)`
 )
 
 // govUseSQL is the whole governed check-and-increment in one statement: it
@@ -160,12 +174,13 @@ const (
 // nothing, the cold path reads the row to tell which check refused.
 //
 // Parameters: 1 now_ms, 2 n, 3 id, 4 agent (” = any), 5 tools (see the
-// two variants below), and when audited 6 the audit event's payload; an
-// audited statement also returns the event's agent, seq and hashes.
+// two variants below), 6 the tenant, and when audited 7 the audit event's
+// payload; an audited statement also returns the event's agent, seq and
+// hashes.
 func govUseSQL(toolCheck string, audited bool) string {
 	set, returning := "", ""
 	if audited {
-		set = ",\n\t\t" + sqlcore.AuditHeadSet(dialect, "?6")
+		set = ",\n\t\t" + sqlcore.AuditHeadSet(dialect, "?7")
 		returning = ", agent_id, " + sqlcore.AuditHeadColumns
 	}
 	return `UPDATE governed_sessions SET
@@ -177,7 +192,7 @@ func govUseSQL(toolCheck string, audited bool) string {
 		rate_window_start_ms = CASE
 			WHEN rate_limit > 0 AND ?1 >= rate_window_start_ms + rate_window_ms THEN ?1
 			ELSE rate_window_start_ms END` + set + `
-		WHERE id = ?3
+		WHERE id = ?3 AND tenant = ?6
 		AND (?4 = '' OR agent_id = ?4)
 		AND status = 'active' AND ?1 < expires_at_ms
 		AND calls_made + ?2 <= call_budget
@@ -228,23 +243,23 @@ func (g *Governance) Create(ctx context.Context, req store.CreateRequest) (store
 		now := g.s.now()
 		if req.MaxActivePerAgent > 0 {
 			var n int64
-			if err := tx.get(&n, govCountActiveSQL, req.AgentID, rowcodec.ToMillis(now)); err != nil {
+			if err := tx.get(&n, govCountActiveSQL, g.tenant(), req.AgentID, rowcodec.ToMillis(now)); err != nil {
 				return err
 			}
 			if n >= req.MaxActivePerAgent {
 				// A refusal is a decision: its audit event commits.
 				refusal = &store.TooManySessionsError{AgentID: req.AgentID, Max: req.MaxActivePerAgent, Current: n}
-				return g.s.core.AuditRefusal(tx, store.AuditCreate, req.AgentID, req.ID, "", refusal)
+				return g.core.AuditRefusal(tx, store.AuditCreate, req.AgentID, req.ID, "", refusal)
 			}
 		}
 		sess := req.NewSession(id, now)
 		// The same insert as a restore's (governance_restore.go).
-		if _, err := restoreSession(tx, govInsertSQL, &sess); err != nil {
+		if _, err := restoreSession(tx, govInsertSQL, g.tenant(), &sess); err != nil {
 			return err
 		}
 		out = sess
 		// The session's spend limits and the audit event of the create.
-		return g.s.core.OnCreate(tx, sess, req)
+		return g.core.OnCreate(tx, sess, req)
 	})
 	if err == nil && refusal != nil {
 		err = refusal
@@ -301,7 +316,7 @@ func (g *Governance) decide(tx *wtx, req store.UseRequest, tools string) (verdic
 		if n == 1 {
 			query, toolArg = govUseOneSQL, `"`+req.Tools[0]+`"`
 		}
-		args := []any{nowMS, n, req.SessionID, req.AgentID, toolArg}
+		args := []any{nowMS, n, req.SessionID, req.AgentID, toolArg, g.tenant()}
 		var calls, windowStart, windowCalls, created int64
 		dest := []any{&calls, &windowStart, &windowCalls, &created}
 		var rec sqlcore.AuditRecord
@@ -320,7 +335,7 @@ func (g *Governance) decide(tx *wtx, req store.UseRequest, tools string) (verdic
 			}
 			detail = d
 			args = append(args, payload)
-			place = sqlcore.AuditChained{Chain: req.SessionID, AtUS: nowUS}
+			place = sqlcore.AuditChained{Tenant: g.tenant(), Chain: req.SessionID, AtUS: nowUS}
 			dest = append(dest, &place.AgentID, &place.Seq, &place.PrevHash, &place.Hash)
 		}
 		err := tx.scan(query, args, dest...)
@@ -328,7 +343,7 @@ func (g *Governance) decide(tx *wtx, req store.UseRequest, tools string) (verdic
 			sess, ok := g.s.govCache.get(req.SessionID, created)
 			if !ok {
 				var row govRow
-				if err := tx.get(&row, govGetSQL, req.SessionID); err != nil {
+				if err := tx.get(&row, govGetSQL, req.SessionID, g.tenant()); err != nil {
 					return verdict{}, err
 				}
 				if sess, err = row.session(); err != nil {
@@ -354,7 +369,7 @@ func (g *Governance) decide(tx *wtx, req store.UseRequest, tools string) (verdic
 	}
 	// Cold path: find out which check refused, in the documented order.
 	var row govRow
-	if err := tx.get(&row, govGetSQL, req.SessionID); errors.Is(err, sql.ErrNoRows) {
+	if err := tx.get(&row, govGetSQL, req.SessionID, g.tenant()); errors.Is(err, sql.ErrNoRows) {
 		return verdict{refusal: &store.NotFoundError{Resource: "session", ID: req.SessionID}}, nil
 	} else if err != nil {
 		return verdict{}, err
@@ -370,18 +385,18 @@ func (g *Governance) decide(tx *wtx, req store.UseRequest, tools string) (verdic
 			// an allowed call that was not counted.
 			return verdict{}, fmt.Errorf("sqlstore: governed use check mismatch for session %q", req.SessionID)
 		}
-		if err := g.s.core.AppendAudit(tx, nowUS, sqlcore.UseAudit(sess.AgentID, req.SessionID, req.RequestID, req.Tools)); err != nil {
+		if err := g.core.AppendAudit(tx, nowUS, sqlcore.UseAudit(sess.AgentID, req.SessionID, req.RequestID, req.Tools)); err != nil {
 			return verdict{}, err
 		}
 		return verdict{sess: sess}, nil
 	}
 	if errors.Is(refusal, store.ErrExpired) && sess.Status == store.StatusActive {
 		// Marked expired durably, and audited as such.
-		if err := g.s.core.MarkExpired(tx, req.SessionID, sess.AgentID, nowMS); err != nil {
+		if err := g.core.MarkExpired(tx, req.SessionID, sess.AgentID, nowMS); err != nil {
 			return verdict{}, err
 		}
 	}
-	if err := g.s.core.AuditRefusal(tx, store.AuditUse, sess.AgentID, req.SessionID, req.RequestID, refusal); err != nil {
+	if err := g.core.AuditRefusal(tx, store.AuditUse, sess.AgentID, req.SessionID, req.RequestID, refusal); err != nil {
 		return verdict{}, err
 	}
 	return verdict{refusal: refusal}, nil
@@ -398,13 +413,13 @@ type useRecord struct {
 // recorded outcome and consumes nothing.
 func (g *Governance) decideOnce(tx *wtx, req store.UseRequest, tools string) (verdict, error) {
 	var rec useRecord
-	err := tx.get(&rec, govRequestGetSQL, req.SessionID, req.RequestID)
+	err := tx.get(&rec, govRequestGetSQL, req.SessionID, req.RequestID, g.tenant())
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return verdict{}, err
 	}
 	if err == nil {
 		var row govRow
-		if err := tx.get(&row, govGetSQL, req.SessionID); err != nil {
+		if err := tx.get(&row, govGetSQL, req.SessionID, g.tenant()); err != nil {
 			return verdict{}, err
 		}
 		sess, err := row.session()
@@ -437,7 +452,7 @@ func (g *Governance) decideOnce(tx *wtx, req store.UseRequest, tools string) (ve
 	if v.refusal == nil {
 		detail = rowcodec.EncodeUseSuccess(v.sess)
 	}
-	if _, err := tx.exec(govRequestPutSQL, req.SessionID, req.RequestID, tools, outcome, detail, rowcodec.ToMillis(g.s.now())); err != nil {
+	if _, err := tx.exec(govRequestPutSQL, req.SessionID, req.RequestID, tools, outcome, detail, rowcodec.ToMillis(g.s.now()), g.tenant()); err != nil {
 		return verdict{}, err
 	}
 	return v, nil
@@ -451,10 +466,10 @@ func (g *Governance) Close(ctx context.Context, id string) (store.Session, error
 	var out store.Session
 	err := g.s.write(ctx, func(tx *wtx) error {
 		var row govRow
-		err := tx.get(&row, govCloseSQL, id, rowcodec.ToMillis(g.s.now()))
+		err := tx.get(&row, govCloseSQL, id, rowcodec.ToMillis(g.s.now()), g.tenant())
 		if errors.Is(err, sql.ErrNoRows) {
 			var n int
-			if err := tx.get(&n, `SELECT count(*) FROM governed_sessions WHERE id = ?`, id); err != nil {
+			if err := tx.get(&n, `SELECT count(*) FROM governed_sessions WHERE id = ? AND tenant = ?`, id, g.tenant()); err != nil {
 				return err
 			}
 			if n == 0 {
@@ -468,7 +483,7 @@ func (g *Governance) Close(ctx context.Context, id string) (store.Session, error
 		if out, err = row.session(); err != nil {
 			return err
 		}
-		return g.s.core.AuditClosed(tx, out.AgentID, out.ID)
+		return g.core.AuditClosed(tx, out.AgentID, out.ID)
 	})
 	return out, err
 }
@@ -480,7 +495,7 @@ func (g *Governance) Get(ctx context.Context, id string) (store.Session, error) 
 		return store.Session{}, err
 	}
 	var row govRow
-	err := g.s.scan(ctx, govGetSQL, []any{id}, row.dest()...)
+	err := g.s.scan(ctx, govGetSQL, []any{id, g.tenant()}, row.dest()...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Session{}, &store.NotFoundError{Resource: "session", ID: id}
 	}
@@ -502,8 +517,8 @@ func (g *Governance) List(ctx context.Context, f store.ListFilter) (store.Page[s
 		return store.Page[store.Session]{}, err
 	}
 	now := g.s.now()
-	query := `SELECT ` + govColumns + ` FROM governed_sessions WHERE id > ?`
-	args := []any{f.After}
+	query := `SELECT ` + govColumns + ` FROM governed_sessions WHERE tenant = ? AND id > ?`
+	args := []any{g.tenant(), f.After}
 	if f.AgentID != "" {
 		query += ` AND agent_id = ?`
 		args = append(args, f.AgentID)
@@ -555,7 +570,7 @@ func (g *Governance) CountActive(ctx context.Context, agentID string) (int64, er
 		return 0, err
 	}
 	var n int64
-	if err := g.s.get(ctx, &n, govCountActiveSQL, agentID, rowcodec.ToMillis(g.s.now())); err != nil {
+	if err := g.s.get(ctx, &n, govCountActiveSQL, g.tenant(), agentID, rowcodec.ToMillis(g.s.now())); err != nil {
 		return 0, mapErr(err)
 	}
 	return n, nil
@@ -569,11 +584,11 @@ func (g *Governance) CloseAllForAgent(ctx context.Context, agentID string) (int6
 	var n int64
 	err := g.s.write(ctx, func(tx *wtx) error {
 		var ids []string
-		if err := tx.selectRows(&ids, govCloseAgentSQL+` RETURNING id`, agentID, rowcodec.ToMillis(g.s.now())); err != nil {
+		if err := tx.selectRows(&ids, govCloseAgentSQL+` RETURNING id`, agentID, rowcodec.ToMillis(g.s.now()), g.tenant()); err != nil {
 			return err
 		}
 		n = int64(len(ids))
-		return g.s.core.AuditClosed(tx, agentID, ids...)
+		return g.core.AuditClosed(tx, agentID, ids...)
 	})
 	return n, err
 }
@@ -585,7 +600,7 @@ func (g *Governance) Cleanup(ctx context.Context) (int64, error) {
 		// Lapsed reservations released, sessions holding none removed,
 		// each removal audited (see sqlcore.Store.CleanupGoverned).
 		var err error
-		n, err = g.s.core.CleanupGoverned(tx)
+		n, err = g.core.CleanupGoverned(tx)
 		return err
 	})
 	if err == nil && n > 0 {

@@ -28,7 +28,7 @@ func (g *Governance) Restore(ctx context.Context, req store.RestoreRequest) (int
 			query = govRestoreSkipSQL
 		}
 		for i := range req.Sessions {
-			n, err := restoreSession(tx, query, &req.Sessions[i])
+			n, err := restoreSession(tx, query, g.tenant(), &req.Sessions[i])
 			if err != nil {
 				return err
 			}
@@ -44,8 +44,9 @@ func (g *Governance) Restore(ctx context.Context, req store.RestoreRequest) (int
 
 // restoreSession inserts one validated session with query (govInsertSQL,
 // or govRestoreSkipSQL to leave an existing id alone) and returns the
-// number of rows inserted.
-func restoreSession(tx *wtx, query string, sess *store.Session) (int64, error) {
+// number of rows inserted. The session is written as tenant's (its id is
+// global: another tenant's session under it is a conflict, or skipped).
+func restoreSession(tx *wtx, query, tenant string, sess *store.Session) (int64, error) {
 	anyTool := 0
 	if slices.Contains(sess.AuthorizedTools, store.AnyTool) {
 		anyTool = 1
@@ -56,7 +57,7 @@ func restoreSession(tx *wtx, query string, sess *store.Session) (int64, error) {
 		sess.TimeLimit.Milliseconds(), sess.CallBudget, sess.CallsMade, sess.RateLimit,
 		sess.RateWindow.Milliseconds(), rowcodec.ToMillis(sess.RateWindowStart), sess.RateWindowCalls,
 		string(sess.Sensitivity), string(sess.Status),
-		rowcodec.ToMillis(sess.CreatedAt), rowcodec.ToMillis(sess.ExpiresAt), anyTool)
+		rowcodec.ToMillis(sess.CreatedAt), rowcodec.ToMillis(sess.ExpiresAt), anyTool, tenant)
 	if isUniqueViolation(err) {
 		return 0, &store.ConflictError{Resource: "session", ID: sess.ID, Reason: "id exists"}
 	}

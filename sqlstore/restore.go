@@ -19,8 +19,8 @@ func (s *Store) RestoreRecords(ctx context.Context, fn func(w store.RecordWriter
 		return store.Invalid("fn", "must not be nil")
 	}
 	return s.write(ctx, func(tx *wtx) error {
-		w := s.core.NewRecordWriter(ctx, tx, func(sess store.Session) (bool, error) {
-			n, err := restoreSession(tx, govRestoreSkipSQL, &sess)
+		w := s.core.NewRecordWriter(ctx, tx, func(tenant string, sess store.Session) (bool, error) {
+			n, err := restoreSession(tx, govRestoreSkipSQL, tenant, &sess)
 			return n > 0, err
 		})
 		return fn(w)

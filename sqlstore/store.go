@@ -309,7 +309,7 @@ const healthProbeSQL = `UPDATE ` + versionTable + ` SET tstamp = tstamp
 var errHealthProbe = errors.New("sqlstore: health probe rolled back")
 
 // Governance returns the governed-session facet.
-func (s *Store) Governance() store.Governance { return &Governance{s: s} }
+func (s *Store) Governance() store.Governance { return &Governance{s: s, core: s.core} }
 
 // now reads the injected clock, truncated to the stored precision.
 func (s *Store) now() time.Time { return rowcodec.FromMillis(rowcodec.ToMillis(s.cfg.clock())) }

@@ -15,7 +15,7 @@ func (g *Governance) UseRecords(ctx context.Context, req store.UseRecordsRequest
 	if g.s.closed.Load() {
 		return store.Page[store.UseRecord]{}, store.ErrStoreClosed
 	}
-	return g.s.core.UseRecords(ctx, req)
+	return g.core.UseRecords(ctx, req)
 }
 
 // RecentRefusals returns the latest refused use records of every session
@@ -24,7 +24,7 @@ func (g *Governance) RecentRefusals(ctx context.Context, limit int) ([]store.Use
 	if g.s.closed.Load() {
 		return nil, store.ErrStoreClosed
 	}
-	return g.s.core.RecentRefusals(ctx, limit)
+	return g.core.RecentRefusals(ctx, limit)
 }
 
 // UseOutcomes counts use records by outcome and UTC day (see
@@ -33,5 +33,5 @@ func (g *Governance) UseOutcomes(ctx context.Context, since time.Time) ([]store.
 	if g.s.closed.Load() {
 		return nil, store.ErrStoreClosed
 	}
-	return g.s.core.UseOutcomes(ctx, since)
+	return g.core.UseOutcomes(ctx, since)
 }

@@ -51,13 +51,33 @@ func ValidateTenant(name string) error {
 // other's ids.
 //
 // The facets reachable here are the ones scoped so far; the others are
-// reached through the Store only (default tenant).
+// reached through the Store only (default tenant). The Store's own facets
+// of those scoped read and write the default tenant's rows only.
 type TenantStore interface {
 	// Tenant returns the tenant's name.
 	Tenant() string
 
 	// AgentSessions returns the agent-session facet of the tenant.
 	AgentSessions() AgentSessions
+
+	// Governance returns the governed-session facet of the tenant. Its
+	// ids are global primary keys: another tenant's session is
+	// ErrNotFound through it, but a Create with an id another tenant
+	// holds fails with ErrConflict (let Create choose a random id). The
+	// per-agent cap (CreateRequest.MaxActivePerAgent) counts the tenant's
+	// own sessions of the agent.
+	Governance() Governance
+
+	// Spend returns the spend facet of the tenant: the limits of its
+	// agents (per tenant: another tenant's agent of the same name has
+	// limits of its own) and of its sessions, and their reservations.
+	Spend() Spend
+
+	// Audit returns the audit trail of the tenant: the chains of its
+	// governed sessions and of its agents (an agent's chain is per tenant
+	// and agent). Verify, Heads, List, Checkpoint, Prune and Restore see
+	// the tenant's chains only.
+	Audit() Audit
 
 	// Events follows the event log of one of the tenant's agent sessions
 	// as it commits, as Feed.Events does.
@@ -104,7 +124,18 @@ type Tenanter interface {
 	Tenant(name string) (TenantStore, error)
 
 	// Tenants returns the tenants other than the default that own agent
-	// sessions or app or user state, in byte order: what a maintenance
+	// sessions or app or user state, governed sessions, agent audit
+	// chains or agent spend limits, in byte order: what a maintenance
 	// walk of the Store itself (the default tenant) does not see.
 	Tenants(ctx context.Context) ([]string, error)
+}
+
+// TenantRecordWriter is implemented by a RecordWriter (of both backends of
+// this module) that can write the records of a tenant in the same
+// transaction: an import restores each tenant's records to its tenant.
+type TenantRecordWriter interface {
+	// ForTenant returns the writer of tenant's records; a name that
+	// ValidateTenant refuses (also "") is ErrInvalidInput. The records of
+	// the default tenant are written before any tenant's.
+	ForTenant(tenant string) (RecordWriter, error)
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/store"
@@ -39,11 +37,12 @@ database. When stderr is a terminal (and the document does not go to a
 terminal), a status line shows the section being written and the items and
 bytes written so far.
 
-A database that holds rows of tenants other than the default (see --tenant)
-is refused: the document has no place for tenants yet, and an export that
-left their rows out silently would not be a copy of the store.
---default-tenant-only exports the default tenant's rows alone;
-"sessionctl backup" copies everything.`,
+The document holds the default tenant's rows and then every other
+tenant's, each restored to its tenant by import (format version 6).
+--tenant T exports tenant T's rows alone (governed sessions with their
+spend, agent sessions and audit chains: the facets scoped by tenants so
+far), which import restores to T, or to the tenant its own --tenant names;
+--default-tenant-only exports the default tenant's rows alone.`,
 	examples: []string{
 		"sessionctl export > all.json",
 		"sessionctl export task-7 task-8 --output two.json",
@@ -54,7 +53,7 @@ func runExport(ctx context.Context, g *globals, args []string) error {
 	sp := exportSpec
 	fs := g.newFlags(sp)
 	output := fs.String("output", "", "write to `FILE` instead of stdout (must not exist)")
-	defaultOnly := fs.Bool("default-tenant-only", false, "export the default tenant's rows even when the database holds other tenants' (which are left out)")
+	defaultOnly := fs.Bool("default-tenant-only", false, "export the default tenant's rows alone (other tenants' are left out)")
 	pos, err := g.parse(fs, sp, args)
 	if err != nil {
 		return err
@@ -78,17 +77,19 @@ func runExport(ctx context.Context, g *globals, args []string) error {
 	if len(pos) > 0 {
 		p.show("exporting: checking the ids")
 	}
-	opts := archive.ExportOptions{IDs: pos, Now: g.clock(), Progress: exportStatus(p), Keys: g.keyRing(), DefaultTenantOnly: *defaultOnly}
+	opts := archive.ExportOptions{IDs: pos, Now: g.clock(), Progress: exportStatus(p), Keys: g.keyRing(), DefaultTenantOnly: *defaultOnly,
+		Tenant: g.tenant}
+	st = untenanted(st)
 	if *output == "" {
 		if _, err := archive.Export(ctx, st, rawWriter(g.stdout), opts); err != nil {
-			return g.fail(sp.name, tenantsExplained(err))
+			return g.fail(sp.name, err)
 		}
 		p.clear()
 		return nil
 	}
 	counts, err := archive.ExportFile(ctx, st, *output, opts)
 	if err != nil {
-		return g.fail(sp.name, tenantsExplained(err))
+		return g.fail(sp.name, err)
 	}
 	p.clear()
 	fmt.Fprintf(g.stderr, "exported %s to %s\n", countsText(counts), esc(*output))
@@ -114,20 +115,4 @@ func exportStatus(p *progress) func(archive.ExportProgress) {
 		}
 		p.update(text)
 	}
-}
-
-// tenantsExplained names the tenants of an export refused for them
-// (archive.ErrOtherTenants) and what to do; other errors pass through.
-func tenantsExplained(err error) error {
-	var te *archive.OtherTenantsError
-	if !errors.As(err, &te) {
-		return err
-	}
-	names := make([]string, len(te.Tenants))
-	for i, t := range te.Tenants {
-		names[i] = esc(t)
-	}
-	return fmt.Errorf("the database holds agent sessions or state of %d other tenant(s) (%s), which an export does not carry yet; "+
-		"--default-tenant-only exports the default tenant alone, sessionctl backup copies everything: %w",
-		len(names), strings.Join(names, ", "), err)
 }

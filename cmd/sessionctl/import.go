@@ -72,6 +72,7 @@ func runImport(ctx context.Context, g *globals, args []string) error {
 			return g.fail(sp.name, err)
 		}
 		defer st.Close()
+		st = untenanted(st) // the import names the tenant itself (--tenant)
 	}
 	p := g.startProgress(true)
 	doc := importJSON{DryRun: *dryRun}
@@ -91,7 +92,7 @@ func runImport(ctx context.Context, g *globals, args []string) error {
 		// Throttled like every update: many small files must not redraw
 		// the line for each.
 		p.update(func() string { return label })
-		opts := archive.ImportOptions{SkipExisting: *skip, DryRun: *dryRun, Progress: importStatus(p, label), Keys: g.keyRing()}
+		opts := archive.ImportOptions{SkipExisting: *skip, DryRun: *dryRun, Progress: importStatus(p, label), Keys: g.keyRing(), Tenant: g.tenant}
 		var res archive.ImportResult
 		if name == "-" {
 			p.show("reading stdin")

@@ -86,9 +86,6 @@ func runList(ctx context.Context, g *globals, args []string) error {
 	default:
 		return g.usageErr(sp.name, "--facet must be governed, runtime or conversations, not %q", *facet)
 	}
-	if g.tenant != "" && *facet == facetGoverned { // tenant.go
-		return g.usageErr(sp.name, "--tenant lists runtime sessions or conversations (--facet runtime or conversations): governed sessions are not tenant-scoped yet")
-	}
 	if *facet != facetGoverned && (*agent != "" || *status != "") {
 		return g.usageErr(sp.name, "--agent and --status apply to governed sessions, not %s", *facet)
 	}

@@ -256,7 +256,7 @@ func (g *globals) usage(w io.Writer) {
 	fmt.Fprintln(w, "  --db PATH   database file (default $SESSIONCTL_DB, else ./sessions.db), or a")
 	fmt.Fprintln(w, "              postgres:// URL for PostgreSQL (the store's schema: the first of")
 	fmt.Fprintln(w, "              its search_path, public by default); anywhere on the line")
-	fmt.Fprintln(w, "  --tenant T  work on the sessions of tenant T (default $SESSIONSTORE_TENANT);")
+	fmt.Fprintln(w, "  --tenant T  work on the rows of tenant T (default $SESSIONSTORE_TENANT);")
 	for _, line := range wrapWords("only "+tenantCommandList()+" take it", 64) {
 		fmt.Fprintln(w, "              "+line)
 	}

@@ -3,12 +3,13 @@ package main
 // --tenant (or $SESSIONSTORE_TENANT): the commands that take it work on the
 // rows of that tenant only, through the library's tenant handle
 // (store.Tenanter). The handle scopes agent sessions, conversations,
-// runtime sessions (with their uploads), search and the change feed, so
-// the commands of those facets take it, and serve, whose console then
-// shows that tenant's rows only (console.Options.Tenant); the others
-// (governed sessions, spend, audit, retention, maintenance) refuse the
-// flag (a usage error) rather than show the default tenant's rows under a
-// tenant's name.
+// runtime sessions (with their uploads), search, the change feed,
+// governed sessions, spend and audit, so the commands of those facets take
+// it, export and import (one tenant's rows: archive.ExportOptions.Tenant,
+// ImportOptions.Tenant), and serve, whose console then shows that
+// tenant's rows only (console.Options.Tenant); the others (retention and
+// maintenance) refuse the flag (a usage error) rather than show the
+// default tenant's rows under a tenant's name.
 
 import (
 	"context"
@@ -23,7 +24,8 @@ import (
 
 // tenantCommands are the commands that work through a tenant handle.
 var tenantCommands = []string{"agents", "history", "fork", "rewind", "list", "messages", "artifacts", "traces",
-	"runs", "reports", "uploads", "delete", "search", "serve"}
+	"runs", "reports", "uploads", "delete", "search", "create", "use", "close", "close-agent",
+	"reserve", "settle", "release", "limits", "audit", "export", "import", "serve"}
 
 // tenantCommandList names tenantCommands for help and errors.
 func tenantCommandList() string {
@@ -91,6 +93,18 @@ func tenantStore(st cliStore, tenant string) (cliStore, error) {
 }
 
 func (t *tenantCLI) AgentSessions() store.AgentSessions { return t.ts.AgentSessions() }
+func (t *tenantCLI) Governance() store.Governance       { return t.ts.Governance() }
+func (t *tenantCLI) Spend() store.Spend                 { return t.ts.Spend() }
+func (t *tenantCLI) Audit() store.Audit                 { return t.ts.Audit() }
+
+// untenanted returns the store under a tenant's wrapper, for the commands
+// that name the tenant to the library themselves (export, import).
+func untenanted(st cliStore) cliStore {
+	if t, ok := st.(*tenantCLI); ok {
+		return t.cliStore
+	}
+	return st
+}
 
 func (t *tenantCLI) Conversations() store.Conversations { return t.ts.Conversations() }
 

@@ -76,9 +76,8 @@ func testTenantFlag(t *testing.T, newTestEnv envMaker) {
 	// Commands that are not tenant-scoped, and malformed names, are usage
 	// errors that open nothing.
 	for _, args := range [][]string{
-		{"list", "--tenant", "acme"},
 		{"stats", "--tenant", "acme"},
-		{"export", "--tenant", "acme"},
+		{"cleanup", "--tenant", "acme"},
 		{"agents", "--tenant", "no spaces"},
 		{"agents", "--tenant", "-x"},
 	} {
@@ -87,17 +86,22 @@ func testTenantFlag(t *testing.T, newTestEnv envMaker) {
 			t.Errorf("sessionctl %s: stderr %q", strings.Join(args, " "), r.stderr)
 		}
 	}
-	// A whole export of a database with other tenants' rows is refused
-	// (the format has no tenants yet) rather than leave them out silently;
-	// --default-tenant-only exports the default tenant's rows alone.
-	r := e.run("export").want(t, exitError)
-	if r.stdout != "" || !strings.Contains(r.stderr, "acme") || !strings.Contains(r.stderr, "--default-tenant-only") {
-		t.Errorf("export with another tenant's rows: stdout %q, stderr %q", r.stdout, r.stderr)
+	// A whole export carries every tenant's rows, each in its tenant's
+	// part; --tenant exports the tenant's alone, --default-tenant-only the
+	// default tenant's alone.
+	doc := e.run("export").want(t, 0).stdout
+	if !strings.Contains(doc, `said\":\"default`) || !strings.Contains(doc, `"tenant": "acme"`) || !strings.Contains(doc, `\"acme\"`) {
+		t.Errorf("export of a database with tenant acme: %s", doc)
 	}
-	doc := e.run("export", "--default-tenant-only").want(t, 0).stdout
+	doc = e.run("export", "--tenant", "acme").want(t, 0).stdout
+	if !strings.Contains(doc, `\"acme\"`) || strings.Contains(doc, `default`) {
+		t.Errorf("export --tenant acme: tenant acme's session alone expected, got %s", doc)
+	}
+	doc = e.run("export", "--default-tenant-only").want(t, 0).stdout
 	if !strings.Contains(doc, `said\":\"default`) || strings.Contains(doc, "acme") {
 		t.Errorf("export --default-tenant-only: the default tenant's session alone expected, got %s", doc)
 	}
+	testTenantGovernanceCommands(t, e)
 
 	testTenantConversations(t, e)
 
@@ -228,11 +232,53 @@ func testServeTenant(t *testing.T, e *testEnv) {
 	if code != 200 || !strings.Contains(body, "acme") || strings.Contains(body, "default") {
 		t.Errorf("session page of tenant acme: %d\n%s", code, body)
 	}
-	if code, _ := getBody("/governed"); code != http.StatusNotFound {
-		t.Errorf("/governed in a tenant's console: %d, want 404", code)
+	if code, body := getBody("/governed"); code != http.StatusOK || strings.Contains(body, "gov-default") {
+		t.Errorf("/governed in a tenant's console: %d, want the tenant's governed sessions only:\n%s", code, body)
+	}
+	if code, _ := getBody("/conversations"); code != http.StatusNotFound {
+		t.Errorf("/conversations in a tenant's console: %d, want 404", code)
 	}
 	cancel()
 	if code := <-done; code != exitOK {
 		t.Fatalf("serve exited %d: %s", code, errb.String())
 	}
+}
+
+// testTenantGovernanceCommands: create, use, close, the spend commands
+// and audit under --tenant act on the tenant's governed sessions only; an
+// id of the default tenant is not found under --tenant, and the agent's
+// cap counts the tenant's own sessions.
+func testTenantGovernanceCommands(t *testing.T, e *testEnv) {
+	e.run("create", "--id", "gov-default", "--agent", "bot", "--tool", "search", "--budget", "5", "--max-active", "1").want(t, 0)
+	e.run("create", "--id", "gov-acme", "--agent", "bot", "--tool", "search", "--budget", "5", "--max-active", "1", "--tenant", "acme").want(t, 0)
+	e.run("use", "gov-acme", "--tool", "search", "--tenant", "acme").want(t, 0)
+	e.run("use", "gov-default", "--tool", "search", "--tenant", "acme").want(t, exitNotFound)
+	e.run("use", "gov-acme", "--tool", "search").want(t, exitNotFound)
+	e.run("limits", "bot", "--limit", "input=10/day", "--tenant", "acme").want(t, 0)
+	e.run("reserve", "gov-acme", "--request-id", "r1", "--input-tokens", "3", "--tenant", "acme").want(t, 0)
+	e.run("reserve", "gov-default", "--input-tokens", "3", "--tenant", "acme").want(t, exitNotFound)
+	if out := e.run("limits", "bot", "--json").want(t, 0).stdout; strings.Contains(out, `"limit":10`) || strings.Contains(out, `"limit": 10`) {
+		t.Errorf("the default tenant's agent bot has tenant acme's limit:\n%s", out)
+	}
+	if out := e.run("limits", "bot", "--tenant", "acme", "--json").want(t, 0).stdout; !strings.Contains(out, "10") {
+		t.Errorf("limits --tenant acme:\n%s", out)
+	}
+	trail := e.run("audit", "list", "--tenant", "acme", "--json").want(t, 0).stdout
+	if !strings.Contains(trail, "gov-acme") || strings.Contains(trail, "gov-default") {
+		t.Errorf("audit list --tenant acme:\n%s", trail)
+	}
+	trail = e.run("audit", "list", "--json").want(t, 0).stdout
+	if strings.Contains(trail, "gov-acme") || !strings.Contains(trail, "gov-default") {
+		t.Errorf("audit list of the default tenant:\n%s", trail)
+	}
+	e.run("audit", "verify", "--tenant", "acme").want(t, 0)
+	if out := e.run("list", "--tenant", "acme").want(t, 0).stdout; !strings.Contains(out, "gov-acme") || strings.Contains(out, "gov-default") {
+		t.Errorf("list --tenant acme:\n%s", out)
+	}
+	if out := e.run("list").want(t, 0).stdout; strings.Contains(out, "gov-acme") || !strings.Contains(out, "gov-default") {
+		t.Errorf("list of the default tenant:\n%s", out)
+	}
+	e.run("close", "gov-acme", "--tenant", "acme").want(t, 0)
+	e.run("close", "gov-default", "--tenant", "acme").want(t, exitNotFound)
+	e.run("close", "gov-default").want(t, 0)
 }

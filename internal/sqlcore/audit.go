@@ -117,41 +117,44 @@ func snakeCase(name string) string {
 
 const (
 	auditInsertSQL = `INSERT INTO audit_events
-		(agent_id, chain, seq, at_us, kind, outcome, session_id, request_id, detail, prev_hash, hash)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		(agent_id, chain, seq, at_us, kind, outcome, session_id, request_id, detail, prev_hash, hash, tenant)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	auditColumns = `agent_id, chain, seq, at_us, kind, outcome, session_id, request_id, detail, prev_hash, hash`
 	// auditAgentHeadsSQL, auditSessionHeadsSQL and auditFinalHeadsSQL are
 	// the three sources of chain heads: the agents' chains, the chains of
 	// the sessions still there, and the final heads of removed sessions,
 	// recorded in their agent's chain (read in Go from the details).
-	auditAgentHeadsSQL   = `SELECT agent_id, seq, hash FROM audit_heads ORDER BY agent_id`
-	auditSessionHeadsSQL = `SELECT agent_id, id, audit_seq, audit_hash FROM governed_sessions WHERE audit_seq > 0`
+	// Every statement names the tenant (the last parameter): an agent's
+	// chain is the chain of (tenant, agent), and a tenant's store reads
+	// and writes only its own chains.
+	auditAgentHeadsSQL   = `SELECT agent_id, seq, hash FROM audit_heads WHERE tenant = ? ORDER BY agent_id`
+	auditSessionHeadsSQL = `SELECT agent_id, id, audit_seq, audit_hash FROM governed_sessions WHERE audit_seq > 0 AND tenant = ?`
 	auditFinalHeadsSQL   = `SELECT agent_id, session_id, detail FROM audit_events
-		WHERE chain = '' AND kind = 'cleanup' AND detail LIKE '%"final_seq"%'`
-	auditAllSQL    = `SELECT ` + auditColumns + ` FROM audit_events ORDER BY agent_id, chain, seq`
-	auditAgentSQL  = `SELECT ` + auditColumns + ` FROM audit_events WHERE agent_id = ? AND chain = '' AND seq <= ? ORDER BY seq`
-	auditHeadOfSQL = `SELECT agent_id, seq, hash FROM audit_heads WHERE agent_id = ?`
+		WHERE chain = '' AND kind = 'cleanup' AND detail LIKE '%"final_seq"%' AND tenant = ?`
+	auditAllSQL    = `SELECT ` + auditColumns + ` FROM audit_events WHERE tenant = ? ORDER BY agent_id, chain, seq`
+	auditAgentSQL  = `SELECT ` + auditColumns + ` FROM audit_events WHERE agent_id = ? AND chain = '' AND seq <= ? AND tenant = ? ORDER BY seq`
+	auditHeadOfSQL = `SELECT agent_id, seq, hash FROM audit_heads WHERE agent_id = ? AND tenant = ?`
 	// auditCheckpointSQL finds the newest checkpoint of an agent's chain
 	// made before a time, walking the chain backwards on its primary key.
 	auditCheckpointSQL = `SELECT seq FROM audit_events
-		WHERE agent_id = ? AND chain = '' AND kind = 'checkpoint' AND at_us < ? ORDER BY seq DESC LIMIT 1`
-	auditFirstSQL     = `SELECT seq FROM audit_events WHERE agent_id = ? AND chain = '' ORDER BY seq LIMIT 1`
-	auditPruneSQL     = `DELETE FROM audit_events WHERE agent_id = ? AND chain = '' AND seq < ?`
-	auditAgentsSQL    = `SELECT agent_id FROM audit_heads ORDER BY agent_id`
-	auditHasChainSQL  = `SELECT count(*) FROM audit_heads WHERE agent_id = ?`
-	auditHasEventsSQL = `SELECT count(*) FROM audit_events WHERE agent_id = ? AND chain = ?`
-	auditPutHeadSQL   = `INSERT INTO audit_heads (agent_id, seq, prev_hash, hash) VALUES (?, ?, ?, ?)`
+		WHERE agent_id = ? AND chain = '' AND kind = 'checkpoint' AND at_us < ? AND tenant = ? ORDER BY seq DESC LIMIT 1`
+	auditFirstSQL     = `SELECT seq FROM audit_events WHERE agent_id = ? AND chain = '' AND tenant = ? ORDER BY seq LIMIT 1`
+	auditPruneSQL     = `DELETE FROM audit_events WHERE agent_id = ? AND chain = '' AND seq < ? AND tenant = ?`
+	auditAgentsSQL    = `SELECT agent_id FROM audit_heads WHERE tenant = ? ORDER BY agent_id`
+	auditHasChainSQL  = `SELECT count(*) FROM audit_heads WHERE agent_id = ? AND tenant = ?`
+	auditHasEventsSQL = `SELECT count(*) FROM audit_events WHERE agent_id = ? AND chain = ? AND tenant = ?`
+	auditPutHeadSQL   = `INSERT INTO audit_heads (agent_id, seq, prev_hash, hash, tenant) VALUES (?, ?, ?, ?, ?)`
 	// auditPutSessionHeadSQL sets a restored session chain's head in its
 	// session's row (when the session is there).
 	auditPutSessionHeadSQL = `UPDATE governed_sessions SET audit_seq = ?, audit_prev = ?, audit_hash = ?
-		WHERE id = ? AND agent_id = ?`
+		WHERE id = ? AND agent_id = ? AND tenant = ?`
 	// auditLastOfSQL is the last event of a chain: a session created with
 	// the id of a removed one continues that session's chain.
 	auditLastOfSQL = `SELECT seq, prev_hash, hash FROM audit_events
-		WHERE agent_id = ? AND chain = ? ORDER BY seq DESC LIMIT 1`
+		WHERE agent_id = ? AND chain = ? AND tenant = ? ORDER BY seq DESC LIMIT 1`
 	auditRemovalsOfSQL = `SELECT count(*) FROM audit_events
-		WHERE agent_id = ? AND chain = '' AND kind = 'cleanup' AND session_id = ?`
-	auditContinueSQL = `UPDATE governed_sessions SET audit_seq = ?, audit_prev = ?, audit_hash = ? WHERE id = ?`
+		WHERE agent_id = ? AND chain = '' AND kind = 'cleanup' AND session_id = ? AND tenant = ?`
+	auditContinueSQL = `UPDATE governed_sessions SET audit_seq = ?, audit_prev = ?, audit_hash = ? WHERE id = ? AND tenant = ?`
 )
 
 // SessionChained reports whether an event of kind about a governed session
@@ -172,13 +175,14 @@ func SessionChained(kind store.AuditKind) bool {
 }
 
 // auditHeadSQL spells the agent head's upsert for d: it takes the next
-// sequence number of the chain of agent ?1, computes the new hash from the
-// old head (or the zero hash) and the payload ?2, and returns the new head.
+// sequence number of the chain of agent ?1 of tenant ?3, computes the new
+// hash from the old head (or the zero hash) and the payload ?2, and
+// returns the new head.
 func auditHeadSQL(d *Dialect) string {
 	zero := "'" + rowcodec.AuditZeroHash + "'"
-	return `INSERT INTO audit_heads (agent_id, seq, prev_hash, hash)
-		VALUES (?1, 1, ` + zero + `, ` + d.AuditChain(zero, "1", "?1", "?2") + `)
-		ON CONFLICT (agent_id) DO UPDATE SET seq = audit_heads.seq + 1, prev_hash = audit_heads.hash,
+	return `INSERT INTO audit_heads (agent_id, seq, prev_hash, hash, tenant)
+		VALUES (?1, 1, ` + zero + `, ` + d.AuditChain(zero, "1", "?1", "?2") + `, ?3)
+		ON CONFLICT (tenant, agent_id) DO UPDATE SET seq = audit_heads.seq + 1, prev_hash = audit_heads.hash,
 		hash = ` + d.AuditChain("audit_heads.hash", "audit_heads.seq + 1", "audit_heads.agent_id", "?2") + `
 		RETURNING seq, prev_hash, hash`
 }
@@ -198,9 +202,9 @@ func AuditHeadSet(d *Dialect, payload string) string {
 const AuditHeadColumns = `audit_seq, audit_prev, audit_hash`
 
 // auditSessionHeadSQL advances the head of session ?1's chain by an event
-// with payload ?2 and returns it (no row: no such session).
+// with payload ?2 and returns it (no row: no such session of tenant ?3).
 func auditSessionHeadSQL(d *Dialect) string {
-	return `UPDATE governed_sessions SET ` + AuditHeadSet(d, "?2") + ` WHERE id = ?1 RETURNING agent_id, ` + AuditHeadColumns
+	return `UPDATE governed_sessions SET ` + AuditHeadSet(d, "?2") + ` WHERE id = ?1 AND tenant = ?3 RETURNING agent_id, ` + AuditHeadColumns
 }
 
 // AppendAudit appends rec at atUS (UTC unix microseconds) inside the
@@ -218,9 +222,9 @@ func (s *Store) AppendAudit(tx Tx, atUS int64, rec AuditRecord) error {
 	var seq int64
 	var agent, prev, hash string
 	if rec.SessionID != "" && SessionChained(rec.Kind) {
-		err := tx.Scan(s.q.auditSessionHead, []any{rec.SessionID, payload}, &agent, &seq, &prev, &hash)
+		err := tx.Scan(s.q.auditSessionHead, []any{rec.SessionID, payload, s.tenant}, &agent, &seq, &prev, &hash)
 		if err == nil {
-			return InsertAuditEvent(tx, AuditChained{AgentID: agent, Chain: rec.SessionID, Seq: seq, AtUS: atUS,
+			return InsertAuditEvent(tx, AuditChained{Tenant: s.tenant, AgentID: agent, Chain: rec.SessionID, Seq: seq, AtUS: atUS,
 				PrevHash: prev, Hash: hash}, rec, detail)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
@@ -228,15 +232,17 @@ func (s *Store) AppendAudit(tx Tx, atUS int64, rec AuditRecord) error {
 		}
 		// The session is not there: the decision goes to its agent's chain.
 	}
-	if err := tx.Scan(s.q.auditHead, []any{rec.AgentID, payload}, &seq, &prev, &hash); err != nil {
+	if err := tx.Scan(s.q.auditHead, []any{rec.AgentID, payload, s.tenant}, &seq, &prev, &hash); err != nil {
 		return err
 	}
-	return InsertAuditEvent(tx, AuditChained{AgentID: rec.AgentID, Seq: seq, AtUS: atUS, PrevHash: prev, Hash: hash}, rec, detail)
+	return InsertAuditEvent(tx, AuditChained{Tenant: s.tenant, AgentID: rec.AgentID, Seq: seq, AtUS: atUS, PrevHash: prev, Hash: hash}, rec, detail)
 }
 
 // AuditChained is where an event sits in its chain, as the head's update
 // returned it.
 type AuditChained struct {
+	// Tenant is the tenant whose chain it is ("" for the default).
+	Tenant  string
 	AgentID string
 	// Chain is the session id of a session chain, "" for the agent's.
 	Chain    string
@@ -250,25 +256,26 @@ type AuditChained struct {
 // at its place c, for a backend whose own statement advanced the head.
 func InsertAuditEvent(tx Tx, c AuditChained, rec AuditRecord, detail string) error {
 	_, err := tx.Exec(auditInsertSQL, c.AgentID, c.Chain, c.Seq, c.AtUS, string(rec.Kind), rec.Outcome,
-		rec.SessionID, rec.RequestID, detail, c.PrevHash, c.Hash)
+		rec.SessionID, rec.RequestID, detail, c.PrevHash, c.Hash, c.Tenant)
 	return err
 }
 
 // ContinueSessionChain gives a session just created the head of an
 // earlier session's chain with the same agent and id, if one was left (a
 // removed session whose events are kept), so that its events continue
-// that chain instead of colliding with it.
-func ContinueSessionChain(tx Tx, agentID, sessionID string) error {
+// that chain instead of colliding with it. The chain is tenant's, as the
+// session is.
+func ContinueSessionChain(tx Tx, tenant, agentID, sessionID string) error {
 	var seq int64
 	var prev, hash string
-	err := tx.Scan(auditLastOfSQL, []any{agentID, sessionID}, &seq, &prev, &hash)
+	err := tx.Scan(auditLastOfSQL, []any{agentID, sessionID, tenant}, &seq, &prev, &hash)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(auditContinueSQL, seq, prev, hash, sessionID)
+	_, err = tx.Exec(auditContinueSQL, seq, prev, hash, sessionID, tenant)
 	return err
 }
 
@@ -290,13 +297,14 @@ func AuditPayload(atUS int64, rec AuditRecord) (payload []byte, detail string, e
 // databases whose WITH may hold data-modifying statements (PostgreSQL).
 // The event is kind, outcome "ok", session sessionParam, at atParam (UTC
 // unix microseconds), with the detail parameter (see AuditPayload);
-// request id empty. The wrapped statement returns the columns returning;
-// when it updates nothing, it appends nothing.
-func AuditedUpdateSQL(update, returning string, kind store.AuditKind, atParam, sessionParam, detailParam string) string {
+// request id empty, of tenant tenantParam (the session's). The wrapped
+// statement returns the columns returning; when it updates nothing, it
+// appends nothing.
+func AuditedUpdateSQL(update, returning string, kind store.AuditKind, atParam, sessionParam, detailParam, tenantParam string) string {
 	return `WITH u AS (` + update + `),
-	e AS (INSERT INTO audit_events (` + auditColumns + `)
+	e AS (INSERT INTO audit_events (` + auditColumns + `, tenant)
 		SELECT u.agent_id, ` + sessionParam + `, u.audit_seq, ` + atParam + `, '` + string(kind) + `', 'ok', ` + sessionParam + `, '', ` +
-		detailParam + `, u.audit_prev, u.audit_hash FROM u)
+		detailParam + `, u.audit_prev, u.audit_hash, ` + tenantParam + ` FROM u)
 	SELECT ` + returning + ` FROM u`
 }
 
@@ -365,8 +373,8 @@ func (a *AuditFacet) List(ctx context.Context, f store.AuditFilter) (store.Page[
 	if err != nil {
 		return store.Page[store.AuditEvent]{}, err
 	}
-	var conds []string
-	var args []any
+	conds := []string{`tenant = ?`}
+	args := []any{a.s.tenant}
 	if f.After != "" {
 		agent, chain, seq, ok := parseAuditCursor(f.After)
 		if !ok {
@@ -397,10 +405,7 @@ func (a *AuditFacet) List(ctx context.Context, f store.AuditFilter) (store.Page[
 	if !f.Until.IsZero() {
 		add(`at_us < ?`, rowcodec.ToMicros(f.Until))
 	}
-	query := `SELECT ` + auditColumns + ` FROM audit_events`
-	if len(conds) > 0 {
-		query += ` WHERE ` + strings.Join(conds, ` AND `)
-	}
+	query := `SELECT ` + auditColumns + ` FROM audit_events WHERE ` + strings.Join(conds, ` AND `)
 	query += ` ORDER BY agent_id, chain, seq LIMIT ?`
 	args = append(args, int64(f.Limit+1))
 	page := store.Page[store.AuditEvent]{Items: []store.AuditEvent{}}
@@ -460,11 +465,13 @@ type finalHead struct {
 // auditHeads reads every chain's head, in (agent, chain) order: the
 // agents' chains, the chains of the sessions there, and the final heads
 // of removed sessions (from their agents' chains) whose sessions are not
-// there any more. final marks the last kind.
-func auditHeads(query queryFunc) (heads []store.AuditHead, final map[[2]string]bool, err error) {
+// there any more. final marks the last kind. Only tenant's chains are
+// read.
+func auditHeads(query queryFunc, tenant string) (heads []store.AuditHead, final map[[2]string]bool, err error) {
+	args := []any{tenant}
 	heads = []store.AuditHead{}
 	final = map[[2]string]bool{}
-	if err := query(auditAgentHeadsSQL, nil, func(r Rows) error {
+	if err := query(auditAgentHeadsSQL, args, func(r Rows) error {
 		var h store.AuditHead
 		if err := r.Scan(&h.AgentID, &h.Seq, &h.Hash); err != nil {
 			return err
@@ -475,7 +482,7 @@ func auditHeads(query queryFunc) (heads []store.AuditHead, final map[[2]string]b
 		return nil, nil, err
 	}
 	live := map[[2]string]bool{}
-	if err := query(auditSessionHeadsSQL, nil, func(r Rows) error {
+	if err := query(auditSessionHeadsSQL, args, func(r Rows) error {
 		var h store.AuditHead
 		if err := r.Scan(&h.AgentID, &h.Chain, &h.Seq, &h.Hash); err != nil {
 			return err
@@ -487,7 +494,7 @@ func auditHeads(query queryFunc) (heads []store.AuditHead, final map[[2]string]b
 		return nil, nil, err
 	}
 	last := map[[2]string]int{}
-	if err := query(auditFinalHeadsSQL, nil, func(r Rows) error {
+	if err := query(auditFinalHeadsSQL, args, func(r Rows) error {
 		var agent, session, detail string
 		if err := r.Scan(&agent, &session, &detail); err != nil {
 			return err
@@ -529,7 +536,7 @@ func compareChain(agentX, chainX, agentY, chainY string) int {
 func (a *AuditFacet) Heads(ctx context.Context) ([]store.AuditHead, error) {
 	heads, _, err := auditHeads(func(query string, args []any, fn func(Rows) error) error {
 		return a.s.db.Query(ctx, query, args, fn)
-	})
+	}, a.s.tenant)
 	return heads, err
 }
 
@@ -629,7 +636,7 @@ func (a *AuditFacet) Verify(ctx context.Context) (store.AuditReport, error) {
 	var rep store.AuditReport
 	err := a.s.readTx(ctx, func(tx Tx) error {
 		rep = store.AuditReport{Problems: []store.AuditProblem{}}
-		heads, final, err := auditHeads(tx.Query)
+		heads, final, err := auditHeads(tx.Query, a.s.tenant)
 		if err != nil {
 			return err
 		}
@@ -659,7 +666,7 @@ func (a *AuditFacet) Verify(ctx context.Context) (store.AuditReport, error) {
 			}
 			return &chainCheck{agent: agent, chain: chain}
 		}
-		err = tx.Query(auditAllSQL, nil, func(r Rows) error {
+		err = tx.Query(auditAllSQL, []any{a.s.tenant}, func(r Rows) error {
 			var row auditRow
 			if err := r.Scan(row.dest()...); err != nil {
 				return err
@@ -714,7 +721,7 @@ func (a *AuditFacet) Checkpoint(ctx context.Context, agentID string) (int64, err
 	var n int64
 	err := a.s.write(ctx, func(tx Tx) error {
 		n = 0
-		agents, err := chainsOf(tx, agentID)
+		agents, err := chainsOf(tx, a.s.tenant, agentID)
 		if err != nil {
 			return err
 		}
@@ -730,18 +737,18 @@ func (a *AuditFacet) Checkpoint(ctx context.Context, agentID string) (int64, err
 	return n, err
 }
 
-// chainsOf returns the agents of every chain, or agent's alone if it has
-// one, in agent order.
-func chainsOf(tx Tx, agent string) ([]string, error) {
+// chainsOf returns the agents of every chain of tenant, or agent's alone
+// if it has one, in agent order.
+func chainsOf(tx Tx, tenant, agent string) ([]string, error) {
 	if agent != "" {
 		var n int64
-		if err := tx.Get(&n, auditHasChainSQL, agent); err != nil || n == 0 {
+		if err := tx.Get(&n, auditHasChainSQL, agent, tenant); err != nil || n == 0 {
 			return nil, err
 		}
 		return []string{agent}, nil
 	}
 	var agents []string
-	err := tx.Select(&agents, auditAgentsSQL)
+	err := tx.Select(&agents, auditAgentsSQL, tenant)
 	return agents, err
 }
 
@@ -759,12 +766,12 @@ func (a *AuditFacet) Prune(ctx context.Context, req store.AuditPruneRequest) (in
 	var removed int64
 	err := a.s.write(ctx, func(tx Tx) error {
 		removed = 0
-		agents, err := chainsOf(tx, req.AgentID)
+		agents, err := chainsOf(tx, a.s.tenant, req.AgentID)
 		if err != nil {
 			return err
 		}
 		for _, agent := range agents {
-			n, err := pruneChain(tx, agent, req.Before)
+			n, err := pruneChain(tx, a.s.tenant, agent, req.Before)
 			if err != nil {
 				return err
 			}
@@ -779,26 +786,26 @@ func (a *AuditFacet) Prune(ctx context.Context, req store.AuditPruneRequest) (in
 }
 
 // pruneChain cuts one chain at its newest checkpoint before before, after
-// checking that the events it removes verify.
-func pruneChain(tx Tx, agent string, before time.Time) (int64, error) {
+// checking that the events it removes verify (a chain of tenant).
+func pruneChain(tx Tx, tenant, agent string, before time.Time) (int64, error) {
 	var cut, first int64
-	if err := tx.Get(&cut, auditCheckpointSQL, agent, rowcodec.ToMicros(before)); errors.Is(err, sql.ErrNoRows) {
+	if err := tx.Get(&cut, auditCheckpointSQL, agent, rowcodec.ToMicros(before), tenant); errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	} else if err != nil {
 		return 0, err
 	}
-	if err := tx.Get(&first, auditFirstSQL, agent); err != nil {
+	if err := tx.Get(&first, auditFirstSQL, agent, tenant); err != nil {
 		return 0, err
 	}
 	if cut <= first {
 		return 0, nil
 	}
 	head := &store.AuditHead{}
-	if err := tx.Scan(auditHeadOfSQL, []any{agent}, &head.AgentID, &head.Seq, &head.Hash); err != nil {
+	if err := tx.Scan(auditHeadOfSQL, []any{agent, tenant}, &head.AgentID, &head.Seq, &head.Hash); err != nil {
 		return 0, err
 	}
 	c := &chainCheck{agent: agent, head: head}
-	if err := tx.Query(auditAgentSQL, []any{agent, cut}, func(r Rows) error {
+	if err := tx.Query(auditAgentSQL, []any{agent, cut, tenant}, func(r Rows) error {
 		var row auditRow
 		if err := r.Scan(row.dest()...); err != nil {
 			return err
@@ -812,7 +819,7 @@ func pruneChain(tx Tx, agent string, before time.Time) (int64, error) {
 		return 0, fmt.Errorf("%w: audit chain of agent %q does not verify at event %d (%s): not pruned",
 			store.ErrCorrupt, agent, c.problem.Seq, c.problem.Reason)
 	}
-	res, err := tx.Exec(auditPruneSQL, agent, cut)
+	res, err := tx.Exec(auditPruneSQL, agent, cut, tenant)
 	if err != nil {
 		return 0, err
 	}
@@ -829,7 +836,7 @@ func (a *AuditFacet) Restore(ctx context.Context, req store.AuditRestoreRequest)
 	err = a.s.write(ctx, func(tx Tx) error {
 		n = 0
 		for _, c := range chains {
-			ok, err := putChain(tx, c)
+			ok, err := putChain(tx, a.s.tenant, c)
 			if err != nil {
 				return err
 			}
@@ -853,14 +860,15 @@ func (a *AuditFacet) Restore(ctx context.Context, req store.AuditRestoreRequest)
 // nothing) when the chain exists (has a head or events). A session
 // chain's head goes into its session's row when the session is there;
 // a removed session's head is the final head its agent's chain records.
-func putChain(tx Tx, c restoreChain) (bool, error) {
+// The chain is written as tenant's.
+func putChain(tx Tx, tenant string, c restoreChain) (bool, error) {
 	var heads, events int64
 	if c.head.Chain == "" {
-		if err := tx.Get(&heads, auditHasChainSQL, c.head.AgentID); err != nil {
+		if err := tx.Get(&heads, auditHasChainSQL, c.head.AgentID, tenant); err != nil {
 			return false, err
 		}
 	}
-	if err := tx.Get(&events, auditHasEventsSQL, c.head.AgentID, c.head.Chain); err != nil {
+	if err := tx.Get(&events, auditHasEventsSQL, c.head.AgentID, c.head.Chain, tenant); err != nil {
 		return false, err
 	}
 	if heads+events > 0 {
@@ -868,7 +876,7 @@ func putChain(tx Tx, c restoreChain) (bool, error) {
 	}
 	for _, e := range c.events {
 		if _, err := tx.Exec(auditInsertSQL, e.AgentID, e.Chain, e.Seq, e.AtUS, e.Kind, e.Outcome,
-			e.SessionID, e.RequestID, e.Detail, e.PrevHash, e.Hash); err != nil {
+			e.SessionID, e.RequestID, e.Detail, e.PrevHash, e.Hash, tenant); err != nil {
 			return false, err
 		}
 	}
@@ -877,7 +885,7 @@ func putChain(tx Tx, c restoreChain) (bool, error) {
 		prev = c.events[len(c.events)-1].PrevHash
 	}
 	if c.head.Chain != "" {
-		res, err := tx.Exec(auditPutSessionHeadSQL, c.head.Seq, prev, c.head.Hash, c.head.Chain, c.head.AgentID)
+		res, err := tx.Exec(auditPutSessionHeadSQL, c.head.Seq, prev, c.head.Hash, c.head.Chain, c.head.AgentID, tenant)
 		if err != nil {
 			return false, err
 		}
@@ -887,7 +895,7 @@ func putChain(tx Tx, c restoreChain) (bool, error) {
 		// No session to hold the head: its agent's chain must record its
 		// removal (restored before it: agent chains come first).
 		var removals int64
-		if err := tx.Get(&removals, auditRemovalsOfSQL, c.head.AgentID, c.head.Chain); err != nil {
+		if err := tx.Get(&removals, auditRemovalsOfSQL, c.head.AgentID, c.head.Chain, tenant); err != nil {
 			return false, err
 		}
 		if removals == 0 {
@@ -895,7 +903,7 @@ func putChain(tx Tx, c restoreChain) (bool, error) {
 		}
 		return true, nil
 	}
-	if _, err := tx.Exec(auditPutHeadSQL, c.head.AgentID, c.head.Seq, prev, c.head.Hash); err != nil {
+	if _, err := tx.Exec(auditPutHeadSQL, c.head.AgentID, c.head.Seq, prev, c.head.Hash, tenant); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -915,7 +923,7 @@ func (w *recordWriter) PutAuditChain(head store.AuditHead, events []store.AuditE
 	if err != nil {
 		return false, err
 	}
-	return putChain(w.tx, chains[0])
+	return putChain(w.tx, w.s.tenant, chains[0])
 }
 
 type restoreChain struct {

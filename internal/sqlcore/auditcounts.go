@@ -13,8 +13,11 @@ import (
 // Unix epoch, by integer division of the stored UTC microseconds: no time
 // zone of the database session takes part), kind and outcome. The index
 // audit_events_at (at_us, kind, outcome) covers it: the range is one index
-// scan, without reading the events' rows.
-var auditCountsSQL = `SELECT at_us / ` + strconv.FormatInt(usPerDay, 10) + ` AS day, kind, outcome, count(*) FROM audit_events`
+// scan, without reading the events' rows (on SQLite the index holds the
+// primary key, tenant first, so the tenant's filter is covered too).
+// Only the store's tenant's events are counted.
+var auditCountsSQL = `SELECT at_us / ` + strconv.FormatInt(usPerDay, 10) + ` AS day, kind, outcome, count(*) FROM audit_events
+	WHERE tenant = ?`
 
 // usPerDay is one UTC day in microseconds.
 const usPerDay int64 = 86_400_000_000
@@ -23,9 +26,9 @@ const usPerDay int64 = 86_400_000_000
 // (see store.AuditCounter).
 func (a *AuditFacet) DecisionCounts(ctx context.Context, since time.Time) ([]store.AuditDayCount, error) {
 	query := auditCountsSQL
-	var args []any
+	args := []any{a.s.tenant}
 	if !since.IsZero() {
-		query += ` WHERE at_us >= ?`
+		query += ` AND at_us >= ?`
 		args = append(args, rowcodec.ToMicros(since))
 	}
 	query += ` GROUP BY day, kind, outcome ORDER BY day, kind, outcome`

@@ -41,17 +41,19 @@ const (
 	// empty ('{}', sealed in an encrypting store) and data_key names its
 	// data key ('' = plaintext).
 	asRestoreSQL = `INSERT INTO agent_sessions
-		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms, initial_state, data_key)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, app, user_id, session_id) WHERE retired = 0 DO NOTHING RETURNING pk`
-	stAppRestoreSQL     = `INSERT INTO agent_app_state (app, key, value) VALUES (?, ?, ?) ON CONFLICT (tenant, app, key) DO NOTHING`
-	stAppValueSQL       = `SELECT value FROM agent_app_state WHERE app = ? AND key = ? AND tenant = ''`
-	stUserRestoreSQL    = `INSERT INTO agent_user_state (app, user_id, key, value) VALUES (?, ?, ?, ?) ON CONFLICT (tenant, app, user_id, key) DO NOTHING`
-	stUserValueSQL      = `SELECT value FROM agent_user_state WHERE app = ? AND user_id = ? AND key = ? AND tenant = ''`
-	stSessionRestoreSQL = `INSERT INTO agent_session_state (session_pk, key, value) VALUES (?, ?, ?)`
+		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms, initial_state, data_key, tenant)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, app, user_id, session_id) WHERE retired = 0 DO NOTHING RETURNING pk`
+	// The state and session rows are the writer's tenant's (the last
+	// parameter; "" for the default tenant).
+	stAppRestoreSQL     = `INSERT INTO agent_app_state (app, key, value, tenant) VALUES (?, ?, ?, ?) ON CONFLICT (tenant, app, key) DO NOTHING`
+	stAppValueSQL       = `SELECT value FROM agent_app_state WHERE app = ? AND key = ? AND tenant = ?`
+	stUserRestoreSQL    = `INSERT INTO agent_user_state (app, user_id, key, value, tenant) VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, app, user_id, key) DO NOTHING`
+	stUserValueSQL      = `SELECT value FROM agent_user_state WHERE app = ? AND user_id = ? AND key = ? AND tenant = ?`
+	stSessionRestoreSQL = `INSERT INTO agent_session_state (session_pk, key, value, tenant) VALUES (?, ?, ?, ?)`
 
 	asRestoreForkSQL = `INSERT INTO agent_sessions
-		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms, lineage_parent, fork_seq, initial_state, data_key)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, app, user_id, session_id) WHERE retired = 0 DO NOTHING RETURNING pk`
+		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms, lineage_parent, fork_seq, initial_state, data_key, tenant)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, app, user_id, session_id) WHERE retired = 0 DO NOTHING RETURNING pk`
 )
 
 // forkParent decides whether s is restored as a fork: its ForkedFrom
@@ -66,7 +68,7 @@ func (w *recordWriter) forkParent(s store.AgentSession) (parent, at int64, initi
 		store.ValidateID("forked_from.session", fp.Session) != nil {
 		return 0, 0, "", nil
 	}
-	p, err := liveNode(w.tx, "", store.SessionKey{App: s.Key.App, User: s.Key.User, Session: fp.Session})
+	p, err := liveNode(w.tx, w.s.tenant, store.SessionKey{App: s.Key.App, User: s.Key.User, Session: fp.Session})
 	if errors.Is(err, store.ErrNotFound) {
 		return 0, 0, "", nil
 	}
@@ -104,24 +106,44 @@ func (w *recordWriter) forkParent(s store.AgentSession) (parent, at int64, initi
 // recordWriter is the store.RecordWriter of one restore transaction.
 type recordWriter struct {
 	ctx      context.Context // the restore's, for the keyring's writes
-	s        *Store
+	s        *Store          // its tenant is the tenant the records are written to
 	tx       Tx
-	governed func(store.Session) (bool, error)
+	governed func(tenant string, sess store.Session) (bool, error)
 	now      time.Time
 }
 
 // NewRecordWriter returns the store.RecordWriter of a restore running in
-// tx under ctx; governed writes a governed session (the backend's own
-// facet).
-func (s *Store) NewRecordWriter(ctx context.Context, tx Tx, governed func(store.Session) (bool, error)) store.RecordWriter {
+// tx under ctx; governed writes a governed session of a tenant (the
+// backend's own facet). The writer writes s's tenant's records; its
+// ForTenant writes another tenant's in the same transaction
+// (store.TenantRecordWriter).
+func (s *Store) NewRecordWriter(ctx context.Context, tx Tx, governed func(tenant string, sess store.Session) (bool, error)) store.RecordWriter {
 	return &recordWriter{ctx: ctx, s: s, tx: tx, governed: governed, now: s.now()}
+}
+
+// ForTenant returns the writer of tenant's records in the same
+// transaction (see store.TenantRecordWriter). Where the tenant columns
+// take their default from a setting of the transaction (PostgreSQL,
+// Config.TenantSQL), it sets it: the rows a record writes without naming
+// the tenant take it, and the writes of the default tenant's records must
+// come before (the export document puts the tenants last).
+func (w *recordWriter) ForTenant(tenant string) (store.RecordWriter, error) {
+	if err := store.ValidateTenant(tenant); err != nil {
+		return nil, err
+	}
+	if w.s.cfg.TenantSQL != "" {
+		if _, err := w.tx.Exec(w.s.cfg.TenantSQL, tenant); err != nil {
+			return nil, err
+		}
+	}
+	return &recordWriter{ctx: w.ctx, s: w.s.WithTenant(tenant), tx: w.tx, governed: w.governed, now: w.now}, nil
 }
 
 func (w *recordWriter) PutGovernedSession(sess store.Session) (bool, error) {
 	if err := sess.ValidateStored(); err != nil {
 		return false, err
 	}
-	return w.governed(sess)
+	return w.governed(w.s.tenant, sess)
 }
 
 // or returns t, or the restore's time when t is zero, in stored form.
@@ -434,9 +456,9 @@ func (w *recordWriter) PutAppState(app string, state map[string]json.RawMessage)
 		return nil, err
 	}
 	return w.putShared(state, func(k string, v json.RawMessage) (sql.Result, error) {
-		return w.tx.Exec(stAppRestoreSQL, app, k, string(v))
+		return w.tx.Exec(stAppRestoreSQL, app, k, string(v), w.s.tenant)
 	}, func(k string, dest *[]byte) error {
-		return w.tx.Scan(stAppValueSQL, []any{app, k}, dest)
+		return w.tx.Scan(stAppValueSQL, []any{app, k, w.s.tenant}, dest)
 	})
 }
 
@@ -448,9 +470,9 @@ func (w *recordWriter) PutUserState(app, user string, state map[string]json.RawM
 		return nil, err
 	}
 	return w.putShared(state, func(k string, v json.RawMessage) (sql.Result, error) {
-		return w.tx.Exec(stUserRestoreSQL, app, user, k, string(v))
+		return w.tx.Exec(stUserRestoreSQL, app, user, k, string(v), w.s.tenant)
 	}, func(k string, dest *[]byte) error {
-		return w.tx.Scan(stUserValueSQL, []any{app, user, k}, dest)
+		return w.tx.Scan(stUserValueSQL, []any{app, user, k, w.s.tenant}, dest)
 	})
 }
 
@@ -529,9 +551,9 @@ func (w *recordWriter) PutAgentSession(s store.AgentSession) (bool, error) {
 	}
 	var pk int64
 	if parent != 0 {
-		err = w.tx.Get(&pk, asRestoreForkSQL, key.App, key.User, key.Session, s.Version, s.EventCount, created, updated, parent, at, sealed(dk, []byte(initial), adInitial), keyID(dk))
+		err = w.tx.Get(&pk, asRestoreForkSQL, key.App, key.User, key.Session, s.Version, s.EventCount, created, updated, parent, at, sealed(dk, []byte(initial), adInitial), keyID(dk), w.s.tenant)
 	} else {
-		err = w.tx.Get(&pk, asRestoreSQL, key.App, key.User, key.Session, s.Version, s.EventCount, created, updated, sealInitial(dk, nil), keyID(dk))
+		err = w.tx.Get(&pk, asRestoreSQL, key.App, key.User, key.Session, s.Version, s.EventCount, created, updated, sealInitial(dk, nil), keyID(dk), w.s.tenant)
 	}
 	if err != nil {
 		w.s.discardKey(w.ctx, dk)
@@ -552,7 +574,7 @@ func (w *recordWriter) PutAgentSession(s store.AgentSession) (bool, error) {
 			from, to = c.From, c.To
 		}
 		us, ns := splitNanos(ev.Timestamp)
-		if _, err := w.tx.Exec(evInsertSQL, pk, ev.Seq, ev.ID, ev.InvocationID, us, ns, sealed(dk, ev.Data, adEvent, seqAD(ev.Seq), ev.ID), from, to, ""); err != nil {
+		if _, err := w.tx.Exec(evInsertSQL, pk, ev.Seq, ev.ID, ev.InvocationID, us, ns, sealed(dk, ev.Data, adEvent, seqAD(ev.Seq), ev.ID), from, to, w.s.tenant); err != nil {
 			return false, err
 		}
 		if err := w.s.indexSealedEvent(w.tx, dk, pk, ev.Seq, us, ev.Data); err != nil { // search_sealed.go
@@ -560,7 +582,7 @@ func (w *recordWriter) PutAgentSession(s store.AgentSession) (bool, error) {
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.State.Session)) {
-		if _, err := w.tx.Exec(stSessionRestoreSQL, pk, k, sealed(dk, s.State.Session[k], adState, k)); err != nil {
+		if _, err := w.tx.Exec(stSessionRestoreSQL, pk, k, sealed(dk, s.State.Session[k], adState, k), w.s.tenant); err != nil {
 			return false, err
 		}
 	}

@@ -28,41 +28,41 @@ const (
 		amount, currency, window_start_ms, spent, reserved`
 	// spendLimitsOfSQL reads the limits of a session and of its agent.
 	spendLimitsOfSQL = `SELECT ` + limitColumns + ` FROM spend_limits
-		WHERE (agent_id = ? AND session_id IS NULL) OR session_id = ? ORDER BY id`
+		WHERE ((agent_id = ? AND session_id IS NULL) OR session_id = ?) AND tenant = ? ORDER BY id`
 	spendAgentLimitsSQL = `SELECT ` + limitColumns + ` FROM spend_limits
-		WHERE agent_id = ? AND session_id IS NULL ORDER BY id`
+		WHERE agent_id = ? AND session_id IS NULL AND tenant = ? ORDER BY id`
 	spendLimitsByIDSQL = `SELECT ` + limitColumns + ` FROM spend_limits WHERE `
 	spendSetLimitSQL   = `UPDATE spend_limits SET window_start_ms = ?, spent = ?, reserved = ? WHERE id = ?`
 	spendPutLimitSQL   = `INSERT INTO spend_limits
-		(id, agent_id, session_id, ord, metric, period, amount, currency, window_start_ms, spent, reserved)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		(id, agent_id, session_id, ord, metric, period, amount, currency, window_start_ms, spent, reserved, tenant)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	spendChangeLimitSQL = `UPDATE spend_limits SET ord = ?, amount = ? WHERE id = ?`
 	spendDropLimitSQL   = `DELETE FROM spend_limits WHERE id = ?`
 
 	resColumns = `session_id, request_id, agent_id, status, input_tokens, output_tokens, cost, currency,
 		actual_input_tokens, actual_output_tokens, actual_cost, holds, detail, created_at_ms, expires_at_ms, closed_at_ms`
-	spendResGetSQL = `SELECT ` + resColumns + ` FROM spend_reservations WHERE session_id = ? AND request_id = ?`
-	spendResPutSQL = `INSERT INTO spend_reservations (` + resColumns + `)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	spendResGetSQL = `SELECT ` + resColumns + ` FROM spend_reservations WHERE session_id = ? AND request_id = ? AND tenant = ?`
+	spendResPutSQL = `INSERT INTO spend_reservations (` + resColumns + `, tenant)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	spendResCloseSQL = `UPDATE spend_reservations SET status = ?, actual_input_tokens = ?, actual_output_tokens = ?,
 		actual_cost = ?, closed_at_ms = ? WHERE session_id = ? AND request_id = ?`
 	// spendLapsedSQL finds an agent's lapsed reservations on the partial
 	// index of live ones.
 	spendLapsedSQL = `SELECT ` + resColumns + ` FROM spend_reservations
-		WHERE agent_id = ? AND status = 'reserved' AND expires_at_ms <= ?
+		WHERE agent_id = ? AND status = 'reserved' AND expires_at_ms <= ? AND tenant = ?
 		ORDER BY expires_at_ms, session_id, request_id LIMIT 1000`
 	// spendLapsedAgentsSQL lists the agents with lapsed reservations.
 	spendLapsedAgentsSQL = `SELECT DISTINCT agent_id FROM spend_reservations
-		WHERE status = 'reserved' AND expires_at_ms <= ? ORDER BY agent_id LIMIT 1000`
+		WHERE status = 'reserved' AND expires_at_ms <= ? AND tenant = ? ORDER BY agent_id LIMIT 1000`
 	spendLiveSQL = `SELECT count(*) FROM spend_reservations
-		WHERE session_id = ? AND status = 'reserved' AND expires_at_ms > ?`
+		WHERE session_id = ? AND status = 'reserved' AND expires_at_ms > ? AND tenant = ?`
 	spendLiveAgentSQL = `SELECT count(*) FROM spend_reservations
-		WHERE agent_id = ? AND status = 'reserved' AND expires_at_ms > ?`
-	spendSessionSQL    = `SELECT agent_id, status, expires_at_ms FROM governed_sessions WHERE id = ?`
-	spendMarkExpired   = `UPDATE governed_sessions SET status = 'expired' WHERE id = ? AND status = 'active'`
-	spendSessionAgent  = `SELECT agent_id FROM governed_sessions WHERE id = ?`
+		WHERE agent_id = ? AND status = 'reserved' AND expires_at_ms > ? AND tenant = ?`
+	spendSessionSQL    = `SELECT agent_id, status, expires_at_ms FROM governed_sessions WHERE id = ? AND tenant = ?`
+	spendMarkExpired   = `UPDATE governed_sessions SET status = 'expired' WHERE id = ? AND status = 'active' AND tenant = ?`
+	spendSessionAgent  = `SELECT agent_id FROM governed_sessions WHERE id = ? AND tenant = ?`
 	spendLapsedOfAgent = `SELECT ` + resColumns + ` FROM spend_reservations
-		WHERE agent_id = ? AND status = 'reserved' AND expires_at_ms <= ?`
+		WHERE agent_id = ? AND status = 'reserved' AND expires_at_ms <= ? AND tenant = ?`
 )
 
 // spendStatements are the spend statements whose text depends on the
@@ -231,10 +231,11 @@ func (r *resRow) reservation() store.Reservation {
 	return out
 }
 
-func (r *resRow) put(tx Tx) error {
+// put inserts the reservation as tenant's.
+func (r *resRow) put(tx Tx, tenant string) error {
 	_, err := tx.Exec(spendResPutSQL, r.SessionID, r.RequestID, r.AgentID, r.Status, r.InputTokens, r.OutputTokens,
 		r.Cost, r.Currency, r.ActualInput, r.ActualOutput, r.ActualCost, r.Holds, r.Detail,
-		r.CreatedAtMS, r.ExpiresAtMS, r.ClosedAtMS)
+		r.CreatedAtMS, r.ExpiresAtMS, r.ClosedAtMS, tenant)
 	return err
 }
 
@@ -326,7 +327,7 @@ func (sp *SpendFacet) Reserve(ctx context.Context, req store.ReserveRequest) (st
 		// The session row first, locked where rows are locked one by one:
 		// concurrent retries of one request id wait for each other here.
 		var sess spendSession
-		if err := tx.Get(&sess, sp.s.q.spend.session, req.SessionID); errors.Is(err, sql.ErrNoRows) {
+		if err := tx.Get(&sess, sp.s.q.spend.session, req.SessionID, sp.s.tenant); errors.Is(err, sql.ErrNoRows) {
 			refusal = &store.NotFoundError{Resource: "session", ID: req.SessionID}
 			return nil
 		} else if err != nil {
@@ -334,7 +335,7 @@ func (sp *SpendFacet) Reserve(ctx context.Context, req store.ReserveRequest) (st
 		}
 		if req.RequestID != "" {
 			var r resRow
-			err := tx.Get(&r, sp.s.q.spend.resGet, req.SessionID, id)
+			err := tx.Get(&r, sp.s.q.spend.resGet, req.SessionID, id, sp.s.tenant)
 			if err == nil {
 				out, refusal, err = replayReserve(&r, req)
 				return err
@@ -354,7 +355,7 @@ func (sp *SpendFacet) Reserve(ctx context.Context, req store.ReserveRequest) (st
 		if err := sp.sweepAgent(tx, sess.AgentID, nowMS); err != nil {
 			return err
 		}
-		limits, err := scanLimits(tx, sp.s.q.spend.limitsOf, sess.AgentID, req.SessionID)
+		limits, err := scanLimits(tx, sp.s.q.spend.limitsOf, sess.AgentID, req.SessionID, sp.s.tenant)
 		if err != nil {
 			return err
 		}
@@ -395,7 +396,7 @@ func (sp *SpendFacet) Reserve(ctx context.Context, req store.ReserveRequest) (st
 		r := resRow{SessionID: req.SessionID, RequestID: id, AgentID: sess.AgentID, Status: string(store.ReservationReserved),
 			InputTokens: req.Amount.InputTokens, OutputTokens: req.Amount.OutputTokens, Cost: req.Amount.CostMicros,
 			Currency: req.Currency, Holds: string(hb), Detail: "{}", CreatedAtMS: nowMS, ExpiresAtMS: nowMS + req.TTL.Milliseconds()}
-		if err := r.put(tx); err != nil {
+		if err := r.put(tx, sp.s.tenant); err != nil {
 			return err
 		}
 		out = r.reservation()
@@ -456,7 +457,7 @@ func (sp *SpendFacet) recordRefusal(tx Tx, req store.ReserveRequest, id, agent s
 	row := resRow{SessionID: req.SessionID, RequestID: id, AgentID: agent, Status: string(store.ReservationRefused),
 		InputTokens: req.Amount.InputTokens, OutputTokens: req.Amount.OutputTokens, Cost: req.Amount.CostMicros,
 		Currency: req.Currency, Holds: "[]", Detail: detail, CreatedAtMS: nowMS, ExpiresAtMS: nowMS, ClosedAtMS: nowMS}
-	return row.put(tx)
+	return row.put(tx, sp.s.tenant)
 }
 
 // checkSession applies a decision's session checks after not found, in
@@ -490,7 +491,7 @@ func (sp *SpendFacet) checkSession(tx Tx, sess spendSession, id, agent, requestI
 // MarkExpired marks an active session expired durably and audits it,
 // inside the caller's write transaction.
 func (s *Store) MarkExpired(tx Tx, sessionID, agentID string, nowMS int64) error {
-	res, err := tx.Exec(spendMarkExpired, sessionID)
+	res, err := tx.Exec(spendMarkExpired, sessionID, s.tenant)
 	if err != nil {
 		return err
 	}
@@ -505,7 +506,7 @@ func (s *Store) MarkExpired(tx Tx, sessionID, agentID string, nowMS int64) error
 func (sp *SpendFacet) sweepAgent(tx Tx, agent string, nowMS int64) error {
 	for {
 		var lapsed []resRow
-		if err := tx.Select(&lapsed, sp.s.q.spend.lapsed, agent, nowMS); err != nil {
+		if err := tx.Select(&lapsed, sp.s.q.spend.lapsed, agent, nowMS, sp.s.tenant); err != nil {
 			return err
 		}
 		if len(lapsed) == 0 {
@@ -697,13 +698,13 @@ func (sp *SpendFacet) finish(ctx context.Context, session, request, agent string
 		// (its audit event advances the head kept in it): taking it after
 		// the agent's limits would deadlock with a Reserve.
 		var sess spendSession
-		if err := tx.Get(&sess, sp.s.q.spend.session, session); errors.Is(err, sql.ErrNoRows) {
+		if err := tx.Get(&sess, sp.s.q.spend.session, session, sp.s.tenant); errors.Is(err, sql.ErrNoRows) {
 			return &store.NotFoundError{Resource: "reservation", ID: request}
 		} else if err != nil {
 			return err
 		}
 		var r resRow
-		if err := tx.Get(&r, sp.s.q.spend.resGet, session, request); errors.Is(err, sql.ErrNoRows) {
+		if err := tx.Get(&r, sp.s.q.spend.resGet, session, request, sp.s.tenant); errors.Is(err, sql.ErrNoRows) {
 			return &store.NotFoundError{Resource: "reservation", ID: request}
 		} else if err != nil {
 			return err
@@ -776,7 +777,7 @@ func (sp *SpendFacet) Reservation(ctx context.Context, sessionID, requestID stri
 		return store.Reservation{}, err
 	}
 	var r resRow
-	if err := sp.s.get(ctx, &r, spendResGetSQL, sessionID, requestID); errors.Is(err, sql.ErrNoRows) {
+	if err := sp.s.get(ctx, &r, spendResGetSQL, sessionID, requestID, sp.s.tenant); errors.Is(err, sql.ErrNoRows) {
 		return store.Reservation{}, &store.NotFoundError{Resource: "reservation", ID: requestID}
 	} else if err != nil {
 		return store.Reservation{}, err
@@ -804,7 +805,7 @@ func (sp *SpendFacet) SetAgentLimits(ctx context.Context, agentID string, limits
 			return err
 		}
 		nowMS := rowcodec.ToMillis(sp.s.now())
-		old, err := scanLimits(tx, sp.s.q.spend.agentLimits, agentID)
+		old, err := scanLimits(tx, sp.s.q.spend.agentLimits, agentID, sp.s.tenant)
 		if err != nil {
 			return err
 		}
@@ -830,7 +831,7 @@ func (sp *SpendFacet) SetAgentLimits(ctx context.Context, agentID string, limits
 					keep[o.ID] = true // gone
 				}
 			}
-			if err := putLimit(tx, agentID, "", i, l, nowMS); err != nil {
+			if err := putLimit(tx, sp.s.tenant, agentID, "", i, l, nowMS); err != nil {
 				return err
 			}
 		}
@@ -854,15 +855,15 @@ func nonNilLimits(l []store.SpendLimit) []store.SpendLimit {
 }
 
 // putLimit inserts a new limit whose window starts at the one holding
-// nowMS, with nothing spent or reserved.
-func putLimit(tx Tx, agentID, sessionID string, ord int, l store.SpendLimit, nowMS int64) error {
+// nowMS, with nothing spent or reserved, as tenant's.
+func putLimit(tx Tx, tenant, agentID, sessionID string, ord int, l store.SpendLimit, nowMS int64) error {
 	var session any
 	if sessionID != "" {
 		session = sessionID
 	}
 	start := rowcodec.ToMillis(l.Window.Start(rowcodec.FromMillis(nowMS)))
 	_, err := tx.Exec(spendPutLimitSQL, uuid.NewString(), agentID, session, int64(ord), string(l.Metric), string(l.Window),
-		l.Limit, l.Currency, start, int64(0), int64(0))
+		l.Limit, l.Currency, start, int64(0), int64(0), tenant)
 	return err
 }
 
@@ -884,7 +885,7 @@ type createDetail struct {
 func (s *Store) OnCreate(tx Tx, sess store.Session, req store.CreateRequest) error {
 	nowMS := rowcodec.ToMillis(sess.CreatedAt)
 	for i, l := range req.SpendLimits {
-		if err := putLimit(tx, sess.AgentID, sess.ID, i, l, nowMS); err != nil {
+		if err := putLimit(tx, s.tenant, sess.AgentID, sess.ID, i, l, nowMS); err != nil {
 			return err
 		}
 	}
@@ -894,7 +895,7 @@ func (s *Store) OnCreate(tx Tx, sess store.Session, req store.CreateRequest) err
 		d.RateLimit, d.RateWindowMS = sess.RateLimit, sess.RateWindow.Milliseconds()
 	}
 	// A session created with the id of a removed one continues its chain.
-	if err := ContinueSessionChain(tx, sess.AgentID, sess.ID); err != nil {
+	if err := ContinueSessionChain(tx, s.tenant, sess.AgentID, sess.ID); err != nil {
 		return err
 	}
 	return s.AppendAudit(tx, rowcodec.ToMicros(sess.CreatedAt), AuditRecord{AgentID: sess.AgentID, Kind: store.AuditCreate, Outcome: store.OutcomeAllowed,
@@ -940,8 +941,9 @@ const (
 		WHERE (status IN ('closed', 'expired') OR (status = 'active' AND expires_at_ms <= ?))
 		AND NOT EXISTS (SELECT 1 FROM spend_reservations AS r
 			WHERE r.session_id = s.id AND r.status = 'reserved' AND r.expires_at_ms > ?)
+		AND s.tenant = ?
 		ORDER BY agent_id, id`
-	cleanupDeleteSQL = `DELETE FROM governed_sessions WHERE id = ?`
+	cleanupDeleteSQL = `DELETE FROM governed_sessions WHERE id = ? AND tenant = ?`
 )
 
 // cleanupRow is a session Cleanup removes.
@@ -966,11 +968,11 @@ func (s *Store) CleanupGoverned(tx Tx) (int64, error) {
 		return 0, err
 	}
 	var rows []cleanupRow
-	if err := tx.Select(&rows, cleanupSelectSQL+s.d.ForUpdate, nowMS, nowMS); err != nil {
+	if err := tx.Select(&rows, cleanupSelectSQL+s.d.ForUpdate, nowMS, nowMS, s.tenant); err != nil {
 		return 0, err
 	}
 	for _, r := range rows {
-		if _, err := tx.Exec(cleanupDeleteSQL, r.ID); err != nil {
+		if _, err := tx.Exec(cleanupDeleteSQL, r.ID, s.tenant); err != nil {
 			return 0, err
 		}
 		if err := s.AuditRemoval(tx, rowcodec.ToMicros(now), store.AuditCleanup, r.AgentID, r.ID,
@@ -1008,7 +1010,7 @@ func (sp *SpendFacet) sweepAll(tx Tx, nowMS int64) (int64, error) {
 	var n int64
 	for {
 		var agents []string
-		if err := tx.Select(&agents, spendLapsedAgentsSQL, nowMS); err != nil {
+		if err := tx.Select(&agents, spendLapsedAgentsSQL, nowMS, sp.s.tenant); err != nil {
 			return n, err
 		}
 		for _, a := range agents {
@@ -1029,7 +1031,7 @@ func (sp *SpendFacet) ReleaseExpired(ctx context.Context) (int64, error) {
 	var n int64
 	err := sp.s.write(ctx, func(tx Tx) error {
 		nowMS := rowcodec.ToMillis(sp.s.now())
-		if err := tx.Get(&n, `SELECT count(*) FROM spend_reservations WHERE status = 'reserved' AND expires_at_ms <= ?`, nowMS); err != nil {
+		if err := tx.Get(&n, `SELECT count(*) FROM spend_reservations WHERE status = 'reserved' AND expires_at_ms <= ? AND tenant = ?`, nowMS, sp.s.tenant); err != nil {
 			return err
 		}
 		if n == 0 {
@@ -1049,7 +1051,7 @@ func (sp *SpendFacet) Status(ctx context.Context, sessionID string) (store.Spend
 	var out store.SpendStatus
 	err := sp.s.readTx(ctx, func(tx Tx) error {
 		var agent string
-		if err := tx.Get(&agent, spendSessionAgent, sessionID); errors.Is(err, sql.ErrNoRows) {
+		if err := tx.Get(&agent, spendSessionAgent, sessionID, sp.s.tenant); errors.Is(err, sql.ErrNoRows) {
 			return &store.NotFoundError{Resource: "session", ID: sessionID}
 		} else if err != nil {
 			return err
@@ -1079,16 +1081,16 @@ func (sp *SpendFacet) AgentStatus(ctx context.Context, agentID string) (store.Sp
 // empty, lapsed reservations released.
 func (sp *SpendFacet) status(tx Tx, agent, session string) (store.SpendStatus, error) {
 	nowMS := rowcodec.ToMillis(sp.s.now())
-	query, args := spendAgentLimitsSQL, []any{agent}
+	query, args := spendAgentLimitsSQL, []any{agent, sp.s.tenant}
 	if session != "" {
-		query, args = spendLimitsOfSQL, []any{agent, session}
+		query, args = spendLimitsOfSQL, []any{agent, session, sp.s.tenant}
 	}
 	limits, err := scanLimits(tx, query, args...)
 	if err != nil {
 		return store.SpendStatus{}, err
 	}
 	var lapsed []resRow
-	if err := tx.Select(&lapsed, spendLapsedOfAgent, agent, nowMS); err != nil {
+	if err := tx.Select(&lapsed, spendLapsedOfAgent, agent, nowMS, sp.s.tenant); err != nil {
 		return store.SpendStatus{}, err
 	}
 	held := map[string]int64{}
@@ -1115,7 +1117,7 @@ func (sp *SpendFacet) status(tx Tx, agent, session string) (store.SpendStatus, e
 	if session != "" {
 		live, liveArg = spendLiveSQL, session
 	}
-	if err := tx.Get(&out.Live, live, liveArg, nowMS); err != nil {
+	if err := tx.Get(&out.Live, live, liveArg, nowMS, sp.s.tenant); err != nil {
 		return store.SpendStatus{}, err
 	}
 	return out, nil

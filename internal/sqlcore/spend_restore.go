@@ -14,15 +14,17 @@ import (
 // store.Spend.Export and Restore): sessionctl's export and import.
 
 const (
-	spendAllLimitsSQL     = `SELECT ` + limitColumns + ` FROM spend_limits ORDER BY id`
-	spendAllResSQL        = `SELECT ` + resColumns + ` FROM spend_reservations ORDER BY session_id, request_id`
-	spendSessionLimitsSQL = `SELECT ` + limitColumns + ` FROM spend_limits WHERE session_id = ? ORDER BY id`
-	spendSessionResSQL    = `SELECT ` + resColumns + ` FROM spend_reservations WHERE session_id = ? ORDER BY request_id`
-	spendLimitExistsSQL   = `SELECT count(*) FROM spend_limits WHERE id = ?
-		OR (session_id IS NULL AND CAST(? AS TEXT) = '' AND agent_id = ? AND metric = ? AND period = ?)
+	spendAllLimitsSQL     = `SELECT ` + limitColumns + ` FROM spend_limits WHERE tenant = ? ORDER BY id`
+	spendAllResSQL        = `SELECT ` + resColumns + ` FROM spend_reservations WHERE tenant = ? ORDER BY session_id, request_id`
+	spendSessionLimitsSQL = `SELECT ` + limitColumns + ` FROM spend_limits WHERE session_id = ? AND tenant = ? ORDER BY id`
+	spendSessionResSQL    = `SELECT ` + resColumns + ` FROM spend_reservations WHERE session_id = ? AND tenant = ? ORDER BY request_id`
+	// spendLimitExistsSQL: a limit id is global (a random id); the owner's
+	// metric and window are the tenant's (?9).
+	spendLimitExistsSQL = `SELECT count(*) FROM spend_limits WHERE id = ?
+		OR (session_id IS NULL AND CAST(? AS TEXT) = '' AND agent_id = ? AND metric = ? AND period = ? AND tenant = ?)
 		OR (session_id = ? AND metric = ? AND period = ?)`
 	spendResExistsSQL  = `SELECT count(*) FROM spend_reservations WHERE session_id = ? AND request_id = ?`
-	spendSessionExists = `SELECT count(*) FROM governed_sessions WHERE id = ?`
+	spendSessionExists = `SELECT count(*) FROM governed_sessions WHERE id = ? AND tenant = ?`
 )
 
 func (l *limitRow) record() store.SpendLimitRecord {
@@ -93,30 +95,30 @@ func (sp *SpendFacet) ExportEach(ctx context.Context, sessionIDs []string,
 	}
 	return sp.s.readTx(ctx, func(tx Tx) error {
 		if sessionIDs == nil {
-			if err := eachLimit(tx, spendAllLimitsSQL); err != nil {
+			if err := eachLimit(tx, spendAllLimitsSQL, sp.s.tenant); err != nil {
 				return err
 			}
-			return eachRes(tx, spendAllResSQL)
+			return eachRes(tx, spendAllResSQL, sp.s.tenant)
 		}
 		// The limits of the given sessions and, once each, of their
 		// agents; then their reservations.
 		agents := map[string]bool{}
 		for _, id := range sessionIDs {
 			var agent string
-			if err := tx.Get(&agent, spendSessionAgent, id); err == nil && !agents[agent] {
+			if err := tx.Get(&agent, spendSessionAgent, id, sp.s.tenant); err == nil && !agents[agent] {
 				agents[agent] = true
-				if err := eachLimit(tx, spendAgentLimitsSQL, agent); err != nil {
+				if err := eachLimit(tx, spendAgentLimitsSQL, agent, sp.s.tenant); err != nil {
 					return err
 				}
 			} else if err != nil && !isNoRows(err) {
 				return err
 			}
-			if err := eachLimit(tx, spendSessionLimitsSQL, id); err != nil {
+			if err := eachLimit(tx, spendSessionLimitsSQL, id, sp.s.tenant); err != nil {
 				return err
 			}
 		}
 		for _, id := range sessionIDs {
-			if err := eachRes(tx, spendSessionResSQL, id); err != nil {
+			if err := eachRes(tx, spendSessionResSQL, id, sp.s.tenant); err != nil {
 				return err
 			}
 		}
@@ -133,7 +135,7 @@ func (sp *SpendFacet) Restore(ctx context.Context, req store.SpendRestoreRequest
 	err := sp.s.write(ctx, func(tx Tx) error {
 		n = 0
 		for _, l := range req.Records.Limits {
-			ok, err := putSpendLimit(tx, l)
+			ok, err := putSpendLimit(tx, sp.s.tenant, l)
 			if err != nil {
 				return err
 			}
@@ -145,7 +147,7 @@ func (sp *SpendFacet) Restore(ctx context.Context, req store.SpendRestoreRequest
 			}
 		}
 		for _, r := range req.Records.Reservations {
-			ok, err := putReservation(tx, r)
+			ok, err := putReservation(tx, sp.s.tenant, r)
 			if err != nil {
 				return err
 			}
@@ -171,7 +173,7 @@ func (w *recordWriter) PutSpendLimit(l store.SpendLimitRecord) (bool, error) {
 	if err := req.Validate(); err != nil {
 		return false, err
 	}
-	return putSpendLimit(w.tx, l)
+	return putSpendLimit(w.tx, w.s.tenant, l)
 }
 
 // PutReservation writes one exported reservation (see
@@ -181,14 +183,14 @@ func (w *recordWriter) PutReservation(r store.ReservationRecord) (bool, error) {
 	if err := req.Validate(); err != nil {
 		return false, err
 	}
-	return putReservation(w.tx, r)
+	return putReservation(w.tx, w.s.tenant, r)
 }
 
 // spendSessionMustExist fails with a NotFoundError when no governed
-// session has the id.
-func spendSessionMustExist(tx Tx, id string) error {
+// session of tenant has the id.
+func spendSessionMustExist(tx Tx, tenant, id string) error {
 	var c int64
-	if err := tx.Get(&c, spendSessionExists, id); err != nil {
+	if err := tx.Get(&c, spendSessionExists, id, tenant); err != nil {
 		return err
 	}
 	if c == 0 {
@@ -199,15 +201,15 @@ func spendSessionMustExist(tx Tx, id string) error {
 
 // putSpendLimit inserts a validated limit record as stored, or returns
 // false, writing nothing, when its id or its owner's metric and window
-// exist.
-func putSpendLimit(tx Tx, l store.SpendLimitRecord) (bool, error) {
+// exist. The limit is written as tenant's.
+func putSpendLimit(tx Tx, tenant string, l store.SpendLimitRecord) (bool, error) {
 	if l.SessionID != "" {
-		if err := spendSessionMustExist(tx, l.SessionID); err != nil {
+		if err := spendSessionMustExist(tx, tenant, l.SessionID); err != nil {
 			return false, err
 		}
 	}
 	var c int64
-	if err := tx.Get(&c, spendLimitExistsSQL, l.ID, l.SessionID, l.AgentID, string(l.Metric), string(l.Window),
+	if err := tx.Get(&c, spendLimitExistsSQL, l.ID, l.SessionID, l.AgentID, string(l.Metric), string(l.Window), tenant,
 		l.SessionID, string(l.Metric), string(l.Window)); err != nil {
 		return false, err
 	}
@@ -219,7 +221,7 @@ func putSpendLimit(tx Tx, l store.SpendLimitRecord) (bool, error) {
 		session = l.SessionID
 	}
 	if _, err := tx.Exec(spendPutLimitSQL, l.ID, l.AgentID, session, l.Position, string(l.Metric), string(l.Window),
-		l.Limit, l.Currency, rowcodec.ToMillis(l.WindowStart), l.Spent, l.Reserved); err != nil {
+		l.Limit, l.Currency, rowcodec.ToMillis(l.WindowStart), l.Spent, l.Reserved, tenant); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -227,9 +229,9 @@ func putSpendLimit(tx Tx, l store.SpendLimitRecord) (bool, error) {
 
 // putReservation inserts a validated reservation record as stored, or
 // returns false, writing nothing, when its session has a reservation of
-// that request id.
-func putReservation(tx Tx, r store.ReservationRecord) (bool, error) {
-	if err := spendSessionMustExist(tx, r.SessionID); err != nil {
+// that request id. The reservation is written as tenant's.
+func putReservation(tx Tx, tenant string, r store.ReservationRecord) (bool, error) {
+	if err := spendSessionMustExist(tx, tenant, r.SessionID); err != nil {
 		return false, err
 	}
 	var c int64
@@ -259,7 +261,7 @@ func putReservation(tx Tx, r store.ReservationRecord) (bool, error) {
 	if !r.ClosedAt.IsZero() {
 		row.ClosedAtMS = rowcodec.ToMillis(r.ClosedAt)
 	}
-	if err := row.put(tx); err != nil {
+	if err := row.put(tx, tenant); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -357,6 +357,7 @@ func (sw *sweeper) apply(tx Tx, sk *sweepKind, d due, u unit) (int64, bool, erro
 			Status    string `db:"status"`
 			AuditSeq  int64  `db:"audit_seq"`
 			AuditHash string `db:"audit_hash"`
+			Tenant    string `db:"tenant"`
 		}
 		err := tx.Get(&gone, sk.removeSQL, sk.removeArgs(d, u)...)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -366,8 +367,9 @@ func (sw *sweeper) apply(tx Tx, sk *sweepKind, d due, u unit) (int64, bool, erro
 			return 0, false, err
 		}
 		// The removal goes on the agent's chain with the session chain's
-		// final head, as Cleanup's do, so the chain verifies afterwards.
-		err = sw.r.s.AuditRemoval(tx, sw.nowUS, store.AuditCleanup, gone.AgentID, u.id,
+		// final head, as Cleanup's do, so the chain verifies afterwards;
+		// the chain is the agent's within the session's tenant.
+		err = sw.r.s.WithTenant(gone.Tenant).AuditRemoval(tx, sw.nowUS, store.AuditCleanup, gone.AgentID, u.id,
 			RemovalDetail{Status: gone.Status, FinalSeq: gone.AuditSeq, FinalHash: gone.AuditHash})
 		return rows, err == nil, err
 	}

@@ -12,9 +12,14 @@ import (
 
 const (
 	// auditPruneCountSQL counts the events auditPruneSQL would remove.
-	auditPruneCountSQL = `SELECT count(*) FROM audit_events WHERE agent_id = ? AND chain = '' AND seq < ?`
-	// auditAgentsAfterSQL walks the agents with a chain a page at a time.
-	auditAgentsAfterSQL = `SELECT agent_id FROM audit_heads WHERE agent_id > ? ORDER BY agent_id LIMIT ?`
+	auditPruneCountSQL = `SELECT count(*) FROM audit_events WHERE agent_id = ? AND chain = '' AND seq < ? AND tenant = ?`
+	// auditAgentsAfterSQL walks the agents' chains, (tenant, agent) pairs
+	// in key order, a page at a time: every tenant's (?4 = 1, the sweep of
+	// the store itself) or tenant ?5's alone (the sweep of a tenant's
+	// handle).
+	auditAgentsAfterSQL = `SELECT tenant, agent_id FROM audit_heads
+		WHERE (tenant > ?1 OR (tenant = ?1 AND agent_id > ?2)) AND (?4 = 1 OR tenant = ?5)
+		ORDER BY tenant, agent_id LIMIT ?3`
 )
 
 // pruneAudit applies PolicyAuditCheckpointed: each agent's own chain is
@@ -25,11 +30,24 @@ const (
 // Sessions in the report count the chains cut, rows their events.
 func (sw *sweeper) pruneAudit(ctx context.Context, d due, ks *store.KindSweep) error {
 	before := rowcodec.FromMillis(d.cutoff)
-	for after := ""; ; {
-		var agents []string
-		if err := sw.r.s.readTx(ctx, func(tx Tx) error {
+	s := sw.r.s
+	every := 0
+	if s.tenant == "" {
+		every = 1
+	}
+	var after tenantAgent
+	for {
+		var agents []tenantAgent
+		if err := s.readTx(ctx, func(tx Tx) error {
 			agents = agents[:0]
-			return tx.Select(&agents, auditAgentsAfterSQL, after, sweepPage)
+			return tx.Query(auditAgentsAfterSQL, []any{after.Tenant, after.Agent, sweepPage, every, s.tenant}, func(r Rows) error {
+				var ta tenantAgent
+				if err := r.Scan(&ta.Tenant, &ta.Agent); err != nil {
+					return err
+				}
+				agents = append(agents, ta)
+				return nil
+			})
 		}); err != nil {
 			return err
 		}
@@ -40,17 +58,24 @@ func (sw *sweeper) pruneAudit(ctx context.Context, d due, ks *store.KindSweep) e
 	}
 }
 
+// tenantAgent names an agent's own audit chain: the agent within its
+// tenant.
+type tenantAgent struct {
+	Tenant string
+	Agent  string
+}
+
 // pruneAgents cuts the own chains of agents, one per transaction. What an
 // agent's chain has to prune is counted in a read first, and a write
 // transaction is opened only for a chain with something to prune: most
 // sweeps find nothing due for most agents, and a write per agent would
 // take the single writer once per agent on every sweep for nothing.
-func (sw *sweeper) pruneAgents(ctx context.Context, agents []string, before time.Time, ks *store.KindSweep) error {
-	for _, agent := range agents {
+func (sw *sweeper) pruneAgents(ctx context.Context, agents []tenantAgent, before time.Time, ks *store.KindSweep) error {
+	for _, ta := range agents {
 		var n int64
 		err := sw.r.s.readTx(ctx, func(tx Tx) error {
 			var err error
-			n, err = countPrunable(tx, agent, before)
+			n, err = countPrunable(tx, ta.Tenant, ta.Agent, before)
 			return err
 		})
 		if err == nil && n > 0 && !sw.opts.DryRun {
@@ -59,7 +84,7 @@ func (sw *sweeper) pruneAgents(ctx context.Context, agents []string, before time
 			// what it removes; its count is the one reported.
 			err = sw.r.s.write(ctx, func(tx Tx) error {
 				var err error
-				n, err = pruneChain(tx, agent, before)
+				n, err = pruneChain(tx, ta.Tenant, ta.Agent, before)
 				return err
 			})
 			sw.rep.Batches++
@@ -81,13 +106,13 @@ func (sw *sweeper) pruneAgents(ctx context.Context, agents []string, before time
 
 // countPrunable counts the events pruneChain would remove from agent's own
 // chain (without verifying them: a dry run reads only).
-func countPrunable(tx Tx, agent string, before time.Time) (int64, error) {
+func countPrunable(tx Tx, tenant, agent string, before time.Time) (int64, error) {
 	var cut, n int64
-	if err := tx.Get(&cut, auditCheckpointSQL, agent, rowcodec.ToMicros(before)); errors.Is(err, sql.ErrNoRows) {
+	if err := tx.Get(&cut, auditCheckpointSQL, agent, rowcodec.ToMicros(before), tenant); errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	} else if err != nil {
 		return 0, err
 	}
-	err := tx.Get(&n, auditPruneCountSQL, agent, cut)
+	err := tx.Get(&n, auditPruneCountSQL, agent, cut, tenant)
 	return n, err
 }

@@ -104,7 +104,7 @@ var governedEnded = &sweepKind{
 	}},
 	removeSQL: `DELETE FROM governed_sessions AS g
 		WHERE id = ?1 AND (expires_at_ms <= ?2 OR (status = 'closed' AND ended_at_ms BETWEEN 1 AND ?2))` + notHeldGoverned + noLiveReservation + `
-		RETURNING agent_id, status, audit_seq, audit_hash`,
+		RETURNING agent_id, status, audit_seq, audit_hash, tenant`,
 	removeArgs: func(d due, u unit) []any { return []any{u.id, d.cutoff} },
 	rowsSQL: `SELECT 1 + (SELECT count(*) FROM governed_use_requests WHERE session_id = ?1)
 		+ (SELECT count(*) FROM spend_limits WHERE session_id = ?1)

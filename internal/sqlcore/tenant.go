@@ -96,12 +96,18 @@ func (d tenantDB) Query(ctx context.Context, query string, args []any, fn func(R
 }
 
 // tenantsSQL lists the tenants other than the default that own agent
-// sessions or app or user state (each walk is an index range: the key
-// index of live sessions and the state tables' primary keys lead with the
-// tenant).
+// sessions or app or user state, governed sessions, agent audit chains or
+// agent spend limits (each walk is an index range: the key index of live
+// sessions, the state tables' and audit_heads' primary keys, the agent
+// index of governed sessions and the agent limits' key lead with the
+// tenant). A tenant's spend reservations and session chains belong to its
+// governed sessions.
 const tenantsSQL = `SELECT tenant FROM agent_sessions WHERE tenant <> '' AND retired = 0
 	UNION SELECT tenant FROM agent_app_state WHERE tenant <> ''
 	UNION SELECT tenant FROM agent_user_state WHERE tenant <> ''
+	UNION SELECT tenant FROM governed_sessions WHERE tenant <> ''
+	UNION SELECT tenant FROM audit_heads WHERE tenant <> ''
+	UNION SELECT tenant FROM spend_limits WHERE tenant <> '' AND session_id IS NULL
 	ORDER BY 1`
 
 // Tenants returns the tenants other than the default that own rows (see

@@ -31,10 +31,10 @@ func (s *Store) UseRecords(ctx context.Context, req store.UseRecordsRequest) (st
 		afterMS, afterID = n, id
 	}
 	query := `SELECT session_id, request_id, ` + toolsJSON + `, outcome, detail, created_at_ms FROM governed_use_requests
-		WHERE session_id = ? AND (created_at_ms > ? OR (created_at_ms = ? AND request_id > ?))
+		WHERE session_id = ? AND (created_at_ms > ? OR (created_at_ms = ? AND request_id > ?)) AND tenant = ?
 		ORDER BY created_at_ms, request_id LIMIT ?`
 	page.Items = []store.UseRecord{}
-	err = s.db.Query(ctx, query, []any{req.SessionID, afterMS, afterMS, afterID, req.Limit + 1}, func(r Rows) error {
+	err = s.db.Query(ctx, query, []any{req.SessionID, afterMS, afterMS, afterID, s.tenant, req.Limit + 1}, func(r Rows) error {
 		rec, err := scanUseRecord(r)
 		page.Items = append(page.Items, rec)
 		return err
@@ -90,9 +90,9 @@ func (s *Store) RecentRefusals(ctx context.Context, limit int) ([]store.UseRecor
 		return nil, err
 	}
 	query := `SELECT session_id, request_id, ` + s.useToolsJSON() + `, outcome, detail, created_at_ms FROM governed_use_requests
-		WHERE outcome <> ? ORDER BY created_at_ms DESC, session_id, request_id LIMIT ?`
+		WHERE outcome <> ? AND tenant = ? ORDER BY created_at_ms DESC, session_id, request_id LIMIT ?`
 	out := []store.UseRecord{}
-	err = s.db.Query(ctx, query, []any{rowcodec.UseOutcomeOK, f.Limit}, func(r Rows) error {
+	err = s.db.Query(ctx, query, []any{rowcodec.UseOutcomeOK, s.tenant, f.Limit}, func(r Rows) error {
 		rec, err := scanUseRecord(r)
 		out = append(out, rec)
 		return err
@@ -110,9 +110,9 @@ const msPerDay = 24 * 60 * 60 * 1000
 // store.UseRecorder).
 func (s *Store) UseOutcomes(ctx context.Context, since time.Time) ([]store.UseOutcomeCount, error) {
 	query := `SELECT created_at_ms / ` + strconv.Itoa(msPerDay) + ` AS day, outcome, count(*) FROM governed_use_requests
-		WHERE created_at_ms >= ? GROUP BY day, outcome ORDER BY day, outcome`
+		WHERE created_at_ms >= ? AND tenant = ? GROUP BY day, outcome ORDER BY day, outcome`
 	out := []store.UseOutcomeCount{}
-	err := s.db.Query(ctx, query, []any{rowcodec.ToMillis(since)}, func(r Rows) error {
+	err := s.db.Query(ctx, query, []any{rowcodec.ToMillis(since), s.tenant}, func(r Rows) error {
 		var c store.UseOutcomeCount
 		var day int64
 		if err := r.Scan(&day, &c.Outcome, &c.Count); err != nil {

@@ -8,9 +8,9 @@ import (
 	"github.com/agentstore/sessionstore/store"
 )
 
-// BenchTenants measures what a tenant handle costs on the agent-session
-// hot paths: an append (with a session-state delta) and a read of a
-// session with its last 100 events, each alternating between the store
+// BenchTenants measures what a tenant handle costs on the hot paths: an
+// agent-session append (with a session-state delta), a governed Use and a
+// read of a session with its last 100 events, each alternating between the store
 // itself (the default tenant) and a tenant handle in the same loop, so
 // that both sides see the same machine load. Which side goes first
 // alternates too: the second call of a pair measured about 1.2x the first
@@ -68,6 +68,39 @@ func BenchTenants(b *testing.B, h Harness, o BenchOptions) {
 			n++
 		}
 		report(b, spent, n, "append")
+	})
+	b.Run("GovernedUse", func(b *testing.B) {
+		// A governed Use (one tool, audited) on a session of each side,
+		// alternating as above: the tenant's statement names the tenant
+		// (and on PostgreSQL runs in a transaction that sets it).
+		govs := []store.Governance{st.Governance(), ts.Governance()}
+		ids := [2]string{}
+		for i, g := range govs {
+			s, err := g.Create(ctx, store.CreateRequest{AgentID: "bench-agent", AuthorizedTools: []string{"t"},
+				CallBudget: 1 << 40, TimeLimit: 24 * time.Hour})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ids[i] = s.ID
+		}
+		var spent [2]time.Duration
+		n := 0
+		for b.Loop() {
+			for j := range govs {
+				side := (j + n) % 2
+				start := time.Now()
+				s, err := govs[side].Use(ctx, store.UseRequest{SessionID: ids[side], Tools: []string{"t"}})
+				spent[side] += time.Since(start)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if s.CallsMade != int64(n+1) {
+					b.Fatalf("use %d counted %d calls", n+1, s.CallsMade)
+				}
+			}
+			n++
+		}
+		report(b, spent, n, "use")
 	})
 	b.Run("GetSession/recent=100", func(b *testing.B) {
 		for _, as := range sides {

@@ -29,6 +29,7 @@ func RunTenants(t *testing.T, h Harness) {
 			t.Run("AgentSessionsSeeOnlyTheirTenant", func(t *testing.T) { testTenantAgentSessions(t, e) })
 			t.Run("ConversationsSeeOnlyTheirTenant", func(t *testing.T) { testTenantConversations(t, e) })
 			t.Run("SearchFindsOnlyTheTenantsItems", func(t *testing.T) { testTenantSearch(t, e) })
+			t.Run("GovernanceSpendAuditSeeOnlyTheirTenant", func(t *testing.T) { testTenantGovernance(t, e) })
 		}},
 		{"ConcurrencyAndFeed", func(t *testing.T, e *env) {
 			t.Run("SameKeysConcurrentlyInTwoTenants", func(t *testing.T) { testTenantConcurrent(t, e) })
@@ -36,6 +37,7 @@ func RunTenants(t *testing.T, h Harness) {
 			t.Run("ConversationsConcurrentlyInTwoTenants", func(t *testing.T) { testTenantConversationsConcurrent(t, e) })
 			t.Run("RuntimeSeesOnlyItsTenant", func(t *testing.T) { testTenantRuntime(t, e) })
 			t.Run("ConversationFeedFollowsTheTenantsConversation", func(t *testing.T) { testTenantConversationFeed(t, e) })
+			t.Run("GovernedUseExactUnderContention", func(t *testing.T) { testTenantGovernedUseContention(t, e) })
 		}},
 	}
 	for _, tc := range tests {
