@@ -35,8 +35,9 @@ type ExportOptions struct {
 	// document has no "tenants" part (see tenants.go).
 	DefaultTenantOnly bool
 	// Tenant, when set, exports that tenant's rows alone (of the facets a
-	// tenant handle scopes: governed sessions with their spend, agent
-	// sessions and audit chains): the document's head names the tenant,
+	// tenant handle scopes: governed sessions with their spend, runtime
+	// sessions with their uploads, conversations, agent sessions and
+	// audit chains): the document's head names the tenant,
 	// and an import restores its rows to that tenant (or to the tenant
 	// ImportOptions.Tenant names). Without it, an export writes the
 	// default tenant's rows and then every other tenant's (version 6).

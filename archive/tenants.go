@@ -32,7 +32,7 @@ import (
 
 // tenantFacets are the facets a tenant's part of the document holds: the
 // ones a store.TenantStore offers.
-var tenantFacets = []facet.Name{facet.Governance, facet.AgentSessions, facet.Audit}
+var tenantFacets = []facet.Name{facet.Governance, facet.Runtime, facet.Conversations, facet.AgentSessions, facet.Audit}
 
 // tenantScoped reports whether the facet of f has sections in a tenant's
 // part of the document.
@@ -49,6 +49,8 @@ func (v tenantView) AgentSessions() store.AgentSessions { return v.ts.AgentSessi
 func (v tenantView) Governance() store.Governance       { return v.ts.Governance() }
 func (v tenantView) Spend() store.Spend                 { return v.ts.Spend() }
 func (v tenantView) Audit() store.Audit                 { return v.ts.Audit() }
+func (v tenantView) Conversations() store.Conversations { return v.ts.Conversations() }
+func (v tenantView) Runtime() store.Runtime             { return v.ts.Runtime() }
 
 // tenantOf returns the view of st for tenant.
 func tenantOf(st store.Store, tenant string) (store.Store, error) {

@@ -21,21 +21,25 @@ type tenantFacets struct {
 	gov   store.Governance
 	spend store.Spend
 	audit store.Audit
+	conv  store.Conversations
+	rt    store.Runtime
 }
 
 func facetsOf(t *testing.T, st store.Store, tenant string) tenantFacets {
 	t.Helper()
 	if tenant == "" {
-		return tenantFacets{st.AgentSessions(), st.Governance(), st.Spend(), st.Audit()}
+		return tenantFacets{st.AgentSessions(), st.Governance(), st.Spend(), st.Audit(), st.Conversations(), st.Runtime()}
 	}
 	ts, err := st.(store.Tenanter).Tenant(tenant)
 	must(t, err)
-	return tenantFacets{ts.AgentSessions(), ts.Governance(), ts.Spend(), ts.Audit()}
+	return tenantFacets{ts.AgentSessions(), ts.Governance(), ts.Spend(), ts.Audit(), ts.Conversations(), ts.Runtime()}
 }
 
 // tenantSeed writes, through f, agent sessions under the same keys in
-// every tenant (values naming marker) and a governed session of the same
-// agent with spend limits, uses and a settled reservation.
+// every tenant (values naming marker), a governed session of the same
+// agent with spend limits, uses and a settled reservation, and a
+// conversation and a runtime session with an upload (their ids are
+// global, so they name marker too).
 func tenantSeed(t *testing.T, f tenantFacets, marker string) {
 	t.Helper()
 	ctx := t.Context()
@@ -57,6 +61,14 @@ func tenantSeed(t *testing.T, f tenantFacets, marker string) {
 	_, err = f.spend.Settle(ctx, store.SettleRequest{SessionID: s.ID, RequestID: "r", Actual: store.SpendAmount{InputTokens: 4}})
 	must(t, err)
 	must(t, f.spend.SetAgentLimits(ctx, "agent", []store.SpendLimit{{Metric: store.MetricInputTokens, Window: store.WindowDay, Limit: 50}}))
+	_, err = f.conv.Save(ctx, store.NewConversation("conv-"+marker))
+	must(t, err)
+	_, err = f.conv.AppendMessages(ctx, "conv-"+marker, store.UserMessage("said "+marker), store.UserMessage("again "+marker))
+	must(t, err)
+	_, err = f.rt.Insert(ctx, store.NewRuntimeSession{ID: "rt-" + marker, AgentAlias: "a", WorkspaceDir: "/w", ChatMode: store.ChatModeChat})
+	must(t, err)
+	_, err = f.rt.PutUpload(ctx, store.PutUploadRequest{SessionID: "rt-" + marker, RefID: "f", WorkspacePath: "f.txt", Content: []byte("file of " + marker)})
+	must(t, err)
 }
 
 // tenantMarkerOf reads back the marker of f's agent session s1, and
@@ -69,6 +81,25 @@ func tenantMarkerOf(t *testing.T, f tenantFacets) string {
 	must(t, err)
 	if !rep.OK() || rep.Events == 0 {
 		t.Fatalf("audit trail: %+v", rep)
+	}
+	var ev struct{ Text string }
+	must(t, json.Unmarshal(s.Events[0].Data, &ev))
+	// The tenant's one conversation and one runtime session are the same
+	// marker's.
+	convs, err := f.conv.List(t.Context(), store.ConversationFilter{Limit: 10})
+	must(t, err)
+	if len(convs.Items) != 1 || convs.Items[0].ID != "conv-"+ev.Text {
+		t.Fatalf("conversations of the tenant of %s: %+v", ev.Text, convs.Items)
+	}
+	msgs, err := f.conv.Messages(t.Context(), convs.Items[0].ID, 0, 10)
+	must(t, err)
+	if len(msgs) != 2 || msgs[1].Text() != "again "+ev.Text {
+		t.Fatalf("messages of %s: %+v", convs.Items[0].ID, msgs)
+	}
+	_, content, err := f.rt.ReadUpload(t.Context(), "rt-"+ev.Text, "f")
+	must(t, err)
+	if string(content) != "file of "+ev.Text {
+		t.Fatalf("upload of rt-%s: %q", ev.Text, content)
 	}
 	return string(s.Events[0].Data)
 }

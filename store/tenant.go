@@ -125,8 +125,9 @@ type Tenanter interface {
 
 	// Tenants returns the tenants other than the default that own agent
 	// sessions or app or user state, governed sessions, agent audit
-	// chains or agent spend limits, in byte order: what a maintenance
-	// walk of the Store itself (the default tenant) does not see.
+	// chains, agent spend limits, conversations or runtime sessions, in
+	// byte order: what a maintenance walk of the Store itself (the
+	// default tenant) does not see.
 	Tenants(ctx context.Context) ([]string, error)
 }
 

@@ -25,17 +25,20 @@ import (
 )
 
 const (
-	convRestoreSQL = `INSERT INTO conversations (` + convColumns + `)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	// The rows a record writer inserts are its tenant's (the last
+	// parameter); the children of a conversation take their tenant from
+	// it (triggers on SQLite, the transaction's setting on PostgreSQL).
+	convRestoreSQL = `INSERT INTO conversations (` + convColumns + `, tenant)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO NOTHING`
 	artifactRestoreSQL = `INSERT INTO conversation_artifacts (session_id, ` + artifactColumns + `)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	runRestoreSQL = `INSERT INTO conversation_runs (session_id, ` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)`
 
 	rtRestoreSQL = `INSERT INTO runtime_sessions (id, agent_alias, workspace_dir, chat_mode, owner_id,
-		model, model_provider, temperature, created_at_ms, last_active_ms, turn_gen, turn_started_ms, turn_owner)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
-	upRestoreSQL = `INSERT INTO uploads (` + upColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)`
+		model, model_provider, temperature, created_at_ms, last_active_ms, turn_gen, turn_started_ms, turn_owner, tenant)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+	upRestoreSQL = `INSERT INTO uploads (` + upColumns + `, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 
 	// asRestoreSQL restores a session of its own; its initial state is
 	// empty ('{}', sealed in an encrypting store) and data_key names its
@@ -245,7 +248,7 @@ func (w *recordWriter) PutConversation(rec store.ConversationRecord) (bool, erro
 		conv.ContextUsage.UsedTokens, conv.ContextUsage.MaxTokens, conv.ContextUsage.Percent, conv.ContextUsage.Turns,
 		u.PromptTokens, u.CompletionTokens, u.TotalTokens, nullInt(u.CacheReadTokens), nullInt(u.CacheWriteTokens),
 		conv.TotalCost, conv.ModelName, string(toolNames), conv.ThinkingEnabled, nullInt(conv.ThinkingBudget),
-		llm, string(tasks), conv.ParentID, int64(len(seqs)), created, updated)
+		llm, string(tasks), conv.ParentID, int64(len(seqs)), created, updated, w.s.tenant)
 	if err != nil {
 		return false, err
 	}
@@ -394,7 +397,7 @@ func (w *recordWriter) putRuntime(rec store.RuntimeRecord, dk *keys.DataKey, ups
 	res, err := w.tx.Exec(rtRestoreSQL, s.ID, s.AgentAlias, sealed(dk, []byte(s.WorkspaceDir), adWorkspace), string(s.ChatMode),
 		sql.NullString{String: s.OwnerID, Valid: s.OwnerID != ""},
 		nullString(o.Model), nullString(o.Provider), nullFloat(o.Temperature),
-		created, lastActive, int64(s.Turn.Generation), started, owner)
+		created, lastActive, int64(s.Turn.Generation), started, owner, w.s.tenant)
 	if err != nil {
 		return false, err
 	}
@@ -419,7 +422,7 @@ func (w *recordWriter) putRuntime(rec store.RuntimeRecord, dk *keys.DataKey, ups
 		if _, err := w.tx.Exec(upPutBlobSQL, up.blobKey, int64(len(up.blob)), up.blob); err != nil {
 			return false, err
 		}
-		if _, err := w.tx.Exec(upRestoreSQL, s.ID, u.req.RefID, up.marker, up.path, up.blobKey, size, u.at); err != nil {
+		if _, err := w.tx.Exec(upRestoreSQL, s.ID, u.req.RefID, up.marker, up.path, up.blobKey, size, u.at, w.s.tenant); err != nil {
 			return false, err
 		}
 		if dk != nil {

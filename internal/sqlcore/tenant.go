@@ -96,8 +96,8 @@ func (d tenantDB) Query(ctx context.Context, query string, args []any, fn func(R
 }
 
 // tenantsSQL lists the tenants other than the default that own agent
-// sessions or app or user state, governed sessions, agent audit chains or
-// agent spend limits (each walk is an index range: the key index of live
+// sessions or app or user state, governed sessions, agent audit chains,
+// agent spend limits, conversations or runtime sessions (each walk is an index range: the key index of live
 // sessions, the state tables' and audit_heads' primary keys, the agent
 // index of governed sessions and the agent limits' key lead with the
 // tenant). A tenant's spend reservations and session chains belong to its
@@ -108,6 +108,8 @@ const tenantsSQL = `SELECT tenant FROM agent_sessions WHERE tenant <> '' AND ret
 	UNION SELECT tenant FROM governed_sessions WHERE tenant <> ''
 	UNION SELECT tenant FROM audit_heads WHERE tenant <> ''
 	UNION SELECT tenant FROM spend_limits WHERE tenant <> '' AND session_id IS NULL
+	UNION SELECT tenant FROM conversations WHERE tenant <> ''
+	UNION SELECT tenant FROM runtime_sessions WHERE tenant <> ''
 	ORDER BY 1`
 
 // Tenants returns the tenants other than the default that own rows (see
