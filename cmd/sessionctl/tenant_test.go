@@ -192,7 +192,7 @@ func testTenantEnvironment(t *testing.T, e *testEnv) {
 		t.Fatalf("with SESSIONSTORE_TENANT=acme:\n%s", out)
 	}
 	e.run("agents", "show", "support", "ada", "s1", "--tenant", "globex").want(t, exitNotFound)
-	e.run("list").want(t, exitUsage)
+	e.run("stats").want(t, exitUsage) // not tenant-scoped: the variable is refused as the flag is
 }
 
 // testServeTenant: serve --tenant serves the tenant's agent sessions and
@@ -235,8 +235,8 @@ func testServeTenant(t *testing.T, e *testEnv) {
 	if code, body := getBody("/governed"); code != http.StatusOK || strings.Contains(body, "gov-default") {
 		t.Errorf("/governed in a tenant's console: %d, want the tenant's governed sessions only:\n%s", code, body)
 	}
-	if code, _ := getBody("/conversations"); code != http.StatusNotFound {
-		t.Errorf("/conversations in a tenant's console: %d, want 404", code)
+	if code, _ := getBody("/retention"); code != http.StatusNotFound {
+		t.Errorf("/retention in a tenant's console: %d, want 404", code)
 	}
 	cancel()
 	if code := <-done; code != exitOK {
