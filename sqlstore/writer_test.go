@@ -164,7 +164,7 @@ func TestBatchRequestFailureIsIsolated(t *testing.T) {
 			}
 			// A request that writes, then fails: its insert must vanish.
 			errs[i] = st.write(context.Background(), func(tx *wtx) error {
-				if _, err := tx.exec(govCloseAgentSQL, "a", int64(0)); err != nil {
+				if _, err := tx.exec(govCloseAgentSQL, "a", int64(0), ""); err != nil {
 					return err
 				}
 				return errors.New("boom")

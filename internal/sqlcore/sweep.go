@@ -469,11 +469,12 @@ func SweepStatements() []SweepStatement {
 			out = append(out, SweepStatement{Name: name, SQL: query, Args: args})
 		}
 	}
-	for _, q := range []string{auditAgentsAfterSQL, auditCheckpointSQL, auditPruneCountSQL, auditPruneSQL, auditAgentSQL} {
-		add(string(store.PolicyAuditCheckpointed)+" statement", q, []any{"agent", int64(1)})
+	add(string(store.PolicyAuditCheckpointed)+" agents", auditAgentsAfterSQL, []any{"", "agent", sweepPage, 1, ""})
+	for _, q := range []string{auditCheckpointSQL, auditPruneCountSQL, auditPruneSQL, auditAgentSQL} {
+		add(string(store.PolicyAuditCheckpointed)+" statement", q, []any{"agent", int64(1), ""})
 	}
-	add(string(store.PolicyAuditCheckpointed)+" first", auditFirstSQL, []any{"agent"})
-	add(string(store.PolicyAuditCheckpointed)+" head", auditHeadOfSQL, []any{"agent"})
+	add(string(store.PolicyAuditCheckpointed)+" first", auditFirstSQL, []any{"agent", ""})
+	add(string(store.PolicyAuditCheckpointed)+" head", auditHeadOfSQL, []any{"agent", ""})
 	for _, sk := range sweepKinds {
 		for _, src := range sk.sources {
 			add(string(sk.kind)+" walk "+src.name, src.nextSQL, src.args(d, u, sweepPage))
