@@ -47,7 +47,7 @@ func fillRuntimeMarked(t *testing.T, st *sqlstore.Store, id string) []byte {
 func TestEncryptionRuntimeByteScan(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	path := filepath.Join(dir, "s.db")
+	path := sqlstore.FreshDBPath(t, "s.db")
 	p := testProvider(t)
 	ring, err := sskeys.OpenRing(sskeys.RingDir(path), p, sskeys.RingOptions{})
 	if err != nil {
@@ -84,10 +84,10 @@ func TestEncryptionRuntimeByteScan(t *testing.T) {
 	}
 
 	for _, enc := range []bool{false, true} {
-		dst := filepath.Join(dir, "import.db")
+		dst := sqlstore.FreshDBPath(t, "import.db")
 		var opts []sqlstore.Option
 		if enc {
-			dst = filepath.Join(dir, "import-enc.db")
+			dst = sqlstore.FreshDBPath(t, "import-enc.db")
 			opts = append(opts, sqlstore.WithKeyProvider(p))
 		}
 		other, err := sqlstore.Open(ctx, dst, opts...)
@@ -129,7 +129,7 @@ func TestEncryptionRuntimeByteScan(t *testing.T) {
 	}
 
 	// The control.
-	plainPath := filepath.Join(dir, "plain.db")
+	plainPath := sqlstore.FreshDBPath(t, "plain.db")
 	plain, err := sqlstore.Open(ctx, plainPath)
 	if err != nil {
 		t.Fatal(err)

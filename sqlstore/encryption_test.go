@@ -143,7 +143,7 @@ func scanFiles(t *testing.T, paths ...string) {
 func TestEncryptionByteScan(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	path := filepath.Join(dir, "s.db")
+	path := sqlstore.FreshDBPath(t, "s.db")
 	st, err := sqlstore.Open(ctx, path, sqlstore.WithKeyProvider(testProvider(t)))
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func TestEncryptionByteScan(t *testing.T) {
 	}
 
 	// The control: a plaintext store's file holds the marker.
-	plainPath := filepath.Join(dir, "plain.db")
+	plainPath := sqlstore.FreshDBPath(t, "plain.db")
 	plain, err := sqlstore.Open(ctx, plainPath)
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +181,7 @@ func TestEncryptionByteScan(t *testing.T) {
 		t.Fatal("control: the plaintext store's WAL does not hold the marker; the scan proves nothing")
 	}
 	// The same for conversations alone.
-	convPath := filepath.Join(dir, "plain-conv.db")
+	convPath := sqlstore.FreshDBPath(t, "plain-conv.db")
 	pc, err := sqlstore.Open(ctx, convPath)
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +199,7 @@ func TestEncryptionByteScan(t *testing.T) {
 func TestEncryptionShredOldBackup(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	path := filepath.Join(dir, "s.db")
+	path := sqlstore.FreshDBPath(t, "s.db")
 	p := testProvider(t)
 	st, err := sqlstore.Open(ctx, path, sqlstore.WithKeyProvider(p))
 	if err != nil {
@@ -274,7 +274,7 @@ func TestEncryptionShredOldBackup(t *testing.T) {
 func TestEncryptionExport(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	path := filepath.Join(dir, "s.db")
+	path := sqlstore.FreshDBPath(t, "s.db")
 	p := testProvider(t)
 	ring, err := sskeys.OpenRing(sskeys.RingDir(path), p, sskeys.RingOptions{})
 	if err != nil {
@@ -341,7 +341,7 @@ func TestEncryptionExport(t *testing.T) {
 
 	// Import into a fresh store: without the keyring nothing is
 	// imported; with it the session reads back.
-	other, err := sqlstore.Open(ctx, filepath.Join(dir, "other.db"))
+	other, err := sqlstore.Open(ctx, sqlstore.FreshDBPath(t, "other.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +366,7 @@ func TestEncryptionExport(t *testing.T) {
 
 	// Import into an encrypting store: the sessions are stored sealed
 	// under data keys of their own (never in plaintext) and read back.
-	encPath := filepath.Join(dir, "encrypted-import.db")
+	encPath := sqlstore.FreshDBPath(t, "encrypted-import.db")
 	encRing, err := sskeys.OpenRing(sskeys.RingDir(encPath), p, sskeys.RingOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -407,7 +407,7 @@ func TestEncryptionExport(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fourth, err := sqlstore.Open(ctx, filepath.Join(dir, "fourth.db"))
+	fourth, err := sqlstore.Open(ctx, sqlstore.FreshDBPath(t, "fourth.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +415,7 @@ func TestEncryptionExport(t *testing.T) {
 	if _, err := archive.ImportFile(ctx, fourth, exp2, archive.ImportOptions{Keys: ring}); !errors.Is(err, store.ErrKeyShredded) {
 		t.Fatalf("import of conversations after the shred: %v, want ErrKeyShredded", err)
 	}
-	third, err := sqlstore.Open(ctx, filepath.Join(dir, "third.db"))
+	third, err := sqlstore.Open(ctx, sqlstore.FreshDBPath(t, "third.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
