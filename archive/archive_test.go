@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -28,7 +27,7 @@ type backend struct {
 
 var (
 	sqliteBackend = backend{"sqlite", func(t testing.TB) archive.Store {
-		st, err := sqlstore.Open(t.Context(), filepath.Join(t.TempDir(), "s.db"))
+		st, err := sqlstore.Open(t.Context(), freshDBPath(t, "s.db"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -21,7 +20,7 @@ import (
 // nanosecond; a version-3 document may not carry a range.
 func TestCompactionRecordsRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	src, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "src.db"))
+	src, err := sqlstore.Open(ctx, freshDBPath(t, "src.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +45,7 @@ func TestCompactionRecordsRoundTrip(t *testing.T) {
 	if _, err := archive.Export(ctx, src, &buf, archive.ExportOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	dst, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "dst.db"))
+	dst, err := sqlstore.Open(ctx, freshDBPath(t, "dst.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +65,7 @@ func TestCompactionRecordsRoundTrip(t *testing.T) {
 	if bytes.Equal(old, buf.Bytes()) {
 		t.Fatal("no version field to rewrite")
 	}
-	other, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "other.db"))
+	other, err := sqlstore.Open(ctx, freshDBPath(t, "other.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +83,7 @@ func TestCompactionRecordsRoundTrip(t *testing.T) {
 // same events.
 func TestForksRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	src, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "src.db"))
+	src, err := sqlstore.Open(ctx, freshDBPath(t, "src.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +115,7 @@ func TestForksRoundTrip(t *testing.T) {
 	if !bytes.Contains(buf.Bytes(), []byte(`"forked_from": {`)) {
 		t.Fatal("the export names no fork point")
 	}
-	dst, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "dst.db"))
+	dst, err := sqlstore.Open(ctx, freshDBPath(t, "dst.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

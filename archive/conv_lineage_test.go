@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 
 	"github.com/agentstore/sessionstore/archive"
@@ -19,7 +18,7 @@ import (
 // version-4 document may carry neither.
 func TestConversationLineageRoundTrips(t *testing.T) {
 	ctx := context.Background()
-	src, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "src.db"))
+	src, err := sqlstore.Open(ctx, freshDBPath(t, "src.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +50,7 @@ func TestConversationLineageRoundTrips(t *testing.T) {
 	if !bytes.Contains(buf.Bytes(), []byte(`"forked_from": {`)) || !bytes.Contains(buf.Bytes(), []byte(`"compaction": {`)) {
 		t.Fatalf("export has no fork point or compaction range:\n%s", buf.Bytes())
 	}
-	dst, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "dst.db"))
+	dst, err := sqlstore.Open(ctx, freshDBPath(t, "dst.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +89,7 @@ func TestConversationLineageRoundTrips(t *testing.T) {
 		t.Fatalf("a-before (imported before its parent) has lineage %+v", nodes)
 	}
 	old := bytes.Replace(buf.Bytes(), []byte(`"version": 6`), []byte(`"version": 4`), 1)
-	other, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "other.db"))
+	other, err := sqlstore.Open(ctx, freshDBPath(t, "other.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeTemplate()
+	os.Exit(code)
 }
 
 // openAt opens the store at loc: a PostgreSQL URL or a SQLite file.
