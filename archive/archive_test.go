@@ -10,6 +10,7 @@ import (
 	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/facet"
 	"github.com/agentstore/sessionstore/internal/pgtest"
+	"github.com/agentstore/sessionstore/internal/sqltest"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
@@ -27,7 +28,7 @@ type backend struct {
 
 var (
 	sqliteBackend = backend{"sqlite", func(t testing.TB) archive.Store {
-		st, err := sqlstore.Open(t.Context(), freshDBPath(t, "s.db"))
+		st, err := sqlstore.Open(t.Context(), sqltest.FreshPath(t, "s.db"))
 		if err != nil {
 			t.Fatal(err)
 		}

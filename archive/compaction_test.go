@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentstore/sessionstore/archive"
+	"github.com/agentstore/sessionstore/internal/sqltest"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -20,7 +21,7 @@ import (
 // nanosecond; a version-3 document may not carry a range.
 func TestCompactionRecordsRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	src, err := sqlstore.Open(ctx, freshDBPath(t, "src.db"))
+	src, err := sqlstore.Open(ctx, sqltest.FreshPath(t, "src.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestCompactionRecordsRoundTrip(t *testing.T) {
 	if _, err := archive.Export(ctx, src, &buf, archive.ExportOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	dst, err := sqlstore.Open(ctx, freshDBPath(t, "dst.db"))
+	dst, err := sqlstore.Open(ctx, sqltest.FreshPath(t, "dst.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestCompactionRecordsRoundTrip(t *testing.T) {
 	if bytes.Equal(old, buf.Bytes()) {
 		t.Fatal("no version field to rewrite")
 	}
-	other, err := sqlstore.Open(ctx, freshDBPath(t, "other.db"))
+	other, err := sqlstore.Open(ctx, sqltest.FreshPath(t, "other.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestCompactionRecordsRoundTrip(t *testing.T) {
 // same events.
 func TestForksRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	src, err := sqlstore.Open(ctx, freshDBPath(t, "src.db"))
+	src, err := sqlstore.Open(ctx, sqltest.FreshPath(t, "src.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestForksRoundTrip(t *testing.T) {
 	if !bytes.Contains(buf.Bytes(), []byte(`"forked_from": {`)) {
 		t.Fatal("the export names no fork point")
 	}
-	dst, err := sqlstore.Open(ctx, freshDBPath(t, "dst.db"))
+	dst, err := sqlstore.Open(ctx, sqltest.FreshPath(t, "dst.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

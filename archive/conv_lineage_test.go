@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentstore/sessionstore/archive"
+	"github.com/agentstore/sessionstore/internal/sqltest"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -18,7 +19,7 @@ import (
 // version-4 document may carry neither.
 func TestConversationLineageRoundTrips(t *testing.T) {
 	ctx := context.Background()
-	src, err := sqlstore.Open(ctx, freshDBPath(t, "src.db"))
+	src, err := sqlstore.Open(ctx, sqltest.FreshPath(t, "src.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestConversationLineageRoundTrips(t *testing.T) {
 	if !bytes.Contains(buf.Bytes(), []byte(`"forked_from": {`)) || !bytes.Contains(buf.Bytes(), []byte(`"compaction": {`)) {
 		t.Fatalf("export has no fork point or compaction range:\n%s", buf.Bytes())
 	}
-	dst, err := sqlstore.Open(ctx, freshDBPath(t, "dst.db"))
+	dst, err := sqlstore.Open(ctx, sqltest.FreshPath(t, "dst.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestConversationLineageRoundTrips(t *testing.T) {
 		t.Fatalf("a-before (imported before its parent) has lineage %+v", nodes)
 	}
 	old := bytes.Replace(buf.Bytes(), []byte(`"version": 6`), []byte(`"version": 4`), 1)
-	other, err := sqlstore.Open(ctx, freshDBPath(t, "other.db"))
+	other, err := sqlstore.Open(ctx, sqltest.FreshPath(t, "other.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/internal/pgtest"
+	"github.com/agentstore/sessionstore/internal/sqltest"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
@@ -35,7 +36,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	code := m.Run()
-	removeTemplate()
+	sqltest.Cleanup()
 	os.Exit(code)
 }
 

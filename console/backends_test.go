@@ -2,10 +2,10 @@ package console_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/agentstore/sessionstore/internal/pgtest"
+	"github.com/agentstore/sessionstore/internal/sqltest"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
@@ -22,7 +22,7 @@ type backend struct {
 
 var sqliteBackend = backend{
 	name:        "sqlite",
-	newLocation: func(t testing.TB) string { return filepath.Join(t.TempDir(), "sessions.db") },
+	newLocation: func(t testing.TB) string { return sqltest.FreshPath(t, "sessions.db") },
 	open: func(ctx context.Context, loc string, clock store.Clock, readOnly bool) (store.Store, error) {
 		return sqlstore.Open(ctx, loc, sqlstore.WithClock(clock), sqlstore.WithReadOnly(readOnly))
 	},

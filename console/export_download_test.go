@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/console"
+	"github.com/agentstore/sessionstore/internal/sqltest"
 	"github.com/agentstore/sessionstore/sqlstore"
 )
 
@@ -50,7 +50,7 @@ func TestExportDownload(t *testing.T) {
 				len(doc.Runtime) == 0 || doc.AgentSessions == nil || len(doc.AgentSessions.Sessions) == 0 || doc.Audit == nil {
 				t.Errorf("the download leaves facets out: %s", truncate(body))
 			}
-			dst, err := sqlstore.Open(t.Context(), filepath.Join(t.TempDir(), "imported.db"))
+			dst, err := sqlstore.Open(t.Context(), sqltest.FreshPath(t, "imported.db"))
 			if err != nil {
 				t.Fatal(err)
 			}

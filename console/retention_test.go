@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentstore/sessionstore/internal/sqltest"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -19,7 +19,7 @@ import (
 func TestRetentionPage(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "r.db"), sqlstore.WithClock(func() time.Time { return now }))
+	st, err := sqlstore.Open(ctx, sqltest.FreshPath(t, "r.db"), sqlstore.WithClock(func() time.Time { return now }))
 	if err != nil {
 		t.Fatal(err)
 	}

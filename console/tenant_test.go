@@ -6,12 +6,12 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentstore/sessionstore/console"
+	"github.com/agentstore/sessionstore/internal/sqltest"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/store/storetest"
@@ -24,7 +24,7 @@ import (
 func TestTenantConsole(t *testing.T) {
 	ctx := context.Background()
 	clock := storetest.NewClock()
-	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "sessions.db"), sqlstore.WithClock(clock.Now))
+	st, err := sqlstore.Open(ctx, sqltest.FreshPath(t, "sessions.db"), sqlstore.WithClock(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
