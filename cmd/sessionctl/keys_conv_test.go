@@ -15,18 +15,7 @@ import (
 // refuses them without it (exit 1, never the ciphertext or a guess);
 // the database file holds none of their text.
 func TestKeysConversations(t *testing.T) {
-	t.Setenv(keys.EnvVar, "")
-	t.Setenv("SESSIONSTORE_KEY_FILE", "")
-	dir := t.TempDir()
-	db := filepath.Join(dir, "s.db")
-	v1, _ := keys.GenerateEntry("v1")
-	kf := filepath.Join(dir, "kek")
-	if err := os.WriteFile(kf, []byte(v1+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if code, _, errs := sctl(t, "--db", db, "--key-file", kf, "demo"); code != 0 {
-		t.Fatalf("demo: %d %s", code, errs)
-	}
+	db, kf := encryptedDemo(t)
 	code, out, errs := sctl(t, "--db", db, "--key-file", kf, "list", "--json")
 	var list struct {
 		Items []struct {
@@ -67,4 +56,24 @@ func TestKeysConversations(t *testing.T) {
 			t.Fatalf("%s holds a message of an encrypted conversation", filepath.Base(p))
 		}
 	}
+}
+
+// encryptedDemo writes the demo database with a key file of one KEK
+// version (with $SESSIONSTORE_KEY and $SESSIONSTORE_KEY_FILE cleared) in
+// a temporary directory, and returns the database and the key file.
+func encryptedDemo(t *testing.T) (db, keyFile string) {
+	t.Helper()
+	t.Setenv(keys.EnvVar, "")
+	t.Setenv("SESSIONSTORE_KEY_FILE", "")
+	dir := t.TempDir()
+	db = filepath.Join(dir, "s.db")
+	v1, _ := keys.GenerateEntry("v1")
+	keyFile = filepath.Join(dir, "kek")
+	if err := os.WriteFile(keyFile, []byte(v1+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := sctl(t, "--db", db, "--key-file", keyFile, "demo"); code != 0 {
+		t.Fatalf("demo: %d %s", code, errs)
+	}
+	return db, keyFile
 }

@@ -18,18 +18,7 @@ import (
 // gc: --dry-run lists it, gc shreds it and no named key; a young orphan
 // is kept; misuse is a usage error.
 func TestKeysGC(t *testing.T) {
-	t.Setenv(keys.EnvVar, "")
-	t.Setenv("SESSIONSTORE_KEY_FILE", "")
-	dir := t.TempDir()
-	db := filepath.Join(dir, "s.db")
-	v1, _ := keys.GenerateEntry("v1")
-	kf := filepath.Join(dir, "kek")
-	if err := os.WriteFile(kf, []byte(v1+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if code, _, errs := sctl(t, "--db", db, "--key-file", kf, "demo"); code != 0 {
-		t.Fatalf("demo: %d %s", code, errs)
-	}
+	db, kf := encryptedDemo(t)
 	p, err := keys.FromFile(kf)
 	if err != nil {
 		t.Fatal(err)

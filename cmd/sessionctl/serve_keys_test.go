@@ -5,8 +5,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,18 +17,7 @@ import (
 // sessions sealed (and names their keys); started without keys, the
 // download of the same database fails rather than serve plaintext.
 func TestServeExportWithKeyFile(t *testing.T) {
-	t.Setenv(keys.EnvVar, "")
-	t.Setenv("SESSIONSTORE_KEY_FILE", "")
-	dir := t.TempDir()
-	db := filepath.Join(dir, "s.db")
-	v1, _ := keys.GenerateEntry("v1")
-	kf := filepath.Join(dir, "kek")
-	if err := os.WriteFile(kf, []byte(v1+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if code, _, errs := sctl(t, "--db", db, "--key-file", kf, "demo"); code != 0 {
-		t.Fatalf("demo: %d %s", code, errs)
-	}
+	db, kf := encryptedDemo(t)
 	for _, withKeys := range []bool{true, false} {
 		args := []string{"--db", db}
 		if withKeys {
