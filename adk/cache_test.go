@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"google.golang.org/adk/v2/session"
 
 	"github.com/agentstore/sessionstore/adk"
+	"github.com/agentstore/sessionstore/internal/sqltest"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -242,7 +242,7 @@ func TestReadCacheSecondProcess(t *testing.T) {
 func TestGetReportsCorruptEvent(t *testing.T) {
 	ctx := context.Background()
 	// synchronous=NORMAL: 200 appends, and durability is not the point.
-	svc, err := adk.Open(ctx, filepath.Join(t.TempDir(), "sessions.db"), sqlstore.WithSynchronous(sqlstore.SyncNormal))
+	svc, err := adk.Open(ctx, sqltest.FreshPath(t, "sessions.db"), sqlstore.WithSynchronous(sqlstore.SyncNormal))
 	if err != nil {
 		t.Fatal(err)
 	}

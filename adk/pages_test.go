@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentstore/sessionstore/adk/internal/benchkit"
+	"github.com/agentstore/sessionstore/internal/sqltest"
 )
 
 // TestPagesPerCreate counts the pages a session create writes through
@@ -19,6 +20,7 @@ import (
 func TestPagesPerCreate(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
+	sqltest.Seed(t, filepath.Join(dir, "sessions.db")) // the schema is not what is counted
 	target, err := openAdapter(ctx, dir, "FULL")
 	if err != nil {
 		t.Fatal(err)

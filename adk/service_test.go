@@ -4,24 +4,28 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/session/sessiontestsuite"
 
 	"github.com/agentstore/sessionstore/adk"
+	"github.com/agentstore/sessionstore/internal/sqltest"
 )
 
 func TestMain(m *testing.M) {
 	runHelperProcess()
-	os.Exit(m.Run())
+	code := m.Run()
+	sqltest.Cleanup()
+	os.Exit(code)
 }
 
-// openService opens a service on a fresh file, closed at test end.
+// openService opens a service on a fresh store (a copy of the migrated
+// template: migrating a new file is the dearest part of a short test under
+// the race detector), closed at test end.
 func openService(t testing.TB) (*adk.Service, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "sessions.db")
+	path := sqltest.FreshPath(t, "sessions.db")
 	svc, err := adk.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)

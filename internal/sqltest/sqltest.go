@@ -28,6 +28,16 @@ var template struct {
 // finds current (it migrates nothing).
 func FreshPath(t testing.TB, name string) string {
 	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	Seed(t, path)
+	return path
+}
+
+// Seed writes a copy of the migrated template at path, for a test whose
+// store must live at a path of its own choosing (a directory it also
+// inspects); path must not exist yet.
+func Seed(t testing.TB, path string) {
+	t.Helper()
 	template.once.Do(build)
 	if template.err != nil {
 		t.Fatalf("template database: %v", template.err)
@@ -36,11 +46,17 @@ func FreshPath(t testing.TB, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, b, 0o600); err != nil {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return path
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // build migrates the template in a directory of its own.
