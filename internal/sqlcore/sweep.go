@@ -84,6 +84,9 @@ type sweeper struct {
 
 // Sweep applies the policies (see store.Retention.Sweep).
 func (r *Retention) Sweep(ctx context.Context, opts store.SweepOptions) (store.SweepReport, error) {
+	if err := r.operatorOnly("sweeps run"); err != nil {
+		return store.SweepReport{}, err
+	}
 	if opts.BatchRows < 0 {
 		return store.SweepReport{}, store.Invalid("batch_rows", "must not be negative")
 	}
