@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -165,6 +167,66 @@ func testTenantRetention(t *testing.T, e *env) {
 			want, err := def.Policies(e.ctx)
 			if err != nil || len(want) != 2 || !reflect.DeepEqual(got, want) {
 				t.Fatalf("Policies through a = %+v\nthe store's %+v, %v", got, want, err)
+			}
+		}},
+		{"HoldsConcurrentlyInTwoTenants", func(t *testing.T) {
+			// Both tenants hold, then release, the same refs from many
+			// goroutines at once: each tenant holds each ref once, and
+			// exactly one of its releases of a ref finds the hold.
+			const workers, refs = 8, 6
+			tenants := []store.Retention{ra, rb}
+			run := func(fn func(r store.Retention, ti int, ref store.SessionRef) error) {
+				t.Helper()
+				var wg sync.WaitGroup
+				errs := make(chan error, len(tenants)*workers)
+				for ti, r := range tenants {
+					for range workers {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							for i := range refs {
+								if err := fn(r, ti, convRef(fmt.Sprintf("ret-many-%d", i))); err != nil {
+									errs <- err
+									return
+								}
+							}
+						}()
+					}
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					t.Fatal(err)
+				}
+			}
+			run(func(r store.Retention, _ int, ref store.SessionRef) error { return r.Hold(e.ctx, ref, "many") })
+			want := ""
+			for i := range refs {
+				want += fmt.Sprintf("conversations ret-many-%d (many); ", i)
+			}
+			for name, r := range map[string]store.Retention{"a": ra, "b": rb} {
+				if got := holdsOf(t, r); !strings.Contains(got, want) || strings.Count(got, "ret-many-") != refs {
+					t.Fatalf("tenant %s's holds after the concurrent holds = %s", name, got)
+				}
+			}
+			var mu sync.Mutex
+			released := make([]int, len(tenants))
+			run(func(r store.Retention, ti int, ref store.SessionRef) error {
+				ok, err := r.Release(e.ctx, ref)
+				if ok {
+					mu.Lock()
+					released[ti]++
+					mu.Unlock()
+				}
+				return err
+			})
+			if released[0] != refs || released[1] != refs {
+				t.Fatalf("releases that found a hold: %v, want %d in each tenant", released, refs)
+			}
+			for name, r := range map[string]store.Retention{"a": ra, "b": rb, "default": def} {
+				if got := holdsOf(t, r); strings.Contains(got, "ret-many-") {
+					t.Fatalf("tenant %s's holds after the releases = %s", name, got)
+				}
 			}
 		}},
 		{"OperatorsMethodsAreRefused", func(t *testing.T) {
