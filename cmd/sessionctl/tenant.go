@@ -83,7 +83,8 @@ func (g *globals) checkTenant(command string) error {
 }
 
 // tenantCLI is a store whose agent-session, conversation and runtime
-// facets, search and change feed are a tenant's. The feed's governed
+// facets, governance, spend, audit, retention (holds), search and change
+// feed are a tenant's. The feed's governed
 // stream, which is not tenant-scoped yet, is refused (errTenantFeed). The
 // commands that take --tenant use nothing else.
 type tenantCLI struct {
