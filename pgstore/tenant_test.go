@@ -117,15 +117,19 @@ func seedTenants(t *testing.T, ctx context.Context, st *pgstore.Store, tenants .
 	t.Helper()
 	key := store.SessionKey{App: "app", User: "user", Session: "session"}
 	for _, name := range append([]string{""}, tenants...) {
-		as, c, rt := st.AgentSessions(), st.Conversations(), st.Runtime()
+		as, c, rt, ret := st.AgentSessions(), st.Conversations(), st.Runtime(), st.Retention()
 		if name != "" {
 			ts, err := st.Tenant(name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			as, c, rt = ts.AgentSessions(), ts.Conversations(), ts.Runtime()
+			as, c, rt, ret = ts.AgentSessions(), ts.Conversations(), ts.Runtime(), ts.Retention()
 		}
 		seedTenantConversations(t, ctx, c, rt, name)
+		// The same hold in every tenant (migration 23).
+		if err := ret.Hold(ctx, store.SessionRef{Facet: store.HoldAgentSessions, App: key.App, UserID: key.User, ID: key.Session}, "of "+name); err != nil {
+			t.Fatalf("%q: hold: %v", name, err)
+		}
 		v := json.RawMessage(fmt.Sprintf("%q", "of "+name))
 		if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
 			t.Fatalf("%q: %v", name, err)
@@ -275,7 +279,7 @@ func TestTenantRowLevelSecurity(t *testing.T) {
 	all := tenantCounts(t, ctx, ownerTx)
 	ownerTx.Rollback(ctx)
 	for _, table := range []string{"agent_sessions", "agent_events", "agent_session_state", "agent_state_log",
-		"agent_app_state", "agent_user_state", "search_docs"} {
+		"agent_app_state", "agent_user_state", "search_docs", "retention_holds"} {
 		for _, tenant := range []string{"", "tenant-a", "tenant-b"} {
 			if all[table][tenant] == 0 || all[table][tenant] != all[table][""] {
 				t.Errorf("owner: %s has %v rows per tenant; want the same number (> 0) in each", table, all[table])
@@ -419,6 +423,25 @@ func TestTenantStoreAsTenantRole(t *testing.T) {
 	other := store.SessionKey{App: "app", User: "user", Session: "new"}
 	if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: other}); err != nil {
 		t.Fatalf("create as the tenant role: %v", err)
+	}
+	// Holds and reads as the tenant role: its own only; the operator's
+	// methods are refused.
+	ret := ts.Retention()
+	otherRef := store.SessionRef{Facet: store.HoldAgentSessions, App: other.App, UserID: other.User, ID: other.Session}
+	if err := ret.Hold(ctx, otherRef, "role"); err != nil {
+		t.Fatalf("hold as the tenant role: %v", err)
+	}
+	if hs, err := ret.Holds(ctx); err != nil || len(hs) != 2 || hs[0].Reason != "role" || hs[1].Reason != "of tenant-a" {
+		t.Fatalf("Holds as the tenant role = %+v, %v; want tenant-a's two", hs, err)
+	}
+	if ok, err := ret.Release(ctx, otherRef); err != nil || !ok {
+		t.Fatalf("release as the tenant role: %v, %v", ok, err)
+	}
+	if err := ret.Accessed(ctx, otherRef); err != nil {
+		t.Fatalf("Accessed as the tenant role: %v", err)
+	}
+	if _, err := ret.Sweep(ctx, store.SweepOptions{DryRun: true}); !errors.Is(err, store.ErrInvalidInput) {
+		t.Fatalf("Sweep as the tenant role = %v, want ErrInvalidInput", err)
 	}
 	// Conversations and runtime sessions as the tenant role: reads, an
 	// append, a fork and a rewind (which writes a retired history), a

@@ -383,11 +383,15 @@ type Retention interface {
 
 	// Hold keeps the session ref names (which need not exist yet)
 	// whatever the policies say, until Release. Holding a held session
-	// again replaces its reason.
+	// again replaces its reason. A hold belongs to the tenant it is
+	// placed through (the default tenant on a Store, a tenant through its
+	// TenantStore) and protects that tenant's session only.
 	Hold(ctx context.Context, ref SessionRef, reason string) error
-	// Release removes the hold on ref; it reports whether there was one.
+	// Release removes the tenant's hold on ref; it reports whether there
+	// was one.
 	Release(ctx context.Context, ref SessionRef) (bool, error)
-	// Holds returns every hold, ordered by facet and key.
+	// Holds returns the holds of the tenant (the default tenant's on a
+	// Store; see TenantStore.Retention), ordered by facet and key.
 	Holds(ctx context.Context) ([]Hold, error)
 
 	// Accessed records a read of a conversation or agent session: its

@@ -112,6 +112,23 @@ type TenantStore interface {
 	// GovernedSession stream of a tenant's feed fails.
 	Feed() Feed
 
+	// Retention returns the lifecycle facet of the tenant. Holds are the
+	// tenant's: Hold, Release and Holds place, remove and list its own
+	// holds only (a hold names a session as the store does; two tenants
+	// may hold the same key, each its own session), and a tenant's hold
+	// protects only the tenant's own session from the store's sweeps (an
+	// id of another tenant may be held, which protects nothing and tells
+	// nothing). Accessed records a read of the tenant's own conversation or
+	// agent session; another tenant's is ErrNotFound, as elsewhere.
+	// Policies returns the store's policies, which apply to every tenant's
+	// sessions. Policies, sweeps, their log and their lease are the
+	// operator's: they apply to, and count, every tenant's rows, so
+	// SetPolicy, RemovePolicy, Sweep (also a dry run), Sweeps, TakeLease
+	// and DropLease fail with ErrInvalidInput (field "tenant") and change
+	// nothing. The store's own sweep removes every tenant's due sessions
+	// and honours every tenant's holds.
+	Retention() Retention
+
 	// Backend names the implementation, as Store.Backend does.
 	Backend() string
 }

@@ -381,7 +381,9 @@ var holdSpec = spec{
 	about: `Holds keep a session whatever the retention policies say, until
 released. FACET is governance, runtime, conversations or agent_sessions;
 an agent session is named by its app, user and session id. A session need
-not exist to be held.
+not exist to be held. With --tenant T the holds are tenant T's: hold lists,
+places and releases T's own, and a hold keeps only T's session of that
+name (without it, the default tenant's).
 
   hold [list]              lists the holds
   hold FACET ID...         holds a session (--reason says why)

@@ -6,10 +6,11 @@ package main
 // runtime sessions (with their uploads), search, the change feed,
 // governed sessions, spend and audit, so the commands of those facets take
 // it, export and import (one tenant's rows: archive.ExportOptions.Tenant,
-// ImportOptions.Tenant), and serve, whose console then shows that
-// tenant's rows only (console.Options.Tenant); the others (retention and
-// maintenance) refuse the flag (a usage error) rather than show the
-// default tenant's rows under a tenant's name.
+// ImportOptions.Tenant), serve, whose console then shows that tenant's
+// rows only (console.Options.Tenant), and hold (the tenant's holds). The
+// others (retention policies, sweeps and maintenance) refuse the flag (a
+// usage error, saying why for the retention commands) rather than show
+// the default tenant's rows under a tenant's name.
 
 import (
 	"context"
@@ -25,7 +26,17 @@ import (
 // tenantCommands are the commands that work through a tenant handle.
 var tenantCommands = []string{"agents", "history", "fork", "rewind", "list", "messages", "artifacts", "traces",
 	"runs", "reports", "uploads", "delete", "search", "create", "use", "close", "close-agent",
-	"reserve", "settle", "release", "limits", "audit", "export", "import", "serve"}
+	"reserve", "settle", "release", "limits", "audit", "export", "import", "serve", "hold"}
+
+// tenantRefusals say why the retention commands other than hold refuse
+// --tenant: their policies and sweeps are the operator's, applied to every
+// tenant's rows (store.TenantStore.Retention refuses them too).
+var tenantRefusals = map[string]string{
+	"cleanup":   "cleanup sweeps every tenant's sessions and only the operator runs it: drop --tenant (a tenant keeps its sessions with sessionctl hold --tenant T)",
+	"sweep":     "sweeps apply the store's policies to every tenant's sessions and only the operator runs them: drop --tenant (a tenant keeps its sessions with sessionctl hold --tenant T)",
+	"gc":        "gc sweeps every tenant's sessions and only the operator runs it: drop --tenant (a tenant keeps its sessions with sessionctl hold --tenant T)",
+	"retention": "retention policies apply to every tenant's sessions and only the operator sets them: drop --tenant (a tenant keeps its sessions with sessionctl hold --tenant T)",
+}
 
 // tenantCommandList names tenantCommands for help and errors.
 func tenantCommandList() string {
@@ -62,6 +73,9 @@ func (g *globals) checkTenant(command string) error {
 	if err := store.ValidateTenant(g.tenant); err != nil {
 		return fmt.Errorf("--tenant %q: tenant names are 1 to %d letters, digits and _ - . beginning with a letter or digit", g.tenant, store.MaxTenantLength)
 	}
+	if why, ok := tenantRefusals[command]; ok {
+		return errors.New(why)
+	}
 	if !slices.Contains(tenantCommands, command) {
 		return fmt.Errorf("%s does not take --tenant (or $SESSIONSTORE_TENANT): only %s work on a tenant's rows", command, tenantCommandList())
 	}
@@ -69,7 +83,8 @@ func (g *globals) checkTenant(command string) error {
 }
 
 // tenantCLI is a store whose agent-session, conversation and runtime
-// facets, search and change feed are a tenant's. The feed's governed
+// facets, governance, spend, audit, retention (holds), search and change
+// feed are a tenant's. The feed's governed
 // stream, which is not tenant-scoped yet, is refused (errTenantFeed). The
 // commands that take --tenant use nothing else.
 type tenantCLI struct {
@@ -107,6 +122,9 @@ func untenanted(st cliStore) cliStore {
 }
 
 func (t *tenantCLI) Conversations() store.Conversations { return t.ts.Conversations() }
+
+// Retention is the tenant's: its holds (hold --tenant).
+func (t *tenantCLI) Retention() store.Retention { return t.ts.Retention() }
 
 func (t *tenantCLI) Runtime() store.Runtime { return t.ts.Runtime() }
 

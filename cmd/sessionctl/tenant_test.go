@@ -78,6 +78,8 @@ func testTenantFlag(t *testing.T, newTestEnv envMaker) {
 	for _, args := range [][]string{
 		{"stats", "--tenant", "acme"},
 		{"cleanup", "--tenant", "acme"},
+		{"sweep", "--tenant", "acme"},
+		{"retention", "--tenant", "acme"},
 		{"agents", "--tenant", "no spaces"},
 		{"agents", "--tenant", "-x"},
 	} {
@@ -104,6 +106,7 @@ func testTenantFlag(t *testing.T, newTestEnv envMaker) {
 	testTenantGovernanceCommands(t, e)
 
 	testTenantConversations(t, e)
+	testTenantHolds(t, e)
 
 	// One store for the rest too (each env costs a migration under -race).
 	e.tenantFixtureAgain()
@@ -281,4 +284,43 @@ func testTenantGovernanceCommands(t *testing.T, e *testEnv) {
 	e.run("close", "gov-acme", "--tenant", "acme").want(t, 0)
 	e.run("close", "gov-default", "--tenant", "acme").want(t, exitNotFound)
 	e.run("close", "gov-default").want(t, 0)
+}
+
+// testTenantHolds: hold --tenant places, lists and releases the tenant's
+// own holds (the same key as the default tenant's, a hold each), and the
+// sweeping commands refuse --tenant saying why.
+func testTenantHolds(t *testing.T, e *testEnv) {
+	e.run("hold", "agent_sessions", "support", "ada", "s1", "--reason", "default's").want(t, 0)
+	if r := e.run("hold", "agent_sessions", "support", "ada", "s1", "--tenant", "acme", "--reason", "acme's").want(t, 0); r.stdout != "held agent_sessions support/ada/s1\n" {
+		t.Fatalf("hold --tenant acme: %q", r.stdout)
+	}
+	e.run("hold", "conversations", "conv-acme", "--tenant", "acme").want(t, 0)
+	out := e.run("hold", "list", "--tenant", "acme", "--json").want(t, 0).stdout
+	if !strings.Contains(out, "acme's") || !strings.Contains(out, "conv-acme") || strings.Contains(out, "default's") {
+		t.Fatalf("hold list --tenant acme:\n%s", out)
+	}
+	out = e.run("hold", "list", "--json").want(t, 0).stdout
+	if !strings.Contains(out, "default's") || strings.Contains(out, "acme") {
+		t.Fatalf("hold list of the default tenant:\n%s", out)
+	}
+	if out = e.run("hold", "list", "--tenant", "globex").want(t, 0).stdout; out != "0 holds\n" {
+		t.Fatalf("hold list --tenant globex: %q", out)
+	}
+	if r := e.run("hold", "release", "agent_sessions", "support", "ada", "s1", "--tenant", "acme").want(t, 0); r.stdout != "released agent_sessions support/ada/s1\n" {
+		t.Fatalf("hold release --tenant acme: %q", r.stdout)
+	}
+	if r := e.run("hold", "release", "agent_sessions", "support", "ada", "s1", "--tenant", "acme").want(t, 0); !strings.Contains(r.stdout, "was not held") {
+		t.Fatalf("second hold release --tenant acme: %q", r.stdout)
+	}
+	if out = e.run("hold", "list", "--json").want(t, 0).stdout; !strings.Contains(out, "default's") {
+		t.Fatalf("the default tenant's hold went with acme's release:\n%s", out)
+	}
+	e.run("hold", "release", "agent_sessions", "support", "ada", "s1").want(t, 0)
+	e.run("hold", "release", "conversations", "conv-acme", "--tenant", "acme").want(t, 0)
+	for _, cmd := range []string{"cleanup", "sweep", "gc", "retention"} {
+		r := e.run(cmd, "--tenant", "acme").want(t, exitUsage)
+		if !strings.Contains(r.stderr, "every tenant") || !strings.Contains(r.stderr, "hold --tenant") {
+			t.Errorf("%s --tenant: stderr %q does not say why", cmd, r.stderr)
+		}
+	}
 }

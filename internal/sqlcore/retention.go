@@ -30,8 +30,21 @@ type Retention struct{ s *Store }
 
 var _ store.Retention = (*Retention)(nil)
 
-// Retention returns the lifecycle facet.
+// Retention returns the lifecycle facet. On a tenant's Store (WithTenant)
+// holds and Accessed are the tenant's, Policies reads the store's
+// policies, and what belongs to the operator (setting policies, sweeps,
+// their log and lease) fails with ErrInvalidInput (store.TenantStore).
 func (s *Store) Retention() *Retention { return &Retention{s: s} }
+
+// operatorOnly refuses, on a tenant's Store, what only the store's
+// operator does: policies, sweeps and their lease and log apply to (and
+// count) every tenant's rows.
+func (r *Retention) operatorOnly(what string) error {
+	if r.s.tenant == "" {
+		return nil
+	}
+	return store.Invalid("tenant", what+" on the whole store, not through a tenant handle")
+}
 
 const (
 	policyColumns   = `kind, max_age_ms, keep_last, max_bytes, reads_count, updated_at_ms`
@@ -41,10 +54,13 @@ const (
 		max_bytes = excluded.max_bytes, reads_count = excluded.reads_count, updated_at_ms = excluded.updated_at_ms`
 	policyDeleteSQL = `DELETE FROM retention_policies WHERE kind = ?`
 
-	holdUpsertSQL = `INSERT INTO retention_holds (facet, app, user_id, id, reason, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (facet, app, user_id, id) DO UPDATE SET reason = excluded.reason`
-	holdDeleteSQL = `DELETE FROM retention_holds WHERE facet = ? AND app = ? AND user_id = ? AND id = ?`
-	holdSelectSQL = `SELECT facet, app, user_id, id, reason, created_at_ms FROM retention_holds ORDER BY facet, app, user_id, id`
+	// Holds are the store's tenant's (migration 23: the tenant ends the
+	// key).
+	holdUpsertSQL = `INSERT INTO retention_holds (facet, app, user_id, id, reason, created_at_ms, tenant) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (facet, app, user_id, id, tenant) DO UPDATE SET reason = excluded.reason`
+	holdDeleteSQL = `DELETE FROM retention_holds WHERE facet = ? AND app = ? AND user_id = ? AND id = ? AND tenant = ?`
+	holdSelectSQL = `SELECT facet, app, user_id, id, reason, created_at_ms FROM retention_holds WHERE tenant = ?
+		ORDER BY facet, app, user_id, id`
 
 	leaseTakeSQL = `INSERT INTO sweep_lease (name, holder, expires_at_ms) VALUES ('sweep', ?1, ?2)
 		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at_ms = excluded.expires_at_ms
@@ -59,9 +75,9 @@ const (
 	// sweepLogTrimSQL keeps the newest sweepLogKeep entries of the log.
 	sweepLogTrimSQL = `DELETE FROM sweep_log WHERE id <= (SELECT max(id) FROM sweep_log) - ?`
 
-	convAccessedSQL  = `UPDATE conversations SET last_access_ms = %s(last_access_ms, CAST(? AS BIGINT)) WHERE id = ?`
+	convAccessedSQL  = `UPDATE conversations SET last_access_ms = %s(last_access_ms, CAST(? AS BIGINT)) WHERE id = ? AND tenant = ?`
 	agentAccessedSQL = `UPDATE agent_sessions SET last_access_ms = %s(last_access_ms, CAST(? AS BIGINT))
-		WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0`
+		WHERE tenant = ? AND app = ? AND user_id = ? AND session_id = ? AND retired = 0`
 )
 
 // sweepLogKeep is how many sweeps the log keeps.
@@ -84,6 +100,9 @@ func (r policyRow) policy() store.Policy {
 
 // SetPolicy stores p (see store.Retention.SetPolicy).
 func (r *Retention) SetPolicy(ctx context.Context, p store.Policy) error {
+	if err := r.operatorOnly("policies are set"); err != nil {
+		return err
+	}
 	if err := p.Validate(); err != nil {
 		return err
 	}
@@ -97,6 +116,9 @@ func (r *Retention) SetPolicy(ctx context.Context, p store.Policy) error {
 
 // RemovePolicy removes the policy of kind (see store.Retention).
 func (r *Retention) RemovePolicy(ctx context.Context, kind store.PolicyKind) (bool, error) {
+	if err := r.operatorOnly("policies are removed"); err != nil {
+		return false, err
+	}
 	if _, ok := store.KindInfo(kind); !ok {
 		return false, store.Invalid("kind", "unknown policy kind")
 	}
@@ -145,7 +167,7 @@ func (r *Retention) Hold(ctx context.Context, ref store.SessionRef, reason strin
 		return store.Invalid("reason", "longer than 1024 bytes")
 	}
 	return r.s.write(ctx, func(tx Tx) error {
-		_, err := tx.Exec(holdUpsertSQL, ref.Facet, ref.App, ref.UserID, ref.ID, reason, rowcodec.ToMillis(r.s.now()))
+		_, err := tx.Exec(holdUpsertSQL, ref.Facet, ref.App, ref.UserID, ref.ID, reason, rowcodec.ToMillis(r.s.now()), r.s.tenant)
 		return err
 	})
 }
@@ -157,7 +179,7 @@ func (r *Retention) Release(ctx context.Context, ref store.SessionRef) (bool, er
 	}
 	var n int64
 	err := r.s.write(ctx, func(tx Tx) error {
-		res, err := tx.Exec(holdDeleteSQL, ref.Facet, ref.App, ref.UserID, ref.ID)
+		res, err := tx.Exec(holdDeleteSQL, ref.Facet, ref.App, ref.UserID, ref.ID, r.s.tenant)
 		if err != nil {
 			return err
 		}
@@ -180,7 +202,7 @@ type holdRow struct {
 // Holds returns every hold (see store.Retention.Holds).
 func (r *Retention) Holds(ctx context.Context) ([]store.Hold, error) {
 	var rows []holdRow
-	if err := r.s.selectRows(ctx, &rows, holdSelectSQL); err != nil {
+	if err := r.s.selectRows(ctx, &rows, holdSelectSQL, r.s.tenant); err != nil {
 		return nil, err
 	}
 	out := make([]store.Hold, 0, len(rows))
@@ -202,9 +224,9 @@ func (r *Retention) Accessed(ctx context.Context, ref store.SessionRef) error {
 	now := rowcodec.ToMillis(r.s.now())
 	switch ref.Facet {
 	case store.HoldConversations:
-		query, args = fmt.Sprintf(convAccessedSQL, r.s.d.Greatest), []any{now, ref.ID}
+		query, args = fmt.Sprintf(convAccessedSQL, r.s.d.Greatest), []any{now, ref.ID, r.s.tenant}
 	case store.HoldAgentSessions:
-		query, args = fmt.Sprintf(agentAccessedSQL, r.s.d.Greatest), []any{now, ref.App, ref.UserID, ref.ID}
+		query, args = fmt.Sprintf(agentAccessedSQL, r.s.d.Greatest), []any{now, r.s.tenant, ref.App, ref.UserID, ref.ID}
 	default:
 		return store.Invalid("facet", "only conversations and agent sessions record reads")
 	}
@@ -224,6 +246,9 @@ func (r *Retention) Accessed(ctx context.Context, ref store.SessionRef) error {
 
 // TakeLease takes or renews the sweep lease (see store.Retention).
 func (r *Retention) TakeLease(ctx context.Context, holder string, ttl time.Duration) error {
+	if err := r.operatorOnly("the sweep lease is taken"); err != nil {
+		return err
+	}
 	if err := store.ValidateName("holder", holder); err != nil {
 		return err
 	}
@@ -250,6 +275,9 @@ func (r *Retention) TakeLease(ctx context.Context, holder string, ttl time.Durat
 
 // DropLease gives the lease up if holder holds it.
 func (r *Retention) DropLease(ctx context.Context, holder string) error {
+	if err := r.operatorOnly("the sweep lease is dropped"); err != nil {
+		return err
+	}
 	return r.s.write(ctx, func(tx Tx) error {
 		_, err := tx.Exec(leaseDropSQL, holder)
 		return err
@@ -277,6 +305,9 @@ func (r *Retention) logSweep(ctx context.Context, holder string, rep store.Sweep
 
 // Sweeps returns the newest sweeps of the log (see store.Retention).
 func (r *Retention) Sweeps(ctx context.Context, limit int) ([]store.SweepRecord, error) {
+	if err := r.operatorOnly("the log of sweeps is read"); err != nil {
+		return nil, err
+	}
 	if limit < 0 {
 		return nil, store.Invalid("limit", "must not be negative")
 	}

@@ -84,6 +84,9 @@ type sweeper struct {
 
 // Sweep applies the policies (see store.Retention.Sweep).
 func (r *Retention) Sweep(ctx context.Context, opts store.SweepOptions) (store.SweepReport, error) {
+	if err := r.operatorOnly("sweeps run"); err != nil {
+		return store.SweepReport{}, err
+	}
 	if opts.BatchRows < 0 {
 		return store.SweepReport{}, store.Invalid("batch_rows", "must not be negative")
 	}
@@ -389,7 +392,13 @@ func (sw *sweeper) apply(tx Tx, sk *sweepKind, d due, u unit) (int64, bool, erro
 	if sk.kind == store.PolicyConversationsIdle {
 		// removeSQL only checked that it is due: the delete keeps what
 		// its forks read (conv_lineage.go).
-		if _, err := (&Conversations{s: sw.r.s}).deleteTx(tx, u.id); err != nil {
+		c, err := sw.convsOf(tx, u.id)
+		if errors.Is(err, store.ErrNotFound) {
+			return 0, false, nil
+		} else if err != nil {
+			return 0, false, err
+		}
+		if _, err := c.deleteTx(tx, u.id); err != nil {
 			return 0, false, err
 		}
 	}
@@ -416,15 +425,39 @@ func (sw *sweeper) trim(tx Tx, d due, u unit) (int64, bool, error) {
 		}
 		return n, n > 0, nil
 	}
-	if err := (&Conversations{s: sw.r.s}).lockConv(tx, u.id); err != nil {
+	c, err := sw.convsOf(tx, u.id)
+	if err == nil {
+		err = c.lockConv(tx, u.id)
+	}
+	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return 0, false, nil
 		}
 		return 0, false, err
 	}
 	// The same trim as TrimMessages: what forks read stays.
-	n, err := (&Conversations{s: sw.r.s}).trimTx(tx, u.id, d.keepLast)
+	n, err := c.trimTx(tx, u.id, d.keepLast)
 	return n, err == nil && n > 0, err
+}
+
+// convTenantSQL reads the tenant of a conversation.
+const convTenantSQL = `SELECT tenant FROM conversations WHERE id = ?`
+
+// convsOf returns the conversation facet of the tenant of conversation
+// id: the store's sweep removes and trims every tenant's conversations,
+// and the facet's statements name the tenant. A conversation gone
+// meanwhile is ErrNotFound.
+func (sw *sweeper) convsOf(tx Tx, id string) (*Conversations, error) {
+	var tenant string
+	if err := tx.Get(&tenant, convTenantSQL, id); errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound(id)
+	} else if err != nil {
+		return nil, err
+	}
+	if tenant == sw.r.s.tenant {
+		return &Conversations{s: sw.r.s}, nil
+	}
+	return &Conversations{s: sw.r.s.WithTenant(tenant)}, nil
 }
 
 // orphan removes the state of an app (u.at == 0) or of an (app, user)
@@ -494,6 +527,7 @@ func SweepStatements() []SweepStatement {
 		args      []any
 	}{
 		{"keep-last held", convHeldSQL, []any{"x"}},
+		{"conversation's tenant", convTenantSQL, []any{"x"}},
 		{"keep-last count", trimCountSQL, []any{"x", int64(1)}},
 		{"keep-last last", msgLastSQL, []any{"x"}},
 		{"keep-last delete", msgDeleteHeadSQL, []any{"x", int64(1)}},

@@ -57,16 +57,17 @@ type sweepKind struct {
 	heldArgs func(d due) []any
 }
 
-// notHeld are the hold conditions of each facet's sessions.
+// notHeld are the hold conditions of each facet's sessions: a hold
+// protects a session of its own tenant only (migration 23).
 const (
 	notHeldGoverned = ` AND NOT EXISTS (SELECT 1 FROM retention_holds AS h
-		WHERE h.facet = 'governance' AND h.app = '' AND h.user_id = '' AND h.id = g.id)`
+		WHERE h.tenant = g.tenant AND h.facet = 'governance' AND h.app = '' AND h.user_id = '' AND h.id = g.id)`
 	notHeldRuntime = ` AND NOT EXISTS (SELECT 1 FROM retention_holds AS h
-		WHERE h.facet = 'runtime' AND h.app = '' AND h.user_id = '' AND h.id = r.id)`
+		WHERE h.tenant = r.tenant AND h.facet = 'runtime' AND h.app = '' AND h.user_id = '' AND h.id = r.id)`
 	notHeldConv = ` AND NOT EXISTS (SELECT 1 FROM retention_holds AS h
-		WHERE h.facet = 'conversations' AND h.app = '' AND h.user_id = '' AND h.id = c.id)`
+		WHERE h.tenant = c.tenant AND h.facet = 'conversations' AND h.app = '' AND h.user_id = '' AND h.id = c.id)`
 	notHeldAgent = ` AND NOT EXISTS (SELECT 1 FROM retention_holds AS h
-		WHERE h.facet = 'agent_sessions' AND h.tenant = a.tenant AND h.app = a.app AND h.user_id = a.user_id AND h.id = a.session_id)`
+		WHERE h.tenant = a.tenant AND h.facet = 'agent_sessions' AND h.app = a.app AND h.user_id = a.user_id AND h.id = a.session_id)`
 	// noLiveReservation keeps a governed session whose reservation still
 	// counts against a spend limit.
 	noLiveReservation = ` AND NOT EXISTS (SELECT 1 FROM spend_reservations AS sr
@@ -110,7 +111,7 @@ var governedEnded = &sweepKind{
 		+ (SELECT count(*) FROM spend_limits WHERE session_id = ?1)
 		+ (SELECT count(*) FROM spend_reservations WHERE session_id = ?1)`,
 	rowsArgs: func(u unit) []any { return []any{u.id} },
-	heldSQL: `SELECT count(*) FROM retention_holds AS h JOIN governed_sessions AS g ON g.id = h.id
+	heldSQL: `SELECT count(*) FROM retention_holds AS h JOIN governed_sessions AS g ON g.id = h.id AND g.tenant = h.tenant
 		WHERE h.facet = 'governance' AND h.app = '' AND h.user_id = ''
 		AND (g.expires_at_ms <= ?1 OR (g.status = 'closed' AND g.ended_at_ms BETWEEN 1 AND ?1))`,
 	heldArgs: func(d due) []any { return []any{d.cutoff} },
@@ -123,7 +124,7 @@ var reservationsClosed = &sweepKind{
 		nextSQL: `SELECT session_id, request_id, closed_at_ms FROM spend_reservations AS sr
 			WHERE closed_at_ms BETWEEN 1 AND ?1 AND (closed_at_ms, session_id, request_id) > (?2, ?3, ?4)
 			AND NOT EXISTS (SELECT 1 FROM retention_holds AS h
-				WHERE h.facet = 'governance' AND h.app = '' AND h.user_id = '' AND h.id = sr.session_id)
+				WHERE h.tenant = sr.tenant AND h.facet = 'governance' AND h.app = '' AND h.user_id = '' AND h.id = sr.session_id)
 			ORDER BY closed_at_ms, session_id, request_id LIMIT ?5`,
 		args: func(d due, c unit, limit int) []any { return []any{d.cutoff, c.at, c.id, c.key2, int64(limit)} },
 		scan: func(r Rows) (unit, error) {
@@ -136,9 +137,9 @@ var reservationsClosed = &sweepKind{
 	removeSQL: `DELETE FROM spend_reservations AS sr
 		WHERE session_id = ?1 AND request_id = ?2 AND closed_at_ms BETWEEN 1 AND ?3 AND status <> 'reserved'
 		AND NOT EXISTS (SELECT 1 FROM retention_holds AS h
-			WHERE h.facet = 'governance' AND h.app = '' AND h.user_id = '' AND h.id = sr.session_id)`,
+			WHERE h.tenant = sr.tenant AND h.facet = 'governance' AND h.app = '' AND h.user_id = '' AND h.id = sr.session_id)`,
 	removeArgs: func(d due, u unit) []any { return []any{u.id, u.key2, d.cutoff} },
-	heldSQL: `SELECT count(*) FROM retention_holds AS h JOIN spend_reservations AS sr ON sr.session_id = h.id
+	heldSQL: `SELECT count(*) FROM retention_holds AS h JOIN spend_reservations AS sr ON sr.session_id = h.id AND sr.tenant = h.tenant
 		WHERE h.facet = 'governance' AND h.app = '' AND h.user_id = '' AND sr.closed_at_ms BETWEEN 1 AND ?1`,
 	heldArgs: func(d due) []any { return []any{d.cutoff} },
 }
@@ -161,7 +162,7 @@ var runtimeIdle = &sweepKind{
 		+ (SELECT count(*) FROM upload_blobs AS b WHERE b.sha256 IN (SELECT sha256 FROM uploads WHERE session_id = ?1)
 			AND NOT EXISTS (SELECT 1 FROM uploads AS o WHERE o.sha256 = b.sha256 AND o.session_id <> ?1))`,
 	rowsArgs: func(u unit) []any { return []any{u.id} },
-	heldSQL: `SELECT count(*) FROM retention_holds AS h JOIN runtime_sessions AS r ON r.id = h.id
+	heldSQL: `SELECT count(*) FROM retention_holds AS h JOIN runtime_sessions AS r ON r.id = h.id AND r.tenant = h.tenant
 		WHERE h.facet = 'runtime' AND h.app = '' AND h.user_id = '' AND r.last_active_ms <= ?1 AND r.turn_running = FALSE`,
 	heldArgs: func(d due) []any { return []any{d.cutoff} },
 }
@@ -197,7 +198,7 @@ var conversationsIdle = &sweepKind{
 		+ (SELECT count(*) FROM conversation_run_events WHERE session_id = ?1)
 		+ (SELECT count(*) FROM conversation_reports WHERE session_id = ?1)`,
 	rowsArgs: func(u unit) []any { return []any{u.id} },
-	heldSQL: `SELECT count(*) FROM retention_holds AS h JOIN conversations AS c ON c.id = h.id
+	heldSQL: `SELECT count(*) FROM retention_holds AS h JOIN conversations AS c ON c.id = h.id AND c.tenant = h.tenant
 		WHERE h.facet = 'conversations' AND h.app = '' AND h.user_id = '' AND c.updated_at_ms <= ?1 AND c.last_access_ms <= ?2`,
 	heldArgs: func(d due) []any { return []any{d.cutoff, d.readsCap} },
 }
@@ -220,15 +221,15 @@ var messagesKeepLast = &sweepKind{
 			return u, err
 		},
 	}},
-	heldSQL: `SELECT count(*) FROM retention_holds AS h JOIN conversations AS c ON c.id = h.id
+	heldSQL: `SELECT count(*) FROM retention_holds AS h JOIN conversations AS c ON c.id = h.id AND c.tenant = h.tenant
 		WHERE h.facet = 'conversations' AND h.app = '' AND h.user_id = '' AND c.message_count > ?1`,
 	heldArgs: func(d due) []any { return []any{d.keepLast} },
 }
 
 const (
 	// convHeldSQL tells whether a conversation is held.
-	convHeldSQL = `SELECT count(*) FROM retention_holds
-		WHERE facet = 'conversations' AND app = '' AND user_id = '' AND id = ?`
+	convHeldSQL = `SELECT count(*) FROM retention_holds AS h JOIN conversations AS c ON c.id = h.id AND c.tenant = h.tenant
+		WHERE h.facet = 'conversations' AND h.app = '' AND h.user_id = '' AND h.id = ?`
 	// trimCountSQL counts the messages a trim to the last ?2 would remove.
 	trimCountSQL = `SELECT count(*) FROM conversation_messages WHERE session_id = ?1
 		AND seq < (SELECT coalesce(max(seq) + 1, 0) FROM conversation_messages WHERE session_id = ?1) - ?2`

@@ -78,3 +78,8 @@ func (t *TenantHandle) History(ctx context.Context, req store.HistoryRequest) (s
 	}
 	return t.core.History(ctx, req)
 }
+
+// Retention returns the tenant's lifecycle facet: its holds and its
+// reads (Accessed); Policies reads the store's policies; the operator's
+// methods fail (see store.TenantStore.Retention).
+func (t *TenantHandle) Retention() store.Retention { return t.core.Retention() }

@@ -30,6 +30,8 @@ func RunTenants(t *testing.T, h Harness) {
 			t.Run("ConversationsSeeOnlyTheirTenant", func(t *testing.T) { testTenantConversations(t, e) })
 			t.Run("SearchFindsOnlyTheTenantsItems", func(t *testing.T) { testTenantSearch(t, e) })
 			t.Run("GovernanceSpendAuditSeeOnlyTheirTenant", func(t *testing.T) { testTenantGovernance(t, e) })
+			// Last: its sweep removes every idle session of the store.
+			t.Run("RetentionHoldsAndReadsAreTheTenants", func(t *testing.T) { testTenantRetention(t, e) })
 		}},
 		{"ConcurrencyAndFeed", func(t *testing.T, e *env) {
 			t.Run("SameKeysConcurrentlyInTwoTenants", func(t *testing.T) { testTenantConcurrent(t, e) })
