@@ -11,6 +11,7 @@ require (
 	github.com/mattn/go-isatty v0.0.24
 	github.com/pressly/goose/v3 v3.29.0
 	github.com/prometheus/client_golang v1.25.0
+	github.com/segmentio/asm v1.2.1
 	modernc.org/sqlite v1.61.1
 )
 

@@ -116,6 +116,8 @@ func RunEncryption(t *testing.T, h Harness) {
 		{"RetentionSweepShredsTheKey", testEncSweepShreds},
 		{"RotatedKeysReadAfterOldKEKIsGone", testEncRotated},
 		{"PlaintextStoreReadsItsOwnSessions", testEncMixed},
+		{"EventFormat1TextOpens", testEncEventFormat1}, // encryption_events.go
+		{"EventsMovedOrDamagedAreRefused", testEncEventsMoved},
 		{"RuntimeSealedRoundTrip", testEncRuntimeRoundTrip}, // encryption_runtime.go
 		{"RuntimeWithoutKeyRefusesAndChangesNothing", testEncRuntimeNoKey},
 		{"RuntimeWrongKeyIsAnErrorNeverADeletion", testEncRuntimeWrongKey},
