@@ -428,6 +428,9 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 			if _, err := tx.Exec(msgInsertSQL, conv.ID, int64(i), m.Role, sealMsg(dk, contents[i], int64(i)), at, from, to); err != nil {
 				return err
 			}
+			if err := c.s.indexSealedMessage(tx, dk, conv.ID, int64(i), m.Role, at, contents[i]); err != nil { // search_sealed.go
+				return err
+			}
 		}
 		if err := insertCostRecords(tx, conv.ID, 0, conv.CostRecords, now); err != nil {
 			return err

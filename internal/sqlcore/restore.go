@@ -279,6 +279,9 @@ func (w *recordWriter) PutConversation(rec store.ConversationRecord) (bool, erro
 		if _, err := w.tx.Exec(msgInsertSQL, id, seqs[i], m.Role, sealMsg(dk, contents[i], seqs[i]), w.or(m.CreatedAt), from, to); err != nil {
 			return false, err
 		}
+		if err := w.s.indexSealedMessage(w.tx, dk, id, seqs[i], m.Role, w.or(m.CreatedAt), contents[i]); err != nil { // search_sealed.go
+			return false, err
+		}
 	}
 	if err := insertCostRecords(w.tx, id, 0, conv.CostRecords, rowcodec.ToMillis(w.now)); err != nil {
 		return false, err

@@ -33,6 +33,7 @@ var convEncTests = []struct {
 	{"ConversationMissingKeyFileAndRotation", testConvEncKeyFiles},
 	{"ConversationTrimPastDeletedParentShredsItsKey", testConvEncTrimShreds},
 	{"RuntimeRemoveShredsItsConversationKey", testConvEncRuntimeRemove},
+	{"ConversationSearchOptIn", testConvEncSearchOptIn}, // conv_encryption_search.go
 }
 
 // convText is the text of message i of a conversation filled by fillConv.
