@@ -46,10 +46,14 @@ var sealedRows = map[store.SearchKind]string{
 }
 
 const (
-	searchEventDocSQL = `INSERT INTO search_docs (kind, session_pk, pos, session_id, app, user_id, role, at_us, body)
-		SELECT 'event', ?, ?, s.session_id, s.app, s.user_id, ?, ?, ? FROM agent_sessions AS s WHERE s.pk = ?`
-	searchMessageDocSQL = `INSERT INTO search_docs (kind, owner, pos, session_id, role, at_us, body)
-		VALUES ('message', ?, ?, ?, ?, ?, ?)`
+	// The documents name their session's tenant themselves: a reindex
+	// writes them outside any tenant's transaction, where PostgreSQL's
+	// column default (the transaction's tenant) would be the default
+	// tenant.
+	searchEventDocSQL = `INSERT INTO search_docs (kind, session_pk, pos, session_id, app, user_id, role, at_us, body, tenant)
+		SELECT 'event', ?, ?, s.session_id, s.app, s.user_id, ?, ?, ?, s.tenant FROM agent_sessions AS s WHERE s.pk = ?`
+	searchMessageDocSQL = `INSERT INTO search_docs (kind, owner, pos, session_id, role, at_us, body, tenant)
+		SELECT 'message', ?, ?, ?, ?, ?, ?, c.tenant FROM conversations AS c WHERE c.id = ?`
 )
 
 // indexSealedEvent writes the search document of an event sealed with dk
@@ -71,7 +75,7 @@ func (s *Store) indexSealedMessage(tx Tx, dk *keys.DataKey, sessionID string, se
 	if dk == nil || !s.cfg.SearchEncrypted {
 		return nil
 	}
-	_, err := tx.Exec(searchMessageDocSQL, sessionID, seq, sessionID, role, createdMS*1000, messageSearchText(content))
+	_, err := tx.Exec(searchMessageDocSQL, sessionID, seq, sessionID, role, createdMS*1000, messageSearchText(content), sessionID)
 	return err
 }
 

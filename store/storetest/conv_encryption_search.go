@@ -147,14 +147,39 @@ func testConvEncSearchOptIn(t *testing.T, h Harness) {
 	}
 	checkIndexWhole(t, e, sr)
 
+	// A tenant's sealed conversation is found through its handle only.
+	var ts store.TenantStore
+	if tn, ok := st.(store.Tenanter); ok {
+		if ts, err = tn.Tenant("acme"); err != nil {
+			t.Fatal(err)
+		}
+		e.fillConvWord(ts, "tc", "tenantword")
+	}
+	tenantHits := func(step string) {
+		t.Helper()
+		if ts == nil {
+			return
+		}
+		res, err := ts.Search(e.ctx, store.SearchQuery{Query: "tenantword"})
+		if err != nil || len(res.Hits) != 2 || res.Hits[0].SessionID != "tc" {
+			t.Fatalf("%s: the tenant's search: %+v, %v", step, res.Hits, err)
+		}
+		if res, err := sr.Search(e.ctx, store.SearchQuery{Query: "tenantword"}); err != nil || len(res.Hits) != 0 {
+			t.Fatalf("%s: the default tenant finds the tenant's messages: %+v, %v", step, res.Hits, err)
+		}
+	}
+	tenantHits("append")
+
 	// A reindex keeps the documents (on PostgreSQL its no-op updates drop
-	// them and the opt-in writes them again); by a store that opts in it
-	// indexes the other store's encrypted conversation too.
+	// them and the opt-in writes them again, under their conversation's
+	// tenant); by a store that opts in it indexes the other store's
+	// encrypted conversation too.
 	if _, err := sr.Reindex(e.ctx, store.ReindexRequest{Batch: 2}); err != nil {
 		t.Fatal(err)
 	}
 	sameDocs("reindex", "s", "p", 5)
 	sameDocs("reindex", "sf", "pf", 1)
+	tenantHits("reindex")
 	res, err = sr.Search(e.ctx, store.SearchQuery{Query: convUnindexedWord})
 	if err != nil || len(res.Hits) != 2 || res.Hits[0].SessionID != "u" {
 		t.Fatalf("search after a reindex by the opted-in store: %+v, %v", res.Hits, err)
@@ -187,7 +212,7 @@ func testConvEncSearchOptIn(t *testing.T, h Harness) {
 }
 
 // fillConvWord saves conversation id with two messages holding word.
-func (e *encEnv) fillConvWord(st store.Store, id, word string) {
+func (e *encEnv) fillConvWord(st interface{ Conversations() store.Conversations }, id, word string) {
 	e.t.Helper()
 	c := store.NewConversation(id)
 	c.Messages = []store.Message{store.UserMessage("first " + word), store.AssistantMessage("second " + word)}
