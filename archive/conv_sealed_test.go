@@ -25,6 +25,11 @@ const rowMarker = "PLATYPUS-ROW-8841"
 // (they travel in the conversation's sealed value), and the import
 // reads them back, into a store that seals them again.
 func TestSealedConversationSessionData(t *testing.T) {
+	if raceEnabled {
+		// No concurrency here, and ~7 s under the race detector: the run
+		// without it covers it (CI time).
+		t.Skip("covered by the run without the race detector")
+	}
 	l, err := sskeys.GenerateEntry("v1")
 	must(t, err)
 	kek, err := sskeys.Parse(l)

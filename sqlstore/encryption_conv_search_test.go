@@ -20,6 +20,11 @@ import (
 // a plaintext store that imported the same document; the index check
 // finds the index whole.
 func TestEncryptionSearchOptInImport(t *testing.T) {
+	if raceDetector {
+		// No concurrency here, and ~15 s under the race detector: the
+		// run without it covers it (CI time).
+		t.Skip("covered by the run without the race detector")
+	}
 	ctx := context.Background()
 	p := testProvider(t)
 	path := sqlstore.FreshDBPath(t, "s.db")

@@ -26,6 +26,11 @@ const (
 // index check finds the index whole; a reindex keeps the documents;
 // deleting the conversation (which shreds its key) deletes them.
 func testConvEncSearchOptIn(t *testing.T, h Harness) {
+	if raceEnabled {
+		// No concurrency here, and ~15 s per backend under the race
+		// detector: the run without it covers it (CI time).
+		t.Skip("covered by the run without the race detector")
+	}
 	e := newEncEnv(t, h)
 	st, err := h.OpenWith(e.ctx, e.loc, e.clock.Now, Options{Keys: e.ring, SearchEncrypted: true})
 	if err != nil {
