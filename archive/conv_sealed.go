@@ -2,8 +2,10 @@ package archive
 
 // Encrypted conversations in an export (issue 29). A conversation the
 // store keeps encrypted (store.Conversation.DataKeyID) is written with
-// its session data in the clear, as the store keeps it, and its content
-// (messages, artifacts, trace events, runs, verification reports) as one
+// the session data the store keeps in the clear (name, workspace, state,
+// counters...) in the clear, and its content (messages, artifacts, trace
+// events, runs, verification reports, and the system prompt, tasks and
+// policy documents of its session data) as one
 // value sealed with the conversation's own data key from the keyring
 // (ExportOptions.Keys), bound to the key and the conversation's id; the
 // document names the key (data_key). Like a sealed agent session
@@ -29,6 +31,21 @@ type convContent struct {
 	Traces    []store.TraceEvent         `json:"traces"`
 	Runs      []store.RunRecord          `json:"runs"`
 	Reports   []store.VerificationReport `json:"reports"`
+	// Row is the conversation's session data that the store keeps sealed
+	// (system prompt, tasks, policy and configuration documents); absent
+	// from exports written before the store sealed it, whose session data
+	// is all in the clear.
+	Row *convRowContent `json:"row,omitempty"`
+}
+
+// convRowContent is the sealed part of a conversation's session data.
+type convRowContent struct {
+	SystemPrompt       string          `json:"system_prompt,omitempty"`
+	Tasks              []store.Task    `json:"tasks"`
+	QueueConfig        json.RawMessage `json:"queue_config,omitempty"`
+	ConfirmationPolicy json.RawMessage `json:"confirmation_policy,omitempty"`
+	PermissionPolicy   json.RawMessage `json:"permission_policy,omitempty"`
+	SecurityConfig     json.RawMessage `json:"security_config,omitempty"`
 }
 
 func (c *Conversation) contentAD() []byte {
@@ -42,13 +59,19 @@ func (c *Conversation) seal(ctx context.Context, ring store.KeyRing, keyID strin
 	if err != nil {
 		return err
 	}
+	cfg := &c.Conversation.Config
+	row := &convRowContent{SystemPrompt: cfg.SystemPrompt, Tasks: c.Conversation.Tasks,
+		QueueConfig: cfg.QueueConfig, ConfirmationPolicy: cfg.ConfirmationPolicy,
+		PermissionPolicy: cfg.PermissionPolicy, SecurityConfig: cfg.SecurityConfig}
 	b, err := json.Marshal(convContent{Messages: c.Conversation.Messages, Artifacts: c.Artifacts,
-		Traces: c.Traces, Runs: c.Runs, Reports: c.Reports})
+		Traces: c.Traces, Runs: c.Runs, Reports: c.Reports, Row: row})
 	if err != nil {
 		return err
 	}
 	c.DataKey = keyID
 	c.Sealed = dk.Seal(b, c.contentAD())
+	cfg.SystemPrompt, c.Conversation.Tasks = "", []store.Task{}
+	cfg.QueueConfig, cfg.ConfirmationPolicy, cfg.PermissionPolicy, cfg.SecurityConfig = nil, nil, nil, nil
 	c.Conversation.Messages = []store.Message{}
 	c.Artifacts, c.Traces = []store.Artifact{}, []store.TraceEvent{}
 	c.Runs, c.Reports = []store.RunRecord{}, []store.VerificationReport{}
@@ -80,6 +103,16 @@ func (c *Conversation) open(ctx context.Context, ring store.KeyRing, field strin
 		return store.Invalid(field+".sealed", "does not hold a conversation's content")
 	}
 	c.Conversation.Messages, c.Artifacts, c.Traces, c.Runs, c.Reports = cc.Messages, cc.Artifacts, cc.Traces, cc.Runs, cc.Reports
+	if r := cc.Row; r != nil {
+		cfg := &c.Conversation.Config
+		if cfg.SystemPrompt != "" || len(c.Conversation.Tasks) > 0 || cfg.QueueConfig != nil ||
+			cfg.ConfirmationPolicy != nil || cfg.PermissionPolicy != nil || cfg.SecurityConfig != nil {
+			return store.Invalid(field, "a sealed conversation holds no plaintext system prompt, tasks or policies")
+		}
+		cfg.SystemPrompt, c.Conversation.Tasks = r.SystemPrompt, r.Tasks
+		cfg.QueueConfig, cfg.ConfirmationPolicy, cfg.PermissionPolicy, cfg.SecurityConfig =
+			r.QueueConfig, r.ConfirmationPolicy, r.PermissionPolicy, r.SecurityConfig
+	}
 	c.DataKey, c.Sealed = "", ""
 	return nil
 }

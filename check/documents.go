@@ -129,12 +129,14 @@ var documentChecks = map[facet.Name][]docCheck{
 			}},
 	},
 	facet.Conversations: {
-		{table: "conversations", what: "queue config", query: `SELECT id, queue_config FROM conversations WHERE queue_config IS NOT NULL`, decode: validJSON},
-		{table: "conversations", what: "confirmation policy", query: `SELECT id, confirmation_policy FROM conversations WHERE confirmation_policy IS NOT NULL`, decode: validJSON},
-		{table: "conversations", what: "permission policy", query: `SELECT id, permission_policy FROM conversations WHERE permission_policy IS NOT NULL`, decode: validJSON},
-		{table: "conversations", what: "security config", query: `SELECT id, security_config FROM conversations WHERE security_config IS NOT NULL`, decode: validJSON},
+		// The session data of an encrypted conversation is sealed
+		// (migration 24): the doctor has no keys and takes it as it is.
+		{table: "conversations", what: "queue config", query: `SELECT id, queue_config FROM conversations WHERE queue_config IS NOT NULL`, decode: sealedOr(validJSON)},
+		{table: "conversations", what: "confirmation policy", query: `SELECT id, confirmation_policy FROM conversations WHERE confirmation_policy IS NOT NULL`, decode: sealedOr(validJSON)},
+		{table: "conversations", what: "permission policy", query: `SELECT id, permission_policy FROM conversations WHERE permission_policy IS NOT NULL`, decode: sealedOr(validJSON)},
+		{table: "conversations", what: "security config", query: `SELECT id, security_config FROM conversations WHERE security_config IS NOT NULL`, decode: sealedOr(validJSON)},
 		{table: "conversations", what: "tool names", query: `SELECT id, tool_names FROM conversations`, decode: decodeJSON[[]string]()},
-		{table: "conversations", what: "tasks", query: `SELECT id, tasks FROM conversations`, decode: decodeJSON[[]store.Task]()},
+		{table: "conversations", what: "tasks", query: `SELECT id, tasks FROM conversations`, decode: sealedOr(decodeJSON[[]store.Task]())},
 		{table: "conversations", what: "LLM config", query: `SELECT id, llm_config FROM conversations WHERE llm_config IS NOT NULL`, decode: decodeJSON[store.LLMConfig]()},
 		// Lineage of conversations (migration 15): a fork reads the
 		// messages below its fork point from the conversation or retired

@@ -11,6 +11,7 @@ import (
 	sskeys "github.com/agentstore/sessionstore/keys"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/store/storetest"
 )
 
 // BenchmarkEncryption measures the cost of encryption at rest in one run:
@@ -222,4 +223,14 @@ func report(b *testing.B, plain, enc time.Duration) {
 	b.ReportMetric(float64(plain.Nanoseconds())/float64(b.N), "plain-ns/op")
 	b.ReportMetric(float64(enc.Nanoseconds())/float64(b.N), "encrypted-ns/op")
 	b.ReportMetric(float64(enc)/float64(plain), "ratio")
+}
+
+// BenchmarkConversationEncryption is storetest.BenchConversationEncryption
+// on SQLite (synchronous=FULL): with the sealed session data's Load and
+// an append indexed on both sides (the search opt-in), plain and
+// encrypted alternating.
+//
+//	go test -run '^$' -bench 'BenchmarkConversationEncryption/(LoadSessionData|AppendSearchOptIn)' -benchtime 300x ./sqlstore
+func BenchmarkConversationEncryption(b *testing.B) {
+	storetest.BenchConversationEncryption(b, harness, storetest.BenchOptions{})
 }

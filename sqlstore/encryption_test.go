@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -78,6 +79,7 @@ func fillMarkedConv(t *testing.T, st *sqlstore.Store, prefix string) (ids []stri
 	for _, id := range []string{prefix, prefix + "-p"} {
 		c := store.NewConversation(id)
 		c.Messages = []store.Message{say("m0"), say("m1"), say("m2"), say("m3")}
+		markConvRow(&c)
 		if _, err := cs.Save(ctx, c); err != nil {
 			t.Fatal(err)
 		}
@@ -117,6 +119,30 @@ func fillMarkedConv(t *testing.T, st *sqlstore.Store, prefix string) (ids []stri
 		t.Fatal(err)
 	}
 	return []string{prefix, prefix + "-fork", prefix + "-pfork"}, 4
+}
+
+// The marked session data of fillMarkedConv's conversations: the
+// system prompt, a task and the security configuration hold the marker.
+var (
+	markedPrompt = encMarker + " system prompt"
+	markedTask   = store.Task{ID: "t1", Content: encMarker + " task", Status: store.TaskPending, Priority: store.PriorityHigh}
+)
+
+// markConvRow gives c the marked session data.
+func markConvRow(c *store.Conversation) {
+	c.Config.SystemPrompt = markedPrompt
+	c.Tasks = []store.Task{markedTask}
+	c.Config.SecurityConfig = json.RawMessage(`{"note":"` + encMarker + ` security"}`)
+}
+
+// wantMarkedRow fails t unless c holds the marked session data.
+func wantMarkedRow(t *testing.T, what string, c store.Conversation) {
+	t.Helper()
+	if c.Config.SystemPrompt != markedPrompt || len(c.Tasks) != 1 || !reflect.DeepEqual(c.Tasks[0], markedTask) ||
+		!strings.Contains(string(c.Config.SecurityConfig), encMarker+" security") {
+		t.Fatalf("%s: %s's session data: prompt %q, tasks %+v, security %s", what, c.ID,
+			c.Config.SystemPrompt, c.Tasks, c.Config.SecurityConfig)
+	}
 }
 
 // scanFiles fails t if any of the files holds the marker.
@@ -188,7 +214,8 @@ func TestEncryptionByteScan(t *testing.T) {
 	}
 	defer pc.Close()
 	fillMarkedConv(t, pc, "c")
-	if b, _ := os.ReadFile(convPath + "-wal"); !bytes.Contains(b, []byte(encMarker+" c m3")) || !bytes.Contains(b, []byte(encMarker+" artifact")) {
+	if b, _ := os.ReadFile(convPath + "-wal"); !bytes.Contains(b, []byte(encMarker+" c m3")) || !bytes.Contains(b, []byte(encMarker+" artifact")) ||
+		!bytes.Contains(b, []byte(markedPrompt)) || !bytes.Contains(b, []byte(markedTask.Content)) {
 		t.Fatal("control: the plaintext conversations' WAL does not hold the marker; the scan proves nothing")
 	}
 }
@@ -308,6 +335,7 @@ func TestEncryptionExport(t *testing.T) {
 			if (c.DataKeyID != "") != sealed {
 				t.Fatalf("%s: %s has data key %q", what, id, c.DataKeyID)
 			}
+			wantMarkedRow(t, what, c)
 			var got []string
 			for _, m := range c.Messages {
 				got = append(got, m.Text())

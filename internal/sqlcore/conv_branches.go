@@ -122,6 +122,9 @@ func (c *Conversations) Fork(ctx context.Context, req store.ConversationForkRequ
 		if err := setConvKey(tx, req.NewID, dk); err != nil {
 			return err
 		}
+		if err := c.resealFork(ctx, tx, req.ID, req.NewID, dk); err != nil { // conv_row_crypt.go
+			return err
+		}
 		return tx.Get(&out, convInfoSQL, req.NewID, c.s.tenant)
 	})
 	if err != nil {

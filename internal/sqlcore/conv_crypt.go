@@ -24,14 +24,28 @@ import (
 //   - conversation_trace_events.data: tag adTrace, seq;
 //   - conversation_runs.record and conversation_run_events.payload: tags
 //     adRun and adRunEvent, the run id (and seq);
-//   - conversation_reports.report: tag adReport, its report id.
+//   - conversation_reports.report: tag adReport, its report id;
+//   - the conversation row's content (migration 00024,
+//     conv_row_crypt.go): system_prompt (free text: the instructions),
+//     tasks (the task list's titles, bodies and success criteria),
+//     queue_config, confirmation_policy, permission_policy and
+//     security_config (JSON documents the store does not interpret, which
+//     may name paths, commands or rules of the customer's): tag adConvRow,
+//     the column's name. A NULL document stays NULL. The row says that
+//     they are sealed (content_sealed = 1), so plaintext there is an
+//     error; rows written before migration 00024 (content_sealed = 0)
+//     hold them in plaintext and still read, and the next Save seals them.
 //
 // Plaintext, because listing, governing, sweeping or searching needs
 // them: every id, seq, role, kind, name, status, URI, tool name, time,
-// size and token count; the conversation's session data (name,
-// workspace, system prompt, configuration, tasks, state: the row the
-// console lists); cost records (model, provider and a session id are
-// metadata, the rest numbers).
+// size and token count; of the conversation row, what List, Info and the
+// console's list show or filter on: name, workspace, state, parent id,
+// model name, counters, usage, cost and times; and the settings that are
+// enums, numbers or flags (storage type, planning mode, goal tracking,
+// context length, auto-compaction, thinking), the tool names (metadata,
+// as tool names are everywhere) and llm_config (provider, model and base
+// URL; the API key is never stored); cost records (model, provider and a
+// session id are metadata, the rest numbers).
 //
 // The associated data binds neither the table nor the conversation's id:
 // a rewind or a delete moves message rows to a retired history

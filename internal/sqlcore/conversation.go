@@ -31,7 +31,7 @@ const convColumns = `id, version, name, workspace, system_prompt, max_context_le
 	parent_id, message_count, created_at_ms, updated_at_ms`
 
 // convGetColumns are convColumns and the row's lineage.
-const convGetColumns = convColumns + `, ` + lineColumns
+const convGetColumns = convColumns + `, ` + lineColumns + `, content_sealed`
 
 // convRow is a conversations row as stored.
 type convRow struct {
@@ -39,16 +39,11 @@ type convRow struct {
 	Version              int64          `db:"version"`
 	Name                 string         `db:"name"`
 	Workspace            string         `db:"workspace"`
-	SystemPrompt         string         `db:"system_prompt"`
 	MaxContextLength     int64          `db:"max_context_length"`
 	AutoCompact          bool           `db:"auto_compact"`
 	AutoCompactThreshold float64        `db:"auto_compact_threshold"`
 	StorageType          string         `db:"storage_type"`
-	QueueConfig          sql.NullString `db:"queue_config"`
-	ConfirmationPolicy   sql.NullString `db:"confirmation_policy"`
-	PermissionPolicy     sql.NullString `db:"permission_policy"`
 	ConfigParentID       string         `db:"config_parent_id"`
-	SecurityConfig       sql.NullString `db:"security_config"`
 	PlanningMode         string         `db:"planning_mode"`
 	GoalTracking         bool           `db:"goal_tracking"`
 	State                string         `db:"state"`
@@ -67,12 +62,13 @@ type convRow struct {
 	ThinkingEnabled      bool           `db:"thinking_enabled"`
 	ThinkingBudget       sql.NullInt64  `db:"thinking_budget"`
 	LLMConfig            sql.NullString `db:"llm_config"`
-	Tasks                string         `db:"tasks"`
 	ParentID             string         `db:"parent_id"`
 	MessageCount         int64          `db:"message_count"`
 	CreatedAtMS          int64          `db:"created_at_ms"`
 	UpdatedAtMS          int64          `db:"updated_at_ms"`
 	lineRow
+	// The sealed columns of an encrypted conversation (conv_row_crypt.go).
+	convContentCols
 }
 
 // corrupt reports a stored value of conversation id that does not decode.
@@ -204,8 +200,8 @@ const (
 	// artifacts, traces, runs and reports. The row of another tenant under
 	// the same id is left alone (the WHERE of the update): ids are global,
 	// and Save reports the id as taken.
-	convUpsertSQL = `INSERT INTO conversations (` + convColumns + `, tenant)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	convUpsertSQL = `INSERT INTO conversations (` + convColumns + `, tenant, content_sealed)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET
 		version = excluded.version, name = excluded.name, workspace = excluded.workspace,
 		system_prompt = excluded.system_prompt, max_context_length = excluded.max_context_length,
@@ -223,7 +219,7 @@ const (
 		thinking_enabled = excluded.thinking_enabled, thinking_budget = excluded.thinking_budget,
 		llm_config = excluded.llm_config, tasks = excluded.tasks, parent_id = excluded.parent_id,
 		message_count = excluded.message_count, created_at_ms = excluded.created_at_ms,
-		updated_at_ms = excluded.updated_at_ms
+		updated_at_ms = excluded.updated_at_ms, content_sealed = excluded.content_sealed
 		WHERE conversations.tenant = excluded.tenant`
 
 	// convVersionSQL reads the version of a conversation that is about
@@ -266,6 +262,13 @@ func nullDoc(d json.RawMessage) any {
 		return nil
 	}
 	return string(d)
+}
+
+func nullStr(s sql.NullString) any {
+	if !s.Valid {
+		return nil
+	}
+	return s.String
 }
 
 func nullInt(p *int64) any {
@@ -370,25 +373,8 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 		if !conv.UpdatedAt.IsZero() {
 			updated = rowcodec.ToMillis(conv.UpdatedAt)
 		}
-		cfg, u := conv.Config, conv.TotalUsage
-		res, err := tx.Exec(convUpsertSQL,
-			conv.ID, v, cfg.Name, cfg.Workspace, cfg.SystemPrompt, cfg.MaxContextLength, cfg.AutoCompact,
-			cfg.AutoCompactThreshold, cfg.StorageType, nullDoc(cfg.QueueConfig), nullDoc(cfg.ConfirmationPolicy),
-			nullDoc(cfg.PermissionPolicy), cfg.ParentID, nullDoc(cfg.SecurityConfig), cfg.PlanningMode,
-			cfg.GoalTracking, string(conv.State),
-			conv.ContextUsage.UsedTokens, conv.ContextUsage.MaxTokens, conv.ContextUsage.Percent, conv.ContextUsage.Turns,
-			u.PromptTokens, u.CompletionTokens, u.TotalTokens, nullInt(u.CacheReadTokens), nullInt(u.CacheWriteTokens),
-			conv.TotalCost, conv.ModelName, string(toolNames), conv.ThinkingEnabled, nullInt(conv.ThinkingBudget),
-			llm, string(tasks), conv.ParentID, int64(len(conv.Messages)), created, updated, c.s.tenant,
-		)
-		if err != nil {
-			return c.takenOr(conv.ID, err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return idTaken(conv.ID)
-		}
+		// The key is known before the row is written: its content
+		// columns are written sealed (conv_row_crypt.go).
 		var dk *keys.DataKey
 		if exists {
 			if dk, err = c.s.dataKey(ctx, cur.DataKey); err != nil {
@@ -401,10 +387,34 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 					return err
 				}
 			}
+			dk = newKey
+		}
+		cfg, u := conv.Config, conv.TotalUsage
+		cc := newContentCols(cfg, tasks)
+		cc.seal(dk)
+		res, err := tx.Exec(convUpsertSQL,
+			conv.ID, v, cfg.Name, cfg.Workspace, cc.SystemPrompt, cfg.MaxContextLength, cfg.AutoCompact,
+			cfg.AutoCompactThreshold, cfg.StorageType, nullStr(cc.QueueConfig), nullStr(cc.ConfirmationPolicy),
+			nullStr(cc.PermissionPolicy), cfg.ParentID, nullStr(cc.SecurityConfig), cfg.PlanningMode,
+			cfg.GoalTracking, string(conv.State),
+			conv.ContextUsage.UsedTokens, conv.ContextUsage.MaxTokens, conv.ContextUsage.Percent, conv.ContextUsage.Turns,
+			u.PromptTokens, u.CompletionTokens, u.TotalTokens, nullInt(u.CacheReadTokens), nullInt(u.CacheWriteTokens),
+			conv.TotalCost, conv.ModelName, string(toolNames), conv.ThinkingEnabled, nullInt(conv.ThinkingBudget),
+			llm, cc.Tasks, conv.ParentID, int64(len(conv.Messages)), created, updated, c.s.tenant, cc.ContentSealed,
+		)
+		if err != nil {
+			return c.takenOr(conv.ID, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return idTaken(conv.ID)
+		}
+		if !exists {
 			if err := setConvKey(tx, conv.ID, newKey); err != nil {
 				return err
 			}
-			dk, keyUsed = newKey, true
+			keyUsed = true
 		}
 		if exists {
 			// Forks and superseded runs keep reading the history replaced
@@ -426,6 +436,9 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 			}
 			from, to := compactArgs(m.Compaction)
 			if _, err := tx.Exec(msgInsertSQL, conv.ID, int64(i), m.Role, sealMsg(dk, contents[i], int64(i)), at, from, to); err != nil {
+				return err
+			}
+			if err := c.s.indexSealedMessage(tx, dk, conv.ID, int64(i), m.Role, at, contents[i]); err != nil { // search_sealed.go
 				return err
 			}
 		}
@@ -537,6 +550,13 @@ func (c *Conversations) Load(ctx context.Context, id string) (store.Conversation
 		if err := r.Get(&row, convGetSQL, id, c.s.tenant); errors.Is(err, sql.ErrNoRows) {
 			return notFound(id)
 		} else if err != nil {
+			return err
+		}
+		dk, err := c.s.dataKey(ctx, row.DataKey)
+		if err != nil {
+			return err
+		}
+		if err := row.convContentCols.open(dk); err != nil { // conv_row_crypt.go
 			return err
 		}
 		conv, err := row.conversation()

@@ -119,6 +119,9 @@ func (c *Conversations) appendTx(tx Tx, req store.AppendRequest, contents [][]by
 		if _, err := tx.Exec(msgInsertSQL, req.ID, seq, m.Role, sealMsg(dk, contents[i], seq), at, nil, nil); err != nil {
 			return none, err
 		}
+		if err := c.s.indexSealedMessage(tx, dk, req.ID, seq, m.Role, at, contents[i]); err != nil { // search_sealed.go
+			return none, err
+		}
 	}
 	if len(req.CostRecords) > 0 {
 		first, err := nextSeq(tx, costLastSQL, req.ID)

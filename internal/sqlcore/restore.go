@@ -28,8 +28,8 @@ const (
 	// The rows a record writer inserts are its tenant's (the last
 	// parameter); the children of a conversation take their tenant from
 	// it (triggers on SQLite, the transaction's setting on PostgreSQL).
-	convRestoreSQL = `INSERT INTO conversations (` + convColumns + `, tenant)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	convRestoreSQL = `INSERT INTO conversations (` + convColumns + `, tenant, content_sealed)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO NOTHING`
 	artifactRestoreSQL = `INSERT INTO conversation_artifacts (session_id, ` + artifactColumns + `)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -237,31 +237,36 @@ func (w *recordWriter) PutConversation(rec store.ConversationRecord) (bool, erro
 	if err := w.s.lockKey(w.tx, lockClassConversation, conv.ID); err != nil {
 		return false, err
 	}
-	cfg, u := conv.Config, conv.TotalUsage
-	created := w.or(conv.CreatedAt)
-	updated := w.or(conv.UpdatedAt)
-	res, err := w.tx.Exec(convRestoreSQL,
-		conv.ID, version, cfg.Name, cfg.Workspace, cfg.SystemPrompt, cfg.MaxContextLength, cfg.AutoCompact,
-		cfg.AutoCompactThreshold, cfg.StorageType, nullDoc(cfg.QueueConfig), nullDoc(cfg.ConfirmationPolicy),
-		nullDoc(cfg.PermissionPolicy), cfg.ParentID, nullDoc(cfg.SecurityConfig), cfg.PlanningMode,
-		cfg.GoalTracking, string(conv.State),
-		conv.ContextUsage.UsedTokens, conv.ContextUsage.MaxTokens, conv.ContextUsage.Percent, conv.ContextUsage.Turns,
-		u.PromptTokens, u.CompletionTokens, u.TotalTokens, nullInt(u.CacheReadTokens), nullInt(u.CacheWriteTokens),
-		conv.TotalCost, conv.ModelName, string(toolNames), conv.ThinkingEnabled, nullInt(conv.ThinkingBudget),
-		llm, string(tasks), conv.ParentID, int64(len(seqs)), created, updated, w.s.tenant)
-	if err != nil {
-		return false, err
-	}
-	if ok, err := affected(res); !ok || err != nil {
-		return false, err
-	}
-	id := conv.ID
 	// Restored encrypted by a store with a keyring, under a data key of
-	// its own, as on Save (conv_crypt.go).
+	// its own, as on Save (conv_crypt.go), its session data sealed
+	// (conv_row_crypt.go).
 	dk, err := w.s.newDataKey(context.Background())
 	if err != nil {
 		return false, err
 	}
+	cfg, u := conv.Config, conv.TotalUsage
+	created := w.or(conv.CreatedAt)
+	updated := w.or(conv.UpdatedAt)
+	cc := newContentCols(cfg, tasks)
+	cc.seal(dk)
+	res, err := w.tx.Exec(convRestoreSQL,
+		conv.ID, version, cfg.Name, cfg.Workspace, cc.SystemPrompt, cfg.MaxContextLength, cfg.AutoCompact,
+		cfg.AutoCompactThreshold, cfg.StorageType, nullStr(cc.QueueConfig), nullStr(cc.ConfirmationPolicy),
+		nullStr(cc.PermissionPolicy), cfg.ParentID, nullStr(cc.SecurityConfig), cfg.PlanningMode,
+		cfg.GoalTracking, string(conv.State),
+		conv.ContextUsage.UsedTokens, conv.ContextUsage.MaxTokens, conv.ContextUsage.Percent, conv.ContextUsage.Turns,
+		u.PromptTokens, u.CompletionTokens, u.TotalTokens, nullInt(u.CacheReadTokens), nullInt(u.CacheWriteTokens),
+		conv.TotalCost, conv.ModelName, string(toolNames), conv.ThinkingEnabled, nullInt(conv.ThinkingBudget),
+		llm, cc.Tasks, conv.ParentID, int64(len(seqs)), created, updated, w.s.tenant, cc.ContentSealed)
+	if err != nil {
+		w.s.discardKey(context.Background(), dk)
+		return false, err
+	}
+	if ok, err := affected(res); !ok || err != nil {
+		w.s.discardKey(context.Background(), dk) // not created: the key names nothing
+		return false, err
+	}
+	id := conv.ID
 	if err := setConvKey(w.tx, id, dk); err != nil {
 		return false, err
 	}
@@ -277,6 +282,9 @@ func (w *recordWriter) PutConversation(rec store.ConversationRecord) (bool, erro
 		}
 		from, to := compactArgs(m.Compaction)
 		if _, err := w.tx.Exec(msgInsertSQL, id, seqs[i], m.Role, sealMsg(dk, contents[i], seqs[i]), w.or(m.CreatedAt), from, to); err != nil {
+			return false, err
+		}
+		if err := w.s.indexSealedMessage(w.tx, dk, id, seqs[i], m.Role, w.or(m.CreatedAt), contents[i]); err != nil { // search_sealed.go
 			return false, err
 		}
 	}

@@ -217,9 +217,13 @@ func (s *Store) Reindex(ctx context.Context, req store.ReindexRequest) (store.Re
 			res.Batches++
 		}
 	}
-	// The update above made the event trigger drop the documents the
-	// search opt-in wrote for sealed events: write them again.
+	// The update above made the event trigger (and on PostgreSQL the
+	// message trigger) drop the documents the search opt-in wrote for
+	// sealed events and messages: write them again.
 	if err := s.reindexSealedEvents(ctx, req.Batch, &res); err != nil { // search_sealed.go
+		return res, err
+	}
+	if err := s.reindexSealedMessages(ctx, req.Batch, &res); err != nil { // search_sealed.go
 		return res, err
 	}
 	return res, nil

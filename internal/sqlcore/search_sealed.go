@@ -26,7 +26,14 @@ import (
 //
 // The mechanism is generic: indexSealedEvent for agent events (called by
 // the append and restore paths) and indexSealedMessage for conversation
-// messages, for the paths that seal those.
+// messages (called by every path that inserts a message row: Append and
+// so Compact's summary record, Save, and restore). A fork copies no
+// rows (it reads its parent's), and a rewind, a trim or a delete moves
+// or deletes message rows, whose delete trigger deletes their documents
+// whether the row was sealed or not: the opt-in's documents follow the
+// same rows the triggers' documents follow for a plaintext conversation.
+// A hit's snippet and window are cut from the document's body, the
+// plaintext text the write path indexed, never from the sealed value.
 
 // sealedRows is, per kind of search item, the condition on content row c
 // of an encrypted session (whose sealed values the index triggers skip):
@@ -39,10 +46,14 @@ var sealedRows = map[store.SearchKind]string{
 }
 
 const (
-	searchEventDocSQL = `INSERT INTO search_docs (kind, session_pk, pos, session_id, app, user_id, role, at_us, body)
-		SELECT 'event', ?, ?, s.session_id, s.app, s.user_id, ?, ?, ? FROM agent_sessions AS s WHERE s.pk = ?`
-	searchMessageDocSQL = `INSERT INTO search_docs (kind, owner, pos, session_id, role, at_us, body)
-		VALUES ('message', ?, ?, ?, ?, ?, ?)`
+	// The documents name their session's tenant themselves: a reindex
+	// writes them outside any tenant's transaction, where PostgreSQL's
+	// column default (the transaction's tenant) would be the default
+	// tenant.
+	searchEventDocSQL = `INSERT INTO search_docs (kind, session_pk, pos, session_id, app, user_id, role, at_us, body, tenant)
+		SELECT 'event', ?, ?, s.session_id, s.app, s.user_id, ?, ?, ?, s.tenant FROM agent_sessions AS s WHERE s.pk = ?`
+	searchMessageDocSQL = `INSERT INTO search_docs (kind, owner, pos, session_id, role, at_us, body, tenant)
+		SELECT 'message', ?, ?, ?, ?, ?, ?, c.tenant FROM conversations AS c WHERE c.id = ?`
 )
 
 // indexSealedEvent writes the search document of an event sealed with dk
@@ -64,7 +75,7 @@ func (s *Store) indexSealedMessage(tx Tx, dk *keys.DataKey, sessionID string, se
 	if dk == nil || !s.cfg.SearchEncrypted {
 		return nil
 	}
-	_, err := tx.Exec(searchMessageDocSQL, sessionID, seq, sessionID, role, createdMS*1000, messageSearchText(content))
+	_, err := tx.Exec(searchMessageDocSQL, sessionID, seq, sessionID, role, createdMS*1000, messageSearchText(content), sessionID)
 	return err
 }
 
@@ -279,6 +290,74 @@ func (s *Store) reindexSealedEvents(ctx context.Context, batch int, res *store.R
 					return err
 				}
 				if err := s.indexSealedEvent(tx, dk, x.pk, x.seq, x.ts, one[0].Data); err != nil {
+					return err
+				}
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		res.Items += n
+		res.Batches++
+	}
+}
+
+// sealedUnindexedMsgSQL selects a batch of sealed messages of encrypted
+// conversations without a search document, with their conversation's
+// data key.
+const sealedUnindexedMsgSQL = `SELECT m.session_id, m.seq, m.role, m.content, m.created_at_ms, c.data_key
+	FROM conversation_messages AS m JOIN conversations AS c ON c.id = m.session_id
+	WHERE c.data_key <> '' AND substr(m.content, 1, 7) = 'ssenc1:' AND NOT EXISTS (SELECT 1 FROM search_docs AS d
+		WHERE d.kind = 'message' AND d.session_pk = 0 AND d.owner = m.session_id AND d.pos = m.seq AND d.ref = '')
+	ORDER BY m.session_id, m.seq LIMIT ?`
+
+// reindexSealedMessages writes the search documents of sealed messages
+// that have none, in batches, when the store opts in (Reindex; on
+// PostgreSQL its no-op updates make the message trigger drop them, and
+// a store that opts in indexes the encrypted conversations a store
+// without the opt-in wrote).
+func (s *Store) reindexSealedMessages(ctx context.Context, batch int, res *store.ReindexResult) error {
+	if !s.cfg.SearchEncrypted || s.cfg.Keys == nil {
+		return nil
+	}
+	type sealedMsg struct {
+		id, kid string
+		row     msgRow
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var n int64
+		err := s.write(ctx, func(tx Tx) error {
+			n = 0
+			var msgs []sealedMsg
+			if err := tx.Query(sealedUnindexedMsgSQL, []any{batch}, func(r Rows) error {
+				var x sealedMsg
+				if err := r.Scan(&x.id, &x.row.Seq, &x.row.Role, &x.row.Content, &x.row.CreatedAtMS, &x.kid); err != nil {
+					return err
+				}
+				msgs = append(msgs, x)
+				return nil
+			}); err != nil {
+				return err
+			}
+			for i := range msgs {
+				x := &msgs[i]
+				one := []msgRow{x.row}
+				if err := s.openMsgRows(x.kid, one); err != nil { // conv_crypt.go
+					return err
+				}
+				dk, err := s.dataKey(ctx, x.kid)
+				if err != nil {
+					return err
+				}
+				if err := s.indexSealedMessage(tx, dk, x.id, x.row.Seq, x.row.Role, x.row.CreatedAtMS, one[0].plain); err != nil {
 					return err
 				}
 				n++

@@ -85,4 +85,49 @@ func BenchConversationEncryption(b *testing.B, h Harness, o BenchOptions) {
 			return err
 		})
 	})
+	// The sealed session data: a Load of a conversation with a long
+	// system prompt, tasks and a policy document (and one message).
+	b.Run("LoadSessionData", func(b *testing.B) {
+		c := store.NewConversation("data")
+		for i := range 40 {
+			c.Config.SystemPrompt += fmt.Sprintf("Rule %d: answer the customer politely and cite the contract. ", i)
+			c.Tasks = append(c.Tasks, store.Task{ID: fmt.Sprint(i), Content: fmt.Sprintf("task %d: check the invoice lines", i),
+				Status: store.TaskPending, Priority: store.PriorityMedium})
+		}
+		c.Config.PermissionPolicy = []byte(`{"allow":["read","grep"],"deny":["rm"]}`)
+		c.Messages = []store.Message{msg}
+		for _, cs := range sides {
+			if _, err := cs.Save(ctx, c); err != nil {
+				b.Fatal(err)
+			}
+		}
+		alternate(b, func(side int) error {
+			got, err := sides[side].Load(ctx, "data")
+			if err == nil && (len(got.Tasks) != 40 || got.Config.SystemPrompt != c.Config.SystemPrompt) {
+				err = fmt.Errorf("loaded %d tasks", len(got.Tasks))
+			}
+			return err
+		})
+	})
+	// An append that is indexed on both sides: the plain store's by the
+	// trigger, the encrypted store's by the search opt-in (the library
+	// writes the document from the plaintext): the cost of encryption
+	// with the search index on both sides.
+	b.Run("AppendSearchOptIn", func(b *testing.B) {
+		st, err := h.OpenWith(ctx, h.NewLocation(b), time.Now, Options{Durability: o.Durability, Keys: ring, SearchEncrypted: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { closeBench(b, st) })
+		pair := []store.Conversations{sides[0], st.Conversations()}
+		for _, cs := range pair {
+			if _, err := cs.Save(ctx, store.NewConversation("indexed")); err != nil {
+				b.Fatal(err)
+			}
+		}
+		alternate(b, func(side int) error {
+			_, err := pair[side].AppendMessages(ctx, "indexed", msg)
+			return err
+		})
+	})
 }
