@@ -46,9 +46,13 @@ CGO_ENABLED=1 "${with_postgres[@]}" go test -race -shuffle=on -timeout 45m ./...
 # (SQLSTORE_SOAK=60s for longer) and the concurrent-migration rounds.
 go test -count=1 -shuffle=on -timeout 10m \
 	-run '^(TestFaultSweep|TestCrashTrials|TestSoak|TestMigrateConcurrentProcesses)' ./sqlstore
-# The agent-session and branch suites on an encrypted store (issue 29),
-# which the race run leaves out.
-go test -count=1 -shuffle=on -timeout 10m -run '^TestConformance$/^Encryption$' ./sqlstore
+# What the race run leaves out (each test says so where it skips): the
+# encryption conformance tests on both backends, among them the suites
+# again on an encrypted store, and the long tests of sealed conversations
+# (issue 29), which have no concurrency of their own.
+"${with_postgres[@]}" go test -count=1 -shuffle=on -timeout 10m -run '^TestConformance$/^Encryption$' ./sqlstore ./pgstore
+"${with_postgres[@]}" go test -count=1 -shuffle=on -timeout 10m \
+	-run '^(TestEncryptionSearchOptInImport|TestSealedConversationSessionData)$' ./sqlstore ./archive
 
 # --- Volume tests without the race detector --------------------------------
 # sessionctl bench's tests run every standard load scenario, whose seeding
