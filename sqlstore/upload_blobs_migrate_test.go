@@ -85,4 +85,3 @@ func TestUploadBlobsMigrationSplitsSharedContent(t *testing.T) {
 		}
 	}
 }
-
