@@ -5,7 +5,8 @@ package main
 // (store.Tenanter). The handle scopes agent sessions, conversations,
 // runtime sessions (with their uploads), search, the change feed,
 // governed sessions, spend and audit, so the commands of those facets take
-// it, export and import (one tenant's rows: archive.ExportOptions.Tenant,
+// it (show too), stats (the tenant's counts: TenantStore.Counts), export
+// and import (one tenant's rows: archive.ExportOptions.Tenant,
 // ImportOptions.Tenant), and serve, whose console then shows that
 // tenant's rows only (console.Options.Tenant); the others (retention and
 // maintenance) refuse the flag (a usage error) rather than show the
@@ -25,7 +26,7 @@ import (
 // tenantCommands are the commands that work through a tenant handle.
 var tenantCommands = []string{"agents", "history", "fork", "rewind", "list", "messages", "artifacts", "traces",
 	"runs", "reports", "uploads", "delete", "search", "create", "use", "close", "close-agent",
-	"reserve", "settle", "release", "limits", "audit", "export", "import", "serve"}
+	"reserve", "settle", "release", "limits", "audit", "show", "stats", "export", "import", "serve"}
 
 // tenantCommandList names tenantCommands for help and errors.
 func tenantCommandList() string {
@@ -107,6 +108,9 @@ func untenanted(st cliStore) cliStore {
 }
 
 func (t *tenantCLI) Conversations() store.Conversations { return t.ts.Conversations() }
+
+// Counts counts the tenant's items (stats).
+func (t *tenantCLI) Counts(ctx context.Context) (store.Counts, error) { return t.ts.Counts(ctx) }
 
 func (t *tenantCLI) Runtime() store.Runtime { return t.ts.Runtime() }
 
