@@ -2,12 +2,12 @@
 -- belongs to a tenant and is keyed by (tenant, sha256): content is shared
 -- by the uploads of one tenant only. A blob that uploads of several
 -- tenants referenced is copied once per tenant. The table gets the tenant
--- column's default and row-level security policy of migration 17, and the
--- collector (uploads_blob_gc, SECURITY DEFINER since migration 22, and
--- still: CREATE OR REPLACE restates it) counts
--- references and takes its advisory lock per (tenant, sha256): the store
--- takes the same lock (key: the tenant, '/', the hex digest) before it
--- adds a reference.
+-- column's default and row-level security policy of migration 17. The
+-- collector (uploads_blob_gc) counts references and takes its advisory
+-- lock per (tenant, sha256); the store takes the same lock (key: the
+-- tenant, '/', the hex digest) before it adds a reference. The function
+-- stays SECURITY DEFINER with its fixed search path (migration 22):
+-- CREATE OR REPLACE resets what it does not restate, so both restate it.
 
 -- +goose Up
 ALTER TABLE uploads DROP CONSTRAINT uploads_sha256_fkey;
