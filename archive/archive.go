@@ -12,13 +12,15 @@ import (
 // timestamps to the nanosecond), version 5 a conversation's fork point
 // (forked_from) and the range of a message that is a compaction record,
 // version 6 tenants (a "tenant" in the head of one tenant's export, and
-// the other tenants' rows in "tenants": see tenants.go); Import reads
-// every version from 1 to Version (a document before version 6 restores
+// the other tenants' rows in "tenants": see tenants.go), version 7 an
+// encrypted conversation's session data (system prompt, tasks, policies)
+// inside its sealed value, which a reader of version 6 would drop without
+// a word; Import reads every version from 1 to Version (a document before version 6 restores
 // into the default tenant, or ImportOptions.Tenant) and refuses newer
 // ones.
 const (
 	Format  = "sessionctl-export"
-	Version = 6
+	Version = 7
 )
 
 // Store is what an export reads and an import writes: every facet of a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/agentstore/sessionstore/archive"
@@ -89,7 +90,7 @@ func TestConversationLineageRoundTrips(t *testing.T) {
 	if nodes, _ := dst.Conversations().History(ctx, "a-before"); len(nodes) != 1 {
 		t.Fatalf("a-before (imported before its parent) has lineage %+v", nodes)
 	}
-	old := bytes.Replace(buf.Bytes(), []byte(`"version": 6`), []byte(`"version": 4`), 1)
+	old := bytes.Replace(buf.Bytes(), []byte(fmt.Sprintf(`"version": %d`, archive.Version)), []byte(`"version": 4`), 1)
 	other, err := sqlstore.Open(ctx, sqltest.FreshPath(t, "other.db"))
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -200,7 +201,7 @@ func testTenantsRoundTrip(t *testing.T, b backend) {
 		t.Errorf("a dry run of a document with tenants into a tenant = %v, want ErrInvalidInput", err)
 	}
 	// A version-5 document has no tenants part.
-	bad := bytes.Replace(doc, []byte(`"version": 6`), []byte(`"version": 5`), 1)
+	bad := bytes.Replace(doc, []byte(fmt.Sprintf(`"version": %d`, archive.Version)), []byte(`"version": 5`), 1)
 	if _, err := archive.Import(ctx, other, bytes.NewReader(bad), archive.ImportOptions{}); !errors.Is(err, store.ErrInvalidInput) {
 		t.Errorf("a version-5 document with tenants = %v, want ErrInvalidInput", err)
 	}
@@ -218,7 +219,7 @@ func testTenantsRoundTrip(t *testing.T, b backend) {
 
 	// A version-5 document (no tenants): the default tenant, or the
 	// tenant an import names.
-	v5 := bytes.Replace(v6, []byte(`"version": 6`), []byte(`"version": 5`), 1)
+	v5 := bytes.Replace(v6, []byte(fmt.Sprintf(`"version": %d`, archive.Version)), []byte(`"version": 5`), 1)
 	if bytes.Equal(v5, v6) {
 		t.Fatal("no version in the document")
 	}

@@ -117,7 +117,7 @@ var documentChecks = map[facet.Name][]docCheck{
 	facet.Runtime: {
 		{table: "upload_blobs", what: "upload content",
 			query: `SELECT u.session_id || ' upload ' || u.ref_id, b.sha256, b.content
-				FROM upload_blobs AS b JOIN uploads AS u ON u.sha256 = b.sha256`,
+				FROM upload_blobs AS b JOIN uploads AS u ON u.tenant = b.tenant AND u.sha256 = b.sha256`,
 			decode: func(cols [][]byte) error {
 				if keys.IsSealedBlob(cols[1]) {
 					return nil // an encrypted session's upload (migration 20): keyed by an HMAC, not its digest

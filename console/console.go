@@ -80,12 +80,12 @@ type Options struct {
 	// stored data exactly.
 	NoExport bool
 	// Tenant, when set, makes the console show the agent sessions,
-	// conversations and runtime sessions of that tenant only, through the
-	// store's tenant handle (store.Tenanter; a name it refuses is
-	// ErrInvalidInput). The rest is not served in that mode (404):
-	// governed sessions and audit (not tenant-scoped yet), the overview's
-	// counts, search, export, retention, metrics and live updates (see
-	// tenant.go).
+	// conversations, runtime sessions, governed sessions and audit trail
+	// of that tenant only, through the store's tenant handle
+	// (store.Tenanter; a name it refuses is ErrInvalidInput), and its
+	// overview and /metrics counted over the tenant's rows. The rest is
+	// not served in that mode (404): search, export, retention and live
+	// updates (see tenant.go).
 	Tenant string
 	// Registerer, when set, also registers the console's metrics
 	// collector there (the console's /metrics always serves its own

@@ -14,7 +14,7 @@ import (
 // export is the stored data exactly, so it would serve what the pages
 // hide).
 func (c *console) exportOn() bool {
-	return !c.opt.NoExport && !c.opt.HideContent && c.opt.Redact == nil
+	return !c.opt.NoExport && !c.opt.HideContent && c.opt.Redact == nil && !c.tenant
 }
 
 // exportLink is the link to the export download of the sessions of ids

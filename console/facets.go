@@ -79,7 +79,7 @@ type navItem struct {
 func (c *console) navigation() []navItem {
 	views := c.facetViews()
 	if c.tenant {
-		var nav []navItem
+		nav := []navItem{{"overview", "Overview", c.prefix + "/"}}
 		for _, name := range tenantFacets {
 			v := views[name]
 			nav = append(nav, navItem{v.Nav, v.Label, c.prefix + v.Home})

@@ -190,6 +190,8 @@ func topN[T any](list []T, v T, n int, greater func(a, b T) bool) []T {
 }
 
 type overviewPage struct {
+	// Tenant is Options.Tenant: every figure is of its rows.
+	Tenant        string                      `json:"tenant,omitempty"`
 	Stats         *stats                      `json:"stats"`
 	TopByCost     []store.ConversationSummary `json:"top_conversations_by_cost"`
 	RecentlyMoved []store.ConversationSummary `json:"recent_conversations"`
@@ -227,7 +229,7 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	show := c.showContent(r)
-	p := &overviewPage{Stats: s, TopByCost: s.Conversations.top, RecentlyMoved: s.Conversations.recent}
+	p := &overviewPage{Tenant: c.opt.Tenant, Stats: s, TopByCost: s.Conversations.top, RecentlyMoved: s.Conversations.recent}
 	for _, l := range [][]store.ConversationSummary{p.TopByCost, p.RecentlyMoved} {
 		for i := range l {
 			l[i].Name = c.cleanText("conversation.name", l[i].Name, show)

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -13,10 +14,13 @@ import (
 // The console of one tenant (Options.Tenant). The console serves the
 // pages of the facets the library's tenant handle scopes — agent sessions,
 // conversations, runtime sessions (with their uploads), governed sessions
-// (with their spend) and the audit trail — through it, and nothing that
-// would show rows of other tenants: no overview counts, search, export,
-// retention or metrics, and no live updates. The root redirects to the
-// agent sessions.
+// (with their spend) and the audit trail — through it, and the overview
+// and /metrics counted over the tenant's rows (the handle's Totals, its
+// runtime counts, use records and audit decisions); the overview names
+// the tenant. Nothing that would show rows of other tenants, or figures
+// of the whole database, is served: no search, export, retention or live
+// updates, and no database sizes (the overview and /metrics show none in
+// any console).
 
 // tenantStore is a store whose agent-session, conversation, runtime,
 // governance, spend and audit facets are a tenant's.
@@ -33,6 +37,11 @@ func (t tenantStore) Audit() store.Audit                 { return t.ts.Audit() }
 func (t tenantStore) Conversations() store.Conversations { return t.ts.Conversations() }
 
 func (t tenantStore) Runtime() store.Runtime { return t.ts.Runtime() }
+
+// Totals computes the tenant's aggregates (the overview and /metrics).
+func (t tenantStore) Totals(ctx context.Context, req store.TotalsRequest) (store.Totals, error) {
+	return t.ts.Totals(ctx, req)
+}
 
 // tenantFacets are the facets whose pages a tenant's console serves, in
 // the order of its navigation.
@@ -74,10 +83,9 @@ func (c *console) tenantRoutes() {
 			handle(rt.Pattern, rt.Handler)
 		}
 	}
-	m.HandleFunc("GET "+p+"/{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, p+"/agents", http.StatusFound)
-	})
+	handle("/{$}", c.overview)
 	m.HandleFunc("GET "+p+"/healthz", c.healthz)
+	m.Handle("GET "+p+"/metrics", c.metrics)
 	static, _ := fs.Sub(staticFS, "static")
 	m.Handle("GET "+p+"/static/", http.StripPrefix(p+"/static/", staticHandler(http.FileServerFS(static))))
 	if p != "" {

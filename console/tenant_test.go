@@ -108,8 +108,8 @@ func TestTenantConsole(t *testing.T) {
 			t.Errorf("%s does not list the tenant's rows only:\n%s", path, body)
 		}
 	}
-	if resp, _ := get(t, srv, prefix+"/"); resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != prefix+"/agents" {
-		t.Errorf("/: %d to %q, want a redirect to the agent sessions", resp.StatusCode, resp.Header.Get("Location"))
+	if resp, body := get(t, srv, prefix+"/"); resp.StatusCode != http.StatusOK || !strings.Contains(body, "Tenant <strong>acme</strong>") {
+		t.Errorf("/: %d, want the tenant's overview:\n%s", resp.StatusCode, body)
 	}
 	// Governed sessions, their spend and the audit trail through the
 	// handle: the tenant's only.
@@ -131,7 +131,7 @@ func TestTenantConsole(t *testing.T) {
 		t.Errorf("the default tenant's governed session: %d, want 404", resp.StatusCode)
 	}
 	for _, path := range []string{"/search?q=said", "/export",
-		"/retention", "/metrics", "/go?id=s1", "/live/agents/events?app=support&user=ada&session=s1",
+		"/retention", "/go?id=s1", "/live/agents/events?app=support&user=ada&session=s1",
 		"/live/conversations/conv-a/messages"} {
 		if resp, body := get(t, srv, prefix+path); resp.StatusCode != http.StatusNotFound || strings.Contains(body, "marker-") {
 			t.Errorf("%s: %d, want 404 in a tenant's console", path, resp.StatusCode)
@@ -139,5 +139,148 @@ func TestTenantConsole(t *testing.T) {
 	}
 	if resp, body := get(t, srv, prefix+"/healthz"); resp.StatusCode != http.StatusOK || body != "ok\n" {
 		t.Errorf("/healthz: %d %q", resp.StatusCode, body)
+	}
+}
+
+// TestTenantConsoleOverviewAndMetrics: a tenant's console serves its
+// overview and /metrics counted over its rows only (the default tenant
+// and another tenant hold more of everything), while the store's own
+// console counts every tenant; the tenant's overview offers no export.
+func TestTenantConsoleOverviewAndMetrics(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewClock()
+	st, err := sqlstore.Open(ctx, sqltest.FreshPath(t, "sessions.db"), sqlstore.WithClock(clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	type scope struct {
+		gov             store.Governance
+		conv            store.Conversations
+		rt              store.Runtime
+		name            string
+		sessions, calls int
+		tokens          int64
+		cost            float64
+	}
+	scopes := []scope{{gov: st.Governance(), conv: st.Conversations(), rt: st.Runtime(), name: "default", sessions: 2, calls: 3, tokens: 1000, cost: 5}}
+	for _, s := range []scope{{name: "acme", sessions: 1, calls: 1, tokens: 123, cost: 0.25}, {name: "globex", sessions: 3, calls: 2, tokens: 777, cost: 7}} {
+		ts, err := st.Tenant(s.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.gov, s.conv, s.rt = ts.Governance(), ts.Conversations(), ts.Runtime()
+		scopes = append(scopes, s)
+	}
+	for _, s := range scopes {
+		for i := range s.sessions {
+			g, err := s.gov.Create(ctx, store.CreateRequest{AgentID: "bot-" + s.name, AuthorizedTools: []string{"t"}, CallBudget: 10, TimeLimit: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				for range s.calls {
+					if _, err := s.gov.Use(ctx, store.UseRequest{SessionID: g.ID, Tools: []string{"t"}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		conv := store.NewConversation("conv-" + s.name)
+		conv.TotalUsage = store.TokenUsage{TotalTokens: s.tokens}
+		conv.TotalCost = s.cost
+		conv.Messages = []store.Message{store.UserMessage("hello from " + s.name)}
+		if _, err := s.conv.Save(ctx, conv); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.rt.Insert(ctx, store.NewRuntimeSession{ID: "rt-" + s.name, AgentAlias: "agent-" + s.name, WorkspaceDir: "/ws", ChatMode: store.ChatModeChat}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	serve := func(opt console.Options) *httptest.Server {
+		t.Helper()
+		opt.Prefix, opt.Clock = prefix, clock.Now
+		h, err := console.New(st, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle(prefix+"/", h)
+		srv := httptest.NewServer(mux)
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	type overview struct {
+		Tenant string `json:"tenant"`
+		Stats  struct {
+			Governed struct {
+				Total int64 `json:"total"`
+				Calls int64 `json:"calls_made"`
+			} `json:"governed"`
+			Conversations struct {
+				Total       int64   `json:"total"`
+				TotalTokens int64   `json:"total_tokens"`
+				Cost        float64 `json:"total_cost_usd"`
+			} `json:"conversations"`
+			Runtime struct {
+				Total   int64            `json:"total"`
+				ByAgent map[string]int64 `json:"by_agent"`
+			} `json:"runtime"`
+		} `json:"stats"`
+		Top []store.ConversationSummary `json:"top_conversations_by_cost"`
+	}
+	read := func(srv *httptest.Server) overview {
+		t.Helper()
+		resp, body := get(t, srv, prefix+"/?format=json")
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("overview: %d %s", resp.StatusCode, body)
+		}
+		var o overview
+		if err := json.Unmarshal([]byte(body), &o); err != nil {
+			t.Fatalf("overview JSON: %v\n%s", err, body)
+		}
+		return o
+	}
+
+	acme := serve(console.Options{Tenant: "acme"})
+	o := read(acme)
+	if o.Tenant != "acme" || o.Stats.Governed.Total != 1 || o.Stats.Governed.Calls != 1 ||
+		o.Stats.Conversations.Total != 1 || o.Stats.Conversations.TotalTokens != 123 || o.Stats.Conversations.Cost != 0.25 ||
+		o.Stats.Runtime.Total != 1 || len(o.Stats.Runtime.ByAgent) != 1 || o.Stats.Runtime.ByAgent["agent-acme"] != 1 ||
+		len(o.Top) != 1 || o.Top[0].ID != "conv-acme" {
+		t.Errorf("tenant acme's overview: %+v", o)
+	}
+	_, page := get(t, acme, prefix+"/")
+	for _, other := range []string{"globex", "default", "download>"} {
+		if strings.Contains(page, other) {
+			t.Errorf("tenant acme's overview shows %q:\n%s", other, page)
+		}
+	}
+	resp, metrics := get(t, acme, prefix+"/metrics")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics of tenant acme: %d", resp.StatusCode)
+	}
+	for _, want := range []string{
+		`sessionstore_governed_sessions{status="active"} 1`, "sessionstore_governed_calls_made 1",
+		`sessionstore_conversations{state="active"} 1`, "sessionstore_conversation_tokens 123",
+		`sessionstore_runtime_sessions{agent="agent-acme"} 1`, "sessionstore_scrape_success 1",
+		`sessionstore_audit_decisions{kind="use",outcome="ok"} 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics of tenant acme lacks %q:\n%s", want, metrics)
+		}
+	}
+	for _, other := range []string{"agent-globex", "agent-default"} {
+		if strings.Contains(metrics, other) {
+			t.Errorf("/metrics of tenant acme shows %q", other)
+		}
+	}
+
+	// The store's own console: every tenant's governed sessions and
+	// conversations (the store-wide totals).
+	all := read(serve(console.Options{}))
+	if all.Tenant != "" || all.Stats.Governed.Total != 6 || all.Stats.Governed.Calls != 6 || all.Stats.Conversations.Total != 3 ||
+		all.Stats.Conversations.TotalTokens != 1900 {
+		t.Errorf("the store's overview: %+v", all)
 	}
 }

@@ -22,7 +22,8 @@
 // store.Session.CheckUse on the row locked with SELECT … FOR UPDATE. Capped
 // creates serialize per agent on a transaction advisory lock, capped runtime
 // inserts on the counter row, writes of one conversation on its row, writers
-// of one upload digest on an advisory lock shared with the blob collector.
+// of one upload digest in one tenant on an advisory lock shared with the
+// blob collector.
 // Serialization failures and deadlocks are retried as whole transactions,
 // at most WithMaxAttempts times, then reported as store.ErrBusy.
 //

@@ -13,3 +13,10 @@ import (
 func BenchmarkTenants(b *testing.B) {
 	storetest.BenchTenants(b, harness, storetest.BenchOptions{Durability: "on"})
 }
+
+// BenchmarkTenantCounts compares a tenant handle's Counts and Totals with
+// the store's own on a store of five tenants with 500 of each kind of
+// session each (see storetest.BenchTenantCounts).
+func BenchmarkTenantCounts(b *testing.B) {
+	storetest.BenchTenantCounts(b, harness, storetest.BenchOptions{Durability: "off"}, 500)
+}

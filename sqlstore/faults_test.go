@@ -426,9 +426,11 @@ func TestDiskFullTmpfs(t *testing.T) {
 		t.Skipf("cannot mount a tmpfs here (%v: %s); TestDiskFullMaxPageCount covers SQLITE_FULL", err, out)
 	}
 	dir := t.TempDir()
-	// 2 MiB: the migrated schema and its WAL need about 1.1 MiB beside the
-	// ballast (a full disk during the migration reports a damaged file).
-	mount := `mount -t tmpfs -o size=2m tmpfs "$1" && shift && exec "$@"`
+	// 3 MiB: the migrated schema and its WAL need about 1.1 MiB beside the
+	// ballast, more since migration 25 rebuilds the upload tables (a full
+	// disk during the migration reports a damaged file; 2 MiB no longer
+	// held it).
+	mount := `mount -t tmpfs -o size=3m tmpfs "$1" && shift && exec "$@"`
 	h := startHelperCmd(t, []string{"unshare", "-rm", "sh", "-c", mount, "sh", dir}, "diskfull-tmpfs", dir)
 	lines, err := h.wait()
 	if err != nil {

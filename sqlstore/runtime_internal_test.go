@@ -69,10 +69,11 @@ func TestRuntimeQueryPlans(t *testing.T) {
 		{"list uploads", upListSQL, []any{"s", "", "", 10}, []string{"SEARCH uploads USING PRIMARY KEY (session_id=? AND ref_id>?)"}},
 		{"read upload", upReadSQL, []any{"s", "r", ""}, []string{
 			"SEARCH u USING PRIMARY KEY (session_id=? AND ref_id=?)",
-			"SEARCH b USING INDEX sqlite_autoindex_upload_blobs_1 (sha256=?)"}},
+			"SEARCH b USING INDEX sqlite_autoindex_upload_blobs_1 (tenant=? AND sha256=?)"}},
 		{"history len", rtHistoryLenSQL, []any{"s"}, []string{"SEARCH conversation_messages USING COVERING INDEX"}},
-		// The blob collector's reference check (in the triggers).
-		{"blob refs", `SELECT 1 FROM uploads WHERE sha256 = ?`, []any{[]byte{1}}, []string{"USING COVERING INDEX uploads_sha256 (sha256=?)"}},
+		// The blob collector's reference check (in the triggers), per
+		// tenant (migration 25).
+		{"blob refs", `SELECT 1 FROM uploads WHERE tenant = ? AND sha256 = ?`, []any{"", []byte{1}}, []string{"USING COVERING INDEX uploads_sha256 (tenant=? AND sha256=?)"}},
 	} {
 		plan := queryPlan(t, s, c.query, c.args...)
 		for _, w := range c.want {

@@ -129,6 +129,17 @@ type TenantStore interface {
 	// and honours every tenant's holds.
 	Retention() Retention
 
+	// Totals computes the aggregates of the tenant's governed sessions and
+	// conversations, as Totaler.Totals does for a whole store: another
+	// tenant's rows (and the default tenant's) are never counted.
+	Totals(ctx context.Context, req TotalsRequest) (Totals, error)
+
+	// Counts counts the tenant's items of every facet, as Counter.Counts
+	// does for a whole store: another tenant's rows (and the default
+	// tenant's) are never counted. The audit trail's decisions by day are
+	// the tenant's Audit facet's (AuditCounter).
+	Counts(ctx context.Context) (Counts, error)
+
 	// Backend names the implementation, as Store.Backend does.
 	Backend() string
 }

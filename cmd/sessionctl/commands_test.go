@@ -352,7 +352,7 @@ func TestStatsAndDoctor(t *testing.T) {
 	}
 	want := statusCounts{Total: 4, Active: 2, Closed: 1, Expired: 1}
 	if doc.Governed != want || doc.SchemaVersion != doc.BinarySchemaVersion || doc.SchemaVersion < 1 ||
-		doc.PageSize == nil || *doc.PageSize == 0 || *doc.Pages == 0 || doc.DatabaseBytes == 0 || doc.StoreBytes != nil || doc.Backend != "sqlite" {
+		doc.PageSize == nil || *doc.PageSize == 0 || *doc.Pages == 0 || doc.DatabaseBytes == nil || *doc.DatabaseBytes == 0 || doc.StoreBytes != nil || doc.Backend != "sqlite" {
 		t.Fatalf("stats: %+v", doc)
 	}
 	r = e.run("stats").want(t, 0)

@@ -38,7 +38,8 @@ terminal), a status line shows the section being written and the items and
 bytes written so far.
 
 The document holds the default tenant's rows and then every other
-tenant's, each restored to its tenant by import (format version 6).
+tenant's, each restored to its tenant by import (tenants since format
+version 6).
 --tenant T exports tenant T's rows alone (governed sessions with their
 spend, agent sessions and audit chains: the facets scoped by tenants so
 far), which import restores to T, or to the tenant its own --tenant names;

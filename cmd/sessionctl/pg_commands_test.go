@@ -85,7 +85,7 @@ func TestPGMaintenance(t *testing.T) {
 	}
 	want := statusCounts{Total: 4, Active: 2, Closed: 1, Expired: 1}
 	if doc.Governed != want || doc.Backend != "postgres" || doc.SchemaVersion != doc.BinarySchemaVersion ||
-		doc.DatabaseBytes == 0 || doc.StoreBytes == nil || *doc.StoreBytes == 0 || *doc.StoreBytes > doc.DatabaseBytes ||
+		doc.DatabaseBytes == nil || *doc.DatabaseBytes == 0 || doc.StoreBytes == nil || *doc.StoreBytes == 0 || *doc.StoreBytes > *doc.DatabaseBytes ||
 		doc.Runtime.Uploads != 2 || doc.Runtime.UploadBytes != 27 {
 		t.Fatalf("stats: %s", r.stdout)
 	}

@@ -18,17 +18,23 @@ their app, user and session state; then the database and WAL file sizes,
 pages and free pages, and the schema version. On
 PostgreSQL the sizes are those of the whole database (pg_database_size)
 and of the store's tables with their indexes; there is no WAL file or page
-count to report.`,
+count to report. With --tenant the counts are the tenant's rows only, and
+the sizes, which are the whole database's, are left out (the schema
+version is the database's).`,
 	examples: []string{
 		"sessionctl stats",
+		"sessionctl stats --tenant acme",
 		"sessionctl stats --json | jq .governed.active",
 	},
 }
 
 // statsJSON is the JSON document of stats.
 type statsJSON struct {
-	Path                string       `json:"path"`
-	Backend             string       `json:"backend"`
+	Path    string `json:"path"`
+	Backend string `json:"backend"`
+	// Tenant is --tenant: the counts are that tenant's, and the sizes
+	// (the database's) are left out.
+	Tenant              string       `json:"tenant,omitempty"`
 	SchemaVersion       int64        `json:"schema_version"`
 	BinarySchemaVersion int64        `json:"binary_schema_version"`
 	Governed            statusCounts `json:"governed"`
@@ -36,7 +42,7 @@ type statsJSON struct {
 	Conversations       convCounts   `json:"conversations"`
 	AgentSessions       agentCounts  `json:"agent_sessions"`
 	Audit               *auditStats  `json:"audit,omitempty"`
-	DatabaseBytes       int64        `json:"database_bytes"`
+	DatabaseBytes       *int64       `json:"database_bytes,omitempty"`
 	// SQLite only: the WAL file and the pages of the database file.
 	WALBytes  *int64 `json:"wal_bytes,omitempty"`
 	PageSize  *int64 `json:"page_size,omitempty"`
@@ -77,6 +83,9 @@ func runStats(ctx context.Context, g *globals, args []string) error {
 		{"database", doc.Path},
 		{"schema version", fmt.Sprintf("%d (this binary: %d)", doc.SchemaVersion, doc.BinarySchemaVersion)},
 	}
+	if doc.Tenant != "" {
+		rows = append(rows, [2]string{"tenant", doc.Tenant + " (the counts below are its rows only)"})
+	}
 	all, err := registeredFacets()
 	if err != nil {
 		return g.fail(sp.name, err)
@@ -84,13 +93,15 @@ func runStats(ctx context.Context, g *globals, args []string) error {
 	for _, f := range all {
 		rows = append(rows, f.ops.statsRows(&doc)...)
 	}
-	if doc.StoreBytes != nil {
+	switch {
+	case doc.DatabaseBytes == nil: // a tenant's stats
+	case doc.StoreBytes != nil:
 		rows = append(rows,
-			[2]string{"database size", humanBytes(doc.DatabaseBytes)},
+			[2]string{"database size", humanBytes(*doc.DatabaseBytes)},
 			[2]string{"store tables", humanBytes(*doc.StoreBytes)})
-	} else {
+	default:
 		rows = append(rows,
-			[2]string{"database file", humanBytes(doc.DatabaseBytes)},
+			[2]string{"database file", humanBytes(*doc.DatabaseBytes)},
 			[2]string{"wal file", humanBytes(*doc.WALBytes)},
 			[2]string{"pages", fmt.Sprintf("%d x %d bytes, %d free", *doc.Pages, *doc.PageSize, *doc.FreePages)})
 	}
@@ -120,12 +131,17 @@ func collectStats(ctx context.Context, g *globals, st cliStore) (statsJSON, erro
 	for _, f := range all {
 		f.ops.stats(counts, &doc)
 	}
+	if g.tenant != "" {
+		// The sizes are the whole database's: not a tenant's figures.
+		doc.Tenant = g.tenant
+		return doc, nil
+	}
 	if g.isPG() {
 		sz, err := pgstore.ReadSizes(ctx, g.db)
 		if err != nil {
 			return doc, err
 		}
-		doc.DatabaseBytes, doc.StoreBytes = sz.Database, &sz.Schema
+		doc.DatabaseBytes, doc.StoreBytes = &sz.Database, &sz.Schema
 		return doc, nil
 	}
 	p, err := sqlstore.ReadPageStats(ctx, g.db)
@@ -133,6 +149,6 @@ func collectStats(ctx context.Context, g *globals, st cliStore) (statsJSON, erro
 		return doc, err
 	}
 	doc.PageSize, doc.Pages, doc.FreePages, doc.WALBytes = &p.PageSize, &p.PageCount, &p.Freelist, &p.WALBytes
-	doc.DatabaseBytes = p.FileBytes
+	doc.DatabaseBytes = &p.FileBytes
 	return doc, nil
 }

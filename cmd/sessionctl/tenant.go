@@ -5,7 +5,8 @@ package main
 // (store.Tenanter). The handle scopes agent sessions, conversations,
 // runtime sessions (with their uploads), search, the change feed,
 // governed sessions, spend and audit, so the commands of those facets take
-// it, export and import (one tenant's rows: archive.ExportOptions.Tenant,
+// it (show too), stats (the tenant's counts: TenantStore.Counts), export
+// and import (one tenant's rows: archive.ExportOptions.Tenant,
 // ImportOptions.Tenant), serve, whose console then shows that tenant's
 // rows only (console.Options.Tenant), and hold (the tenant's holds). The
 // others (retention policies, sweeps and maintenance) refuse the flag (a
@@ -26,7 +27,7 @@ import (
 // tenantCommands are the commands that work through a tenant handle.
 var tenantCommands = []string{"agents", "history", "fork", "rewind", "list", "messages", "artifacts", "traces",
 	"runs", "reports", "uploads", "delete", "search", "create", "use", "close", "close-agent",
-	"reserve", "settle", "release", "limits", "audit", "export", "import", "serve", "hold"}
+	"reserve", "settle", "release", "limits", "audit", "show", "stats", "export", "import", "serve", "hold"}
 
 // tenantRefusals say why the retention commands other than hold refuse
 // --tenant: their policies and sweeps are the operator's, applied to every
@@ -125,6 +126,9 @@ func (t *tenantCLI) Conversations() store.Conversations { return t.ts.Conversati
 
 // Retention is the tenant's: its holds (hold --tenant).
 func (t *tenantCLI) Retention() store.Retention { return t.ts.Retention() }
+
+// Counts counts the tenant's items (stats).
+func (t *tenantCLI) Counts(ctx context.Context) (store.Counts, error) { return t.ts.Counts(ctx) }
 
 func (t *tenantCLI) Runtime() store.Runtime { return t.ts.Runtime() }
 

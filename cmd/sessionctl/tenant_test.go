@@ -76,7 +76,7 @@ func testTenantFlag(t *testing.T, newTestEnv envMaker) {
 	// Commands that are not tenant-scoped, and malformed names, are usage
 	// errors that open nothing.
 	for _, args := range [][]string{
-		{"stats", "--tenant", "acme"},
+		{"doctor", "--tenant", "acme"},
 		{"cleanup", "--tenant", "acme"},
 		{"sweep", "--tenant", "acme"},
 		{"retention", "--tenant", "acme"},
@@ -104,6 +104,7 @@ func testTenantFlag(t *testing.T, newTestEnv envMaker) {
 		t.Errorf("export --default-tenant-only: the default tenant's session alone expected, got %s", doc)
 	}
 	testTenantGovernanceCommands(t, e)
+	testTenantStatsShow(t, e)
 
 	testTenantConversations(t, e)
 	testTenantHolds(t, e)
@@ -195,7 +196,7 @@ func testTenantEnvironment(t *testing.T, e *testEnv) {
 		t.Fatalf("with SESSIONSTORE_TENANT=acme:\n%s", out)
 	}
 	e.run("agents", "show", "support", "ada", "s1", "--tenant", "globex").want(t, exitNotFound)
-	e.run("stats").want(t, exitUsage) // not tenant-scoped: the variable is refused as the flag is
+	e.run("doctor").want(t, exitUsage) // not tenant-scoped: the variable is refused as the flag is
 }
 
 // testServeTenant: serve --tenant serves the tenant's agent sessions and
@@ -323,4 +324,68 @@ func testTenantHolds(t *testing.T, e *testEnv) {
 			t.Errorf("%s --tenant: stderr %q does not say why", cmd, r.stderr)
 		}
 	}
+}
+
+// testTenantStatsShow: stats --tenant counts the tenant's rows only and
+// leaves out the database's sizes; show --tenant shows the tenant's
+// session and finds no other tenant's (nor the default tenant's).
+func testTenantStatsShow(t *testing.T, e *testEnv) {
+	ctx := context.Background()
+	st := e.openStore()
+	ts, err := st.(store.Tenanter).Tenant("stats-t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Runtime().Insert(ctx, store.NewRuntimeSession{ID: "rt-stats", AgentAlias: "coder", WorkspaceDir: "/ws", ChatMode: store.ChatModeChat}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Runtime().PutUpload(ctx, store.PutUploadRequest{SessionID: "rt-stats", RefID: "r1", WorkspacePath: "w", Content: []byte("hello")}); err != nil {
+		t.Fatal(err)
+	}
+	conv := store.NewConversation("conv-stats")
+	conv.Messages = []store.Message{store.UserMessage("one"), store.AssistantMessage("two")}
+	if _, err := ts.Conversations().Save(ctx, conv); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	e.run("create", "--id", "gov-stats", "--agent", "bot", "--tool", "search", "--budget", "5", "--tenant", "stats-t").want(t, 0)
+
+	var doc statsJSON
+	if err := json.Unmarshal([]byte(e.run("stats", "--tenant", "stats-t", "--json").want(t, 0).stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Tenant != "stats-t" || doc.DatabaseBytes != nil || doc.WALBytes != nil || doc.StoreBytes != nil ||
+		doc.Governed.Total != 1 || doc.Governed.Active != 1 || doc.Runtime.Total != 1 || doc.Runtime.Uploads != 1 ||
+		doc.Runtime.UploadBytes != 5 || doc.Conversations.Total != 1 || doc.Conversations.Messages != 2 ||
+		doc.AgentSessions.Total != 0 || doc.SchemaVersion == 0 {
+		t.Errorf("stats --tenant stats-t: %+v", doc)
+	}
+	var all statsJSON
+	if err := json.Unmarshal([]byte(e.run("stats", "--json").want(t, 0).stdout), &all); err != nil {
+		t.Fatal(err)
+	}
+	// Store-wide: gov-default, gov-acme and gov-stats at least, and the
+	// default tenant's agent session.
+	if all.Tenant != "" || all.DatabaseBytes == nil || all.Governed.Total < 3 || all.Runtime.Uploads < 1 || all.AgentSessions.Total < 1 {
+		t.Errorf("stats without --tenant: %+v", all)
+	}
+	table := e.run("stats", "--tenant", "stats-t").want(t, 0).stdout
+	if !strings.Contains(table, "stats-t (the counts below are its rows only)") || strings.Contains(table, "database file") || strings.Contains(table, "database size") {
+		t.Errorf("stats --tenant stats-t:\n%s", table)
+	}
+
+	var shown showJSON
+	if err := json.Unmarshal([]byte(e.run("show", "rt-stats", "--tenant", "stats-t", "--json").want(t, 0).stdout), &shown); err != nil {
+		t.Fatal(err)
+	}
+	if shown.Runtime == nil || shown.Runtime.Uploads != 1 || shown.Runtime.UploadBytes != 5 || shown.Governed != nil {
+		t.Errorf("show rt-stats --tenant stats-t: %+v", shown)
+	}
+	if out := e.run("show", "gov-stats", "--tenant", "stats-t").want(t, 0).stdout; !strings.Contains(out, "governed:") {
+		t.Errorf("show gov-stats --tenant stats-t:\n%s", out)
+	}
+	e.run("show", "gov-stats").want(t, exitNotFound)
+	e.run("show", "gov-default", "--tenant", "stats-t").want(t, exitNotFound)
+	e.run("show", "gov-acme", "--tenant", "stats-t").want(t, exitNotFound)
+	e.run("show", "conv-stats", "--tenant", "acme").want(t, exitNotFound)
 }

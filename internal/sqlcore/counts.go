@@ -39,15 +39,17 @@ const (
 			(SELECT CAST(COALESCE(sum(audit_seq), 0) AS BIGINT) FROM governed_sessions)`
 )
 
-// Counts counts the items of every facet (see store.Counter).
+// Counts counts the items of every facet (see store.Counter): store-wide,
+// or the tenant's on a tenant's Store (aggregates_tenant.go).
 func (s *Store) Counts(ctx context.Context) (store.Counts, error) {
 	now := rowcodec.ToMillis(s.now())
+	q, args := s.aggs()
 	var c store.Counts
 	err := s.readTx(ctx, func(tx Tx) error {
 		c = store.Counts{}
 		g := &c.Governed
 		g.ByStatus = map[store.Status]int64{store.StatusActive: 0, store.StatusClosed: 0, store.StatusExpired: 0}
-		if err := tx.Query(cntGovernedSQL, []any{now}, func(r Rows) error {
+		if err := tx.Query(q.cntGoverned, args(now), func(r Rows) error {
 			var st string
 			var n int64
 			if err := r.Scan(&st, &n); err != nil {
@@ -61,7 +63,7 @@ func (s *Store) Counts(ctx context.Context) (store.Counts, error) {
 		}
 		rt := &c.Runtime
 		rt.ByAgent = map[string]int64{}
-		if err := tx.Query(rtCountByAgentSQL, nil, func(r Rows) error {
+		if err := tx.Query(q.byAgent, args(), func(r Rows) error {
 			var alias string
 			var n int64
 			if err := r.Scan(&alias, &n); err != nil {
@@ -75,7 +77,7 @@ func (s *Store) Counts(ctx context.Context) (store.Counts, error) {
 		}
 		cv := &c.Conversations
 		cv.ByState = map[store.ConversationState]int64{}
-		if err := conversationsByState(tx, func(st store.ConversationState, n, msgs, tokens int64, cost float64) {
+		if err := conversationsByState(tx, q.convs, args(), func(st store.ConversationState, n, msgs, tokens int64, cost float64) {
 			cv.ByState[st] = n
 			cv.Total += n
 			cv.Messages += msgs
@@ -85,7 +87,7 @@ func (s *Store) Counts(ctx context.Context) (store.Counts, error) {
 			return err
 		}
 		as, au := &c.AgentSessions, &c.Audit
-		return tx.Scan(cntScalarsSQL, nil,
+		return tx.Scan(q.scalars, args(),
 			&rt.RunningTurns, &rt.Uploads, &rt.UploadBytes,
 			&as.Total, &as.Events, &as.Apps, &as.Users, &as.AppStateKeys, &as.UserStateKeys, &as.SessionStateKeys,
 			&au.Chains, &au.EventsAppended)

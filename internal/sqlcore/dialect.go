@@ -70,7 +70,7 @@ func JSONListArg(values any) (any, error) {
 // lock, so that locks of different kinds never collide.
 const (
 	lockClassConversation int32 = 0x434F4E56 // "CONV": saves of one conversation id
-	lockClassUploadBlob   int32 = 0x424C4F42 // "BLOB": writers of one upload digest and the collector
+	lockClassUploadBlob   int32 = 0x424C4F42 // "BLOB": writers of one (tenant, upload digest) and the collector
 	lockClassSpendAgent   int32 = 0x5350454E // "SPEN": changes of one agent's spend limits
 )
 

@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -423,11 +422,8 @@ func (w *recordWriter) putRuntime(rec store.RuntimeRecord, dk *keys.DataKey, ups
 	}
 	for _, u := range ups {
 		up := sealUpload(dk, u.req.RefID, u.req.Marker, u.req.WorkspacePath, u.sum, u.req.Content)
-		if err := w.s.lockKey(w.tx, lockClassUploadBlob, hex.EncodeToString(up.blobKey)); err != nil {
-			return false, err
-		}
 		size := int64(len(u.req.Content))
-		if _, err := w.tx.Exec(upPutBlobSQL, up.blobKey, int64(len(up.blob)), up.blob); err != nil {
+		if err := w.s.putBlob(w.tx, up); err != nil {
 			return false, err
 		}
 		if _, err := w.tx.Exec(upRestoreSQL, s.ID, u.req.RefID, up.marker, up.path, up.blobKey, size, u.at, w.s.tenant); err != nil {

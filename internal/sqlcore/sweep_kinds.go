@@ -159,8 +159,9 @@ var runtimeIdle = &sweepKind{
 	// The session, its uploads, and the upload bytes no other session
 	// refers to (the uploads' trigger removes those).
 	rowsSQL: `SELECT 1 + (SELECT count(*) FROM uploads WHERE session_id = ?1)
-		+ (SELECT count(*) FROM upload_blobs AS b WHERE b.sha256 IN (SELECT sha256 FROM uploads WHERE session_id = ?1)
-			AND NOT EXISTS (SELECT 1 FROM uploads AS o WHERE o.sha256 = b.sha256 AND o.session_id <> ?1))`,
+		+ (SELECT count(*) FROM upload_blobs AS b
+			WHERE (b.tenant, b.sha256) IN (SELECT tenant, sha256 FROM uploads WHERE session_id = ?1)
+			AND NOT EXISTS (SELECT 1 FROM uploads AS o WHERE o.tenant = b.tenant AND o.sha256 = b.sha256 AND o.session_id <> ?1))`,
 	rowsArgs: func(u unit) []any { return []any{u.id} },
 	heldSQL: `SELECT count(*) FROM retention_holds AS h JOIN runtime_sessions AS r ON r.id = h.id AND r.tenant = h.tenant
 		WHERE h.facet = 'runtime' AND h.app = '' AND h.user_id = '' AND r.last_active_ms <= ?1 AND r.turn_running = FALSE`,

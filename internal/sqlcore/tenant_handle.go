@@ -83,3 +83,19 @@ func (t *TenantHandle) History(ctx context.Context, req store.HistoryRequest) (s
 // reads (Accessed); Policies reads the store's policies; the operator's
 // methods fail (see store.TenantStore.Retention).
 func (t *TenantHandle) Retention() store.Retention { return t.core.Retention() }
+
+// Totals computes the aggregates of the tenant's rows.
+func (t *TenantHandle) Totals(ctx context.Context, req store.TotalsRequest) (store.Totals, error) {
+	if t.closed() {
+		return store.Totals{}, store.ErrStoreClosed
+	}
+	return t.core.Totals(ctx, req)
+}
+
+// Counts counts the tenant's items of every facet.
+func (t *TenantHandle) Counts(ctx context.Context) (store.Counts, error) {
+	if t.closed() {
+		return store.Counts{}, store.ErrStoreClosed
+	}
+	return t.core.Counts(ctx)
+}

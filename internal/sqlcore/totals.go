@@ -28,20 +28,22 @@ const (
 	totRecentSQL  = `SELECT ` + summaryColumns + ` FROM conversations ORDER BY updated_at_ms DESC, id DESC LIMIT ?`
 )
 
-// Totals computes the store-wide aggregates (see store.Totaler).
+// Totals computes the aggregates (see store.Totaler): store-wide, or of
+// the tenant's rows on a tenant's Store (aggregates_tenant.go).
 func (s *Store) Totals(ctx context.Context, req store.TotalsRequest) (store.Totals, error) {
 	req, err := req.Normalize()
 	if err != nil {
 		return store.Totals{}, err
 	}
 	now := rowcodec.ToMillis(s.now())
+	q, args := s.aggs()
 	var t store.Totals
 	err = s.readTx(ctx, func(tx Tx) error {
 		t = store.Totals{}
 		g := &t.Governed
 		g.ByStatus = map[store.Status]int64{store.StatusActive: 0, store.StatusClosed: 0, store.StatusExpired: 0}
 		g.TopAgents = []store.AgentCalls{}
-		if err := tx.Query(totGovernedSQL, []any{now}, func(r Rows) error {
+		if err := tx.Query(q.governed, args(now), func(r Rows) error {
 			var st string
 			var n, calls, budget int64
 			if err := r.Scan(&st, &n, &calls, &budget); err != nil {
@@ -55,7 +57,7 @@ func (s *Store) Totals(ctx context.Context, req store.TotalsRequest) (store.Tota
 		}); err != nil {
 			return err
 		}
-		if err := tx.Query(totAgentsSQL, []any{req.Top}, func(r Rows) error {
+		if err := tx.Query(q.agents, args(req.Top), func(r Rows) error {
 			var a store.AgentCalls
 			err := r.Scan(&a.AgentID, &a.CallsMade)
 			g.TopAgents = append(g.TopAgents, a)
@@ -66,7 +68,7 @@ func (s *Store) Totals(ctx context.Context, req store.TotalsRequest) (store.Tota
 		c := &t.Conversations
 		c.ByState = map[store.ConversationState]int64{}
 		c.Days = []store.DayTotals{}
-		if err := conversationsByState(tx, func(st store.ConversationState, n, msgs, tokens int64, cost float64) {
+		if err := conversationsByState(tx, q.convs, args(), func(st store.ConversationState, n, msgs, tokens int64, cost float64) {
 			c.ByState[st] = n
 			c.Total += n
 			c.Messages += msgs
@@ -76,7 +78,7 @@ func (s *Store) Totals(ctx context.Context, req store.TotalsRequest) (store.Tota
 			return err
 		}
 		if !req.Since.IsZero() {
-			if err := tx.Query(totDaysSQL, []any{rowcodec.ToMillis(req.Since)}, func(r Rows) error {
+			if err := tx.Query(q.days, args(rowcodec.ToMillis(req.Since)), func(r Rows) error {
 				var d store.DayTotals
 				var day int64
 				err := r.Scan(&day, &d.Conversations, &d.TotalTokens, &d.TotalCost)
@@ -88,12 +90,12 @@ func (s *Store) Totals(ctx context.Context, req store.TotalsRequest) (store.Tota
 			}
 		}
 		var rows []summaryRow
-		if err := tx.Select(&rows, totTopCostSQL, req.Top); err != nil {
+		if err := tx.Select(&rows, q.topCost, args(req.Top)...); err != nil {
 			return err
 		}
 		c.TopByCost = summaries(rows)
 		rows = nil
-		if err := tx.Select(&rows, totRecentSQL, req.Top); err != nil {
+		if err := tx.Select(&rows, q.recent, args(req.Top)...); err != nil {
 			return err
 		}
 		c.Recent = summaries(rows)
@@ -115,9 +117,10 @@ func summaries(rows []summaryRow) []store.ConversationSummary {
 }
 
 // conversationsByState reads the conversations' count, messages, tokens
-// and cost per state (totConversationsSQL) and calls add for each state.
-func conversationsByState(tx Tx, add func(st store.ConversationState, n, msgs, tokens int64, cost float64)) error {
-	return tx.Query(totConversationsSQL, nil, func(r Rows) error {
+// and cost per state (query: totConversationsSQL or a tenant's, with its
+// arguments) and calls add for each state.
+func conversationsByState(tx Tx, query string, args []any, add func(st store.ConversationState, n, msgs, tokens int64, cost float64)) error {
+	return tx.Query(query, args, func(r Rows) error {
 		var st string
 		var n, msgs, tokens int64
 		var cost float64

@@ -18,8 +18,10 @@ const (
 
 	rtExistsSQL = `SELECT 1 FROM runtime_sessions WHERE id = ? AND tenant = ?`
 
-	upPutBlobSQL = `INSERT INTO upload_blobs (sha256, size_bytes, content) VALUES (?, ?, ?)
-		ON CONFLICT (sha256) DO NOTHING`
+	// Content is shared within a tenant only (migration 25): a blob is
+	// keyed by (tenant, sha256).
+	upPutBlobSQL = `INSERT INTO upload_blobs (tenant, sha256, size_bytes, content) VALUES (?, ?, ?, ?)
+		ON CONFLICT (tenant, sha256) DO NOTHING`
 
 	upPutSQL = `INSERT INTO uploads (` + upColumns + `, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (session_id, ref_id) DO UPDATE SET
@@ -34,7 +36,7 @@ const (
 	upReadSQL = `SELECT u.session_id, u.ref_id, u.marker, u.workspace_path, u.sha256,
 			u.size_bytes, u.created_at_ms, b.content,
 			(SELECT rs.data_key FROM runtime_sessions AS rs WHERE rs.id = u.session_id) AS data_key, u.sealed_digest
-		FROM uploads AS u JOIN upload_blobs AS b ON b.sha256 = u.sha256
+		FROM uploads AS u JOIN upload_blobs AS b ON b.tenant = u.tenant AND b.sha256 = u.sha256
 		WHERE u.session_id = ? AND u.ref_id = ? AND u.tenant = ?`
 
 	upListSQL = `SELECT ` + upColumns + upReadColumn + ` FROM uploads
@@ -106,11 +108,7 @@ func (r *Runtime) PutUpload(ctx context.Context, req store.PutUploadRequest) (st
 		if err := checkKeyOf(tx, req.SessionID, dk); err != nil {
 			return err
 		}
-		// Writers of one digest serialize with the blob collector.
-		if err := r.s.lockKey(tx, lockClassUploadBlob, hex.EncodeToString(up.blobKey)); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(upPutBlobSQL, up.blobKey, int64(len(up.blob)), up.blob); err != nil {
+		if err := r.s.putBlob(tx, up); err != nil {
 			return err
 		}
 		now := r.s.now()
@@ -134,6 +132,18 @@ func (r *Runtime) PutUpload(ctx context.Context, req store.PutUploadRequest) (st
 		return store.Upload{}, err
 	}
 	return out, nil
+}
+
+// putBlob stores an upload's blob in the store's tenant unless the tenant
+// holds it already. Writers of one (tenant, blob key) serialize with the
+// blob collector on the lock its trigger takes (migration 25: the tenant,
+// '/', the hex key).
+func (s *Store) putBlob(tx Tx, up sealedUpload) error {
+	if err := s.lockKey(tx, lockClassUploadBlob, s.tenant+"/"+hex.EncodeToString(up.blobKey)); err != nil {
+		return err
+	}
+	_, err := tx.Exec(upPutBlobSQL, s.tenant, up.blobKey, int64(len(up.blob)), up.blob)
+	return err
 }
 
 // missingUpload tells a missing session from a missing upload.

@@ -173,22 +173,22 @@ func (e *env) countsFixture() {
 	// Runtime sessions: one turn running, one ended; uploads, two of them
 	// with the same content, one overwritten.
 	for _, r := range []store.NewRuntimeSession{
-		{ID: "r1", AgentAlias: "coder", WorkspaceDir: ".", ChatMode: store.ChatModeChat},
-		{ID: "r2", AgentAlias: "coder", WorkspaceDir: ".", ChatMode: store.ChatModeChat},
-		{ID: "r3", AgentAlias: "reviewer", WorkspaceDir: ".", ChatMode: store.ChatModeChat},
+		{ID: e.ids + "r1", AgentAlias: "coder", WorkspaceDir: ".", ChatMode: store.ChatModeChat},
+		{ID: e.ids + "r2", AgentAlias: "coder", WorkspaceDir: ".", ChatMode: store.ChatModeChat},
+		{ID: e.ids + "r3", AgentAlias: "reviewer", WorkspaceDir: ".", ChatMode: store.ChatModeChat},
 	} {
 		e.rtInsert(r)
 	}
-	e.beginTurn("r1")
-	gen, _ := e.beginTurn("r2")
-	e.endTurn("r2", gen, true)
-	e.putUpload("r1", "a", []byte("shared content"))
-	e.putUpload("r1", "b", []byte("first"))
-	e.putUpload("r1", "b", []byte("overwritten, longer"))
-	e.putUpload("r3", "a", []byte("shared content"))
+	e.beginTurn(e.ids + "r1")
+	gen, _ := e.beginTurn(e.ids + "r2")
+	e.endTurn(e.ids+"r2", gen, true)
+	e.putUpload(e.ids+"r1", "a", []byte("shared content"))
+	e.putUpload(e.ids+"r1", "b", []byte("first"))
+	e.putUpload(e.ids+"r1", "b", []byte("overwritten, longer"))
+	e.putUpload(e.ids+"r3", "a", []byte("shared content"))
 	// Conversations in three states.
 	for i := range 5 {
-		c := store.NewConversation(fmt.Sprintf("conv-%d", i))
+		c := store.NewConversation(fmt.Sprintf("%sconv-%d", e.ids, i))
 		c.State = []store.ConversationState{store.StateActive, store.StateCompleted, store.StateError}[i%3]
 		c.TotalUsage = store.TokenUsage{PromptTokens: int64(100 * i), CompletionTokens: int64(10 * i), TotalTokens: int64(110*i + 1)}
 		c.TotalCost = float64(i%3) * 0.25

@@ -140,6 +140,10 @@ type env struct {
 	clock *Clock
 	st    store.Store
 	ctx   context.Context
+	// ids prefixes the global ids (runtime sessions, conversations) the
+	// counts fixture writes, so that it can be written in several tenants
+	// of one store ("" otherwise).
+	ids string
 }
 
 func newEnv(t *testing.T, h Harness) *env {

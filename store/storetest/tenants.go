@@ -38,6 +38,8 @@ func RunTenants(t *testing.T, h Harness) {
 			t.Run("EventFeedFollowsTheTenantsSession", func(t *testing.T) { testTenantEventFeed(t, e) })
 			t.Run("ConversationsConcurrentlyInTwoTenants", func(t *testing.T) { testTenantConversationsConcurrent(t, e) })
 			t.Run("RuntimeSeesOnlyItsTenant", func(t *testing.T) { testTenantRuntime(t, e) })
+			t.Run("UploadContentSharedWithinATenantOnly", func(t *testing.T) { testTenantUploadContent(t, e) })
+			t.Run("CountsAndTotalsOfTheTenantOnly", func(t *testing.T) { testTenantAggregates(t, e) })
 			t.Run("ConversationFeedFollowsTheTenantsConversation", func(t *testing.T) { testTenantConversationFeed(t, e) })
 			t.Run("GovernedUseExactUnderContention", func(t *testing.T) { testTenantGovernedUseContention(t, e) })
 		}},
