@@ -70,6 +70,7 @@ func knownVersions(t *testing.T) []int64 {
 var postgresOnlySteps = map[int64]bool{
 	8:  true, // the change feed's notify trigger and search paths
 	22: true, // the upload-content collector runs with its owner's rights
+	26: true, // the search-index triggers file documents under the row's tenant
 	// Not PostgreSQL-only: a no-op on both engines that holds version 23
 	// for issue 29g's migration, written on another branch; goes with
 	// that placeholder when 29g's 00023 lands.
