@@ -35,7 +35,7 @@ func hoistGlobals(args []string) []string {
 				globals = append(globals, args[i+1])
 				i++
 			}
-		case "version":
+		case "version", "search-encrypted":
 			globals = append(globals, a)
 		default:
 			rest = append(rest, a)

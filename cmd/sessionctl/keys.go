@@ -82,6 +82,9 @@ func (g *globals) checkKeys() error {
 			return fmt.Errorf("keyring: %w", err)
 		}
 	}
+	if g.searchEncrypted && p == nil {
+		return &usageError{msg: "--search-encrypted needs key-encryption keys (--key-file FILE or SESSIONSTORE_KEY): without them no encrypted session can be read, let alone indexed"}
+	}
 	return nil
 }
 
@@ -92,14 +95,18 @@ func (g *globals) sqliteKeyOptions() []sqlstore.Option {
 	if err != nil || p == nil {
 		return nil
 	}
+	var opts []sqlstore.Option
+	if g.searchEncrypted {
+		opts = append(opts, sqlstore.WithSearchEncrypted())
+	}
 	if g.keyring == "" {
-		return []sqlstore.Option{sqlstore.WithKeyProvider(p)}
+		return append(opts, sqlstore.WithKeyProvider(p))
 	}
 	r, err := keys.OpenRing(g.keyring, p, keys.RingOptions{})
 	if err != nil {
 		return nil
 	}
-	return []sqlstore.Option{sqlstore.WithKeyRing(r)}
+	return append(opts, sqlstore.WithKeyRing(r))
 }
 
 // pgKeyOptions are the encryption options of a PostgreSQL store.
@@ -108,7 +115,11 @@ func (g *globals) pgKeyOptions() []pgstore.Option {
 	if err != nil || p == nil {
 		return nil
 	}
-	return []pgstore.Option{pgstore.WithKeyProvider(p, g.keyring)}
+	opts := []pgstore.Option{pgstore.WithKeyProvider(p, g.keyring)}
+	if g.searchEncrypted {
+		opts = append(opts, pgstore.WithSearchEncrypted())
+	}
+	return opts
 }
 
 // keyRing opens the keyring of --db with the KEKs given (nil without

@@ -5,7 +5,7 @@
 //
 //	sessionctl [--db PATH] COMMAND [ARGS]
 //
-// Global flags (--db, --version, --key-file, --keyring) may stand anywhere on the line. The
+// Global flags (--db, --version, --key-file, --keyring, --search-encrypted) may stand anywhere on the line. The
 // database is --db, else $SESSIONCTL_DB, else ./sessions.db: a SQLite
 // file, or a postgres:// (postgresql://) URL for a PostgreSQL server, on
 // which every command works except backup (use pg_dump). Read
@@ -57,6 +57,9 @@ type globals struct {
 	tenant string // --tenant: "" is the default tenant (tenant.go)
 	// keyFile and keyring are --key-file and --keyring (keys.go).
 	keyFile, keyring string
+	// searchEncrypted is --search-encrypted: the store indexes the
+	// plaintext of encrypted sessions (keys.go).
+	searchEncrypted bool
 	stdout           io.Writer
 	stderr           io.Writer
 	stdin            io.Reader
@@ -174,6 +177,7 @@ func (g *globals) run(ctx context.Context, args []string) int {
 	version := fs.Bool("version", false, "print the versions (as sessionctl version)")
 	fs.StringVar(&g.keyFile, "key-file", os.Getenv("SESSIONSTORE_KEY_FILE"), "key-encryption keys for encryption at rest (default $SESSIONSTORE_KEY_FILE; see sessionctl keys)")
 	fs.StringVar(&g.keyring, "keyring", os.Getenv("SESSIONSTORE_KEYRING"), "keyring directory (default <db>.keyring; PostgreSQL: $SESSIONSTORE_KEYRING)")
+	fs.BoolVar(&g.searchEncrypted, "search-encrypted", false, "index the plaintext of encrypted sessions (the store's search opt-in; needs keys)")
 	if err := fs.Parse(hoistGlobals(args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			g.usage(g.stdout)
@@ -264,6 +268,9 @@ func (g *globals) usage(w io.Writer) {
 	fmt.Fprintln(w, "  --key-file FILE  key-encryption keys (default $SESSIONSTORE_KEY_FILE, or the")
 	fmt.Fprintln(w, "              keys in $SESSIONSTORE_KEY): encryption at rest (sessionctl keys)")
 	fmt.Fprintln(w, "  --keyring DIR    the keyring (default <db>.keyring; PostgreSQL: $SESSIONSTORE_KEYRING)")
+	fmt.Fprintln(w, "  --search-encrypted  open the store with the search opt-in for encrypted")
+	fmt.Fprintln(w, "              sessions, as the application does (needs keys): writes and")
+	fmt.Fprintln(w, "              reindex then keep their search documents")
 	fmt.Fprintln(w, "\nRead commands take --json. \"sessionctl COMMAND --help\" shows a command's")
 	fmt.Fprintln(w, "flags and an example; \"sessionctl help exit\" lists the exit statuses.")
 	fmt.Fprintln(w, "\nExample:\n  sessionctl --db /tmp/demo.db demo && sessionctl --db /tmp/demo.db list")
