@@ -60,10 +60,10 @@ type globals struct {
 	// searchEncrypted is --search-encrypted: the store indexes the
 	// plaintext of encrypted sessions (keys.go).
 	searchEncrypted bool
-	stdout           io.Writer
-	stderr           io.Writer
-	stdin            io.Reader
-	now              func() time.Time
+	stdout          io.Writer
+	stderr          io.Writer
+	stdin           io.Reader
+	now             func() time.Time
 	// terminalStdin overrides whether stdin is a terminal (tests); nil
 	// asks the file.
 	terminalStdin *bool
