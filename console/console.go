@@ -118,6 +118,9 @@ type console struct {
 	now     func() time.Time
 	refresh time.Duration
 	tenant  bool // Options.Tenant: agent-session pages only (tenant.go)
+	// search is the search of /search: the store's (store.Searcher), or
+	// the tenant's (tenant.go); nil when the store has none.
+	search  func(ctx context.Context, q store.SearchQuery) (store.SearchResult, error)
 	pages   map[string]*template.Template
 	nav     []navItem
 	mux     *http.ServeMux
@@ -141,6 +144,9 @@ func New(st store.Store, opt Options) (http.Handler, error) {
 		}
 	}
 	c := &console{st: st, opt: opt, prefix: prefix, log: opt.Logger, now: opt.Clock, refresh: opt.Refresh}
+	if s, ok := st.(store.Searcher); ok {
+		c.search = s.Search
+	}
 	if opt.Tenant != "" {
 		if err := c.scopeToTenant(opt.Tenant); err != nil {
 			return nil, err

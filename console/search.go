@@ -59,14 +59,13 @@ func (c *console) searchPage(w http.ResponseWriter, r *http.Request) error {
 	}
 	p := &searchPage{Query: q.Get("q"), Kinds: store.SearchKinds(), Result: store.SearchResult{Hits: []store.SearchHit{}}}
 	p.Filter = searchFilter{Kind: q.Get("kind"), App: q.Get("app"), User: q.Get("user"), Session: q.Get("session"), Order: q.Get("order")}
-	s, ok := c.st.(store.Searcher)
-	if strings.TrimSpace(p.Query) != "" && ok {
+	if strings.TrimSpace(p.Query) != "" && c.search != nil {
 		sq := store.SearchQuery{Query: p.Query, App: p.Filter.App, User: p.Filter.User, Session: p.Filter.Session,
 			Order: store.SearchOrder(p.Filter.Order), Limit: limit, Cursor: q.Get("after")}
 		if p.Filter.Kind != "" {
 			sq.Kinds = []store.SearchKind{store.SearchKind(p.Filter.Kind)}
 		}
-		res, err := s.Search(r.Context(), sq)
+		res, err := c.search(r.Context(), sq)
 		if err != nil {
 			return err
 		}

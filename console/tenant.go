@@ -17,10 +17,11 @@ import (
 // (with their spend) and the audit trail — through it, and the overview
 // and /metrics counted over the tenant's rows (the handle's Totals, its
 // runtime counts, use records and audit decisions); the overview names
-// the tenant. Nothing that would show rows of other tenants, or figures
-// of the whole database, is served: no search, export, retention or live
-// updates, and no database sizes (the overview and /metrics show none in
-// any console).
+// the tenant, search (the handle's Search: the tenant's items only) and
+// the go-to box (which looks an id up in those facets). Nothing that would
+// show rows of other tenants, or figures of the whole database, is
+// served: no export, retention or live updates, and no database sizes
+// (the overview and /metrics show none in any console).
 
 // tenantStore is a store whose agent-session, conversation, runtime,
 // governance, spend and audit facets are a tenant's.
@@ -58,6 +59,7 @@ func (c *console) scopeToTenant(name string) error {
 		return fmt.Errorf("console: tenant: %w", err)
 	}
 	c.st = tenantStore{Store: c.st, ts: ts}
+	c.search = ts.Search
 	c.tenant = true
 	c.refresh = -1 // no live mode: its feed is not tenant-scoped
 	return nil
@@ -84,6 +86,8 @@ func (c *console) tenantRoutes() {
 		}
 	}
 	handle("/{$}", c.overview)
+	handle("/search", c.searchPage)
+	handle("/go", c.goTo)
 	m.HandleFunc("GET "+p+"/healthz", c.healthz)
 	m.Handle("GET "+p+"/metrics", c.metrics)
 	static, _ := fs.Sub(staticFS, "static")

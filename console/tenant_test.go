@@ -130,8 +130,21 @@ func TestTenantConsole(t *testing.T) {
 	if resp, _ := get(t, srv, prefix+"/governed/"+gd.ID); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("the default tenant's governed session: %d, want 404", resp.StatusCode)
 	}
-	for _, path := range []string{"/search?q=said", "/export",
-		"/retention", "/go?id=s1", "/live/agents/events?app=support&user=ada&session=s1",
+	// Search and the go-to box: the tenant's items only.
+	if resp, body := get(t, srv, prefix+"/search?q=marker"); resp.StatusCode != http.StatusOK ||
+		!strings.Contains(body, "-acme-message") || strings.Contains(body, "-default-") {
+		t.Errorf("/search: %d, want the tenant's hits only:\n%s", resp.StatusCode, body)
+	}
+	if resp, _ := get(t, srv, prefix+"/go?id=conv-a"); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != prefix+"/conversations/conv-a" {
+		t.Errorf("/go?id=conv-a: %d to %q, want a redirect to the tenant's conversation", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	for _, id := range []string{"conv-d", "rt-d", "default-only"} {
+		if resp, body := get(t, srv, prefix+"/go?id="+id); resp.StatusCode != http.StatusNotFound || strings.Contains(body, "marker-") {
+			t.Errorf("/go?id=%s (the default tenant's): %d, want 404", id, resp.StatusCode)
+		}
+	}
+	for _, path := range []string{"/export",
+		"/retention", "/live/agents/events?app=support&user=ada&session=s1",
 		"/live/conversations/conv-a/messages"} {
 		if resp, body := get(t, srv, prefix+path); resp.StatusCode != http.StatusNotFound || strings.Contains(body, "marker-") {
 			t.Errorf("%s: %d, want 404 in a tenant's console", path, resp.StatusCode)
