@@ -252,59 +252,43 @@ func (s *Store) reindexSealedEvents(ctx context.Context, batch int, res *store.R
 	if !s.cfg.SearchEncrypted || s.cfg.Keys == nil {
 		return nil
 	}
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var n int64
-		err := s.write(ctx, func(tx Tx) error {
-			n = 0
-			type ev struct {
-				pk, seq, ts int64
-				e           store.AgentEvent
-			}
-			var evs []ev
-			if err := tx.Query(sealedUnindexedSQL, []any{batch}, func(r Rows) error {
-				var x ev
-				var data []byte
-				if err := r.Scan(&x.pk, &x.seq, &x.e.ID, &x.ts, &data); err != nil {
-					return err
-				}
-				x.e.Seq = x.seq
-				x.e.Data = append([]byte(nil), data...)
-				evs = append(evs, x)
-				return nil
-			}); err != nil {
+	type ev struct {
+		pk, seq, ts int64
+		e           store.AgentEvent
+	}
+	return s.reindexBatches(ctx, res, func(tx Tx) (int64, error) {
+		var evs []ev
+		if err := tx.Query(sealedUnindexedSQL, []any{batch}, func(r Rows) error {
+			var x ev
+			var data []byte
+			if err := r.Scan(&x.pk, &x.seq, &x.e.ID, &x.ts, &data); err != nil {
 				return err
 			}
-			for _, x := range evs {
-				dk, err := s.keyOfPK(tx, x.pk)
-				if err != nil {
-					return err
-				}
-				if dk == nil {
-					return &store.KeyError{Op: "open", Kind: store.ErrKeyMismatch}
-				}
-				one := []store.AgentEvent{x.e}
-				if err := openEvents(dk, one); err != nil {
-					return err
-				}
-				if err := s.indexSealedEvent(tx, dk, x.pk, x.seq, x.ts, one[0].Data); err != nil {
-					return err
-				}
-				n++
+			x.e.Seq = x.seq
+			x.e.Data = append([]byte(nil), data...)
+			evs = append(evs, x)
+			return nil
+		}); err != nil {
+			return 0, err
+		}
+		for _, x := range evs {
+			dk, err := s.keyOfPK(tx, x.pk)
+			if err != nil {
+				return 0, err
 			}
-			return nil
-		})
-		if err != nil {
-			return err
+			if dk == nil {
+				return 0, &store.KeyError{Op: "open", Kind: store.ErrKeyMismatch}
+			}
+			one := []store.AgentEvent{x.e}
+			if err := openEvents(dk, one); err != nil {
+				return 0, err
+			}
+			if err := s.indexSealedEvent(tx, dk, x.pk, x.seq, x.ts, one[0].Data); err != nil {
+				return 0, err
+			}
 		}
-		if n == 0 {
-			return nil
-		}
-		res.Items += n
-		res.Batches++
-	}
+		return int64(len(evs)), nil
+	})
 }
 
 // sealedUnindexedMsgSQL selects a batch of sealed messages of encrypted
@@ -329,42 +313,49 @@ func (s *Store) reindexSealedMessages(ctx context.Context, batch int, res *store
 		id, kid string
 		row     msgRow
 	}
+	return s.reindexBatches(ctx, res, func(tx Tx) (int64, error) {
+		var msgs []sealedMsg
+		if err := tx.Query(sealedUnindexedMsgSQL, []any{batch}, func(r Rows) error {
+			var x sealedMsg
+			if err := r.Scan(&x.id, &x.row.Seq, &x.row.Role, &x.row.Content, &x.row.CreatedAtMS, &x.kid); err != nil {
+				return err
+			}
+			msgs = append(msgs, x)
+			return nil
+		}); err != nil {
+			return 0, err
+		}
+		for i := range msgs {
+			x := &msgs[i]
+			one := []msgRow{x.row}
+			if err := s.openMsgRows(x.kid, one); err != nil { // conv_crypt.go
+				return 0, err
+			}
+			dk, err := s.dataKey(ctx, x.kid)
+			if err != nil {
+				return 0, err
+			}
+			if err := s.indexSealedMessage(tx, dk, x.id, x.row.Seq, x.row.Role, x.row.CreatedAtMS, one[0].plain); err != nil {
+				return 0, err
+			}
+		}
+		return int64(len(msgs)), nil
+	})
+}
+
+// reindexBatches runs batch in write transactions until one indexes
+// nothing, counting the items and batches into res.
+func (s *Store) reindexBatches(ctx context.Context, res *store.ReindexResult, batch func(tx Tx) (int64, error)) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		var n int64
-		err := s.write(ctx, func(tx Tx) error {
-			n = 0
-			var msgs []sealedMsg
-			if err := tx.Query(sealedUnindexedMsgSQL, []any{batch}, func(r Rows) error {
-				var x sealedMsg
-				if err := r.Scan(&x.id, &x.row.Seq, &x.row.Role, &x.row.Content, &x.row.CreatedAtMS, &x.kid); err != nil {
-					return err
-				}
-				msgs = append(msgs, x)
-				return nil
-			}); err != nil {
-				return err
-			}
-			for i := range msgs {
-				x := &msgs[i]
-				one := []msgRow{x.row}
-				if err := s.openMsgRows(x.kid, one); err != nil { // conv_crypt.go
-					return err
-				}
-				dk, err := s.dataKey(ctx, x.kid)
-				if err != nil {
-					return err
-				}
-				if err := s.indexSealedMessage(tx, dk, x.id, x.row.Seq, x.row.Role, x.row.CreatedAtMS, one[0].plain); err != nil {
-					return err
-				}
-				n++
-			}
-			return nil
-		})
-		if err != nil {
+		if err := s.write(ctx, func(tx Tx) error {
+			var err error
+			n, err = batch(tx)
+			return err
+		}); err != nil {
 			return err
 		}
 		if n == 0 {
