@@ -43,9 +43,10 @@ CGO_ENABLED=1 "${with_postgres[@]}" go test -race -shuffle=on -timeout 45m ./...
 # the heavy reliability tests ran reduced above. Here they run in full
 # without it: every fault kind and mode of the fault-point sweeps, 50 crash
 # trials (SQLSTORE_CRASH_TRIALS=1000 for more), the 4-process soak
-# (SQLSTORE_SOAK=60s for longer) and the concurrent-migration rounds.
+# (SQLSTORE_SOAK=60s for longer), the concurrent-migration rounds and the
+# creation of a store on a disk that fills up at each of its steps.
 go test -count=1 -shuffle=on -timeout 10m \
-	-run '^(TestFaultSweep|TestCrashTrials|TestSoak|TestMigrateConcurrentProcesses)' ./sqlstore
+	-run '^(TestFaultSweep|TestCrashTrials|TestSoak|TestMigrateConcurrentProcesses|TestCreateOnFullDisk)' ./sqlstore
 # What the race run leaves out (each test says so where it skips): the
 # encryption conformance tests on both backends, among them the suites
 # again on an encrypted store, and the long tests of sealed conversations

@@ -427,9 +427,8 @@ func TestDiskFullTmpfs(t *testing.T) {
 	}
 	dir := t.TempDir()
 	// 3 MiB: the migrated schema and its WAL need about 1.1 MiB beside the
-	// ballast, more since migration 25 rebuilds the upload tables (a full
-	// disk during the migration reports a damaged file; 2 MiB no longer
-	// held it).
+	// ballast, more since migration 25 rebuilds the upload tables (with
+	// 2 MiB the creation itself no longer fits: TestCreateOnFullDisk).
 	mount := `mount -t tmpfs -o size=3m tmpfs "$1" && shift && exec "$@"`
 	h := startHelperCmd(t, []string{"unshare", "-rm", "sh", "-c", mount, "sh", dir}, "diskfull-tmpfs", dir)
 	lines, err := h.wait()

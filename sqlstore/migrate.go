@@ -151,11 +151,20 @@ func createFresh(ctx context.Context, path string, cfg *config) error {
 	db.SetMaxOpenConns(4)
 	s := &Store{cfg: *cfg}
 	err = s.migrateDB(ctx, db)
+	if err == nil {
+		err = checkpointFresh(ctx, db)
+	}
 	if cerr := db.Close(); err == nil {
 		err = mapErr(cerr)
 	}
 	if err != nil {
 		return err
+	}
+	// Only the file is linked into place: a log left beside it would be
+	// removed with the temporary names, and the file without it is
+	// damaged. checkpointFresh emptied it; this guards the assumption.
+	if fi, err := os.Stat(tmp + "-wal"); err == nil && fi.Size() > 0 {
+		return fmt.Errorf("sqlstore: %w: the new database's log was not written into it", store.ErrIO)
 	}
 	switch err := os.Link(tmp, path); {
 	case err == nil:
@@ -164,6 +173,22 @@ func createFresh(ctx context.Context, path string, cfg *config) error {
 		return probe(ctx, path, cfg)
 	default:
 		cfg.logger.Warn("sqlstore: cannot link a new database into place; creating it in place", "err", err)
+	}
+	return nil
+}
+
+// checkpointFresh writes a new database's log into its file and empties
+// the log, so that the file alone is the database. The close of the last
+// connection would try the same, but a failure there (the disk full) is
+// not reported, and the file linked into place would lack the pages the
+// log held: a damaged store instead of ErrStorageFull.
+func checkpointFresh(ctx context.Context, db *sql.DB) error {
+	var busy, logFrames, done int64
+	if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
+		return mapErr(err)
+	}
+	if busy != 0 {
+		return fmt.Errorf("sqlstore: %w: the new database's log could not be written into it (%d of %d frames)", store.ErrBusy, done, logFrames)
 	}
 	return nil
 }
