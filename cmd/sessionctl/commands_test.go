@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -481,7 +482,8 @@ func testImportBadInput(t *testing.T, newTestEnv envMaker) {
 		{`[1, 2]`, "not a JSON object"},
 		{`{"hello": "world"}`, "neither a sessionctl-export file nor an a3s session file: invalid input: a3s.id: missing"},
 		{`{"format": "other-tool", "version": 1}`, `unknown format "other-tool"`},
-		{`{"format": "sessionctl-export", "version": 7, "governed_sessions": []}`, "export version 7 is not supported"},
+		{fmt.Sprintf(`{"format": "sessionctl-export", "version": %d, "governed_sessions": []}`, archive.Version+1),
+			fmt.Sprintf("export version %d is not supported", archive.Version+1)},
 		{strings.Replace(renamed, `"calls_made": 0`, `"calls_made": 5`, 1), "calls_made: must be between 0 and call_budget"},
 		{strings.Replace(renamed, `"status": "active"`, `"status": "paused"`, 1), "status: unknown status"},
 		{strings.Replace(renamed, `"agent_id": "a"`, `"agent_id": ""`, 1), "agent_id: must not be empty"},
