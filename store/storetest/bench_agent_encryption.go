@@ -23,20 +23,9 @@ func BenchAgentEncryption(b *testing.B, h Harness, o BenchOptions) {
 		b.Skip("the harness cannot open a store with a keyring")
 	}
 	ctx := context.Background()
-	ring := openRing(b, b.TempDir(), kekText(b, "v1"))
-	open := func(keys store.KeyRing) store.Store {
-		st, err := h.OpenWith(ctx, h.NewLocation(b), time.Now, Options{Durability: o.Durability, Keys: keys})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { closeBench(b, st) })
-		return st
-	}
+	ring, open := benchEncryptionStores(b, h, o)
 	sides := []store.AgentSessions{open(nil).AgentSessions(), open(ring).AgentSessions()}
-	text := ""
-	for i := range 10 {
-		text += fmt.Sprintf("sentence %d of a model reply about the task at hand. ", i)
-	}
+	text := benchReplyText()
 	data, err := json.Marshal(map[string]any{"author": "model", "invocationId": "inv-1",
 		"content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": text}}}})
 	if err != nil {
@@ -78,6 +67,32 @@ func BenchAgentEncryption(b *testing.B, h Harness, o BenchOptions) {
 			return err
 		})
 	})
+}
+
+// benchEncryptionStores returns a keyring and an opener of stores for an
+// encryption benchmark: open(nil) a plain store, open(ring) an encrypted
+// one, each at a new location and closed when b ends.
+func benchEncryptionStores(b *testing.B, h Harness, o BenchOptions) (store.KeyRing, func(store.KeyRing) store.Store) {
+	ring := openRing(b, b.TempDir(), kekText(b, "v1"))
+	open := func(keys store.KeyRing) store.Store {
+		st, err := h.OpenWith(context.Background(), h.NewLocation(b), time.Now, Options{Durability: o.Durability, Keys: keys})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { closeBench(b, st) })
+		return st
+	}
+	return ring, open
+}
+
+// benchReplyText is the text of the encryption benchmarks' model replies
+// (~550 bytes).
+func benchReplyText() string {
+	text := ""
+	for i := range 10 {
+		text += fmt.Sprintf("sentence %d of a model reply about the task at hand. ", i)
+	}
+	return text
 }
 
 // benchAlternate runs call for side 0 (plain) and side 1 (encrypted) in

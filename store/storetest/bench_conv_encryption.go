@@ -20,49 +20,17 @@ func BenchConversationEncryption(b *testing.B, h Harness, o BenchOptions) {
 		b.Skip("the harness cannot open a store with a keyring")
 	}
 	ctx := context.Background()
-	ring := openRing(b, b.TempDir(), kekText(b, "v1"))
-	open := func(keys store.KeyRing) store.Store {
-		st, err := h.OpenWith(ctx, h.NewLocation(b), time.Now, Options{Durability: o.Durability, Keys: keys})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { closeBench(b, st) })
-		return st
-	}
+	ring, open := benchEncryptionStores(b, h, o)
 	sides := []store.Conversations{open(nil).Conversations(), open(ring).Conversations()}
-	text := ""
-	for i := range 10 {
-		text += fmt.Sprintf("sentence %d of a model reply about the task at hand. ", i)
-	}
+	text := benchReplyText()
 	msg := store.AssistantMessage(text) // ~600 bytes
-	alternate := func(b *testing.B, call func(side int) error) {
-		var spent [2]time.Duration
-		n := 0
-		for b.Loop() {
-			for j := range 2 {
-				side := (j + n) % 2
-				start := time.Now()
-				err := call(side)
-				spent[side] += time.Since(start)
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			n++
-		}
-		plain := float64(spent[0].Nanoseconds()) / float64(n)
-		enc := float64(spent[1].Nanoseconds()) / float64(n)
-		b.ReportMetric(plain, "plain-ns/op")
-		b.ReportMetric(enc, "encrypted-ns/op")
-		b.ReportMetric(enc/plain, "ratio")
-	}
 	b.Run("Append", func(b *testing.B) {
 		for _, cs := range sides {
 			if _, err := cs.Save(ctx, store.NewConversation("append")); err != nil {
 				b.Fatal(err)
 			}
 		}
-		alternate(b, func(side int) error {
+		benchAlternate(b, func(side int) error {
 			_, err := sides[side].AppendMessages(ctx, "append", msg)
 			return err
 		})
@@ -77,7 +45,7 @@ func BenchConversationEncryption(b *testing.B, h Harness, o BenchOptions) {
 				b.Fatal(err)
 			}
 		}
-		alternate(b, func(side int) error {
+		benchAlternate(b, func(side int) error {
 			ms, err := sides[side].Messages(ctx, "read", 0, 1000)
 			if err == nil && len(ms) != 1000 {
 				err = fmt.Errorf("%d messages", len(ms))
@@ -101,7 +69,7 @@ func BenchConversationEncryption(b *testing.B, h Harness, o BenchOptions) {
 				b.Fatal(err)
 			}
 		}
-		alternate(b, func(side int) error {
+		benchAlternate(b, func(side int) error {
 			got, err := sides[side].Load(ctx, "data")
 			if err == nil && (len(got.Tasks) != 40 || got.Config.SystemPrompt != c.Config.SystemPrompt) {
 				err = fmt.Errorf("loaded %d tasks", len(got.Tasks))
@@ -125,7 +93,7 @@ func BenchConversationEncryption(b *testing.B, h Harness, o BenchOptions) {
 				b.Fatal(err)
 			}
 		}
-		alternate(b, func(side int) error {
+		benchAlternate(b, func(side int) error {
 			_, err := pair[side].AppendMessages(ctx, "indexed", msg)
 			return err
 		})
