@@ -1,6 +1,9 @@
-// Package humanize formats values for the details of the library's check
-// results: byte sizes, plurals, one-line text, and stored data escaped so
-// that it cannot reach a terminal as control characters.
+// Package humanize is the one rendering of each unit that people and
+// machines read, for every surface (check results, the CLI, the console):
+// byte sizes, durations as people write them and as JSON milliseconds,
+// money as exact decimals with the currency, times as RFC 3339 UTC,
+// plurals, one-line text, and stored data escaped so that it cannot reach
+// a terminal as control characters.
 package humanize
 
 import (
