@@ -95,39 +95,57 @@ func seedTurn(ctx context.Context, t Target) error {
 	return nil
 }
 
-// runTurn runs TurnCount turns on "t0": each reads the whole session
-// (through t.Read, touching every event), then appends the user's event
-// and the reply through the session read. It times the whole turns, or
-// (getOnly) the reads of the turns alone; the turns are the same either
-// way. The round time is not a limit: a round is its TurnCount turns.
+// runTurn runs TurnCount turns on "t0" (see Turn). It times the whole
+// turns, or (getOnly) the reads of the turns alone; the turns are the
+// same either way. The round time is not a limit: a round is its
+// TurnCount turns.
 func runTurn(getOnly bool) func(context.Context, Target, time.Duration) (int, time.Duration, error) {
 	return func(ctx context.Context, t Target, _ time.Duration) (int, time.Duration, error) {
 		var timed time.Duration
 		for turn := range TurnCount {
 			start := time.Now()
-			h, n, err := t.Read(ctx, benchApp, userU, "t0")
+			read, err := Turn(ctx, t, "t0", TurnEvents, turn)
 			if err != nil {
 				return turn, 0, err
 			}
-			if want := TurnEvents + 2*turn; n != want {
-				return turn, 0, fmt.Errorf("turn %d read %d events, want %d", turn, n, want)
-			}
 			if getOnly {
-				timed += time.Since(start)
-			}
-			i := TurnEvents + 2*turn
-			if err := t.Append(ctx, h, TurnEvent(i)); err != nil {
-				return turn, 0, err
-			}
-			if err := t.Append(ctx, h, TurnEvent(i+1)); err != nil {
-				return turn, 0, err
-			}
-			if !getOnly {
+				timed += read
+			} else {
 				timed += time.Since(start)
 			}
 		}
 		return TurnCount, timed, nil
 	}
+}
+
+// SeedTurn fills a store with the turn workload's data: the session
+// "t0" of TurnEvents events among turnOthers sessions of
+// turnOtherEvents events (app "bench", user "u").
+func SeedTurn(ctx context.Context, t Target) error { return seedTurn(ctx, t) }
+
+// Turn runs the turn-th turn on the session id of app "bench", user "u",
+// which held first events before its first turn: it reads the whole
+// session (through t.Read, touching every event), then appends the
+// user's event and the reply through the session read. It returns the
+// time the read took.
+func Turn(ctx context.Context, t Target, id string, first, turn int) (time.Duration, error) {
+	start := time.Now()
+	h, n, err := t.Read(ctx, benchApp, userU, id)
+	if err != nil {
+		return 0, err
+	}
+	read := time.Since(start)
+	if want := first + 2*turn; n != want {
+		return 0, fmt.Errorf("turn %d read %d events, want %d", turn, n, want)
+	}
+	i := first + 2*turn
+	if err := t.Append(ctx, h, TurnEvent(i)); err != nil {
+		return 0, err
+	}
+	if err := t.Append(ctx, h, TurnEvent(i+1)); err != nil {
+		return 0, err
+	}
+	return read, nil
 }
 
 // PagesPerAppend counts the database pages one append of a runner's
