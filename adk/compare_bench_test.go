@@ -42,6 +42,18 @@ import (
 // once per process at synchronous=OFF and copied for every round; an
 // append/history=H round spreads its appends so that no session's
 // history grows by more than a tenth (and at least ten events).
+//
+// The runner turn (issue 36): turn is TurnCount (100) turns on a session
+// of TurnEvents (200) events, in a table of 20,000 other events; each
+// turn reads the whole session (every event decoded and touched), then
+// appends the user's event and the reply (benchkit.TurnEvent: built with
+// session.NewEvent, a 1 KiB text part and a state delta) through the
+// session read, as ADK's runner does; its ops/s are turns per second.
+// turn/get runs the same turns and times only their reads: a read right
+// after a write, which no cache of an unchanged session can serve. The
+// runner turn alone:
+//
+//	cd adk && go test -run '^$' -bench 'VsADK/turn' -benchtime 1x -timeout 60m
 func BenchmarkVsADK(b *testing.B) {
 	ctx := context.Background()
 	dir := benchkit.Dir(b)
@@ -293,6 +305,20 @@ func (t *facetTarget) Get(ctx context.Context, app, user, id string, recent int)
 		}
 	}
 	return len(s.Events), nil
+}
+
+func (t *facetTarget) Read(ctx context.Context, app, user, id string) (any, int, error) {
+	key := store.SessionKey{App: app, User: user, Session: id}
+	s, err := t.as.GetSession(ctx, store.GetAgentSessionRequest{Key: key, IncludeEvents: true})
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, ev := range s.Events {
+		if len(ev.Data) == 0 {
+			return nil, 0, fmt.Errorf("event %d without data", ev.Seq)
+		}
+	}
+	return &facetHandle{key: key, version: s.Version}, len(s.Events), nil
 }
 
 func (t *facetTarget) List(ctx context.Context, app, user string) (int, error) {

@@ -15,6 +15,11 @@
 #   when run as root, listening on a unix socket in that directory only (no
 #   TCP port), one database "sessionstore_test". It is stopped and the
 #   directory removed when the command ends, whatever its outcome.
+# - SESSIONSTORE_PG_DURABLE=1 starts the server durable, as a production
+#   server runs (fsync, full_page_writes and synchronous_commit on), for
+#   benchmarks of commits (scripts/pg-bench.sh sets it). Without it the
+#   server flushes nothing to disk (see below), which is right for tests
+#   and wrong for any figure of commits per second.
 set -euo pipefail
 
 if [ "$#" -eq 0 ]; then
@@ -93,8 +98,12 @@ trap 'exit 130' INT TERM
 # run anyway. A commit then waits for no disk flush, which is most of the
 # time of the row-by-row imports on a busy CI disk. Tests that ask for a
 # durability level still set synchronous_commit per connection.
+durability="-c fsync=off -c full_page_writes=off -c synchronous_commit=off"
+if [ "${SESSIONSTORE_PG_DURABLE:-}" = "1" ]; then
+	durability="-c fsync=on -c full_page_writes=on -c synchronous_commit=on"
+fi
 "${as_owner[@]}" "$bindir/pg_ctl" -D "$tmp/data" -l "$tmp/server.log" -w -t 60 \
-	-o "-c listen_addresses='' -c unix_socket_directories='$tmp' -c max_connections=300 -c fsync=off -c full_page_writes=off -c synchronous_commit=off" start >/dev/null || {
+	-o "-c listen_addresses='' -c unix_socket_directories='$tmp' -c max_connections=300 $durability" start >/dev/null || {
 	cat "$tmp/server.log" >&2
 	exit 1
 }
@@ -106,7 +115,11 @@ psql_admin=("${as_owner[@]}" "$bindir/psql" -h "$tmp" -U postgres -d postgres -q
 	"${psql_admin[@]}" -c "CREATE DATABASE sessionstore_test ENCODING 'UTF8' TEMPLATE template0" >/dev/null
 
 export SESSIONSTORE_TEST_POSTGRES_URL="postgres://postgres@/sessionstore_test?host=$tmp&sslmode=disable"
-echo "with-postgres: PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') on $tmp (stopped on exit)" >&2
+mode="fsync off: for tests"
+if [ "${SESSIONSTORE_PG_DURABLE:-}" = "1" ]; then
+	mode="durable: fsync on"
+fi
+echo "with-postgres: PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') on $tmp ($mode; stopped on exit)" >&2
 set +e
 "$@"
 status=$?

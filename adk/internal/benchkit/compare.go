@@ -44,6 +44,10 @@ type Target interface {
 	// every event as a runner building a prompt would; it returns the
 	// number of events.
 	Get(ctx context.Context, app, user, id string, recent int) (int, error)
+	// Read reads a whole session (every event, touched as Get touches
+	// them) and returns a handle to append through (the session read, as
+	// a runner appends to the session it got) and the number of events.
+	Read(ctx context.Context, app, user, id string) (any, int, error)
 	// List lists every session of a user with its state; it returns the
 	// number of sessions.
 	List(ctx context.Context, app, user string) (int, error)
@@ -104,6 +108,8 @@ func Workloads() []Workload {
 		Workload{Name: "get/events=1000/recent=100", Seed: "events", seed: seedEvents, run: runGet(100, 100)},
 		Workload{Name: "list/sessions=10000", Seed: "sessions", seed: seedSessions, run: runList(userBig, 10_000)},
 		Workload{Name: "list/sessions=10", Seed: "sessions", seed: seedSessions, run: runList(userSmall, 10)},
+		Workload{Name: "turn", Seed: "turn", seed: seedTurn, run: runTurn(false)},
+		Workload{Name: "turn/get", Seed: "turn", seed: seedTurn, run: runTurn(true)},
 	)
 	return ws
 }

@@ -17,21 +17,14 @@ import (
 func PagesPerCreate(ctx context.Context, t Target, db *sql.DB, n int, state map[string]any) (float64, error) {
 	total := 0
 	for i := range n {
-		if _, err := db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		if err := emptyLog(ctx, db); err != nil {
 			return 0, err
-		}
-		var busy, before, done int
-		if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &before, &done); err != nil {
-			return 0, err
-		}
-		if busy != 0 || before != 0 {
-			return 0, fmt.Errorf("the log was not emptied (busy %d, %d frames)", busy, before)
 		}
 		if err := t.Create(ctx, benchApp, "pages", fmt.Sprintf("p%d-%d", createSeq.Add(1), i), state); err != nil {
 			return 0, err
 		}
-		var frames int
-		if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &done); err != nil {
+		frames, err := logFrames(ctx, db)
+		if err != nil {
 			return 0, err
 		}
 		total += frames

@@ -41,12 +41,29 @@ func (t *ServiceTarget) Append(ctx context.Context, h any, ev *session.Event) er
 // Get implements Target. Every event's content and state delta are read,
 // as a runner building the next prompt does.
 func (t *ServiceTarget) Get(ctx context.Context, app, user, id string, recent int) (int, error) {
+	_, n, err := t.get(ctx, app, user, id, recent)
+	return n, err
+}
+
+// Read implements Target: Get of the whole session, which is the handle.
+func (t *ServiceTarget) Read(ctx context.Context, app, user, id string) (any, int, error) {
+	return t.get(ctx, app, user, id, 0)
+}
+
+func (t *ServiceTarget) get(ctx context.Context, app, user, id string, recent int) (session.Session, int, error) {
 	got, err := t.Svc.Get(ctx, &session.GetRequest{AppName: app, UserID: user, SessionID: id, NumRecentEvents: recent})
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
+	n, err := touch(got.Session)
+	return got.Session, n, err
+}
+
+// touch reads every event's text and state delta, as a runner building
+// its next prompt does, and returns the number of events.
+func touch(s session.Session) (int, error) {
 	n, text := 0, 0
-	for ev := range got.Session.Events().All() {
+	for ev := range s.Events().All() {
 		n++
 		if ev.Content != nil {
 			for _, p := range ev.Content.Parts {
