@@ -64,7 +64,8 @@ type AgentSession struct {
 	// ForkedFrom names the session (same app and user) this one was
 	// forked from and the fork point (version 4 and later). Events holds
 	// the whole history all the same; an import restores the session as
-	// a fork when that session is restored before it (or is stored) with
+	// a fork when that session is restored by the same import (a fork
+	// listed before its parent waits for it: forks.go) or is stored, with
 	// the same history up to the fork point, else as a session of its
 	// own.
 	ForkedFrom *store.ForkPoint `json:"forked_from,omitempty"`
