@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"testing"
@@ -38,6 +39,7 @@ func RunRetention(t *testing.T, h Harness) {
 		{"Lease", testSweepLease},
 		{"ConcurrentSweepers", testConcurrentSweepers},
 		{"SizeBudget", testSizeBudget},
+		{"SizeBudgetStopsUnderBudget", testSizeBudgetStops},
 		{"BackgroundSweeper", testBackgroundSweeper},
 		{"SweeperRenewsLease", testSweeperRenewsLease},
 	} {
@@ -695,6 +697,57 @@ func testSizeBudget(t *testing.T, e *env) {
 	}
 	if e.st.Backend() == "sqlite" && rep.SizeAfter > budget {
 		t.Fatalf("size after %d, budget %d", rep.SizeAfter, budget)
+	}
+}
+
+// testSizeBudgetStops: conversations of text with many distinct trigrams
+// (so that the search index is a large part of the store), a budget
+// about half the store's size: the sweep removes the oldest until the
+// store is under the budget, and no more. The space a removal frees
+// includes the search index's (on SQLite, whose pages are measured).
+func testSizeBudgetStops(t *testing.T, e *env) {
+	rng := rand.New(rand.NewPCG(37, 11))
+	text := func() string {
+		b := make([]byte, 1<<10)
+		for i := range b {
+			b[i] = byte('a' + rng.IntN(26))
+			if i%7 == 6 {
+				b[i] = ' '
+			}
+		}
+		return string(b)
+	}
+	const n, per = 40, 10
+	for i := range n {
+		id := fmt.Sprintf("s%03d", i)
+		e.saveNow(id)
+		msgs := make([]store.Message, per)
+		for j := range msgs {
+			msgs[j] = store.UserMessage(text())
+		}
+		e.appendMsgs(id, msgs...)
+		e.clock.Advance(time.Second)
+	}
+	dry := e.sweep(store.SweepOptions{DryRun: true, Policies: []store.Policy{{Kind: store.PolicySizeBudget, MaxBytes: 1}}})
+	budget := dry.SizeBefore / 2
+	rep := e.sweep(store.SweepOptions{Policies: []store.Policy{{Kind: store.PolicySizeBudget, MaxBytes: budget}}})
+	if rep.Budget == nil || rep.Budget.Sessions < 1 || rep.Budget.Sessions >= n {
+		t.Fatalf("budget of %d bytes (store %d) removed %+v of %d conversations", budget, dry.SizeBefore, rep.Budget, n)
+	}
+	left := len(e.listIDs(store.ConversationFilter{}))
+	if int64(left) != n-rep.Budget.Sessions {
+		t.Fatalf("%d conversations left, %d removed of %d", left, rep.Budget.Sessions, n)
+	}
+	if e.st.Backend() != "sqlite" {
+		return // PostgreSQL estimates from statistics (testSizeBudget)
+	}
+	if rep.SizeAfter > budget {
+		t.Fatalf("size after %d, budget %d (before %d; %d of %d removed)", rep.SizeAfter, budget, dry.SizeBefore, rep.Budget.Sessions, n)
+	}
+	// And not far under it: half the store is about half the
+	// conversations (their text and its index), not three quarters.
+	if rep.Budget.Sessions > n*3/4 {
+		t.Fatalf("removed %d of %d conversations for a budget of half the store", rep.Budget.Sessions, n)
 	}
 }
 
