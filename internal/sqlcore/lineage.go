@@ -63,10 +63,10 @@ const (
 	lnHoldersSQL  = `SELECT pk FROM agent_sessions WHERE superseded_of = ? ORDER BY pk`
 	// lnRunsSQL lists a session's superseded runs: each holder and the
 	// position its run starts after.
-	lnRunsSQL = `SELECT pk, superseded_from FROM agent_sessions WHERE superseded_of = ? ORDER BY pk`
-	lnRetireSQL   = `UPDATE agent_sessions SET retired = 1 WHERE pk = ?`
-	lnDropSQL     = `DELETE FROM agent_sessions WHERE pk = ?`
-	lnOwnSQL      = `SELECT ` + evColumns + ` FROM agent_events WHERE session_pk = ? ORDER BY seq`
+	lnRunsSQL   = `SELECT pk, superseded_from FROM agent_sessions WHERE superseded_of = ? ORDER BY pk`
+	lnRetireSQL = `UPDATE agent_sessions SET retired = 1 WHERE pk = ?`
+	lnDropSQL   = `DELETE FROM agent_sessions WHERE pk = ?`
+	lnOwnSQL    = `SELECT ` + evColumns + ` FROM agent_events WHERE session_pk = ? ORDER BY seq`
 )
 
 // retired values of agent_sessions.
