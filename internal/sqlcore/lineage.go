@@ -66,7 +66,6 @@ const (
 	lnRunsSQL   = `SELECT pk, superseded_from FROM agent_sessions WHERE superseded_of = ? ORDER BY pk`
 	lnRetireSQL = `UPDATE agent_sessions SET retired = 1 WHERE pk = ?`
 	lnDropSQL   = `DELETE FROM agent_sessions WHERE pk = ?`
-	lnOwnSQL    = `SELECT ` + evColumns + ` FROM agent_events WHERE session_pk = ? ORDER BY seq`
 )
 
 // retired values of agent_sessions.
