@@ -9,9 +9,27 @@
 -- are only part of it). Holders written before this version were, in
 -- every case but that one, cut at their fork point.
 
+--
+-- sweep_removals: the conversations a sweep is removing over several
+-- transactions (a conversation with more rows than a batch). The first
+-- transaction hides the conversation (its tenant becomes '_removing',
+-- which no tenant is named: ValidateTenant refuses a leading '_') and
+-- records it here with its tenant; the next ones delete its rows, a
+-- batch at a time; the last gives the tenant back and deletes the
+-- conversation as Delete does, and its row here. A sweep finishes the
+-- removals it finds here first, so one interrupted mid-way is finished
+-- by the next sweep.
+
 -- +goose Up
 ALTER TABLE agent_sessions ADD COLUMN superseded_from INTEGER NOT NULL DEFAULT 0;
 UPDATE agent_sessions SET superseded_from = fork_seq WHERE retired = 2;
 
+CREATE TABLE sweep_removals (
+    id            TEXT    NOT NULL PRIMARY KEY,
+    tenant        TEXT    NOT NULL,
+    started_at_ms INTEGER NOT NULL
+) STRICT;
+
 -- +goose Down
+DROP TABLE sweep_removals;
 ALTER TABLE agent_sessions DROP COLUMN superseded_from;

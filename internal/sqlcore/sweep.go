@@ -80,6 +80,9 @@ type sweeper struct {
 	// the conversations it would remove out of messages_keep_last, as a
 	// sweep (which removes them first) does.
 	idle *due
+	// tick, when set, reports the rows a removal in several transactions
+	// took so far (sweep_staged.go), on top of the policy's counts.
+	tick func(rows int64)
 }
 
 // Sweep applies the policies (see store.Retention.Sweep).
@@ -154,6 +157,12 @@ func (sw *sweeper) run(ctx context.Context, plan []sweepPlan, byKind map[store.P
 			return err
 		}
 		sw.rep.SizeBefore, sw.rep.SizeAfter, sw.rep.Reclaimable = info.Used, info.Used, info.Free
+	}
+	if !sw.opts.DryRun {
+		// Removals an interrupted sweep left half done (sweep_staged.go).
+		if err := sw.finishPending(ctx); err != nil {
+			return err
+		}
 	}
 	if _, ok := byKind[store.PolicyGovernedEnded]; ok && !sw.opts.DryRun {
 		// Lapsed reservations released first, so that their sessions
@@ -243,6 +252,12 @@ func (sw *sweeper) applyKind(ctx context.Context, sk *sweepKind, d due, ks *stor
 // per transaction.
 func (sw *sweeper) walk(ctx context.Context, sk *sweepKind, src source, d due, ks *store.KindSweep) error {
 	cursor := startCursor
+	sw.tick = func(rows int64) {
+		partial := *ks
+		partial.Rows += rows
+		sw.progress(partial)
+	}
+	defer func() { sw.tick = nil }()
 	for {
 		got, next, more, err := sw.step(ctx, sk, src, d, cursor, math.MaxInt64)
 		ks.Sessions += got.Sessions
@@ -292,8 +307,10 @@ func (sw *sweeper) step(ctx context.Context, sk *sweepKind, src source, d due, c
 	var got store.KindSweep
 	var next unit
 	var more bool
+	var hidden string // a conversation hidden to be removed in several transactions
+	var hiddenRows int64
 	batch := func(tx Tx) error {
-		got, next, more = store.KindSweep{}, cursor, false
+		got, next, more, hidden = store.KindSweep{}, cursor, false, ""
 		var units []unit
 		err := tx.Query(src.nextSQL, src.args(d, cursor, sweepPage), func(r Rows) error {
 			u, err := src.scan(r)
@@ -307,6 +324,19 @@ func (sw *sweeper) step(ctx context.Context, sk *sweepKind, src source, d due, c
 		for i, u := range units {
 			if u.at > until || (i > 0 && rows+u.weight > sw.maxRows) {
 				more = true
+				return nil
+			}
+			if sw.staged(sk, u) {
+				// Alone in its batch: hidden now, removed by the
+				// transactions that follow (sweep_staged.go).
+				n, ok, err := sw.markRemoval(tx, d, u)
+				if err != nil {
+					return err
+				}
+				if ok {
+					hidden, hiddenRows = u.id, n
+				}
+				next, more = u, true
 				return nil
 			}
 			n, removed, err := sw.apply(tx, sk, d, u)
@@ -332,6 +362,13 @@ func (sw *sweeper) step(ctx context.Context, sk *sweepKind, src source, d due, c
 	}
 	if err != nil {
 		return store.KindSweep{}, cursor, false, err
+	}
+	if hidden != "" {
+		if err := sw.finishRemoval(ctx, hidden); err != nil {
+			return store.KindSweep{}, cursor, false, err
+		}
+		got.Sessions++
+		got.Rows += hiddenRows
 	}
 	return got, next, more, nil
 }
@@ -453,6 +490,9 @@ func (sw *sweeper) convsOf(tx Tx, id string) (*Conversations, error) {
 		return nil, notFound(id)
 	} else if err != nil {
 		return nil, err
+	}
+	if tenant == removingTenant {
+		return nil, notFound(id) // being removed (sweep_staged.go)
 	}
 	if tenant == sw.r.s.tenant {
 		return &Conversations{s: sw.r.s}, nil

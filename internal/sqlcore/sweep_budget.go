@@ -93,6 +93,12 @@ func (sw *sweeper) budget(ctx context.Context, p store.Policy, ks *store.KindSwe
 		return true, nil
 	}
 	d := due{cutoff: sw.nowMS, readsCap: math.MaxInt64}
+	sw.tick = func(rows int64) {
+		partial := *ks
+		partial.Rows += rows
+		sw.progress(partial)
+	}
+	defer func() { sw.tick = nil }()
 	for _, phase := range budgetPhases {
 		cursors := make([]unit, len(phase))
 		done := make([]bool, len(phase))
