@@ -10,8 +10,10 @@
 -- every case but that one, cut at their fork point.
 
 --
--- sweep_removals: the conversations a sweep is removing over several
--- transactions (a conversation with more rows than a batch). The first
+-- sweep_removals: the conversations (and agent sessions) a sweep is
+-- removing over several transactions (one with more rows than a batch).
+-- An agent session is hidden by its retirement (retired = 1, as a delete
+-- does), its events then go a batch at a time. For a conversation, the first
 -- transaction hides the conversation (its tenant becomes '_removing',
 -- which no tenant is named: ValidateTenant refuses a leading '_') and
 -- records it here with its tenant; the next ones delete its rows, a
@@ -25,9 +27,12 @@ ALTER TABLE agent_sessions ADD COLUMN superseded_from INTEGER NOT NULL DEFAULT 0
 UPDATE agent_sessions SET superseded_from = fork_seq WHERE retired = 2;
 
 CREATE TABLE sweep_removals (
-    id            TEXT    NOT NULL PRIMARY KEY,
+    -- 'conversation' (id: its id) or 'agent_session' (id: its row's pk)
+    kind          TEXT    NOT NULL,
+    id            TEXT    NOT NULL,
     tenant        TEXT    NOT NULL,
-    started_at_ms INTEGER NOT NULL
+    started_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (kind, id)
 ) STRICT;
 
 -- +goose Down

@@ -307,10 +307,12 @@ func (sw *sweeper) step(ctx context.Context, sk *sweepKind, src source, d due, c
 	var got store.KindSweep
 	var next unit
 	var more bool
-	var hidden string // a conversation hidden to be removed in several transactions
-	var hiddenRows int64
+	// A session hidden to be removed in several transactions: a
+	// conversation's id or an agent session's row.
+	var hidden string
+	var hiddenPK, hiddenRows int64
 	batch := func(tx Tx) error {
-		got, next, more, hidden = store.KindSweep{}, cursor, false, ""
+		got, next, more, hidden, hiddenPK = store.KindSweep{}, cursor, false, "", 0
 		var units []unit
 		err := tx.Query(src.nextSQL, src.args(d, cursor, sweepPage), func(r Rows) error {
 			u, err := src.scan(r)
@@ -329,12 +331,16 @@ func (sw *sweeper) step(ctx context.Context, sk *sweepKind, src source, d due, c
 			if sw.staged(sk, u) {
 				// Alone in its batch: hidden now, removed by the
 				// transactions that follow (sweep_staged.go).
-				n, ok, err := sw.markRemoval(tx, d, u)
+				mark := sw.markRemoval
+				if sk.kind == agentSessionsIdle.kind {
+					mark = sw.markAgentRemoval
+				}
+				n, ok, err := mark(tx, d, u)
 				if err != nil {
 					return err
 				}
 				if ok {
-					hidden, hiddenRows = u.id, n
+					hidden, hiddenPK, hiddenRows = u.id, u.pk, n
 				}
 				next, more = u, true
 				return nil
@@ -363,8 +369,12 @@ func (sw *sweeper) step(ctx context.Context, sk *sweepKind, src source, d due, c
 	if err != nil {
 		return store.KindSweep{}, cursor, false, err
 	}
-	if hidden != "" {
-		if err := sw.finishRemoval(ctx, hidden); err != nil {
+	if hidden != "" || hiddenPK != 0 {
+		finish := func() error { return sw.finishRemoval(ctx, hidden) }
+		if sk.kind == agentSessionsIdle.kind {
+			finish = func() error { return sw.finishAgentRemoval(ctx, hiddenPK) }
+		}
+		if err := finish(); err != nil {
 			return store.KindSweep{}, cursor, false, err
 		}
 		got.Sessions++

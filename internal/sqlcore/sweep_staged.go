@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
 
 	"github.com/agentstore/sessionstore/store"
 )
@@ -33,10 +34,10 @@ const (
 	// held (conversations_idle's removeSQL, ?4 the hiding tenant).
 	convMarkRemovalSQL = `UPDATE conversations AS c SET tenant = ?4
 		WHERE id = ?1 AND updated_at_ms <= ?2 AND last_access_ms <= ?3 AND tenant <> ?4` + notHeldConv
-	removalInsertSQL = `INSERT INTO sweep_removals (id, tenant, started_at_ms) VALUES (?, ?, ?)`
-	removalTenantSQL = `SELECT tenant FROM sweep_removals WHERE id = ?`
-	removalDeleteSQL = `DELETE FROM sweep_removals WHERE id = ?`
-	removalNextSQL   = `SELECT id FROM sweep_removals WHERE id > ? ORDER BY id LIMIT ?`
+	removalInsertSQL = `INSERT INTO sweep_removals (kind, id, tenant, started_at_ms) VALUES (?, ?, ?, ?)`
+	removalTenantSQL = `SELECT tenant FROM sweep_removals WHERE kind = ? AND id = ?`
+	removalDeleteSQL = `DELETE FROM sweep_removals WHERE kind = ? AND id = ?`
+	removalNextSQL   = `SELECT kind, id FROM sweep_removals WHERE (kind, id) > (?, ?) ORDER BY kind, id LIMIT ?`
 	convUnhideSQL    = `UPDATE conversations SET tenant = ? WHERE id = ?`
 
 	// removalReadFloorSQL is the first position of a conversation's
@@ -69,7 +70,7 @@ var removalBatches = []string{
 // transactions: a conversation with more rows than a batch, in a real
 // sweep.
 func (sw *sweeper) staged(sk *sweepKind, u unit) bool {
-	return sk.kind == conversationsIdle.kind && !sw.opts.DryRun && u.weight > sw.maxRows
+	return (sk.kind == conversationsIdle.kind || sk.kind == agentSessionsIdle.kind) && !sw.opts.DryRun && u.weight > sw.maxRows
 }
 
 // markRemoval hides conversation u in tx if it is still due and not
@@ -97,7 +98,7 @@ func (sw *sweeper) markRemoval(tx Tx, d due, u unit) (int64, bool, error) {
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return 0, false, err
 	}
-	if _, err := tx.Exec(removalInsertSQL, u.id, c.s.tenant, sw.nowMS); err != nil {
+	if _, err := tx.Exec(removalInsertSQL, removalConversation, u.id, c.s.tenant, sw.nowMS); err != nil {
 		return 0, false, err
 	}
 	return rows, true, nil
@@ -114,7 +115,7 @@ func (sw *sweeper) finishRemoval(ctx context.Context, id string) error {
 			err := sw.r.s.write(ctx, func(tx Tx) error {
 				n = 0
 				var tenant string
-				if err := tx.Get(&tenant, removalTenantSQL, id); errors.Is(err, sql.ErrNoRows) {
+				if err := tx.Get(&tenant, removalTenantSQL, removalConversation, id); errors.Is(err, sql.ErrNoRows) {
 					return nil // finished by another sweeper
 				} else if err != nil {
 					return err
@@ -152,7 +153,7 @@ func (sw *sweeper) finishRemoval(ctx context.Context, id string) error {
 	}
 	err := sw.r.s.write(ctx, func(tx Tx) error {
 		var tenant string
-		if err := tx.Get(&tenant, removalTenantSQL, id); errors.Is(err, sql.ErrNoRows) {
+		if err := tx.Get(&tenant, removalTenantSQL, removalConversation, id); errors.Is(err, sql.ErrNoRows) {
 			return nil
 		} else if err != nil {
 			return err
@@ -167,7 +168,7 @@ func (sw *sweeper) finishRemoval(ctx context.Context, id string) error {
 		if _, err := c.deleteTx(tx, id); err != nil {
 			return err
 		}
-		_, err := tx.Exec(removalDeleteSQL, id)
+		_, err := tx.Exec(removalDeleteSQL, removalConversation, id)
 		return err
 	})
 	sw.rep.Batches++
@@ -176,20 +177,142 @@ func (sw *sweeper) finishRemoval(ctx context.Context, id string) error {
 
 // finishPending finishes the removals an earlier sweep left unfinished.
 func (sw *sweeper) finishPending(ctx context.Context) error {
-	cursor := ""
+	var kind, id string
 	for {
-		var ids []string
-		if err := sw.r.s.db.Select(ctx, &ids, removalNextSQL, cursor, sweepPage); err != nil {
+		var rows []struct {
+			Kind string `db:"kind"`
+			ID   string `db:"id"`
+		}
+		if err := sw.r.s.db.Select(ctx, &rows, removalNextSQL, kind, id, sweepPage); err != nil {
 			return err
 		}
-		for _, id := range ids {
-			if err := sw.finishRemoval(ctx, id); err != nil {
+		for _, r := range rows {
+			var err error
+			switch r.Kind {
+			case removalConversation:
+				err = sw.finishRemoval(ctx, r.ID)
+			case removalAgentSession:
+				var pk int64
+				if pk, err = strconv.ParseInt(r.ID, 10, 64); err == nil {
+					err = sw.finishAgentRemoval(ctx, pk)
+				}
+			}
+			if err != nil {
 				return err
 			}
-			cursor = id
+			kind, id = r.Kind, r.ID
 		}
-		if len(ids) < sweepPage {
+		if len(rows) < sweepPage {
 			return nil
 		}
 	}
+}
+
+// The kinds of sweep_removals rows.
+const (
+	removalConversation = "conversation"
+	removalAgentSession = "agent_session"
+)
+
+const (
+	// agentMarkRemovalSQL retires an agent session still due and not
+	// held (agent_sessions_idle's removeSQL).
+	agentMarkRemovalSQL = `UPDATE agent_sessions AS a SET retired = 1
+		WHERE pk = ?1 AND retired = 0 AND updated_at_ms <= ?2 AND last_access_ms <= ?3` + notHeldAgent
+	// agentReadFloorSQL is the last position of a row's events that a
+	// fork (or a superseded run) reads.
+	agentReadFloorSQL = `SELECT coalesce(max(fork_seq), 0) FROM agent_sessions WHERE lineage_parent = ?`
+	// agentRemovalBatchSQL deletes at most ?3 events of row ?1 after
+	// position ?2, newest first; agentLogBatchSQL the state log's.
+	agentRemovalBatchSQL = `DELETE FROM agent_events WHERE session_pk = ?1 AND seq IN (SELECT seq FROM agent_events
+		WHERE session_pk = ?1 AND seq > ?2 ORDER BY seq DESC LIMIT ?3)`
+	agentLogBatchSQL = `DELETE FROM agent_state_log WHERE session_pk = ?1 AND (key, seq) IN (SELECT key, seq FROM agent_state_log
+		WHERE session_pk = ?1 AND seq > ?2 ORDER BY key, seq LIMIT ?3)`
+)
+
+// markAgentRemoval retires agent session u in tx if it is still due and
+// not held (invisible from now on, as after DeleteSession), and records it
+// in sweep_removals.
+func (sw *sweeper) markAgentRemoval(tx Tx, d due, u unit) (int64, bool, error) {
+	var rows int64
+	if err := tx.Get(&rows, agentSessionsIdle.rowsSQL, u.pk); err != nil {
+		return 0, false, err
+	}
+	res, err := tx.Exec(agentMarkRemovalSQL, u.pk, d.cutoff, d.readsCap)
+	if err != nil {
+		return 0, false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return 0, false, err
+	}
+	if _, err := tx.Exec(lnClearStateSQL, u.pk); err != nil {
+		return 0, false, err
+	}
+	if _, err := tx.Exec(removalInsertSQL, removalAgentSession, strconv.FormatInt(u.pk, 10), "", sw.nowMS); err != nil {
+		return 0, false, err
+	}
+	return rows, true, nil
+}
+
+// finishAgentRemoval deletes the events (and state log) of the retired
+// agent session row pk that no fork reads, at most a batch per
+// transaction, then drops it as DeleteSession does.
+func (sw *sweeper) finishAgentRemoval(ctx context.Context, pk int64) error {
+	id := strconv.FormatInt(pk, 10)
+	var removed int64
+	for _, q := range []string{agentRemovalBatchSQL, agentLogBatchSQL} {
+		for {
+			var n int64
+			err := sw.r.s.write(ctx, func(tx Tx) error {
+				n = 0
+				var tenant string
+				if err := tx.Get(&tenant, removalTenantSQL, removalAgentSession, id); errors.Is(err, sql.ErrNoRows) {
+					return nil
+				} else if err != nil {
+					return err
+				}
+				var floor int64
+				if err := tx.Get(&floor, agentReadFloorSQL, pk); err != nil {
+					return err
+				}
+				res, err := tx.Exec(q, pk, floor, sw.maxRows)
+				if err != nil {
+					return err
+				}
+				n, err = res.RowsAffected()
+				return err
+			})
+			sw.rep.Batches++
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				break
+			}
+			if q == agentRemovalBatchSQL {
+				removed += n
+				if sw.tick != nil {
+					sw.tick(removed)
+				}
+			}
+			if err := sw.pause(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	err := sw.r.s.write(ctx, func(tx Tx) error {
+		var tenant string
+		if err := tx.Get(&tenant, removalTenantSQL, removalAgentSession, id); errors.Is(err, sql.ErrNoRows) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if err := dropRetired(tx, pk); err != nil {
+			return err
+		}
+		_, err := tx.Exec(removalDeleteSQL, removalAgentSession, id)
+		return err
+	})
+	sw.rep.Batches++
+	return err
 }

@@ -6,8 +6,10 @@
 -- again at once and see the reset.
 
 --
--- sweep_removals: the conversations a sweep is removing over several
--- transactions (a conversation with more rows than a batch). The first
+-- sweep_removals: the conversations (and agent sessions) a sweep is
+-- removing over several transactions (one with more rows than a batch).
+-- An agent session is hidden by its retirement (retired = 1, as a delete
+-- does), its events then go a batch at a time. For a conversation, the first
 -- transaction hides the conversation (its tenant becomes '_removing',
 -- which no tenant is named: ValidateTenant refuses a leading '_') and
 -- records it here with its tenant; the next ones delete its rows, a
@@ -23,9 +25,12 @@ CREATE TRIGGER conversations_epoch_feed_notify AFTER UPDATE OF messages_epoch, t
     FOR EACH STATEMENT EXECUTE FUNCTION sessionstore_feed_notify();
 
 CREATE TABLE sweep_removals (
-    id            TEXT    NOT NULL PRIMARY KEY,
+    -- 'conversation' (id: its id) or 'agent_session' (id: its row's pk)
+    kind          TEXT    NOT NULL,
+    id            TEXT    NOT NULL,
     tenant        TEXT    NOT NULL,
-    started_at_ms BIGINT NOT NULL
+    started_at_ms BIGINT NOT NULL,
+    PRIMARY KEY (kind, id)
 );
 
 -- +goose Down

@@ -29,6 +29,7 @@ func RunRetention(t *testing.T, h Harness) {
 		{"ConversationsIdle", testSweepConversationsIdle},
 		{"LargeConversationInRowBoundedBatches", testSweepLargeConversation},
 		{"HalfSweptIsInvisibleAndFinishedNext", testSweepHalfSwept},
+		{"LargeAgentSessionInRowBoundedBatches", testSweepLargeAgentSession},
 		{"ReadsCount", testSweepReadsCount},
 		{"ReadsCountOnLoad", testReadsCountOnLoad},
 		{"MessagesKeepLast", testSweepKeepLast},
@@ -373,6 +374,60 @@ func testSweepHalfSwept(t *testing.T, e *env) {
 	}
 	if !e.exists("other") || !e.exists("recent") {
 		t.Fatal("the finishing sweep removed other conversations")
+	}
+}
+
+// An agent session with more events than a batch goes over several
+// transactions too: retired (invisible, its key free) in the first, its
+// events a batch at a time, dropped in the last; its fork keeps what it
+// reads. Interrupted mid-way, the next sweep finishes it.
+func testSweepLargeAgentSession(t *testing.T, e *env) {
+	key := store.SessionKey{App: "big", User: "u", Session: "s"}
+	e.asCreate(key, store.ScopedState{})
+	for i := range 40 {
+		e.asAppend(key, store.AgentEvent{ID: fmt.Sprintf("e%d", i+1), Data: json.RawMessage(`{"n":1}`)}, store.ScopedState{}, 0)
+	}
+	fk := store.SessionKey{App: "big", User: "u", Session: "fork"}
+	if _, err := e.as().Fork(e.ctx, store.ForkRequest{Key: key, At: 5, Session: fk.Session}); err != nil {
+		t.Fatal(err)
+	}
+	e.hold(store.SessionRef{Facet: store.HoldAgentSessions, App: fk.App, UserID: fk.User, ID: fk.Session})
+	e.clock.Advance(2 * time.Hour)
+	policy := []store.Policy{{Kind: store.PolicyAgentSessionsIdle, MaxAge: time.Hour}}
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	_, err := e.ret().Sweep(ctx, store.SweepOptions{BatchRows: 10, Policies: policy,
+		Progress: func(k store.KindSweep) {
+			if k.Kind == store.PolicyAgentSessionsIdle && k.Rows > 0 && k.Sessions == 0 {
+				cancel()
+			}
+		}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("the interrupted sweep returned %v", err)
+	}
+	if _, err := e.as().GetSession(e.ctx, store.GetAgentSessionRequest{Key: key}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the half-removed session: %v", err)
+	}
+	got, err := e.as().GetSession(e.ctx, store.GetAgentSessionRequest{Key: fk, IncludeEvents: true})
+	if err != nil || len(got.Events) != 5 {
+		t.Fatalf("the fork of the half-removed session: %d events, %v", len(got.Events), err)
+	}
+	// The next sweep finishes it in several transactions; the one after
+	// has nothing left to do.
+	rep := e.sweep(store.SweepOptions{BatchRows: 10, Policies: []store.Policy{}})
+	if rep.Batches < 2 {
+		t.Fatalf("the finishing sweep ran %d batches", rep.Batches)
+	}
+	if rep := e.sweep(store.SweepOptions{Policies: []store.Policy{}}); rep.Batches != 0 {
+		t.Fatalf("a sweep after the finished removal ran %d batches", rep.Batches)
+	}
+	got, err = e.as().GetSession(e.ctx, store.GetAgentSessionRequest{Key: fk, IncludeEvents: true})
+	if err != nil || len(got.Events) != 5 || got.Events[4].ID != "e5" {
+		t.Fatalf("the fork after its parent's removal: %+v, %v", got.Events, err)
+	}
+	e.asCreate(key, store.ScopedState{})
+	if got, err := e.as().GetSession(e.ctx, store.GetAgentSessionRequest{Key: key, IncludeEvents: true}); err != nil || len(got.Events) != 0 {
+		t.Fatalf("a new session under the key: %d events, %v", len(got.Events), err)
 	}
 }
 
