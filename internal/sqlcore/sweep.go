@@ -558,6 +558,9 @@ func SweepStatements() []SweepStatement {
 	}
 	add(string(store.PolicyAuditCheckpointed)+" first", auditFirstSQL, []any{"agent", ""})
 	add(string(store.PolicyAuditCheckpointed)+" head", auditHeadOfSQL, []any{"agent", ""})
+	for i, q := range removalBatches[1:] {
+		add(fmt.Sprintf("removal rows %d", i+1), q, []any{"x", int64(10)})
+	}
 	for _, sk := range sweepKinds {
 		for _, src := range sk.sources {
 			add(string(sk.kind)+" walk "+src.name, src.nextSQL, src.args(d, u, sweepPage))
@@ -589,6 +592,18 @@ func SweepStatements() []SweepStatement {
 		{"log trim", sweepLogTrimSQL, []any{int64(sweepLogKeep)}},
 		{"log read", sweepLogSelectSQL, []any{int64(10)}},
 		{"lease take", leaseTakeSQL, []any{"h", int64(1), int64(1)}},
+		{"removal hide conversation", convMarkRemovalSQL, []any{"x", int64(1), int64(1), removingTenant}},
+		{"removal record", removalInsertSQL, []any{removalConversation, "x", "", int64(1)}},
+		{"removal tenant", removalTenantSQL, []any{removalConversation, "x"}},
+		{"removal end", removalDeleteSQL, []any{removalConversation, "x"}},
+		{"removal pending", removalNextSQL, []any{"", "", int64(sweepPage)}},
+		{"removal unhide", convUnhideSQL, []any{"", "x"}},
+		{"removal conversation floor", removalReadFloorSQL, []any{"x"}},
+		{"removal messages", removalBatches[0], []any{"x", int64(0), int64(10)}},
+		{"removal hide agent session", agentMarkRemovalSQL, []any{int64(1), int64(1), int64(1)}},
+		{"removal agent floor", agentReadFloorSQL, []any{int64(1)}},
+		{"removal events", agentRemovalBatchSQL, []any{int64(1), int64(0), int64(10)}},
+		{"removal state log", agentLogBatchSQL, []any{int64(1), int64(0), int64(10)}},
 	} {
 		add(q.name, q.sql, q.args)
 	}
