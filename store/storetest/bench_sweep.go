@@ -41,8 +41,16 @@ func BenchSweep(b *testing.B, h Harness, o BenchOptions, sweep store.SweepOption
 // during the sweep of at most twice the idle p99 plus 5 ms, and none at
 // 100 ms.
 func BenchSweepLarge(b *testing.B, h Harness, o BenchOptions, sweep store.SweepOptions) {
-	benchSweep(b, h, o, sweep, 500, 201, variedSweepText)
+	convs := 500
+	if v, err := strconv.Atoi(os.Getenv(SweepBenchConvsEnv)); err == nil && v > 0 {
+		convs = v
+	}
+	benchSweep(b, h, o, sweep, convs, 201, variedSweepText)
 }
+
+// SweepBenchConvsEnv sets the conversations BenchSweepLarge removes
+// (default 500).
+const SweepBenchConvsEnv = "SESSIONSTORE_SWEEP_BENCH_CONVS"
 
 const shortSweepText = "a message of a conversation that a sweep will remove, long enough to be realistic ...."
 
