@@ -64,7 +64,8 @@ type AgentSession struct {
 	// ForkedFrom names the session (same app and user) this one was
 	// forked from and the fork point (version 4 and later). Events holds
 	// the whole history all the same; an import restores the session as
-	// a fork when that session is restored before it (or is stored) with
+	// a fork when that session is restored by the same import (a fork
+	// listed before its parent waits for it: forks.go) or is stored, with
 	// the same history up to the fork point, else as a session of its
 	// own.
 	ForkedFrom *store.ForkPoint `json:"forked_from,omitempty"`
@@ -191,6 +192,16 @@ func restoreAgentSessions(ctx context.Context, x *importer, in *jsonIn, version 
 				})
 			})
 		case "sessions":
+			// A fork whose parent comes later in the section waits for
+			// it (forks.go).
+			q := newForkQueue()
+			put := func(s AgentSession, rec store.AgentSession) error {
+				err := x.put(&x.counts.AgentSessions, "agent session "+keyText(rec.Key), func(w store.RecordWriter) (bool, error) {
+					return w.PutAgentSession(rec)
+				})
+				q.done(agentLineageKey(s.App, s.User, s.Session))
+				return err
+			}
 			err = in.array(func(i int) error {
 				var s AgentSession
 				if err := in.decode(&s); err != nil {
@@ -207,6 +218,15 @@ func restoreAgentSessions(ctx context.Context, x *importer, in *jsonIn, version 
 						}
 					}
 				}
+				// Checked now; restored now, or at the end of the section
+				// when it is a fork whose parent comes later (as the
+				// document holds it: sealed content stays sealed).
+				var aside []byte
+				if s.ForkedFrom != nil && q.waits(x, agentLineageKey(s.App, s.User, s.ForkedFrom.Session)) {
+					if aside, err = json.Marshal(s); err != nil {
+						return err
+					}
+				}
 				if err := s.open(ctx, x.keys); err != nil { // sealed.go
 					return err
 				}
@@ -218,10 +238,28 @@ func restoreAgentSessions(ctx context.Context, x *importer, in *jsonIn, version 
 					return store.Invalid(field, "session "+keyText(rec.Key)+" appears twice")
 				}
 				seen[rec.Key] = true
-				return x.put(&x.counts.AgentSessions, "agent session "+keyText(rec.Key), func(w store.RecordWriter) (bool, error) {
-					return w.PutAgentSession(rec)
-				})
+				if aside != nil {
+					return q.add(agentLineageKey(s.App, s.User, s.Session), agentLineageKey(s.App, s.User, s.ForkedFrom.Session), field, json.RawMessage(aside))
+				}
+				return put(s, rec)
 			})
+			if err == nil {
+				err = q.flush(func(a aside, raw []byte) error {
+					var s AgentSession
+					if err := json.Unmarshal(raw, &s); err != nil {
+						return err
+					}
+					if err := s.open(ctx, x.keys); err != nil {
+						return err
+					}
+					rec, err := s.Record(a.field)
+					if err != nil {
+						return err
+					}
+					return put(s, rec)
+				})
+			}
+			q.close()
 		default:
 			err = store.Invalid("agent_sessions", fmt.Sprintf("unknown field %q", k))
 		}

@@ -15,9 +15,8 @@ import (
 
 // TestConversationLineageRoundTrips: a fork of a conversation exports its
 // fork point and its compaction records, and imports as a fork (its
-// History shows the lineage) with the same messages; a fork whose id
-// sorts before its parent's imports flat, with the same messages; a
-// version-4 document may carry neither.
+// History shows the lineage) with the same messages, also a fork whose
+// id sorts before its parent's; a version-4 document may carry neither.
 func TestConversationLineageRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	src, err := sqlstore.Open(ctx, sqltest.FreshPath(t, "src.db"))
@@ -84,11 +83,11 @@ func TestConversationLineageRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(nodes) != 2 || nodes[1].ID != "z-after" || nodes[1].Parent != "m-parent" || nodes[1].ForkNext != 3 {
+	if len(nodes) != 3 || nodes[2].ID != "z-after" || nodes[2].Parent != "m-parent" || nodes[2].ForkNext != 3 {
 		t.Fatalf("z-after imported outside the lineage: %+v", nodes)
 	}
-	if nodes, _ := dst.Conversations().History(ctx, "a-before"); len(nodes) != 1 {
-		t.Fatalf("a-before (imported before its parent) has lineage %+v", nodes)
+	if nodes, _ := dst.Conversations().History(ctx, "a-before"); len(nodes) != 3 || nodes[1].ID != "a-before" || nodes[1].Parent != "m-parent" {
+		t.Fatalf("a-before (listed before its parent) imported with lineage %+v", nodes)
 	}
 	old := bytes.Replace(buf.Bytes(), []byte(fmt.Sprintf(`"version": %d`, archive.Version)), []byte(`"version": 4`), 1)
 	other, err := sqlstore.Open(ctx, sqltest.FreshPath(t, "other.db"))

@@ -6,6 +6,7 @@ package archive
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -82,12 +83,24 @@ func readConversation(ctx context.Context, conv store.Conversations, id string) 
 // each with its records, exactly as exported.
 func restoreConversations(ctx context.Context, x *importer, in *jsonIn, version int) error {
 	seen := map[string]bool{}
-	return in.array(func(i int) error {
+	// A fork whose parent comes later in the section waits for it
+	// (forks.go).
+	q := newForkQueue()
+	defer q.close()
+	err := in.array(func(i int) error {
 		var c Conversation
 		if err := in.decode(&c); err != nil {
 			return err
 		}
 		field := fmt.Sprintf("conversations[%d]", i)
+		// As the document holds it (sealed content stays sealed).
+		var aside []byte
+		if fp := c.Conversation.ForkedFrom; fp != nil && q.waits(x, fp.ID) {
+			var err error
+			if aside, err = json.Marshal(c); err != nil {
+				return err
+			}
+		}
 		if err := c.open(ctx, x.keys, field); err != nil { // conv_sealed.go
 			return err
 		}
@@ -111,6 +124,23 @@ func restoreConversations(ctx context.Context, x *importer, in *jsonIn, version 
 			return store.Invalid("conversations", "id "+id+" appears twice")
 		}
 		seen[id] = true
+		if aside != nil {
+			return q.add(id, c.Conversation.ForkedFrom.ID, field, json.RawMessage(aside))
+		}
+		defer q.done(id)
+		return x.putConversation(c)
+	})
+	if err != nil {
+		return err
+	}
+	return q.flush(func(a aside, raw []byte) error {
+		var c Conversation
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return err
+		}
+		if err := c.open(ctx, x.keys, a.field); err != nil {
+			return err
+		}
 		return x.putConversation(c)
 	})
 }

@@ -164,9 +164,19 @@ const MaintenanceSince = 11
 // MaintenanceTables are the store's tables that belong to no facet
 // because they describe how the facets are kept: the retention policies,
 // the holds, the lease of the background sweeper and the log of sweeps
-// (schema version MaintenanceSince and later).
+// (schema version MaintenanceSince and later), and the removals a sweep
+// has under way (MaintenanceAdded).
 func MaintenanceTables() []string {
-	return []string{"retention_holds", "retention_policies", "sweep_lease", "sweep_log"}
+	return []string{"retention_holds", "retention_policies", "sweep_lease", "sweep_log", "sweep_removals"}
+}
+
+// MaintenanceAdded gives the schema version of the maintenance tables
+// created after MaintenanceSince.
+var MaintenanceAdded = map[string]int64{"sweep_removals": 29}
+
+// maintenanceAt reports whether maintenance table t exists at version.
+func maintenanceAt(t string, version int64) bool {
+	return version >= MaintenanceSince && version >= MaintenanceAdded[t]
 }
 
 // IndexSince is the schema version that created the search index.
@@ -199,12 +209,14 @@ func KeyringTables() []string { return []string{"key_shred_queue"} }
 
 // TablesAt returns every table a store at schema version has, sorted: the
 // tables of the facets created at or before version, SchemaTables,
-// MaintenanceTables from MaintenanceSince on and IndexTables from
+// MaintenanceTables from MaintenanceSince (or MaintenanceAdded) on and IndexTables from
 // IndexSince on (not SQLiteIndexTables).
 func TablesAt(version int64) []string {
 	out := SchemaTables()
-	if version >= MaintenanceSince {
-		out = append(out, MaintenanceTables()...)
+	for _, t := range MaintenanceTables() {
+		if maintenanceAt(t, version) {
+			out = append(out, t)
+		}
 	}
 	for _, f := range All() {
 		out = append(out, f.TablesAt(version)...)

@@ -51,6 +51,7 @@ func (s *Store) newCore() {
 		AuditOff:          s.cfg.auditOff,
 		Space:             s.space,
 		Reclaim:           s.reclaim,
+		CompactIndexes:    s.compactIndexes,
 		Keys:              s.cfg.keyRing,
 		SearchEncrypted:   s.cfg.searchEncrypted,
 	})

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/agentstore/sessionstore/internal/sqlcore"
 	"github.com/agentstore/sessionstore/store"
@@ -87,4 +88,53 @@ func (s *Store) reclaim(ctx context.Context) (int64, error) {
 			return freed, err
 		}
 	}
+}
+
+// compactStep is how many pages of an FTS5 index one transaction of
+// compactIndexes merges at most, so that it holds the writer for a short
+// time only.
+const compactStep = 64
+
+// ftsTablesSQL lists the FTS5 tables of the file, whatever their names
+// and layout.
+const ftsTablesSQL = `SELECT name FROM sqlite_schema WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5%'`
+
+// compactIndexes merges the segments of every FTS5 index of the file
+// ('merge' commands, compactStep pages per write transaction, until one
+// does nothing): a deleted row's entries, and the pages they fill, stay
+// in an FTS5 index until its segments are merged, so without it a size
+// budget measures no space freed by the index when it removes sessions.
+// The first command of each index starts a full merge (a negative
+// count), the next ones carry it on, as the FTS5 documentation says.
+func (s *Store) compactIndexes(ctx context.Context) error {
+	var tables []string
+	err := s.readTx(ctx, func(r *rtx) error { return r.selectRows(&tables, ftsTablesSQL) })
+	if err != nil {
+		return err
+	}
+	for _, t := range tables {
+		q := `INSERT INTO "` + strings.ReplaceAll(t, `"`, `""`) + `" ("` + strings.ReplaceAll(t, `"`, `""`) + `", rank) VALUES ('merge', ?)`
+		for n := -compactStep; ; n = compactStep {
+			var before, after int64
+			err := s.write(ctx, func(tx *wtx) error {
+				if err := tx.get(&before, "SELECT total_changes()"); err != nil {
+					return err
+				}
+				if _, err := tx.exec(q, n); err != nil {
+					return err
+				}
+				return tx.get(&after, "SELECT total_changes()")
+			})
+			if err != nil {
+				return err
+			}
+			if after-before < 2 {
+				break
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

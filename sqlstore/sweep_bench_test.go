@@ -23,3 +23,13 @@ func BenchmarkSweep(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSweepLargeConversations measures governed Use latency while a
+// sweep removes 500 conversations of 200 messages of 1 KiB each
+// (storetest.BenchSweepLarge), at the default durability and batch size:
+//
+//	go test -run '^$' -bench BenchmarkSweepLargeConversations -benchtime 1x ./sqlstore
+func BenchmarkSweepLargeConversations(b *testing.B) {
+	o := storetest.BenchOptions{Durability: string(sqlstore.SyncFull)}
+	storetest.BenchSweepLarge(b, harness, o, store.SweepOptions{})
+}

@@ -222,8 +222,11 @@ type Hold struct {
 }
 
 // DefaultSweepBatchRows bounds the rows one sweep transaction removes
-// (SweepOptions.BatchRows): a batch always holds whole sessions, at least
-// one, so a session with more rows goes alone in a batch of its own.
+// (SweepOptions.BatchRows): a batch holds whole sessions, and a
+// conversation with more rows than a batch is removed over several
+// transactions of at most a batch each (hidden from every reader from the
+// first; a sweep interrupted mid-way leaves it hidden, and the next sweep
+// finishes it). Other sessions with more rows go alone in a batch.
 // 100 keeps a governed Use's p99 during a sweep of 1,000,000 rows within
 // twice its idle p99 (measured 1.75x, about 11,000 rows/s on SQLite at
 // synchronous=FULL; 250 rows gave 2.5x at 18,000 rows/s): see

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 
 	"github.com/google/uuid"
 
@@ -62,7 +63,7 @@ func (a *AgentSessions) Fork(ctx context.Context, req store.ForkRequest) (store.
 		nowMS := rowcodec.ToMillis(a.s.now())
 		var pk int64
 		err = tx.Scan(lnInsertSQL, []any{key.App, key.User, key.Session, 1, req.At, nowMS, nowMS,
-			parent.PK, req.At, rowLive, nil, sealInitial(dk, st), a.s.tenant}, &pk)
+			parent.PK, req.At, rowLive, nil, sealInitial(dk, st), a.s.tenant, 0}, &pk)
 		if a.s.isUnique(err) {
 			return &store.ConflictError{Resource: "session", ID: key.Session, Reason: "session exists"}
 		}
@@ -132,7 +133,7 @@ func (a *AgentSessions) Rewind(ctx context.Context, req store.RewindRequest) (st
 		}
 		var h int64
 		err = tx.Scan(lnInsertSQL, []any{key.App, key.User, key.Session, p.Version, p.EventCount, nowMS, nowMS,
-			nullPK(hParent), hFork, rowSuperseded, p.PK, hInit, a.s.tenant}, &h)
+			nullPK(hParent), hFork, rowSuperseded, p.PK, hInit, a.s.tenant, req.To}, &h)
 		if err != nil {
 			return err
 		}
@@ -279,24 +280,32 @@ func (a *AgentSessions) Superseded(ctx context.Context, key store.SessionKey) ([
 		if err != nil {
 			return err
 		}
-		var holders []lnNode
-		err = r.Query(lnHoldersSQL, []any{p.PK}, func(rows Rows) error {
-			var h lnNode
-			if err := rows.Scan(&h.PK); err != nil {
+		type run struct{ pk, from int64 }
+		var runs []run
+		err = r.Query(lnRunsSQL, []any{p.PK}, func(rows Rows) error {
+			var h run
+			if err := rows.Scan(&h.pk, &h.from); err != nil {
 				return err
 			}
-			holders = append(holders, h)
+			runs = append(runs, h)
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		for _, h := range holders {
-			n, err := readNode(r, h.PK)
+		for _, h := range runs {
+			n, err := readNode(r, h.pk)
 			if err != nil {
 				return err
 			}
-			evs, err := a.s.appendEvents(r, []store.AgentEvent{}, n.DataKey, lnOwnSQL, []any{h.PK})
+			// The run is the holder's view after the rewind point: its
+			// own events, and, when a fork was rewound below its fork
+			// point, the inherited ones after that point too.
+			segs, err := a.lineage(r, asRow{PK: n.PK, Parent: n.Parent, ForkSeq: n.ForkSeq, DataKey: n.DataKey})
+			if err != nil {
+				return err
+			}
+			evs, err := a.readAscending(r, segs, h.from, math.MaxInt, "", []store.AgentEvent{})
 			if err != nil {
 				return err
 			}

@@ -41,6 +41,12 @@ const (
 	retiredRunsSQL = `SELECT id, COALESCE(lineage_parent, '') AS lineage_parent, fork_next, superseded_from, created_at_ms, data_key
 		FROM conversation_retired WHERE superseded_of = ? ORDER BY rewound_version`
 	retiredRewoundSQL = `UPDATE conversation_retired SET rewound_version = ? WHERE id = ?`
+	// convRewoundEpochSQL gives the messages stream a new epoch: the
+	// positions after the rewind point will name other messages. The
+	// message trigger (migration 7) does it only when the rewind deletes
+	// the conversation's last row; a fork rewound below its fork point
+	// deletes none of its own.
+	convRewoundEpochSQL = `UPDATE conversations SET messages_epoch = ? WHERE id = ?`
 
 	// The tree: a node's children in either table.
 	convChildrenSQL = `SELECT id, fork_next, message_count, created_at_ms FROM conversations WHERE lineage_parent = ? ORDER BY id`
@@ -153,6 +159,9 @@ func (c *Conversations) Rewind(ctx context.Context, req store.ConversationRewind
 		if s < first {
 			return store.Invalid("to", "is before the first message of the conversation")
 		}
+		if s > next {
+			return store.Invalid("to", "is past the conversation's last message")
+		}
 		if s < next {
 			now := c.nowMS()
 			h, err := c.cutTail(tx, req.ID, b.lineRow, s, retiredSuperseded, now)
@@ -160,6 +169,9 @@ func (c *Conversations) Rewind(ctx context.Context, req store.ConversationRewind
 				return err
 			}
 			if _, err := tx.Exec(retiredRewoundSQL, b.Version+1, h); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(convRewoundEpochSQL, newEpoch(), req.ID); err != nil {
 				return err
 			}
 			// The next message gets position s, also when no earlier one

@@ -106,6 +106,12 @@ type Config struct {
 	// the file system after a sweep removed something, in short steps,
 	// and returns the bytes it gave back (SQLite's incremental vacuum).
 	Reclaim func(ctx context.Context) (int64, error)
+	// CompactIndexes, when set, makes the space that removed rows held in
+	// derived indexes free pages again, in short steps (SQLite: an FTS5
+	// index keeps a deleted row's entries, and its pages, until its
+	// segments are merged), so that Space measures what a removal freed.
+	// A size-budget sweep runs it before it measures.
+	CompactIndexes func(ctx context.Context) error
 
 	// Keys, when set, is the keyring of encryption at rest: every new
 	// agent session gets a data key of its own and its content is sealed

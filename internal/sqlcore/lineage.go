@@ -33,10 +33,12 @@ const (
 		app, user_id, session_id, version, event_count, created_at_ms, initial_state, data_key
 		FROM agent_sessions WHERE pk = ?`
 
+	// lnInsertSQL writes a fork, or the holder of a rewind's superseded
+	// events (superseded_from: the rewind point, migration 29).
 	lnInsertSQL = `INSERT INTO agent_sessions
 		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms,
-		 lineage_parent, fork_seq, retired, superseded_of, initial_state, tenant)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING pk`
+		 lineage_parent, fork_seq, retired, superseded_of, initial_state, tenant, superseded_from)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING pk`
 
 	// lnNextKeySQL skips to a row's next session-scope key in its state
 	// log; lnKeyAtSQL reads a key's last value up to a position. Both
@@ -59,9 +61,11 @@ const (
 	lnChildrenSQL = `SELECT pk FROM agent_sessions WHERE lineage_parent = ? ORDER BY pk`
 	lnHasChildSQL = `SELECT count(*) FROM agent_sessions WHERE lineage_parent = ?`
 	lnHoldersSQL  = `SELECT pk FROM agent_sessions WHERE superseded_of = ? ORDER BY pk`
-	lnRetireSQL   = `UPDATE agent_sessions SET retired = 1 WHERE pk = ?`
-	lnDropSQL     = `DELETE FROM agent_sessions WHERE pk = ?`
-	lnOwnSQL      = `SELECT ` + evColumns + ` FROM agent_events WHERE session_pk = ? ORDER BY seq`
+	// lnRunsSQL lists a session's superseded runs: each holder and the
+	// position its run starts after.
+	lnRunsSQL   = `SELECT pk, superseded_from FROM agent_sessions WHERE superseded_of = ? ORDER BY pk`
+	lnRetireSQL = `UPDATE agent_sessions SET retired = 1 WHERE pk = ?`
+	lnDropSQL   = `DELETE FROM agent_sessions WHERE pk = ?`
 )
 
 // retired values of agent_sessions.

@@ -80,6 +80,9 @@ type sweeper struct {
 	// the conversations it would remove out of messages_keep_last, as a
 	// sweep (which removes them first) does.
 	idle *due
+	// tick, when set, reports the rows a removal in several transactions
+	// took so far (sweep_staged.go), on top of the policy's counts.
+	tick func(rows int64)
 }
 
 // Sweep applies the policies (see store.Retention.Sweep).
@@ -154,6 +157,12 @@ func (sw *sweeper) run(ctx context.Context, plan []sweepPlan, byKind map[store.P
 			return err
 		}
 		sw.rep.SizeBefore, sw.rep.SizeAfter, sw.rep.Reclaimable = info.Used, info.Used, info.Free
+	}
+	if !sw.opts.DryRun {
+		// Removals an interrupted sweep left half done (sweep_staged.go).
+		if err := sw.finishPending(ctx); err != nil {
+			return err
+		}
 	}
 	if _, ok := byKind[store.PolicyGovernedEnded]; ok && !sw.opts.DryRun {
 		// Lapsed reservations released first, so that their sessions
@@ -243,6 +252,12 @@ func (sw *sweeper) applyKind(ctx context.Context, sk *sweepKind, d due, ks *stor
 // per transaction.
 func (sw *sweeper) walk(ctx context.Context, sk *sweepKind, src source, d due, ks *store.KindSweep) error {
 	cursor := startCursor
+	sw.tick = func(rows int64) {
+		partial := *ks
+		partial.Rows += rows
+		sw.progress(partial)
+	}
+	defer func() { sw.tick = nil }()
 	for {
 		got, next, more, err := sw.step(ctx, sk, src, d, cursor, math.MaxInt64)
 		ks.Sessions += got.Sessions
@@ -292,8 +307,12 @@ func (sw *sweeper) step(ctx context.Context, sk *sweepKind, src source, d due, c
 	var got store.KindSweep
 	var next unit
 	var more bool
+	// A session hidden to be removed in several transactions: a
+	// conversation's id or an agent session's row.
+	var hidden string
+	var hiddenPK, hiddenRows int64
 	batch := func(tx Tx) error {
-		got, next, more = store.KindSweep{}, cursor, false
+		got, next, more, hidden, hiddenPK = store.KindSweep{}, cursor, false, "", 0
 		var units []unit
 		err := tx.Query(src.nextSQL, src.args(d, cursor, sweepPage), func(r Rows) error {
 			u, err := src.scan(r)
@@ -307,6 +326,23 @@ func (sw *sweeper) step(ctx context.Context, sk *sweepKind, src source, d due, c
 		for i, u := range units {
 			if u.at > until || (i > 0 && rows+u.weight > sw.maxRows) {
 				more = true
+				return nil
+			}
+			if sw.staged(sk, u) {
+				// Alone in its batch: hidden now, removed by the
+				// transactions that follow (sweep_staged.go).
+				mark := sw.markRemoval
+				if sk.kind == agentSessionsIdle.kind {
+					mark = sw.markAgentRemoval
+				}
+				n, ok, err := mark(tx, d, u)
+				if err != nil {
+					return err
+				}
+				if ok {
+					hidden, hiddenPK, hiddenRows = u.id, u.pk, n
+				}
+				next, more = u, true
 				return nil
 			}
 			n, removed, err := sw.apply(tx, sk, d, u)
@@ -332,6 +368,17 @@ func (sw *sweeper) step(ctx context.Context, sk *sweepKind, src source, d due, c
 	}
 	if err != nil {
 		return store.KindSweep{}, cursor, false, err
+	}
+	if hidden != "" || hiddenPK != 0 {
+		finish := func() error { return sw.finishRemoval(ctx, hidden) }
+		if sk.kind == agentSessionsIdle.kind {
+			finish = func() error { return sw.finishAgentRemoval(ctx, hiddenPK) }
+		}
+		if err := finish(); err != nil {
+			return store.KindSweep{}, cursor, false, err
+		}
+		got.Sessions++
+		got.Rows += hiddenRows
 	}
 	return got, next, more, nil
 }
@@ -454,6 +501,9 @@ func (sw *sweeper) convsOf(tx Tx, id string) (*Conversations, error) {
 	} else if err != nil {
 		return nil, err
 	}
+	if tenant == removingTenant {
+		return nil, notFound(id) // being removed (sweep_staged.go)
+	}
 	if tenant == sw.r.s.tenant {
 		return &Conversations{s: sw.r.s}, nil
 	}
@@ -508,6 +558,9 @@ func SweepStatements() []SweepStatement {
 	}
 	add(string(store.PolicyAuditCheckpointed)+" first", auditFirstSQL, []any{"agent", ""})
 	add(string(store.PolicyAuditCheckpointed)+" head", auditHeadOfSQL, []any{"agent", ""})
+	for i, q := range removalBatches[1:] {
+		add(fmt.Sprintf("removal rows %d", i+1), q, []any{"x", int64(10)})
+	}
 	for _, sk := range sweepKinds {
 		for _, src := range sk.sources {
 			add(string(sk.kind)+" walk "+src.name, src.nextSQL, src.args(d, u, sweepPage))
@@ -539,6 +592,18 @@ func SweepStatements() []SweepStatement {
 		{"log trim", sweepLogTrimSQL, []any{int64(sweepLogKeep)}},
 		{"log read", sweepLogSelectSQL, []any{int64(10)}},
 		{"lease take", leaseTakeSQL, []any{"h", int64(1), int64(1)}},
+		{"removal hide conversation", convMarkRemovalSQL, []any{"x", int64(1), int64(1), removingTenant}},
+		{"removal record", removalInsertSQL, []any{removalConversation, "x", "", int64(1)}},
+		{"removal tenant", removalTenantSQL, []any{removalConversation, "x"}},
+		{"removal end", removalDeleteSQL, []any{removalConversation, "x"}},
+		{"removal pending", removalNextSQL, []any{"", "", int64(sweepPage)}},
+		{"removal unhide", convUnhideSQL, []any{"", "x"}},
+		{"removal conversation floor", removalReadFloorSQL, []any{"x"}},
+		{"removal messages", removalBatches[0], []any{"x", int64(0), int64(10)}},
+		{"removal hide agent session", agentMarkRemovalSQL, []any{int64(1), int64(1), int64(1)}},
+		{"removal agent floor", agentReadFloorSQL, []any{int64(1)}},
+		{"removal events", agentRemovalBatchSQL, []any{int64(1), int64(0), int64(10)}},
+		{"removal state log", agentLogBatchSQL, []any{int64(1), int64(0), int64(10)}},
 	} {
 		add(q.name, q.sql, q.args)
 	}

@@ -25,10 +25,17 @@ type budgetWalk struct {
 // budget removes sessions until the store's data is under p.MaxBytes
 // (see store.PolicySizeBudget). Within a phase, each batch takes the walk
 // whose next session is the oldest, up to the time of the next session of
-// the other walks. The store is measured after every batch (PostgreSQL's
-// relations do not shrink before a VACUUM, so there the bytes a removed
-// row frees are estimated from the average row). A dry run only reports
-// the sizes.
+// the other walks. A dry run only reports the sizes.
+//
+// Where the store's pages are measured (SQLite), the removals go in
+// rounds: a round removes about the rows that the bytes over the budget
+// take, at the bytes per row the previous round freed (one batch in the
+// first), then the derived indexes are compacted (Config.CompactIndexes:
+// an FTS5 index frees a deleted row's pages only when its segments
+// merge) and the store is measured again; the sweep stops at the first
+// measure under the budget. PostgreSQL's relations do not shrink before a
+// VACUUM, so there the bytes a removed row frees are estimated from the
+// average row.
 func (sw *sweeper) budget(ctx context.Context, p store.Policy, ks *store.KindSweep) error {
 	space := sw.r.s.cfg.Space
 	if space == nil {
@@ -43,17 +50,55 @@ func (sw *sweeper) budget(ctx context.Context, p store.Policy, ks *store.KindSwe
 		perRow = max(info.Used/info.Rows, 1)
 	}
 	base := info.Used
-	used := func(removedRows int64) (int64, error) {
-		if perRow > 0 {
-			return base - removedRows*perRow, nil
+	if base <= p.MaxBytes || sw.opts.DryRun {
+		return nil
+	}
+	measure := func() (int64, error) {
+		if c := sw.r.s.cfg.CompactIndexes; c != nil {
+			if err := c(ctx); err != nil {
+				return 0, err
+			}
 		}
 		info, err := space(ctx)
 		return info.Used, err
 	}
-	if base <= p.MaxBytes || sw.opts.DryRun {
-		return nil
+	// The round in progress (measured stores): the size and the rows
+	// removed when it began, and the rows it is to remove.
+	roundUsed, roundRows, goal := base, int64(0), int64(0)
+	if perRow == 0 {
+		// What earlier removals left in the indexes may be all the
+		// budget needs.
+		if roundUsed, err = measure(); err != nil || roundUsed <= p.MaxBytes {
+			return err
+		}
+		goal = sw.maxRows
+	}
+	// over reports whether the store is still over the budget, measuring
+	// it at the end of each round.
+	over := func() (bool, error) {
+		if perRow > 0 {
+			return base-ks.Rows*perRow > p.MaxBytes, nil
+		}
+		removed := ks.Rows - roundRows
+		if removed < goal {
+			return true, nil
+		}
+		now, err := measure()
+		if err != nil || now <= p.MaxBytes {
+			return false, err
+		}
+		freed := max((roundUsed-now)/max(removed, 1), 1)
+		roundUsed, roundRows = now, ks.Rows
+		goal = max((now-p.MaxBytes+freed-1)/freed, 1)
+		return true, nil
 	}
 	d := due{cutoff: sw.nowMS, readsCap: math.MaxInt64}
+	sw.tick = func(rows int64) {
+		partial := *ks
+		partial.Rows += rows
+		sw.progress(partial)
+	}
+	defer func() { sw.tick = nil }()
 	for _, phase := range budgetPhases {
 		cursors := make([]unit, len(phase))
 		done := make([]bool, len(phase))
@@ -61,12 +106,8 @@ func (sw *sweeper) budget(ctx context.Context, p store.Policy, ks *store.KindSwe
 			cursors[i] = startCursor
 		}
 		for {
-			now, err := used(ks.Rows)
-			if err != nil {
+			if more, err := over(); err != nil || !more {
 				return err
-			}
-			if now <= p.MaxBytes {
-				return nil
 			}
 			// The walk whose next unit is the oldest, and the time of the
 			// next unit of the others.
@@ -110,6 +151,12 @@ func (sw *sweeper) budget(ctx context.Context, p store.Policy, ks *store.KindSwe
 				return err
 			}
 		}
+	}
+	if perRow == 0 && ks.Rows > roundRows {
+		// Nothing left to remove: the indexes give back what the last
+		// round's removals held, for the report's size.
+		_, err := measure()
+		return err
 	}
 	return nil
 }

@@ -173,7 +173,7 @@ var conversationsIdle = &sweepKind{
 	sources: []source{{
 		name: "conversations idle",
 		nextSQL: `SELECT id, updated_at_ms, message_count FROM conversations AS c
-			WHERE updated_at_ms <= ?1 AND (updated_at_ms, id) > (?2, ?3) AND last_access_ms <= ?5` + notHeldConv + `
+			WHERE updated_at_ms <= ?1 AND (updated_at_ms, id) > (?2, ?3) AND last_access_ms <= ?5 AND tenant <> '_removing'` + notHeldConv + `
 			ORDER BY updated_at_ms, id LIMIT ?4`,
 		args: func(d due, c unit, limit int) []any {
 			return []any{d.cutoff, c.at, c.id, int64(limit), d.readsCap}
@@ -189,7 +189,7 @@ var conversationsIdle = &sweepKind{
 	// nothing); apply then deletes it as Delete does, keeping what its
 	// forks read (lineage, migration 15).
 	removeSQL: `UPDATE conversations AS c SET fork_next = fork_next
-		WHERE id = ?1 AND updated_at_ms <= ?2 AND last_access_ms <= ?3` + notHeldConv,
+		WHERE id = ?1 AND updated_at_ms <= ?2 AND last_access_ms <= ?3 AND tenant <> '_removing'` + notHeldConv,
 	removeArgs: func(d due, u unit) []any { return []any{u.id, d.cutoff, d.readsCap} },
 	rowsSQL: `SELECT 1 + (SELECT count(*) FROM conversation_messages WHERE session_id = ?1)
 		+ (SELECT count(*) FROM conversation_cost_records WHERE session_id = ?1)
@@ -212,7 +212,7 @@ var messagesKeepLast = &sweepKind{
 	sources: []source{{
 		name: "conversations by id",
 		nextSQL: `SELECT id, message_count, updated_at_ms, last_access_ms FROM conversations
-			WHERE id > ?1 ORDER BY id LIMIT ?2`,
+			WHERE id > ?1 AND tenant <> '_removing' ORDER BY id LIMIT ?2`,
 		args: func(d due, c unit, limit int) []any { return []any{c.id, int64(limit)} },
 		// at and pk carry the update and last-access times, for a dry
 		// run to leave out what conversations_idle removes first.

@@ -108,7 +108,7 @@ const tenantsSQL = `SELECT tenant FROM agent_sessions WHERE tenant <> '' AND ret
 	UNION SELECT tenant FROM governed_sessions WHERE tenant <> ''
 	UNION SELECT tenant FROM audit_heads WHERE tenant <> ''
 	UNION SELECT tenant FROM spend_limits WHERE tenant <> '' AND session_id IS NULL
-	UNION SELECT tenant FROM conversations WHERE tenant <> ''
+	UNION SELECT tenant FROM conversations WHERE tenant <> '' AND tenant <> '_removing'
 	UNION SELECT tenant FROM runtime_sessions WHERE tenant <> ''
 	ORDER BY 1`
 

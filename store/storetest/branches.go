@@ -475,13 +475,35 @@ func testBrRewindBelowFork(t *testing.T, e *env) {
 	if got := e.brIDs(key); got != upTo(6) {
 		t.Fatalf("the root: %s", got)
 	}
+	// The run is every event after the rewind point: the inherited ones
+	// (e3, e4) too, not only the fork's own.
 	runs, err := e.as().Superseded(e.ctx, fk)
-	if err != nil || len(runs) != 1 || evIDs(runs[0].Events) != "a5,a6" {
+	if err != nil || len(runs) != 1 || evIDs(runs[0].Events) != "e3,e4,a5,a6" {
 		t.Fatalf("superseded %+v %v", runs, err)
 	}
 	e.brAppend(fk, "c3", 303)
 	if got := e.brIDs(fk); got != upTo(2)+",c3" {
 		t.Fatalf("fork after append: %s", got)
+	}
+	// A fork with no events of its own, rewound below its fork point:
+	// its superseded run holds the inherited events it gave up.
+	bare := withSession(key, "bare")
+	e.fork(key, 3, bare.Session)
+	if s := e.rewind(bare, 1); s.EventCount != 1 {
+		t.Fatalf("bare fork rewound to 1: %+v", s)
+	}
+	runs, err = e.as().Superseded(e.ctx, bare)
+	if err != nil || len(runs) != 1 || evIDs(runs[0].Events) != "e2,e3" {
+		t.Fatalf("superseded of the bare fork %+v %v", runs, err)
+	}
+	// A second rewind of the fork, below the first: two runs, each what
+	// its rewind gave up.
+	e.brAppend(bare, "b2", 202)
+	e.brAppend(bare, "b3", 203)
+	e.rewind(bare, 0)
+	runs, err = e.as().Superseded(e.ctx, bare)
+	if err != nil || len(runs) != 2 || evIDs(runs[0].Events) != "e2,e3" || evIDs(runs[1].Events) != "e1,b2,b3" {
+		t.Fatalf("superseded of the bare fork after a second rewind %+v %v", runs, err)
 	}
 }
 

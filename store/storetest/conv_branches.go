@@ -376,7 +376,8 @@ func testCbRewind(t *testing.T, e *env) {
 	if len(got) != 2 || got[0] != seqTexts("m", 6, 10) || got[1] != seqTexts("m", 3, 6)+",6:n6" {
 		t.Fatalf("superseded %q", got)
 	}
-	// At or past the end, nothing changes.
+	// At the end, nothing changes; past it is refused (as for agent
+	// sessions and forks), with the field named.
 	v, _ := e.conv().Info(e.ctx, "p")
 	if s := e.cbRewind("p", 2); s.Version != v.Version || s.MessageCount != 3 {
 		t.Fatalf("rewind to the end changed %+v", s)
@@ -386,10 +387,17 @@ func testCbRewind(t *testing.T, e *env) {
 		{ID: "p", To: 0, ExpectVersion: v.Version - 1},
 		{ID: "p", To: -2},
 		{ID: "missing", To: 0},
+		{ID: "p", To: 3},
+		{ID: "p", To: 99},
 	} {
 		if _, err := e.conv().Rewind(e.ctx, req); err == nil {
 			t.Fatalf("Rewind(%+v) succeeded", req)
 		}
+	}
+	var inv *store.InvalidInputError
+	if _, err := e.conv().Rewind(e.ctx, store.ConversationRewindRequest{ID: "p", To: 99}); !errors.Is(err, store.ErrInvalidInput) ||
+		!errors.As(err, &inv) || inv.Field != "to" {
+		t.Fatalf("rewind past the end: %v, want ErrInvalidInput naming to", err)
 	}
 	if got := e.cbAll("p"); got != seqTexts("m", 0, 3) || len(e.cbSuperseded("p")) != 2 {
 		t.Fatalf("refused rewinds changed p: %s", got)

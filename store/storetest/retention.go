@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"testing"
@@ -26,6 +27,9 @@ func RunRetention(t *testing.T, h Harness) {
 		{"GovernedEnded", testSweepGovernedEnded},
 		{"RuntimeIdle", testSweepRuntimeIdle},
 		{"ConversationsIdle", testSweepConversationsIdle},
+		{"LargeConversationInRowBoundedBatches", testSweepLargeConversation},
+		{"HalfSweptIsInvisibleAndFinishedNext", testSweepHalfSwept},
+		{"LargeAgentSessionInRowBoundedBatches", testSweepLargeAgentSession},
 		{"ReadsCount", testSweepReadsCount},
 		{"ReadsCountOnLoad", testReadsCountOnLoad},
 		{"MessagesKeepLast", testSweepKeepLast},
@@ -38,6 +42,7 @@ func RunRetention(t *testing.T, h Harness) {
 		{"Lease", testSweepLease},
 		{"ConcurrentSweepers", testConcurrentSweepers},
 		{"SizeBudget", testSizeBudget},
+		{"SizeBudgetStopsUnderBudget", testSizeBudgetStops},
 		{"BackgroundSweeper", testBackgroundSweeper},
 		{"SweeperRenewsLease", testSweeperRenewsLease},
 	} {
@@ -262,6 +267,167 @@ func testSweepConversationsIdle(t *testing.T, e *env) {
 	wantKind(t, e.sweep(store.SweepOptions{}), store.PolicyConversationsIdle, 1, 1)
 	if e.exists("newer") || !e.exists("held") {
 		t.Fatal("newer should be gone once due, held kept")
+	}
+}
+
+// bigConversation saves conversation id with n messages, a trace event
+// and an artifact, updated now.
+func (e *env) bigConversation(id string, n int) {
+	e.t.Helper()
+	e.saveNow(id)
+	msgs := make([]store.Message, n)
+	for i := range msgs {
+		msgs[i] = store.UserMessage(fmt.Sprintf("message %d of %s", i, id))
+	}
+	e.appendMsgs(id, msgs...)
+	if _, err := e.conv().AppendTraces(e.ctx, id, store.TraceEvent{Schema: "trace.v1", Kind: store.TraceToolExecution, Name: "read"}); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.conv().PutArtifacts(e.ctx, id, store.Artifact{URI: "a3s://x/" + id, ID: "1", ToolName: "read", Content: "x"}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// A sweep's batch is bounded in rows, not in sessions: a conversation
+// with more rows than a batch is removed over several transactions, each
+// within the batch size, and whole in the end; its fork keeps what it
+// reads.
+func testSweepLargeConversation(t *testing.T, e *env) {
+	e.bigConversation("big", 60)
+	e.saveNow("small")
+	if _, err := e.conv().Fork(e.ctx, store.ConversationForkRequest{ID: "big", At: 9, NewID: "fork"}); err != nil {
+		t.Fatal(err)
+	}
+	e.hold(store.SessionRef{Facet: store.HoldConversations, ID: "fork"})
+	before := msgTexts(e.load("fork").Messages)
+	e.clock.Advance(2 * time.Hour)
+	policy := []store.Policy{{Kind: store.PolicyConversationsIdle, MaxAge: time.Hour}}
+	dry := e.sweep(store.SweepOptions{DryRun: true, Policies: policy})
+	dk, _ := dry.Kind(store.PolicyConversationsIdle)
+	rep := e.sweep(store.SweepOptions{BatchRows: 10, Policies: policy})
+	k := wantKind(t, rep, store.PolicyConversationsIdle, 2, 1)
+	if k.Rows != dk.Rows || k.Rows < 63 {
+		t.Fatalf("removed %d rows, the dry run counted %d", k.Rows, dk.Rows)
+	}
+	// 63 rows of big in batches of 10 at most (those the fork reads stay
+	// for it), its hiding and its end: at least 7 transactions.
+	if rep.Batches < 7 {
+		t.Fatalf("%d batches for a conversation of 63 rows in batches of 10", rep.Batches)
+	}
+	if e.exists("big") || e.exists("small") || !e.exists("fork") {
+		t.Fatal("big and small should be gone, the held fork kept")
+	}
+	if got := msgTexts(e.load("fork").Messages); got != before {
+		t.Fatalf("the fork reads %s after its parent's removal, %s before", got, before)
+	}
+	// The id is free again, for a new conversation.
+	e.saveNow("big")
+	if got, want := len(e.load("big").Messages), len(fullSession("big").Messages); got != want {
+		t.Fatalf("a new big holds %d messages, want %d", got, want)
+	}
+}
+
+// A conversation half removed (the sweep stopped between its batches, as
+// a killed process would) is invisible: not loaded, listed, found by
+// Exists or by its messages, its id not free; the next sweep, whatever
+// its policies, finishes it.
+func testSweepHalfSwept(t *testing.T, e *env) {
+	e.bigConversation("big", 40)
+	e.saveNow("other")
+	e.clock.Advance(2 * time.Hour)
+	e.saveNow("recent")
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	_, err := e.ret().Sweep(ctx, store.SweepOptions{BatchRows: 10,
+		Policies: []store.Policy{{Kind: store.PolicyConversationsIdle, MaxAge: time.Hour}},
+		Progress: func(k store.KindSweep) {
+			if k.Kind == store.PolicyConversationsIdle && k.Rows > 0 && k.Sessions == 0 {
+				cancel() // mid-way through big: some of its rows are gone
+			}
+		}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("the interrupted sweep returned %v", err)
+	}
+	if e.exists("big") {
+		t.Fatal("the half-removed conversation exists")
+	}
+	if _, err := e.conv().Load(e.ctx, "big"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Load of the half-removed conversation: %v", err)
+	}
+	if _, err := e.conv().Messages(e.ctx, "big", 0, 10); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Messages of the half-removed conversation: %v", err)
+	}
+	if ids := e.listIDs(store.ConversationFilter{}); fmt.Sprint(ids) != "[other recent]" {
+		t.Fatalf("listed %v", ids)
+	}
+	if _, err := e.conv().AppendMessages(e.ctx, "big", store.UserMessage("late")); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("append to the half-removed conversation: %v", err)
+	}
+	if _, err := e.conv().Save(e.ctx, store.NewConversation("big")); err == nil {
+		t.Fatal("a new conversation took the id of one being removed")
+	}
+	// The next sweep, with no policy at all, finishes it.
+	e.sweep(store.SweepOptions{Policies: []store.Policy{}})
+	e.saveNow("big")
+	if got, want := len(e.load("big").Messages), len(fullSession("big").Messages); got != want {
+		t.Fatalf("a new big holds %d messages, want %d", got, want)
+	}
+	if !e.exists("other") || !e.exists("recent") {
+		t.Fatal("the finishing sweep removed other conversations")
+	}
+}
+
+// An agent session with more events than a batch goes over several
+// transactions too: retired (invisible, its key free) in the first, its
+// events a batch at a time, dropped in the last; its fork keeps what it
+// reads. Interrupted mid-way, the next sweep finishes it.
+func testSweepLargeAgentSession(t *testing.T, e *env) {
+	key := store.SessionKey{App: "big", User: "u", Session: "s"}
+	e.asCreate(key, store.ScopedState{})
+	for i := range 40 {
+		e.asAppend(key, store.AgentEvent{ID: fmt.Sprintf("e%d", i+1), Data: json.RawMessage(`{"n":1}`)}, store.ScopedState{}, 0)
+	}
+	fk := store.SessionKey{App: "big", User: "u", Session: "fork"}
+	if _, err := e.as().Fork(e.ctx, store.ForkRequest{Key: key, At: 5, Session: fk.Session}); err != nil {
+		t.Fatal(err)
+	}
+	e.hold(store.SessionRef{Facet: store.HoldAgentSessions, App: fk.App, UserID: fk.User, ID: fk.Session})
+	e.clock.Advance(2 * time.Hour)
+	policy := []store.Policy{{Kind: store.PolicyAgentSessionsIdle, MaxAge: time.Hour}}
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	_, err := e.ret().Sweep(ctx, store.SweepOptions{BatchRows: 10, Policies: policy,
+		Progress: func(k store.KindSweep) {
+			if k.Kind == store.PolicyAgentSessionsIdle && k.Rows > 0 && k.Sessions == 0 {
+				cancel()
+			}
+		}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("the interrupted sweep returned %v", err)
+	}
+	if _, err := e.as().GetSession(e.ctx, store.GetAgentSessionRequest{Key: key}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the half-removed session: %v", err)
+	}
+	got, err := e.as().GetSession(e.ctx, store.GetAgentSessionRequest{Key: fk, IncludeEvents: true})
+	if err != nil || len(got.Events) != 5 {
+		t.Fatalf("the fork of the half-removed session: %d events, %v", len(got.Events), err)
+	}
+	// The next sweep finishes it in several transactions; the one after
+	// has nothing left to do.
+	rep := e.sweep(store.SweepOptions{BatchRows: 10, Policies: []store.Policy{}})
+	if rep.Batches < 2 {
+		t.Fatalf("the finishing sweep ran %d batches", rep.Batches)
+	}
+	if rep := e.sweep(store.SweepOptions{Policies: []store.Policy{}}); rep.Batches != 0 {
+		t.Fatalf("a sweep after the finished removal ran %d batches", rep.Batches)
+	}
+	got, err = e.as().GetSession(e.ctx, store.GetAgentSessionRequest{Key: fk, IncludeEvents: true})
+	if err != nil || len(got.Events) != 5 || got.Events[4].ID != "e5" {
+		t.Fatalf("the fork after its parent's removal: %+v, %v", got.Events, err)
+	}
+	e.asCreate(key, store.ScopedState{})
+	if got, err := e.as().GetSession(e.ctx, store.GetAgentSessionRequest{Key: key, IncludeEvents: true}); err != nil || len(got.Events) != 0 {
+		t.Fatalf("a new session under the key: %d events, %v", len(got.Events), err)
 	}
 }
 
@@ -695,6 +861,64 @@ func testSizeBudget(t *testing.T, e *env) {
 	}
 	if e.st.Backend() == "sqlite" && rep.SizeAfter > budget {
 		t.Fatalf("size after %d, budget %d", rep.SizeAfter, budget)
+	}
+}
+
+// testSizeBudgetStops: conversations of text with many distinct trigrams
+// (so that the search index is a large part of the store), a budget
+// about half the store's size: the sweep removes the oldest until the
+// store is under the budget, and no more. The space a removal frees
+// includes the search index's (on SQLite, whose pages are measured).
+func testSizeBudgetStops(t *testing.T, e *env) {
+	rng := rand.New(rand.NewPCG(37, 11))
+	text := func() string {
+		b := make([]byte, 1<<10)
+		for i := range b {
+			b[i] = byte('a' + rng.IntN(26))
+			if i%7 == 6 {
+				b[i] = ' '
+			}
+		}
+		return string(b)
+	}
+	const n, per = 40, 10
+	for i := range n {
+		id := fmt.Sprintf("s%03d", i)
+		e.saveNow(id)
+		msgs := make([]store.Message, per)
+		for j := range msgs {
+			msgs[j] = store.UserMessage(text())
+		}
+		e.appendMsgs(id, msgs...)
+		e.clock.Advance(time.Second)
+	}
+	dry := e.sweep(store.SweepOptions{DryRun: true, Policies: []store.Policy{{Kind: store.PolicySizeBudget, MaxBytes: 1}}})
+	budget := dry.SizeBefore / 2
+	rep := e.sweep(store.SweepOptions{Policies: []store.Policy{{Kind: store.PolicySizeBudget, MaxBytes: budget}}})
+	most := int64(n - 1)
+	if e.st.Backend() != "sqlite" {
+		most = n
+	}
+	if rep.Budget == nil || rep.Budget.Sessions < 1 || rep.Budget.Sessions > most {
+		t.Fatalf("budget of %d bytes (store %d) removed %+v of %d conversations", budget, dry.SizeBefore, rep.Budget, n)
+	}
+	left := len(e.listIDs(store.ConversationFilter{}))
+	if int64(left) != n-rep.Budget.Sessions {
+		t.Fatalf("%d conversations left, %d removed of %d", left, rep.Budget.Sessions, n)
+	}
+	if e.st.Backend() != "sqlite" {
+		// PostgreSQL estimates what a row frees from statistics (see
+		// testSizeBudget), which count the search documents among the
+		// rows: it may remove more than the budget needs.
+		return
+	}
+	if rep.SizeAfter > budget {
+		t.Fatalf("size after %d, budget %d (before %d; %d of %d removed)", rep.SizeAfter, budget, dry.SizeBefore, rep.Budget.Sessions, n)
+	}
+	// And not far under it: half the store is about half the
+	// conversations (their text and its index), not three quarters.
+	if rep.Budget.Sessions > n*3/4 {
+		t.Fatalf("removed %d of %d conversations for a budget of half the store", rep.Budget.Sessions, n)
 	}
 }
 

@@ -588,10 +588,24 @@ func testFeedRewrites(t *testing.T, e *env) {
 			return err
 		}},
 		{"TrimToNothing", func(id string) error { _, err := other.Conversations().TrimMessages(e.ctx, id, 0); return err }},
+		// A fork with no messages of its own, rewound below its fork
+		// point: no row of its own goes, its stream is rewritten all the
+		// same.
+		{"RewindForkWithoutOwnMessages", func(id string) error {
+			_, err := other.Conversations().Rewind(e.ctx, store.ConversationRewindRequest{ID: id, To: 0})
+			return err
+		}},
 	}
 	for i, rw := range rewrites {
 		id := "c/" + rw.name
-		e.feedConv(e.st, id, 3)
+		if rw.name == "RewindForkWithoutOwnMessages" {
+			e.feedConv(e.st, id+"/parent", 3)
+			if _, err := e.st.Conversations().Fork(e.ctx, store.ConversationForkRequest{ID: id + "/parent", At: 2, NewID: id}); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			e.feedConv(e.st, id, 3)
+		}
 		w := e.watchMsgs(e.st, store.MessageFeed{ID: id})
 		checkMsgs(t, w.take(3, 0), 0, 0)
 		if err := rw.fn(id); err != nil {
