@@ -379,3 +379,70 @@ func annotate(out string, where map[string]docSnippet) string {
 	}
 	return b.String()
 }
+
+// vetOne writes one snippet as a package under docs/testdata and runs go
+// vet on it, returning its output and error.
+func vetOne(t *testing.T, goBin, root string, s docSnippet) (string, error) {
+	t.Helper()
+	src, err := s.source()
+	if err != nil {
+		return "", err
+	}
+	base := filepath.Join(root, "docs", "testdata")
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(base, "doc-snippet-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		os.RemoveAll(dir)
+		os.Remove(base)
+	}()
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(goBin, "vet", ".")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestGoSnippetsFailOnDrift: a snippet that does not compile fails go
+// vet as the documents' snippets are run — the README's search snippet
+// before issue 38 (a type assertion on the concrete *sqlstore.Store) and
+// a call of a method the facet does not have — while the same snippets
+// written right pass; and a fragment's declared variables are used.
+func TestGoSnippetsFailOnDrift(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go command")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command: %v", err)
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, text, want string
+	}{
+		{"assertion on a concrete store", "s := st.(store.Searcher)\nres, err := s.Search(ctx, store.SearchQuery{Query: \"refund\"})\n", "not an interface"},
+		{"a method the facet lacks", "n, err := st.Governance().CountAll(ctx)\n", "CountAll"},
+		{"a field the request lacks", "_, err := st.Governance().Create(ctx, store.CreateRequest{Agent: \"a\"})\nreturn err\n", "unknown field Agent"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := vetOne(t, goBin, root, docSnippet{doc: "drift.md", line: 1, text: c.text})
+			if err == nil || !strings.Contains(out, c.want) {
+				t.Errorf("go vet: %v, want a failure naming %q:\n%s", err, c.want, out)
+			}
+		})
+	}
+	good := "var s store.Searcher = st\nres, err := s.Search(ctx, store.SearchQuery{Query: \"refund\"})\n" +
+		"n, err := st.Governance().CountActive(ctx, \"a\")\n"
+	if out, err := vetOne(t, goBin, root, docSnippet{doc: "good.md", line: 1, text: good}); err != nil {
+		t.Errorf("go vet of a right snippet: %v\n%s", err, out)
+	}
+}
