@@ -1,7 +1,7 @@
 package main
 
-// The README transcripts' fixtures: data a program writes through the
-// library, which sessionctl cannot write itself.
+// The transcripts' fixtures (README.md and docs/*.md): data a program
+// writes through the library, which sessionctl cannot write itself.
 
 import (
 	"context"
