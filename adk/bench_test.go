@@ -10,7 +10,7 @@ import (
 )
 
 // The same benchmarks run against ADK's own database service in
-// internal/adkdbbench; run both in one command (see the README):
+// internal/adkdbbench; run both in one command (see docs/agent-sessions.md):
 //
 //	cd adk && go test -run '^$' -bench . . ./internal/adkdbbench
 

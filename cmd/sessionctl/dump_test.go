@@ -147,7 +147,7 @@ func dumpRuntime(ctx context.Context, _ *globals, st cliStore) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			// Normalized: an imported turn is not running (README, import
+			// Normalized: an imported turn is not running (docs/maintenance.md, import
 			// --help: a turn belongs to the process that ran it), so the
 			// process that owned it, its lease (and so its staleness) and a
 			// cancel recorded for it are gone. Its generation and start time

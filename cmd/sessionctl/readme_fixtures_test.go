@@ -1,14 +1,17 @@
 package main
 
-// The README transcripts' fixtures: data a program writes through the
-// library, which sessionctl cannot write itself.
+// The transcripts' fixtures (README.md and docs/*.md): data a program
+// writes through the library, which sessionctl cannot write itself.
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/agentstore/sessionstore/keys"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -17,6 +20,27 @@ import (
 var readmeFixtures = map[string]func(e *testEnv){
 	"agent-sessions": readmeAgentSessions,
 	"conversation":   readmeConversation,
+	"key-file":       func(e *testEnv) { readmeKeyFile(e, "v1") },
+	"key-file-v2":    func(e *testEnv) { readmeKeyFile(e, "v2") },
+}
+
+// readmeKeyFile adds a new key-encryption key of version to the key file
+// kek in the working directory (mode 0600), as its last, current line.
+func readmeKeyFile(e *testEnv, version string) {
+	line, err := keys.GenerateEntry(version)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(e.dir, "kek"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := fmt.Fprintln(f, line); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // readmeAgentSessions writes two agent sessions of the app "support": ada's

@@ -51,7 +51,7 @@ func parseReadme(text string) ([]readmeBlock, error) {
 		l := strings.TrimSpace(lines[i])
 		if m := directiveRE.FindStringSubmatch(l); m != nil {
 			if i+1 >= len(lines) || !strings.HasPrefix(strings.TrimSpace(lines[i+1]), "```") {
-				return nil, fmt.Errorf("README line %d: a transcript directive must stand right before a block's opening fence", i+1)
+				return nil, fmt.Errorf("line %d: a transcript directive must stand right before a block's opening fence", i+1)
 			}
 			continue
 		}
@@ -71,7 +71,7 @@ func parseReadme(text string) ([]readmeBlock, error) {
 			b.lines = append(b.lines, strings.TrimPrefix(lines[i], indent))
 		}
 		if i == len(lines) {
-			return nil, fmt.Errorf("README line %d: the block is not closed", b.line)
+			return nil, fmt.Errorf("line %d: the block is not closed", b.line)
 		}
 		blocks = append(blocks, b)
 	}

@@ -1,10 +1,13 @@
 package main
 
-// The README's transcripts run as a test (issue 24): TestREADMETranscripts
-// runs every block of README.md that shows "$ sessionctl" command lines,
-// in order, against one fresh database, and compares what each command
-// prints with the lines the README shows under it. The binary is the
-// truth; a README that drifts from it fails here.
+// The transcripts of the README and of the guides run as a test (issues
+// 24 and 38): TestDocTranscripts runs, for README.md and for every
+// docs/*.md, each block that shows "$ sessionctl" command lines, in order,
+// against one fresh database per document (so that a guide reads, and
+// runs, on its own), and compares what each command prints with the
+// lines the document shows under it. The binary is the truth; a document
+// that drifts from it fails here (TestDocTranscriptsFailOnDrift shows it).
+// The Go snippets of the same documents are compiled by docs/'s own test.
 //
 // What the test reads, and how (the conventions a README author follows):
 //
@@ -41,9 +44,10 @@ package main
 //     the transpiled SQLite about twentyfold (bench's setup alone takes
 //     more than a minute then): there it counts as not run.
 //
-// The environment: a temporary directory is the working directory, the
-// database is its sessions.db (--db and $SESSIONCTL_DB unset), the a3s
-// samples are copied to testdata/a3s in it, the umask is 022, stdin is
+// The environment, for each document: a temporary directory is the
+// working directory, the database is its sessions.db (--db,
+// $SESSIONCTL_DB and $SESSIONSTORE_TENANT unset), the a3s samples are
+// copied to testdata/a3s in it, the umask is 022, stdin is
 // empty and not a terminal, the clock starts at readmeClockStart and
 // advances one second after every command, and random UUIDs come from a
 // seeded source (so that listings sorted by id keep one order).
@@ -69,8 +73,12 @@ import (
 // readmeClockStart is the time of the README's first command.
 var readmeClockStart = time.Date(2026, 11, 22, 6, 2, 4, 0, time.UTC)
 
-// readmePath is the README, from this package's directory.
-const readmePath = "../../README.md"
+// readmePath is the README, and docsDir the directory of the guides,
+// from this package's directory.
+const (
+	readmePath = "../../README.md"
+	docsDir    = "../../docs"
+)
 
 // readmeRun is one run of the README's transcripts.
 type readmeRun struct {
@@ -189,63 +197,107 @@ func copyTree(t *testing.T, src, dst string) {
 	}
 }
 
-func TestREADMETranscripts(t *testing.T) {
-	text, err := os.ReadFile(readmePath)
+// docFiles are the documents whose transcripts run: the README and
+// every guide under docs/, from this package's directory.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	guides, err := filepath.Glob(filepath.Join(docsDir, "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks, err := parseReadme(string(text))
-	if err != nil {
-		t.Fatal(err)
+	if len(guides) == 0 {
+		t.Fatalf("no guide found in %s", docsDir)
 	}
+	return append([]string{readmePath}, guides...)
+}
+
+// TestDocTranscripts runs the transcripts of the README and of every
+// guide under docs/, each document on a fresh database of its own.
+func TestDocTranscripts(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, path := range docFiles(t) {
+		name, _ := filepath.Rel("../..", path)
+		t.Run(filepath.Base(path), func(t *testing.T) { // -run TestDocTranscripts/retention.md
+			text, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := runTranscripts(t, root, name, string(text))
+			for _, p := range res.problems {
+				t.Error(p)
+			}
+			if res.found > 0 && res.ran < res.found-res.marked {
+				t.Fatalf("ran %d transcript blocks of %d found, %d marked not run", res.ran, res.found, res.marked)
+			}
+			t.Logf("ran %d transcript blocks of %d found, %d marked not run", res.ran, res.found, res.marked)
+		})
+	}
+}
+
+// transcriptResult is what one document's run found.
+type transcriptResult struct {
+	found, marked, ran int
+	// problems are the outputs that differ from the document's and the
+	// commands that failed, one message each.
+	problems []string
+}
+
+// runTranscripts runs the transcript blocks of one document (named name
+// in messages) in order on a fresh database in a temporary working
+// directory, on a clock starting at readmeClockStart and seeded UUIDs.
+func runTranscripts(t *testing.T, root, name, text string) transcriptResult {
+	var res transcriptResult
+	blocks, err := parseReadme(text)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
 	}
 	dir := t.TempDir()
 	copyTree(t, filepath.Join(root, "testdata", "a3s"), filepath.Join(dir, "testdata", "a3s"))
 	t.Chdir(dir)
 	t.Setenv("SESSIONCTL_DB", "")
+	t.Setenv("SESSIONSTORE_TENANT", "")
 	old := syscall.Umask(0o022)
-	t.Cleanup(func() { syscall.Umask(old) })
+	defer syscall.Umask(old)
 	// Random UUIDs from a seeded source: the same ids every run, so that
-	// listings sorted by id keep the README's order.
+	// listings sorted by id keep the document's order.
 	uuid.SetRand(rand.NewChaCha8([32]byte{'r', 'e', 'a', 'd', 'm', 'e'}))
-	t.Cleanup(func() { uuid.SetRand(nil) })
+	defer uuid.SetRand(nil)
 
 	clock := storetest.NewClock()
 	clock.Advance(readmeClockStart.Sub(clock.Now()))
 	r := &readmeRun{env: &testEnv{t: t, dir: dir, db: filepath.Join(dir, "sessions.db"), clock: clock},
 		clock: clock, uuids: map[string]string{}}
 
-	found, marked, ran := 0, 0, 0
 	for _, b := range blocks {
 		if !b.transcript() {
 			if len(b.directives) > 0 {
-				t.Errorf("README line %d: a transcript directive on a block without $ sessionctl lines", b.line)
+				res.problems = append(res.problems, fmt.Sprintf("%s line %d: a transcript directive on a block without $ sessionctl lines", name, b.line))
 			}
 			continue
 		}
-		found++
+		res.found++
 		if d, ok := b.directive("not run"); ok {
 			if !notRunRE.MatchString(d) {
-				t.Errorf("README line %d: %q: say why, as not run (REASON)", b.line, d)
+				res.problems = append(res.problems, fmt.Sprintf("%s line %d: %q: say why, as not run (REASON)", name, b.line, d))
 			}
-			marked++
+			res.marked++
 			continue
 		}
 		if _, ok := b.directive("slow"); ok && raceOn {
-			t.Logf("README line %d: a slow block, not run under the race detector", b.line)
-			marked++
+			t.Logf("%s line %d: a slow block, not run under the race detector", name, b.line)
+			res.marked++
 			continue
 		}
 		var opts matchOptions
 		for _, d := range b.directives {
-			switch name, isFixture := strings.CutPrefix(d, "fixture "); {
+			switch fixture, isFixture := strings.CutPrefix(d, "fixture "); {
 			case isFixture:
-				f, ok := readmeFixtures[name]
+				f, ok := readmeFixtures[fixture]
 				if !ok {
-					t.Fatalf("README line %d: no fixture %q", b.line, name)
+					t.Fatalf("%s line %d: no fixture %q", name, b.line, fixture)
 				}
 				f(r.env)
 			case d == "numbers vary":
@@ -254,53 +306,60 @@ func TestREADMETranscripts(t *testing.T) {
 				opts.timesVary = true
 			case d == "slow":
 			default:
-				t.Fatalf("README line %d: unknown transcript directive %q", b.line, d)
+				t.Fatalf("%s line %d: unknown transcript directive %q", name, b.line, d)
 			}
 		}
 		for _, s := range b.steps() {
 			got, err := r.exec(s.cmd)
 			got = trimLines(got)
 			if err != nil {
-				t.Fatalf("README line %d: %v\noutput:\n%s", s.line, err, strings.Join(got, "\n"))
+				res.problems = append(res.problems, fmt.Sprintf("%s line %d: %v\noutput:\n%s", name, s.line, err, strings.Join(got, "\n")))
+				return res // the later commands depend on this one
 			}
 			u, ok := matchOutput(trimLines(s.want), got, r.uuids, opts)
 			if !ok {
-				t.Errorf("README line %d: $ %s\n--- the README shows\n%s\n--- sessionctl printed\n%s",
-					s.line, s.cmd, strings.Join(trimLines(s.want), "\n"), strings.Join(got, "\n"))
+				res.problems = append(res.problems, fmt.Sprintf("%s line %d: $ %s\n--- the document shows\n%s\n--- sessionctl printed\n%s",
+					name, s.line, s.cmd, strings.Join(trimLines(s.want), "\n"), strings.Join(got, "\n")))
 				continue // the next commands still run: each mismatch is reported
 			}
 			r.uuids = u
 		}
-		ran++
+		res.ran++
 	}
-	if found == 0 || ran < found-marked {
-		t.Fatalf("ran %d transcript blocks of %d found, %d marked not run", ran, found, marked)
-	}
-	t.Logf("ran %d transcript blocks of %d found, %d marked not run", ran, found, marked)
+	return res
 }
 
-// TestREADMECommandList: the README's overview of the commands names
-// every command of the binary, in its groups and order.
-func TestREADMECommandList(t *testing.T) {
-	text, err := os.ReadFile(readmePath)
+// TestDocTranscriptsFailOnDrift: a transcript whose output differs from
+// the binary's, by one word or one number, is reported; the same
+// transcript with the binary's output is not.
+func TestDocTranscriptsFailOnDrift(t *testing.T) {
+	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks, err := parseReadme(string(text))
-	if err != nil {
-		t.Fatal(err)
+	const doc = "# A guide\n\n```\n$ sessionctl create --id t1 --agent a --tool x --budget 2\nt1\n" +
+		"$ sessionctl use t1 --agent a --tool x\nallowed 1 call: %s of 2 calls made, 1 remaining\n```\n"
+	if res := runTranscripts(t, root, "good.md", fmt.Sprintf(doc, "1")); len(res.problems) != 0 || res.ran != 1 {
+		t.Fatalf("the true transcript: ran %d, problems %q", res.ran, res.problems)
 	}
-	var shown [][]string
-	for _, b := range blocks {
-		if len(b.lines) == 0 || !strings.HasPrefix(b.lines[0], "sessionctl [--db PATH] COMMAND [ARGS]") {
-			continue
-		}
-		for _, l := range b.lines[1:] {
-			if _, names, ok := strings.Cut(l, ":"); ok && l != "" {
-				shown = append(shown, strings.Fields(names))
-			}
+	for _, drift := range []string{"2", "one"} {
+		res := runTranscripts(t, root, "drifted.md", fmt.Sprintf(doc, drift))
+		if len(res.problems) != 1 || !strings.Contains(res.problems[0], "drifted.md line 6") {
+			t.Errorf("a drifted transcript (%s of 2 calls made): problems %q", drift, res.problems)
 		}
 	}
+	// A command that fails without showing its status is a problem too.
+	res := runTranscripts(t, root, "status.md", "```\n$ sessionctl create --id t1 --agent a --tool x --budget 2\nt1\n$ sessionctl show nope\n```\n")
+	if len(res.problems) != 1 || !strings.Contains(res.problems[0], "status.md line 4") || !strings.Contains(res.problems[0], "exited 3") {
+		t.Errorf("an unshown exit status: problems %q", res.problems)
+	}
+}
+
+// TestDocCommandList: every overview of the commands in the README and
+// the guides (a block beginning "sessionctl [--db PATH] COMMAND [ARGS]")
+// names every command of the binary, in its groups and order, and there
+// is at least one.
+func TestDocCommandList(t *testing.T) {
 	var want [][]string
 	group := ""
 	for _, c := range commands() {
@@ -310,8 +369,34 @@ func TestREADMECommandList(t *testing.T) {
 		}
 		want[len(want)-1] = append(want[len(want)-1], c.name)
 	}
-	if fmt.Sprint(shown) != fmt.Sprint(want) {
-		t.Errorf("the README's command list shows\n%v\nthe binary has\n%v", shown, want)
+	lists := 0
+	for _, path := range docFiles(t) {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks, err := parseReadme(string(text))
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		for _, b := range blocks {
+			if len(b.lines) == 0 || !strings.HasPrefix(b.lines[0], "sessionctl [--db PATH] COMMAND [ARGS]") {
+				continue
+			}
+			lists++
+			var shown [][]string
+			for _, l := range b.lines[1:] {
+				if _, names, ok := strings.Cut(l, ":"); ok && l != "" {
+					shown = append(shown, strings.Fields(names))
+				}
+			}
+			if fmt.Sprint(shown) != fmt.Sprint(want) {
+				t.Errorf("%s line %d: the command list shows\n%v\nthe binary has\n%v", path, b.line, shown, want)
+			}
+		}
+	}
+	if lists == 0 {
+		t.Error("no document lists the commands")
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 
 // TestSweepDryRunOnDemo: on the demo database, sweep --dry-run shows
 // what each of the demo's policies would remove, per facet, and changes
-// nothing; the README shows this output.
+// nothing; docs/retention.md shows this output (and runs it).
 func TestSweepDryRunOnDemo(t *testing.T) {
 	e := newTestEnv(t)
 	e.run("demo").want(t, 0)

@@ -16,7 +16,7 @@ import (
 
 // TestADKDatabaseRecentEventsPlan records how ADK's database service reads
 // a session's recent events on SQLite (the query its Get issues): a scan of
-// the whole events table and a sort, which is what the README's comparison
+// the whole events table and a sort, which is what docs/agent-sessions.md's comparison
 // says. If a later ADK adds an index, this test says so.
 func TestADKDatabaseRecentEventsPlan(t *testing.T) {
 	dsn := "file:" + filepath.Join(t.TempDir(), "adk.db")
