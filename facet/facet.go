@@ -172,7 +172,7 @@ func MaintenanceTables() []string {
 
 // MaintenanceAdded gives the schema version of the maintenance tables
 // created after MaintenanceSince.
-var MaintenanceAdded = map[string]int64{"sweep_removals": 29}
+var MaintenanceAdded = map[string]int64{"sweep_removals": 28}
 
 // maintenanceAt reports whether maintenance table t exists at version.
 func maintenanceAt(t string, version int64) bool {

@@ -34,7 +34,7 @@ const (
 		FROM agent_sessions WHERE pk = ?`
 
 	// lnInsertSQL writes a fork, or the holder of a rewind's superseded
-	// events (superseded_from: the rewind point, migration 29).
+	// events (superseded_from: the rewind point, migration 28).
 	lnInsertSQL = `INSERT INTO agent_sessions
 		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms,
 		 lineage_parent, fork_seq, retired, superseded_of, initial_state, tenant, superseded_from)

@@ -9,7 +9,7 @@ import (
 	"github.com/agentstore/sessionstore/store"
 )
 
-// Removing a large conversation in several transactions (migration 29).
+// Removing a large conversation in several transactions (migration 28).
 //
 // A sweep's batch is bounded in rows, not in sessions: a conversation
 // with more rows than a batch (SweepOptions.BatchRows) is not removed in
