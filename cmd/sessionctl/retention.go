@@ -114,7 +114,9 @@ func runRetention(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return g.usageErr(name, "%v", err)
 	}
-	st, err := g.openOrCreate(ctx)
+	// A policy for a store that does not exist is a mistyped --db: it
+	// must not make an empty one.
+	st, err := g.openExisting(ctx)
 	if err != nil {
 		return g.fail(name, err)
 	}
