@@ -250,10 +250,10 @@ func runKeys(ctx context.Context, g *globals, args []string) error {
 	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
 		return err
 	}
-	name := sp.name + " " + sub
-	if sub != "gc" && (*dryRun || *grace != store.DefaultKeyGrace) {
-		return g.usageErr(name, "--dry-run and --grace are options of keys gc")
+	if err := g.checkActionFlags(fs, sp.name, sub); err != nil { // actions.go
+		return err
 	}
+	name := sp.name + " " + sub
 	if sub == "gc" {
 		if *grace <= 0 {
 			return g.usageErr(name, "--grace must be positive")
