@@ -10,8 +10,10 @@ import (
 	"testing"
 
 	"github.com/agentstore/sessionstore/archive"
+	"github.com/agentstore/sessionstore/internal/pgtest"
 	"github.com/agentstore/sessionstore/internal/sqltest"
 	sskeys "github.com/agentstore/sessionstore/keys"
+	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -183,5 +185,86 @@ func TestImportKeyAbsent(t *testing.T) {
 	// With the exporting store's keyring it imports.
 	if _, err := archive.ImportFile(ctx, dst, exp, archive.ImportOptions{Keys: srcRing}); err != nil {
 		t.Fatalf("import with the exporting store's keyring: %v", err)
+	}
+}
+
+// TestDryRunChecksTheStore (issue 37, item 17): a dry run with a store
+// meets the conflict the import meets (it checked the file alone and
+// reported success), counts existing records as skipped with
+// SkipExisting, changes nothing, and leaves no data key of the records
+// it checked in an encrypting store's keyring; on both backends.
+func TestDryRunChecksTheStore(t *testing.T) {
+	line, err := sskeys.GenerateEntry("v1")
+	must(t, err)
+	kek, err := sskeys.Parse(line)
+	must(t, err)
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := t.Context()
+			open := func(ring store.KeyRing) archive.Store {
+				var st interface {
+					archive.Store
+					Close() error
+				}
+				var err error
+				switch {
+				case kind == "sqlite" && ring != nil:
+					st, err = sqlstore.Open(ctx, sqltest.FreshPath(t, "s.db"), sqlstore.WithKeyRing(ring))
+				case kind == "sqlite":
+					st, err = sqlstore.Open(ctx, sqltest.FreshPath(t, "s.db"))
+				case ring != nil:
+					st, err = pgstore.Open(ctx, pgtest.NewSchema(t), pgstore.WithKeyRing(ring))
+				default:
+					st, err = pgstore.Open(ctx, pgtest.NewSchema(t))
+				}
+				must(t, err)
+				t.Cleanup(func() { st.Close() })
+				return st
+			}
+			src := open(nil)
+			_, err := src.AgentSessions().CreateSession(ctx, store.CreateAgentSessionRequest{Key: shredKey("s")})
+			must(t, err)
+			c := store.NewConversation("c")
+			c.Messages = []store.Message{store.UserMessage("hello")}
+			_, err = src.Conversations().Save(ctx, c)
+			must(t, err)
+			exp := filepath.Join(t.TempDir(), "export.json")
+			_, err = archive.ExportFile(ctx, src, exp, archive.ExportOptions{})
+			must(t, err)
+
+			// Into the store that holds the records: the conflict.
+			_, err = archive.ImportFile(ctx, src, exp, archive.ImportOptions{DryRun: true})
+			if !errors.Is(err, store.ErrConflict) {
+				t.Fatalf("dry run into the exporting store: %v, want ErrConflict", err)
+			}
+			res, err := archive.ImportFile(ctx, src, exp, archive.ImportOptions{DryRun: true, SkipExisting: true})
+			if err != nil || res.Skipped != 2 || res.Total() != 0 {
+				t.Fatalf("dry run with SkipExisting: %+v, %v", res, err)
+			}
+
+			// Into an empty encrypting store: counted, nothing written, no
+			// key left.
+			ringDir := t.TempDir()
+			ring, err := sskeys.OpenRing(ringDir, kek, sskeys.RingOptions{})
+			must(t, err)
+			dst := open(ring)
+			res, err = archive.ImportFile(ctx, dst, exp, archive.ImportOptions{DryRun: true})
+			if err != nil || res.Conversations != 1 || res.AgentSessions != 1 {
+				t.Fatalf("dry run into an empty store: %+v, %v", res, err)
+			}
+			if ok, err := dst.Conversations().Exists(ctx, "c"); err != nil || ok {
+				t.Fatalf("the dry run wrote the conversation: %v, %v", ok, err)
+			}
+			if ids, err := ring.IDs(); err != nil || len(ids) != 0 {
+				t.Fatalf("the dry run left keys %v, %v", ids, err)
+			}
+			// The import itself then writes them, keys and all.
+			if _, err := archive.ImportFile(ctx, dst, exp, archive.ImportOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if ids, _ := ring.IDs(); len(ids) != 2 {
+				t.Fatalf("after the import the keyring holds %v", ids)
+			}
+		})
 	}
 }
