@@ -90,7 +90,7 @@ func (c *Conversation) open(ctx context.Context, ring store.KeyRing, field strin
 	if len(c.Conversation.Messages) > 0 || len(c.Artifacts) > 0 || len(c.Traces) > 0 || len(c.Runs) > 0 || len(c.Reports) > 0 {
 		return store.Invalid(field, "a sealed conversation holds no plaintext content")
 	}
-	dk, err := sessionKey(ctx, ring, c.DataKey)
+	dk, err := openKey(ctx, ring, c.DataKey)
 	if err != nil {
 		return err
 	}

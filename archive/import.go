@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -24,8 +25,14 @@ type ImportOptions struct {
 	// stored with another value) untouched instead of failing the import
 	// with ErrConflict.
 	SkipExisting bool
-	// DryRun parses and validates the whole file and writes nothing; the
-	// store may then be nil.
+	// DryRun parses and validates the whole file and changes nothing.
+	// With a store, it checks the file against it as the import would:
+	// every record is written in the import's transaction, which is then
+	// rolled back (the data keys it made for encrypted records are
+	// shredded), so a record that exists is a conflict (or, with
+	// SkipExisting, skipped) exactly where the import would find one; the
+	// store's write lock is held meanwhile, as during an import. The store
+	// may be nil: then only the file itself is checked.
 	DryRun bool
 	// Progress, when set, is called after every record and every read.
 	Progress func(ImportProgress)
@@ -164,9 +171,20 @@ func importSeeker(ctx context.Context, st Store, r io.ReadSeeker, size int64, op
 		}
 		return importWhole(ctx, x, all, in)
 	}
-	if opts.DryRun {
+	switch {
+	case opts.DryRun && st == nil:
 		err = run(nil)
-	} else {
+	case opts.DryRun:
+		err = st.RestoreRecords(ctx, func(w store.RecordWriter) error {
+			if err := run(w); err != nil {
+				return err
+			}
+			return errDryRun // roll back what the check wrote
+		})
+		if errors.Is(err, errDryRun) {
+			err = nil
+		}
+	default:
 		err = st.RestoreRecords(ctx, run)
 	}
 	if err != nil {
@@ -174,6 +192,10 @@ func importSeeker(ctx context.Context, st Store, r io.ReadSeeker, size int64, op
 	}
 	return ImportResult{Counts: x.counts, Skipped: x.skipped}, nil
 }
+
+// errDryRun ends the transaction of a dry run with a store, which must
+// not commit.
+var errDryRun = errors.New("archive: dry run (rolled back)")
 
 // put writes one record through fn and counts it in counter; a record
 // that exists is skipped with SkipExisting, else a conflict. In a dry run

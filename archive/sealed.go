@@ -14,6 +14,7 @@ package archive
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 
 	sskeys "github.com/agentstore/sessionstore/keys"
@@ -41,6 +42,31 @@ func sessionKey(ctx context.Context, ring store.KeyRing, id string) (*sskeys.Dat
 	return sskeys.NewDataKey(id, raw)
 }
 
+// shredChecker is a keyring that tells a key it shredded from one it
+// never held (keys.Ring).
+type shredChecker interface {
+	ShreddedHere(ctx context.Context, id string) (bool, error)
+}
+
+// openKey is sessionKey for an import, which opens what another store
+// may have sealed: a key missing from ring that ring did not shred is
+// store.ErrKeyAbsent (not in this keyring), not ErrKeyShredded.
+func openKey(ctx context.Context, ring store.KeyRing, id string) (*sskeys.DataKey, error) {
+	dk, err := sessionKey(ctx, ring, id)
+	var ke *store.KeyError
+	if err == nil || !errors.Is(err, store.ErrKeyShredded) || !errors.As(err, &ke) {
+		return dk, err
+	}
+	sc, ok := ring.(shredChecker)
+	if !ok {
+		return nil, err
+	}
+	if here, cerr := sc.ShreddedHere(ctx, id); cerr != nil || here {
+		return nil, err
+	}
+	return nil, &store.KeyError{KeyID: id, KEKVersion: ke.KEKVersion, Ring: ke.Ring, Op: ke.Op, Kind: store.ErrKeyAbsent}
+}
+
 // seal seals s's content with its data key keyID.
 func (s *AgentSession) seal(ctx context.Context, ring store.KeyRing, keyID string) error {
 	dk, err := sessionKey(ctx, ring, keyID)
@@ -63,7 +89,7 @@ func (s *AgentSession) open(ctx context.Context, ring store.KeyRing) error {
 	if s.DataKey == "" {
 		return nil
 	}
-	dk, err := sessionKey(ctx, ring, s.DataKey)
+	dk, err := openKey(ctx, ring, s.DataKey)
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ func (r *RuntimeSession) open(ctx context.Context, ring store.KeyRing) error {
 	if r.DataKey == "" {
 		return nil
 	}
-	dk, err := sessionKey(ctx, ring, r.DataKey)
+	dk, err := openKey(ctx, ring, r.DataKey)
 	if err != nil {
 		return err
 	}

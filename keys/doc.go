@@ -10,9 +10,14 @@
 // (Ring.Rotate) re-wraps key by key, skips those already done, and can be
 // interrupted at any point (kill -9 included) and run again. Writes are a
 // temporary file, fsync, rename, fsync of the directory; a shred is an
-// unlink and an fsync of the directory. Processes sharing the store share
-// the directory without a lock server: files are created once under a
-// fresh random name and replaced atomically.
+// unlink and an fsync of the directory, after a line naming the key is
+// appended to the directory's shred log (".shredded"), so that a key
+// that is gone can be told from one the keyring never held. Processes
+// sharing the store share the directory without a lock server: files are
+// created once under a fresh random name and replaced atomically. A Ring
+// caches unwrapped keys but hands a cached key out only while its file
+// exists (a stat per Key), so a key shredded by any process is gone for
+// every Ring.
 //
 // Backups: a database backup is readable only together with the keyring
 // as it was when the backup was taken, less the keys shredded since (those

@@ -290,3 +290,121 @@ func BenchmarkSealOpen(b *testing.B) {
 		}
 	})
 }
+
+// TestCachedKeyFollowsShred (issue 37, item 1): a Ring that holds a key
+// in its cache does not hand it out once another Ring on the same
+// directory (here, in this process; TestShreddedKeyStaysShredded in
+// package archive does it from another process too) shredded it, and it
+// knows the key was shredded there, while a key it never held is not
+// known as shredded.
+func TestCachedKeyFollowsShred(t *testing.T) {
+	ctx := context.Background()
+	p, _ := provider(t, "v1")
+	dir := t.TempDir()
+	a, err := OpenRing(dir, p, RingOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := OpenRing(dir, p, RingOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _, err := a.NewKey(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Key(ctx, id); err != nil { // b caches it
+		t.Fatal(err)
+	}
+	if err := a.Shred(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Key(ctx, id)
+	var ke *store.KeyError
+	if !errors.Is(err, store.ErrKeyShredded) || !errors.As(err, &ke) || ke.KeyID != id || ke.Ring != dir {
+		t.Fatalf("cached key after another ring's shred: %v (%+v), want ErrKeyShredded naming key and ring", err, ke)
+	}
+	for _, r := range []*Ring{a, b} {
+		if here, err := r.ShreddedHere(ctx, id); err != nil || !here {
+			t.Fatalf("ShreddedHere: %v, %v", here, err)
+		}
+	}
+	// A file removed behind the rings' back (no shred log line): the
+	// ring that had cached it knows it went; a fresh one cannot tell.
+	id2, _, err := a.NewKey(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Key(ctx, id2); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, id2)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Key(ctx, id2); !errors.Is(err, store.ErrKeyShredded) {
+		t.Fatalf("cached key whose file went: %v", err)
+	}
+	if here, _ := b.ShreddedHere(ctx, id2); !here {
+		t.Fatal("the ring that saw the key go does not know it")
+	}
+	fresh, _ := OpenRing(dir, p, RingOptions{})
+	if here, _ := fresh.ShreddedHere(ctx, id2); here {
+		t.Fatal("a fresh ring claims a key removed behind its back was shredded here")
+	}
+	if here, _ := fresh.ShreddedHere(ctx, strings.Repeat("ab", 16)); here {
+		t.Fatal("a key never held is reported shredded")
+	}
+	// The shred log is never taken for a key.
+	if ids, _ := fresh.IDs(); len(ids) != 0 {
+		t.Fatalf("ids %v", ids)
+	}
+}
+
+// TestOpenRingNoCreate: with NoCreate a missing directory is a
+// *RingDirError naming it (fs.ErrNotExist), and nothing is created.
+func TestOpenRingNoCreate(t *testing.T) {
+	p, _ := provider(t, "v1")
+	dir := filepath.Join(t.TempDir(), "typo.keyring")
+	_, err := OpenRing(dir, p, RingOptions{NoCreate: true})
+	var de *RingDirError
+	if !errors.As(err, &de) || de.Dir != dir || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("missing dir: %v", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("NoCreate created the directory: %v", err)
+	}
+	if _, err := OpenRing(filepath.Dir(dir), p, RingOptions{NoCreate: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BenchmarkRingKeyCached measures Key for a key in the cache: the stat
+// of its file that keeps a shredded key from coming back (issue 37) is
+// what it costs. Run: go test -run '^$' -bench RingKeyCached ./keys
+func BenchmarkRingKeyCached(b *testing.B) {
+	ctx := context.Background()
+	p, _ := provider(b, "v1")
+	r, err := OpenRing(b.TempDir(), p, RingOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	id, _, err := r.NewKey(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("cached", func(b *testing.B) {
+		for range b.N {
+			if _, err := r.Key(ctx, id); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	u, _ := OpenRing(r.Dir(), p, RingOptions{CacheSize: -1})
+	b.Run("uncached", func(b *testing.B) {
+		for range b.N {
+			if _, err := u.Key(ctx, id); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package keys
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"syscall"
 
 	"github.com/agentstore/sessionstore/store"
 )
@@ -32,7 +34,16 @@ type Ring struct {
 
 	mu    sync.Mutex
 	cache map[string][]byte
+	// gone holds the ids this Ring found shredded after it had held
+	// them (a cached key whose file went): ShreddedHere says so even if
+	// the shred log missed them.
+	gone map[string]bool
 }
+
+// shredLog is the file of a keyring directory that lists the ids of the
+// keys shredded in it, one a line (see Ring.ShreddedHere). Its name is
+// not a key id, so it is never taken for a key.
+const shredLog = ".shredded"
 
 var _ store.KeyRing = (*Ring)(nil)
 
@@ -41,22 +52,59 @@ type RingOptions struct {
 	// CacheSize bounds the unwrapped data keys kept in memory
 	// (DefaultCacheSize when 0; negative: no cache).
 	CacheSize int
+	// NoCreate makes OpenRing fail with a *RingDirError (matching
+	// fs.ErrNotExist) when the directory does not exist, instead of
+	// creating it: for a program that must only read keys, or that was
+	// told where the keyring is and must not start a new one elsewhere.
+	NoCreate bool
 }
 
-// OpenRing opens (creating it, mode 0700) the keyring directory dir, whose
-// keys are wrapped by p.
+// RingDirError: the keyring directory Dir cannot be opened (it does not
+// exist, or is not a directory). Error() names the directory; errors.Is
+// matches Err (fs.ErrNotExist for a missing directory).
+type RingDirError struct {
+	// Dir is the keyring directory as given.
+	Dir string
+	// Err is the cause.
+	Err error
+}
+
+// Error says which directory and why.
+func (e *RingDirError) Error() string {
+	if errors.Is(e.Err, fs.ErrNotExist) {
+		return fmt.Sprintf("keyring directory %s does not exist", e.Dir)
+	}
+	if errors.Is(e.Err, syscall.ENOTDIR) {
+		return fmt.Sprintf("keyring %s is not a directory", e.Dir)
+	}
+	return fmt.Sprintf("keyring directory %s: %v", e.Dir, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *RingDirError) Unwrap() error { return e.Err }
+
+// OpenRing opens (creating it, mode 0700, unless opts.NoCreate) the
+// keyring directory dir, whose keys are wrapped by p.
 func OpenRing(dir string, p store.KeyProvider, opts RingOptions) (*Ring, error) {
 	if p == nil {
 		return nil, errors.New("keys: OpenRing needs a key provider")
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if opts.NoCreate {
+		fi, err := os.Stat(dir)
+		switch {
+		case err != nil:
+			return nil, &RingDirError{Dir: dir, Err: err}
+		case !fi.IsDir():
+			return nil, &RingDirError{Dir: dir, Err: syscall.ENOTDIR}
+		}
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
 	n := opts.CacheSize
 	if n == 0 {
 		n = DefaultCacheSize
 	}
-	return &Ring{dir: dir, p: p, max: max(n, 0), cache: make(map[string][]byte)}, nil
+	return &Ring{dir: dir, p: p, max: max(n, 0), cache: make(map[string][]byte), gone: make(map[string]bool)}, nil
 }
 
 // Dir returns the keyring directory.
@@ -105,7 +153,9 @@ func (r *Ring) NewKey(ctx context.Context) (string, []byte, error) {
 }
 
 // Key returns the data key named id, from the cache or unwrapped from its
-// file.
+// file. A cached key is handed out only while its file exists (one stat
+// per call): a key shredded by another Ring, in this process or another,
+// is ErrKeyShredded here too from then on.
 func (r *Ring) Key(ctx context.Context, id string) ([]byte, error) {
 	if !validID(id) {
 		return nil, &store.KeyError{KeyID: id, Op: "load", Kind: store.ErrKeyMismatch}
@@ -114,7 +164,20 @@ func (r *Ring) Key(ctx context.Context, id string) ([]byte, error) {
 	k, ok := r.cache[id]
 	r.mu.Unlock()
 	if ok {
-		return k, nil
+		_, err := os.Stat(filepath.Join(r.dir, id))
+		if err == nil {
+			return k, nil
+		}
+		r.mu.Lock()
+		delete(r.cache, id)
+		if errors.Is(err, fs.ErrNotExist) {
+			r.gone[id] = true
+		}
+		r.mu.Unlock()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, r.shreddedErr(id)
+		}
+		return nil, &store.KeyError{KeyID: id, Ring: r.dir, Op: "load", Kind: store.ErrKeyUnavailable, Err: err}
 	}
 	f, err := r.read(id)
 	if err != nil {
@@ -124,16 +187,19 @@ func (r *Ring) Key(ctx context.Context, id string) ([]byte, error) {
 	if err != nil {
 		var ke *store.KeyError
 		if errors.As(err, &ke) {
-			ke.KeyID = id
+			ke.KeyID, ke.Ring = id, r.dir
 			return nil, ke
 		}
-		return nil, &store.KeyError{KeyID: id, KEKVersion: f.KEK, Op: "unwrap", Kind: store.ErrKeyUnavailable, Err: err}
+		return nil, &store.KeyError{KeyID: id, KEKVersion: f.KEK, Ring: r.dir, Op: "unwrap", Kind: store.ErrKeyUnavailable, Err: err}
 	}
 	r.remember(id, k)
 	return k, nil
 }
 
-// Shred unlinks the key's file and syncs the directory.
+// Shred unlinks the key's file and syncs the directory. Before the
+// unlink it notes the id in the directory's shred log (see ShreddedHere):
+// a note without a sync of its own, so a crash may lose it, which only
+// makes a later error say "not in the keyring" instead of "shredded".
 func (r *Ring) Shred(_ context.Context, id string) error {
 	if !validID(id) {
 		return &store.KeyError{KeyID: id, Op: "shred", Kind: store.ErrKeyMismatch}
@@ -141,11 +207,59 @@ func (r *Ring) Shred(_ context.Context, id string) error {
 	r.mu.Lock()
 	delete(r.cache, id)
 	r.mu.Unlock()
-	err := os.Remove(filepath.Join(r.dir, id))
+	path := filepath.Join(r.dir, id)
+	if _, err := os.Stat(path); err == nil {
+		r.noteShred(id)
+	}
+	err := os.Remove(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return syncDir(r.dir)
+}
+
+// noteShred appends id to the shred log (best effort: see Shred). One
+// write of a whole line to a file opened for appending: lines of
+// processes shredding at once do not interleave.
+func (r *Ring) noteShred(id string) {
+	f, err := os.OpenFile(filepath.Join(r.dir, shredLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return
+	}
+	_, _ = f.Write([]byte(id + "\n"))
+	_ = f.Close()
+}
+
+// ShreddedHere reports whether the key named id was shredded in this
+// keyring: by this Ring or another one on the same directory, in any
+// process (the directory's shred log), or seen gone by this Ring after it
+// had held it. A key whose file is missing and that is not known to have
+// been shredded here was never in this keyring (as far as it can tell):
+// an export's key looked for in the keyring of another store, say.
+func (r *Ring) ShreddedHere(_ context.Context, id string) (bool, error) {
+	if !validID(id) {
+		return false, nil
+	}
+	r.mu.Lock()
+	gone := r.gone[id]
+	r.mu.Unlock()
+	if gone {
+		return true, nil
+	}
+	b, err := os.ReadFile(filepath.Join(r.dir, shredLog))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	// Lines are 32 hex digits and a newline: a match cannot straddle two.
+	return bytes.Contains(b, []byte(id)), nil
+}
+
+// shreddedErr is the error of a key whose file is gone.
+func (r *Ring) shreddedErr(id string) error {
+	return &store.KeyError{KeyID: id, Ring: r.dir, Op: "load", Kind: store.ErrKeyShredded}
 }
 
 // IDs returns the ids of the keys in the ring, sorted.
@@ -274,7 +388,7 @@ func (r *Ring) remember(id string, k []byte) {
 func (r *Ring) read(id string) (keyFile, error) {
 	b, err := os.ReadFile(filepath.Join(r.dir, id))
 	if errors.Is(err, fs.ErrNotExist) {
-		return keyFile{}, &store.KeyError{KeyID: id, Op: "load", Kind: store.ErrKeyShredded}
+		return keyFile{}, r.shreddedErr(id)
 	}
 	if err != nil {
 		return keyFile{}, err

@@ -110,7 +110,7 @@ var storeSentinels = []error{
 	store.ErrClosed, store.ErrRateLimited, store.ErrAgentMismatch, store.ErrTooManySessions,
 	store.ErrInvalidInput, store.ErrConflict, store.ErrSchemaTooNew, store.ErrNotSessionStore,
 	store.ErrStoreClosed, store.ErrBusy, store.ErrStorage,
-	store.ErrKeyUnavailable, store.ErrKeyShredded, store.ErrKeyMismatch,
+	store.ErrKeyUnavailable, store.ErrKeyShredded, store.ErrKeyAbsent, store.ErrKeyMismatch,
 }
 
 func isStoreError(err error) bool {

@@ -23,6 +23,11 @@ func (s *Store) RestoreRecords(ctx context.Context, fn func(w store.RecordWriter
 			n, err := restoreSession(tx, govRestoreSkipSQL, tenant, &sess)
 			return n > 0, err
 		})
-		return fn(w)
+		if err := fn(w); err != nil {
+			// The transaction rolls back: the keys it made name nothing.
+			s.core.DiscardRestoreKeys(ctx, w)
+			return err
+		}
+		return nil
 	})
 }

@@ -27,6 +27,11 @@ var (
 	// was deleted, or the keyring lost its file): its content can never be
 	// read again.
 	ErrKeyShredded = errors.New("encryption key shredded")
+	// ErrKeyAbsent: the data key an import needs is not in the keyring it
+	// was given, and that keyring never held it as far as it can tell (it
+	// did not shred it): the keyring of another store, say. The KeyError
+	// names the key and the keyring (KeyID, Ring). Nothing was changed.
+	ErrKeyAbsent = errors.New("encryption key not in the keyring")
 	// ErrKeyMismatch: a key did not authenticate what it was given: a
 	// wrong key-encryption key, a data key that is not the row's, a row
 	// moved or replayed from elsewhere, a damaged ciphertext, or plaintext
@@ -43,9 +48,13 @@ type KeyError struct {
 	KeyID string
 	// KEKVersion is the key-encryption key version involved, if known.
 	KEKVersion string
+	// Ring is where the key was looked for (a keyring directory), if
+	// known.
+	Ring string
 	// Op is what failed: "wrap", "unwrap", "open", "seal", "load", "shred".
 	Op string
-	// Kind is ErrKeyUnavailable, ErrKeyShredded or ErrKeyMismatch.
+	// Kind is ErrKeyUnavailable, ErrKeyShredded, ErrKeyAbsent or
+	// ErrKeyMismatch.
 	Kind error
 	// Err is the underlying cause, if any.
 	Err error

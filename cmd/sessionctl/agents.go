@@ -78,13 +78,8 @@ func runAgents(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	name := sp.name + " " + sub
-	only := func(sub string, flags ...string) error {
-		for _, f := range flags {
-			if isSet(fs, f) {
-				return g.usageErr(name, "--%s does not apply to agents %s", f, sub)
-			}
-		}
-		return nil
+	if err := g.checkActionFlags(fs, sp.name, sub); err != nil { // actions.go
+		return err
 	}
 	key := func(min int) (store.SessionKey, error) {
 		if len(pos) < min || len(pos) > 3 || (min == 3 && len(pos) != 3) {
@@ -112,9 +107,6 @@ func runAgents(ctx context.Context, g *globals, args []string) error {
 	}
 	switch sub {
 	case "list":
-		if err := only(sub, "last", "from", "invocation", "follow", "yes"); err != nil {
-			return err
-		}
 		if len(pos) > 0 {
 			return g.usageErr(name, "unexpected argument %q (use --app and --user)", pos[0])
 		}
@@ -137,18 +129,12 @@ func runAgents(ctx context.Context, g *globals, args []string) error {
 		}
 		return g.result(name, g.agentsList(ctx, agentListReq{app: *app, user: *user, idle: *idle, limit: *limit, after: cur, all: *all}, *asJSON))
 	case "show":
-		if err := only(sub, "app", "user", "idle", "limit", "after", "all", "from", "invocation", "follow", "yes"); err != nil {
-			return err
-		}
 		k, err := key(3)
 		if err != nil {
 			return err
 		}
 		return g.result(name, g.agentsShow(ctx, k, *last, *asJSON))
 	case "events":
-		if err := only(sub, "app", "user", "idle", "after", "all", "yes"); err != nil {
-			return err
-		}
 		k, err := key(3)
 		if err != nil {
 			return err
@@ -178,18 +164,12 @@ func runAgents(ctx context.Context, g *globals, args []string) error {
 		}
 		return g.result(name, g.agentsEvents(ctx, req, *asJSON))
 	case "state":
-		if err := only(sub, "app", "user", "idle", "limit", "after", "all", "last", "from", "invocation", "follow", "yes"); err != nil {
-			return err
-		}
 		k, err := key(1)
 		if err != nil {
 			return err
 		}
 		return g.result(name, g.agentsState(ctx, k, *asJSON))
 	case "delete":
-		if err := only(sub, "app", "user", "idle", "limit", "after", "all", "last", "from", "invocation", "follow"); err != nil {
-			return err
-		}
 		k, err := key(3)
 		if err != nil {
 			return err

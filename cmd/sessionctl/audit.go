@@ -75,6 +75,9 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := g.checkActionFlags(fs, sp.name, sub); err != nil { // actions.go
+		return err
+	}
 	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
 		return err
 	}

@@ -10,7 +10,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentstore/sessionstore/pgstore"
@@ -101,6 +104,69 @@ func (g *globals) openOrCreate(ctx context.Context) (cliStore, error) {
 		return tenantStore(st, g.tenant)
 	}
 	return st, nil
+}
+
+// openOrCreateUndo is openOrCreate for a command that may create the
+// store but must leave nothing behind when it fails (import, create). It
+// also returns undo, for the failure: undo closes st and removes what
+// this call created — the SQLite file with the files beside it, and the
+// keyring directory — unless another process holds the database by then
+// (it is theirs too: nothing is removed). A keyring directory created
+// beside a database that existed is removed only when it holds no key.
+// On PostgreSQL undo only closes the store: the tables of a new store
+// stay (the schema is the operator's).
+func (g *globals) openOrCreateUndo(ctx context.Context) (st cliStore, undo func(), err error) {
+	if g.isPG() {
+		st, err = g.openOrCreate(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, func() { st.Close() }, nil
+	}
+	newDB := !pathExists(g.db)
+	ring := ""
+	if p, _ := g.keyProvider(); p != nil {
+		ring = g.keyringDir()
+	}
+	newRing := ring != "" && !pathExists(ring)
+	remove := func() {
+		if newDB {
+			if how, err := sqlstore.InUse(g.db); err != nil || how != "" {
+				return
+			}
+			for _, f := range sqlstore.Files(g.db) {
+				if f != sqlstore.WriterLockPath(g.db) {
+					_ = os.Remove(f)
+				}
+			}
+			// The lock file goes last, once nothing it guards is left.
+			_ = os.Remove(sqlstore.WriterLockPath(g.db))
+		}
+		if !newRing {
+			return
+		}
+		if newDB {
+			_ = os.RemoveAll(ring)
+			return
+		}
+		if ents, err := os.ReadDir(ring); err == nil && len(ents) <= 1 {
+			_ = os.Remove(filepath.Join(ring, ".shredded")) // keys the failed command made and shredded
+			_ = os.Remove(ring)
+		}
+	}
+	st, err = g.openOrCreate(ctx)
+	if err != nil {
+		remove()
+		return nil, nil, err
+	}
+	return st, func() { st.Close(); remove() }, nil
+}
+
+// pathExists reports whether something exists at path (an error other
+// than "does not exist" counts as existing: nothing is removed then).
+func pathExists(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, fs.ErrNotExist)
 }
 
 // errNotOnPostgres is the error of a command (or flag) that only makes

@@ -83,13 +83,14 @@ func runCreate(ctx context.Context, g *globals, args []string) error {
 	if _, err := req.Normalize(); err != nil {
 		return g.usageErr(sp.name, "%v", err)
 	}
-	st, err := g.openOrCreate(ctx)
+	st, undo, err := g.openOrCreateUndo(ctx) // a refused create leaves no new file
 	if err != nil {
 		return g.fail(sp.name, err)
 	}
 	defer st.Close()
 	sess, err := st.Governance().Create(ctx, req)
 	if err != nil {
+		undo()
 		var tm *store.TooManySessionsError
 		switch {
 		case errors.As(err, &tm):

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -34,9 +35,13 @@ imported completely or not at all — a bad record, an id that already
 exists (unless --skip-existing) or a killed process leaves nothing of it,
 and running the import again imports it whole. Files are imported in
 order; the first bad file stops the import (the files before it stay
-imported) — use --dry-run to check every file first. Other writers wait
-while a file is imported (on SQLite the write lock is held). Creates the
-database file when it does not exist. When stderr is a terminal, a status
+imported) — use --dry-run to check every file first: against the store
+when it exists (each file is imported and rolled back, so an id that
+exists is a conflict there as here; files are checked one by one, not
+against each other), changing nothing. Other writers wait while a file
+is imported or checked (on SQLite the write lock is held). Creates the
+database file when it does not exist, and removes it again when the
+first file fails. When stderr is a terminal, a status
 line shows the file being imported, the records imported so far and the
 bytes read of the file. A Go program imports with package archive.`,
 	examples: []string{
@@ -66,13 +71,36 @@ func runImport(ctx context.Context, g *globals, args []string) error {
 	if err := g.wantArgs(sp, pos, 1, -1); err != nil {
 		return err
 	}
+	// A dry run checks the files against the store when there is one
+	// (conflicts included), and creates nothing; an import creates the
+	// store, and removes it again when nothing could be imported.
 	var st cliStore
-	if !*dryRun {
-		if st, err = g.openOrCreate(ctx); err != nil {
+	undo := func() {}
+	if *dryRun {
+		var none *errNoStore
+		var nofile *errNoDatabase
+		switch err := g.mustExist(ctx); {
+		case err == nil:
+			if st, err = g.openExisting(ctx); err != nil {
+				return g.fail(sp.name, err)
+			}
+			defer st.Close()
+			st = untenanted(st)
+		case errors.As(err, &none) || errors.As(err, &nofile):
+			// No store: the files alone are checked.
+		default:
+			return g.fail(sp.name, err)
+		}
+	} else {
+		if st, undo, err = g.openOrCreateUndo(ctx); err != nil {
 			return g.fail(sp.name, err)
 		}
 		defer st.Close()
 		st = untenanted(st) // the import names the tenant itself (--tenant)
+	}
+	ring, err := g.openKeyRing(!*dryRun)
+	if err != nil {
+		return g.fail(sp.name, err)
 	}
 	p := g.startProgress(true)
 	doc := importJSON{DryRun: *dryRun}
@@ -92,7 +120,7 @@ func runImport(ctx context.Context, g *globals, args []string) error {
 		// Throttled like every update: many small files must not redraw
 		// the line for each.
 		p.update(func() string { return label })
-		opts := archive.ImportOptions{SkipExisting: *skip, DryRun: *dryRun, Progress: importStatus(p, label), Keys: g.keyRing(), Tenant: g.tenant}
+		opts := archive.ImportOptions{SkipExisting: *skip, DryRun: *dryRun, Progress: importStatus(p, label), Keys: ring, Tenant: g.tenant}
 		var res archive.ImportResult
 		if name == "-" {
 			p.show("reading stdin")
@@ -101,6 +129,9 @@ func runImport(ctx context.Context, g *globals, args []string) error {
 			res, err = archive.ImportFile(ctx, st, name, opts)
 		}
 		if err != nil {
+			if doc.Files == 0 {
+				undo() // nothing imported: a store this import created goes
+			}
 			if doc.Files > 0 {
 				err = fmt.Errorf("%w (the %d %s before it %s imported)", err, doc.Files, plural(doc.Files, "file", "files"), plural(doc.Files, "was", "were"))
 			}

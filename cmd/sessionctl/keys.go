@@ -12,9 +12,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"sort"
+	"strings"
+	"syscall"
 
 	"github.com/agentstore/sessionstore/keys"
 	"github.com/agentstore/sessionstore/pgstore"
@@ -71,14 +74,29 @@ func (g *globals) keyProvider() (store.KeyProvider, error) {
 
 // checkKeys fails when --key-file or $SESSIONSTORE_KEY is given but does
 // not hold valid keys, or --keyring cannot be opened: a command must never
-// fall back to writing plaintext sessions.
-func (g *globals) checkKeys() error {
+// fall back to writing plaintext sessions. A --keyring directory that does
+// not exist is a usage error naming it, and nothing is created (a
+// mistyped path used to read as "encryption key shredded", and create
+// started a new keyring there), unless command (with args) creates the
+// store itself and the store does not exist yet: then the keyring is new
+// too.
+func (g *globals) checkKeys(ctx context.Context, command string, args []string) error {
 	p, err := g.keyProvider()
 	if err != nil {
 		return fmt.Errorf("key-encryption keys: %w", err)
 	}
 	if p != nil && g.keyring != "" {
-		if _, err := keys.OpenRing(g.keyring, p, keys.RingOptions{}); err != nil {
+		_, err := keys.OpenRing(g.keyring, p, keys.RingOptions{NoCreate: true})
+		var de *keys.RingDirError
+		switch {
+		case err == nil:
+		case errors.As(err, &de) && errors.Is(err, fs.ErrNotExist):
+			if !g.createsStore(ctx, command, args) {
+				return &usageError{msg: fmt.Sprintf("--keyring %s: the keyring directory does not exist (only a command that creates the store starts a new keyring)", g.keyring)}
+			}
+		case errors.As(err, &de) && errors.Is(err, syscall.ENOTDIR):
+			return &usageError{msg: fmt.Sprintf("--keyring %s is not a directory", g.keyring)}
+		default:
 			return fmt.Errorf("keyring: %w", err)
 		}
 	}
@@ -86,6 +104,48 @@ func (g *globals) checkKeys() error {
 		return &usageError{msg: "--search-encrypted needs key-encryption keys (--key-file FILE or SESSIONSTORE_KEY): without them no encrypted session can be read, let alone indexed"}
 	}
 	return nil
+}
+
+// keyDetail names the data key and the keyring of an encryption error
+// (" (data key ID, keyring DIR)"; "" for other errors): the store's
+// message says only what happened, the operator needs to know where.
+func keyDetail(err error) string {
+	var ke *store.KeyError
+	if !errors.As(err, &ke) || ke.KeyID == "" {
+		return ""
+	}
+	if ke.Ring == "" {
+		return " (data key " + ke.KeyID + ")"
+	}
+	return " (data key " + ke.KeyID + ", keyring " + ke.Ring + ")"
+}
+
+// createsStore reports whether command, run with args, would create the
+// store at --db: create, demo, import (not a dry run) and migrate up, when
+// the store does not exist.
+func (g *globals) createsStore(ctx context.Context, command string, args []string) bool {
+	switch command {
+	case "create", "demo":
+	case "import":
+		for _, a := range args {
+			if a == "--" {
+				break
+			}
+			if a == "--dry-run" || a == "-dry-run" || strings.HasPrefix(a, "--dry-run=") || strings.HasPrefix(a, "-dry-run=") {
+				return false
+			}
+		}
+	case "migrate":
+		if !slices.Contains(args, "up") {
+			return false
+		}
+	default:
+		return false
+	}
+	err := g.mustExist(ctx)
+	var none *errNoStore
+	var nofile *errNoDatabase
+	return errors.As(err, &none) || errors.As(err, &nofile)
 }
 
 // sqliteKeyOptions are the encryption options of a SQLite store (none
@@ -126,16 +186,30 @@ func (g *globals) pgKeyOptions() []pgstore.Option {
 // keys, or when the keyring cannot be opened: the archive then refuses
 // sealed sessions with store.ErrKeyUnavailable).
 func (g *globals) keyRing() store.KeyRing {
-	p, err := g.keyProvider()
-	dir := g.keyringDir()
-	if err != nil || p == nil || dir == "" {
-		return nil
-	}
-	r, err := keys.OpenRing(dir, p, keys.RingOptions{})
+	r, err := g.openKeyRing(true)
 	if err != nil {
 		return nil
 	}
 	return r
+}
+
+// openKeyRing opens the keyring of --db with the KEKs given (nil, nil
+// without keys); without create, a keyring directory that does not exist
+// is no keyring (nil, nil) and is not created.
+func (g *globals) openKeyRing(create bool) (store.KeyRing, error) {
+	p, err := g.keyProvider()
+	dir := g.keyringDir()
+	if err != nil || p == nil || dir == "" {
+		return nil, err
+	}
+	r, err := keys.OpenRing(dir, p, keys.RingOptions{NoCreate: !create})
+	if !create && errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // keyringDir is the keyring directory of --db ("" on PostgreSQL without
@@ -176,10 +250,10 @@ func runKeys(ctx context.Context, g *globals, args []string) error {
 	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
 		return err
 	}
-	name := sp.name + " " + sub
-	if sub != "gc" && (*dryRun || *grace != store.DefaultKeyGrace) {
-		return g.usageErr(name, "--dry-run and --grace are options of keys gc")
+	if err := g.checkActionFlags(fs, sp.name, sub); err != nil { // actions.go
+		return err
 	}
+	name := sp.name + " " + sub
 	if sub == "gc" {
 		if *grace <= 0 {
 			return g.usageErr(name, "--grace must be positive")

@@ -201,7 +201,7 @@ func (g *globals) run(ctx context.Context, args []string) int {
 		fmt.Fprintln(g.stderr, "sessionctl: --db must not be empty")
 		return exitUsage
 	}
-	if err := g.checkKeys(); err != nil { // keys.go
+	if err := g.checkKeys(ctx, name, rest); err != nil { // keys.go
 		fmt.Fprintf(g.stderr, "sessionctl: %s\n", oneLine(err.Error()))
 		return exitFor(err)
 	}

@@ -71,6 +71,9 @@ func runMigrate(ctx context.Context, g *globals, args []string) error {
 	if len(pos) == 1 {
 		action = pos[0]
 	}
+	if err := g.checkActionFlags(fs, sp.name, action); err != nil { // actions.go
+		return err
+	}
 	switch action {
 	case "status":
 		return migrateStatus(ctx, g, *asJSON)

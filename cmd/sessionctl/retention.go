@@ -74,6 +74,9 @@ func runRetention(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := g.checkActionFlags(fs, sp.name, sub); err != nil { // actions.go
+		return err
+	}
 	name := sp.name + " " + sub
 	switch sub {
 	case "show":
@@ -114,7 +117,9 @@ func runRetention(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return g.usageErr(name, "%v", err)
 	}
-	st, err := g.openOrCreate(ctx)
+	// A policy for a store that does not exist is a mistyped --db: it
+	// must not make an empty one.
+	st, err := g.openExisting(ctx)
 	if err != nil {
 		return g.fail(name, err)
 	}
@@ -408,6 +413,9 @@ func runHold(ctx context.Context, g *globals, args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	pos, err := g.parse(fs, sp, args)
 	if err != nil {
+		return err
+	}
+	if err := g.checkActionFlags(fs, sp.name, sub); err != nil { // actions.go
 		return err
 	}
 	name := sp.name + " " + sub

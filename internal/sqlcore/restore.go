@@ -112,6 +112,10 @@ type recordWriter struct {
 	tx       Tx
 	governed func(tenant string, sess store.Session) (bool, error)
 	now      time.Time
+	// made lists the data keys this restore created (shared by the
+	// writers of its tenants): DiscardRestoreKeys shreds them when the
+	// transaction does not commit.
+	made *[]*keys.DataKey
 }
 
 // NewRecordWriter returns the store.RecordWriter of a restore running in
@@ -120,7 +124,32 @@ type recordWriter struct {
 // ForTenant writes another tenant's in the same transaction
 // (store.TenantRecordWriter).
 func (s *Store) NewRecordWriter(ctx context.Context, tx Tx, governed func(tenant string, sess store.Session) (bool, error)) store.RecordWriter {
-	return &recordWriter{ctx: ctx, s: s, tx: tx, governed: governed, now: s.now()}
+	return &recordWriter{ctx: ctx, s: s, tx: tx, governed: governed, now: s.now(), made: new([]*keys.DataKey)}
+}
+
+// DiscardRestoreKeys shreds the data keys the restore of w (a writer of
+// NewRecordWriter) created, once its transaction is known not to commit
+// (its function failed: a bad record, a dry run): no row names them, and
+// an import that changes nothing leaves no key behind either.
+func (s *Store) DiscardRestoreKeys(ctx context.Context, w store.RecordWriter) {
+	rw, ok := w.(*recordWriter)
+	if !ok {
+		return
+	}
+	for _, dk := range *rw.made {
+		s.discardKey(ctx, dk)
+	}
+	*rw.made = nil
+}
+
+// newKey is newDataKey for a record of the restore, which remembers it
+// (DiscardRestoreKeys).
+func (w *recordWriter) newKey(ctx context.Context) (*keys.DataKey, error) {
+	dk, err := w.s.newDataKey(ctx)
+	if dk != nil {
+		*w.made = append(*w.made, dk)
+	}
+	return dk, err
 }
 
 // ForTenant returns the writer of tenant's records in the same
@@ -138,7 +167,7 @@ func (w *recordWriter) ForTenant(tenant string) (store.RecordWriter, error) {
 			return nil, err
 		}
 	}
-	return &recordWriter{ctx: w.ctx, s: w.s.WithTenant(tenant), tx: w.tx, governed: w.governed, now: w.now}, nil
+	return &recordWriter{ctx: w.ctx, s: w.s.WithTenant(tenant), tx: w.tx, governed: w.governed, now: w.now, made: w.made}, nil
 }
 
 func (w *recordWriter) PutGovernedSession(sess store.Session) (bool, error) {
@@ -239,7 +268,7 @@ func (w *recordWriter) PutConversation(rec store.ConversationRecord) (bool, erro
 	// Restored encrypted by a store with a keyring, under a data key of
 	// its own, as on Save (conv_crypt.go), its session data sealed
 	// (conv_row_crypt.go).
-	dk, err := w.s.newDataKey(context.Background())
+	dk, err := w.newKey(context.Background())
 	if err != nil {
 		return false, err
 	}
@@ -385,7 +414,7 @@ func (w *recordWriter) PutRuntimeSession(rec store.RuntimeRecord) (bool, error) 
 	// A store with a keyring restores the session encrypted, under a data
 	// key of its own (crypt_runtime.go), like one it creates.
 	ctx := context.Background()
-	dk, err := w.s.newDataKey(ctx)
+	dk, err := w.newKey(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -552,7 +581,7 @@ func (w *recordWriter) PutAgentSession(s store.AgentSession) (bool, error) {
 	// it creates: the session gets a data key of its own (an export's
 	// sealed content was opened with the exporting session's key; it is
 	// never written back in plaintext to an encrypting store).
-	dk, err := w.s.newDataKey(w.ctx) // crypt.go; nil without a keyring
+	dk, err := w.newKey(w.ctx) // crypt.go; nil without a keyring
 	if err != nil {
 		return false, err
 	}
