@@ -243,7 +243,7 @@ func fileExistsTest(path string) bool {
 
 func TestMigrateConcurrentProcesses(t *testing.T) {
 	const procs = 4
-	rounds := envInt("SQLSTORE_MIGRATE_ROUNDS", map[bool]int{false: 5, true: 2}[raceDetector])
+	rounds := envInt("SQLSTORE_MIGRATE_ROUNDS", map[bool]int{false: 5, true: 2}[sampleReliability])
 	latest, err := migrations.Latest()
 	if err != nil {
 		t.Fatal(err)
