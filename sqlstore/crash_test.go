@@ -156,6 +156,7 @@ var crashTotals struct {
 }
 
 func TestCrashTrials(t *testing.T) {
+	skipShort(t)
 	trials := *crashTrialsFlag
 	if trials == 0 {
 		// In the sampled configuration (the race run, a plain go test) 10

@@ -240,6 +240,7 @@ var facetSweeps = map[facet.Name]func() []sweepOp{
 // TestFaultSweep injects every fault kind at every statement of every
 // write operation of every registered facet (see sweepOne).
 func TestFaultSweep(t *testing.T) {
+	skipShort(t)
 	for _, f := range facet.All() {
 		ops, ok := facetSweeps[f.Name]
 		if !ok {
@@ -425,6 +426,7 @@ func mixedBatch() (setup func(ctx context.Context, st store.Store) error, reqs [
 }
 
 func TestFaultSweepGroupCommit(t *testing.T) {
+	skipShort(t)
 	setup, reqs := mixedBatch()
 	sweepBatch(t, setup, reqs)
 }

@@ -242,6 +242,7 @@ func fileExistsTest(path string) bool {
 }
 
 func TestMigrateConcurrentProcesses(t *testing.T) {
+	skipShort(t)
 	const procs = 4
 	rounds := envInt("SQLSTORE_MIGRATE_ROUNDS", map[bool]int{false: 5, true: 2}[sampleReliability])
 	latest, err := migrations.Latest()

@@ -1,6 +1,9 @@
 package sqlstore_test
 
-import "os"
+import (
+	"os"
+	"testing"
+)
 
 // envReliability names the environment variable that asks for the full
 // configuration of the heavy reliability tests (every fault kind, mode and
@@ -16,3 +19,12 @@ const envReliability = "SQLSTORE_RELIABILITY"
 // The reduced configuration still runs every operation's fault paths on a
 // sample of its statements.
 var sampleReliability = raceDetector || os.Getenv(envReliability) != "full"
+
+// skipShort skips a volume or reliability test under go test -short, the
+// edit-test loop; go test without -short and ./test.sh run it.
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("volume or reliability test: skipped by -short (go test and ./test.sh run it)")
+	}
+}
