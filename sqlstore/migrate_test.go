@@ -78,6 +78,7 @@ var postgresOnlySteps = map[int64]bool{
 }
 
 func TestMigrationsDownUp(t *testing.T) {
+	skipShort(t)
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "sessions.db")
 	p, db, err := sqlstore.NewMigrationProvider(path)
