@@ -234,8 +234,8 @@ func TestREADMETranscripts(t *testing.T) {
 			marked++
 			continue
 		}
-		if _, ok := b.directive("slow"); ok && raceOn {
-			t.Logf("README line %d: a slow block, not run under the race detector", b.line)
+		if _, ok := b.directive("slow"); ok && (raceOn || testing.Short()) {
+			t.Logf("README line %d: a slow block, not run under the race detector or -short", b.line)
 			marked++
 			continue
 		}
