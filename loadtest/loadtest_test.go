@@ -89,6 +89,9 @@ func empty(t *testing.T, dir string) {
 // TestRunSQLite: every scenario runs on a SQLite database of its own in
 // the directory, and the directory is left as it was.
 func TestRunSQLite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("volume: every scenario's seeding; skipped by -short (go test and ./test.sh run it)")
+	}
 	dir := t.TempDir()
 	var progress progressLog
 	rep, err := loadtest.Run(t.Context(), loadtest.Options{Dir: dir, Duration: 20 * time.Millisecond, Callers: 3, Progress: progress.record})

@@ -156,11 +156,12 @@ var crashTotals struct {
 }
 
 func TestCrashTrials(t *testing.T) {
+	skipShort(t)
 	trials := *crashTrialsFlag
 	if trials == 0 {
-		// Under the race detector (10x-20x slower) 10 trials run; ./test.sh
-		// runs the 50 of CI without it.
-		trials = envInt("SQLSTORE_CRASH_TRIALS", map[bool]int{false: 50, true: 10}[raceDetector])
+		// In the sampled configuration (the race run, a plain go test) 10
+		// trials run; ./test.sh runs the 50 of CI without the detector.
+		trials = envInt("SQLSTORE_CRASH_TRIALS", map[bool]int{false: 50, true: 10}[sampleReliability])
 	}
 	seed := uint64(time.Now().UnixNano())
 	if s, err := strconv.ParseUint(os.Getenv("SQLSTORE_CRASH_SEED"), 10, 64); err == nil {

@@ -66,6 +66,7 @@ func createFullRole(ctx context.Context, args []string, out *lineWriter) error {
 // never a damaged file reported as ErrCorrupt (which a failed checkpoint
 // at the end of the creation used to give).
 func TestCreateOnFullDisk(t *testing.T) {
+	skipShort(t)
 	if raceDetector {
 		// 31 creations in a row and no concurrency: 3 minutes under the
 		// detector against 6 s without it, where test.sh runs it.

@@ -45,6 +45,7 @@ func fillRuntimeMarked(t *testing.T, st *sqlstore.Store, id string) []byte {
 // store and into an encrypting one (sealed again there); a plaintext
 // session written the same way is found by the scan (the control).
 func TestEncryptionRuntimeByteScan(t *testing.T) {
+	skipShort(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := sqlstore.FreshDBPath(t, "s.db")

@@ -92,6 +92,7 @@ func fairnessChild() {
 }
 
 func TestMultiProcessFairness(t *testing.T) {
+	skipShort(t)
 	seconds := 2
 	full := false
 	if v := os.Getenv("SESSIONSTORE_FAIRNESS_SECONDS"); v != "" {

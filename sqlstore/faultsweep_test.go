@@ -47,24 +47,26 @@ func faultKinds(t *testing.T) []faultKind {
 		{"full", realFullErr(t), store.ErrStorageFull},
 		{"busy", realBusyErr(t), store.ErrBusy},
 	}
-	if raceDetector {
+	if sampleReliability {
 		return kinds[:1] // every statement still fails once; see sweepModes
 	}
 	return kinds
 }
 
-// sweepModes are the fault modes: once, and persistent. Under the race
-// detector only "once" runs (./test.sh runs the full sweep without it;
-// see also sweepSteps).
+// sweepModes are the fault modes: once, and persistent. In the sampled
+// configuration (sampleReliability: under the race detector, and in a plain
+// `go test`) only "once" runs (./test.sh runs the full sweep without the
+// detector; see also sweepSteps).
 func sweepModes() []bool {
-	if raceDetector {
+	if sampleReliability {
 		return []bool{false}
 	}
 	return []bool{false, true}
 }
 
 // sweepSteps are the statements a sweep faults, 1 to n+1 (n+1: past the
-// last, where no fault fires). Under the race detector a sample: the
+// last, where no fault fires). In the sampled configuration (under the
+// race detector, and in a plain `go test`) a sample: the
 // first two, the middle and the last two, and n+1. Faulting each
 // statement of an operation is sequential work that the detector only
 // slows (it was most of the package's race run); ./test.sh sweeps every
@@ -72,7 +74,7 @@ func sweepModes() []bool {
 // that the fault paths still run under the detector.
 func sweepSteps(n int) []int {
 	var ks []int
-	if !raceDetector {
+	if !sampleReliability {
 		for k := 1; k <= n+1; k++ {
 			ks = append(ks, k)
 		}
@@ -238,6 +240,7 @@ var facetSweeps = map[facet.Name]func() []sweepOp{
 // TestFaultSweep injects every fault kind at every statement of every
 // write operation of every registered facet (see sweepOne).
 func TestFaultSweep(t *testing.T) {
+	skipShort(t)
 	for _, f := range facet.All() {
 		ops, ok := facetSweeps[f.Name]
 		if !ok {
@@ -350,7 +353,7 @@ func sweepOne(t *testing.T, op sweepOp, kinds []faultKind) {
 				if err := st.Close(); err != nil {
 					t.Fatalf("%s: close: %v", name, err)
 				}
-				if !raceDetector {
+				if !sampleReliability {
 					integrityCheck(t, path)
 				}
 			}
@@ -423,6 +426,7 @@ func mixedBatch() (setup func(ctx context.Context, st store.Store) error, reqs [
 }
 
 func TestFaultSweepGroupCommit(t *testing.T) {
+	skipShort(t)
 	setup, reqs := mixedBatch()
 	sweepBatch(t, setup, reqs)
 }
@@ -554,7 +558,7 @@ func sweepBatch(t *testing.T, setup func(context.Context, store.Store) error, re
 					t.Fatal(err)
 				}
 				verifyAuditFile(t, path)
-				if !raceDetector {
+				if !sampleReliability {
 					integrityCheck(t, path)
 				}
 			}

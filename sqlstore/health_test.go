@@ -18,6 +18,7 @@ import (
 )
 
 func TestHealthCheckAfterBecomingReadOnly(t *testing.T) {
+	skipShort(t)
 	for _, c := range []struct {
 		name   string
 		target func(dir, path string) string

@@ -20,6 +20,9 @@ import (
 // wrote shows through, and a caller changing what it got changes nothing
 // stored. It fails if the driver ever reused a row's buffer.
 func TestHotReadsOwnTheirBytes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("volume test: skipped by -short (go test and ./test.sh run it)")
+	}
 	ctx := context.Background()
 	for _, open := range []struct {
 		name string

@@ -78,6 +78,7 @@ var postgresOnlySteps = map[int64]bool{
 }
 
 func TestMigrationsDownUp(t *testing.T) {
+	skipShort(t)
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "sessions.db")
 	p, db, err := sqlstore.NewMigrationProvider(path)
@@ -242,8 +243,9 @@ func fileExistsTest(path string) bool {
 }
 
 func TestMigrateConcurrentProcesses(t *testing.T) {
+	skipShort(t)
 	const procs = 4
-	rounds := envInt("SQLSTORE_MIGRATE_ROUNDS", map[bool]int{false: 5, true: 2}[raceDetector])
+	rounds := envInt("SQLSTORE_MIGRATE_ROUNDS", map[bool]int{false: 5, true: 2}[sampleReliability])
 	latest, err := migrations.Latest()
 	if err != nil {
 		t.Fatal(err)

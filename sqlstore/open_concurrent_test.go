@@ -18,6 +18,7 @@ import (
 // (checkpoint, WAL removal); Open must wait for it (busy timeout), never
 // fail with ErrBusy.
 func TestOpenWhileOthersClose(t *testing.T) {
+	skipShort(t)
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "open.db")
 	st, err := sqlstore.Open(ctx, path)

@@ -9,6 +9,7 @@ import (
 // TestRetentionProcesses kills a sweep with SIGKILL and runs sweeps in
 // two processes at once (see storetest.RunRetentionProcesses).
 func TestRetentionProcesses(t *testing.T) {
+	skipShort(t)
 	n := 120
 	if raceDetector {
 		n = 24

@@ -214,9 +214,10 @@ func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 }
 
 func TestSoak(t *testing.T) {
+	skipShort(t)
 	const procs, workers = 4, 8
 	d := envDuration("SQLSTORE_SOAK", 3*time.Second)
-	if raceDetector && os.Getenv("SQLSTORE_SOAK") == "" {
+	if sampleReliability && os.Getenv("SQLSTORE_SOAK") == "" {
 		d = 2 * time.Second
 	}
 	ctx := context.Background()

@@ -24,6 +24,9 @@ func skipBenchUnderRace(t *testing.T) {
 	if raceOn {
 		t.Skip("volume: runs without the race detector in ./test.sh's non-race block")
 	}
+	if testing.Short() {
+		t.Skip("volume: skipped by -short (go test and ./test.sh run it)")
+	}
 }
 
 func TestBenchJSON(t *testing.T) {

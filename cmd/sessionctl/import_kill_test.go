@@ -89,7 +89,12 @@ func walMark() int64 {
 	return 4 << 20
 }
 
-func TestImportKilled(t *testing.T) { bothBackends(t, testImportKilled) }
+func TestImportKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("volume: an import of thousands of conversations killed mid-way; skipped by -short (go test and ./test.sh run it)")
+	}
+	bothBackends(t, testImportKilled)
+}
 
 func testImportKilled(t *testing.T, newTestEnv envMaker) {
 	src := newTestEnv(t)

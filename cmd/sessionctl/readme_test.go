@@ -286,8 +286,8 @@ func runTranscripts(t *testing.T, root, name, text string) transcriptResult {
 			res.marked++
 			continue
 		}
-		if _, ok := b.directive("slow"); ok && raceOn {
-			t.Logf("%s line %d: a slow block, not run under the race detector", name, b.line)
+		if _, ok := b.directive("slow"); ok && (raceOn || testing.Short()) {
+			t.Logf("%s line %d: a slow block, not run under the race detector or -short", name, b.line)
 			res.marked++
 			continue
 		}

@@ -135,10 +135,11 @@ func RunEncryption(t *testing.T, h Harness) {
 			tc.fn(t, h)
 		})
 	}
-	if raceEnabled {
+	if raceEnabled || testing.Short() {
 		// The two suites again on an encrypted store take ~17 s of a
 		// 2-core machine without the race detector and many times that
-		// with it: the race run leaves them to test.sh's run without it.
+		// with it: the race run leaves them to test.sh's run without it,
+		// and go test -short (the edit-test loop) to go test without it.
 		return
 	}
 	t.Run("AgentSessionsEncrypted", func(t *testing.T) {
