@@ -336,15 +336,15 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, pag
 			lay.LiveURL = lu.liveURL()
 		}
 	}
-	var buf bytes.Buffer
-	if err := t.ExecuteTemplate(&buf, "layout", lay); err != nil {
+	out, err := execute(t, "layout", lay)
+	if err != nil {
 		c.log.Error("console: render", "page", page, "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	w.Write(buf.Bytes())
+	w.Write(out)
 }
 
 // storeReadOnly reports whether the store says its database refuses writes.
