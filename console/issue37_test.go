@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -107,4 +108,87 @@ func TestControlBytesAreEscapedOnEveryPage(t *testing.T) {
 			t.Errorf("the JSON twin changed the text: %s", body)
 		}
 	})
+}
+
+// TestTrimmedPagerAndClosedExpiry: a trimmed conversation's pager offers
+// no older page when no message precedes the page (its first message is
+// not position 0), and asking for one shows no message of the page again;
+// a closed governed session shows no "expires in" on its page or in the
+// list.
+func TestTrimmedPagerAndClosedExpiry(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		st, clock := freshStore(t, b, func(st store.Store, clock *storetest.Clock) {
+			if _, err := st.Conversations().Save(ctx, store.NewConversation("trimmed")); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 10 {
+				if _, err := st.Conversations().AppendMessages(ctx, "trimmed", store.UserMessage(fmt.Sprintf("msg-%02d", i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := st.Conversations().TrimMessages(ctx, "trimmed", 3); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []string{"open-1", "closed-1"} {
+				if _, err := st.Governance().Create(ctx, store.CreateRequest{ID: id, AgentID: "agent-x", CallBudget: 1, TimeLimit: time.Hour}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := st.Governance().Close(ctx, "closed-1"); err != nil {
+				t.Fatal(err)
+			}
+		})
+		srv := newServer(t, st, fixture{Clock: clock}, console.Options{})
+		_, body := get(t, srv, prefix+"/conversations/trimmed")
+		for _, want := range []string{"msg-07", "msg-08", "msg-09"} {
+			if !strings.Contains(body, want) {
+				t.Fatalf("the latest page lacks %s", want)
+			}
+		}
+		if strings.Contains(body, "← older") || strings.Contains(body, ">first<") {
+			t.Errorf("the pager of a conversation trimmed to its last 3 messages offers older pages:\n%s", pagerOf(body))
+		}
+		_, body = get(t, srv, prefix+"/conversations/trimmed?limit=2")
+		if !strings.Contains(body, "← older") || !strings.Contains(body, "before=8") {
+			t.Errorf("a page with an older message before it offers no older page:\n%s", pagerOf(body))
+		}
+		_, body = get(t, srv, prefix+"/conversations/trimmed?limit=2&before=8")
+		if !strings.Contains(body, "msg-07") || strings.Contains(body, "msg-08") || strings.Contains(body, "← older") {
+			t.Errorf("the older page of a trimmed conversation:\n%s", pagerOf(body))
+		}
+		_, body = get(t, srv, prefix+"/conversations/trimmed?before=1")
+		if strings.Contains(body, "msg-07") {
+			t.Errorf("?before=1 of a conversation trimmed to 7..9 shows its messages again")
+		}
+
+		_, body = get(t, srv, prefix+"/governed/closed-1")
+		if strings.Contains(body, "expires in") || strings.Contains(body, "(in ") {
+			t.Errorf("a closed session's page says it expires: %s", between(body, `id="expires"`, "</dd>"))
+		}
+		_, body = get(t, srv, prefix+"/governed/open-1")
+		if !strings.Contains(body, "(in 1h0m0s)") {
+			t.Errorf("an active session's page does not say when it expires: %s", between(body, `id="expires"`, "</dd>"))
+		}
+		_, body = get(t, srv, prefix+"/governed")
+		if n := strings.Count(body, ">in 1h0m0s<"); n != 1 {
+			t.Errorf("the list says \"in 1h0m0s\" %d times, want once (the active session; the closed one does not expire)", n)
+		}
+	})
+}
+
+// pagerOf is the conversation page's pager, for failure messages.
+func pagerOf(body string) string { return between(body, `<p class="pager">`, "</p>") }
+
+// between is the part of s from the first from to the next to after it.
+func between(s, from, to string) string {
+	i := strings.Index(s, from)
+	if i < 0 {
+		return ""
+	}
+	j := strings.Index(s[i:], to)
+	if j < 0 {
+		return s[i:]
+	}
+	return s[i : i+j]
 }
