@@ -2,7 +2,9 @@ package console_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -191,4 +193,141 @@ func between(s, from, to string) string {
 		return s[i:]
 	}
 	return s[i : i+j]
+}
+
+// TestOperatorFiguresEqualTheirLists: with rows of the default tenant and
+// of tenant t1, every figure of the operator's overview and /metrics is
+// of the default tenant's rows, equal to the list it links to (the active
+// count to the list of active sessions, the conversations and runtime
+// sessions to their lists), every conversation the overview names opens,
+// no agent of t1 is in the calls chart, and the overview names t1 as a
+// tenant it does not count.
+func TestOperatorFiguresEqualTheirLists(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		st, clock := freshStore(t, b, func(st store.Store, clock *storetest.Clock) {
+			ts, err := st.(store.Tenanter).Tenant("t1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			write := func(gov store.Governance, conv store.Conversations, rt store.Runtime, prefix, agent string, active, closed int) {
+				for i := range active + closed {
+					id := fmt.Sprintf("%s-gov-%d", prefix, i)
+					if _, err := gov.Create(ctx, store.CreateRequest{ID: id, AgentID: agent, AuthorizedTools: []string{"read"}, CallBudget: 10, TimeLimit: time.Hour}); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := gov.Use(ctx, store.UseRequest{SessionID: id, Tools: []string{"read", "read"}}); err != nil {
+						t.Fatal(err)
+					}
+					if i >= active {
+						if _, err := gov.Close(ctx, id); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				for i := range 2 {
+					id := fmt.Sprintf("%s-conv-%d", prefix, i)
+					if _, err := conv.Save(ctx, store.NewConversation(id)); err != nil {
+						t.Fatal(err)
+					}
+					clock.Advance(time.Second)
+				}
+				if _, err := rt.Insert(ctx, store.NewRuntimeSession{ID: prefix + "-rt", AgentAlias: agent, WorkspaceDir: "/w", ChatMode: store.ChatModeChat}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write(st.Governance(), st.Conversations(), st.Runtime(), "def", "agent-default", 2, 1)
+			// The tenant's rows come last: the most recent conversations.
+			write(ts.Governance(), ts.Conversations(), ts.Runtime(), "t1", "agent-of-t1", 5, 2)
+		})
+		srv := newServer(t, st, fixture{Clock: clock}, console.Options{})
+		var ov struct {
+			Stats struct {
+				Governed struct {
+					Total    int64            `json:"total"`
+					ByStatus map[string]int64 `json:"by_status"`
+					Calls    int64            `json:"calls_made"`
+				} `json:"governed"`
+				Conversations struct {
+					Total int64 `json:"total"`
+				} `json:"conversations"`
+				Runtime struct {
+					Total int64 `json:"total"`
+				} `json:"runtime"`
+			} `json:"stats"`
+			Top          []store.ConversationSummary `json:"top_conversations_by_cost"`
+			Recent       []store.ConversationSummary `json:"recent_conversations"`
+			OtherTenants []string                    `json:"other_tenants"`
+		}
+		getJSON(t, srv, "/?format=json", &ov)
+		count := func(path, field string) int64 {
+			var doc map[string]json.RawMessage
+			getJSON(t, srv, path, &doc)
+			var items []json.RawMessage
+			if err := json.Unmarshal(doc[field], &items); err != nil {
+				t.Fatalf("%s: %s: %v", path, field, err)
+			}
+			return int64(len(items))
+		}
+		for _, c := range []struct {
+			what       string
+			figure     int64
+			path, list string
+		}{
+			{"governed sessions", ov.Stats.Governed.Total, "/governed?format=json&limit=500", "sessions"},
+			{"active", ov.Stats.Governed.ByStatus["active"], "/governed?format=json&limit=500&status=active", "sessions"},
+			{"closed", ov.Stats.Governed.ByStatus["closed"], "/governed?format=json&limit=500&status=closed", "sessions"},
+			{"conversations", ov.Stats.Conversations.Total, "/conversations?format=json&limit=500", "conversations"},
+			{"runtime sessions", ov.Stats.Runtime.Total, "/runtime?format=json&limit=200", "sessions"},
+		} {
+			if n := count(c.path, c.list); n != c.figure {
+				t.Errorf("the overview counts %d %s; the list it links to holds %d", c.figure, c.what, n)
+			}
+		}
+		if ov.Stats.Governed.ByStatus["active"] != 2 || ov.Stats.Governed.Calls != 6 || ov.Stats.Conversations.Total != 2 || ov.Stats.Runtime.Total != 1 {
+			t.Errorf("the overview's figures are not the default tenant's: %+v", ov.Stats)
+		}
+		for _, cv := range append(ov.Top, ov.Recent...) {
+			if resp, _ := get(t, srv, prefix+"/conversations/"+url.PathEscape(cv.ID)); resp.StatusCode != 200 {
+				t.Errorf("the overview names conversation %s, whose page answers %d", cv.ID, resp.StatusCode)
+			}
+		}
+		if len(ov.OtherTenants) != 1 || ov.OtherTenants[0] != "t1" {
+			t.Errorf("other tenants %v, want [t1]", ov.OtherTenants)
+		}
+		_, body := get(t, srv, prefix+"/")
+		if strings.Contains(body, "agent-of-t1") {
+			t.Errorf("the overview shows an agent of tenant t1 (calls by agent)")
+		}
+		if !strings.Contains(body, `id="scope"`) {
+			t.Errorf("the overview does not say which rows it counts")
+		}
+		_, metrics := get(t, srv, prefix+"/metrics")
+		for _, want := range []string{
+			`sessionstore_governed_sessions{status="active"} 2`,
+			`sessionstore_governed_sessions{status="closed"} 1`,
+			`sessionstore_governed_calls_made 6`,
+			`sessionstore_conversations{state="active"} 2`,
+			`sessionstore_runtime_sessions{agent="agent-default"} 1`,
+		} {
+			if !strings.Contains(metrics, want+"\n") {
+				t.Errorf("/metrics lacks %q", want)
+			}
+		}
+		if strings.Contains(metrics, "agent-of-t1") {
+			t.Errorf("/metrics counts tenant t1's rows")
+		}
+	})
+}
+
+// getJSON decodes the JSON twin at path (under the prefix) into v.
+func getJSON(t *testing.T, srv *httptest.Server, path string, v any) {
+	t.Helper()
+	resp, body := get(t, srv, prefix+path)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%s: %d", path, resp.StatusCode)
+	}
+	if err := json.Unmarshal([]byte(body), v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
 }
