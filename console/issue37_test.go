@@ -331,3 +331,133 @@ func getJSON(t *testing.T, srv *httptest.Server, path string, v any) {
 		t.Fatalf("%s: %v", path, err)
 	}
 }
+
+// TestHistoryTreeDrawsRunsUnderTheirParents: on a conversation's and an
+// agent session's page, every node of the history tree is drawn under
+// the node its JSON names as parent (p has forks f1 and f2; f1 is forked
+// again and rewound: its superseded run is f1's child, drawn under f2
+// before), and a superseded run links to the page of the session it was
+// taken from.
+func TestHistoryTreeDrawsRunsUnderTheirParents(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		key := store.SessionKey{App: "app", User: "u", Session: "p"}
+		with := func(s string) store.SessionKey { k := key; k.Session = s; return k }
+		st, clock := freshStore(t, b, func(st store.Store, clock *storetest.Clock) {
+			c := st.Conversations()
+			if _, err := c.Save(ctx, store.NewConversation("p")); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 6 {
+				if _, err := c.AppendMessages(ctx, "p", store.UserMessage(fmt.Sprint("m", i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			as := st.AgentSessions()
+			if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 5 {
+				if _, err := as.AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: store.AgentEvent{Data: []byte(fmt.Sprint(i))}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, f := range []struct {
+				id string
+				at int64
+			}{{"f1", 2}, {"f2", 3}} {
+				if _, err := c.Fork(ctx, store.ConversationForkRequest{ID: "p", At: f.at, NewID: f.id}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := as.Fork(ctx, store.ForkRequest{Key: key, At: f.at, Session: f.id}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range 3 {
+				if _, err := c.AppendMessages(ctx, "f1", store.UserMessage(fmt.Sprint("f1-", i))); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := as.AppendEvent(ctx, store.AppendEventRequest{Key: with("f1"), Event: store.AgentEvent{Data: []byte(fmt.Sprint(i))}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := c.Fork(ctx, store.ConversationForkRequest{ID: "f1", At: 4, NewID: "g"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := as.Fork(ctx, store.ForkRequest{Key: with("f1"), At: 4, Session: "g"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Rewind(ctx, store.ConversationRewindRequest{ID: "f1", To: 3}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := as.Rewind(ctx, store.RewindRequest{Key: with("f1"), To: 3}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		srv := newServer(t, st, fixture{Clock: clock}, console.Options{})
+
+		var conv struct {
+			Tree []struct {
+				Depth int                    `json:"depth"`
+				Node  store.ConversationNode `json:"node"`
+			} `json:"tree"`
+		}
+		getJSON(t, srv, "/conversations/f1?format=json", &conv)
+		var depths []int
+		var ids, parents, names []string
+		for _, r := range conv.Tree {
+			depths, ids, parents = append(depths, r.Depth), append(ids, r.Node.ID), append(parents, r.Node.Parent)
+			names = append(names, r.Node.Status+":"+r.Node.ID+"<"+r.Node.SupersededOf)
+		}
+		checkDrawn(t, "conversation f1", depths, ids, parents, names)
+		_, body := get(t, srv, prefix+"/conversations/f1")
+		if !strings.Contains(body, `<a href="/console/conversations/f1">(superseded run of f1)</a>`) {
+			t.Errorf("the superseded run of f1 has no link to f1:\n%s", between(body, `id="tree"`, "</ul>"))
+		}
+
+		var agent struct {
+			Tree []struct {
+				Depth int               `json:"depth"`
+				Node  store.LineageNode `json:"node"`
+			} `json:"tree"`
+		}
+		getJSON(t, srv, "/agents/session?app=app&user=u&session=f1&format=json", &agent)
+		depths, ids, parents, names = nil, nil, nil, nil
+		for _, r := range agent.Tree {
+			p := ""
+			if r.Node.Parent != 0 {
+				p = fmt.Sprint(r.Node.Parent)
+			}
+			depths, ids, parents = append(depths, r.Depth), append(ids, fmt.Sprint(r.Node.ID)), append(parents, p)
+			names = append(names, r.Node.Status+":"+r.Node.Key.Session)
+		}
+		checkDrawn(t, "agent session f1", depths, ids, parents, names)
+		_, body = get(t, srv, prefix+"/agents/session?app=app&user=u&session=f1")
+		tree := between(body, `id="tree"`, "</ul>")
+		if !strings.Contains(tree, `superseded"><a href="/console/agents/session?app=app&amp;session=f1&amp;user=u">f1</a>`) {
+			t.Errorf("the superseded run of f1 has no link to f1:\n%s", tree)
+		}
+	})
+}
+
+// checkDrawn fails t when a row of a tree drawn by depth (each row one
+// step deeper than its parent) would sit under another row than the
+// parent its JSON names, or its depth is not its parent's plus one.
+func checkDrawn(t *testing.T, what string, depths []int, ids, parents, names []string) {
+	t.Helper()
+	if len(ids) < 5 {
+		t.Fatalf("%s: tree of %d nodes: %v", what, len(ids), names)
+	}
+	for i := range ids {
+		under := ""
+		for j := i - 1; j >= 0 && depths[i] > 0; j-- {
+			if depths[j] == depths[i]-1 {
+				under = ids[j]
+				break
+			}
+		}
+		if under != parents[i] {
+			t.Errorf("%s: %s is drawn under %s; its parent is %s (tree %v)", what, names[i], under, parents[i], names)
+		}
+	}
+}
