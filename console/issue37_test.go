@@ -461,3 +461,59 @@ func checkDrawn(t *testing.T, what string, depths []int, ids, parents, names []s
 		}
 	}
 }
+
+// TestAuditPagesEveryChain: /audit pages through the head of every chain
+// Verify checks — the agents' own and the governed sessions' — each once,
+// in (agent, chain) order, and shows the digest audit verify prints.
+func TestAuditPagesEveryChain(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		st, f, _ := seeded(t, b)
+		srv := newServer(t, st, f, console.Options{})
+		want, err := st.Audit().Heads(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		report, err := st.Audit().Verify(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessionChains := 0
+		for _, h := range want {
+			if h.Chain != "" {
+				sessionChains++
+			}
+		}
+		if sessionChains == 0 || len(want) < 4 {
+			t.Fatalf("the fixture has %d chains, %d of sessions: too few to tell", len(want), sessionChains)
+		}
+		var got []store.AuditHead
+		path := "/audit?format=json&limit=2"
+		for pages := 0; path != ""; pages++ {
+			if pages > len(want) {
+				t.Fatal("paging does not end")
+			}
+			var doc struct {
+				Report        store.AuditReport `json:"report"`
+				Heads         []store.AuditHead `json:"heads"`
+				NextHead      string            `json:"next_head"`
+				NextHeadChain string            `json:"next_head_chain"`
+			}
+			getJSON(t, srv, path, &doc)
+			if doc.Report.Digest != report.Digest {
+				t.Fatalf("the page's digest %s, Verify's %s", doc.Report.Digest, report.Digest)
+			}
+			got = append(got, doc.Heads...)
+			path = ""
+			if doc.NextHead != "" {
+				path = "/audit?format=json&limit=2&heads_after=" + url.QueryEscape(doc.NextHead) + "&heads_after_chain=" + url.QueryEscape(doc.NextHeadChain)
+			}
+		}
+		if gj, wj := fmt.Sprint(got), fmt.Sprint(want); gj != wj {
+			t.Errorf("/audit pages through the heads\n%s\nwant every chain's\n%s", gj, wj)
+		}
+		_, body := get(t, srv, prefix+"/audit")
+		if !strings.Contains(body, report.Digest) || !strings.Contains(body, "session <a href=\"/console/audit?session="+f.Governed+"\">") {
+			t.Errorf("/audit shows no digest or no session chain:\n%s", between(body, `id="heads"`, "</table>"))
+		}
+	})
+}
