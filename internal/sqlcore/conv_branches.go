@@ -331,8 +331,8 @@ type nodeRow struct {
 	CreatedAtMS  int64  `db:"created_at_ms"`
 }
 
-// History returns the lineage tree conversation id belongs to, parents
-// before children (see store.ConversationBranches.History).
+// History returns the lineage tree conversation id belongs to, depth
+// first (see store.ConversationBranches.History).
 func (c *Conversations) History(ctx context.Context, id string) ([]store.ConversationNode, error) {
 	if err := store.ValidateID("id", id); err != nil {
 		return nil, err
