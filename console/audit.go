@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentstore/sessionstore/store"
@@ -17,10 +18,16 @@ import (
 // the events of one chain or session when asked (?agent=, ?session=).
 type auditPage struct {
 	Report store.AuditReport `json:"report"`
-	// Heads is one page of the chains' heads, in agent order.
-	Heads    []store.AuditHead `json:"heads"`
-	NextHead string            `json:"next_head,omitempty"`
-	Filter   struct {
+	// Heads is one page of the heads of every chain Verify checks (the
+	// agents' own chains and the governed sessions' chains, removed
+	// sessions' final heads included), in (agent, chain) order; the
+	// report's digest is over all of them.
+	Heads []store.AuditHead `json:"heads"`
+	// NextHead and NextHeadChain resume the heads after this page (the
+	// heads_after and heads_after_chain parameters).
+	NextHead      string `json:"next_head,omitempty"`
+	NextHeadChain string `json:"next_head_chain,omitempty"`
+	Filter        struct {
 		Agent   string `json:"agent,omitempty"`
 		Session string `json:"session,omitempty"`
 		Kind    string `json:"kind,omitempty"`
@@ -65,13 +72,13 @@ func (c *console) auditPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// The agents' own chains: a session chain's head is on its session
-	// (thousands per agent would bury them); Verify checks them all.
-	heads = slices.DeleteFunc(heads, func(h store.AuditHead) bool { return h.Chain != "" })
-	p.Heads, p.NextHead = pageHeads(heads, q.Get("heads_after"), 50)
-	if p.NextHead != "" {
-		p.NextHeadURL = withQuery(c.link("audit"), "heads_after", p.NextHead, "agent", p.Filter.Agent, "session", p.Filter.Session,
-			"kind", p.Filter.Kind, "outcome", p.Filter.Outcome)
+	// Every chain, paged: the agents' own and one per governed session.
+	var next *store.AuditHead
+	p.Heads, next = pageHeads(heads, q.Get("heads_after"), q.Get("heads_after_chain"), limit)
+	if next != nil {
+		p.NextHead, p.NextHeadChain = next.AgentID, next.Chain
+		p.NextHeadURL = withQuery(c.link("audit"), "heads_after", p.NextHead, "heads_after_chain", p.NextHeadChain,
+			"agent", p.Filter.Agent, "session", p.Filter.Session, "kind", p.Filter.Kind, "outcome", p.Filter.Outcome, "limit", q.Get("limit"))
 	}
 	if f.AgentID != "" || f.SessionID != "" {
 		page, err := audit.List(ctx, f)
@@ -88,28 +95,29 @@ func (c *console) auditPage(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// pageHeads returns the heads of the agents after the agent named after,
-// at most limit, and the agent to resume after when more follow. The
-// store returns every head at once (store.Audit.Heads); the console
-// pages them.
-func pageHeads(heads []store.AuditHead, after string, limit int) ([]store.AuditHead, string) {
-	i, _ := slices.BinarySearchFunc(heads, after, func(h store.AuditHead, a string) int {
-		switch {
-		case h.AgentID < a:
-			return -1
-		case h.AgentID > a:
-			return 1
+// pageHeads returns the heads after the chain (agent, chain) — every
+// head when agent is empty — at most limit, and the last head returned
+// when more follow (the page after resumes there). The store returns
+// every head at once, in (agent, chain) byte order (store.Audit.Heads);
+// the console pages them.
+func pageHeads(heads []store.AuditHead, agent, chain string, limit int) ([]store.AuditHead, *store.AuditHead) {
+	i := 0
+	if agent != "" || chain != "" {
+		i, _ = slices.BinarySearchFunc(heads, [2]string{agent, chain}, func(h store.AuditHead, k [2]string) int {
+			if c := strings.Compare(h.AgentID, k[0]); c != 0 {
+				return c
+			}
+			return strings.Compare(h.Chain, k[1])
+		})
+		if i < len(heads) && heads[i].AgentID == agent && heads[i].Chain == chain {
+			i++
 		}
-		return 0
-	})
-	if i < len(heads) && heads[i].AgentID == after {
-		i++
 	}
 	rest := heads[i:]
 	if len(rest) <= limit {
-		return rest, ""
+		return rest, nil
 	}
-	return rest[:limit], rest[limit-1].AgentID
+	return rest[:limit], &rest[limit-1]
 }
 
 // ---- decisions per day ----------------------------------------------------

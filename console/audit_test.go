@@ -9,30 +9,34 @@ import (
 )
 
 func TestPageHeads(t *testing.T) {
-	heads := []store.AuditHead{{AgentID: "a"}, {AgentID: "b"}, {AgentID: "c"}, {AgentID: "d"}, {AgentID: "e"}}
+	heads := []store.AuditHead{{AgentID: "a"}, {AgentID: "a", Chain: "s1"}, {AgentID: "a", Chain: "s2"}, {AgentID: "b"},
+		{AgentID: "c", Chain: "s3"}, {AgentID: "d"}, {AgentID: "e"}}
 	var got []string
-	after := ""
+	agent, chain := "", ""
 	for pages := 0; ; pages++ {
 		if pages > 5 {
 			t.Fatal("paging does not end")
 		}
-		page, next := pageHeads(heads, after, 2)
+		page, next := pageHeads(heads, agent, chain, 2)
 		for _, h := range page {
-			got = append(got, h.AgentID)
+			got = append(got, h.AgentID+"/"+h.Chain)
 		}
-		if next == "" {
+		if next == nil {
 			break
 		}
-		after = next
+		agent, chain = next.AgentID, next.Chain
 	}
-	if strings.Join(got, "") != "abcde" {
-		t.Errorf("paged heads %v, want a to e once each", got)
+	if strings.Join(got, " ") != "a/ a/s1 a/s2 b/ c/s3 d/ e/" {
+		t.Errorf("paged heads %v, want every chain once, in order", got)
 	}
-	if page, next := pageHeads(heads, "bb", 10); len(page) != 3 || page[0].AgentID != "c" || next != "" {
-		t.Errorf("after an agent without a chain: %+v %q", page, next)
+	if page, next := pageHeads(heads, "bb", "", 10); len(page) != 3 || page[0].Chain != "s3" || next != nil {
+		t.Errorf("after an agent without a chain: %+v %v", page, next)
 	}
-	if page, next := pageHeads(nil, "", 10); len(page) != 0 || next != "" {
-		t.Errorf("no heads: %+v %q", page, next)
+	if page, next := pageHeads(heads, "a", "s15", 10); len(page) != 5 || page[0].Chain != "s2" || next != nil {
+		t.Errorf("after a session chain that is gone: %+v %v", page, next)
+	}
+	if page, next := pageHeads(nil, "", "", 10); len(page) != 0 || next != nil {
+		t.Errorf("no heads: %+v %v", page, next)
 	}
 }
 

@@ -17,7 +17,8 @@ import (
 type treeRow struct {
 	Depth int               `json:"depth"`
 	Node  store.LineageNode `json:"node"`
-	// URL links a live session's page; empty for the other nodes.
+	// URL links a live session's page, and a superseded run to the page
+	// of the session it was taken from; empty for the other nodes.
 	URL string `json:"-"`
 	// Range is what the node holds of its own: "events 6–9" (its events
 	// after its fork point), for a superseded node the events a rewind
@@ -40,6 +41,12 @@ func (c *console) agentTree(nodes []store.LineageNode) ([]treeRow, []summarised)
 	depth := make(map[int64]int, len(nodes))
 	rows := make([]treeRow, 0, len(nodes))
 	var cur store.LineageNode
+	live := map[int64]bool{}
+	for _, n := range nodes {
+		if n.Status == store.NodeLive {
+			live[n.ID] = true
+		}
+	}
 	for _, n := range nodes {
 		byID[n.ID] = n
 		d := 0
@@ -51,7 +58,9 @@ func (c *console) agentTree(nodes []store.LineageNode) ([]treeRow, []summarised)
 		if n.EventCount > n.ForkSeq {
 			row.Range = fmt.Sprintf("events %d–%d", n.ForkSeq+1, n.EventCount)
 		}
-		if n.Status == store.NodeLive {
+		// A superseded run's key is its session's: it links there while
+		// the session is live (it is then in the tree).
+		if n.Status == store.NodeLive || n.Status == store.NodeSuperseded && live[n.SupersededOf] {
 			row.URL = withQuery(c.link("agents", "session"), "app", n.Key.App, "user", n.Key.User, "session", n.Key.Session)
 		}
 		rows = append(rows, row)
@@ -84,9 +93,12 @@ type convTreeRow struct {
 	Depth int                    `json:"depth"`
 	Node  store.ConversationNode `json:"node"`
 	// Name is the conversation id of a live node; retired nodes' ids are
-	// internal, so they show their status.
+	// internal, so they show their status (and a superseded run the
+	// conversation it was taken from).
 	Name string `json:"-"`
-	// URL links a live conversation's page; empty for the other nodes.
+	// URL links a live conversation's page, and a superseded run to the
+	// page of the conversation it was taken from; empty for the other
+	// nodes.
 	URL string `json:"-"`
 	// ForkedAt is the position of the last message a fork reads from its
 	// parent (-1 for a root).
@@ -99,6 +111,12 @@ type convTreeRow struct {
 func (c *console) convTree(nodes []store.ConversationNode) []convTreeRow {
 	depth := make(map[string]int, len(nodes))
 	rows := make([]convTreeRow, 0, len(nodes))
+	live := map[string]bool{}
+	for _, n := range nodes {
+		if n.Status == store.NodeLive {
+			live[n.ID] = true
+		}
+	}
 	for _, n := range nodes {
 		d := 0
 		if n.Parent != "" {
@@ -109,9 +127,15 @@ func (c *console) convTree(nodes []store.ConversationNode) []convTreeRow {
 		if n.Parent == "" {
 			row.ForkedAt = -1
 		}
-		if n.Status == store.NodeLive {
+		switch {
+		case n.Status == store.NodeLive:
 			row.URL = c.link("conversations", n.ID)
-		} else {
+		case n.Status == store.NodeSuperseded && n.SupersededOf != "":
+			row.Name = "(superseded run of " + n.SupersededOf + ")"
+			if live[n.SupersededOf] {
+				row.URL = c.link("conversations", n.SupersededOf)
+			}
+		default:
 			row.Name = "(" + n.Status + ")"
 		}
 		for _, seq := range slices.Sorted(maps.Keys(n.Compactions)) {

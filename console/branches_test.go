@@ -47,7 +47,7 @@ func TestAgentTree(t *testing.T) {
 	for _, want := range []string{
 		`<ul class="tree" id="tree">`,
 		`<a href="/console/agents/session?app=tree&amp;session=root&amp;user=u">root</a> · live · events 1–2`,
-		`root · superseded · forked at #2 · events 3–7 (superseded by a rewind)`,
+		`<a href="/console/agents/session?app=tree&amp;session=root&amp;user=u">root</a> · superseded · forked at #2 · events 3–7 (superseded by a rewind)`,
 		`class="d2 live current"`,
 		`branch</a> · live · forked at #7 · no events of its own · this session`,
 		`events #1–#3 summarised by the compaction record <a href="#e7">#7</a>`,
@@ -116,7 +116,7 @@ func TestConversationTree(t *testing.T) {
 	for _, want := range []string{
 		`<ul class="tree" id="tree">`,
 		`<a href="/console/conversations/tree-root">tree-root</a> · live · 1 messages`,
-		`(superseded) · superseded · forked at #0 · 3 messages (superseded by a rewind)`,
+		`<a href="/console/conversations/tree-root">(superseded run of tree-root)</a> · superseded · forked at #0 · 3 messages (superseded by a rewind)`,
 		`tree-branch</a> · live · forked at #2 · 4 messages · summarises 0–1 at #3 · this conversation`,
 	} {
 		if !strings.Contains(body, want) {

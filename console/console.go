@@ -14,6 +14,15 @@
 //
 // /metrics serves Prometheus metrics of the store; /healthz answers "ok"
 // while the database answers reads.
+//
+// Scope: a console shows the rows of one tenant on every page. Without
+// Options.Tenant (the operator's console) that is the default tenant, the
+// rows written through the Store itself: its lists, its item pages, and
+// every figure of its overview and /metrics (cards, charts, the tables of
+// conversations, refusals and decisions) count the same rows, so that a
+// figure equals the list it links to. The overview names the tenants
+// that own rows besides; a console with Options.Tenant shows one of them.
+// (See docs/console/scope.md.)
 package console
 
 import (
@@ -336,15 +345,15 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, pag
 			lay.LiveURL = lu.liveURL()
 		}
 	}
-	var buf bytes.Buffer
-	if err := t.ExecuteTemplate(&buf, "layout", lay); err != nil {
+	out, err := execute(t, "layout", lay)
+	if err != nil {
 		c.log.Error("console: render", "page", page, "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	w.Write(buf.Bytes())
+	w.Write(out)
 }
 
 // storeReadOnly reports whether the store says its database refuses writes.

@@ -99,9 +99,11 @@ func (c *console) liveMessages(w http.ResponseWriter, r *http.Request) error {
 	return serveFeed(c, w, r, from, feed, "messages", func(items []store.Message) ([]byte, error) {
 		var buf bytes.Buffer
 		for _, m := range items {
-			if err := t.ExecuteTemplate(&buf, "message", newMessageView(id, c.cleanMessage(m, show))); err != nil {
+			out, err := execute(t, "message", newMessageView(id, c.cleanMessage(m, show)))
+			if err != nil {
 				return nil, err
 			}
+			buf.Write(out)
 			buf.WriteByte('\n')
 		}
 		return buf.Bytes(), nil
@@ -133,9 +135,11 @@ func (c *console) liveEvents(w http.ResponseWriter, r *http.Request) error {
 			} else {
 				e.Data = hiddenJSON
 			}
-			if err := t.ExecuteTemplate(&buf, "event", e); err != nil {
+			out, err := execute(t, "event", e)
+			if err != nil {
 				return nil, err
 			}
+			buf.Write(out)
 			buf.WriteByte('\n')
 		}
 		return buf.Bytes(), nil

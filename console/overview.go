@@ -134,7 +134,10 @@ func (c *console) collect(ctx context.Context) (*stats, error) {
 func (c *console) collectTotals(ctx context.Context, t store.Totaler) (*stats, error) {
 	start := time.Now()
 	today := c.now().UTC().Truncate(24 * time.Hour)
-	tot, err := t.Totals(ctx, store.TotalsRequest{Since: today.AddDate(0, 0, -(overviewDays - 1)), Top: 10})
+	// The operator's console counts the default tenant's rows, the
+	// rows its lists show (a tenant's console: the tenant's, whatever
+	// the flag says).
+	tot, err := t.Totals(ctx, store.TotalsRequest{Since: today.AddDate(0, 0, -(overviewDays - 1)), Top: 10, DefaultTenantOnly: true})
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +194,11 @@ func topN[T any](list []T, v T, n int, greater func(a, b T) bool) []T {
 
 type overviewPage struct {
 	// Tenant is Options.Tenant: every figure is of its rows.
-	Tenant        string                      `json:"tenant,omitempty"`
+	Tenant string `json:"tenant,omitempty"`
+	// OtherTenants, on the operator's console, are the tenants that own
+	// rows besides the default tenant: none of the figures counts them
+	// (see the package documentation).
+	OtherTenants  []string                    `json:"other_tenants,omitempty"`
 	Stats         *stats                      `json:"stats"`
 	TopByCost     []store.ConversationSummary `json:"top_conversations_by_cost"`
 	RecentlyMoved []store.ConversationSummary `json:"recent_conversations"`
@@ -230,6 +237,11 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) error {
 	}
 	show := c.showContent(r)
 	p := &overviewPage{Tenant: c.opt.Tenant, Stats: s, TopByCost: s.Conversations.top, RecentlyMoved: s.Conversations.recent}
+	if tr, ok := c.st.(store.Tenanter); ok && !c.tenant {
+		if p.OtherTenants, err = tr.Tenants(r.Context()); err != nil {
+			return err
+		}
+	}
 	for _, l := range [][]store.ConversationSummary{p.TopByCost, p.RecentlyMoved} {
 		for i := range l {
 			l[i].Name = c.cleanText("conversation.name", l[i].Name, show)

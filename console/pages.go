@@ -326,7 +326,13 @@ func (c *console) conversationDetail(w http.ResponseWriter, r *http.Request) err
 		p.From = first
 		p.FirstURL = withQuery(base, "from", "0", "limit", lim, "content", content)
 		p.LastURL = withQuery(base, "limit", lim, "content", content)
-		if first > 0 {
+		// A trimmed conversation's first message is not position 0: the
+		// older pages exist only if a message precedes this one.
+		older, err := conv.MessagesBefore(ctx, id, first, 1)
+		if err != nil {
+			return err
+		}
+		if len(older) > 0 {
 			p.PrevURL = withQuery(base, "before", strconv.FormatInt(first, 10), "limit", lim, "content", content)
 		}
 		more, err := conv.Messages(ctx, id, last+1, 1)

@@ -149,3 +149,81 @@ func prettyJSON(raw json.RawMessage) string {
 	}
 	return buf.String()
 }
+
+// execute runs the template name of t and returns the HTML with every
+// control character of the text it holds made visible (escapeControls).
+// Every page, and every fragment a live page receives, is made here:
+// html/template escapes markup, not control characters, and a stored ESC
+// or BEL would otherwise reach the browser (and whoever copies the text
+// from it) as it is.
+func execute(t *template.Template, name string, data any) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, name, data); err != nil {
+		return nil, err
+	}
+	return escapeControls(buf.Bytes()), nil
+}
+
+// unsafeRune reports whether r must not reach a page as it is: the C0
+// controls but tab, newline and carriage return (which lay text out), DEL,
+// the C1 controls and the bidirectional formatting characters, which can
+// make a line read differently from what it holds. sessionctl escapes the
+// same runes in its human output (cmd/sessionctl/escape.go).
+func unsafeRune(r rune) bool {
+	switch {
+	case r == '\t', r == '\n', r == '\r':
+		return false
+	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+		return true
+	}
+	return false
+}
+
+// escapeControls returns html with every unsafe rune written as in a Go
+// string literal (\x1b, \u009b, \u202e) and every byte that is not UTF-8
+// as \xNN, as sessionctl prints them. The templates hold none of these,
+// so only the store's text changes; the JSON twins need no such step
+// (encoding/json escapes the controls itself).
+func escapeControls(html []byte) []byte {
+	clean := true
+	for i := 0; i < len(html); {
+		c := html[i]
+		if c >= 0x20 && c < 0x7f || c == '\t' || c == '\n' || c == '\r' {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(html[i:])
+		if r == utf8.RuneError && n == 1 || unsafeRune(r) {
+			clean = false
+			break
+		}
+		i += n
+	}
+	if clean {
+		return html
+	}
+	out := make([]byte, 0, len(html)+64)
+	for i := 0; i < len(html); {
+		c := html[i]
+		if c >= 0x20 && c < 0x7f || c == '\t' || c == '\n' || c == '\r' {
+			out = append(out, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(html[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			out = fmt.Appendf(out, `\x%02x`, c)
+		case r < 0x80 && unsafeRune(r):
+			out = fmt.Appendf(out, `\x%02x`, r)
+		case unsafeRune(r):
+			out = fmt.Appendf(out, `\u%04x`, r)
+		default:
+			out = append(out, html[i:i+n]...)
+		}
+		i += n
+	}
+	return out
+}

@@ -289,11 +289,11 @@ func TestTenantConsoleOverviewAndMetrics(t *testing.T) {
 		}
 	}
 
-	// The store's own console: every tenant's governed sessions and
-	// conversations (the store-wide totals).
+	// The store's own console: the default tenant's rows, those its
+	// lists show (docs/console/scope.md).
 	all := read(serve(console.Options{}))
-	if all.Tenant != "" || all.Stats.Governed.Total != 6 || all.Stats.Governed.Calls != 6 || all.Stats.Conversations.Total != 3 ||
-		all.Stats.Conversations.TotalTokens != 1900 {
+	if all.Tenant != "" || all.Stats.Governed.Total != 2 || all.Stats.Governed.Calls != 3 || all.Stats.Conversations.Total != 1 ||
+		all.Stats.Conversations.TotalTokens != 1000 || len(all.Top) != 1 || all.Top[0].ID != "conv-default" {
 		t.Errorf("the store's overview: %+v", all)
 	}
 }

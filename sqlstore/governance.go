@@ -510,15 +510,20 @@ func (g *Governance) Get(ctx context.Context, id string) (store.Session, error) 
 	return sess, nil
 }
 
-// List returns a page of sessions ordered by id (see store.Governance.List).
-func (g *Governance) List(ctx context.Context, f store.ListFilter) (store.Page[store.Session], error) {
-	f, err := f.Normalize()
-	if err != nil {
-		return store.Page[store.Session]{}, err
+// governedListSQL is the query of one List page of tenant's sessions
+// (f normalized) and its arguments: limit+1 rows, to tell whether more
+// follow. It is a keyset page: the (tenant, id) index from the cursor,
+// read until the page is full (migration 29). One agent's sessions come
+// by the (tenant, agent_id, status, expires_at_ms) index instead, sorted:
+// the agent's rows only, not every row of the tenant from the cursor on
+// (SQLite keeps no statistics to choose this itself).
+func governedListSQL(tenant string, f store.ListFilter, now time.Time) (string, []any) {
+	from := ` FROM governed_sessions`
+	if f.AgentID != "" {
+		from += ` INDEXED BY governed_sessions_agent`
 	}
-	now := g.s.now()
-	query := `SELECT ` + govColumns + ` FROM governed_sessions WHERE tenant = ? AND id > ?`
-	args := []any{g.tenant(), f.After}
+	query := `SELECT ` + govColumns + from + ` WHERE tenant = ? AND id > ?`
+	args := []any{tenant, f.After}
 	if f.AgentID != "" {
 		query += ` AND agent_id = ?`
 		args = append(args, f.AgentID)
@@ -534,7 +539,17 @@ func (g *Governance) List(ctx context.Context, f store.ListFilter) (store.Page[s
 		query += ` AND status = 'closed'`
 	}
 	query += ` ORDER BY id LIMIT ?`
-	args = append(args, f.Limit+1)
+	return query, append(args, f.Limit+1)
+}
+
+// List returns a page of sessions ordered by id (see store.Governance.List).
+func (g *Governance) List(ctx context.Context, f store.ListFilter) (store.Page[store.Session], error) {
+	f, err := f.Normalize()
+	if err != nil {
+		return store.Page[store.Session]{}, err
+	}
+	now := g.s.now()
+	query, args := governedListSQL(g.tenant(), f, now)
 	rows := make([]govRow, 0, min(f.Limit+1, 128)) // grows for a large page
 	var row govRow
 	dest := row.dest() // allocated once: what Scan is given escapes

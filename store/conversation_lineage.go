@@ -172,6 +172,9 @@ type ConversationBranches interface {
 	// Superseded returns the runs of messages rewinds of id superseded,
 	// oldest rewind first.
 	Superseded(ctx context.Context, id string) ([]SupersededMessages, error)
-	// History returns the tree id belongs to, parents before children.
+	// History returns the tree id belongs to, depth first: each node is
+	// followed by its subtree (its live forks by id, then its retired
+	// children by creation), so that the list drawn by depth puts every
+	// node under its parent.
 	History(ctx context.Context, id string) ([]ConversationNode, error)
 }

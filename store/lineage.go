@@ -174,7 +174,9 @@ type AgentBranches interface {
 	// Superseded returns the runs of events rewinds of key superseded,
 	// oldest rewind first.
 	Superseded(ctx context.Context, key SessionKey) ([]SupersededRun, error)
-	// History returns the tree key belongs to, parents before children.
+	// History returns the tree key belongs to, depth first: each node is
+	// followed by its subtree (children oldest first), so that the list
+	// drawn by depth puts every node under its parent.
 	History(ctx context.Context, key SessionKey) ([]LineageNode, error)
 }
 

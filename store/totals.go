@@ -26,6 +26,13 @@ type TotalsRequest struct {
 	// Top is how many agents (by calls made) and conversations (by cost,
 	// and by last update) to return; 0 means 10, at most 100.
 	Top int
+	// DefaultTenantOnly, on a Store, counts the default tenant's rows
+	// only: the rows the Store's own facets list (Governance().List,
+	// Conversations().List), so that every figure equals the list it
+	// summarises (the web console's operator pages ask for this). False
+	// counts the rows of every tenant: the whole database. A tenant's
+	// handle (TenantStore.Totals) counts its own rows whatever this says.
+	DefaultTenantOnly bool
 }
 
 // Normalize validates r and applies the defaults.
@@ -41,7 +48,8 @@ func (r TotalsRequest) Normalize() (TotalsRequest, error) {
 	return r, nil
 }
 
-// Totals are store-wide aggregates (see Totaler).
+// Totals are store-wide aggregates (see Totaler), or the default
+// tenant's (TotalsRequest.DefaultTenantOnly).
 type Totals struct {
 	Governed      GovernedTotals     `json:"governed"`
 	Conversations ConversationTotals `json:"conversations"`

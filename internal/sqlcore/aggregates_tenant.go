@@ -67,3 +67,10 @@ func (s *Store) aggs() (*aggQueries, func(args ...any) []any) {
 	}
 	return &tenantAggs, func(args ...any) []any { return append(args, s.tenant) }
 }
+
+// defaultTenantAggs returns the tenant's aggregate queries for the
+// default tenant (the empty name): the rows the Store's own facets list
+// (store.TotalsRequest.DefaultTenantOnly).
+func defaultTenantAggs() (*aggQueries, func(args ...any) []any) {
+	return &tenantAggs, func(args ...any) []any { return append(args, "") }
+}

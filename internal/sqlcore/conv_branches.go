@@ -343,8 +343,8 @@ type nodeRow struct {
 	CreatedAtMS  int64  `db:"created_at_ms"`
 }
 
-// History returns the lineage tree conversation id belongs to, parents
-// before children (see store.ConversationBranches.History).
+// History returns the lineage tree conversation id belongs to, depth
+// first (see store.ConversationBranches.History).
 func (c *Conversations) History(ctx context.Context, id string) ([]store.ConversationNode, error) {
 	if err := store.ValidateID("id", id); err != nil {
 		return nil, err
@@ -375,25 +375,35 @@ func (c *Conversations) History(ctx context.Context, id string) ([]store.Convers
 			}
 			parent = next
 		}
-		// Down, breadth first.
-		queue := []store.ConversationNode{}
-		n, err := c.node(r, root, "")
+		// Down, depth first: each node's subtree follows it, so that a
+		// tree drawn by depth in this order puts every node under its
+		// parent (breadth first put a node under its parent's sibling).
+		// A node's children: its live forks (by id), then its retired
+		// ones (by creation).
+		top, err := c.node(r, root, "")
 		if err != nil {
 			return err
 		}
-		queue = append(queue, n)
-		for i := 0; i < len(queue) && i < maxLineageDepth; i++ {
-			cur := &queue[i]
+		queue := []store.ConversationNode{}
+		stack := []store.ConversationNode{top}
+		for len(stack) > 0 {
+			if len(queue) > maxLineageDepth {
+				return errors.New("sqlcore: conversation tree too large")
+			}
+			cur := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
 			cur.Current = cur.ID == id
-			if err := c.compactions(r, cur); err != nil {
+			if err := c.compactions(r, &cur); err != nil {
 				return err
 			}
+			queue = append(queue, cur)
+			var children []store.ConversationNode
 			var kids []nodeRow
 			if err := r.Select(&kids, convChildrenSQL, cur.ID); err != nil {
 				return err
 			}
 			for _, k := range kids {
-				queue = append(queue, store.ConversationNode{ID: k.ID, Parent: cur.ID, ForkNext: k.ForkNext,
+				children = append(children, store.ConversationNode{ID: k.ID, Parent: cur.ID, ForkNext: k.ForkNext,
 					Status: store.NodeLive, Messages: k.MessageCount, CreatedAt: rowcodec.FromMillis(k.CreatedAtMS)})
 			}
 			kids = nil
@@ -405,7 +415,10 @@ func (c *Conversations) History(ctx context.Context, id string) ([]store.Convers
 				if err != nil {
 					return err
 				}
-				queue = append(queue, n)
+				children = append(children, n)
+			}
+			for i := len(children) - 1; i >= 0; i-- { // the first child next
+				stack = append(stack, children[i])
 			}
 		}
 		out = queue

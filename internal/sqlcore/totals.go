@@ -28,8 +28,10 @@ const (
 	totRecentSQL  = `SELECT ` + summaryColumns + ` FROM conversations ORDER BY updated_at_ms DESC, id DESC LIMIT ?`
 )
 
-// Totals computes the aggregates (see store.Totaler): store-wide, or of
-// the tenant's rows on a tenant's Store (aggregates_tenant.go).
+// Totals computes the aggregates (see store.Totaler): store-wide, of the
+// default tenant's rows when req.DefaultTenantOnly asks (on the Store
+// itself), or of the tenant's rows on a tenant's Store
+// (aggregates_tenant.go).
 func (s *Store) Totals(ctx context.Context, req store.TotalsRequest) (store.Totals, error) {
 	req, err := req.Normalize()
 	if err != nil {
@@ -37,6 +39,9 @@ func (s *Store) Totals(ctx context.Context, req store.TotalsRequest) (store.Tota
 	}
 	now := rowcodec.ToMillis(s.now())
 	q, args := s.aggs()
+	if req.DefaultTenantOnly && s.tenant == "" {
+		q, args = defaultTenantAggs()
+	}
 	var t store.Totals
 	err = s.readTx(ctx, func(tx Tx) error {
 		t = store.Totals{}

@@ -39,6 +39,7 @@ func RunAgentBranches(t *testing.T, h Harness) {
 		{"CompactionWhileAnotherProcessAppends", testBrCompactionMultiProcess},
 		{"AfterIsExactToTheNanosecond", testBrAfterNanos},
 		{"HistoryTree", testBrHistory},
+		{"HistoryTreeIsDepthFirst", testBrHistoryDepthFirst},
 		{"RewindsAndForksWhileAppending", testBrConcurrent},
 		{"ForkIsAFeedStreamOfItsOwn", testBrFeed},
 	}

@@ -40,6 +40,7 @@ func RunConversationBranches(t *testing.T, h Harness) {
 		{"OnlyCompactWritesCompactionRecords", testCbCompactionOnlyByCompact},
 		{"CompactionWhileAnotherProcessAppends", testCbCompactionMultiProcess},
 		{"HistoryTree", testCbHistory},
+		{"HistoryTreeIsDepthFirst", testCbHistoryDepthFirst},
 		{"ForkIsAFeedStreamOfItsOwn", testCbFeed},
 		{"RewindsAndForksWhileAppending", testCbConcurrent},
 	}
@@ -816,7 +817,7 @@ func testCbHistory(t *testing.T, e *env) {
 		}
 		got = append(got, s)
 	}
-	want := []string{"p<@0 n=5", "f<p@4 n=5 * c=map[4:{0 2}]", "superseded<p@5 n=1", "g<f@2 n=2"}
+	want := []string{"p<@0 n=5", "f<p@4 n=5 * c=map[4:{0 2}]", "g<f@2 n=2", "superseded<p@5 n=1"}
 	if strings.Join(got, "; ") != strings.Join(want, "; ") {
 		t.Fatalf("History:\n got %q\nwant %q", got, want)
 	}
