@@ -35,7 +35,9 @@ CREATE TABLE search_pending (
     session_pk INTEGER NOT NULL DEFAULT 0,
     owner      TEXT    NOT NULL DEFAULT '',
     pos        INTEGER NOT NULL DEFAULT 0,
-    ref        TEXT    NOT NULL DEFAULT ''
+    ref        TEXT    NOT NULL DEFAULT '',
+    -- PostgreSQL's row-level security reads it; '' here.
+    tenant     TEXT    NOT NULL DEFAULT ''
 ) STRICT;
 
 CREATE TABLE search_state (

@@ -11,3 +11,9 @@ func (s *Store) UseBatchStats() (transactions, calls int64) {
 // BypassesRLS reports what the store found at open: whether its
 // connections' role bypasses row-level security (tenant.go).
 func (s *Store) BypassesRLS() bool { return s.rlsBypassFound }
+
+// WithoutIndexer opens a store that runs no background search indexer:
+// what is queued stays queued until a search (or another store) folds it.
+func WithoutIndexer() Option {
+	return func(c *config) { c.noIndexer = true }
+}

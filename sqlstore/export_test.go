@@ -92,3 +92,18 @@ func (s *Store) PauseWriter(ctx context.Context) (queued func() int, resume func
 	}
 	return queued, resume, nil
 }
+
+// WithoutIndexer opens a store that runs no background search indexer:
+// what is queued stays queued until a search (or another store) folds it.
+func WithoutIndexer() Option {
+	return func(c *config) { c.noIndexer = true }
+}
+
+// WithIndexerHook sets the background indexer's interval and a function
+// called after each of its rounds that folded something.
+func WithIndexerHook(interval time.Duration, onFold func(n int64)) Option {
+	return func(c *config) {
+		c.indexer.Interval = interval
+		c.indexer.OnFold = onFold
+	}
+}

@@ -35,7 +35,11 @@ import (
 // committed before the call, so a just-acknowledged item is found and a
 // deleted one is not), CheckSearchIndex and Reindex. Folders never run two
 // at a time: SQLite has one writer, and on PostgreSQL each fold batch
-// takes a transaction advisory lock first.
+// takes a transaction advisory lock first. A queue row carries its
+// content's tenant: on PostgreSQL a store whose role is subject to
+// row-level security folds only the keys of its tenant (whose content and
+// documents it sees), and leaves the others queued for a store that sees
+// them (the library's own role, the tables' owner, sees every row).
 //
 // Sealed (encrypted) messages and events are not queued on insert; their
 // documents are the write path's when the store opts in
@@ -260,17 +264,17 @@ func (s *Store) SetSearchIndex(ctx context.Context, on bool) error {
 			return nil
 		}
 		for _, src := range searchSources {
-			cols := `(kind, session_pk, owner, pos, ref)`
+			cols := `(kind, session_pk, owner, pos, ref, tenant)`
 			var sel string
 			switch src.kind {
 			case store.SearchEvent:
-				sel = `SELECT 'event', c.session_pk, '', c.seq, '' FROM agent_events AS c`
+				sel = `SELECT 'event', c.session_pk, '', c.seq, '', c.tenant FROM agent_events AS c`
 			case store.SearchArtifact:
-				sel = `SELECT 'artifact', 0, c.session_id, 0, c.uri FROM conversation_artifacts AS c`
+				sel = `SELECT 'artifact', 0, c.session_id, 0, c.uri, c.tenant FROM conversation_artifacts AS c`
 			case store.SearchRun:
-				sel = `SELECT 'run', 0, c.session_id, 0, c.run_id FROM conversation_runs AS c`
+				sel = `SELECT 'run', 0, c.session_id, 0, c.run_id, c.tenant FROM conversation_runs AS c`
 			default:
-				sel = `SELECT '` + string(src.kind) + `', 0, c.session_id, c.seq, '' FROM ` + src.table + ` AS c`
+				sel = `SELECT '` + string(src.kind) + `', 0, c.session_id, c.seq, '', c.tenant FROM ` + src.table + ` AS c`
 			}
 			if _, err := tx.Exec(`INSERT INTO search_pending ` + cols + ` ` + sel); err != nil {
 				return err

@@ -18,8 +18,16 @@ CREATE TABLE search_pending (
     session_pk BIGINT NOT NULL DEFAULT 0,
     owner      TEXT   COLLATE "C" NOT NULL DEFAULT '',
     pos        BIGINT NOT NULL DEFAULT 0,
-    ref        TEXT   COLLATE "C" NOT NULL DEFAULT ''
+    ref        TEXT   COLLATE "C" NOT NULL DEFAULT '',
+    -- The content row's tenant: a tenant role (subject to row-level
+    -- security) folds its tenant's keys only, with its tenant's content
+    -- and documents, so that what it cannot see it leaves queued.
+    tenant     TEXT   COLLATE "C" NOT NULL DEFAULT COALESCE(current_setting('sessionstore.tenant', true), '')
 );
+ALTER TABLE search_pending ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sessionstore_tenant ON search_pending
+    USING (tenant <> '' AND tenant = current_setting('sessionstore.tenant', true))
+    WITH CHECK (tenant <> '' AND tenant = current_setting('sessionstore.tenant', true));
 
 CREATE TABLE search_state (
     one     INTEGER NOT NULL PRIMARY KEY CHECK (one = 1),
@@ -34,13 +42,13 @@ BEGIN
         RETURN NULL;
     END IF;
     IF TG_OP IN ('DELETE', 'UPDATE') THEN
-        INSERT INTO search_pending (kind, session_pk, owner, pos, ref) VALUES ('message', 0, OLD.session_id, OLD.seq, '');
+        INSERT INTO search_pending (kind, session_pk, owner, pos, ref, tenant) VALUES ('message', 0, OLD.session_id, OLD.seq, '', OLD.tenant);
     END IF;
     IF TG_OP = 'UPDATE' AND (NEW.session_id IS DISTINCT FROM OLD.session_id OR NEW.seq IS DISTINCT FROM OLD.seq) THEN
-        INSERT INTO search_pending (kind, session_pk, owner, pos, ref) VALUES ('message', 0, NEW.session_id, NEW.seq, '');
+        INSERT INTO search_pending (kind, session_pk, owner, pos, ref, tenant) VALUES ('message', 0, NEW.session_id, NEW.seq, '', NEW.tenant);
     END IF;
     IF TG_OP = 'INSERT' AND left(NEW.content, 7) <> 'ssenc1:' THEN
-        INSERT INTO search_pending (kind, session_pk, owner, pos, ref) VALUES ('message', 0, NEW.session_id, NEW.seq, '');
+        INSERT INTO search_pending (kind, session_pk, owner, pos, ref, tenant) VALUES ('message', 0, NEW.session_id, NEW.seq, '', NEW.tenant);
     END IF;
     RETURN NULL;
 END
@@ -54,13 +62,13 @@ BEGIN
         RETURN NULL;
     END IF;
     IF TG_OP IN ('DELETE', 'UPDATE') THEN
-        INSERT INTO search_pending (kind, session_pk, owner, pos, ref) VALUES ('event', OLD.session_pk, '', OLD.seq, '');
+        INSERT INTO search_pending (kind, session_pk, owner, pos, ref, tenant) VALUES ('event', OLD.session_pk, '', OLD.seq, '', OLD.tenant);
     END IF;
     IF TG_OP = 'UPDATE' AND (NEW.session_pk IS DISTINCT FROM OLD.session_pk OR NEW.seq IS DISTINCT FROM OLD.seq) THEN
-        INSERT INTO search_pending (kind, session_pk, owner, pos, ref) VALUES ('event', NEW.session_pk, '', NEW.seq, '');
+        INSERT INTO search_pending (kind, session_pk, owner, pos, ref, tenant) VALUES ('event', NEW.session_pk, '', NEW.seq, '', NEW.tenant);
     END IF;
     IF TG_OP = 'INSERT' AND left(NEW.data, 7) <> 'ssenc1:' THEN
-        INSERT INTO search_pending (kind, session_pk, owner, pos, ref) VALUES ('event', NEW.session_pk, '', NEW.seq, '');
+        INSERT INTO search_pending (kind, session_pk, owner, pos, ref, tenant) VALUES ('event', NEW.session_pk, '', NEW.seq, '', NEW.tenant);
     END IF;
     RETURN NULL;
 END
@@ -74,13 +82,13 @@ BEGIN
         RETURN NULL;
     END IF;
     IF TG_OP IN ('DELETE', 'UPDATE') THEN
-        INSERT INTO search_pending (kind, session_pk, owner, pos, ref) VALUES ('trace', 0, OLD.session_id, OLD.seq, '');
+        INSERT INTO search_pending (kind, session_pk, owner, pos, ref, tenant) VALUES ('trace', 0, OLD.session_id, OLD.seq, '', OLD.tenant);
     END IF;
     IF TG_OP = 'UPDATE' AND (NEW.session_id IS DISTINCT FROM OLD.session_id OR NEW.seq IS DISTINCT FROM OLD.seq) THEN
-        INSERT INTO search_pending (kind, session_pk, owner, pos, ref) VALUES ('trace', 0, NEW.session_id, NEW.seq, '');
+        INSERT INTO search_pending (kind, session_pk, owner, pos, ref, tenant) VALUES ('trace', 0, NEW.session_id, NEW.seq, '', NEW.tenant);
     END IF;
     IF TG_OP = 'INSERT' THEN
-        INSERT INTO search_pending (kind, session_pk, owner, pos, ref) VALUES ('trace', 0, NEW.session_id, NEW.seq, '');
+        INSERT INTO search_pending (kind, session_pk, owner, pos, ref, tenant) VALUES ('trace', 0, NEW.session_id, NEW.seq, '', NEW.tenant);
     END IF;
     RETURN NULL;
 END
@@ -94,13 +102,13 @@ BEGIN
         RETURN NULL;
     END IF;
     IF TG_OP IN ('DELETE', 'UPDATE') THEN
-        INSERT INTO search_pending (kind, session_pk, owner, pos, ref) VALUES ('artifact', 0, OLD.session_id, 0, OLD.uri);
+        INSERT INTO search_pending (kind, session_pk, owner, pos, ref, tenant) VALUES ('artifact', 0, OLD.session_id, 0, OLD.uri, OLD.tenant);
     END IF;
     IF TG_OP = 'UPDATE' AND (NEW.session_id IS DISTINCT FROM OLD.session_id OR NEW.uri IS DISTINCT FROM OLD.uri) THEN
-        INSERT INTO search_pending (kind, session_pk, owner, pos, ref) VALUES ('artifact', 0, NEW.session_id, 0, NEW.uri);
+        INSERT INTO search_pending (kind, session_pk, owner, pos, ref, tenant) VALUES ('artifact', 0, NEW.session_id, 0, NEW.uri, NEW.tenant);
     END IF;
     IF TG_OP = 'INSERT' THEN
-        INSERT INTO search_pending (kind, session_pk, owner, pos, ref) VALUES ('artifact', 0, NEW.session_id, 0, NEW.uri);
+        INSERT INTO search_pending (kind, session_pk, owner, pos, ref, tenant) VALUES ('artifact', 0, NEW.session_id, 0, NEW.uri, NEW.tenant);
     END IF;
     RETURN NULL;
 END
@@ -114,13 +122,13 @@ BEGIN
         RETURN NULL;
     END IF;
     IF TG_OP IN ('DELETE', 'UPDATE') THEN
-        INSERT INTO search_pending (kind, session_pk, owner, pos, ref) VALUES ('run', 0, OLD.session_id, 0, OLD.run_id);
+        INSERT INTO search_pending (kind, session_pk, owner, pos, ref, tenant) VALUES ('run', 0, OLD.session_id, 0, OLD.run_id, OLD.tenant);
     END IF;
     IF TG_OP = 'UPDATE' AND (NEW.session_id IS DISTINCT FROM OLD.session_id OR NEW.run_id IS DISTINCT FROM OLD.run_id) THEN
-        INSERT INTO search_pending (kind, session_pk, owner, pos, ref) VALUES ('run', 0, NEW.session_id, 0, NEW.run_id);
+        INSERT INTO search_pending (kind, session_pk, owner, pos, ref, tenant) VALUES ('run', 0, NEW.session_id, 0, NEW.run_id, NEW.tenant);
     END IF;
     IF TG_OP = 'INSERT' THEN
-        INSERT INTO search_pending (kind, session_pk, owner, pos, ref) VALUES ('run', 0, NEW.session_id, 0, NEW.run_id);
+        INSERT INTO search_pending (kind, session_pk, owner, pos, ref, tenant) VALUES ('run', 0, NEW.session_id, 0, NEW.run_id, NEW.tenant);
     END IF;
     RETURN NULL;
 END
