@@ -60,7 +60,10 @@ const (
 		WHERE sweep_lease.holder = excluded.holder OR sweep_lease.expires_at_ms <= ?3
 		RETURNING holder`
 	foldLeaseDropSQL = `DELETE FROM sweep_lease WHERE name = 'search_index' AND holder = ?`
-	searchStateSQL   = `SELECT enabled FROM search_state`
+	// foldLeaseOtherSQL counts a live lease of another holder: an indexer
+	// that sees one does not try to fold (no write transaction).
+	foldLeaseOtherSQL = `SELECT count(*) FROM sweep_lease WHERE name = 'search_index' AND holder <> ? AND expires_at_ms > ?`
+	searchStateSQL    = `SELECT enabled FROM search_state`
 )
 
 // foldPendingKey joins queue row p with index row d.
@@ -344,10 +347,13 @@ func (s *Store) StartIndexer(cfg IndexerConfig) *Indexer {
 		defer t.Stop()
 		leased := false
 		for {
-			var upto int64
+			var upto, other int64
 			err := s.db.Scan(ctx, foldMaxSQL, nil, &upto)
 			wait = min(2*wait, 10*cfg.Interval)
 			if err == nil && upto > 0 {
+				err = s.db.Scan(ctx, foldLeaseOtherSQL, []any{holder, rowcodec.ToMillis(s.cfg.Clock())}, &other)
+			}
+			if err == nil && upto > 0 && other == 0 {
 				var n int64
 				n, err = s.foldSearch(ctx, 0, cfg.Batch, holder, cfg.LeaseTTL)
 				if err == nil {
