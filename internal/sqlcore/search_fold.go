@@ -49,8 +49,15 @@ import (
 // lockClassSearchFold is the Dialect.LockKeySQL class of fold batches.
 const lockClassSearchFold int32 = 0x53524348 // "SRCH"
 
-// DefaultFoldBatch is the number of queue rows a fold batch reads.
+// DefaultFoldBatch is the number of queue rows a fold batch of a search
+// (or a check, or a reindex) reads.
 const DefaultFoldBatch = 512
+
+// DefaultIndexerBatch is the number of queue rows a batch of the
+// background indexer reads: smaller than a search's, because a fold batch
+// holds the one writer (SQLite), and the writes queued behind it (or
+// committed with it, group commit) wait for it.
+const DefaultIndexerBatch = 64
 
 const (
 	foldPendingSQL = `SELECT id FROM search_pending WHERE id <= ? ORDER BY id LIMIT ?`
@@ -293,7 +300,7 @@ type IndexerConfig struct {
 	// woke it (Indexer.Wake); DefaultIndexerInterval when zero.
 	Interval time.Duration
 	// Batch is the number of queue rows per fold transaction;
-	// DefaultFoldBatch when zero.
+	// DefaultIndexerBatch when zero.
 	Batch int
 	// LeaseTTL is how long the indexer's lease lasts without renewal;
 	// max(10 × Interval, 10 s) when zero.
@@ -327,7 +334,7 @@ func (s *Store) StartIndexer(cfg IndexerConfig) *Indexer {
 		cfg.Interval = DefaultIndexerInterval
 	}
 	if cfg.Batch <= 0 {
-		cfg.Batch = DefaultFoldBatch
+		cfg.Batch = DefaultIndexerBatch
 	}
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = max(10*cfg.Interval, 10*time.Second)
