@@ -12,8 +12,5 @@ func (s *Store) UseBatchStats() (transactions, calls int64) {
 // connections' role bypasses row-level security (tenant.go).
 func (s *Store) BypassesRLS() bool { return s.rlsBypassFound }
 
-// WithoutIndexer opens a store that runs no background search indexer:
-// what is queued stays queued until a search (or another store) folds it.
-func WithoutIndexer() Option {
-	return func(c *config) { c.noIndexer = true }
-}
+// WithoutIndexer is WithBackgroundIndexer(false).
+func WithoutIndexer() Option { return WithBackgroundIndexer(false) }

@@ -160,6 +160,9 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg config) (*Store, erro
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.indexer.Stop() // its batch in progress ends, and it gives the lease up
+		if s.indexer != nil {
+			s.core.FoldOnClose(context.Background()) // what is still queued
+		}
 		s.sweeper.Stop() // its last sweep ends and gives the lease up
 		s.closed.Store(true)
 		s.core.Close()

@@ -93,11 +93,8 @@ func (s *Store) PauseWriter(ctx context.Context) (queued func() int, resume func
 	return queued, resume, nil
 }
 
-// WithoutIndexer opens a store that runs no background search indexer:
-// what is queued stays queued until a search (or another store) folds it.
-func WithoutIndexer() Option {
-	return func(c *config) { c.noIndexer = true }
-}
+// WithoutIndexer is WithBackgroundIndexer(false).
+func WithoutIndexer() Option { return WithBackgroundIndexer(false) }
 
 // WithIndexerHook sets the background indexer's interval and a function
 // called after each of its rounds that folded something.

@@ -157,6 +157,16 @@ func WithSearchIndex(on bool) Option {
 	return func(c *config) { c.searchIndex = &on }
 }
 
+// WithBackgroundIndexer runs (the default) or does not run the background
+// search indexer in this store. Without it, what the store writes stays
+// queued until a search (of any store on the database) or another
+// store's indexer folds it in; a short-lived process (a command-line
+// tool) leaves it to them. With it, Close also folds what is still
+// queued (a bounded amount).
+func WithBackgroundIndexer(on bool) Option {
+	return func(c *config) { c.noIndexer = !on }
+}
+
 func (c *config) validate() error {
 	switch c.sync {
 	case SyncFull, SyncNormal, SyncOff:

@@ -227,6 +227,9 @@ func (s *Store) startWriter(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.indexer.Stop() // its batch in progress ends, and it gives the lease up
+		if s.indexer != nil {
+			s.core.FoldOnClose(context.Background()) // what is still queued
+		}
 		s.sweeper.Stop() // its last sweep ends and gives the lease up
 		s.closed.Store(true)
 		s.core.Close()

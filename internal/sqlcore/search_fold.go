@@ -221,6 +221,34 @@ func (s *Store) foldSearch(ctx context.Context, upto int64, batch int, holder st
 	}
 }
 
+// closeFoldLimit bounds what FoldOnClose folds: a larger queue (a bulk
+// import with the index folded by nobody) is left to the next store.
+const closeFoldLimit = 8 * DefaultFoldBatch
+
+// FoldOnClose folds what is queued, up to closeFoldLimit keys, when the
+// store closes (the backends call it after stopping the indexer), so that
+// a store that wrote and closed leaves its items indexed and the next
+// store opened on the database finds nothing to fold. Failures are
+// logged, not returned: the queue stays for the next store.
+func (s *Store) FoldOnClose(ctx context.Context) {
+	var upto int64
+	if err := s.db.Scan(ctx, foldMaxSQL, nil, &upto); err != nil || upto == 0 {
+		return
+	}
+	var total int64
+	for total < closeFoldLimit {
+		n, err := s.foldSearch(ctx, upto, DefaultFoldBatch, "", 0)
+		if err != nil {
+			s.log.Warn("search indexing at close failed", "err", err)
+			return
+		}
+		total += n
+		if n < DefaultFoldBatch {
+			return
+		}
+	}
+}
+
 // prepareSearch returns store.ErrSearchDisabled when the index is off,
 // and otherwise folds every queue row committed before the call (Search,
 // History, CheckSearchIndex), so that the index holds every item
