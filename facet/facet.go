@@ -182,13 +182,20 @@ func maintenanceAt(t string, version int64) bool {
 // IndexSince is the schema version that created the search index.
 const IndexSince int64 = 14
 
-// IndexTables are the store's derived tables, from schema version
-// IndexSince on: the search index and the rows of cross-session reads
-// (store.Searcher). Triggers write them from the facets' content in the
-// transaction that writes the content; no facet owns them, archives leave
-// them out (an import rebuilds them through the triggers), and a reindex
-// rebuilds them.
-func IndexTables() []string { return []string{"search_docs"} }
+// IndexQueueSince is the schema version from which the search index is
+// folded in after the content's commit: search_pending (the queue of keys
+// to fold) and search_state (whether the index is on) exist from it on.
+const IndexQueueSince int64 = 27
+
+// IndexTables are the store's derived tables: the search index and the
+// rows of cross-session reads (store.Searcher), from schema version
+// IndexSince on, and the queue of keys to fold into it and its setting,
+// from IndexQueueSince on. They are derived from the facets' content
+// (triggers queue each item's key in the transaction that writes the
+// content; the store folds the queue in after the commit); no facet owns
+// them, archives leave them out (an import queues and folds them again),
+// and a reindex rebuilds them.
+func IndexTables() []string { return []string{"search_docs", "search_pending", "search_state"} }
 
 // SQLiteIndexTables are the tables of the search index that only SQLite
 // has: the FTS5 virtual table and its shadow tables. They are part of the
@@ -222,7 +229,11 @@ func TablesAt(version int64) []string {
 		out = append(out, f.TablesAt(version)...)
 	}
 	if version >= IndexSince {
-		out = append(out, IndexTables()...)
+		for _, t := range IndexTables() {
+			if t == "search_docs" || version >= IndexQueueSince {
+				out = append(out, t)
+			}
+		}
 	}
 	if version >= KeyringSince {
 		out = append(out, KeyringTables()...)

@@ -11,3 +11,6 @@ func (s *Store) UseBatchStats() (transactions, calls int64) {
 // BypassesRLS reports what the store found at open: whether its
 // connections' role bypasses row-level security (tenant.go).
 func (s *Store) BypassesRLS() bool { return s.rlsBypassFound }
+
+// WithoutIndexer is WithBackgroundIndexer(false).
+func WithoutIndexer() Option { return WithBackgroundIndexer(false) }

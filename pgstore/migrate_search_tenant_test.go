@@ -33,6 +33,11 @@ func TestMigrationSearchDocTenant(t *testing.T) {
 	if _, err := ts.AgentSessions().AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: ev}); err != nil {
 		t.Fatal(err)
 	}
+	// The documents are folded in after the writes (migration 27); a
+	// check folds what is queued.
+	if _, err := st.CheckSearchIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
 	st.Close()
 
 	p, db, pool, err := pgstore.NewMigrationProvider(ctx, loc)

@@ -32,6 +32,12 @@ type config struct {
 
 	// searchEncrypted: WithSearchEncrypted (keys.go).
 	searchEncrypted bool
+	// searchIndex: WithSearchIndex; nil leaves the database's setting.
+	searchIndex *bool
+	// indexer configures the background indexer; noIndexer (tests only,
+	// see export_test.go) runs none.
+	indexer   sqlcore.IndexerConfig
+	noIndexer bool
 }
 
 func defaultConfig() config {
@@ -42,6 +48,34 @@ func defaultConfig() config {
 		lockWait:    5 * time.Minute,
 		runtime:     sqlcore.DefaultRuntimeLimits(DefaultCancelPollInterval),
 	}
+}
+
+// WithSearchIndex turns the schema's full-text search index on or off; by
+// default the schema keeps its setting (on for a new schema). The setting
+// belongs to the schema, not to the process.
+//
+// On, a write of searchable content queues the item's key in its own
+// transaction, and the store's background indexer folds the queue into
+// the index in batches after the commit (one indexer at a time across the
+// stores sharing the schema, under a lease). Search and History fold
+// whatever is still queued first, so they find every item acknowledged
+// before the call and never one deleted before it.
+//
+// Off, nothing is queued or indexed, the index is emptied, and Search,
+// History, CheckSearchIndex and Reindex return store.ErrSearchDisabled.
+// Turning it on again queues every stored item once.
+func WithSearchIndex(on bool) Option {
+	return func(c *config) { c.searchIndex = &on }
+}
+
+// WithBackgroundIndexer runs (the default) or does not run the background
+// search indexer in this store. Without it, what the store writes stays
+// queued until a search (of any store on the database) or another
+// store's indexer folds it in; a short-lived process (a command-line
+// tool) leaves it to them. With it, Close also folds what is still
+// queued (a bounded amount).
+func WithBackgroundIndexer(on bool) Option {
+	return func(c *config) { c.noIndexer = !on }
 }
 
 // WithClock injects the clock used for creation times, expiry and rate

@@ -33,6 +33,7 @@ type Store struct {
 	channel string
 	core    *sqlcore.Store
 	sweeper *sqlcore.Sweeper // WithSweeper; nil without
+	indexer *sqlcore.Indexer // the background search indexer (search.go)
 	// rlsBypassFound: the connections' role bypasses row-level security
 	// (found at open; tenant.go).
 	rlsBypassFound bool
@@ -145,6 +146,11 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg config) (*Store, erro
 		s.core.Close()
 		return nil, err
 	}
+	if err := s.startIndexer(ctx); err != nil {
+		s.sweeper.Stop()
+		s.core.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -153,6 +159,10 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg config) (*Store, erro
 // store.ErrStoreClosed.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.indexer.Stop() // its batch in progress ends, and it gives the lease up
+		if s.indexer != nil {
+			s.core.FoldOnClose(context.Background()) // what is still queued
+		}
 		s.sweeper.Stop() // its last sweep ends and gives the lease up
 		s.closed.Store(true)
 		s.core.Close()

@@ -92,3 +92,15 @@ func (s *Store) PauseWriter(ctx context.Context) (queued func() int, resume func
 	}
 	return queued, resume, nil
 }
+
+// WithoutIndexer is WithBackgroundIndexer(false).
+func WithoutIndexer() Option { return WithBackgroundIndexer(false) }
+
+// WithIndexerHook sets the background indexer's interval and a function
+// called after each of its rounds that folded something.
+func WithIndexerHook(interval time.Duration, onFold func(n int64)) Option {
+	return func(c *config) {
+		c.indexer.Interval = interval
+		c.indexer.OnFold = onFold
+	}
+}

@@ -44,6 +44,12 @@ type config struct {
 
 	// searchEncrypted: WithSearchEncrypted (keys.go).
 	searchEncrypted bool
+	// searchIndex: WithSearchIndex; nil leaves the file's setting.
+	searchIndex *bool
+	// indexer configures the background indexer; noIndexer (tests only,
+	// see export_test.go) runs none.
+	indexer   sqlcore.IndexerConfig
+	noIndexer bool
 
 	// faults, when set (tests only, see export_test.go), is consulted
 	// before every statement the writer runs in a write transaction,
@@ -127,6 +133,38 @@ func WithMaxBatch(n int) Option {
 // Open and off for OpenDB.
 func WithFileLock(on bool) Option {
 	return func(c *config) { c.fileLock = on }
+}
+
+// WithSearchIndex turns the file's full-text search index on or off; by
+// default the file keeps its setting (on for a new file). The setting
+// belongs to the file, not to the process: every process that opens it
+// afterwards sees it.
+//
+// On, a write of searchable content (a message, an agent event, a trace
+// event, an artifact, a run) queues the item's key in its own transaction,
+// and the store's background indexer folds the queue into the index in
+// batches after the commit (one indexer at a time across the processes
+// sharing the file, under a lease). Search and History fold whatever is
+// still queued first, so they find every item acknowledged before the call
+// and never one deleted before it. After a crash the queue is still
+// there, and the next store to open the file folds it.
+//
+// Off, nothing is queued or indexed, the index is emptied, and Search,
+// History, CheckSearchIndex and Reindex return store.ErrSearchDisabled.
+// Turning it on again queues every stored item once, and the indexer (or
+// the first search) folds them in.
+func WithSearchIndex(on bool) Option {
+	return func(c *config) { c.searchIndex = &on }
+}
+
+// WithBackgroundIndexer runs (the default) or does not run the background
+// search indexer in this store. Without it, what the store writes stays
+// queued until a search (of any store on the database) or another
+// store's indexer folds it in; a short-lived process (a command-line
+// tool) leaves it to them. With it, Close also folds what is still
+// queued (a bounded amount).
+func WithBackgroundIndexer(on bool) Option {
+	return func(c *config) { c.noIndexer = !on }
 }
 
 func (c *config) validate() error {

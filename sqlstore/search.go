@@ -8,6 +8,20 @@ import (
 
 var _ store.Searcher = (*Store)(nil)
 
+// startIndexer applies WithSearchIndex and starts the background indexer
+// (see WithSearchIndex).
+func (s *Store) startIndexer(ctx context.Context) error {
+	if s.cfg.searchIndex != nil {
+		if err := s.core.SetSearchIndex(ctx, *s.cfg.searchIndex); err != nil {
+			return err
+		}
+	}
+	if !s.cfg.noIndexer {
+		s.indexer = s.core.StartIndexer(s.cfg.indexer)
+	}
+	return nil
+}
+
 // Search finds stored items by their text (see store.Searcher).
 func (s *Store) Search(ctx context.Context, q store.SearchQuery) (store.SearchResult, error) {
 	if s.closed.Load() {

@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,8 +32,8 @@ import (
 // (ranked and newest first, 20 hits with snippets); History the latency of
 // a user's last 100 events across 1,000 sessions; IndexSize the index's
 // share of the database file; Append the cost of an append with the index
-// against one without it (the search triggers dropped), alternating in one
-// process, at synchronous=FULL and OFF.
+// against one with the index turned off (WithSearchIndex(false)),
+// alternating in one process, at synchronous=FULL and OFF.
 func BenchmarkSearch(b *testing.B) {
 	n := 1_000_000
 	if s := os.Getenv("SESSIONSTORE_SEARCH_BENCH_N"); s != "" {
@@ -126,31 +128,16 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 }
 
 // benchAppendIndexed appends one message of about 150 characters to a
-// store with the search index and to one without, in turn, and reports
-// both and their ratio.
+// store with the search index (folded in after the commit) and to one
+// with the index turned off (WithSearchIndex(false)), in turn, and
+// reports both and their ratio.
 func benchAppendIndexed(b *testing.B, sync sqlstore.Synchronous) {
 	ctx := context.Background()
 	open := func(name string, index bool) store.Store {
 		path := filepath.Join(b.TempDir(), name+".db")
-		st, err := sqlstore.Open(ctx, path, sqlstore.WithSynchronous(sync))
+		st, err := sqlstore.Open(ctx, path, sqlstore.WithSynchronous(sync), sqlstore.WithSearchIndex(index))
 		if err != nil {
 			b.Fatal(err)
-		}
-		if !index {
-			st.Close()
-			db, err := sql.Open("sqlite", "file:"+path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for _, tr := range []string{"search_messages_ai", "search_messages_ad", "search_messages_au"} {
-				if _, err := db.Exec("DROP TRIGGER " + tr); err != nil {
-					b.Fatal(err)
-				}
-			}
-			db.Close()
-			if st, err = sqlstore.Open(ctx, path, sqlstore.WithSynchronous(sync)); err != nil {
-				b.Fatal(err)
-			}
 		}
 		if _, err := st.Conversations().Save(ctx, store.NewConversation("c")); err != nil {
 			b.Fatal(err)
@@ -186,6 +173,179 @@ func benchAppendIndexed(b *testing.B, sync sqlstore.Synchronous) {
 	b.ReportMetric(float64(tWith.Microseconds())/float64(i), "with-µs/append")
 	b.ReportMetric(float64(tWithout.Microseconds())/float64(i), "without-µs/append")
 	b.ReportMetric(float64(tWith)/float64(tWithout), "ratio")
+}
+
+// BenchmarkSearchIndexAppend appends runner events (a 1 KiB text part and
+// a session state delta) to three stores in turn, one append each per
+// iteration, and reports per store the mean append time and the file's
+// bytes per event (database and log, after Close):
+//
+//   - intx: the index written in the append's transaction, as before
+//     migration 27 (its event triggers put back, the queue trigger gone);
+//   - deferred: the default, the key queued and folded in by the
+//     background indexer; it also reports the lag from an append's
+//     acknowledgement to the end of the fold that indexed it (p50, p99);
+//   - off: WithSearchIndex(false).
+//
+// Run on a quiet machine, one command (NORMAL and FULL):
+//
+//	go test ./sqlstore -run '^$' -bench SearchIndexAppend -benchtime 2000x
+func BenchmarkSearchIndexAppend(b *testing.B) {
+	for _, level := range []sqlstore.Synchronous{sqlstore.SyncNormal, sqlstore.SyncFull} {
+		b.Run("sync="+string(level), func(b *testing.B) { benchSearchIndexAppend(b, level) })
+	}
+}
+
+func benchSearchIndexAppend(b *testing.B, level sqlstore.Synchronous) {
+	ctx := context.Background()
+	key := store.SessionKey{App: "a", User: "u", Session: "s"}
+	type folded struct {
+		at    time.Time
+		total int64
+	}
+	var mu sync.Mutex
+	var folds []folded
+	var total int64
+	hook := func(n int64) {
+		mu.Lock()
+		total += n
+		folds = append(folds, folded{time.Now(), total})
+		mu.Unlock()
+	}
+	type mode struct {
+		name string
+		path string
+		st   *sqlstore.Store
+		dur  time.Duration
+	}
+	modes := []*mode{{name: "intx"}, {name: "deferred"}, {name: "off"}}
+	for _, m := range modes {
+		m.path = filepath.Join(b.TempDir(), m.name+".db")
+		opts := []sqlstore.Option{sqlstore.WithSynchronous(level)}
+		switch m.name {
+		case "intx":
+			st, err := sqlstore.Open(ctx, m.path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			st.Close()
+			restoreEventTriggers(b, m.path)
+			opts = append(opts, sqlstore.WithoutIndexer())
+		case "deferred":
+			opts = append(opts, sqlstore.WithIndexerHook(0, hook))
+		case "off":
+			opts = append(opts, sqlstore.WithSearchIndex(false))
+		}
+		st, err := sqlstore.Open(ctx, m.path, opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m.st = st
+		if _, err := st.AgentSessions().CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	words := benchVocabulary()
+	rng := rand.New(rand.NewPCG(3, 4))
+	var acks []time.Time
+	i := 0
+	for b.Loop() {
+		text := benchSentence(rng, words, 150)
+		if len(text) > 1024 {
+			text = text[:1024]
+		}
+		data, _ := json.Marshal(map[string]any{"author": "model", "invocationId": fmt.Sprintf("inv-%d", i),
+			"content": map[string]any{"role": "model", "parts": []any{map[string]string{"text": text}}}})
+		req := store.AppendEventRequest{Key: key, Event: store.AgentEvent{Data: data},
+			Delta: store.ScopedState{Session: map[string]json.RawMessage{"turn": json.RawMessage(strconv.Itoa(i))}}}
+		for j := range modes {
+			m := modes[(i+j)%len(modes)]
+			t0 := time.Now()
+			if _, err := m.st.AgentSessions().AppendEvent(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+			m.dur += time.Since(t0)
+			if m.name == "deferred" {
+				acks = append(acks, time.Now())
+			}
+		}
+		i++
+	}
+	// The lag: the k-th append of the deferred store queued the k-th key
+	// (one writer), indexed by the first fold whose running total
+	// reaches k.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		mu.Lock()
+		done := total >= int64(len(acks))
+		mu.Unlock()
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the indexer folded %d of %d appends in a minute", total, len(acks))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	mu.Lock()
+	lag := make([]time.Duration, len(acks))
+	f := 0
+	for k, at := range acks {
+		for folds[f].total < int64(k+1) {
+			f++
+		}
+		lag[k] = folds[f].at.Sub(at)
+	}
+	mu.Unlock()
+	for _, m := range modes {
+		m.st.Close()
+		var size int64
+		for _, p := range []string{m.path, m.path + "-wal"} {
+			if fi, err := os.Stat(p); err == nil {
+				size += fi.Size()
+			}
+		}
+		b.ReportMetric(float64(m.dur.Microseconds())/float64(i), m.name+"-µs/append")
+		b.ReportMetric(float64(size)/float64(i), m.name+"-B/event")
+	}
+	slices.Sort(lag)
+	pct := func(p float64) float64 {
+		return float64(lag[min(len(lag)-1, int(p*float64(len(lag))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(0.50), "lag-p50-ms")
+	b.ReportMetric(pct(0.99), "lag-p99-ms")
+}
+
+// restoreEventTriggers puts the agent-event index triggers of migrations
+// 14 and 16 back on the file at path and drops the event queue triggers
+// of migration 27: events are indexed in their append's transaction, as
+// before (the intx baseline of BenchmarkSearchIndexAppend).
+func restoreEventTriggers(b *testing.B, path string) {
+	grab := func(file, name string) string {
+		src, err := os.ReadFile(filepath.Join("..", "migrations", file))
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := string(src)
+		i := strings.Index(s, "CREATE TRIGGER "+name+" ")
+		if i < 0 {
+			b.Fatalf("%s: no trigger %s", file, name)
+		}
+		return s[i : i+strings.Index(s[i:], "END;")+4]
+	}
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		"DROP TRIGGER search_queue_events_ai", "DROP TRIGGER search_queue_events_ad", "DROP TRIGGER search_queue_events_au",
+		grab("00016_encryption.sql", "search_events_ai"), grab("00014_search_index.sql", "search_events_ad"),
+	} {
+		if _, err := db.Exec(q); err != nil {
+			b.Fatalf("%s: %v", q, err)
+		}
+	}
 }
 
 // benchVocabulary returns 20,000 made-up words of 4 to 9 random letters,

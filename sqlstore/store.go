@@ -46,6 +46,7 @@ type Store struct {
 	stamper   stamper // ChangeStamp's connection
 	core      *sqlcore.Store
 	sweeper   *sqlcore.Sweeper // WithSweeper; nil without
+	indexer   *sqlcore.Indexer // the background search indexer (search.go)
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -139,6 +140,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.startIndexer(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -185,6 +190,10 @@ func OpenDB(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.startIndexer(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -217,6 +226,10 @@ func (s *Store) startWriter(ctx context.Context) error {
 // the connections. Calls made after Close return store.ErrStoreClosed.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.indexer.Stop() // its batch in progress ends, and it gives the lease up
+		if s.indexer != nil {
+			s.core.FoldOnClose(context.Background()) // what is still queued
+		}
 		s.sweeper.Stop() // its last sweep ends and gives the lease up
 		s.closed.Store(true)
 		s.core.Close()

@@ -40,6 +40,10 @@ var (
 	ErrNotSessionStore = errors.New("not a session store database")
 	// ErrStoreClosed: the Store was closed before the call.
 	ErrStoreClosed = errors.New("store is closed")
+	// ErrSearchDisabled: the database's search index is turned off
+	// (sqlstore.WithSearchIndex(false), pgstore.WithSearchIndex(false)):
+	// Search and History answer nothing until it is turned on again.
+	ErrSearchDisabled = errors.New("search index is turned off")
 
 	// ErrBusy: the database stayed contended for longer than the store was
 	// willing to wait or retry (SQLite: another writer held the lock;

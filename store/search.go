@@ -12,11 +12,21 @@ import (
 // Searcher finds stored items by what was said in them, and reads a user's
 // events across all of their sessions in one query.
 //
-// The index it reads is written by the database, in the transaction that
-// writes the content it indexes (triggers on the content tables), and is
-// removed with it: every write and delete path, including retention,
-// rewinds and imports, keeps it equal to the content without knowing
-// about it.
+// The index it reads is derived from the content after the content's
+// commit: every write and delete of searchable content, on every path
+// (retention, rewinds and imports included), queues the item's key in its
+// own transaction (triggers on the content tables), and the store folds
+// the queue into the index in batches, in transactions of its own (a
+// background indexer, one at a time across the processes sharing the
+// database). The queue is the position up to which the content is
+// indexed, kept transactionally: nothing is indexed twice or skipped, and
+// a crash leaves the queue for the next store to fold. Search, History,
+// CheckSearchIndex and Reindex fold what was queued before the call
+// first, so they find every item acknowledged before it and none deleted
+// before it; a read-only store reads the index as folded so far. The
+// backends' WithSearchIndex(false) turns the index off for the whole
+// database: writes then pay nothing for search, and these methods return
+// ErrSearchDisabled.
 //
 // Matching: a query is split into terms at white space; an item matches
 // when every term occurs in its text as a substring, ignoring case. The

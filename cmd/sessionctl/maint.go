@@ -22,7 +22,10 @@ func checkpoint(ctx context.Context, path string, vacuum bool) (WALResult, error
 
 // sqliteStoreOptions are the options a SQLite store is opened with.
 func (g *globals) sqliteStoreOptions() []sqlstore.Option {
-	var opts []sqlstore.Option
+	// A command runs no background search indexer: what it writes is
+	// folded into the index by the next search or by a long-running
+	// store, and a command that refuses leaves the file as it was.
+	opts := []sqlstore.Option{sqlstore.WithBackgroundIndexer(false)}
 	if g.now != nil {
 		opts = append(opts, sqlstore.WithClock(g.now))
 	}

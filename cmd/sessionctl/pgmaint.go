@@ -19,7 +19,9 @@ func (g *globals) pgProbe(ctx context.Context) (pgstore.Info, error) {
 
 // pgOptions are the options a PostgreSQL store is opened with.
 func (g *globals) pgOptions() []pgstore.Option {
-	var opts []pgstore.Option
+	// A command runs no background search indexer (see
+	// sqliteStoreOptions).
+	opts := []pgstore.Option{pgstore.WithBackgroundIndexer(false)}
 	if g.now != nil {
 		opts = append(opts, pgstore.WithClock(g.now))
 	}

@@ -11,7 +11,8 @@ import (
 )
 
 // The search index lives in search_docs (see migrations/00014): one row per
-// searchable item, written by triggers. On SQLite search_fts is an FTS5
+// searchable item, folded in after the content's commit (migration 27,
+// search_fold.go). On SQLite search_fts is an FTS5
 // trigram index over search_docs.body; on PostgreSQL a GIN index over
 // sessionstore_trigrams(body).
 
@@ -54,6 +55,9 @@ func (s *Store) postgres() bool { return s.d.Name == "postgres" }
 func (s *Store) Search(ctx context.Context, q store.SearchQuery) (store.SearchResult, error) {
 	q, err := q.Normalize()
 	if err != nil {
+		return store.SearchResult{}, err
+	}
+	if err := s.prepareSearch(ctx); err != nil { // search_fold.go
 		return store.SearchResult{}, err
 	}
 	terms := store.SearchTerms(q.Query)
@@ -330,6 +334,9 @@ WHERE kind = ? AND session_pk = ? AND owner = ? AND ref = '' AND pos BETWEEN ? A
 func (s *Store) History(ctx context.Context, req store.HistoryRequest) (store.Page[store.HistoryItem], error) {
 	req, err := req.Normalize()
 	if err != nil {
+		return store.Page[store.HistoryItem]{}, err
+	}
+	if err := s.prepareSearch(ctx); err != nil { // search_fold.go
 		return store.Page[store.HistoryItem]{}, err
 	}
 	var b strings.Builder

@@ -42,6 +42,11 @@ var searchSources = []searchSource{
 // CheckSearchIndex compares the index with the content, from one snapshot
 // (see store.Searcher).
 func (s *Store) CheckSearchIndex(ctx context.Context) (store.SearchIndexReport, error) {
+	// The queue first (search_fold.go): an item written before the call
+	// and not folded yet is neither missing nor an orphan.
+	if err := s.prepareSearch(ctx); err != nil {
+		return store.SearchIndexReport{}, err
+	}
 	var rep store.SearchIndexReport
 	err := s.readTx(ctx, func(tx Tx) error {
 		rep = store.SearchIndexReport{IndexOK: true}
@@ -96,8 +101,8 @@ func (s *Store) CheckSearchIndex(ctx context.Context) (store.SearchIndexReport, 
 
 // Reindex rebuilds the index from the content in batches (see
 // store.Searcher): every content row is updated to itself, which makes its
-// trigger write its index row again, and index rows without content are
-// removed. On SQLite, when the FTS5 index does not hold exactly the rows
+// trigger queue its key (migration 27), index rows without content are
+// removed, and the queue is folded in (search_fold.go). On SQLite, when the FTS5 index does not hold exactly the rows
 // of search_docs, it is rebuilt first (in one transaction).
 func (s *Store) Reindex(ctx context.Context, req store.ReindexRequest) (store.ReindexResult, error) {
 	if req.Batch < 0 {
@@ -107,6 +112,9 @@ func (s *Store) Reindex(ctx context.Context, req store.ReindexRequest) (store.Re
 		req.Batch = 1000
 	}
 	var res store.ReindexResult
+	if err := s.prepareSearch(ctx); err != nil { // search_fold.go
+		return res, err
+	}
 	if !s.postgres() {
 		rep, err := s.CheckSearchIndex(ctx)
 		if err != nil {
@@ -217,9 +225,15 @@ func (s *Store) Reindex(ctx context.Context, req store.ReindexRequest) (store.Re
 			res.Batches++
 		}
 	}
-	// The update above made the event trigger (and on PostgreSQL the
-	// message trigger) drop the documents the search opt-in wrote for
-	// sealed events and messages: write them again.
+	// Every key queued above (and before) is folded in, in batches.
+	folded, err := s.foldSearch(ctx, 0, req.Batch, "", 0)
+	if err != nil {
+		return res, err
+	}
+	res.Batches += (folded + int64(req.Batch) - 1) / int64(req.Batch)
+	// A fold leaves the documents of sealed content alone; the opt-in's
+	// missing ones (a store without the opt-in wrote the rows) are
+	// written here.
 	if err := s.reindexSealedEvents(ctx, req.Batch, &res); err != nil { // search_sealed.go
 		return res, err
 	}

@@ -12,9 +12,10 @@ import (
 
 // Search of encrypted content (an opt-in: Config.SearchEncrypted).
 //
-// The index triggers of migrations 14 and 16 see only what a row stores,
-// and skip sealed values: by default an encrypted session's content is
-// never indexed. With the opt-in, the write paths that seal a value
+// The index (folded in after the commit from the keys the content
+// triggers queue, migration 27 and search_fold.go) sees only what a row
+// stores, and skips sealed values: by default an encrypted session's
+// content is never indexed. With the opt-in, the write paths that seal a value
 // write its search document themselves, from the plaintext they hold, in
 // the same transaction: the same columns the trigger would write, the
 // body built in Go the way the trigger builds it in SQL. The index then
@@ -60,7 +61,13 @@ const (
 // from its plaintext data, when the store opts in (a no-op otherwise, and
 // for a plaintext event, which the trigger indexes).
 func (s *Store) indexSealedEvent(tx Tx, dk *keys.DataKey, pk, seq, tsUS int64, data []byte) error {
-	if dk == nil || !s.cfg.SearchEncrypted {
+	if dk == nil {
+		return nil
+	}
+	if err := dropStaleDoc(tx, "event", pk, "", seq); err != nil {
+		return err
+	}
+	if !s.cfg.SearchEncrypted {
 		return nil
 	}
 	role, body := eventSearchText(data)
@@ -72,10 +79,25 @@ func (s *Store) indexSealedEvent(tx Tx, dk *keys.DataKey, pk, seq, tsUS int64, d
 // message sealed with dk from its plaintext content (see
 // indexSealedEvent).
 func (s *Store) indexSealedMessage(tx Tx, dk *keys.DataKey, sessionID string, seq int64, role string, createdMS int64, content []byte) error {
-	if dk == nil || !s.cfg.SearchEncrypted {
+	if dk == nil {
+		return nil
+	}
+	if err := dropStaleDoc(tx, "message", 0, sessionID, seq); err != nil {
+		return err
+	}
+	if !s.cfg.SearchEncrypted {
 		return nil
 	}
 	_, err := tx.Exec(searchMessageDocSQL, sessionID, seq, sessionID, role, createdMS*1000, messageSearchText(content), sessionID)
+	return err
+}
+
+// dropStaleDoc deletes the document at a key that sealed content is being
+// written to: one left by content deleted before whose deletion is not
+// folded in yet (search_fold.go), which a fold would not remove once the
+// key holds sealed content. Usually there is none (an index probe).
+func dropStaleDoc(tx Tx, kind string, pk int64, owner string, seq int64) error {
+	_, err := tx.Exec(`DELETE FROM search_docs WHERE kind = ? AND session_pk = ? AND owner = ? AND pos = ? AND ref = ''`, kind, pk, owner, seq)
 	return err
 }
 

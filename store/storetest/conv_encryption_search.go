@@ -53,6 +53,11 @@ func testConvEncSearchOptIn(t *testing.T, h Harness) {
 		if h.Count == nil {
 			return
 		}
+		// The plaintext conversation's documents are folded in after
+		// their commit; a check folds what is queued first.
+		if _, err := sr.CheckSearchIndex(e.ctx); err != nil {
+			t.Fatal(err)
+		}
 		count := func(q string) int64 {
 			t.Helper()
 			v, err := h.Count(e.ctx, e.loc, q)

@@ -561,7 +561,10 @@ func testSearchReindex(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Items != 26 || res.Orphans != 1 || res.Batches != 9 || fmt.Sprint(progress) != "[4 8 12 16 20 24 25 26]" {
+	// 8 transactions touch the 26 items (which queues their keys), 1
+	// removes the orphan, and up to 7 fold the 26 queued keys in, 4 at a
+	// time (fewer when the store's background indexer folded some).
+	if res.Items != 26 || res.Orphans != 1 || res.Batches < 9 || res.Batches > 16 || fmt.Sprint(progress) != "[4 8 12 16 20 24 25 26]" {
 		t.Fatalf("reindex %+v, progress %v", res, progress)
 	}
 	e.wantIndexOK()

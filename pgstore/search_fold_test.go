@@ -1,0 +1,98 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/agentstore/sessionstore/pgstore"
+	"github.com/agentstore/sessionstore/store"
+)
+
+// TestSearchFoldAndOff: on PostgreSQL an appended event is queued, not
+// indexed, in its transaction, is found once by the next search (which
+// folds the queue), and a deleted one is not found; WithSearchIndex(false)
+// queues nothing, empties the index and makes Search answer
+// store.ErrSearchDisabled; WithSearchIndex(true) indexes what is stored.
+func TestSearchFoldAndOff(t *testing.T) {
+	ctx := context.Background()
+	loc := newSchema(t)
+	count := func(q string) int64 {
+		t.Helper()
+		st, err := pgstore.Open(ctx, loc, pgstore.WithoutIndexer())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		var n int64
+		if err := st.Pool().QueryRow(ctx, q).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return n
+	}
+	st, err := pgstore.Open(ctx, loc, pgstore.WithoutIndexer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.SessionKey{App: "a", User: "u", Session: "s"}
+	if _, err := st.AgentSessions().CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
+		t.Fatal(err)
+	}
+	ev := store.AgentEvent{Data: []byte(`{"author":"user","content":{"parts":[{"text":"pgfoldtoken one"}]}}`)}
+	if _, err := st.AgentSessions().AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: ev}); err != nil {
+		t.Fatal(err)
+	}
+	if q, d := count(`SELECT count(*) FROM search_pending`), count(`SELECT count(*) FROM search_docs`); q != 1 || d != 0 {
+		t.Fatalf("after the append: %d queued, %d documents; want 1, 0", q, d)
+	}
+	hits := func(st *pgstore.Store, want int) {
+		t.Helper()
+		res, err := st.Search(ctx, store.SearchQuery{Query: "pgfoldtoken"})
+		if err != nil || len(res.Hits) != want {
+			t.Fatalf("search: %d hits, %v; want %d", len(res.Hits), err, want)
+		}
+	}
+	hits(st, 1)
+	if q, d := count(`SELECT count(*) FROM search_pending`), count(`SELECT count(*) FROM search_docs`); q != 0 || d != 1 {
+		t.Fatalf("after the search: %d queued, %d documents; want 0, 1", q, d)
+	}
+	hits(st, 1)
+	if _, err := st.Conversations().Save(ctx, store.NewConversation("c")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Conversations().AppendMessages(ctx, "c", store.UserMessage("pgfoldtoken message")); err != nil {
+		t.Fatal(err)
+	}
+	hits(st, 2)
+	if _, err := st.Conversations().PopMessage(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	hits(st, 1)
+	st.Close()
+
+	st, err = pgstore.Open(ctx, loc, pgstore.WithSearchIndex(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AgentSessions().AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: ev}); err != nil {
+		t.Fatal(err)
+	}
+	if q, d := count(`SELECT count(*) FROM search_pending`), count(`SELECT count(*) FROM search_docs`); q != 0 || d != 0 {
+		t.Fatalf("index off: %d queued, %d documents; want 0, 0", q, d)
+	}
+	if _, err := st.Search(ctx, store.SearchQuery{Query: "pgfoldtoken"}); !errors.Is(err, store.ErrSearchDisabled) {
+		t.Fatalf("search with the index off: %v, want ErrSearchDisabled", err)
+	}
+	st.Close()
+
+	st, err = pgstore.Open(ctx, loc, pgstore.WithSearchIndex(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	hits(st, 2)
+	rep, err := st.CheckSearchIndex(ctx)
+	if err != nil || !rep.OK() {
+		t.Fatalf("index check: %+v, %v", rep, err)
+	}
+}

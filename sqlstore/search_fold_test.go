@@ -1,0 +1,329 @@
+package sqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/agentstore/sessionstore/sqlstore"
+	"github.com/agentstore/sessionstore/store"
+)
+
+// rawCount runs a count query on the file through a connection of its own.
+func rawCount(t *testing.T, path, query string, args ...any) int64 {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int64
+	if err := db.QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+func lagEvent(tok string) store.AgentEvent {
+	return store.AgentEvent{Data: []byte(`{"author":"user","content":{"role":"user","parts":[{"text":"` + tok + `"}]}}`)}
+}
+
+func hitsOf(t *testing.T, st store.Searcher, tok string) int {
+	t.Helper()
+	res, err := st.Search(context.Background(), store.SearchQuery{Query: tok, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(res.Hits)
+}
+
+// TestSearchIndexLag: an appended event is not indexed in the append's
+// transaction (its key is queued), is found by a search at once (the
+// search folds the queue first), is found again after the background
+// indexer ran, and is indexed exactly once; a deleted item's document goes
+// with the fold, and the search after the delete does not return it.
+func TestSearchIndexLag(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "lag.db")
+	st, err := sqlstore.Open(ctx, path, sqlstore.WithoutIndexer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.SessionKey{App: "a", User: "u", Session: "s"}
+	if _, err := st.AgentSessions().CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AgentSessions().AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: lagEvent("lagtoken first")}); err != nil {
+		t.Fatal(err)
+	}
+	if n := rawCount(t, path, `SELECT count(*) FROM search_pending`); n != 1 {
+		t.Fatalf("queued after the append: %d, want 1", n)
+	}
+	if n := rawCount(t, path, `SELECT count(*) FROM search_docs`); n != 0 {
+		t.Fatalf("documents written by the append: %d, want 0", n)
+	}
+	if n := hitsOf(t, st, "lagtoken"); n != 1 {
+		t.Fatalf("found %d times right after the append, want 1", n)
+	}
+	if q, d := rawCount(t, path, `SELECT count(*) FROM search_pending`), rawCount(t, path, `SELECT count(*) FROM search_docs`); q != 0 || d != 1 {
+		t.Fatalf("after the search: %d queued, %d documents; want 0, 1", q, d)
+	}
+	if n := hitsOf(t, st, "lagtoken"); n != 1 {
+		t.Fatalf("found %d times by the second search, want 1", n)
+	}
+	// The conversation's message is queued, then deleted before a fold:
+	// no search returns it, and no document is left.
+	if _, err := st.Conversations().Save(ctx, store.NewConversation("c")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Conversations().AppendMessages(ctx, "c", store.UserMessage("lagtoken message")); err != nil {
+		t.Fatal(err)
+	}
+	if n := hitsOf(t, st, "lagtoken"); n != 2 {
+		t.Fatalf("found %d times after the message, want 2", n)
+	}
+	if _, err := st.Conversations().PopMessage(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if n := hitsOf(t, st, "lagtoken"); n != 1 {
+		t.Fatalf("found %d times after the message's removal, want 1", n)
+	}
+	st.Close()
+
+	// A store with the background indexer folds what is appended
+	// without a search.
+	folded := make(chan int64, 100)
+	st, err = sqlstore.Open(ctx, path, sqlstore.WithIndexerHook(time.Millisecond, func(n int64) { folded <- n }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const more = 20
+	for i := range more {
+		if _, err := st.AgentSessions().AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: lagEvent(fmt.Sprintf("lagtoken n%03d", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var total int64
+	for total < more {
+		select {
+		case n := <-folded:
+			total += n
+		case <-time.After(time.Minute):
+			t.Fatalf("the indexer folded %d of %d appends in a minute", total, more)
+		}
+	}
+	if total != more {
+		t.Fatalf("the indexer folded %d queue rows, want %d", total, more)
+	}
+	if q, d := rawCount(t, path, `SELECT count(*) FROM search_pending`), rawCount(t, path, `SELECT count(*) FROM search_docs`); q != 0 || d != 1+more {
+		t.Fatalf("after the indexer: %d queued, %d documents; want 0, %d", q, d, 1+more)
+	}
+	for i := range more {
+		if n := hitsOf(t, st, fmt.Sprintf("n%03d", i)); n != 1 {
+			t.Fatalf("event %d found %d times, want 1", i, n)
+		}
+	}
+	rep, err := st.CheckSearchIndex(ctx)
+	if err != nil || !rep.OK() {
+		t.Fatalf("index check: %+v, %v", rep, err)
+	}
+}
+
+// TestSearchIndexOff: WithSearchIndex(false) queues and indexes nothing,
+// empties the index, and Search answers store.ErrSearchDisabled; the
+// setting is the file's; WithSearchIndex(true) indexes everything stored.
+func TestSearchIndexOff(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "off.db")
+	st, err := sqlstore.Open(ctx, path, sqlstore.WithoutIndexer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.SessionKey{App: "a", User: "u", Session: "s"}
+	if _, err := st.AgentSessions().CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AgentSessions().AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: lagEvent("offtoken before")}); err != nil {
+		t.Fatal(err)
+	}
+	if n := hitsOf(t, st, "offtoken"); n != 1 {
+		t.Fatalf("found %d, want 1", n)
+	}
+	st.Close()
+
+	st, err = sqlstore.Open(ctx, path, sqlstore.WithSearchIndex(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q, d := rawCount(t, path, `SELECT count(*) FROM search_pending`), rawCount(t, path, `SELECT count(*) FROM search_docs`); q != 0 || d != 0 {
+		t.Fatalf("index off: %d queued, %d documents; want 0, 0", q, d)
+	}
+	if _, err := st.AgentSessions().AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: lagEvent("offtoken during")}); err != nil {
+		t.Fatal(err)
+	}
+	if n := rawCount(t, path, `SELECT count(*) FROM search_pending`); n != 0 {
+		t.Fatalf("index off: the append queued %d", n)
+	}
+	if _, err := st.Search(ctx, store.SearchQuery{Query: "offtoken"}); !errors.Is(err, store.ErrSearchDisabled) {
+		t.Fatalf("search with the index off: %v, want ErrSearchDisabled", err)
+	}
+	if _, err := st.History(ctx, store.HistoryRequest{App: "a", User: "u"}); !errors.Is(err, store.ErrSearchDisabled) {
+		t.Fatalf("history with the index off: %v, want ErrSearchDisabled", err)
+	}
+	st.Close()
+
+	// The setting is the file's: a store opened without the option
+	// keeps it off.
+	st, err = sqlstore.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Search(ctx, store.SearchQuery{Query: "offtoken"}); !errors.Is(err, store.ErrSearchDisabled) {
+		t.Fatalf("search of a file with the index off: %v, want ErrSearchDisabled", err)
+	}
+	st.Close()
+
+	st, err = sqlstore.Open(ctx, path, sqlstore.WithSearchIndex(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if n := hitsOf(t, st, "offtoken"); n != 2 {
+		t.Fatalf("index on again: found %d, want 2", n)
+	}
+	rep, err := st.CheckSearchIndex(ctx)
+	if err != nil || !rep.OK() {
+		t.Fatalf("index check: %+v, %v", rep, err)
+	}
+}
+
+var _ = registerRelRole("search-unfolded-writer", searchUnfoldedWriterRole)
+
+// searchUnfoldedWriterRole: args are the path. It opens the store with no
+// background indexer (nothing it appends is folded), prints "ready", then
+// appends events "unfolded<i>" and messages, removing every 5th message
+// again, and prints each acknowledged write ("ev <i>", "msg <i>",
+// "pop <i>") until it is killed.
+func searchUnfoldedWriterRole(ctx context.Context, args []string, out *lineWriter) error {
+	st, err := sqlstore.Open(ctx, args[0], sqlstore.WithoutIndexer())
+	if err != nil {
+		return err
+	}
+	key := store.SessionKey{App: "a", User: "u", Session: "s"}
+	if _, err := st.AgentSessions().CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
+		return err
+	}
+	if _, err := st.Conversations().Save(ctx, store.NewConversation("c")); err != nil {
+		return err
+	}
+	if err := out.Line("ready"); err != nil {
+		return err
+	}
+	for i := 0; ; i++ {
+		if _, err := st.AgentSessions().AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: lagEvent(fmt.Sprintf("unfolded%05dev", i))}); err != nil {
+			return err
+		}
+		if err := out.Line("ev %d", i); err != nil {
+			return err
+		}
+		if _, err := st.Conversations().AppendMessages(ctx, "c", store.UserMessage(fmt.Sprintf("unfolded%05dmsg", i))); err != nil {
+			return err
+		}
+		if err := out.Line("msg %d", i); err != nil {
+			return err
+		}
+		if i%5 == 0 {
+			if _, err := st.Conversations().PopMessage(ctx, "c"); err != nil {
+				return err
+			}
+			if err := out.Line("pop %d", i); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// TestSearchKilledBeforeFold: a writer is killed with SIGKILL while the
+// items it appended are queued and not folded (it runs no indexer); after
+// a restart every acknowledged item is found exactly once, every
+// acknowledged removal is never found, and the index equals the content.
+func TestSearchKilledBeforeFold(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "killed.db")
+	h := startHelper(t, "search-unfolded-writer", path)
+	h.expectLine(t, "ready", time.Minute)
+	evs, msgs := map[int]bool{}, map[int]bool{}
+	popped := map[int]bool{}
+	deadline := time.After(time.Minute)
+	for len(evs) < 60 {
+		select {
+		case l, ok := <-h.lines:
+			if !ok {
+				t.Fatalf("the writer ended: %v", h.errb.String())
+			}
+			var kind string
+			var i int
+			if _, err := fmt.Sscanf(l, "%s %d", &kind, &i); err != nil {
+				t.Fatalf("line %q: %v", l, err)
+			}
+			switch kind {
+			case "ev":
+				evs[i] = true
+			case "msg":
+				msgs[i] = true
+			case "pop":
+				popped[i] = true
+			}
+		case <-deadline:
+			t.Fatalf("%d events acknowledged in a minute", len(evs))
+		}
+	}
+	if err := h.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	h.wait()
+	queued := rawCount(t, path, `SELECT count(*) FROM search_pending`)
+	if queued < int64(len(evs)) {
+		t.Fatalf("%d keys queued at the kill, want at least the %d acknowledged events (nothing folded)", queued, len(evs))
+	}
+	ctx := context.Background()
+	st, err := sqlstore.Open(ctx, path, sqlstore.WithoutIndexer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for i := range evs {
+		if n := hitsOf(t, st, "unfolded"+strconv.Itoa(100000 + i)[1:]+"ev"); n != 1 {
+			t.Fatalf("event %d found %d times, want 1", i, n)
+		}
+	}
+	last := -1
+	for i := range msgs {
+		last = max(last, i)
+	}
+	for i := range msgs {
+		want := 1
+		if popped[i] {
+			want = 0
+		}
+		n := hitsOf(t, st, "unfolded"+strconv.Itoa(100000 + i)[1:]+"msg")
+		if i == last && i%5 == 0 && !popped[i] && n == 0 {
+			continue // removed by the kill's last write, not acknowledged
+		}
+		if n != want {
+			t.Fatalf("message %d (removed %v) found %d times, want %d", i, popped[i], n, want)
+		}
+	}
+	if n := rawCount(t, path, `SELECT count(*) FROM search_pending`); n != 0 {
+		t.Fatalf("%d keys still queued after the searches", n)
+	}
+	rep, err := st.CheckSearchIndex(ctx)
+	if err != nil || !rep.OK() {
+		t.Fatalf("index check: %+v, %v", rep, err)
+	}
+}
