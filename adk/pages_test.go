@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentstore/sessionstore/adk"
 	"github.com/agentstore/sessionstore/adk/internal/benchkit"
 	"github.com/agentstore/sessionstore/internal/sqltest"
+	"github.com/agentstore/sessionstore/sqlstore"
 )
 
 // TestPagesPerCreate counts the pages a session create writes through
@@ -63,15 +65,23 @@ func TestPagesPerCreate(t *testing.T) {
 // 19.4–19.7 pages, the search index's rows and trigrams being most of
 // them: without the search triggers an append writes 8.5 (ADK's service:
 // 3.73). When the search index leaves the append's transaction (issue
-// 36), lower the budget to the new figure.
+// 36), lower the budget to the new figure. Since migration 27 (the
+// append queues the event's key; the indexer folds it in after the
+// commit): 9.50, budget 9.8. ADK's 3.73 stays below it: the rest is the
+// session's row, the event's row and its two indexes, the sessions'
+// updated-at index and the state rows.
 func TestPagesPerAppend(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	sqltest.Seed(t, filepath.Join(dir, "sessions.db"))
-	target, err := openAdapter(ctx, dir, "FULL")
+	// No background indexer in this process: the pages it folds in after
+	// an append's commit are the search index's, not the append's, and
+	// would land in the count at random.
+	svc, err := adk.Open(ctx, filepath.Join(dir, "sessions.db"), syncOption("FULL"), sqlstore.WithBackgroundIndexer(false))
 	if err != nil {
 		t.Fatal(err)
 	}
+	target := &benchkit.ServiceTarget{Svc: svc, Closer: svc.Close}
 	defer target.Close()
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "sessions.db")+"?_pragma=busy_timeout(5000)")
 	if err != nil {
@@ -85,7 +95,7 @@ func TestPagesPerAppend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const budget = 20.3
+	const budget = 9.8
 	t.Logf("pages written per append of a runner event: %.2f (budget %.1f)", pages, budget)
 	if pages > budget {
 		t.Errorf("an append writes %.2f pages, budget %.1f: a change added pages (raise the budget on purpose, or take them out)", pages, budget)

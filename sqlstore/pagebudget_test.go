@@ -95,7 +95,7 @@ func budgetStore(t *testing.T) (*sqlstore.Store, string, *sql.DB) {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "pages.db")
-	st, err := sqlstore.Open(ctx, path, sqlstore.WithSynchronous(sqlstore.SyncOff))
+	st, err := sqlstore.Open(ctx, path, sqlstore.WithSynchronous(sqlstore.SyncOff), sqlstore.WithBackgroundIndexer(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,10 @@ func checkBudget(t *testing.T, what string, pages, commits float64, b pageBudget
 // indexes, its audit event and time-index entry, the agent chain's), Use
 // 4.28 (the session's row, its audit event and the event's time-index
 // entry, with their splits; TestAuditPagesPerUse has the same figure),
-// Reserve 9.43, Settle 8.75; one commit each.
+// Reserve 9.43, Settle 8.75; one commit each. Raised on purpose for
+// create to 12.04 by migration 29: the (tenant, id) index that lets the
+// console's governed-sessions page read one page at 100,000 sessions
+// (issue 37, item 13) takes a page of its own.
 func TestPageBudgetGoverned(t *testing.T) {
 	ctx := context.Background()
 	st, path, raw := budgetStore(t)
@@ -159,7 +162,7 @@ func TestPageBudgetGoverned(t *testing.T) {
 		_, err := gov.Create(ctx, req)
 		return err
 	})
-	checkBudget(t, "governed create", pages, commits, pageBudget{pages: 11.3, commits: 1})
+	checkBudget(t, "governed create", pages, commits, pageBudget{pages: 12.3, commits: 1})
 
 	used := fmt.Sprintf("new-%04d", n/2) // one of the sessions just created
 	pages, commits = walPagesPer(t, path, raw, n, func(int) error {
@@ -197,9 +200,10 @@ func TestPageBudgetGoverned(t *testing.T) {
 // is counted in adk/pages_test.go) and of a conversation's one-message
 // append. Measured when written (main 919475f, the search index still
 // written by the append's triggers): event append 19.36–19.73 pages,
-// message append 14.88–15.15 (FTS5's segment merges vary a little from
-// run to run); one commit each. Both drop when the search index leaves
-// the write path (issue 36): lower these budgets then.
+// message append 14.88–15.15; one commit each. Since the search index left
+// the write path (migration 27: the append queues the item's key, the
+// indexer folds it in later, and the store here runs none), 8.99 and
+// 5.29: the budgets are those figures plus the slack.
 func TestPageBudgetAppends(t *testing.T) {
 	ctx := context.Background()
 	st, path, raw := budgetStore(t)
@@ -232,7 +236,7 @@ func TestPageBudgetAppends(t *testing.T) {
 		}
 		return err
 	})
-	checkBudget(t, "event append with a state delta", pages, commits, pageBudget{pages: 20.3, commits: 1})
+	checkBudget(t, "event append with a state delta", pages, commits, pageBudget{pages: 9.3, commits: 1})
 
 	conv := store.NewConversation("c")
 	for i := range 50 {
@@ -246,5 +250,5 @@ func TestPageBudgetAppends(t *testing.T) {
 		_, err := st.Conversations().AppendMessages(ctx, "c", store.UserMessage(fmt.Sprintf("request %d: %s", i, body)))
 		return err
 	})
-	checkBudget(t, "conversation message append", pages, commits, pageBudget{pages: 15.5, commits: 1})
+	checkBudget(t, "conversation message append", pages, commits, pageBudget{pages: 5.6, commits: 1})
 }

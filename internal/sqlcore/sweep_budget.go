@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"context"
+	"errors"
 	"math"
 
 	"github.com/agentstore/sessionstore/store"
@@ -41,6 +42,20 @@ func (sw *sweeper) budget(ctx context.Context, p store.Policy, ks *store.KindSwe
 	if space == nil {
 		return nil
 	}
+	// The search index frees a removed item's space only once the item's
+	// key is folded in (the removal only queues it): every measure folds
+	// the queue first, so that it counts what the removals freed.
+	fold := func() error {
+		if err := sw.r.s.prepareSearch(ctx); err != nil && !errors.Is(err, store.ErrSearchDisabled) {
+			return err
+		}
+		return nil
+	}
+	if !sw.opts.DryRun {
+		if err := fold(); err != nil {
+			return err
+		}
+	}
 	info, err := space(ctx)
 	if err != nil {
 		return err
@@ -54,6 +69,9 @@ func (sw *sweeper) budget(ctx context.Context, p store.Policy, ks *store.KindSwe
 		return nil
 	}
 	measure := func() (int64, error) {
+		if err := fold(); err != nil {
+			return 0, err
+		}
 		if c := sw.r.s.cfg.CompactIndexes; c != nil {
 			if err := c(ctx); err != nil {
 				return 0, err
