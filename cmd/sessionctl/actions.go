@@ -47,6 +47,7 @@ func commandActions() map[string][]action {
 			{name: "status", flags: []string{"json"}},
 			{name: "rotate", flags: []string{"json"}},
 			{name: "gc", flags: []string{"dry-run", "grace", "json"}},
+			{name: "new", flags: []string{"kek-version", "json"}},
 		},
 		"migrate": {
 			{name: "status", flags: []string{"json"}},

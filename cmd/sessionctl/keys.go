@@ -27,7 +27,7 @@ import (
 
 var keysSpec = spec{
 	name: "keys",
-	args: "[status | rotate | gc]",
+	args: "[status | rotate | gc | new FILE]",
 	about: `Encryption at rest. With key-encryption keys (KEKs) given by --key-file
 FILE (default $SESSIONSTORE_KEY_FILE) or by $SESSIONSTORE_KEY, every
 command opens the store with its keyring and every new agent session,
@@ -49,11 +49,16 @@ key: its rows are unreadable in every copy of the database.
                  than --grace (default 1h; a key is written before its
                  session commits, so a crash in between leaves one).
                  --dry-run lists them. The keyring must be this
-                 database's alone.`,
+                 database's alone.
+  keys new FILE  writes a new key file: one KEK of 32 random bytes as
+                 version --kek-version (default v1), mode 0600; it refuses a
+                 FILE that exists. It needs no database. Keep the file
+                 apart from the database and its backups.`,
 	examples: []string{
 		"sessionctl --key-file /etc/sessionstore/kek keys status",
 		"SESSIONSTORE_KEY=\"$(cat kek)\" sessionctl keys rotate --json",
 		"sessionctl --key-file kek keys gc --dry-run --grace 24h",
+		"sessionctl keys new /etc/sessionstore/kek && sessionctl --key-file /etc/sessionstore/kek create --agent a",
 	},
 }
 
@@ -235,7 +240,7 @@ type keysJSON struct {
 
 func runKeys(ctx context.Context, g *globals, args []string) error {
 	sub := "status"
-	if len(args) > 0 && slices.Contains([]string{"status", "rotate", "gc"}, args[0]) {
+	if len(args) > 0 && slices.Contains([]string{"status", "rotate", "gc", "new"}, args[0]) {
 		sub, args = args[0], args[1:]
 	}
 	sp := keysSpec
@@ -243,17 +248,24 @@ func runKeys(ctx context.Context, g *globals, args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	dryRun := fs.Bool("dry-run", false, "keys gc: list the orphan keys, shred nothing")
 	grace := fs.Duration("grace", store.DefaultKeyGrace, "keys gc: how old an unnamed key must be to be shredded")
+	version := fs.String("kek-version", "v1", "keys new: the version of the key-encryption key it writes")
 	pos, err := g.parse(fs, sp, args)
 	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
 		return err
 	}
 	if err := g.checkActionFlags(fs, sp.name, sub); err != nil { // actions.go
 		return err
 	}
 	name := sp.name + " " + sub
+	if sub == "new" {
+		if len(pos) != 1 {
+			return g.usageErr(name, "expected FILE, the key file to write")
+		}
+		return runKeysNew(g, name, pos[0], *version, *asJSON)
+	}
+	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+		return err
+	}
 	if sub == "gc" {
 		if *grace <= 0 {
 			return g.usageErr(name, "--grace must be positive")
@@ -357,5 +369,45 @@ func runKeysGC(ctx context.Context, g *globals, name string, req store.CollectKe
 	for _, id := range res.Orphans {
 		fmt.Fprintln(g.stdout, id)
 	}
+	return nil
+}
+
+// keysNewJSON is keys new's --json document: where the key went, never
+// the key.
+type keysNewJSON struct {
+	File    string `json:"file"`
+	Version string `json:"version"`
+}
+
+// runKeysNew writes a new key file (keys new): one key-encryption key of
+// 32 random bytes as version, mode 0600, created exclusively and synced,
+// so that an existing file, another key, is never overwritten.
+func runKeysNew(g *globals, name, path, version string, asJSON bool) error {
+	entry, err := keys.GenerateEntry(version)
+	if err != nil {
+		return g.usageErr(name, "--kek-version %s: %v", esc(version), err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return g.usageErr(name, "%s exists: a key file is never overwritten (its keys may still seal data)", esc(path))
+	}
+	if err != nil {
+		return g.fail(name, err)
+	}
+	_, err = f.WriteString(entry + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return g.fail(name, err)
+	}
+	if asJSON {
+		return g.jsonOr(name, keysNewJSON{File: path, Version: version})
+	}
+	fmt.Fprintf(g.stdout, "wrote key-encryption key %s to %s (mode 0600); give it with --key-file %s\n", esc(version), esc(path), esc(path))
 	return nil
 }
