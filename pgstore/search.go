@@ -14,15 +14,9 @@ func (s *Store) startIndexer(ctx context.Context) error {
 	if s.cfg.readOnly {
 		return nil
 	}
-	if s.cfg.searchIndex != nil {
-		if err := s.core.SetSearchIndex(ctx, *s.cfg.searchIndex); err != nil {
-			return err
-		}
-	}
-	if !s.cfg.noIndexer {
-		s.indexer = s.core.StartIndexer(s.cfg.indexer)
-	}
-	return nil
+	ix, err := s.core.OpenIndexer(ctx, s.cfg.searchIndex, !s.cfg.noIndexer, s.cfg.indexer)
+	s.indexer = ix
+	return err
 }
 
 // Search finds stored items by their text (see store.Searcher).

@@ -350,6 +350,21 @@ type Indexer struct {
 	once   sync.Once
 }
 
+// OpenIndexer is what a backend's Open does for search: it applies the
+// WithSearchIndex setting when one was given (nil leaves the database's)
+// and, when run, starts the background indexer (nil otherwise).
+func (s *Store) OpenIndexer(ctx context.Context, setting *bool, run bool, cfg IndexerConfig) (*Indexer, error) {
+	if setting != nil {
+		if err := s.SetSearchIndex(ctx, *setting); err != nil {
+			return nil, err
+		}
+	}
+	if !run {
+		return nil, nil
+	}
+	return s.StartIndexer(cfg), nil
+}
+
 // StartIndexer starts folding the search queue in the background until
 // Stop: every cfg.Interval (less often while the queue stays empty), or at
 // once after Wake, it folds what is queued
