@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/agentstore/sessionstore/store"
@@ -29,6 +30,7 @@ type KEK struct {
 // current one. It is safe for concurrent use.
 type Provider struct {
 	current string
+	order   []string
 	aeads   map[string]cipher.AEAD
 }
 
@@ -59,6 +61,7 @@ func NewProvider(keks ...KEK) (*Provider, error) {
 			return nil, err
 		}
 		p.aeads[k.Version] = a
+		p.order = append(p.order, k.Version)
 		p.current = k.Version
 	}
 	return p, nil
@@ -123,6 +126,10 @@ func GenerateEntry(version string) (string, error) {
 
 // CurrentVersion returns the last version given.
 func (p *Provider) CurrentVersion() string { return p.current }
+
+// Versions returns the versions the provider holds, in the order given
+// (the current one last).
+func (p *Provider) Versions() []string { return slices.Clone(p.order) }
 
 // Has reports whether the provider holds version.
 func (p *Provider) Has(version string) bool { _, ok := p.aeads[version]; return ok }

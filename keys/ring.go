@@ -83,8 +83,11 @@ func (e *RingDirError) Error() string {
 // Unwrap returns the cause.
 func (e *RingDirError) Unwrap() error { return e.Err }
 
-// OpenRing opens (creating it, mode 0700, unless opts.NoCreate) the
-// keyring directory dir, whose keys are wrapped by p.
+// OpenRing opens the keyring directory dir, whose keys are wrapped by p.
+// A directory that does not exist is created (mode 0700, with its
+// parents) when the first key is written, unless opts.NoCreate: a program
+// that only reads, or that finds no encrypted row, leaves no empty
+// keyring behind.
 func OpenRing(dir string, p store.KeyProvider, opts RingOptions) (*Ring, error) {
 	if p == nil {
 		return nil, errors.New("keys: OpenRing needs a key provider")
@@ -97,8 +100,10 @@ func OpenRing(dir string, p store.KeyProvider, opts RingOptions) (*Ring, error) 
 		case !fi.IsDir():
 			return nil, &RingDirError{Dir: dir, Err: syscall.ENOTDIR}
 		}
-	} else if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
+	} else if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return nil, &RingDirError{Dir: dir, Err: syscall.ENOTDIR}
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, &RingDirError{Dir: dir, Err: err}
 	}
 	n := opts.CacheSize
 	if n == 0 {
@@ -212,7 +217,11 @@ func (r *Ring) Shred(_ context.Context, id string) error {
 		r.noteShred(id)
 	}
 	err := os.Remove(path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, derr := os.Stat(r.dir); errors.Is(derr, fs.ErrNotExist) {
+			return nil // the directory was never created: no key to shred
+		}
+	} else if err != nil {
 		return err
 	}
 	return syncDir(r.dir)
@@ -262,9 +271,13 @@ func (r *Ring) shreddedErr(id string) error {
 	return &store.KeyError{KeyID: id, Ring: r.dir, Op: "load", Kind: store.ErrKeyShredded}
 }
 
-// IDs returns the ids of the keys in the ring, sorted.
+// IDs returns the ids of the keys in the ring, sorted (none when the
+// directory was never created).
 func (r *Ring) IDs() ([]string, error) {
 	ents, err := os.ReadDir(r.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -407,6 +420,9 @@ func (r *Ring) write(id string, f keyFile) error {
 	if err != nil {
 		return err
 	}
+	if err := r.makeDir(); err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(r.dir, ".tmp-"+id+"-*")
 	if err != nil {
 		return err
@@ -438,6 +454,18 @@ func (r *Ring) write(id string, f keyFile) error {
 	return syncDir(r.dir)
 }
 
+// makeDir creates the ring's directory if it does not exist yet (mode
+// 0700) and makes its entry durable in its parent.
+func (r *Ring) makeDir() error {
+	if _, err := os.Stat(r.dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(r.dir, 0o700); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(filepath.Clean(r.dir)))
+}
+
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
@@ -448,4 +476,28 @@ func syncDir(dir string) error {
 		return err
 	}
 	return nil
+}
+
+// WrappingVersion returns the version of the key-encryption key that
+// wraps data key id in the keyring directory dir, reading the key's file
+// without unwrapping it (no key-encryption key is needed): what an
+// operator must supply to read the data it protects. A key whose file is
+// gone is store.ErrKeyAbsent; ids are data, never paths (an id NewKey
+// cannot have given is store.ErrKeyMismatch).
+func WrappingVersion(dir, id string) (string, error) {
+	if !validID(id) {
+		return "", &store.KeyError{KeyID: id, Op: "load", Kind: store.ErrKeyMismatch}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", &store.KeyError{KeyID: id, Ring: dir, Op: "load", Kind: store.ErrKeyAbsent, Err: err}
+	}
+	if err != nil {
+		return "", err
+	}
+	var f keyFile
+	if err := json.Unmarshal(b, &f); err != nil || f.Format != 1 || f.KEK == "" {
+		return "", &store.KeyError{KeyID: id, Ring: dir, Op: "load", Kind: store.ErrKeyMismatch, Err: errors.New("malformed keyring file")}
+	}
+	return f.KEK, nil
 }

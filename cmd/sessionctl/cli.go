@@ -179,7 +179,7 @@ func (g *globals) report(name string, err error) int {
 // the next (close ID...), as report would, and returns its exit status.
 func (g *globals) reportItem(name string, err error) int {
 	g.status.clear()
-	fmt.Fprintf(g.stderr, "sessionctl %s: %s%s\n", name, oneLine(err.Error()), keyDetail(err)) // keys.go
+	fmt.Fprintf(g.stderr, "sessionctl %s: %s%s\n", name, oneLine(err.Error()), g.keyDetail(err)) // keys.go
 	return exitFor(err)
 }
 

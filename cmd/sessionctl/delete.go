@@ -79,6 +79,9 @@ func (g *globals) deleteOne(ctx context.Context, name, id, only string, yes, dry
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
+	if len(f.sealed) > 0 { // what it would delete cannot be counted without the key
+		return f.sealed[0].err
+	}
 	out := deleteJSON{ID: id, DryRun: dryRun}
 	if f.rt != nil && only != facetConversations {
 		out.Runtime = true

@@ -88,7 +88,7 @@ func (g *globals) keyProvider() (store.KeyProvider, error) {
 func (g *globals) checkKeys(ctx context.Context, command string, args []string) error {
 	p, err := g.keyProvider()
 	if err != nil {
-		return fmt.Errorf("key-encryption keys: %w", err)
+		return g.keySourceErr(err)
 	}
 	if p != nil && g.keyring != "" {
 		_, err := keys.OpenRing(g.keyring, p, keys.RingOptions{NoCreate: true})
@@ -111,18 +111,78 @@ func (g *globals) checkKeys(ctx context.Context, command string, args []string) 
 	return nil
 }
 
-// keyDetail names the data key and the keyring of an encryption error
-// (" (data key ID, keyring DIR)"; "" for other errors): the store's
-// message says only what happened, the operator needs to know where.
-func keyDetail(err error) string {
+// keySource names where the key-encryption keys come from, as the user
+// gave them: "--key-file FILE" or "$SESSIONSTORE_KEY" ("" for none).
+func (g *globals) keySource() string {
+	switch {
+	case g.keyFile != "":
+		return "--key-file " + esc(g.keyFile)
+	case os.Getenv(keys.EnvVar) != "":
+		return "$" + keys.EnvVar
+	}
+	return ""
+}
+
+// keySourceErr is the usage error of key-encryption keys that cannot be
+// read: it names the flag or variable they came from and says what a key
+// file holds (exit 2: the command line, not the store, is wrong).
+func (g *globals) keySourceErr(err error) error {
+	src := g.keySource()
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &usageError{msg: src + ": no such file (sessionctl keys new FILE writes a key file)"}
+	case errors.Is(err, keys.ErrBadKeys):
+		why := strings.TrimPrefix(err.Error(), keys.ErrBadKeys.Error()+": ")
+		return &usageError{msg: fmt.Sprintf("%s: not key-encryption keys: %s (expected lines VERSION:BASE64 of 32 random bytes, as sessionctl keys new FILE writes)", src, why)}
+	}
+	return fmt.Errorf("%s: %w", src, err)
+}
+
+// keyDetail names the data key, the key-encryption key version that wraps
+// it and the keyring of an encryption error, and for a key that is
+// unavailable the way to supply it ("" for other errors): the store's
+// message says only what happened, the operator needs to know where and
+// what to give. Without keys the version is read from the keyring's file
+// of the data key (which holds no secret in the clear).
+func (g *globals) keyDetail(err error) string {
 	var ke *store.KeyError
-	if !errors.As(err, &ke) || ke.KeyID == "" {
+	if !errors.As(err, &ke) || (ke.KeyID == "" && ke.KEKVersion == "") {
 		return ""
 	}
-	if ke.Ring == "" {
-		return " (data key " + ke.KeyID + ")"
+	version := ke.KEKVersion
+	if version == "" && ke.KeyID != "" && errors.Is(err, store.ErrKeyUnavailable) {
+		dir := ke.Ring
+		if dir == "" {
+			dir = g.keyringDir()
+		}
+		if dir != "" {
+			version, _ = keys.WrappingVersion(dir, ke.KeyID)
+		}
 	}
-	return " (data key " + ke.KeyID + ", keyring " + ke.Ring + ")"
+	var parts []string
+	if ke.KeyID != "" {
+		parts = append(parts, "data key "+ke.KeyID)
+	}
+	if version != "" {
+		parts = append(parts, "wrapped by key-encryption key version "+esc(version))
+	}
+	if ke.Ring != "" {
+		parts = append(parts, "keyring "+ke.Ring)
+	}
+	detail := " (" + strings.Join(parts, ", ") + ")"
+	if !errors.Is(err, store.ErrKeyUnavailable) {
+		return detail
+	}
+	p, _ := g.keyProvider()
+	kp, _ := p.(*keys.Provider)
+	switch {
+	case p == nil:
+		return detail + ": give the key-encryption keys with --key-file FILE or $" + keys.EnvVar
+	case kp != nil && version != "" && !kp.Has(version):
+		return fmt.Sprintf("%s: %s holds version %s, not %s: add the line of version %s to it",
+			detail, g.keySource(), strings.Join(kp.Versions(), ", "), esc(version), esc(version))
+	}
+	return detail
 }
 
 // createsStore reports whether command, run with args, would create the

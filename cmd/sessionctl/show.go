@@ -33,6 +33,10 @@ type showJSON struct {
 	Spend        *spendView `json:"spend,omitempty"`
 	Runtime      *rtShow    `json:"runtime"`
 	Conversation *convView  `json:"conversation"`
+	// Unreadable names the facets the session has whose content is
+	// encrypted under a key this command was not given, with the error
+	// (left out when every facet could be read).
+	Unreadable map[string]string `json:"unreadable,omitempty"`
 }
 
 // rtShow is the runtime facet in show: the session and its upload totals.
@@ -60,7 +64,7 @@ func runShow(ctx context.Context, g *globals, args []string) error {
 		if err := writeJSON(g.stdout, doc); err != nil {
 			return g.fail(sp.name, err)
 		}
-		return nil
+		return g.showSealed(sp.name, f)
 	}
 	w := g.stdout
 	fmt.Fprintf(w, "session %s\n", esc(id))
@@ -76,6 +80,9 @@ func runShow(ctx context.Context, g *globals, args []string) error {
 			}
 		}
 	}
+	for _, s := range f.sealed {
+		fmt.Fprintf(w, "\n%s:\n  encrypted: %s\n", s.facet, s.err)
+	}
 	if f.rt != nil {
 		fmt.Fprintln(w, "\nruntime:")
 		if err := rtDetails(w, *f.rt, doc.Runtime.Uploads, doc.Runtime.UploadBytes); err != nil {
@@ -88,7 +95,29 @@ func runShow(ctx context.Context, g *globals, args []string) error {
 			return g.fail(sp.name, err)
 		}
 	}
-	return nil
+	return g.showSealed(sp.name, f)
+}
+
+// showSealed is show's error when a facet could not be read for want of
+// its key (after the readable ones were printed): the first such error.
+func (g *globals) showSealed(name string, f facets) error {
+	if len(f.sealed) == 0 {
+		return nil
+	}
+	return g.fail(name, f.sealed[0].err)
+}
+
+// sealedFacet is a facet a session has whose content cannot be read
+// without its encryption key.
+type sealedFacet struct {
+	facet string
+	err   error
+}
+
+// keyMissing reports whether err says that encrypted content was found
+// and its key is not available to this command.
+func keyMissing(err error) bool {
+	return errors.Is(err, store.ErrKeyUnavailable) || errors.Is(err, store.ErrKeyShredded) || errors.Is(err, store.ErrKeyAbsent)
 }
 
 // facets are the store's records of one session id; nil when absent.
@@ -96,6 +125,9 @@ type facets struct {
 	gov  *store.Session
 	rt   *store.RuntimeSession
 	conv *store.ConversationSummary
+	// sealed are the facets that exist but are encrypted under a key
+	// not given (show prints the others).
+	sealed []sealedFacet
 }
 
 // loadFacets reads every facet of id; a session with none of them is
@@ -127,6 +159,8 @@ func loadFacets(ctx context.Context, st cliStore, id string) (showJSON, facets, 
 		for _, u := range ups {
 			doc.Runtime.UploadBytes += u.SizeBytes
 		}
+	case keyMissing(err):
+		f.seal(&doc, "runtime", err)
 	case !errors.Is(err, store.ErrNotFound):
 		return doc, f, err
 	}
@@ -136,11 +170,22 @@ func loadFacets(ctx context.Context, st cliStore, id string) (showJSON, facets, 
 		f.conv = &c
 		v := newConvView(c)
 		doc.Conversation = &v
+	case keyMissing(err):
+		f.seal(&doc, "conversation", err)
 	case !errors.Is(err, store.ErrNotFound):
 		return doc, f, err
 	}
-	if f.gov == nil && f.rt == nil && f.conv == nil {
+	if f.gov == nil && f.rt == nil && f.conv == nil && len(f.sealed) == 0 {
 		return doc, f, fmt.Errorf("session %s: %w", id, store.ErrNotFound)
 	}
 	return doc, f, nil
+}
+
+// seal notes that facet exists but could not be read for want of its key.
+func (f *facets) seal(doc *showJSON, facet string, err error) {
+	f.sealed = append(f.sealed, sealedFacet{facet, err})
+	if doc.Unreadable == nil {
+		doc.Unreadable = map[string]string{}
+	}
+	doc.Unreadable[facet] = err.Error()
 }
