@@ -101,7 +101,7 @@ func (g *globals) openOrCreate(ctx context.Context) (cliStore, error) {
 		return nil, fmt.Errorf("open %s: %w", g.dbName(), err)
 	}
 	if g.tenant != "" {
-		return tenantStore(st, g.tenant)
+		return tenantStore(ctx, st, g.tenant, tenantMayBeNew(g.command))
 	}
 	return st, nil
 }

@@ -41,7 +41,7 @@ var exitTable = []struct {
 	{exitOK, "success (use: the calls were allowed and counted)"},
 	{exitError, "runtime error (missing database, I/O outside the store, unhealthy doctor, audit chain that does not verify)"},
 	{exitUsage, "usage error (unknown command or flag, missing argument, invalid input)"},
-	{exitNotFound, "not found: no such session, conversation, run or agent session (refused (not-found))"},
+	{exitNotFound, "not found: no such session, conversation, run, agent session or tenant (refused (not-found))"},
 	{exitAgent, "agent mismatch: the session belongs to another agent (refused (agent))"},
 	{exitClosed, "closed: the session is already closed (refused (closed))"},
 	{exitExpired, "expired: the session is past its time limit (refused (expired))"},

@@ -55,6 +55,8 @@ type command struct {
 type globals struct {
 	db     string
 	tenant string // --tenant: "" is the default tenant (tenant.go)
+	// command is the name of the command running ("" before dispatch).
+	command string
 	// keyFile and keyring are --key-file and --keyring (keys.go).
 	keyFile, keyring string
 	// searchEncrypted is --search-encrypted: the store indexes the
@@ -103,6 +105,7 @@ func commands() []command {
 		{"agents", groupInspect, "list, show, follow, delete agent sessions (app, user, session)", runAgents},
 		{"history", groupInspect, "print the fork tree of an agent session", runHistory},
 		{"stats", groupInspect, "counts by status, sizes, schema version", runStats},
+		{"tenants", groupInspect, "list the tenants with their counts", runTenants},
 		{"audit", groupInspect, "list, verify, checkpoint or prune the audit trail", runAudit},
 		{"search", groupInspect, "find items by what was said in them", runSearch},
 		{"serve", groupInspect, "serve the read-only web console (HTTP)", runServe},
@@ -210,6 +213,7 @@ func (g *globals) run(ctx context.Context, args []string) int {
 			fmt.Fprintf(g.stderr, "sessionctl: %v\n", err)
 			return exitUsage
 		}
+		g.command = c.name
 		return g.report(c.name, c.run(ctx, g, rest))
 	}
 	fmt.Fprintf(g.stderr, "sessionctl: unknown command %q%s (see sessionctl help)\n", name, didYouMean(name, commandNames()))

@@ -93,8 +93,30 @@ type tenantCLI struct {
 	ts store.TenantStore
 }
 
-// tenantStore wraps st for tenant.
-func tenantStore(st cliStore, tenant string) (cliStore, error) {
+// tenantWriters are the commands that may write a tenant's first rows
+// (create a governed session, import, set spend limits, hold): the
+// others refuse a tenant that owns no row as unknown.
+var tenantWriters = []string{"create", "import", "limits", "hold"}
+
+// tenantMayBeNew reports whether command may run under a tenant that owns
+// no row yet.
+func tenantMayBeNew(command string) bool { return slices.Contains(tenantWriters, command) }
+
+// errUnknownTenant is the error of a command run with --tenant naming a
+// tenant that owns no row: an unknown tenant is said to be unknown, never
+// shown as an empty one (a mistyped name would read as "no sessions").
+type errUnknownTenant struct{ name, hint string }
+
+func (e *errUnknownTenant) Error() string {
+	return fmt.Sprintf("tenant %s is unknown: no row belongs to it%s (sessionctl tenants lists the tenants)", esc(e.name), e.hint)
+}
+
+// Unwrap makes the error store.ErrNotFound (exit 3).
+func (e *errUnknownTenant) Unwrap() error { return store.ErrNotFound }
+
+// tenantStore wraps st for tenant; unless mayBeNew, a tenant that owns no
+// row is an errUnknownTenant.
+func tenantStore(ctx context.Context, st cliStore, tenant string, mayBeNew bool) (cliStore, error) {
 	tr, ok := st.(store.Tenanter)
 	if !ok {
 		st.Close()
@@ -104,6 +126,17 @@ func tenantStore(st cliStore, tenant string) (cliStore, error) {
 	if err != nil {
 		st.Close()
 		return nil, err
+	}
+	if !mayBeNew {
+		names, err := tr.Tenants(ctx)
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		if _, found := slices.BinarySearch(names, tenant); !found {
+			st.Close()
+			return nil, &errUnknownTenant{tenant, didYouMean(tenant, names)}
+		}
 	}
 	return &tenantCLI{cliStore: st, ts: ts}, nil
 }

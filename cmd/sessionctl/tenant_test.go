@@ -64,8 +64,9 @@ func testTenantFlag(t *testing.T, newTestEnv envMaker) {
 	}
 	// Another tenant has no such session.
 	e.run("agents", "show", "support", "ada", "s1", "--tenant", "globex").want(t, exitNotFound)
-	if out := e.run("agents", "--tenant", "globex", "--json").want(t, 0).stdout; strings.Contains(out, "support") {
-		t.Fatalf("agents --tenant globex lists another tenant's sessions:\n%s", out)
+	// A tenant that owns no row is unknown, not shown as an empty one.
+	if r := e.run("agents", "--tenant", "globex", "--json").want(t, exitNotFound); r.stdout != "" || !strings.Contains(r.stderr, "tenant globex is unknown") {
+		t.Fatalf("agents --tenant globex: %q %q", r.stdout, r.stderr)
 	}
 
 	// A delete through the tenant leaves the default tenant's session.
