@@ -110,45 +110,18 @@ func (sw *sweeper) markRemoval(tx Tx, d due, u unit) (int64, bool, error) {
 func (sw *sweeper) finishRemoval(ctx context.Context, id string) error {
 	var removed int64
 	for i, q := range removalBatches {
-		for {
-			var n int64
-			err := sw.r.s.write(ctx, func(tx Tx) error {
-				n = 0
-				var tenant string
-				if err := tx.Get(&tenant, removalTenantSQL, removalConversation, id); errors.Is(err, sql.ErrNoRows) {
-					return nil // finished by another sweeper
-				} else if err != nil {
-					return err
-				}
-				args := []any{id, sw.maxRows}
-				if i == 0 {
-					var floor int64
-					if err := tx.Get(&floor, removalReadFloorSQL, id); err != nil {
-						return err
-					}
-					args = []any{id, floor, sw.maxRows}
-				}
-				res, err := tx.Exec(q, args...)
-				if err != nil {
-					return err
-				}
-				n, err = res.RowsAffected()
-				return err
-			})
-			sw.rep.Batches++
-			if err != nil {
-				return err
+		err := sw.deleteInBatches(ctx, removalConversation, id, q, &removed, func(tx Tx) ([]any, error) {
+			if i > 0 {
+				return []any{id, sw.maxRows}, nil
 			}
-			if n == 0 {
-				break
+			var floor int64
+			if err := tx.Get(&floor, removalReadFloorSQL, id); err != nil {
+				return nil, err
 			}
-			removed += n
-			if sw.tick != nil {
-				sw.tick(removed)
-			}
-			if err := sw.pause(ctx); err != nil {
-				return err
-			}
+			return []any{id, floor, sw.maxRows}, nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	err := sw.r.s.write(ctx, func(tx Tx) error {
@@ -261,43 +234,19 @@ func (sw *sweeper) finishAgentRemoval(ctx context.Context, pk int64) error {
 	id := strconv.FormatInt(pk, 10)
 	var removed int64
 	for _, q := range []string{agentRemovalBatchSQL, agentLogBatchSQL} {
-		for {
-			var n int64
-			err := sw.r.s.write(ctx, func(tx Tx) error {
-				n = 0
-				var tenant string
-				if err := tx.Get(&tenant, removalTenantSQL, removalAgentSession, id); errors.Is(err, sql.ErrNoRows) {
-					return nil
-				} else if err != nil {
-					return err
-				}
-				var floor int64
-				if err := tx.Get(&floor, agentReadFloorSQL, pk); err != nil {
-					return err
-				}
-				res, err := tx.Exec(q, pk, floor, sw.maxRows)
-				if err != nil {
-					return err
-				}
-				n, err = res.RowsAffected()
-				return err
-			})
-			sw.rep.Batches++
-			if err != nil {
-				return err
+		counted := &removed // progress counts events, not state-log rows
+		if q != agentRemovalBatchSQL {
+			counted = nil
+		}
+		err := sw.deleteInBatches(ctx, removalAgentSession, id, q, counted, func(tx Tx) ([]any, error) {
+			var floor int64
+			if err := tx.Get(&floor, agentReadFloorSQL, pk); err != nil {
+				return nil, err
 			}
-			if n == 0 {
-				break
-			}
-			if q == agentRemovalBatchSQL {
-				removed += n
-				if sw.tick != nil {
-					sw.tick(removed)
-				}
-			}
-			if err := sw.pause(ctx); err != nil {
-				return err
-			}
+			return []any{pk, floor, sw.maxRows}, nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	err := sw.r.s.write(ctx, func(tx Tx) error {
@@ -315,4 +264,48 @@ func (sw *sweeper) finishAgentRemoval(ctx context.Context, pk int64) error {
 	})
 	sw.rep.Batches++
 	return err
+}
+
+// deleteInBatches runs the delete q, one batch of at most sw.maxRows rows
+// a transaction with a pause between two, until a batch deletes nothing
+// or the removal (kind, id) is gone (another sweeper finished it). args
+// gives q's arguments inside the batch's transaction. When removed is
+// not nil, each batch adds its rows to it and reports the total to the
+// sweep's progress.
+func (sw *sweeper) deleteInBatches(ctx context.Context, kind, id, q string, removed *int64, args func(Tx) ([]any, error)) error {
+	for {
+		var n int64
+		err := sw.r.s.write(ctx, func(tx Tx) error {
+			n = 0
+			var tenant string
+			if err := tx.Get(&tenant, removalTenantSQL, kind, id); errors.Is(err, sql.ErrNoRows) {
+				return nil // finished by another sweeper
+			} else if err != nil {
+				return err
+			}
+			a, err := args(tx)
+			if err != nil {
+				return err
+			}
+			res, err := tx.Exec(q, a...)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
+			return err
+		})
+		sw.rep.Batches++
+		if err != nil || n == 0 {
+			return err
+		}
+		if removed != nil {
+			*removed += n
+			if sw.tick != nil {
+				sw.tick(*removed)
+			}
+		}
+		if err := sw.pause(ctx); err != nil {
+			return err
+		}
+	}
 }
