@@ -9,7 +9,9 @@ import (
 
 // Store-wide aggregates for inspection tools (see store.Totaler): grouped
 // queries in one read transaction, so that the figures are of one
-// snapshot and no row travels to the caller that it does not show.
+// snapshot and no row travels to the caller that it does not show. A
+// conversation a sweep is removing over several transactions (its tenant
+// removingTenant, sweep_staged.go) is gone for them as for every read.
 
 const dayMS = 24 * 60 * 60 * 1000
 
@@ -21,11 +23,11 @@ const (
 		GROUP BY agent_id HAVING sum(calls_made) > 0 ORDER BY n DESC, agent_id LIMIT ?`
 	totConversationsSQL = `SELECT state, count(*), CAST(COALESCE(sum(message_count), 0) AS BIGINT),
 		CAST(COALESCE(sum(total_tokens), 0) AS BIGINT), COALESCE(sum(total_cost), 0)
-		FROM conversations GROUP BY state`
+		FROM conversations WHERE tenant <> '_removing' GROUP BY state`
 	totDaysSQL = `SELECT updated_at_ms / 86400000 AS d, count(*), CAST(COALESCE(sum(total_tokens), 0) AS BIGINT),
-		COALESCE(sum(total_cost), 0) FROM conversations WHERE updated_at_ms >= ? GROUP BY d ORDER BY d`
-	totTopCostSQL = `SELECT ` + summaryColumns + ` FROM conversations ORDER BY total_cost DESC, id LIMIT ?`
-	totRecentSQL  = `SELECT ` + summaryColumns + ` FROM conversations ORDER BY updated_at_ms DESC, id DESC LIMIT ?`
+		COALESCE(sum(total_cost), 0) FROM conversations WHERE updated_at_ms >= ? AND tenant <> '_removing' GROUP BY d ORDER BY d`
+	totTopCostSQL = `SELECT ` + summaryColumns + ` FROM conversations WHERE tenant <> '_removing' ORDER BY total_cost DESC, id LIMIT ?`
+	totRecentSQL  = `SELECT ` + summaryColumns + ` FROM conversations WHERE tenant <> '_removing' ORDER BY updated_at_ms DESC, id DESC LIMIT ?`
 )
 
 // Totals computes the aggregates (see store.Totaler): store-wide, of the

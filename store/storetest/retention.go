@@ -360,6 +360,28 @@ func testSweepHalfSwept(t *testing.T, e *env) {
 	if ids := e.listIDs(store.ConversationFilter{}); fmt.Sprint(ids) != "[other recent]" {
 		t.Fatalf("listed %v", ids)
 	}
+	// Search finds nothing of it either: its documents stay in the index
+	// until its rows are gone, but no result comes from them.
+	if sr, ok := e.st.(store.Searcher); ok {
+		res, err := sr.Search(e.ctx, store.SearchQuery{Query: "of big"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range res.Hits {
+			if h.SessionID == "big" {
+				t.Fatalf("search found the half-removed conversation: %+v", h)
+			}
+		}
+	}
+	if c, ok := e.st.(store.Counter); ok {
+		n, err := c.Counts(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Conversations.Total != 2 {
+			t.Fatalf("counts: %d conversations, want 2 (the half-removed one is not counted)", n.Conversations.Total)
+		}
+	}
 	if _, err := e.conv().AppendMessages(e.ctx, "big", store.UserMessage("late")); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("append to the half-removed conversation: %v", err)
 	}
