@@ -32,6 +32,7 @@ when missing, under an advisory lock so that concurrent migrators are safe.`,
 		"sessionctl --db /var/lib/agent/sessions.db migrate up",
 		"sessionctl --db 'postgres://agent@db.internal/agents?search_path=sessions' migrate status",
 	},
+	actions: []action{{name: "status", flags: []string{"json"}}, {name: "up", flags: []string{"json"}}},
 }
 
 // migrationJSON is one migration in the JSON of migrate status.
@@ -71,7 +72,7 @@ func runMigrate(ctx context.Context, g *globals, args []string) error {
 	if len(pos) == 1 {
 		action = pos[0]
 	}
-	if err := g.checkActionFlags(fs, sp.name, action); err != nil { // actions.go
+	if err := g.checkActionFlags(fs, sp, action); err != nil {
 		return err
 	}
 	switch action {
