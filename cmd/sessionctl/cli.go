@@ -198,6 +198,15 @@ func (g *globals) printHelp(fs *flag.FlagSet, sp spec) {
 		})
 		tw.Flush()
 	}
+	// The global flags it takes, from their table (--tenant only where
+	// it applies).
+	var globalNames []string
+	for _, f := range globalFlags {
+		if f.name != "tenant" || slices.Contains(tenantCommands, sp.name) {
+			globalNames = append(globalNames, "--"+f.name)
+		}
+	}
+	fmt.Fprintf(w, "\n%s\n", wrapText("Global flags: "+strings.Join(globalNames, ", ")+" (see sessionctl help)"))
 	fmt.Fprintln(w, "\nExample:")
 	for _, e := range sp.examples {
 		fmt.Fprintf(w, "  %s\n", e)
