@@ -49,17 +49,18 @@ user and session id): their state in three scopes and their event log.
 		"sessionctl agents state support ada --json",
 		"sessionctl agents delete support ada s1 --yes",
 	},
+	actions: []action{
+		{name: "list", flags: []string{"app", "user", "idle", "limit", "after", "all", "json"}},
+		{name: "show", flags: []string{"last", "json"}},
+		{name: "events", flags: []string{"limit", "last", "from", "invocation", "follow", "json"}},
+		{name: "state", flags: []string{"json"}},
+		{name: "delete", flags: []string{"yes", "json"}},
+	},
 }
 
-// agentSubcommands are the actions of "sessionctl agents".
-var agentSubcommands = []string{"list", "show", "events", "state", "delete"}
-
 func runAgents(ctx context.Context, g *globals, args []string) error {
-	sub := "list"
-	if len(args) > 0 && slices.Contains(agentSubcommands, args[0]) {
-		sub, args = args[0], args[1:]
-	}
 	sp := agentsSpec
+	sub, args := sp.action(args)
 	fs := g.newFlags(sp)
 	app := fs.String("app", "", "list: only the sessions of application `APP`")
 	user := fs.String("user", "", "list: only the sessions of user `USER`")
@@ -78,7 +79,7 @@ func runAgents(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	name := sp.name + " " + sub
-	if err := g.checkActionFlags(fs, sp.name, sub); err != nil { // actions.go
+	if err := g.checkActionFlags(fs, sp, sub); err != nil {
 		return err
 	}
 	key := func(min int) (store.SessionKey, error) {

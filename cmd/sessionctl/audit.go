@@ -12,7 +12,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/agentstore/sessionstore/store"
@@ -50,14 +49,29 @@ transaction to its agent's hash chain.
 		"sessionctl audit verify",
 		"sessionctl audit checkpoint && sessionctl audit prune --older-than 2160h",
 	},
+	actions: []action{
+		{name: "list", flags: []string{"agent", "session", "kind", "outcome", "since", "until", "limit", "after", "all", "json"}},
+		{name: "verify", flags: []string{"json"}},
+		{name: "checkpoint", flags: []string{"agent", "json"}},
+		{name: "prune", flags: []string{"agent", "before", "older-than", "json"}},
+	},
+	values: map[string][]string{"--kind": auditKinds()},
+}
+
+// auditKinds are the kinds audit --kind takes.
+func auditKinds() []string {
+	var kinds []string
+	for _, k := range []store.AuditKind{store.AuditCreate, store.AuditUse, store.AuditReserve, store.AuditSettle,
+		store.AuditRelease, store.AuditClose, store.AuditExpire, store.AuditLapse, store.AuditCleanup,
+		store.AuditLimits, store.AuditCheckpoint} {
+		kinds = append(kinds, string(k))
+	}
+	return kinds
 }
 
 func runAudit(ctx context.Context, g *globals, args []string) error {
-	sub := "list"
-	if len(args) > 0 && slices.Contains([]string{"list", "verify", "checkpoint", "prune"}, args[0]) {
-		sub, args = args[0], args[1:]
-	}
 	sp := auditSpec
+	sub, args := sp.action(args)
 	fs := g.newFlags(sp)
 	agent := fs.String("agent", "", "only the chain of agent `ID`")
 	session := fs.String("session", "", "list: only the events of session `ID`")
@@ -75,7 +89,7 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := g.checkActionFlags(fs, sp.name, sub); err != nil { // actions.go
+	if err := g.checkActionFlags(fs, sp, sub); err != nil {
 		return err
 	}
 	if err := g.wantArgs(sp, pos, 0, 0); err != nil {

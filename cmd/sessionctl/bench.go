@@ -38,6 +38,7 @@ fsync rate of DIR (default: the system's temporary directory), meaningful
 when the server's data is on that disk.`,
 	examples: []string{"sessionctl bench --dir /var/lib/agent --duration 5s",
 		"sessionctl --db postgres://localhost/agents bench --duration 5s"},
+	values: map[string][]string{"--sync": {"FULL", "NORMAL"}},
 }
 
 // runBench measures the store on the user's disk, like pgbench or

@@ -40,7 +40,7 @@ cost records start empty, artifacts, traces, runs and reports stay.`,
 var rewindSpec = spec{
 	name: "rewind",
 	args: "APP USER SESSION | CONVERSATION",
-	about: `Rewinds an agent session to event --to: the events after it are superseded
+	about: `Rewinds an agent session (or, given one id, a conversation) to event --to: the events after it are superseded
 (kept, shown by --superseded and by history, until retention removes
 them) and the session state returns to what it was at that event (--to 0:
 the state the session was created with). Forks taken earlier keep what
@@ -57,8 +57,9 @@ its session data is not kept per message and stays as it is.`,
 var historySpec = spec{
 	name: "history",
 	args: "APP USER SESSION | CONVERSATION",
-	about: `Prints the tree an agent session belongs to: the session it was forked from
-(its lineage, not a conversation's parent field), its forks and theirs,
+	about: `Prints the tree an agent session (or, given one id, a conversation) belongs
+to: the session it was forked from (its lineage, not a conversation's parent
+field), its forks and theirs,
 deleted sessions whose events forks still read, the runs of events a
 rewind superseded, and the ranges compaction records summarise. The
 session asked for is marked with *.`,
@@ -94,7 +95,7 @@ type forkJSON struct {
 func runFork(ctx context.Context, g *globals, args []string) error {
 	sp := forkSpec
 	fs := g.newFlags(sp)
-	at := fs.Int64("at", -1, "fork after event `N` (0: no events; default: the last event)")
+	at := fs.Int64("at", -1, "fork after event `N` (a conversation: message position N; 0: no events; default: the last)")
 	as := fs.String("as", "", "the fork's session id `ID` (default: random)")
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	pos, err := g.parse(fs, sp, args)
@@ -156,7 +157,7 @@ type rewindJSON struct {
 func runRewind(ctx context.Context, g *globals, args []string) error {
 	sp := rewindSpec
 	fs := g.newFlags(sp)
-	to := fs.Int64("to", -1, "keep the events up to `N` (0: none)")
+	to := fs.Int64("to", -1, "keep the events up to `N` (0: none; a conversation: the messages up to position N, -1: none)")
 	superseded := fs.Bool("superseded", false, "list the superseded events instead")
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	pos, err := g.parse(fs, sp, args)

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,12 +20,85 @@ import (
 	"github.com/agentstore/sessionstore/store"
 )
 
-// spec describes a command for its --help text.
+// spec describes a command: its --help text, its actions and the values
+// its flags and operands take. With the flag set the command builds (which
+// parses the line and which --help prints), it is the one table that help,
+// the parser and shell completion read (describe).
 type spec struct {
 	name     string   // command name
 	args     string   // positional synopsis, e.g. "ID [ID...]"
 	about    string   // what the command does (one paragraph or more)
 	examples []string // at least one
+	// actions are the actions of a command that has several (audit
+	// verify, retention set, ...), the default first, and the flags each
+	// takes: a flag given to an action that does not take it is a usage
+	// error (checkActionFlags).
+	actions []action
+	// values are what completion offers: by flag ("--facet") the values a
+	// flag takes one of, and by the operands before ("" for the first
+	// operand, "set" for the one after the action set) the values of an
+	// operand.
+	values map[string][]string
+}
+
+// action is one action of a command and the flags it takes (their names
+// without dashes).
+type action struct {
+	name  string
+	flags []string
+	// bare: the action is chosen without its word (hold FACET ID holds).
+	bare bool
+}
+
+// action splits the action off args: the first word when it names one of
+// sp's actions, else the bare action when args begins with an operand,
+// else the default (the first).
+func (sp spec) action(args []string) (string, []string) {
+	for _, a := range sp.actions {
+		if len(args) > 0 && !a.bare && a.name == args[0] {
+			return a.name, args[1:]
+		}
+	}
+	for _, a := range sp.actions {
+		if a.bare && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+			return a.name, args
+		}
+	}
+	return sp.actions[0].name, args
+}
+
+// checkActionFlags fails with a usage error when a flag given on the
+// command line (fs, parsed) is not one that action act of sp takes.
+func (g *globals) checkActionFlags(fs *flag.FlagSet, sp spec, act string) error {
+	i := slices.IndexFunc(sp.actions, func(a action) bool { return a.name == act })
+	if i < 0 {
+		return nil
+	}
+	bad := ""
+	fs.Visit(func(f *flag.Flag) {
+		if bad == "" && !slices.Contains(sp.actions[i].flags, f.Name) {
+			bad = f.Name
+		}
+	})
+	if bad != "" {
+		return g.usageErr(sp.name, "--%s does not apply to %s %s", bad, sp.name, act)
+	}
+	return nil
+}
+
+// described is a command's spec and flag set, as describe reads them.
+type described struct {
+	sp spec
+	fs *flag.FlagSet
+}
+
+// describe returns c's spec and flag set: it runs c with --help, which
+// parses (nothing is printed, nothing opened) and stops there.
+func describe(c command) described {
+	var d described
+	g := &globals{stdout: io.Discard, stderr: io.Discard, describing: &d}
+	c.run(context.Background(), g, []string{"--help"})
+	return d
 }
 
 // newFlags returns the flag set of a command. Errors are reported by parse,
@@ -42,6 +116,10 @@ func (g *globals) newFlags(sp spec) *flag.FlagSet {
 func (g *globals) parse(fs *flag.FlagSet, sp spec, args []string) (pos []string, err error) {
 	for {
 		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) && g.describing != nil {
+			*g.describing = described{sp, fs}
+			return nil, errHelp
+		}
 		if errors.Is(err, flag.ErrHelp) {
 			g.printHelp(fs, sp)
 			return nil, errHelp
@@ -120,6 +198,15 @@ func (g *globals) printHelp(fs *flag.FlagSet, sp spec) {
 		})
 		tw.Flush()
 	}
+	// The global flags it takes, from their table (--tenant only where
+	// it applies).
+	var globalNames []string
+	for _, f := range globalFlags {
+		if f.name != "tenant" || slices.Contains(tenantCommands, sp.name) {
+			globalNames = append(globalNames, "--"+f.name)
+		}
+	}
+	fmt.Fprintf(w, "\n%s\n", wrapText("Global flags: "+strings.Join(globalNames, ", ")+" (see sessionctl help)"))
 	fmt.Fprintln(w, "\nExample:")
 	for _, e := range sp.examples {
 		fmt.Fprintf(w, "  %s\n", e)
@@ -165,7 +252,9 @@ func (g *globals) report(name string, err error) int {
 	}
 	var ue *helpUsageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(g.stderr, "sessionctl %s: %s (see sessionctl %s --help)\n", ue.name, ue.msg, ue.name)
+		// The help is the command's (hold, not "hold release").
+		cmd, _, _ := strings.Cut(ue.name, " ")
+		fmt.Fprintf(g.stderr, "sessionctl %s: %s (see sessionctl %s --help)\n", ue.name, ue.msg, cmd)
 		return exitUsage
 	}
 	var ce *cmdError

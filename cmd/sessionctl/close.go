@@ -11,10 +11,10 @@ import (
 var closeSpec = spec{
 	name: "close",
 	args: "ID [ID...]",
-	about: `Closes governed sessions: every later use is refused with status 5. Closing a
-session that is already closed is an error (exit status 5), a missing one
-exit status 3; the other ids are still closed, and the exit status is the
-highest of them.`,
+	about: fmt.Sprintf(`Closes governed sessions: every later use is refused with status %d. Closing a
+session that is already closed is an error (exit status %[1]d), a missing one
+exit status %d; the other ids are still closed, and the exit status is the
+highest of them.`, exitClosed, exitNotFound),
 	examples: []string{
 		"sessionctl close task-7",
 		"sessionctl list --agent a1 --status active --json | jq -r '.items[].id' | xargs sessionctl close",

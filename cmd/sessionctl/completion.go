@@ -1,33 +1,71 @@
 package main
 
-// Shell completion, generated from the command table: the commands, each
-// command's flags (read from the flag set its --help prints) and the
-// actions of commands that take one (the "[a | b]" of their synopsis).
+// Shell completion, answered by sessionctl itself: each shell's script
+// hands the words of the line to "sessionctl __complete SHELL WORD...",
+// which reads the command table (the commands, each one's spec and flag
+// set, as describe reads them, and the global flags), the one the parser
+// and --help read. A command, action, flag or value cannot be offered
+// without existing, nor exist without being offered.
 
 import (
-	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
-	"regexp"
-	"sort"
 	"strings"
-
-	"github.com/agentstore/sessionstore/store"
 )
 
 var completionSpec = spec{
 	name: "completion",
 	args: "bash | zsh | fish",
 	about: `Prints a shell completion script for sessionctl: commands, their flags,
-their actions (agents show, audit verify, migrate up, completion bash, ...)
-and the values of flags that take one of a few (list --facet runtime,
-audit --kind checkpoint, ...). Load it in the shell's start-up file.`,
+their actions (agents show, audit verify, migrate up, completion bash, ...),
+the global flags, and the values of flags and operands that take one of a
+few (list --facet runtime, audit --kind checkpoint, hold release
+conversations, retention set conversations_idle, ...). The script asks
+sessionctl for the words, so they are always this binary's. Load it in the
+shell's start-up file.`,
 	examples: []string{
 		`source <(sessionctl completion bash)     # in ~/.bashrc`,
 		`sessionctl completion zsh > "${fpath[1]}/_sessionctl"`,
 		`sessionctl completion fish > ~/.config/fish/completions/sessionctl.fish`,
 	},
+	actions: []action{{name: "bash"}, {name: "zsh"}, {name: "fish"}},
+}
+
+// completionScripts are the scripts, by shell. Each passes the line's
+// words after "sessionctl" up to the one being completed; an empty
+// answer completes file names.
+var completionScripts = map[string]string{
+	"bash": `# bash completion for sessionctl (sessionctl completion bash)
+_sessionctl() {
+  local IFS=$'\n'
+  COMPREPLY=($(sessionctl __complete bash "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null))
+}
+complete -o default -F _sessionctl sessionctl
+`,
+	"zsh": `#compdef sessionctl
+# zsh completion for sessionctl (sessionctl completion zsh)
+_sessionctl() {
+  local -a cands
+  cands=("${(@f)$(sessionctl __complete zsh "${(@)words[2,CURRENT]}" 2>/dev/null)}")
+  if [[ -z ${cands[1]} ]]; then _files; else _describe sessionctl cands; fi
+}
+if [[ ${funcstack[1]} == _sessionctl ]]; then _sessionctl "$@"; else compdef _sessionctl sessionctl; fi
+`,
+	"fish": `# fish completion for sessionctl (sessionctl completion fish)
+function __sessionctl_complete
+    set -l words (commandline -opc)
+    set -e words[1]
+    set -l out (sessionctl __complete fish $words (commandline -ct) 2>/dev/null)
+    if set -q out[1]
+        printf '%s\n' $out
+    else
+        __fish_complete_path (commandline -ct)
+    end
+end
+complete -c sessionctl -f -a '(__sessionctl_complete)'
+`,
 }
 
 func runCompletion(ctx context.Context, g *globals, args []string) error {
@@ -40,181 +78,127 @@ func runCompletion(ctx context.Context, g *globals, args []string) error {
 	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
 		return err
 	}
-	words := completionWords()
-	switch pos[0] {
-	case "bash":
-		err = writeBash(rawWriter(g.stdout), words)
-	case "zsh":
-		err = writeZsh(rawWriter(g.stdout), words)
-	case "fish":
-		err = writeFish(rawWriter(g.stdout), words)
-	default:
+	script, ok := completionScripts[pos[0]]
+	if !ok {
 		return g.usageErr(sp.name, "unknown shell %q: bash, zsh or fish%s", pos[0], didYouMean(pos[0], []string{"bash", "zsh", "fish"}))
 	}
+	_, err = io.WriteString(rawWriter(g.stdout), script)
 	return g.result(sp.name, err)
 }
 
-// cmdWords are what completes after one command.
-type cmdWords struct {
-	name, summary string
-	actions       []string
-	flags         []string            // with their dashes
-	values        map[string][]string // the values of some flags (flagValues)
-}
+// candidate is one word completion offers, with what it is.
+type candidate struct{ word, about string }
 
-var (
-	helpFlagRE = regexp.MustCompile(`(?m)^  (--[a-z0-9-]+)`)
-	// actionsRE reads the actions of a synopsis: "[a | b]", "[a|b]" or
-	// "a | b" (completion's shells).
-	actionsRE = regexp.MustCompile(`^\[?([a-z-]+(?: ?\| ?[a-z-]+)+)\]?`)
-)
-
-// flagValues are the values of the flags that take one of a fixed set,
-// by command and flag (TestCompletionValuesMatchTheFlags checks each is a
-// flag of its command whose help names every value).
-func flagValues() map[string]map[string][]string {
-	kinds := []string{}
-	for _, k := range []store.AuditKind{store.AuditCreate, store.AuditUse, store.AuditReserve, store.AuditSettle,
-		store.AuditRelease, store.AuditClose, store.AuditExpire, store.AuditLapse, store.AuditCleanup,
-		store.AuditLimits, store.AuditCheckpoint} {
-		kinds = append(kinds, string(k))
+// runComplete answers a completion script: args are the shell and the
+// line's words after "sessionctl", the last the one being completed. It
+// prints the candidates starting with it, one a line ("word" for bash,
+// "word:about" for zsh, "word<TAB>about" for fish).
+func (g *globals) runComplete(args []string) int {
+	if len(args) < 2 {
+		return exitUsage
 	}
-	return map[string]map[string][]string{
-		"list": {
-			"--facet":  {"governed", "runtime", "conversations"},
-			"--status": {string(store.StatusActive), string(store.StatusClosed), string(store.StatusExpired)},
-		},
-		"delete": {"--facet": {"conversations", "runtime"}},
-		"create": {"--sensitivity": {string(store.SensitivityPublic), string(store.SensitivityInternal),
-			string(store.SensitivityConfidential), string(store.SensitivityRestricted)}},
-		"audit": {"--kind": kinds},
-		"bench": {"--sync": {"FULL", "NORMAL"}},
-	}
-}
-
-// completionWords reads every command's flags from its help.
-func completionWords() []cmdWords {
-	var out []cmdWords
-	for _, c := range commands() {
-		var buf bytes.Buffer
-		g := &globals{stdout: &buf, stderr: io.Discard}
-		c.run(context.Background(), g, []string{"--help"})
-		w := cmdWords{name: c.name, summary: c.summary}
-		for _, m := range helpFlagRE.FindAllStringSubmatch(buf.String(), -1) {
-			w.flags = append(w.flags, m[1])
+	shell, words := args[0], args[1:]
+	cur := words[len(words)-1]
+	w := rawWriter(g.stdout)
+	for _, c := range completions(words) {
+		switch {
+		case !strings.HasPrefix(c.word, cur):
+		case shell == "zsh" && c.about != "":
+			fmt.Fprintf(w, "%s:%s\n", strings.ReplaceAll(c.word, ":", `\:`), c.about)
+		case shell == "fish" && c.about != "":
+			fmt.Fprintf(w, "%s\t%s\n", c.word, c.about)
+		default:
+			fmt.Fprintln(w, c.word)
 		}
-		if first, _, _ := strings.Cut(strings.TrimPrefix(buf.String(), "Usage: "), "\n"); first != "" {
-			_, synopsis, _ := strings.Cut(first, " "+c.name)
-			synopsis = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(synopsis), "[flags]"))
-			if m := actionsRE.FindStringSubmatch(synopsis); m != nil {
-				for _, a := range strings.Split(m[1], "|") {
-					w.actions = append(w.actions, strings.TrimSpace(a))
-				}
+	}
+	return exitOK
+}
+
+// completions returns what may complete the last of words (before the
+// prefix filter): the values of the flag before it, flags when it begins
+// with a dash, else commands, actions or operand values.
+func completions(words []string) []candidate {
+	cur := words[len(words)-1]
+	var d *described
+	help := false
+	var pos []string
+	pending := "" // the flag whose value the next word is
+	for _, w := range words[:len(words)-1] {
+		switch {
+		case pending != "":
+			pending = ""
+		case strings.HasPrefix(w, "-") && len(w) > 1:
+			name, _, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
+			if !hasValue && takesValue(d, name) {
+				pending = name
+			}
+		case d == nil && !help:
+			if c, ok := lookup(w); ok {
+				dc := describe(c)
+				d = &dc
+			}
+			help = w == "help"
+		default:
+			pos = append(pos, w)
+		}
+	}
+	var out []candidate
+	add := func(about string, words ...string) {
+		for _, w := range words {
+			out = append(out, candidate{w, about})
+		}
+	}
+	switch {
+	case pending != "":
+		if d != nil {
+			add("", d.sp.values["--"+pending]...)
+		}
+	case strings.HasPrefix(cur, "-"):
+		if d != nil {
+			d.fs.VisitAll(func(f *flag.Flag) {
+				_, usage := flag.UnquoteUsage(f)
+				add(usage, "--"+f.Name)
+			})
+			add("show the command's help", "--help")
+		}
+		for _, f := range globalFlags {
+			add(f.help, "--"+f.name)
+		}
+	case d == nil && (!help || len(pos) == 0):
+		for _, c := range commands() {
+			add(c.summary, c.name)
+		}
+		if help {
+			add("the exit statuses", "exit")
+		} else {
+			add("show help or the exit statuses", "help")
+		}
+	case d != nil && len(pos) == 0:
+		for _, a := range d.sp.actions {
+			if !a.bare {
+				add("", a.name)
 			}
 		}
-		w.values = flagValues()[c.name]
-		sort.Strings(w.flags)
-		out = append(out, w)
+		add("", d.sp.values[""]...)
+	case d != nil:
+		add("", d.sp.values[strings.Join(pos, " ")]...)
 	}
 	return out
 }
 
-func writeBash(w io.Writer, words []cmdWords) error {
-	var b strings.Builder
-	b.WriteString("# bash completion for sessionctl (sessionctl completion bash)\n_sessionctl() {\n")
-	b.WriteString("  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd= i\n")
-	b.WriteString("  for ((i = 1; i < COMP_CWORD; i++)); do\n    case ${COMP_WORDS[i]} in\n      --db) ((i++)) ;;\n      -*) ;;\n      *) cmd=${COMP_WORDS[i]}; break ;;\n    esac\n  done\n")
-	b.WriteString("  case $cmd in\n")
-	var names []string
-	for _, c := range words {
-		names = append(names, c.name)
-		fmt.Fprintf(&b, "    %s)\n", c.name)
-		if len(c.values) > 0 {
-			b.WriteString("      case $prev in\n")
-			for _, f := range sortedKeys(c.values) {
-				fmt.Fprintf(&b, "        %s) COMPREPLY=($(compgen -W %q -- \"$cur\")); return ;;\n", f, strings.Join(c.values[f], " "))
-			}
-			b.WriteString("      esac\n")
-		}
-		fmt.Fprintf(&b, "      COMPREPLY=($(compgen -W %q -- \"$cur\")) ;;\n", strings.Join(c.words(), " "))
+// takesValue reports whether the flag called name, global or of the
+// command d (nil: none yet), takes a value (the next word).
+func takesValue(d *described, name string) bool {
+	if f, ok := lookupGlobal(name); ok {
+		return f.arg != ""
 	}
-	fmt.Fprintf(&b, "    *) COMPREPLY=($(compgen -W %q -- \"$cur\")) ;;\n", strings.Join(append(names, "help", "--db", "--version"), " "))
-	b.WriteString("  esac\n}\ncomplete -o default -F _sessionctl sessionctl\n")
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func writeZsh(w io.Writer, words []cmdWords) error {
-	var b strings.Builder
-	b.WriteString("#compdef sessionctl\n# zsh completion for sessionctl (sessionctl completion zsh)\n_sessionctl() {\n")
-	b.WriteString("  local -a cmds\n  cmds=(\n")
-	for _, c := range words {
-		fmt.Fprintf(&b, "    %s\n", zshQuote(c.name+":"+c.summary))
+	if d == nil {
+		return false
 	}
-	b.WriteString("    'help:show help or the exit statuses'\n  )\n")
-	b.WriteString("  local cmd=${words[2]} prev=${words[CURRENT-1]}\n  if [[ $cmd == --db ]]; then cmd=${words[4]}; fi\n")
-	b.WriteString("  if (( CURRENT == 2 )) || [[ -z $cmd || $cmd == ${words[CURRENT]} ]]; then\n    _describe 'command' cmds\n    return\n  fi\n")
-	b.WriteString("  case $cmd in\n")
-	for _, c := range words {
-		fmt.Fprintf(&b, "    %s)\n", c.name)
-		if len(c.values) > 0 {
-			b.WriteString("      case $prev in\n")
-			for _, f := range sortedKeys(c.values) {
-				fmt.Fprintf(&b, "        %s) compadd -- %s; return ;;\n", f, strings.Join(c.values[f], " "))
-			}
-			b.WriteString("      esac\n")
-		}
-		fmt.Fprintf(&b, "      compadd -- %s ;;\n", strings.Join(c.words(), " "))
+	f := d.fs.Lookup(name)
+	if f == nil {
+		return false
 	}
-	b.WriteString("  esac\n}\ncompdef _sessionctl sessionctl\n")
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func zshQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
-func writeFish(w io.Writer, words []cmdWords) error {
-	var b strings.Builder
-	b.WriteString("# fish completion for sessionctl (sessionctl completion fish)\n")
-	b.WriteString("complete -c sessionctl -f\n")
-	b.WriteString("complete -c sessionctl -l db -r -d 'database file or postgres:// URL'\n")
-	b.WriteString("complete -c sessionctl -l version -d 'print the versions'\n")
-	var names []string
-	for _, c := range words {
-		names = append(names, c.name)
-	}
-	for _, c := range words {
-		fmt.Fprintf(&b, "complete -c sessionctl -n 'not __fish_seen_subcommand_from %s' -a %s -d %s\n", strings.Join(names, " "), c.name, zshQuote(c.summary))
-	}
-	for _, c := range words {
-		for _, a := range c.actions {
-			fmt.Fprintf(&b, "complete -c sessionctl -n '__fish_seen_subcommand_from %s' -a %s\n", c.name, a)
-		}
-		for _, f := range c.flags {
-			values := ""
-			if v := c.values[f]; len(v) > 0 {
-				// -x: the flag takes one of these, not a file.
-				values = " -x -a " + zshQuote(strings.Join(v, " "))
-			}
-			fmt.Fprintf(&b, "complete -c sessionctl -n '__fish_seen_subcommand_from %s' -l %s%s\n", c.name, strings.TrimPrefix(f, "--"), values)
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// words are what completes after the command: its actions, its flags and
-// --db.
-func (c cmdWords) words() []string {
-	return append(append(append([]string{}, c.actions...), c.flags...), "--db")
-}
-
-// sortedKeys returns the keys of m in order (the scripts are stable).
-func sortedKeys(m map[string][]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return !ok || !b.IsBoolFlag()
 }

@@ -28,17 +28,15 @@ func hoistGlobals(args []string) []string {
 			rest = append(rest, a)
 			continue
 		}
-		switch name {
-		case "db", "key-file", "keyring", "tenant":
-			globals = append(globals, a)
-			if !hasValue && i+1 < len(args) {
-				globals = append(globals, args[i+1])
-				i++
-			}
-		case "version", "search-encrypted":
-			globals = append(globals, a)
-		default:
+		f, ok := lookupGlobal(name)
+		if !ok {
 			rest = append(rest, a)
+			continue
+		}
+		globals = append(globals, a)
+		if f.arg != "" && !hasValue && i+1 < len(args) {
+			globals = append(globals, args[i+1])
+			i++
 		}
 	}
 	return append(globals, rest...)

@@ -3,10 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -76,69 +74,6 @@ func TestDidYouMean(t *testing.T) {
 	}
 	if suggest("x", []string{"list", "show"}) != "" || suggest("sho", []string{"list", "show"}) != "show" || editDistance("kitten", "sitting") != 3 {
 		t.Error("suggest or editDistance")
-	}
-}
-
-// TestCompletion: the scripts name every command and its flags and
-// actions, and the bash one parses and completes.
-func TestCompletion(t *testing.T) {
-	e := newTestEnv(t)
-	for _, shell := range []string{"bash", "zsh", "fish"} {
-		out := e.run("completion", shell).want(t, 0).stdout
-		for _, c := range commands() {
-			if !strings.Contains(out, c.name) {
-				t.Errorf("%s completion lacks command %s", shell, c.name)
-			}
-		}
-		for _, w := range []string{"follow", "dry-run", "events", "verify"} {
-			if !strings.Contains(out, w) {
-				t.Errorf("%s completion lacks %s", shell, w)
-			}
-		}
-	}
-	e.run("completion").want(t, exitUsage)
-
-	// Each script, run by its shell: a subcommand's action, a flag after
-	// --db and an argument, a command. Outside an interactive shell zsh's
-	// completion widgets do not run: _describe and compadd are stood in for
-	// by functions that print what the script hands them (zsh then filters
-	// by prefix).
-	zshCommands := fmt.Sprintf("commands %d", len(commands())+1) // and help
-	for _, c := range []struct {
-		shell, flag, before, after string
-		ok                         func(out string) bool
-	}{
-		{"bash", "--norc", "",
-			"COMP_WORDS=(sessionctl agents sh); COMP_CWORD=2; _sessionctl; echo \"${COMPREPLY[*]}\"\n" +
-				"COMP_WORDS=(sessionctl --db x.db messages c1 --fol); COMP_CWORD=5; _sessionctl; echo \"${COMPREPLY[*]}\"\n" +
-				"COMP_WORDS=(sessionctl ag); COMP_CWORD=1; _sessionctl; echo \"${COMPREPLY[*]}\"\n",
-			func(out string) bool { return out == "show\n--follow\nagents\n" }},
-		{"zsh", "-f",
-			"_describe() { local -a arr; arr=(\"${(@P)2}\"); print -r -- \"commands ${#arr}\"; }\n" +
-				"compadd() { [[ $1 == -- ]] && shift; print -r -- \"$*\"; }\n" +
-				"compdef() { print -r -- \"compdef $*\"; }\n",
-			"words=(sessionctl ag); CURRENT=2; _sessionctl\n" +
-				"words=(sessionctl --db x.db ag); CURRENT=4; _sessionctl\n" +
-				"words=(sessionctl agents sh); CURRENT=3; _sessionctl\n" +
-				"words=(sessionctl --db x.db messages c1 --fol); CURRENT=6; _sessionctl\n",
-			func(out string) bool {
-				l := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-				return len(l) == 5 && l[0] == "compdef _sessionctl sessionctl" && l[1] == zshCommands && l[2] == zshCommands &&
-					slices.Contains(strings.Fields(l[3]), "show") && slices.Contains(strings.Fields(l[4]), "--follow")
-			}},
-		{"fish", "--no-config", "",
-			"complete -C'sessionctl ag'\ncomplete -C'sessionctl agents sh'\ncomplete -C'sessionctl --db x.db messages c1 --fol'\n",
-			func(out string) bool {
-				return strings.HasPrefix(out, "agents\t") && strings.HasSuffix(out, "\nshow\n--follow\n")
-			}},
-	} {
-		t.Run(c.shell, func(t *testing.T) {
-			script := c.before + e.run("completion", c.shell).stdout + c.after
-			out, err := exec.Command(shellFor(t, c.shell), c.flag, "-c", script).CombinedOutput()
-			if err != nil || !c.ok(string(out)) {
-				t.Errorf("%s completion: %v\n%s", c.shell, err, out)
-			}
-		})
 	}
 }
 

@@ -24,6 +24,8 @@ does not exist.`,
 		`sessionctl create --id task-7 --agent a1 --tool '*' --budget 10 --rate-limit 5 --rate-window 1m --json`,
 		`sessionctl create --agent a1 --tool '*' --budget 50 --limit cost=2.50USD --limit tokens=200000/hour`,
 	},
+	values: map[string][]string{"--sensitivity": {string(store.SensitivityPublic), string(store.SensitivityInternal),
+		string(store.SensitivityConfidential), string(store.SensitivityRestricted)}},
 }
 
 func runCreate(ctx context.Context, g *globals, args []string) error {

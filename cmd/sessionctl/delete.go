@@ -38,6 +38,7 @@ what would be deleted.`,
 		"sessionctl delete conv-1 --facet conversations --yes",
 		"sessionctl delete rt-7 --dry-run --json",
 	},
+	values: map[string][]string{"--facet": {facetConversations, facetRuntime}},
 }
 
 // deleteJSON is the JSON document of delete.

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/agentstore/sessionstore/store"
 )
@@ -36,27 +37,46 @@ const (
 // order of status.
 var exitTable = []struct {
 	code    int
+	word    string // a few words, for the lists help texts quote (exitList)
 	meaning string
 }{
-	{exitOK, "success (use: the calls were allowed and counted)"},
-	{exitError, "runtime error (missing database, I/O outside the store, unhealthy doctor, audit chain that does not verify)"},
-	{exitUsage, "usage error (unknown command or flag, missing argument, invalid input)"},
-	{exitNotFound, "not found: no such session, conversation, run, agent session or tenant (refused (not-found))"},
-	{exitAgent, "agent mismatch: the session belongs to another agent (refused (agent))"},
-	{exitClosed, "closed: the session is already closed (refused (closed))"},
-	{exitExpired, "expired: the session is past its time limit (refused (expired))"},
-	{exitBudget, "budget: the calls would exceed the call budget (refused (budget))"},
-	{exitTool, "tool: a tool is not authorized (refused (tool))"},
-	{exitRate, "rate: the calls would exceed the rate limit (refused (rate))"},
-	{exitConflict, "conflict: the request id was used with other tools, the id exists, or a stale version (refused (conflict))"},
-	{exitSchemaTooNew, "the database's schema is newer than this binary (use a newer sessionctl)"},
-	{exitSpend, "spend: the reservation would exceed a spend limit (refused (spend))"},
-	{exitTooMany, "too many sessions: the agent's --max-active or the store's session cap is reached (refused (too-many))"},
-	{exitNotStore, "not a session store: the file or schema is not a session store database"},
-	{exitStorage, "storage failure: the database could not keep or read the data (disk full, read-only, damaged, I/O)"},
-	{exitBusy, "busy: the database stayed locked or contended; the same command may succeed later"},
-	{exitFeedReset, "feed reset: a followed stream was rewritten (reload it and follow again)"},
+	{exitOK, "success", "success (use: the calls were allowed and counted)"},
+	{exitError, "runtime error", "runtime error (missing database, I/O outside the store, unhealthy doctor, audit chain that does not verify)"},
+	{exitUsage, "usage error", "usage error (unknown command or flag, missing argument, invalid input)"},
+	{exitNotFound, "not found", "not found: no such session, conversation, run, agent session or tenant (refused (not-found))"},
+	{exitAgent, "agent mismatch", "agent mismatch: the session belongs to another agent (refused (agent))"},
+	{exitClosed, "closed", "closed: the session is already closed (refused (closed))"},
+	{exitExpired, "expired", "expired: the session is past its time limit (refused (expired))"},
+	{exitBudget, "budget exceeded", "budget: the calls would exceed the call budget (refused (budget))"},
+	{exitTool, "tool not authorized", "tool: a tool is not authorized (refused (tool))"},
+	{exitRate, "rate limited", "rate: the calls would exceed the rate limit (refused (rate))"},
+	{exitConflict, "conflict", "conflict: the request id was used with other tools, the id exists, or a stale version (refused (conflict))"},
+	{exitSchemaTooNew, "schema too new", "the database's schema is newer than this binary (use a newer sessionctl)"},
+	{exitSpend, "spend limit exceeded", "spend: the reservation would exceed a spend limit (refused (spend))"},
+	{exitTooMany, "too many sessions", "too many sessions: the agent's --max-active or the store's session cap is reached (refused (too-many))"},
+	{exitNotStore, "not a session store", "not a session store: the file or schema is not a session store database"},
+	{exitStorage, "storage failure", "storage failure: the database could not keep or read the data (disk full, read-only, damaged, I/O)"},
+	{exitBusy, "busy", "busy: the database stayed locked or contended; the same command may succeed later"},
+	{exitFeedReset, "feed reset", "feed reset: a followed stream was rewritten (reload it and follow again)"},
 }
+
+// exitList lists the statuses of codes as help texts quote them ("3 not
+// found, 4 agent mismatch"), from exitTable.
+func exitList(codes ...int) string {
+	var parts []string
+	for _, c := range codes {
+		for _, e := range exitTable {
+			if e.code == c {
+				parts = append(parts, strconv.Itoa(c)+" "+e.word)
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// wrapText wraps text at 76 columns (help paragraphs with generated
+// parts).
+func wrapText(text string) string { return strings.Join(wrapWords(text, 76), "\n") }
 
 // refusal describes a refused request: its exit status and a short kind
 // word.

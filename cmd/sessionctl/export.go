@@ -11,8 +11,8 @@ import (
 var exportSpec = spec{
 	name: "export",
 	args: "[ID...]",
-	about: `Exports sessions as one JSON document (format "sessionctl-export", version
-5): every facet of the given ids, or everything. Governed sessions keep their
+	about: fmt.Sprintf(`Exports sessions as one JSON document (format %q, version
+%d): every facet of the given ids, or everything. Governed sessions keep their
 counters, rate window, status and times, with their spend limits and
 reservations and their agents' limits (the "spend" section); runtime
 sessions come with their overrides and uploads (content in base64);
@@ -25,8 +25,8 @@ for byte); the audit trail as whole hash chains with their heads (with ids,
 the chains of the agents of the selected governed sessions). An ID selects
 the governed session, runtime session and conversation of that id and the
 agent sessions of that session id in any application and user.
-"sessionctl import" reads the file back (and files of versions 1 and 2); a
-Go program does both with package archive.
+"sessionctl import" reads the file back (and files of every earlier
+version); a Go program does both with package archive.
 
 Everything is read from one snapshot of the database, so a file taken while
 the store is in use is the state of one instant and always imports. Writes
@@ -43,7 +43,7 @@ version 6).
 --tenant T exports tenant T's rows alone (governed sessions with their
 spend, agent sessions and audit chains: the facets scoped by tenants so
 far), which import restores to T, or to the tenant its own --tenant names;
---default-tenant-only exports the default tenant's rows alone.`,
+--default-tenant-only exports the default tenant's rows alone.`, archive.Format, archive.Version),
 	examples: []string{
 		"sessionctl export > all.json",
 		"sessionctl export task-7 task-8 --output two.json",

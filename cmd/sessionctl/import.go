@@ -12,10 +12,10 @@ import (
 var importSpec = spec{
 	name: "import",
 	args: "FILE...",
-	about: `Imports sessions from files ("-" reads stdin) of two formats, told apart by
+	about: fmt.Sprintf(`Imports sessions from files ("-" reads stdin) of two formats, told apart by
 their content:
 
-  - "sessionctl export" files (versions 1 to 3; a newer version is
+  - "sessionctl export" files (versions 1 to %d; a newer version is
     refused): every record comes back exactly as exported — governed
     sessions with their counters, rate window, status and times, spend
     limits and reservations; runtime sessions with their times,
@@ -43,7 +43,12 @@ is imported or checked (on SQLite the write lock is held). Creates the
 database file when it does not exist, and removes it again when the
 first file fails. When stderr is a terminal, a status
 line shows the file being imported, the records imported so far and the
-bytes read of the file. A Go program imports with package archive.`,
+bytes read of the file. A Go program imports with package archive.
+
+The rows of each tenant go back to that tenant (export files since version
+6 hold every tenant's; earlier ones the default tenant's). With --tenant T
+every row goes to tenant T instead: the file must hold one tenant's rows
+(the default tenant's, or an export --tenant), not several tenants'.`, archive.Version),
 	examples: []string{
 		"sessionctl import all.json",
 		"sessionctl --db restored.db import --skip-existing ~/.a3s/sessions/*.json",

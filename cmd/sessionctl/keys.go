@@ -60,6 +60,12 @@ key: its rows are unreadable in every copy of the database.
 		"sessionctl --key-file kek keys gc --dry-run --grace 24h",
 		"sessionctl keys new /etc/sessionstore/kek && sessionctl --key-file /etc/sessionstore/kek create --agent a",
 	},
+	actions: []action{
+		{name: "status", flags: []string{"json"}},
+		{name: "rotate", flags: []string{"json"}},
+		{name: "gc", flags: []string{"dry-run", "grace", "json"}},
+		{name: "new", flags: []string{"kek-version", "json"}},
+	},
 }
 
 // errNoKeys: a keys command was run without key-encryption keys.
@@ -299,11 +305,8 @@ type keysJSON struct {
 }
 
 func runKeys(ctx context.Context, g *globals, args []string) error {
-	sub := "status"
-	if len(args) > 0 && slices.Contains([]string{"status", "rotate", "gc", "new"}, args[0]) {
-		sub, args = args[0], args[1:]
-	}
 	sp := keysSpec
+	sub, args := sp.action(args)
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	dryRun := fs.Bool("dry-run", false, "keys gc: list the orphan keys, shred nothing")
@@ -313,7 +316,7 @@ func runKeys(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := g.checkActionFlags(fs, sp.name, sub); err != nil { // actions.go
+	if err := g.checkActionFlags(fs, sp, sub); err != nil {
 		return err
 	}
 	name := sp.name + " " + sub

@@ -23,6 +23,10 @@ follow, the cursor for the next page is printed (on stderr for tables, as
 		"sessionctl list --parent conv-1",
 		"sessionctl list --facet conversations --limit 100 --after conv-0099",
 	},
+	values: map[string][]string{
+		"--facet":  {facetGoverned, facetRuntime, facetConversations},
+		"--status": {string(store.StatusActive), string(store.StatusClosed), string(store.StatusExpired)},
+	},
 }
 
 // listJSON is the JSON document of list for governed sessions.

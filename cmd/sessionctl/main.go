@@ -34,6 +34,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -83,6 +84,59 @@ type globals struct {
 	// sqliteOptions are added to the options a SQLite store is opened
 	// with (tests: short busy timeouts).
 	sqliteOptions []sqlstore.Option
+	// describing, when set, receives the spec and flag set of the command
+	// run with --help, which prints nothing (describe).
+	describing *described
+}
+
+// globalFlag is a flag every command takes, anywhere on the line: the one
+// table the parser, the help and completion read.
+type globalFlag struct {
+	name string
+	arg  string // the value's name in help; "" for a switch
+	env  string // the variable whose value is the default
+	help string
+}
+
+// globalFlags are the global flags, in the order help lists them.
+var globalFlags = []globalFlag{
+	{"db", "PATH", "SESSIONCTL_DB", "database file (default $SESSIONCTL_DB, else ./sessions.db), or a postgres:// URL for PostgreSQL (the store's schema: the first of its search_path, public by default)"},
+	{"tenant", "T", "SESSIONSTORE_TENANT", "work on the rows of tenant T (default $SESSIONSTORE_TENANT)"},
+	{"version", "", "", "print the module, VCS, Go, SQLite and schema versions"},
+	{"key-file", "FILE", "SESSIONSTORE_KEY_FILE", "key-encryption keys (default $SESSIONSTORE_KEY_FILE, or the keys in $SESSIONSTORE_KEY): encryption at rest (sessionctl keys)"},
+	{"keyring", "DIR", "SESSIONSTORE_KEYRING", "the keyring (default <db>.keyring; PostgreSQL: $SESSIONSTORE_KEYRING)"},
+	{"search-encrypted", "", "", "open the store with the search opt-in for encrypted sessions, as the application does (needs keys): writes and reindex then keep their search documents"},
+}
+
+// lookupGlobal returns the global flag called name.
+func lookupGlobal(name string) (globalFlag, bool) {
+	for _, f := range globalFlags {
+		if f.name == name {
+			return f, true
+		}
+	}
+	return globalFlag{}, false
+}
+
+// globalFlagSet returns the parser of the global flags, bound to g (and
+// version).
+func (g *globals) globalFlagSet(version *bool) *flag.FlagSet {
+	fs := flag.NewFlagSet("sessionctl", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	strs := map[string]*string{"db": &g.db, "tenant": &g.tenant, "key-file": &g.keyFile, "keyring": &g.keyring}
+	bools := map[string]*bool{"version": version, "search-encrypted": &g.searchEncrypted}
+	for _, f := range globalFlags {
+		if f.arg == "" {
+			fs.BoolVar(bools[f.name], f.name, false, f.help)
+			continue
+		}
+		def := os.Getenv(f.env)
+		if def == "" && f.name == "db" {
+			def = "sessions.db"
+		}
+		fs.StringVar(strs[f.name], f.name, def, f.help)
+	}
+	return fs
 }
 
 // Command groups, in the order help lists them.
@@ -103,7 +157,7 @@ func commands() []command {
 		{"reports", groupInspect, "list a conversation's verification reports", runReports},
 		{"uploads", groupInspect, "list a runtime session's uploads", runUploads},
 		{"agents", groupInspect, "list, show, follow, delete agent sessions (app, user, session)", runAgents},
-		{"history", groupInspect, "print the fork tree of an agent session", runHistory},
+		{"history", groupInspect, "print the fork tree of an agent session or a conversation", runHistory},
 		{"stats", groupInspect, "counts by status, sizes, schema version", runStats},
 		{"tenants", groupInspect, "list the tenants with their counts", runTenants},
 		{"audit", groupInspect, "list, verify, checkpoint or prune the audit trail", runAudit},
@@ -121,8 +175,8 @@ func commands() []command {
 		{"release", groupDrive, "give a reservation back unused", runRelease},
 		{"limits", groupDrive, "show or set an agent's spend limits", runLimits},
 		{"gc", groupDrive, "retention: old conversations, long histories", runGC},
-		{"fork", groupDrive, "fork an agent session at an event (no copying)", runFork},
-		{"rewind", groupDrive, "rewind an agent session to an event (reversible)", runRewind},
+		{"fork", groupDrive, "fork an agent session or a conversation (no copying)", runFork},
+		{"rewind", groupDrive, "rewind an agent session or a conversation (reversible)", runRewind},
 		{"sweep", groupDrive, "apply the retention policies (or --dry-run: what they would remove)", runSweep},
 		{"hold", groupDrive, "keep sessions whatever the retention policies say", runHold},
 
@@ -169,18 +223,11 @@ func (g *globals) run(ctx context.Context, args []string) int {
 		g.stderr = errw
 		defer errw.flush()
 	}
-	fs := flag.NewFlagSet("sessionctl", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	defaultDB := os.Getenv("SESSIONCTL_DB")
-	if defaultDB == "" {
-		defaultDB = "sessions.db"
+	if len(args) > 0 && args[0] == "__complete" { // completion.go
+		return g.runComplete(args[1:])
 	}
-	fs.StringVar(&g.db, "db", defaultDB, "database file or postgres:// URL (default $SESSIONCTL_DB, else ./sessions.db)")
-	fs.StringVar(&g.tenant, "tenant", os.Getenv("SESSIONSTORE_TENANT"), "the tenant whose sessions to work on (default $SESSIONSTORE_TENANT, else the default tenant)")
-	version := fs.Bool("version", false, "print the versions (as sessionctl version)")
-	fs.StringVar(&g.keyFile, "key-file", os.Getenv("SESSIONSTORE_KEY_FILE"), "key-encryption keys for encryption at rest (default $SESSIONSTORE_KEY_FILE; see sessionctl keys)")
-	fs.StringVar(&g.keyring, "keyring", os.Getenv("SESSIONSTORE_KEYRING"), "keyring directory (default <db>.keyring; PostgreSQL: $SESSIONSTORE_KEYRING)")
-	fs.BoolVar(&g.searchEncrypted, "search-encrypted", false, "index the plaintext of encrypted sessions (the store's search opt-in; needs keys)")
+	version := new(bool)
+	fs := g.globalFlagSet(version)
 	if err := fs.Parse(hoistGlobals(args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			g.usage(g.stdout)
@@ -260,21 +307,20 @@ func (g *globals) usage(w io.Writer) {
 		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\nGlobal flags:")
-	fmt.Fprintln(w, "  --db PATH   database file (default $SESSIONCTL_DB, else ./sessions.db), or a")
-	fmt.Fprintln(w, "              postgres:// URL for PostgreSQL (the store's schema: the first of")
-	fmt.Fprintln(w, "              its search_path, public by default); anywhere on the line")
-	fmt.Fprintln(w, "  --tenant T  work on the rows of tenant T (default $SESSIONSTORE_TENANT);")
-	for _, line := range wrapWords("only "+tenantCommandList()+" take it", 64) {
-		fmt.Fprintln(w, "              "+line)
+	fmt.Fprintln(w, "\nGlobal flags (anywhere on the line):")
+	for _, f := range globalFlags {
+		help := f.help
+		if f.name == "tenant" {
+			help += "; only " + tenantCommandList() + " take it"
+		}
+		left := strings.TrimSpace("--" + f.name + " " + f.arg)
+		for i, line := range wrapWords(help, 58) {
+			fmt.Fprintf(w, "  %-18s  %s\n", left, line)
+			if i == 0 {
+				left = ""
+			}
+		}
 	}
-	fmt.Fprintln(w, "  --version   print the module, VCS, Go, SQLite and schema versions")
-	fmt.Fprintln(w, "  --key-file FILE  key-encryption keys (default $SESSIONSTORE_KEY_FILE, or the")
-	fmt.Fprintln(w, "              keys in $SESSIONSTORE_KEY): encryption at rest (sessionctl keys)")
-	fmt.Fprintln(w, "  --keyring DIR    the keyring (default <db>.keyring; PostgreSQL: $SESSIONSTORE_KEYRING)")
-	fmt.Fprintln(w, "  --search-encrypted  open the store with the search opt-in for encrypted")
-	fmt.Fprintln(w, "              sessions, as the application does (needs keys): writes and")
-	fmt.Fprintln(w, "              reindex then keep their search documents")
 	fmt.Fprintln(w, "\nRead commands take --json. \"sessionctl COMMAND --help\" shows a command's")
 	fmt.Fprintln(w, "flags and an example; \"sessionctl help exit\" lists the exit statuses.")
 	fmt.Fprintln(w, "\nExample:\n  sessionctl --db /tmp/demo.db demo && sessionctl --db /tmp/demo.db list")

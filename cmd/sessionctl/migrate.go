@@ -16,9 +16,9 @@ import (
 var migrateSpec = spec{
 	name: "migrate",
 	args: "[status|up]",
-	about: `"status" (the default) lists the schema migrations this binary knows and
+	about: fmt.Sprintf(`"status" (the default) lists the schema migrations this binary knows and
 whether each is applied to the database; it never changes the file. It
-exits with status 11 when the database's schema is newer than this binary
+exits with status %d when the database's schema is newer than this binary
 (as every command does on such a database). "up"
 applies the pending ones under the writer lock, so that concurrent
 processes never migrate twice, and creates the database when it does not
@@ -26,12 +26,13 @@ exist. A database migrated by a newer binary is refused.
 
 On PostgreSQL (--db postgres://...) the store lives in the first schema of
 the URL's search_path (public by default); "up" creates its tables there
-when missing, under an advisory lock so that concurrent migrators are safe.`,
+when missing, under an advisory lock so that concurrent migrators are safe.`, exitSchemaTooNew),
 	examples: []string{
 		"sessionctl migrate status --json",
 		"sessionctl --db /var/lib/agent/sessions.db migrate up",
 		"sessionctl --db 'postgres://agent@db.internal/agents?search_path=sessions' migrate status",
 	},
+	actions: []action{{name: "status", flags: []string{"json"}}, {name: "up", flags: []string{"json"}}},
 }
 
 // migrationJSON is one migration in the JSON of migrate status.
@@ -71,7 +72,7 @@ func runMigrate(ctx context.Context, g *globals, args []string) error {
 	if len(pos) == 1 {
 		action = pos[0]
 	}
-	if err := g.checkActionFlags(fs, sp.name, action); err != nil { // actions.go
+	if err := g.checkActionFlags(fs, sp, action); err != nil {
 		return err
 	}
 	switch action {

@@ -9,7 +9,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +41,21 @@ Kinds:
 		"sessionctl retention set size_budget 2GiB",
 		"sessionctl retention --json",
 	},
+	actions: []action{
+		{name: "show", flags: []string{"sweeps", "json"}},
+		{name: "set", flags: []string{"reads-count", "json"}},
+		{name: "remove", flags: []string{"json"}},
+	},
+	values: map[string][]string{"set": policyKindNames(), "remove": policyKindNames()},
+}
+
+// policyKindNames are the retention policy kinds.
+func policyKindNames() []string {
+	var names []string
+	for _, k := range store.PolicyKinds() {
+		names = append(names, string(k.Kind))
+	}
+	return names
 }
 
 // kindsHelp lists the policy kinds for --help.
@@ -61,11 +75,8 @@ type retentionJSON struct {
 }
 
 func runRetention(ctx context.Context, g *globals, args []string) error {
-	sub := "show"
-	if len(args) > 0 && slices.Contains([]string{"show", "set", "remove"}, args[0]) {
-		sub, args = args[0], args[1:]
-	}
 	sp := retentionSpec
+	sub, args := sp.action(args)
 	fs := g.newFlags(sp)
 	readsCount := fs.Bool("reads-count", false, "set: reads recorded by the application extend a session's life")
 	last := fs.Int("sweeps", 5, "show: the last `N` sweeps")
@@ -74,7 +85,7 @@ func runRetention(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := g.checkActionFlags(fs, sp.name, sub); err != nil { // actions.go
+	if err := g.checkActionFlags(fs, sp, sub); err != nil {
 		return err
 	}
 	name := sp.name + " " + sub
@@ -382,7 +393,7 @@ func printSweep(g *globals, rep store.SweepReport) {
 
 var holdSpec = spec{
 	name: "hold",
-	args: "[list | FACET ID | FACET APP USER SESSION | release FACET ...]",
+	args: "[list | FACET ID... | agent_sessions APP USER SESSION | release FACET ID...]",
 	about: `Holds keep a session whatever the retention policies say, until
 released. FACET is governance, runtime, conversations or agent_sessions;
 an agent session is named by its app, user and session id. A session need
@@ -391,23 +402,28 @@ places and releases T's own, and a hold keeps only T's session of that
 name (without it, the default tenant's).
 
   hold [list]              lists the holds
-  hold FACET ID...         holds a session (--reason says why)
-  hold release FACET ID... releases it`,
+  hold FACET ID...         holds the sessions (--reason says why), in order:
+                           it stops at the first it cannot hold
+  hold release FACET ID... releases them`,
 	examples: []string{
-		"sessionctl hold conversations conv-42 --reason 'legal hold 2026-114'",
+		"sessionctl hold conversations conv-42 conv-43 --reason 'legal hold 2026-114'",
 		"sessionctl hold agent_sessions my-app user-1 session-9",
 		"sessionctl hold release conversations conv-42",
 	},
+	actions: []action{
+		{name: "list", flags: []string{"json"}},
+		{name: "add", flags: []string{"reason", "json"}, bare: true},
+		{name: "release", flags: []string{"json"}},
+	},
+	values: map[string][]string{"": holdFacets, "release": holdFacets},
 }
 
+// holdFacets are the facets a hold names.
+var holdFacets = []string{store.HoldGovernance, store.HoldRuntime, store.HoldConversations, store.HoldAgentSessions}
+
 func runHold(ctx context.Context, g *globals, args []string) error {
-	sub := "add"
-	if len(args) > 0 && slices.Contains([]string{"list", "release"}, args[0]) {
-		sub, args = args[0], args[1:]
-	} else if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		sub = "list"
-	}
 	sp := holdSpec
+	sub, args := sp.action(args)
 	fs := g.newFlags(sp)
 	reason := fs.String("reason", "", "add: why the session is held, `TEXT`")
 	asJSON := fs.Bool("json", false, "print one JSON document")
@@ -415,10 +431,13 @@ func runHold(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := g.checkActionFlags(fs, sp.name, sub); err != nil { // actions.go
+	if err := g.checkActionFlags(fs, sp, sub); err != nil {
 		return err
 	}
-	name := sp.name + " " + sub
+	name := sp.name
+	if sub != "add" {
+		name += " " + sub
+	}
 	if sub == "list" {
 		if len(pos) != 0 {
 			return g.usageErr(name, "list takes no arguments")
@@ -441,7 +460,7 @@ func runHold(ctx context.Context, g *globals, args []string) error {
 		}
 		return nil
 	}
-	ref, err := parseRef(pos)
+	refs, err := parseRefs(pos)
 	if err != nil {
 		return g.usageErr(name, "%v", err)
 	}
@@ -450,46 +469,62 @@ func runHold(ctx context.Context, g *globals, args []string) error {
 		return g.fail(name, err)
 	}
 	defer st.Close()
-	if sub == "release" {
-		ok, err := st.Retention().Release(ctx, ref)
+	// JSON: the sessions held, or released and not held, as lists.
+	done, notHeld := []store.SessionRef{}, []store.SessionRef{}
+	for _, ref := range refs {
+		ok := true
+		if sub == "release" {
+			ok, err = st.Retention().Release(ctx, ref)
+		} else {
+			err = st.Retention().Hold(ctx, ref, *reason)
+		}
 		if err != nil {
 			return g.fail(name, err)
 		}
-		if *asJSON {
-			return g.jsonOr(name, map[string]bool{"released": ok})
+		switch {
+		case ok:
+			done = append(done, ref)
+		default:
+			notHeld = append(notHeld, ref)
 		}
-		if ok {
+		switch {
+		case *asJSON:
+		case sub == "add":
+			fmt.Fprintf(g.stdout, "held %s\n", esc(ref.String()))
+		case ok:
 			fmt.Fprintf(g.stdout, "released %s\n", esc(ref.String()))
-		} else {
+		default:
 			fmt.Fprintf(g.stdout, "%s was not held\n", esc(ref.String()))
 		}
+	}
+	switch {
+	case !*asJSON:
 		return nil
+	case sub == "release":
+		return g.jsonOr(name, map[string][]store.SessionRef{"released": done, "not_held": notHeld})
 	}
-	if err := st.Retention().Hold(ctx, ref, *reason); err != nil {
-		return g.fail(name, err)
-	}
-	if *asJSON {
-		return g.jsonOr(name, map[string]any{"held": ref})
-	}
-	fmt.Fprintf(g.stdout, "held %s\n", esc(ref.String()))
-	return nil
+	return g.jsonOr(name, map[string][]store.SessionRef{"held": done})
 }
 
-// parseRef reads "FACET ID" or "agent_sessions APP USER SESSION".
-func parseRef(pos []string) (store.SessionRef, error) {
-	if len(pos) == 0 {
-		return store.SessionRef{}, fmt.Errorf("give a facet and a session")
+// parseRefs reads "FACET ID..." or "agent_sessions APP USER SESSION".
+func parseRefs(pos []string) ([]store.SessionRef, error) {
+	if len(pos) < 2 {
+		return nil, fmt.Errorf("give a facet and a session")
 	}
-	ref := store.SessionRef{Facet: pos[0]}
-	switch {
-	case ref.Facet == store.HoldAgentSessions && len(pos) == 4:
-		ref.App, ref.UserID, ref.ID = pos[1], pos[2], pos[3]
-	case ref.Facet == store.HoldAgentSessions:
-		return ref, fmt.Errorf("an agent session is named by its app, user and session id")
-	case len(pos) == 2:
-		ref.ID = pos[1]
-	default:
-		return ref, fmt.Errorf("give a facet and one session id")
+	if pos[0] == store.HoldAgentSessions {
+		if len(pos) != 4 {
+			return nil, fmt.Errorf("an agent session is named by its app, user and session id")
+		}
+		ref := store.SessionRef{Facet: pos[0], App: pos[1], UserID: pos[2], ID: pos[3]}
+		return []store.SessionRef{ref}, ref.Validate()
 	}
-	return ref, ref.Validate()
+	var refs []store.SessionRef
+	for _, id := range pos[1:] {
+		ref := store.SessionRef{Facet: pos[0], ID: id}
+		if err := ref.Validate(); err != nil {
+			return nil, err
+		}
+		refs = append(refs, ref)
+	}
+	return refs, nil
 }

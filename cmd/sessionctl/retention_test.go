@@ -77,3 +77,38 @@ func testRetentionCommands(t *testing.T, newTestEnv envMaker) {
 		t.Errorf("remove: %q", r.stdout)
 	}
 }
+
+// TestHoldSeveralIDs (issue 38): hold FACET ID... holds every id its
+// synopsis promises (it refused a second one), release releases each, and
+// a usage error points to "sessionctl hold --help" (it named "hold add",
+// which does not exist).
+func TestHoldSeveralIDs(t *testing.T) {
+	e := newTestEnv(t)
+	e.run("migrate", "up").want(t, 0)
+	if r := e.run("hold", "conversations", "c1", "c2", "--reason", "legal").want(t, 0); r.stdout != "held conversations c1\nheld conversations c2\n" {
+		t.Fatalf("hold c1 c2: %q", r.stdout)
+	}
+	var held struct{ Holds []store.Hold }
+	if err := json.Unmarshal([]byte(e.run("hold", "list", "--json").want(t, 0).stdout), &held); err != nil || len(held.Holds) != 2 || held.Holds[1].Reason != "legal" {
+		t.Fatalf("hold list: %+v %v", held, err)
+	}
+	var released struct {
+		Released []store.SessionRef `json:"released"`
+		NotHeld  []store.SessionRef `json:"not_held"`
+	}
+	if err := json.Unmarshal([]byte(e.run("hold", "release", "conversations", "c1", "c3", "--json").want(t, 0).stdout), &released); err != nil ||
+		len(released.Released) != 1 || released.Released[0].ID != "c1" || len(released.NotHeld) != 1 || released.NotHeld[0].ID != "c3" {
+		t.Fatalf("hold release c1 c3: %+v %v", released, err)
+	}
+	// A bad id among several holds none.
+	e.run("hold", "conversations", "c4", "").want(t, exitUsage)
+	if r := e.run("hold", "list").want(t, 0); !strings.HasPrefix(r.stdout, "1 hold\n") {
+		t.Fatalf("after a refused hold: %q", r.stdout)
+	}
+	for _, args := range [][]string{{"hold", "governance"}, {"hold", "release", "--reason", "x", "governance", "g"}} {
+		r := e.run(args...).want(t, exitUsage)
+		if !strings.Contains(r.stderr, "(see sessionctl hold --help)") || strings.Contains(r.stderr, "hold add") {
+			t.Errorf("%q: %s", args, r.stderr)
+		}
+	}
+}

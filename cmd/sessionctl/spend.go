@@ -256,10 +256,8 @@ transaction. Prints the reservation id (the whole reservation with --json).
 Settle it after the call ("sessionctl settle"), or release it ("sessionctl
 release"); one that is neither by --ttl is released when it lapses.
 
-A --request-id makes a retry return the first outcome. A refusal by a spend
-limit exits 12; the session's refusals exit as use's (3 not found, 4 agent
-mismatch, 5 closed, 6 expired, 10 the request id reused with another
-amount).`,
+` + wrapText(fmt.Sprintf(`A --request-id makes a retry return the first outcome. A refusal by a spend limit exits %d; the session's refusals exit as use's (%s: the request id reused with another amount).`,
+		exitSpend, exitList(exitNotFound, exitAgent, exitClosed, exitExpired, exitConflict))),
 	examples: []string{
 		`sessionctl reserve task-7 --agent a1 --input-tokens 8000 --output-tokens 2000 --cost 0.12USD --request-id call-17`,
 		`id=$(sessionctl reserve "$session" --cost 0.50USD --ttl 2m) || echo "refused: $?"`,
@@ -315,13 +313,13 @@ func runReserve(ctx context.Context, g *globals, args []string) error {
 var settleSpec = spec{
 	name: "settle",
 	args: "SESSION RESERVATION",
-	about: `Records the actual usage of a reservation and releases the rest of it, in one
+	about: fmt.Sprintf(`Records the actual usage of a reservation and releases the rest of it, in one
 transaction; every part of the usage must be at most what was reserved. A
 retry with the same usage changes nothing; another usage, or settling a
-released reservation, is a conflict (exit 10). A reservation that lapsed is
+released reservation, is a conflict (exit %d). A reservation that lapsed is
 still settled: the usage happened. --conversation also adds the usage to a
 conversation's totals in the same transaction (the cost when it is in USD,
-the conversation's currency).`,
+the conversation's currency).`, exitConflict),
 	examples: []string{
 		`sessionctl settle task-7 call-17 --input-tokens 7410 --output-tokens 388 --cost 0.0871USD`,
 		`sessionctl settle task-7 call-17 --output-tokens 120 --conversation task-7`,
@@ -366,8 +364,8 @@ func runSettle(ctx context.Context, g *globals, args []string) error {
 var releaseSpec = spec{
 	name: "release",
 	args: "SESSION RESERVATION",
-	about: `Gives a reservation back unused. Releasing it again, or releasing one that
-lapsed, changes nothing; releasing a settled one is a conflict (exit 10).`,
+	about: fmt.Sprintf(`Gives a reservation back unused. Releasing it again, or releasing one that
+lapsed, changes nothing; releasing a settled one is a conflict (exit %d).`, exitConflict),
 	examples: []string{"sessionctl release task-7 call-17"},
 }
 

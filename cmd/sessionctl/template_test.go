@@ -48,8 +48,13 @@ func buildTemplate() (string, error) {
 	return cliTemplate.path, cliTemplate.err
 }
 
-// TestMain removes the template's directory when the tests are done.
+// TestMain removes the template's directory when the tests are done. With
+// $SESSIONCTL_TEST_AS_MAIN=1 the test binary is sessionctl itself (the
+// completion scripts' tests call it from a shell, asSessionctl).
 func TestMain(m *testing.M) {
+	if os.Getenv("SESSIONCTL_TEST_AS_MAIN") == "1" {
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
 	code := m.Run()
 	if cliTemplate.dir != "" {
 		os.RemoveAll(cliTemplate.dir)

@@ -17,10 +17,8 @@ one transaction: checks, in order, that the session exists, belongs to
 call, authorizes every tool and is within its rate limit. Several use
 processes may run at once on one database: the budget stays exact.
 
-Exit status 0 means the calls were allowed and counted. A refusal exits with
-its own status (see "sessionctl help exit"): 3 not found, 4 agent mismatch,
-5 closed, 6 expired, 7 budget exceeded, 8 tool not authorized, 9 rate
-limited, 10 request id reused with different tools.`,
+` + wrapText(fmt.Sprintf(`Exit status %d means the calls were allowed and counted. A refusal exits with its own status (see "sessionctl help exit"): %s (the request id reused with different tools).`,
+		exitOK, exitList(exitNotFound, exitAgent, exitClosed, exitExpired, exitBudget, exitTool, exitRate, exitConflict))),
 	examples: []string{
 		"sessionctl use task-7 --agent agent-42 --tool read_file --tool list_dir",
 		`sessionctl use "$id" --agent a1 --tool search --request-id call-17 || echo "refused: $?"`,
