@@ -35,12 +35,12 @@ type auditPage struct {
 	} `json:"filter"`
 	// Events are the events the filter selects (none without an agent
 	// or a session), one page.
-	Events      []store.AuditEvent `json:"events"`
-	Next        string             `json:"next,omitempty"`
-	NextHeadURL string             `json:"-"`
-	NextURL     string             `json:"-"`
-	Kinds       []store.AuditKind  `json:"-"`
-	Outcomes    []string           `json:"-"`
+	Events      []auditEvent      `json:"events"`
+	Next        string            `json:"next,omitempty"`
+	NextHeadURL string            `json:"-"`
+	NextURL     string            `json:"-"`
+	Kinds       []store.AuditKind `json:"-"`
+	Outcomes    []string          `json:"-"`
 }
 
 // auditKinds are the kinds of audit events, for the filter.
@@ -54,7 +54,7 @@ func (c *console) auditPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := &auditPage{Kinds: auditKinds, Outcomes: append([]string{store.OutcomeAllowed}, refusalOrder...), Events: []store.AuditEvent{}}
+	p := &auditPage{Kinds: auditKinds, Outcomes: append([]string{store.OutcomeAllowed}, refusalOrder...), Events: []auditEvent{}}
 	p.Filter.Agent, p.Filter.Session, p.Filter.Kind, p.Filter.Outcome = q.Get("agent"), q.Get("session"), q.Get("kind"), q.Get("outcome")
 	f, err := store.AuditFilter{AgentID: p.Filter.Agent, SessionID: p.Filter.Session, Kind: store.AuditKind(p.Filter.Kind),
 		Outcome: p.Filter.Outcome, After: q.Get("after"), Limit: limit}.Normalize()
@@ -85,7 +85,7 @@ func (c *console) auditPage(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		p.Events, p.Next = page.Items, page.Next
+		p.Events, p.Next = auditEvents(page.Items), page.Next
 		if p.Next != "" {
 			p.NextURL = withQuery(c.link("audit"), "agent", p.Filter.Agent, "session", p.Filter.Session, "kind", p.Filter.Kind,
 				"outcome", p.Filter.Outcome, "after", p.Next, "limit", q.Get("limit"), "heads_after", q.Get("heads_after"))

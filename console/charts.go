@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentstore/sessionstore/internal/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -58,6 +59,13 @@ func lineChart(id, title, yUnit string, pts []point, yMax float64, step bool, de
 		if yMax <= 0 {
 			yMax = 1
 		}
+		whole := true
+		for _, p := range pts {
+			whole = whole && p.V == math.Trunc(p.V)
+		}
+		if whole {
+			yMax = wholeScale(yMax)
+		}
 	}
 	plotW, plotH := float64(chartW-padLeft-padRight), float64(chartH-padTop-padBot)
 	x := func(t time.Time) float64 { return padLeft + plotW*float64(t.Sub(t0))/float64(t1.Sub(t0)) }
@@ -88,9 +96,9 @@ func axes(b *strings.Builder, yMax float64, yUnit, xUnit, xFirst, xLast string) 
 	x0, y0, x1, y1 := padLeft, chartH-padBot, chartW-padRight, padTop
 	fmt.Fprintf(b, `<line class="axis" x1="%d" y1="%d" x2="%d" y2="%d"/>`, x0, y0, x1, y0)
 	fmt.Fprintf(b, `<line class="axis" x1="%d" y1="%d" x2="%d" y2="%d"/>`, x0, y0, x0, y1)
-	for i := 0; i <= 4; i++ {
-		v := yMax * float64(i) / 4
-		yy := float64(y0) - float64(y0-y1)*float64(i)/4
+	for i := 0; i <= axisTicks; i++ {
+		v := yMax * float64(i) / axisTicks
+		yy := float64(y0) - float64(y0-y1)*float64(i)/axisTicks
 		fmt.Fprintf(b, `<line class="grid" x1="%d" y1="%.1f" x2="%d" y2="%.1f"/>`, x0, yy, x1, yy)
 		fmt.Fprintf(b, `<text class="tick" x="%d" y="%.1f" text-anchor="end">%s</text>`, x0-6, yy+4, esc(fmtValue(v)))
 	}
@@ -99,6 +107,24 @@ func axes(b *strings.Builder, yMax float64, yUnit, xUnit, xFirst, xLast string) 
 	fmt.Fprintf(b, `<text class="tick" x="%d" y="%d">%s</text>`, x0, y0+16, esc(xFirst))
 	fmt.Fprintf(b, `<text class="tick" x="%d" y="%d" text-anchor="end">%s</text>`, x1, y0+16, esc(xLast))
 	fmt.Fprintf(b, `<text class="axis-label" x="%d" y="%d" text-anchor="middle">%s</text>`, (x0+x1)/2, chartH-8, esc(xUnit))
+}
+
+// axisTicks is how many steps the y axis has between 0 and its top.
+const axisTicks = 4
+
+// wholeScale is the top of a y axis for whole numbers up to yMax: the
+// smallest axisTicks times a step of 1, 2 or 5 times a power of ten that
+// reaches yMax, so that every tick is a whole, round number (0, 5, 10,
+// 15, 20), never 7.75 or 17767.50.
+func wholeScale(yMax float64) float64 {
+	need := yMax / axisTicks
+	for p := 1.0; ; p *= 10 {
+		for _, m := range []float64{1, 2, 5} {
+			if step := m * p; step >= need {
+				return step * axisTicks
+			}
+		}
+	}
 }
 
 // fmtAxisTime labels a time axis end: the date when the span is days long.
@@ -205,11 +231,11 @@ func governedGauges(s store.Session, now time.Time) template.HTML {
 		if !now.Before(s.RateWindowStart.Add(s.RateWindow)) {
 			calls = 0
 		}
-		b.WriteString(gauge("g-rate", "Rate window", "calls per "+s.RateWindow.String(), float64(calls), float64(s.RateLimit), ""))
+		b.WriteString(gauge("g-rate", "Rate window", "calls per "+humanize.Duration(s.RateWindow), float64(calls), float64(s.RateLimit), ""))
 	}
 	total := s.ExpiresAt.Sub(s.CreatedAt)
 	used := min(max(now.Sub(s.CreatedAt), 0), total)
-	b.WriteString(gauge("g-time", "Time limit", "seconds", used.Seconds(), total.Seconds(), ""))
+	b.WriteString(gauge("g-time", "Time limit", "seconds", math.Round(used.Seconds()), math.Round(total.Seconds()), humanize.Approx(total-used)+" left"))
 	b.WriteString(`</div>`)
 	return template.HTML(b.String())
 }
@@ -287,9 +313,7 @@ func stackedDays(id, title, unit string, days []time.Time, order []string, serie
 	} else {
 		desc += strings.Join(parts, "; ") + "; no other day has any."
 	}
-	if maxV <= 0 {
-		maxV = 1
-	}
+	maxV = wholeScale(max(maxV, 1)) // counts: whole ticks
 	legend, legendH := legendRows(order)
 	fmt.Fprintf(&b, `<figure class="chart"><svg id="%s" class="chart-svg" viewBox="0 0 %d %d" role="img" aria-labelledby="%s-t %s-d" xmlns="http://www.w3.org/2000/svg">`,
 		esc(id), chartW, chartH+legendH, esc(id), esc(id))

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,42 @@ func TestGaugeLevels(t *testing.T) {
 	}{{1, 10, "gauge-ok"}, {8, 10, "gauge-high"}, {10, 10, "gauge-full"}, {0, 0, "gauge-ok"}} {
 		if g := gauge("g", "Budget", "calls", c.v, c.max, ""); !strings.Contains(g, c.class) {
 			t.Errorf("gauge %v/%v: no %s in %s", c.v, c.max, c.class, g)
+		}
+	}
+}
+
+// TestWholeNumberTicks: a chart of whole numbers (tokens, counts) gets
+// whole, round ticks, never 7.75 or 17767.50; a chart of money keeps its
+// decimals.
+func TestWholeNumberTicks(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	tick := regexp.MustCompile(`<text class="tick" x="\d+" y="\d+\.\d" text-anchor="end">([^<]*)</text>`)
+	for _, c := range []struct {
+		max  float64
+		want []string
+	}{
+		{31, []string{"0", "10", "20", "30", "40"}},
+		{71070, []string{"0", "20,000", "40,000", "60,000", "80,000"}},
+		{3, []string{"0", "1", "2", "3", "4"}},
+		{1, []string{"0", "1", "2", "3", "4"}},
+	} {
+		out := string(lineChart("l", "T", "tokens", []point{{t0, 0}, {t0.Add(time.Hour), c.max}}, 0, false, "d"))
+		var got []string
+		for _, m := range tick.FindAllStringSubmatch(out, -1) {
+			got = append(got, m[1])
+		}
+		if strings.Join(got, " ") != strings.Join(c.want, " ") {
+			t.Errorf("max %v: ticks %q, want %q", c.max, got, c.want)
+		}
+	}
+	out := string(lineChart("c", "T", "US dollars", []point{{t0, 0}, {t0.Add(time.Hour), 0.25}}, 0, false, "d"))
+	if !strings.Contains(out, ">0.1250<") {
+		t.Errorf("a money chart lost its decimal ticks:\n%s", out)
+	}
+	dec := string(decisionChart(t0.AddDate(0, 0, 1), []store.AuditDayCount{{Day: t0, Kind: store.AuditUse, Outcome: "ok", Count: 31}}))
+	for _, m := range tick.FindAllStringSubmatch(dec, -1) {
+		if strings.Contains(m[1], ".") {
+			t.Errorf("the decision chart has a tick %q", m[1])
 		}
 	}
 }

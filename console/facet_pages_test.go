@@ -159,10 +159,10 @@ func TestGovernedSpendAndAudit(t *testing.T) {
 					Scope     string `json:"scope"`
 					Metric    string `json:"metric"`
 					Window    string `json:"window"`
-					Limit     int64  `json:"limit"`
-					Spent     int64  `json:"spent"`
-					Reserved  int64  `json:"reserved"`
-					Remaining int64  `json:"remaining"`
+					Limit     any    `json:"limit"`
+					Spent     any    `json:"spent"`
+					Reserved  any    `json:"reserved"`
+					Remaining any    `json:"remaining"`
 				} `json:"limits"`
 				Live         int64               `json:"live_reservations"`
 				Reservations []store.Reservation `json:"reservations"`
@@ -172,14 +172,15 @@ func TestGovernedSpendAndAudit(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &doc); err != nil {
 			t.Fatalf("%v\n%s", err, truncate(body))
 		}
+		// Tokens are integers, money exact decimals with the currency.
 		type lim struct {
 			scope, metric, window             string
-			limit, spent, reserved, remaining int64
+			limit, spent, reserved, remaining any
 		}
 		want := []lim{
-			{"session", "total_tokens", "lifetime", 10_000, 1100, 1500, 7400},
-			{"session", "cost", "day", 2_000_000, 150_000, 500_000, 1_350_000},
-			{"agent", "cost", "day", 5_000_000, 150_000, 500_000, 4_350_000},
+			{"session", "total_tokens", "lifetime", 10_000.0, 1100.0, 1500.0, 7400.0},
+			{"session", "cost", "day", "2.00 USD", "0.15 USD", "0.50 USD", "1.35 USD"},
+			{"agent", "cost", "day", "5.00 USD", "0.15 USD", "0.50 USD", "4.35 USD"},
 		}
 		if len(doc.Spend.Limits) != len(want) {
 			t.Fatalf("limits %+v, want %+v", doc.Spend.Limits, want)

@@ -169,12 +169,12 @@ func TestTrimmedPagerAndClosedExpiry(t *testing.T) {
 			t.Errorf("a closed session's page says it expires: %s", between(body, `id="expires"`, "</dd>"))
 		}
 		_, body = get(t, srv, prefix+"/governed/open-1")
-		if !strings.Contains(body, "(in 1h0m0s)") {
+		if !strings.Contains(body, "(in 1 h)") {
 			t.Errorf("an active session's page does not say when it expires: %s", between(body, `id="expires"`, "</dd>"))
 		}
 		_, body = get(t, srv, prefix+"/governed")
-		if n := strings.Count(body, ">in 1h0m0s<"); n != 1 {
-			t.Errorf("the list says \"in 1h0m0s\" %d times, want once (the active session; the closed one does not expire)", n)
+		if n := strings.Count(body, ">in 1 h<"); n != 1 {
+			t.Errorf("the list says \"in 1 h\" %d times, want once (the active session; the closed one does not expire)", n)
 		}
 	})
 }

@@ -165,9 +165,9 @@ func (c *console) liveGoverned(w http.ResponseWriter, r *http.Request) error {
 		s := items[len(items)-1]
 		s.DeclaredIntent = c.cleanText("governed.intent", s.DeclaredIntent, show)
 		return json.Marshal(struct {
-			Session   store.Session `json:"session"`
-			Effective store.Status  `json:"effective_status"`
-		}{s, s.EffectiveStatus(c.now())})
+			Session   govSession   `json:"session"`
+			Effective store.Status `json:"effective_status"`
+		}{govSession{s}, s.EffectiveStatus(c.now())})
 	})
 }
 

@@ -101,7 +101,7 @@ func (s *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(s.messages, g, float64(st.Conversations.Messages))
 	ch <- prometheus.MustNewConstMetric(s.tokens, g, float64(st.Conversations.TotalTokens))
-	ch <- prometheus.MustNewConstMetric(s.cost, g, st.Conversations.TotalCostUSD)
+	ch <- prometheus.MustNewConstMetric(s.cost, g, float64(st.Conversations.TotalCostMicros)/1e6) // from micro-units: 0.3, not a float sum's 0.30000000000000004
 	for agent, n := range st.Runtime.ByAgent {
 		ch <- prometheus.MustNewConstMetric(s.runtime, g, float64(n), agent)
 	}

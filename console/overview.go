@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/agentstore/sessionstore/internal/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -26,15 +27,20 @@ type stats struct {
 		byAgent   map[string]int64
 	} `json:"governed"`
 	Conversations struct {
-		Total        int64            `json:"total"`
-		ByState      map[string]int64 `json:"by_state"`
-		Messages     int64            `json:"messages"`
-		TotalTokens  int64            `json:"total_tokens"`
-		TotalCostUSD float64          `json:"total_cost_usd"`
-		Truncated    bool             `json:"truncated"`
-		top          []store.ConversationSummary
-		recent       []store.ConversationSummary
-		days         map[string]*dayTotals
+		Total       int64            `json:"total"`
+		ByState     map[string]int64 `json:"by_state"`
+		Messages    int64            `json:"messages"`
+		TotalTokens int64            `json:"total_tokens"`
+		// TotalCost is the summed cost in US dollars, exact to the
+		// micro-unit ("0.0864 USD"); TotalCostMicros the same in
+		// micro-units. The store keeps a conversation's cost as a float:
+		// the sum is rounded to micro-units once (humanize.MicrosOf).
+		TotalCost       string `json:"total_cost"`
+		TotalCostMicros int64  `json:"total_cost_micros"`
+		Truncated       bool   `json:"truncated"`
+		top             []store.ConversationSummary
+		recent          []store.ConversationSummary
+		days            map[string]*dayTotals
 	} `json:"conversations"`
 	Runtime struct {
 		Total   int64            `json:"total"`
@@ -44,8 +50,8 @@ type stats struct {
 }
 
 type dayTotals struct {
-	Cost   float64
-	Tokens int64
+	CostMicros int64
+	Tokens     int64
 }
 
 // collect counts the store: by the database's own aggregates when the
@@ -96,14 +102,14 @@ func (c *console) collect(ctx context.Context) (*stats, error) {
 			cs.ByState[string(cv.State)]++
 			cs.Messages += cv.MessageCount
 			cs.TotalTokens += cv.TotalUsage.TotalTokens
-			cs.TotalCostUSD += cv.TotalCost
+			cs.TotalCostMicros += humanize.MicrosOf(cv.TotalCost)
 			day := cv.UpdatedAt.UTC().Format("2006-01-02")
 			d := cs.days[day]
 			if d == nil {
 				d = &dayTotals{}
 				cs.days[day] = d
 			}
-			d.Cost += cv.TotalCost
+			d.CostMicros += humanize.MicrosOf(cv.TotalCost)
 			d.Tokens += cv.TotalUsage.TotalTokens
 			cs.top = topN(cs.top, cv, 10, func(a, b store.ConversationSummary) bool { return a.TotalCost > b.TotalCost })
 			cs.recent = topN(cs.recent, cv, 10, func(a, b store.ConversationSummary) bool { return a.UpdatedAt.After(b.UpdatedAt) })
@@ -117,6 +123,7 @@ func (c *console) collect(ctx context.Context) (*stats, error) {
 		}
 		cf.After = page.Next
 	}
+	cs.TotalCost = humanize.Money(cs.TotalCostMicros, "USD")
 	var err error
 	if s.Runtime.Total, err = c.st.Runtime().Count(ctx); err != nil {
 		return nil, err
@@ -154,14 +161,15 @@ func (c *console) collectTotals(ctx context.Context, t store.Totaler) (*stats, e
 	}
 	cs := &s.Conversations
 	ct := tot.Conversations
-	cs.Total, cs.Messages, cs.TotalTokens, cs.TotalCostUSD = ct.Total, ct.Messages, ct.TotalTokens, ct.TotalCost
+	cs.Total, cs.Messages, cs.TotalTokens, cs.TotalCostMicros = ct.Total, ct.Messages, ct.TotalTokens, humanize.MicrosOf(ct.TotalCost)
+	cs.TotalCost = humanize.Money(cs.TotalCostMicros, "USD")
 	cs.ByState = map[string]int64{}
 	for st, n := range ct.ByState {
 		cs.ByState[string(st)] = n
 	}
 	cs.days = map[string]*dayTotals{}
 	for _, d := range ct.Days {
-		cs.days[d.Day.UTC().Format("2006-01-02")] = &dayTotals{Cost: d.TotalCost, Tokens: d.TotalTokens}
+		cs.days[d.Day.UTC().Format("2006-01-02")] = &dayTotals{CostMicros: humanize.MicrosOf(d.TotalCost), Tokens: d.TotalTokens}
 	}
 	cs.top, cs.recent = ct.TopByCost, ct.Recent
 	if s.Runtime.Total, err = c.st.Runtime().Count(ctx); err != nil {
@@ -219,10 +227,13 @@ type overviewPage struct {
 	TokenChart         template.HTML         `json:"-"`
 }
 
+// daySpend is one day of the spend charts: its cost exact to the
+// micro-unit with its currency ("0.0864 USD") and in micro-units.
 type daySpend struct {
-	Day     string  `json:"day"`
-	CostUSD float64 `json:"cost_usd"`
-	Tokens  int64   `json:"tokens"`
+	Day        string `json:"day"`
+	Cost       string `json:"cost"`
+	CostMicros int64  `json:"cost_micros"`
+	Tokens     int64  `json:"tokens"`
 }
 
 func (p *overviewPage) live() bool { return true }
@@ -287,8 +298,8 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) error {
 		if d == nil {
 			d = &dayTotals{}
 		}
-		p.SpendByDay = append(p.SpendByDay, daySpend{key, d.Cost, d.Tokens})
-		cost = append(cost, point{day, d.Cost})
+		p.SpendByDay = append(p.SpendByDay, daySpend{key, humanize.Money(d.CostMicros, "USD"), d.CostMicros, d.Tokens})
+		cost = append(cost, point{day, float64(d.CostMicros) / 1e6})
 		tokens = append(tokens, point{day, float64(d.Tokens)})
 	}
 	since := today.AddDate(0, 0, -(overviewDays - 1))
@@ -322,7 +333,7 @@ func daysDesc(title string, days []daySpend, cost bool) string {
 			out += ", "
 		}
 		if cost {
-			out += d.Day + " " + fmtValue(d.CostUSD)
+			out += d.Day + " " + d.Cost
 		} else {
 			out += d.Day + " " + fmtNum(d.Tokens)
 		}

@@ -49,11 +49,12 @@ type governedListPage struct {
 		Since  string `json:"since,omitempty"`
 		Until  string `json:"until,omitempty"`
 	} `json:"filter"`
-	Sessions []store.Session `json:"sessions"`
+	Sessions []govSession `json:"sessions"`
 	// Next is the cursor of the following page (the after parameter).
 	Next    string `json:"next,omitempty"`
 	NextURL string `json:"-"`
-	Now     time.Time
+	// Now is the console's clock, which decides the effective status.
+	Now time.Time `json:"now"`
 }
 
 // governedScanPages bounds the store pages one list request reads when
@@ -63,7 +64,7 @@ const governedScanPages = 20
 func (c *console) governedList(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	var p governedListPage
-	p.Now = c.now()
+	p.Now = c.now().UTC()
 	p.Filter.Status, p.Filter.Agent, p.Filter.Tool = q.Get("status"), q.Get("agent"), q.Get("tool")
 	p.Filter.Since, p.Filter.Until = q.Get("since"), q.Get("until")
 	limit, err := pageLimit(r, 50, store.MaxPageSize)
@@ -79,7 +80,7 @@ func (c *console) governedList(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	f := store.ListFilter{AgentID: p.Filter.Agent, Status: store.Status(p.Filter.Status), After: q.Get("after"), Limit: limit}
-	p.Sessions = []store.Session{}
+	p.Sessions = []govSession{}
 	if err := c.scanGoverned(r, f, &p, since, until, limit); err != nil {
 		return err
 	}
@@ -109,7 +110,7 @@ func (c *console) scanGoverned(r *http.Request, f store.ListFilter, p *governedL
 				continue
 			}
 			s.DeclaredIntent = c.cleanText("governed.intent", s.DeclaredIntent, show)
-			p.Sessions = append(p.Sessions, s)
+			p.Sessions = append(p.Sessions, govSession{s})
 			if len(p.Sessions) == limit {
 				if i < len(page.Items)-1 || page.Next != "" {
 					p.Next = s.ID
@@ -127,7 +128,7 @@ func (c *console) scanGoverned(r *http.Request, f store.ListFilter, p *governedL
 }
 
 type governedDetailPage struct {
-	Session store.Session `json:"session"`
+	Session govSession `json:"session"`
 	// Effective is the status at the console's clock.
 	Effective store.Status  `json:"effective_status"`
 	Now       time.Time     `json:"now"`
@@ -141,8 +142,8 @@ type governedDetailPage struct {
 	Spend spendView `json:"spend"`
 	// Audit is a page of the session's audit events (every decision
 	// about it, allowed or refused), oldest first.
-	Audit        []store.AuditEvent `json:"audit"`
-	AuditNextURL string             `json:"-"`
+	Audit        []auditEvent `json:"audit"`
+	AuditNextURL string       `json:"-"`
 	// LiveURL streams the session's changes (see liveGoverned).
 	LiveURL string `json:"-"`
 }
@@ -158,7 +159,7 @@ func (c *console) governedDetail(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := c.now()
 	s.DeclaredIntent = c.cleanText("governed.intent", s.DeclaredIntent, c.showContent(r))
-	p := &governedDetailPage{Session: s, Effective: s.EffectiveStatus(now), Now: now, Uses: []store.UseRecord{}}
+	p := &governedDetailPage{Session: govSession{s}, Effective: s.EffectiveStatus(now), Now: now.UTC(), Uses: []store.UseRecord{}}
 	if ur, ok := c.st.Governance().(store.UseRecorder); ok {
 		uses, err := ur.UseRecords(r.Context(), store.UseRecordsRequest{SessionID: s.ID, Limit: store.MaxPageSize})
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/internal/humanize"
 )
 
 // truncateAt is the length (bytes) past which a text is cut on a page,
@@ -51,17 +51,18 @@ func (c *console) funcs() template.FuncMap {
 		"link":   c.link,
 		"export": c.exportLink,
 		"static": func(name string) string { return c.prefix + "/static/" + name },
-		"ts":     fmtTime,
+		"ts":     timeElement,
+		"utc":    fmtTime,
 		"ago":    func(t time.Time) string { return fmtAgo(c.now(), t) },
-		"dur":    fmtDur,
+		"dur":    humanize.Duration,
 		"bytes":  fmtBytes,
-		"usd":    func(v float64) string { return fmt.Sprintf("$%.4f", v) },
+		"usd":    func(v float64) string { return humanize.Money(humanize.MicrosOf(v), "USD") },
 		"trunc":  truncate,
 		"long":   func(s string) bool { return len(s) > truncateAt },
 		"pretty": prettyJSON,
 		"num":    fmtNum,
-		"micros": store.FormatMicros,
-		"text":   func(raw json.RawMessage) string { return string(raw) },
+		"money":  humanize.Money,
+		"text":   func(raw json.RawMessage) string { return string(humanize.AuditDetail(raw)) },
 	}
 }
 
@@ -70,6 +71,18 @@ func fmtTime(t time.Time) string {
 		return "—"
 	}
 	return t.UTC().Format("2006-01-02 15:04:05.000Z")
+}
+
+// timeElement writes t for a page: a <time> element with the instant in
+// RFC 3339 UTC (datetime) and in UTC as text and on hover (title); the
+// console's script shows the text in the reader's local time zone. The
+// zero time is absent: "—".
+func timeElement(t time.Time) template.HTML {
+	if t.IsZero() {
+		return "—"
+	}
+	utc := template.HTMLEscapeString(fmtTime(t))
+	return template.HTML(`<time datetime="` + template.HTMLEscapeString(humanize.Time(t)) + `" title="` + utc + `">` + utc + `</time>`)
 }
 
 func fmtAgo(now, t time.Time) string {
@@ -83,18 +96,9 @@ func fmtAgo(now, t time.Time) string {
 	return fmtDur(d) + " ago"
 }
 
-func fmtDur(d time.Duration) string {
-	switch {
-	case d < time.Second:
-		return d.Round(time.Millisecond).String()
-	case d < time.Minute:
-		return d.Round(100 * time.Millisecond).String()
-	case d < 48*time.Hour:
-		return d.Round(time.Second).String()
-	default:
-		return fmt.Sprintf("%.1fd", d.Hours()/24)
-	}
-}
+// fmtDur writes an age or a time left for people: "59 min 59 s", "2 days
+// 3 h" (humanize.Approx).
+func fmtDur(d time.Duration) string { return humanize.Approx(d) }
 
 func fmtBytes(n int64) string {
 	const unit = 1024

@@ -58,8 +58,17 @@ func TestRetentionPage(t *testing.T) {
 			t.Errorf("the page does not show %q", want)
 		}
 	}
+	// The age reads as people write it, and as whole milliseconds in
+	// the JSON twin (max_age_ms), never Go's nanoseconds.
+	if !strings.Contains(body, "after 1 h<") {
+		t.Errorf("the page does not say \"after 1 h\": %s", body)
+	}
+	raw := get("/retention?format=json")
+	if !strings.Contains(raw, `"max_age_ms": 3600000`) || strings.Contains(raw, `"max_age":`) {
+		t.Errorf("the JSON twin's policy age: %s", raw)
+	}
 	var p retentionPage
-	if err := json.Unmarshal([]byte(get("/retention?format=json")), &p); err != nil {
+	if err := json.Unmarshal([]byte(raw), &p); err != nil {
 		t.Fatal(err)
 	}
 	k, _ := p.Next.Kind(store.PolicyConversationsIdle)

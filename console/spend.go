@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/agentstore/sessionstore/internal/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -28,7 +29,7 @@ type limitView struct {
 // money in units of the currency.
 func (l limitView) Fmt(v int64) string {
 	if l.Metric == store.MetricCost {
-		return store.FormatMicros(v)
+		return humanize.Money(v, "")
 	}
 	return fmtNum(v)
 }
@@ -108,7 +109,7 @@ func (c *console) sessionSpend(ctx context.Context, s store.Session) (spendView,
 
 // sessionAudit reads one page of a governed session's audit events
 // (?audit_after= pages on), from its agent's chain.
-func (c *console) sessionAudit(ctx context.Context, r *http.Request, s store.Session) ([]store.AuditEvent, string, error) {
+func (c *console) sessionAudit(ctx context.Context, r *http.Request, s store.Session) ([]auditEvent, string, error) {
 	page, err := c.st.Audit().List(ctx, store.AuditFilter{AgentID: s.AgentID, SessionID: s.ID, After: r.URL.Query().Get("audit_after"), Limit: 100})
 	if err != nil {
 		return nil, "", err
@@ -117,5 +118,5 @@ func (c *console) sessionAudit(ctx context.Context, r *http.Request, s store.Ses
 	if page.Next != "" {
 		next = withQuery(c.link("governed", s.ID), "audit_after", page.Next) + "#audit"
 	}
-	return page.Items, next, nil
+	return auditEvents(page.Items), next, nil
 }

@@ -231,9 +231,9 @@ func TestTenantConsoleOverviewAndMetrics(t *testing.T) {
 				Calls int64 `json:"calls_made"`
 			} `json:"governed"`
 			Conversations struct {
-				Total       int64   `json:"total"`
-				TotalTokens int64   `json:"total_tokens"`
-				Cost        float64 `json:"total_cost_usd"`
+				Total       int64  `json:"total"`
+				TotalTokens int64  `json:"total_tokens"`
+				Cost        string `json:"total_cost"`
 			} `json:"conversations"`
 			Runtime struct {
 				Total   int64            `json:"total"`
@@ -258,7 +258,7 @@ func TestTenantConsoleOverviewAndMetrics(t *testing.T) {
 	acme := serve(console.Options{Tenant: "acme"})
 	o := read(acme)
 	if o.Tenant != "acme" || o.Stats.Governed.Total != 1 || o.Stats.Governed.Calls != 1 ||
-		o.Stats.Conversations.Total != 1 || o.Stats.Conversations.TotalTokens != 123 || o.Stats.Conversations.Cost != 0.25 ||
+		o.Stats.Conversations.Total != 1 || o.Stats.Conversations.TotalTokens != 123 || o.Stats.Conversations.Cost != "0.25 USD" ||
 		o.Stats.Runtime.Total != 1 || len(o.Stats.Runtime.ByAgent) != 1 || o.Stats.Runtime.ByAgent["agent-acme"] != 1 ||
 		len(o.Top) != 1 || o.Top[0].ID != "conv-acme" {
 		t.Errorf("tenant acme's overview: %+v", o)

@@ -14,6 +14,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/agentstore/sessionstore/internal/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -193,21 +194,24 @@ type auditEventView struct {
 	AgentID string `json:"agent_id"`
 	// Chain is the session of a session chain, left out for the agent's
 	// own chain.
-	Chain     string          `json:"chain,omitempty"`
-	Seq       int64           `json:"seq"`
-	At        string          `json:"at"`
-	Kind      string          `json:"kind"`
-	Outcome   string          `json:"outcome"`
-	SessionID string          `json:"session_id,omitempty"`
-	RequestID string          `json:"request_id,omitempty"`
-	Detail    json.RawMessage `json:"detail"`
-	PrevHash  string          `json:"prev_hash"`
-	Hash      string          `json:"hash"`
+	Chain     string `json:"chain,omitempty"`
+	Seq       int64  `json:"seq"`
+	At        string `json:"at"`
+	Kind      string `json:"kind"`
+	Outcome   string `json:"outcome"`
+	SessionID string `json:"session_id,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+	// Detail is the decision's detail as humanize.AuditDetail renders
+	// it (money as decimals with the currency, times RFC 3339); the
+	// hashes cover the detail as stored, which export files keep.
+	Detail   json.RawMessage `json:"detail"`
+	PrevHash string          `json:"prev_hash"`
+	Hash     string          `json:"hash"`
 }
 
 func newAuditEventView(e store.AuditEvent) auditEventView {
 	return auditEventView{AgentID: e.AgentID, Chain: e.Chain, Seq: e.Seq, At: jsonTime(e.At), Kind: string(e.Kind), Outcome: e.Outcome,
-		SessionID: e.SessionID, RequestID: e.RequestID, Detail: e.Detail, PrevHash: e.PrevHash, Hash: e.Hash}
+		SessionID: e.SessionID, RequestID: e.RequestID, Detail: humanize.AuditDetail(e.Detail), PrevHash: e.PrevHash, Hash: e.Hash}
 }
 
 func (g *globals) auditList(ctx context.Context, name string, f store.AuditFilter, all, asJSON bool) error {
@@ -248,7 +252,7 @@ func (g *globals) auditList(ctx context.Context, name string, f store.AuditFilte
 			chain = "session"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(e.AgentID), chain, e.Seq, tableTime(e.At), e.Kind, cell(e.Outcome),
-			orDash(cell(e.SessionID)), orDash(cell(e.RequestID)), cell(clip(string(e.Detail), 60)))
+			orDash(cell(e.SessionID)), orDash(cell(e.RequestID)), cell(clip(string(humanize.AuditDetail(e.Detail)), 60)))
 	}
 	if err := tw.Flush(); err != nil {
 		return g.fail(name, err)

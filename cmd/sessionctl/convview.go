@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/agentstore/sessionstore/internal/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -19,26 +20,30 @@ type convView struct {
 	ModelName    string           `json:"model_name"`
 	MessageCount int64            `json:"message_count"`
 	TotalUsage   store.TokenUsage `json:"total_usage"`
-	TotalCostUSD float64          `json:"total_cost_usd"`
-	Version      int64            `json:"version"`
-	CreatedAt    string           `json:"created_at"`
-	UpdatedAt    string           `json:"updated_at"`
+	// TotalCost is exact, from the cost rounded to micro-units, with its
+	// currency ("0.0432 USD"); TotalCostMicros is the same in micro-units.
+	TotalCost       string `json:"total_cost"`
+	TotalCostMicros int64  `json:"total_cost_micros"`
+	Version         int64  `json:"version"`
+	CreatedAt       string `json:"created_at"`
+	UpdatedAt       string `json:"updated_at"`
 }
 
 func newConvView(c store.ConversationSummary) convView {
 	return convView{
-		ID:           c.ID,
-		Name:         c.Name,
-		Workspace:    c.Workspace,
-		State:        string(c.State),
-		ParentID:     c.ParentID,
-		ModelName:    c.ModelName,
-		MessageCount: c.MessageCount,
-		TotalUsage:   c.TotalUsage,
-		TotalCostUSD: c.TotalCost,
-		Version:      c.Version,
-		CreatedAt:    jsonTime(c.CreatedAt),
-		UpdatedAt:    jsonTime(c.UpdatedAt),
+		ID:              c.ID,
+		Name:            c.Name,
+		Workspace:       c.Workspace,
+		State:           string(c.State),
+		ParentID:        c.ParentID,
+		ModelName:       c.ModelName,
+		MessageCount:    c.MessageCount,
+		TotalUsage:      c.TotalUsage,
+		TotalCost:       usd(c.TotalCost),
+		TotalCostMicros: humanize.MicrosOf(c.TotalCost),
+		Version:         c.Version,
+		CreatedAt:       jsonTime(c.CreatedAt),
+		UpdatedAt:       jsonTime(c.UpdatedAt),
 	}
 }
 
@@ -77,7 +82,9 @@ func convDetails(w io.Writer, c store.ConversationSummary) error {
 	return tw.Flush()
 }
 
-func usd(v float64) string { return fmt.Sprintf("$%.4f", v) }
+// usd writes a conversation's cost (US dollars, kept as a float) exactly
+// as money is written everywhere: "0.0432 USD".
+func usd(v float64) string { return humanize.Money(humanize.MicrosOf(v), "USD") }
 
 // clip shortens s to at most n runes for a table cell, on one line.
 func clip(s string, n int) string {

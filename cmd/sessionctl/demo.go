@@ -132,8 +132,8 @@ func demoGovernance(ctx context.Context, out io.Writer, st cliStore) (string, er
 	if err != nil {
 		return "", fmt.Errorf("create: %w", err)
 	}
-	fmt.Fprintf(out, "\ngoverned session %s\n  agent %s, tools %v, budget %d calls, expires in 10m\n",
-		sess.ID, sess.AgentID, sess.AuthorizedTools, sess.CallBudget)
+	fmt.Fprintf(out, "\ngoverned session %s\n  agent %s, tools %v, budget %d calls, expires in %s\n",
+		sess.ID, sess.AgentID, sess.AuthorizedTools, sess.CallBudget, durationText(sess.TimeLimit))
 	for _, tool := range []string{"list_dir", "read_file", "delete_file", "read_file", "read_file"} {
 		s, err := gov.Use(ctx, store.UseRequest{SessionID: sess.ID, AgentID: demoAgent, Tools: []string{tool}})
 		if r, ok := useRefusal(err); ok {

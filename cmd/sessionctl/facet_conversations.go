@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentstore/sessionstore/internal/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -20,17 +21,20 @@ var convOps = facetOps{
 
 // convCounts summarizes the conversations.
 type convCounts struct {
-	Total        int64            `json:"total"`
-	ByState      map[string]int64 `json:"by_state"`
-	Messages     int64            `json:"messages"`
-	TotalTokens  int64            `json:"total_tokens"`
-	TotalCostUSD float64          `json:"total_cost_usd"`
+	Total       int64            `json:"total"`
+	ByState     map[string]int64 `json:"by_state"`
+	Messages    int64            `json:"messages"`
+	TotalTokens int64            `json:"total_tokens"`
+	// TotalCost is the summed cost, exact to the micro-unit, with its
+	// currency; TotalCostMicros the same in micro-units.
+	TotalCost       string `json:"total_cost"`
+	TotalCostMicros int64  `json:"total_cost_micros"`
 }
 
 func statsConversations(c store.Counts, doc *statsJSON) {
 	cv := c.Conversations
 	doc.Conversations = convCounts{Total: cv.Total, ByState: map[string]int64{}, Messages: cv.Messages,
-		TotalTokens: cv.TotalTokens, TotalCostUSD: cv.TotalCost}
+		TotalTokens: cv.TotalTokens, TotalCost: usd(cv.TotalCost), TotalCostMicros: humanize.MicrosOf(cv.TotalCost)}
 	for st, n := range cv.ByState {
 		doc.Conversations.ByState[string(st)] = n
 	}
@@ -41,7 +45,7 @@ func statsConversationsRows(doc *statsJSON) [][2]string {
 	return [][2]string{
 		{"conversations", convCountsText(c)},
 		{"messages", fmt.Sprint(c.Messages)},
-		{"tokens, cost", fmt.Sprintf("%d, %s", c.TotalTokens, usd(c.TotalCostUSD))},
+		{"tokens, cost", fmt.Sprintf("%d, %s", c.TotalTokens, c.TotalCost)},
 	}
 }
 

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 	"unicode/utf8"
 
+	"github.com/agentstore/sessionstore/internal/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -48,10 +48,10 @@ func newGovView(s store.Session) govView {
 		DeclaredIntent:        s.DeclaredIntent,
 		Sensitivity:           string(s.Sensitivity),
 		RateLimit:             s.RateLimit,
-		RateWindowMS:          s.RateWindow.Milliseconds(),
+		RateWindowMS:          humanize.Millis(s.RateWindow),
 		RateWindowStart:       jsonTime(s.RateWindowStart),
 		RateWindowCalls:       s.RateWindowCalls,
-		TimeLimitMS:           s.TimeLimit.Milliseconds(),
+		TimeLimitMS:           humanize.Millis(s.TimeLimit),
 		CreatedAt:             jsonTime(s.CreatedAt),
 		ExpiresAt:             jsonTime(s.ExpiresAt),
 	}
@@ -87,7 +87,7 @@ func govDetails(w io.Writer, s store.Session) error {
 		{"tools", listText(s.AuthorizedTools, 0)},
 		{"credentials", listText(s.AuthorizedCredentials, 0)},
 		{"rate limit", rateDetails(s)},
-		{"time limit", s.TimeLimit.String()},
+		{"time limit", durationText(s.TimeLimit)},
 		{"created", tableTime(s.CreatedAt)},
 		{"expires", tableTime(s.ExpiresAt)},
 		{"sensitivity", esc(string(s.Sensitivity))},
@@ -104,7 +104,7 @@ func rateText(s store.Session) string {
 	if s.RateLimit == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%d/%s", s.RateLimit, shortDuration(s.RateWindow))
+	return fmt.Sprintf("%d per %s", s.RateLimit, durationText(s.RateWindow))
 }
 
 func rateDetails(s store.Session) string {
@@ -112,19 +112,7 @@ func rateDetails(s store.Session) string {
 		return "none"
 	}
 	return fmt.Sprintf("%d calls per %s (%d in the window from %s)",
-		s.RateLimit, shortDuration(s.RateWindow), s.RateWindowCalls, tableTime(s.RateWindowStart))
-}
-
-// shortDuration drops zero trailing units: 1m0s → 1m, 1h0m0s → 1h.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+		s.RateLimit, durationText(s.RateWindow), s.RateWindowCalls, tableTime(s.RateWindowStart))
 }
 
 // listText joins a list for a table cell (each item escaped), cut at max

@@ -428,7 +428,7 @@ func runKeysGC(ctx context.Context, g *globals, name string, req store.CollectKe
 		verb = "would shred"
 	}
 	fmt.Fprintf(g.stdout, "%d data %s: %d named by a session, %d unnamed within the grace period (%s), %s %d %s\n",
-		res.Keys, plural(res.Keys, "key", "keys"), res.Named, res.Young, req.Grace, verb, len(res.Orphans), plural(len(res.Orphans), "orphan", "orphans"))
+		res.Keys, plural(res.Keys, "key", "keys"), res.Named, res.Young, durationText(req.Grace), verb, len(res.Orphans), plural(len(res.Orphans), "orphan", "orphans"))
 	for _, id := range res.Orphans {
 		fmt.Fprintln(g.stdout, id)
 	}

@@ -69,7 +69,7 @@ func kindsHelp() string {
 
 // retentionJSON is the JSON document of retention show.
 type retentionJSON struct {
-	Policies []store.Policy      `json:"policies"`
+	Policies []policyView        `json:"policies"`
 	Holds    []store.Hold        `json:"holds"`
 	Sweeps   []store.SweepRecord `json:"sweeps"`
 }
@@ -139,7 +139,7 @@ func runRetention(ctx context.Context, g *globals, args []string) error {
 		return g.fail(name, err)
 	}
 	if *asJSON {
-		return g.jsonOr(name, p)
+		return g.jsonOr(name, newPolicyView(p))
 	}
 	fmt.Fprintf(g.stdout, "set %s: %s\n", p.Kind, policySetting(p))
 	return nil
@@ -202,7 +202,7 @@ func policySetting(p store.Policy) string {
 	var s string
 	switch k.Param {
 	case store.ParamMaxAge:
-		s = "after " + p.MaxAge.String()
+		s = "after " + durationText(p.MaxAge)
 	case store.ParamKeepLast:
 		s = fmt.Sprintf("keep the last %d", p.KeepLast)
 	case store.ParamMaxBytes:
@@ -224,9 +224,11 @@ func (g *globals) retentionShow(ctx context.Context, last int, asJSON bool) erro
 	defer st.Close()
 	r := st.Retention()
 	var doc retentionJSON
-	if doc.Policies, err = r.Policies(ctx); err != nil {
+	policies, err := r.Policies(ctx)
+	if err != nil {
 		return err
 	}
+	doc.Policies = policyViews(policies)
 	if doc.Holds, err = r.Holds(ctx); err != nil {
 		return err
 	}
@@ -245,7 +247,7 @@ func (g *globals) retentionShow(ctx context.Context, last int, asJSON bool) erro
 	} else {
 		tw := newTable(w)
 		fmt.Fprintln(tw, "POLICY\tFACET\tSETTING\tSET AT")
-		for _, p := range doc.Policies {
+		for _, p := range policies {
 			k, _ := store.KindInfo(p.Kind)
 			f := k.Facet
 			if f == "" {

@@ -39,7 +39,7 @@ func testRetentionCommands(t *testing.T, newTestEnv envMaker) {
 	e.run("retention", "set", "governed_ended").want(t, exitUsage)
 	e.run("retention", "set", "orphan_state", "1h").want(t, exitUsage)
 	e.run("retention", "set", "size_budget", "lots").want(t, exitUsage)
-	if r := e.run("retention", "set", "governed_ended", "1h").want(t, 0); r.stdout != "set governed_ended: after 1h0m0s\n" {
+	if r := e.run("retention", "set", "governed_ended", "1h").want(t, 0); r.stdout != "set governed_ended: after 1 h\n" {
 		t.Errorf("set: %q", r.stdout)
 	}
 	e.run("retention", "set", "size_budget", "2GiB").want(t, 0)
@@ -51,6 +51,14 @@ func testRetentionCommands(t *testing.T, newTestEnv envMaker) {
 	}
 	if len(shown.Policies) != 2 || shown.Policies[1].MaxBytes != 2<<30 || len(shown.Holds) != 1 || shown.Holds[0].Reason != "audit" {
 		t.Fatalf("retention --json: %+v", shown)
+	}
+	// Durations are whole milliseconds in max_age_ms (not Go's
+	// nanoseconds in max_age); a policy without an age has none.
+	if p := shown.Policies[0]; p.MaxAgeMS == nil || *p.MaxAgeMS != 3_600_000 || shown.Policies[1].MaxAgeMS != nil {
+		t.Errorf("retention --json: the ages %+v", shown.Policies)
+	}
+	if r := e.run("retention", "--json").want(t, 0); strings.Contains(r.stdout, `"max_age"`) || !strings.Contains(r.stdout, `"max_age_ms": 3600000`) {
+		t.Errorf("retention --json:\n%s", r.stdout)
 	}
 	e.clock.Advance(time.Hour)
 	var rep store.SweepReport

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentstore/sessionstore/internal/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -54,10 +55,8 @@ func reason(err error) error {
 	return err
 }
 
-// moneyText formats micro-units with their currency: "2.5 USD".
-func moneyText(micros int64, cur string) string {
-	return strings.TrimSpace(store.FormatMicros(micros) + " " + cur)
-}
+// moneyText formats micro-units with their currency: "2.50 USD".
+func moneyText(micros int64, cur string) string { return humanize.Money(micros, cur) }
 
 // amountFlags are the amount flags of reserve and settle.
 type amountFlags struct {
@@ -104,31 +103,43 @@ func amountText(a store.SpendAmount, cur string) string {
 }
 
 // spendView is the spend block of show and limits: each limit with what is
-// spent and reserved in its current window. Amounts of money are
-// micro-units (the *_micros of cost limits) with the decimal text beside.
+// spent and reserved in its current window. Amounts of tokens are
+// integers; amounts of money exact decimals with their currency ("1.00
+// USD", humanize.Money of the micro-units the store keeps), never a float.
 type spendView struct {
 	Limits []limitView `json:"limits"`
 	Live   int64       `json:"live_reservations"`
 }
 
 type limitView struct {
-	Scope       string `json:"scope"`
-	Metric      string `json:"metric"`
-	Window      string `json:"window"`
-	WindowStart string `json:"window_start"`
+	Scope  string `json:"scope"`
+	Metric string `json:"metric"`
+	Window string `json:"window"`
+	// WindowStart is absent for a lifetime window, which has no start.
+	WindowStart string `json:"window_start,omitempty"`
 	Currency    string `json:"currency,omitempty"`
-	Limit       int64  `json:"limit"`
-	Spent       int64  `json:"spent"`
-	Reserved    int64  `json:"reserved"`
-	Remaining   int64  `json:"remaining"`
+	Limit       any    `json:"limit"`
+	Spent       any    `json:"spent"`
+	Reserved    any    `json:"reserved"`
+	Remaining   any    `json:"remaining"`
 }
 
 func newSpendView(st store.SpendStatus) spendView {
 	v := spendView{Limits: []limitView{}, Live: st.Live}
 	for _, l := range st.Limits {
-		v.Limits = append(v.Limits, limitView{Scope: string(l.Scope), Metric: string(l.Metric), Window: string(l.Window),
-			WindowStart: jsonTime(l.WindowStart), Currency: l.Currency, Limit: l.Limit, Spent: l.Spent,
-			Reserved: l.Reserved, Remaining: l.Remaining()})
+		amount := func(n int64) any {
+			if l.Metric == store.MetricCost {
+				return moneyText(n, l.Currency)
+			}
+			return n
+		}
+		lv := limitView{Scope: string(l.Scope), Metric: string(l.Metric), Window: string(l.Window),
+			Currency: l.Currency, Limit: amount(l.Limit), Spent: amount(l.Spent),
+			Reserved: amount(l.Reserved), Remaining: amount(l.Remaining())}
+		if l.Window != store.WindowLifetime {
+			lv.WindowStart = jsonTime(l.WindowStart)
+		}
+		v.Limits = append(v.Limits, lv)
 	}
 	return v
 }
@@ -137,18 +148,12 @@ func newSpendView(st store.SpendStatus) spendView {
 func spendDetails(w io.Writer, v spendView) error {
 	tw := newTable(w)
 	for _, l := range v.Limits {
-		amount := func(n int64) string {
-			if l.Metric == string(store.MetricCost) {
-				return moneyText(n, l.Currency)
-			}
-			return strconv.FormatInt(n, 10)
-		}
 		window := l.Window
-		if l.Window != string(store.WindowLifetime) {
+		if l.WindowStart != "" {
 			window += " from " + l.WindowStart
 		}
-		fmt.Fprintf(tw, "  %s %s\t%s spent, %s reserved of %s (%s left)\t%s\n", l.Scope, l.Metric,
-			amount(l.Spent), amount(l.Reserved), amount(l.Limit), amount(l.Remaining), window)
+		fmt.Fprintf(tw, "  %s %s\t%v spent, %v reserved of %v (%v left)\t%s\n", l.Scope, l.Metric,
+			l.Spent, l.Reserved, l.Limit, l.Remaining, window)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -87,7 +87,7 @@ func refusalDetail(err error, req store.UseRequest) string {
 		return fmt.Sprintf("%v: %s", err, tool.Tool)
 	case errors.As(err, &rate):
 		return fmt.Sprintf("%v: %d of %d calls made in the current %s window, %d requested",
-			err, rate.WindowCalls, rate.Limit, shortDuration(rate.Window), rate.Requested)
+			err, rate.WindowCalls, rate.Limit, durationText(rate.Window), rate.Requested)
 	case errors.As(err, &exp):
 		return fmt.Sprintf("%v at %s", err, tableTime(exp.ExpiresAt))
 	case errors.As(err, &agent):

@@ -18,6 +18,18 @@
     });
   }
 
+  // localTimes shows every time of root in the reader's local time zone;
+  // the page writes it in UTC, which stays on hover (the title).
+  function localTimes(root) {
+    root.querySelectorAll("time[datetime]").forEach(function (t) {
+      if (t.dataset.local) return;
+      var d = new Date(t.getAttribute("datetime"));
+      if (isNaN(d.getTime())) return;
+      t.textContent = d.toLocaleString();
+      t.dataset.local = "1";
+    });
+  }
+
   // fetchMain fetches the page again and swaps its main element in (open
   // details elements stay open).
   function fetchMain(done) {
@@ -35,6 +47,7 @@
           if (open[key]) d.open = true;
         });
         enhanceCopy(next);
+        localTimes(next);
       })
       .catch(function () { /* keep the page as it is; try again later */ })
       .then(function () { done(); });
@@ -74,6 +87,7 @@
       if (empty) empty.remove();
       list.insertAdjacentHTML("beforeend", html);
       enhanceCopy(list);
+      localTimes(list);
     }
 
     function finish(why) {
@@ -143,6 +157,7 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     enhanceCopy(document);
+    localTimes(document);
     live();
   });
 })();

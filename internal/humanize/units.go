@@ -1,6 +1,7 @@
 package humanize
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -119,3 +120,9 @@ func Time(t time.Time) string {
 	}
 	return t.UTC().Format(time.RFC3339Nano)
 }
+
+// MicrosOf is an amount kept as a float (a conversation's cost in US
+// dollars, as the store keeps it) in integer micro-units, rounded to the
+// nearest: the one place where a float amount enters, so that sums and
+// renderings from there on are exact (Money).
+func MicrosOf(amount float64) int64 { return int64(math.Round(amount * 1_000_000)) }

@@ -94,3 +94,18 @@ func TestTime(t *testing.T) {
 		t.Errorf("Millis = %d", got)
 	}
 }
+
+// TestMicrosOf: a float amount becomes micro-units by rounding, so that
+// the sum the store returns prints without float noise.
+func TestMicrosOf(t *testing.T) {
+	sum := 0.0
+	for _, v := range []float64{0.0432, 0.0432} {
+		sum += v
+	}
+	if got := Money(MicrosOf(sum), "USD"); got != "0.0864 USD" {
+		t.Errorf("Money(MicrosOf(%v)) = %q", sum, got)
+	}
+	if got := MicrosOf(-0.25); got != -250_000 {
+		t.Errorf("MicrosOf(-0.25) = %d", got)
+	}
+}

@@ -1,0 +1,135 @@
+package console
+
+// The JSON twins' views of the store's values that carry a unit: every
+// duration in whole milliseconds (*_ms), every time RFC 3339 UTC and
+// absent when there is none, money as exact decimals with the currency
+// (package humanize, the rendering the CLI shares). The store's own JSON
+// (export files) is left as it is.
+
+import (
+	"encoding/json"
+
+	"github.com/agentstore/sessionstore/internal/humanize"
+	"github.com/agentstore/sessionstore/store"
+)
+
+// govSession is a governed session as the pages show it; its JSON is
+// sessionJSON's.
+type govSession struct{ store.Session }
+
+// sessionJSON is the JSON shape of a governed session, the fields of
+// sessionctl's: durations in *_ms, times RFC 3339 UTC.
+type sessionJSON struct {
+	ID                    string   `json:"id"`
+	AgentID               string   `json:"agent_id"`
+	Status                string   `json:"status"`
+	CallsMade             int64    `json:"calls_made"`
+	CallBudget            int64    `json:"call_budget"`
+	RemainingBudget       int64    `json:"remaining_budget"`
+	AuthorizedTools       []string `json:"authorized_tools"`
+	AuthorizedCredentials []string `json:"authorized_credentials"`
+	DelegationChain       []string `json:"delegation_chain"`
+	DeclaredIntent        string   `json:"declared_intent"`
+	Sensitivity           string   `json:"sensitivity"`
+	RateLimit             int64    `json:"rate_limit"`
+	RateWindowMS          int64    `json:"rate_window_ms"`
+	RateWindowStart       string   `json:"rate_window_start,omitempty"`
+	RateWindowCalls       int64    `json:"rate_window_calls"`
+	TimeLimitMS           int64    `json:"time_limit_ms"`
+	CreatedAt             string   `json:"created_at,omitempty"`
+	ExpiresAt             string   `json:"expires_at,omitempty"`
+}
+
+func orEmpty(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
+
+// MarshalJSON writes the session as sessionJSON.
+func (s govSession) MarshalJSON() ([]byte, error) {
+	return json.Marshal(sessionJSON{
+		ID: s.ID, AgentID: s.AgentID, Status: string(s.Status), CallsMade: s.CallsMade, CallBudget: s.CallBudget,
+		RemainingBudget: s.RemainingBudget(), AuthorizedTools: orEmpty(s.AuthorizedTools),
+		AuthorizedCredentials: orEmpty(s.AuthorizedCredentials), DelegationChain: orEmpty(s.DelegationChain),
+		DeclaredIntent: s.DeclaredIntent, Sensitivity: string(s.Sensitivity), RateLimit: s.RateLimit,
+		RateWindowMS: humanize.Millis(s.RateWindow), RateWindowStart: humanize.Time(s.RateWindowStart),
+		RateWindowCalls: s.RateWindowCalls, TimeLimitMS: humanize.Millis(s.TimeLimit),
+		CreatedAt: humanize.Time(s.CreatedAt), ExpiresAt: humanize.Time(s.ExpiresAt),
+	})
+}
+
+// auditEvent is an audit event as the pages show it: its detail as
+// humanize.AuditDetail renders it (money as decimals with the currency,
+// times RFC 3339, no start for a lifetime window). The hashes cover the
+// detail as stored, which export files keep.
+type auditEvent struct{ store.AuditEvent }
+
+// MarshalJSON writes the event with its rendered detail.
+func (e auditEvent) MarshalJSON() ([]byte, error) {
+	type plain store.AuditEvent
+	p := plain(e.AuditEvent)
+	p.At = p.At.UTC()
+	p.Detail = humanize.AuditDetail(e.Detail)
+	return json.Marshal(p)
+}
+
+func auditEvents(l []store.AuditEvent) []auditEvent {
+	out := make([]auditEvent, len(l))
+	for i, e := range l {
+		out[i] = auditEvent{e}
+	}
+	return out
+}
+
+// MarshalJSON writes the policy with its age in whole milliseconds
+// (max_age_ms) where store.Policy's JSON has Go nanoseconds.
+func (p retentionPolicy) MarshalJSON() ([]byte, error) {
+	v := struct {
+		Kind       store.PolicyKind `json:"kind"`
+		MaxAgeMS   *int64           `json:"max_age_ms,omitempty"`
+		KeepLast   int64            `json:"keep_last,omitempty"`
+		MaxBytes   int64            `json:"max_bytes,omitempty"`
+		ReadsCount bool             `json:"reads_count,omitempty"`
+		UpdatedAt  string           `json:"updated_at,omitempty"`
+		Facet      string           `json:"facet"`
+		About      string           `json:"about"`
+	}{Kind: p.Kind, KeepLast: p.KeepLast, MaxBytes: p.MaxBytes, ReadsCount: p.ReadsCount,
+		UpdatedAt: humanize.Time(p.UpdatedAt), Facet: p.Facet, About: p.About}
+	if k, _ := store.KindInfo(p.Kind); k.Param == store.ParamMaxAge {
+		ms := humanize.Millis(p.MaxAge)
+		v.MaxAgeMS = &ms
+	}
+	return json.Marshal(v)
+}
+
+// MarshalJSON writes a limit with its amounts of money as exact decimals
+// with the currency ("2.00 USD", tokens as integers) and no window start
+// for a lifetime window.
+func (l limitView) MarshalJSON() ([]byte, error) {
+	amount := func(n int64) any {
+		if l.Metric == store.MetricCost {
+			return humanize.Money(n, l.Currency)
+		}
+		return n
+	}
+	v := struct {
+		Scope       store.SpendScope  `json:"scope"`
+		Metric      store.SpendMetric `json:"metric"`
+		Window      store.SpendWindow `json:"window"`
+		WindowStart string            `json:"window_start,omitempty"`
+		WindowEnd   string            `json:"window_end,omitempty"`
+		Currency    string            `json:"currency,omitempty"`
+		Limit       any               `json:"limit"`
+		Spent       any               `json:"spent"`
+		Reserved    any               `json:"reserved"`
+		Remaining   any               `json:"remaining"`
+	}{Scope: l.Scope, Metric: l.Metric, Window: l.Window, Currency: l.Currency,
+		Limit: amount(l.Limit), Spent: amount(l.Spent), Reserved: amount(l.Reserved), Remaining: amount(l.Remaining)}
+	if l.Window != store.WindowLifetime {
+		v.WindowStart = humanize.Time(l.WindowStart)
+		v.WindowEnd = humanize.Time(l.Window.End(l.WindowStart))
+	}
+	return json.Marshal(v)
+}

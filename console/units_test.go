@@ -1,0 +1,157 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/agentstore/sessionstore/console"
+	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/store/storetest"
+)
+
+// TestJSONTwinsSpeakUnits: every page's JSON twin keeps the README's
+// conventions: keys in lower_snake_case (no Go field name such as "Now"),
+// durations in whole milliseconds in *_ms fields (never Go nanoseconds),
+// times RFC 3339 UTC and absent when there is none (never Go's zero time
+// nor the Unix epoch of a lifetime window), money without float noise.
+func TestJSONTwinsSpeakUnits(t *testing.T) {
+	st, f, _ := seeded(t, sqliteBackend)
+	srv := newServer(t, st, f, console.Options{})
+	for _, pc := range pageCases(f) {
+		sep := "?"
+		if strings.Contains(pc.path, "?") {
+			sep = "&"
+		}
+		_, body := get(t, srv, prefix+pc.path+sep+"format=json")
+		var doc any
+		if err := json.Unmarshal([]byte(body), &doc); err != nil {
+			t.Errorf("GET %s as JSON: %v", pc.path, err)
+			continue
+		}
+		walkJSON(t, pc.path, "", doc)
+	}
+}
+
+// dataMaps are the objects whose keys are data (agent ids, states, state
+// keys), not field names.
+var dataMaps = []string{".by_status", ".by_state", ".by_agent", "merged_state", ".state", ".detail", ".data"}
+
+func walkJSON(t *testing.T, path, at string, v any) {
+	t.Helper()
+	switch x := v.(type) {
+	case map[string]any:
+		data := false
+		for _, d := range dataMaps {
+			data = data || strings.HasSuffix(at, d) || strings.Contains(at, d+".")
+		}
+		for k, e := range x {
+			if !data && (k == "" || unicode.IsUpper(rune(k[0]))) {
+				t.Errorf("GET %s as JSON: key %s.%s is not lower_snake_case", path, at, k)
+			}
+			switch k {
+			case "time_limit", "rate_window", "max_age", "ttl", "elapsed":
+				t.Errorf("GET %s as JSON: duration %s.%s is not in a *_ms field", path, at, k)
+			}
+			walkJSON(t, path, at+"."+k, e)
+		}
+	case []any:
+		for _, e := range x {
+			walkJSON(t, path, at+"[]", e)
+		}
+	case float64:
+		// Money has at most 6 decimals (micro-units): more is a float sum
+		// printed as it came (0.08639999999999999).
+		if _, frac, _ := strings.Cut(strconv.FormatFloat(x, 'f', -1, 64), "."); strings.Contains(at, "cost") && len(frac) > 6 {
+			t.Errorf("GET %s as JSON: %s is %v, float noise", path, at, x)
+		}
+	case string:
+		if strings.HasPrefix(x, "0001-01-01T") || strings.HasPrefix(x, "1970-01-01T") {
+			t.Errorf("GET %s as JSON: %s is %q, a time that is none", path, at, x)
+		}
+	}
+}
+
+// TestMoneyWithoutFloatNoise: the overview's JSON and /metrics sum
+// conversation costs (kept as floats by the store) exactly, to the
+// micro-unit: 0.1 + 0.2 is 0.30 USD, never 0.30000000000000004; the
+// page shows it with its currency.
+func TestMoneyWithoutFloatNoise(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewClock()
+	loc := sqliteBackend.newLocation(t)
+	w, err := sqliteBackend.open(ctx, loc, clock.Now, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, cost := range map[string]float64{"c1": 0.1, "c2": 0.2} {
+		if _, err := w.Conversations().Save(ctx, store.Conversation{ID: id, TotalCost: cost}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqliteBackend.open(ctx, loc, clock.Now, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	srv := newServer(t, st, fixture{Clock: clock}, console.Options{})
+	_, body := get(t, srv, prefix+"/?format=json")
+	var doc struct {
+		Stats struct {
+			Conversations map[string]any `json:"conversations"`
+		} `json:"stats"`
+		SpendByDay []map[string]any `json:"spend_by_day"`
+	}
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if c := doc.Stats.Conversations; c["total_cost"] != "0.30 USD" || c["total_cost_micros"] != 300000.0 {
+		t.Errorf("overview JSON: conversations %v", c)
+	}
+	if last := doc.SpendByDay[len(doc.SpendByDay)-1]; last["cost"] != "0.30 USD" || last["cost_micros"] != 300000.0 {
+		t.Errorf("overview JSON: today's spend %v", last)
+	}
+	_, metrics := get(t, srv, prefix+"/metrics")
+	if !strings.Contains(metrics, "\nsessionstore_conversation_cost_usd 0.3\n") {
+		t.Errorf("/metrics: the cost is not 0.3:\n%s", metrics)
+	}
+	if _, page := get(t, srv, prefix+"/"); !strings.Contains(page, "0.30 USD") {
+		t.Errorf("the overview does not show 0.30 USD")
+	}
+}
+
+// TestTimesOnPages: a page writes each time as a <time> element with the
+// instant in RFC 3339 UTC (which the console's script shows in the
+// reader's zone) and UTC on hover; durations and ages as people write
+// them ("5 calls per 1 min", "in 59 min"), not Go's 1m0s.
+func TestTimesOnPages(t *testing.T) {
+	st, f, _ := seeded(t, sqliteBackend)
+	srv := newServer(t, st, f, console.Options{})
+	_, body := get(t, srv, prefix+"/governed/"+f.Governed)
+	created := regexp.MustCompile(`<dt>created</dt><dd><time datetime="(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z)" title="([^"]+)">([^<]+)</time></dd>`)
+	m := created.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("the created time is not a <time> element: %s", between(body, "<dt>created</dt>", "</dd>"))
+	}
+	if !strings.HasSuffix(m[3], "Z") || m[3] != m[4] {
+		t.Errorf("the created time's title and text are not UTC: %q", m[0])
+	}
+	for _, want := range []string{"5 calls per 1 min", "calls per 1 min"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page does not say %q", want)
+		}
+	}
+	if strings.Contains(body, "1m0s") || strings.Contains(body, "h0m") {
+		t.Errorf("the page shows a Go duration")
+	}
+	if _, js := get(t, srv, prefix+"/static/console.js"); !strings.Contains(js, "time[datetime]") {
+		t.Errorf("console.js does not render <time> elements in local time")
+	}
+}
