@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentstore/sessionstore/internal/pgtest"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/store/storetest"
@@ -22,11 +23,13 @@ import (
 // starts a private server and sets it; ./test.sh runs the suite through it.
 const envURL = "SESSIONSTORE_TEST_POSTGRES_URL"
 
-// harness runs the conformance suite on PostgreSQL, one fresh schema per
+// harness runs the conformance suite on PostgreSQL, one fresh database per
 // test (created by NewLocation, dropped at the end of the test), so that
-// tests stay independent and run in parallel on one database.
+// tests stay independent and run in parallel on one server. Each is a
+// clone of a migrated template database (internal/pgtest), as the SQLite
+// suite's files are copies of a migrated template file.
 var harness = storetest.Harness{
-	NewLocation: newSchema,
+	NewLocation: pgtest.NewStore,
 	Open: func(ctx context.Context, loc string, clock store.Clock) (store.Store, error) {
 		return pgstore.Open(ctx, loc, pgstore.WithClock(clock))
 	},
@@ -81,7 +84,9 @@ var harness = storetest.Harness{
 
 func TestMain(m *testing.M) {
 	storetest.RunHelperProcess(harness)
-	os.Exit(m.Run())
+	code := m.Run()
+	pgtest.DropTemplate()
+	os.Exit(code)
 }
 
 func TestConformance(t *testing.T) {

@@ -1,7 +1,8 @@
 // Package pgtest gives tests a private PostgreSQL schema on the test server
 // named by SESSIONSTORE_TEST_POSTGRES_URL (scripts/with-postgres.sh starts
-// one). Without a server a test skips, except in CI (CI=true), where the
-// PostgreSQL tests must run.
+// one): an empty one (NewSchema), or a migrated session store in a database
+// of its own cloned from a template (NewStore). Without a server a test
+// skips, except in CI (CI=true), where the PostgreSQL tests must run.
 package pgtest
 
 import (
