@@ -53,11 +53,8 @@ func runBackup(ctx context.Context, g *globals, args []string) error {
 	fs := g.newFlags(sp)
 	force := fs.Bool("force", false, "replace FILE if it exists")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, err := g.parse(fs, sp, args)
+	pos, err := g.parseArgs(fs, sp, args, 1, 1)
 	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
 		return err
 	}
 	dest := pos[0]

@@ -54,11 +54,7 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	fs.IntVar(&o.Callers, "callers", 32, "concurrent callers for the contended scenarios")
 	fs.StringVar(&syncLevel, "sync", "FULL", "synchronous level: FULL or NORMAL")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON document")
-	pos, err := g.parse(fs, sp, args)
-	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+	if _, err := g.parseArgs(fs, sp, args, 0, 0); err != nil {
 		return err
 	}
 	if o.Duration <= 0 || o.Callers < 1 {

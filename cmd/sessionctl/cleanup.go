@@ -42,11 +42,7 @@ func runCleanup(ctx context.Context, g *globals, args []string) error {
 	vacuum := fs.Bool("vacuum", false, "also rewrite the database file without free pages")
 	dryRun := fs.Bool("dry-run", false, "list what would be removed, change nothing")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, err := g.parse(fs, sp, args)
-	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+	if _, err := g.parseArgs(fs, sp, args, 0, 0); err != nil {
 		return err
 	}
 	if *dryRun {

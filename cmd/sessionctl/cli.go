@@ -140,6 +140,16 @@ func (g *globals) parse(fs *flag.FlagSet, sp spec, args []string) (pos []string,
 	}
 }
 
+// parseArgs is parse, then wantArgs: the command takes min to max
+// operands (max -1: any number).
+func (g *globals) parseArgs(fs *flag.FlagSet, sp spec, args []string, min, max int) ([]string, error) {
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return nil, err
+	}
+	return pos, g.wantArgs(sp, pos, min, max)
+}
+
 // isSet reports whether the flag called name was given on the command
 // line (a flag given with its default value counts).
 func isSet(fs *flag.FlagSet, name string) bool {

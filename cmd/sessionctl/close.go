@@ -24,11 +24,8 @@ highest of them.`, exitClosed, exitNotFound),
 func runClose(ctx context.Context, g *globals, args []string) error {
 	sp := closeSpec
 	fs := g.newFlags(sp)
-	pos, err := g.parse(fs, sp, args)
+	pos, err := g.parseArgs(fs, sp, args, 1, -1)
 	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 1, -1); err != nil {
 		return err
 	}
 	for _, id := range pos {

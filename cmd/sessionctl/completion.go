@@ -71,11 +71,8 @@ complete -c sessionctl -f -a '(__sessionctl_complete)'
 func runCompletion(ctx context.Context, g *globals, args []string) error {
 	sp := completionSpec
 	fs := g.newFlags(sp)
-	pos, err := g.parse(fs, sp, args)
+	pos, err := g.parseArgs(fs, sp, args, 1, 1)
 	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
 		return err
 	}
 	script, ok := completionScripts[pos[0]]

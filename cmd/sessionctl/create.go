@@ -48,11 +48,7 @@ func runCreate(ctx context.Context, g *globals, args []string) error {
 	var limits limitList
 	fs.Var(&limits, "limit", "a spend limit `METRIC=AMOUNT[/WINDOW]`, repeatable: input, output, tokens or cost (like 2.50USD) per lifetime, hour, day or month")
 	asJSON := fs.Bool("json", false, "print the created session as JSON")
-	pos, err := g.parse(fs, sp, args)
-	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+	if _, err := g.parseArgs(fs, sp, args, 0, 0); err != nil {
 		return err
 	}
 	if *agent == "" {

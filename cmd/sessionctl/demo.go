@@ -52,11 +52,7 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 	fs := g.newFlags(sp)
 	fresh := fs.Bool("fresh", false, "remove the database file (and its -wal, -shm, -writer.lock) first: only a session store no other process holds")
 	yes := fs.Bool("yes", false, "with --fresh, also remove a database holding data the demo did not write")
-	pos, err := g.parse(fs, sp, args)
-	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+	if _, err := g.parseArgs(fs, sp, args, 0, 0); err != nil {
 		return err
 	}
 	if *fresh && g.isPG() {

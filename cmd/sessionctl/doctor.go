@@ -55,11 +55,8 @@ func runDoctor(ctx context.Context, g *globals, args []string) error {
 	fs := g.newFlags(sp)
 	quick := fs.Bool("quick", false, "run quick_check instead of the full integrity_check (PostgreSQL: skip the orphan-row scan)")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, err := g.parse(fs, sp, args)
+	_, err := g.parseArgs(fs, sp, args, 0, 0)
 	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
 		return err
 	}
 	opts := check.Options{Quick: *quick}

@@ -95,11 +95,7 @@ func runGC(ctx context.Context, g *globals, args []string) error {
 	dryRun := fs.Bool("dry-run", false, "count what would be removed, change nothing")
 	vacuum := fs.Bool("vacuum", false, "also rewrite the database file without free pages")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, err := g.parse(fs, sp, args)
-	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+	if _, err := g.parseArgs(fs, sp, args, 0, 0); err != nil {
 		return err
 	}
 	if isSet(fs, "older-than") {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -30,6 +31,18 @@ func TestHelpQuotesTheCode(t *testing.T) {
 	}
 	if m := regexp.MustCompile(`versions 1 to (\d+)`).FindStringSubmatch(help("import")); m == nil || m[1] != strconv.Itoa(archive.Version) {
 		t.Errorf("import --help accepts versions 1 to %q, the code reads 1 to %d", m, archive.Version)
+	}
+	// A guide that quotes the version beside its name quotes the code's.
+	for _, f := range docFiles(t) {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile("version (\\d+): `archive.Version`").FindAllStringSubmatch(string(text), -1) {
+			if m[1] != strconv.Itoa(archive.Version) {
+				t.Errorf("%s: %q, archive.Version is %d", f, m[0], archive.Version)
+			}
+		}
 	}
 	var quoted []*regexp.Regexp
 	for _, e := range exitTable {

@@ -69,11 +69,8 @@ func runImport(ctx context.Context, g *globals, args []string) error {
 	skip := fs.Bool("skip-existing", false, "leave sessions whose id exists untouched instead of failing")
 	dryRun := fs.Bool("dry-run", false, "parse and validate every file, write nothing")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
-	pos, err := g.parse(fs, sp, args)
+	pos, err := g.parseArgs(fs, sp, args, 1, -1)
 	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 1, -1); err != nil {
 		return err
 	}
 	// A dry run checks the files against the store when there is one

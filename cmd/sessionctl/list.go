@@ -66,11 +66,7 @@ func runList(ctx context.Context, g *globals, args []string) error {
 	after := fs.String("after", "", "start after session `ID` (the cursor of the previous page)")
 	all := fs.Bool("all", false, "list every page")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, err := g.parse(fs, sp, args)
-	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+	if _, err := g.parseArgs(fs, sp, args, 0, 0); err != nil {
 		return err
 	}
 	if *facet == "" {

@@ -5,7 +5,8 @@
 //
 //	sessionctl [--db PATH] COMMAND [ARGS]
 //
-// Global flags (--db, --version, --key-file, --keyring, --search-encrypted) may stand anywhere on the line. The
+// Global flags (--db, --tenant, --version, --key-file, --keyring,
+// --search-encrypted; one table, globalFlags) may stand anywhere on the line. The
 // database is --db, else $SESSIONCTL_DB, else ./sessions.db: a SQLite
 // file, or a postgres:// (postgresql://) URL for a PostgreSQL server, on
 // which every command works except backup (use pg_dump). Read

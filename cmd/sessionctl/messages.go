@@ -51,11 +51,8 @@ func runMessages(ctx context.Context, g *globals, args []string) error {
 	width := fs.Int("width", 100, "cut message text in tables to `N` characters")
 	asJSON := fs.Bool("json", false, "print one JSON document (with --follow: one object per line)")
 	followFlag := fs.Bool("follow", false, "then print new messages as they commit, until interrupted")
-	pos, err := g.parse(fs, sp, args)
+	pos, err := g.parseArgs(fs, sp, args, 1, 1)
 	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
 		return err
 	}
 	id := pos[0]

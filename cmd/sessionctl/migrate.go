@@ -61,11 +61,8 @@ func runMigrate(ctx context.Context, g *globals, args []string) error {
 	sp := migrateSpec
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, err := g.parse(fs, sp, args)
+	pos, err := g.parseArgs(fs, sp, args, 0, 1)
 	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 0, 1); err != nil {
 		return err
 	}
 	action := "status"

@@ -314,11 +314,7 @@ func runSweep(ctx context.Context, g *globals, args []string) error {
 	dryRun := fs.Bool("dry-run", false, "say what would be removed, change nothing")
 	batch := fs.Int("batch-rows", store.DefaultSweepBatchRows, "rows per transaction, `N`")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, err := g.parse(fs, sp, args)
-	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+	if _, err := g.parseArgs(fs, sp, args, 0, 0); err != nil {
 		return err
 	}
 	if *batch < 1 {

@@ -47,11 +47,8 @@ func runSearch(ctx context.Context, g *globals, args []string) error {
 	window := fs.Int("window", 0, "also print the `N` items before and after each message or event hit")
 	scanLimit := fs.Int("scan-limit", 0, "a query of short terms only scans the newest `N` items (0: the library's default)")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, err := g.parse(fs, sp, args)
+	pos, err := g.parseArgs(fs, sp, args, 1, -1)
 	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 1, -1); err != nil {
 		return err
 	}
 	q := store.SearchQuery{Query: strings.Join(pos, " "), Facet: *facetName, App: *app, User: *user, Session: *session,
@@ -183,11 +180,7 @@ func runReindex(ctx context.Context, g *globals, args []string) error {
 	batch := fs.Int("batch", 1000, "items per write transaction, `N`")
 	checkOnly := fs.Bool("check", false, "only compare the index with the content")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, err := g.parse(fs, sp, args)
-	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+	if _, err := g.parseArgs(fs, sp, args, 0, 0); err != nil {
 		return err
 	}
 	if *batch < 1 {

@@ -50,11 +50,8 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	token := fs.String("token", os.Getenv("SESSIONCTL_TOKEN"), "require the bearer token TOKEN (default $SESSIONCTL_TOKEN)")
 	hide := fs.Bool("hide-content", false, "hide message bodies, tool inputs and state values until asked for")
 	refresh := fs.Duration("refresh", 5*time.Second, "live refresh interval of growing pages (0 disables)")
-	pos, err := g.parse(fs, sp, args)
+	_, err := g.parseArgs(fs, sp, args, 0, 0)
 	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
 		return err
 	}
 	auth := console.Auth{Token: *token, Realm: "sessionctl console"}

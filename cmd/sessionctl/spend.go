@@ -277,11 +277,8 @@ func runReserve(ctx context.Context, g *globals, args []string) error {
 	ttl := fs.Duration("ttl", store.DefaultReservationTTL, "the reservation lapses after `DURATION` unless settled or released")
 	amounts := addAmountFlags(fs, "the upper bound of")
 	asJSON := fs.Bool("json", false, "print the reservation as JSON")
-	pos, err := g.parse(fs, sp, args)
+	pos, err := g.parseArgs(fs, sp, args, 1, 1)
 	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
 		return err
 	}
 	amount, cur, err := amounts.amount()
@@ -338,11 +335,8 @@ func runSettle(ctx context.Context, g *globals, args []string) error {
 	conversation := fs.String("conversation", "", "also add the usage to conversation `ID`")
 	amounts := addAmountFlags(fs, "the actual")
 	asJSON := fs.Bool("json", false, "print the reservation as JSON")
-	pos, err := g.parse(fs, sp, args)
+	pos, err := g.parseArgs(fs, sp, args, 2, 2)
 	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 2, 2); err != nil {
 		return err
 	}
 	actual, cur, err := amounts.amount()
@@ -379,11 +373,8 @@ func runRelease(ctx context.Context, g *globals, args []string) error {
 	fs := g.newFlags(sp)
 	agent := fs.String("agent", "", "the presenting agent `ID`; refused when it is not the session's agent")
 	asJSON := fs.Bool("json", false, "print the reservation as JSON")
-	pos, err := g.parse(fs, sp, args)
+	pos, err := g.parseArgs(fs, sp, args, 2, 2)
 	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 2, 2); err != nil {
 		return err
 	}
 	req := store.ReleaseRequest{SessionID: pos[0], RequestID: pos[1], AgentID: *agent}
@@ -448,11 +439,8 @@ func runLimits(ctx context.Context, g *globals, args []string) error {
 	fs.Var(&limits, "limit", "a spend limit `METRIC=AMOUNT[/WINDOW]`, repeatable (replaces the agent's limits)")
 	clear := fs.Bool("clear", false, "remove every limit of the agent")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, err := g.parse(fs, sp, args)
+	pos, err := g.parseArgs(fs, sp, args, 1, 1)
 	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
 		return err
 	}
 	if *clear && len(limits) > 0 {

@@ -56,11 +56,7 @@ func runStats(ctx context.Context, g *globals, args []string) error {
 	sp := statsSpec
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, err := g.parse(fs, sp, args)
-	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
+	if _, err := g.parseArgs(fs, sp, args, 0, 0); err != nil {
 		return err
 	}
 	st, err := g.openExisting(ctx)

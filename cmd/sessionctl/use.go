@@ -33,11 +33,8 @@ func runUse(ctx context.Context, g *globals, args []string) error {
 	fs.Var(&tools, "tool", "tool `NAME` of one call, repeatable or comma-separated")
 	requestID := fs.String("request-id", "", "idempotency `KEY`: a retry returns the first outcome and consumes nothing")
 	asJSON := fs.Bool("json", false, "print the updated session as JSON when allowed")
-	pos, err := g.parse(fs, sp, args)
+	pos, err := g.parseArgs(fs, sp, args, 1, 1)
 	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 1, 1); err != nil {
 		return err
 	}
 	req := store.UseRequest{SessionID: pos[0], AgentID: *agent, Tools: tools, RequestID: *requestID}

@@ -39,11 +39,8 @@ func runVersion(ctx context.Context, g *globals, args []string) error {
 	sp := versionSpec
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, err := g.parse(fs, sp, args)
+	_, err := g.parseArgs(fs, sp, args, 0, 0)
 	if err != nil {
-		return err
-	}
-	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
 		return err
 	}
 	readBI := g.buildInfo
