@@ -42,10 +42,12 @@ type ImportOptions struct {
 	Keys store.KeyRing
 	// Tenant, when set, restores the document's rows to that tenant: a
 	// document of the default tenant (of any version) or of one tenant
-	// (ExportOptions.Tenant). A document with several tenants' rows (a
-	// "tenants" part) is refused then, and so is one with sections of
-	// facets a tenant handle does not scope yet (conversations, runtime
-	// sessions) that are not empty.
+	// (ExportOptions.Tenant), every facet's section included (each facet
+	// is scoped by tenant handles). A document with several tenants' rows
+	// (a "tenants" part, as a whole export writes when the store has
+	// tenants) is refused then (ErrInvalidInput, unless a section before
+	// that part fails first), and
+	// nothing is imported: export one tenant to import it into another.
 	Tenant string
 }
 
