@@ -46,8 +46,8 @@ type ImportOptions struct {
 	// is scoped by tenant handles). A document with several tenants' rows
 	// (a "tenants" part, as a whole export writes when the store has
 	// tenants) is refused then (ErrInvalidInput, unless a section before
-	// that part fails first), and
-	// nothing is imported: export one tenant to import it into another.
+	// that part fails first), and nothing is imported: export one tenant
+	// to import it into another.
 	Tenant string
 }
 
