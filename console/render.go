@@ -142,7 +142,8 @@ func truncate(s string) string {
 	return s[:cut]
 }
 
-// prettyJSON indents a JSON document; anything else is returned as is.
+// prettyJSON indents a JSON document, its HTML escapes written as the
+// characters they stand for; anything else is returned as is.
 func prettyJSON(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return ""
@@ -151,7 +152,7 @@ func prettyJSON(raw json.RawMessage) string {
 	if json.Indent(&buf, raw, "", "  ") != nil {
 		return string(raw)
 	}
-	return buf.String()
+	return string(humanize.JSONChars(buf.Bytes())) // <b>, not \u003cb\u003e: the page escapes it
 }
 
 // execute runs the template name of t and returns the HTML with every

@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
@@ -81,27 +82,14 @@ func walkJSON(t *testing.T, path, at string, v any) {
 // micro-unit: 0.1 + 0.2 is 0.30 USD, never 0.30000000000000004; the
 // page shows it with its currency.
 func TestMoneyWithoutFloatNoise(t *testing.T) {
-	ctx := context.Background()
-	clock := storetest.NewClock()
-	loc := sqliteBackend.newLocation(t)
-	w, err := sqliteBackend.open(ctx, loc, clock.Now, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for id, cost := range map[string]float64{"c1": 0.1, "c2": 0.2} {
-		if _, err := w.Conversations().Save(ctx, store.Conversation{ID: id, TotalCost: cost}); err != nil {
-			t.Fatal(err)
+	srv := serveWritten(t, func(ctx context.Context, w store.Store) error {
+		for id, cost := range map[string]float64{"c1": 0.1, "c2": 0.2} {
+			if _, err := w.Conversations().Save(ctx, store.Conversation{ID: id, TotalCost: cost}); err != nil {
+				return err
+			}
 		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqliteBackend.open(ctx, loc, clock.Now, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	srv := newServer(t, st, fixture{Clock: clock}, console.Options{})
+		return nil
+	})
 	_, body := get(t, srv, prefix+"/?format=json")
 	var doc struct {
 		Stats struct {
@@ -153,5 +141,58 @@ func TestTimesOnPages(t *testing.T) {
 	}
 	if _, js := get(t, srv, prefix+"/static/console.js"); !strings.Contains(js, "time[datetime]") {
 		t.Errorf("console.js does not render <time> elements in local time")
+	}
+}
+
+// serveWritten serves a console over a fresh SQLite store that write
+// filled, opened read-only as the console wants it.
+func serveWritten(t *testing.T, write func(context.Context, store.Store) error) *httptest.Server {
+	t.Helper()
+	ctx := context.Background()
+	clock := storetest.NewClock()
+	loc := sqliteBackend.newLocation(t)
+	w, err := sqliteBackend.open(ctx, loc, clock.Now, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := write(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqliteBackend.open(ctx, loc, clock.Now, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return newServer(t, st, fixture{Clock: clock}, console.Options{})
+}
+
+// TestRawJSONReadsAsItsCharacters: a tool input that json.Marshal wrote
+// (\u003cb\u003e for <b>) reads on the page as the characters it holds,
+// escaped for HTML by the page as any text is, in the tool call and in
+// the raw JSON.
+func TestRawJSONReadsAsItsCharacters(t *testing.T) {
+	input, _ := json.Marshal(map[string]string{"html": "<b>bold</b> & co"})
+	srv := serveWritten(t, func(ctx context.Context, w store.Store) error {
+		if _, err := w.Conversations().Save(ctx, store.Conversation{ID: "c1"}); err != nil {
+			return err
+		}
+		_, err := w.Conversations().AppendMessages(ctx, "c1",
+			store.Message{Role: store.RoleAssistant, Content: []store.ContentBlock{store.ToolUseBlock("call-1", "render", input)}})
+		return err
+	})
+	for _, path := range []string{"/conversations/c1", "/conversations/c1/messages/0"} {
+		_, body := get(t, srv, prefix+path)
+		if strings.Contains(body, `\u003c`) || strings.Contains(body, `\u0026`) {
+			t.Errorf("%s shows JSON's HTML escapes", path)
+		}
+		if !strings.Contains(body, "&lt;b&gt;bold&lt;/b&gt; &amp; co") {
+			t.Errorf("%s does not show the tool input's characters:\n%s", path, between(body, "<main", "</main>"))
+		}
+		if strings.Contains(body, "<b>bold") {
+			t.Errorf("%s let the tool input's markup through", path)
+		}
 	}
 }
