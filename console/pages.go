@@ -36,7 +36,7 @@ func queryTime(r *http.Request, name string) (time.Time, error) {
 			return t, nil
 		}
 	}
-	return time.Time{}, store.Invalid(name, "must be a date (2006-01-02) or an RFC 3339 time")
+	return time.Time{}, store.Invalid(name, "must be a date (YYYY-MM-DD) or an RFC 3339 time")
 }
 
 // ---- governed sessions --------------------------------------------------

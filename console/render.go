@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io/fs"
 	"path"
+	"reflect"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -61,6 +62,7 @@ func (c *console) funcs() template.FuncMap {
 		"long":   func(s string) bool { return len(s) > truncateAt },
 		"pretty": prettyJSON,
 		"num":    fmtNum,
+		"count":  fmtCount,
 		"money":  humanize.Money,
 		"text":   func(raw json.RawMessage) string { return string(humanize.AuditDetail(raw)) },
 	}
@@ -111,6 +113,21 @@ func fmtBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// fmtCount writes a count with its noun, singular for one: "1 agent
+// alias", "1,500 tokens". n is any integer.
+func fmtCount(n any, one, many string) string {
+	var v int64
+	switch rv := reflect.ValueOf(n); {
+	case rv.CanInt():
+		v = rv.Int()
+	case rv.CanUint():
+		v = int64(rv.Uint())
+	default:
+		return fmt.Sprint(n) + " " + many
+	}
+	return fmtNum(v) + " " + humanize.Plural(v, one, many)
 }
 
 func fmtNum(n int64) string {

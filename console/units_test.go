@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strconv"
@@ -194,5 +195,80 @@ func TestRawJSONReadsAsItsCharacters(t *testing.T) {
 		if strings.Contains(body, "<b>bold") {
 			t.Errorf("%s let the tool input's markup through", path)
 		}
+	}
+}
+
+// TestPluralsOnPages: one of a thing is singular ("1 agent alias", "1
+// session"), more are plural.
+func TestPluralsOnPages(t *testing.T) {
+	srv := serveWritten(t, func(ctx context.Context, w store.Store) error {
+		_, err := w.Runtime().Insert(ctx, store.NewRuntimeSession{ID: "rt-1", AgentAlias: "coder", WorkspaceDir: "/w", ChatMode: store.ChatModeChat})
+		return err
+	})
+	_, body := get(t, srv, prefix+"/")
+	if !strings.Contains(body, "1 agent alias<") || strings.Contains(body, "1 agent aliases") {
+		t.Errorf("the overview does not say \"1 agent alias\": %s", between(body, "Runtime sessions", "</div>"))
+	}
+	if !strings.Contains(body, "0 messages") {
+		t.Errorf("the overview does not say \"0 messages\"")
+	}
+	_, body = get(t, srv, prefix+"/runtime")
+	if !strings.Contains(body, "1 session ") || strings.Contains(body, "1 sessions") {
+		t.Errorf("the runtime list does not say \"1 session\": %s", between(body, "<main", "</table>"))
+	}
+}
+
+// TestBadFilterPage: a bad filter answers 400 with a page that names the
+// field and why, echoes what was asked (cut to a readable length, the
+// whole length stated) and links to the same list without the bad filter,
+// the others kept; a 20,000-character id does not fill the heading.
+func TestBadFilterPage(t *testing.T) {
+	st, f, _ := seeded(t, sqliteBackend)
+	srv := newServer(t, st, f, console.Options{})
+	resp, body := get(t, srv, prefix+"/governed?status=active&agent=agent-7&since=yesterday")
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	for _, want := range []string{`<code>since</code>: must be a date`, `<code>agent</code> = <code>agent-7</code>`,
+		`id="error-retry" href="/console/governed?agent=agent-7&amp;status=active"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the error page lacks %q:\n%s", want, between(body, "<main", "</main>"))
+		}
+	}
+	_, raw := get(t, srv, prefix+"/governed?since=yesterday&format=json")
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(raw), &doc); err != nil || doc["field"] != "since" || doc["reason"] == "" {
+		t.Errorf("the error's JSON twin: %s", raw)
+	}
+	long := strings.Repeat("x", 20_000)
+	_, body = get(t, srv, prefix+"/governed?agent="+long+"&since=nope")
+	if echo := between(body, `id="error-filters"`, "</ul>"); strings.Contains(echo, long) || !strings.Contains(echo, "(20000 characters)") {
+		t.Errorf("the error page echoes a 20,000-character filter whole, or without its length")
+	}
+	_, body = get(t, srv, prefix+"/go?id="+long)
+	h1 := between(body, "<h1", "</h1>")
+	if len(h1) > 400 || !strings.Contains(h1, "(20006 characters)") {
+		t.Errorf("the heading of a 20,000-character id: %d bytes: %.200s", len(h1), h1)
+	}
+}
+
+// TestDateFilters: the date filters are date inputs (the browser's date
+// picker), not text with Go's layout "2006-01-02" as a placeholder, and
+// a date they send filters the list.
+func TestDateFilters(t *testing.T) {
+	st, f, _ := seeded(t, sqliteBackend)
+	srv := newServer(t, st, f, console.Options{})
+	_, body := get(t, srv, prefix+"/governed")
+	for _, name := range []string{"since", "until"} {
+		if !strings.Contains(body, `<input type="date" name="`+name+`"`) {
+			t.Errorf("the %s filter is not a date input", name)
+		}
+	}
+	if strings.Contains(body, "2006-01-02") {
+		t.Error("the page shows Go's time layout")
+	}
+	day := f.Clock.Now().UTC().Format("2006-01-02")
+	if resp, body := get(t, srv, prefix+"/governed?since="+day); resp.StatusCode != http.StatusOK || !strings.Contains(body, `value="`+day+`"`) {
+		t.Errorf("a date from the picker: %d, value kept: %v", resp.StatusCode, strings.Contains(body, `value="`+day+`"`))
 	}
 }
