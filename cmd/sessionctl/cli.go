@@ -165,7 +165,7 @@ func (g *globals) report(name string, err error) int {
 	}
 	var ue *helpUsageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(g.stderr, "sessionctl %s: %s (see sessionctl %s --help)\n", ue.name, ue.msg, ue.name)
+		fmt.Fprintf(g.stderr, "sessionctl %s: %s (see sessionctl %s --help)\n", ue.name, clipEchoes(ue.msg), ue.name)
 		return exitUsage
 	}
 	var ce *cmdError
@@ -179,7 +179,7 @@ func (g *globals) report(name string, err error) int {
 // the next (close ID...), as report would, and returns its exit status.
 func (g *globals) reportItem(name string, err error) int {
 	g.status.clear()
-	fmt.Fprintf(g.stderr, "sessionctl %s: %s%s\n", name, oneLine(err.Error()), keyDetail(err)) // keys.go
+	fmt.Fprintf(g.stderr, "sessionctl %s: %s%s\n", name, g.errorText(err), keyDetail(err)) // keys.go, units.go
 	return exitFor(err)
 }
 
