@@ -102,18 +102,7 @@ func fmtAgo(now, t time.Time) string {
 // 3 h" (humanize.Approx).
 func fmtDur(d time.Duration) string { return humanize.Approx(d) }
 
-func fmtBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+func fmtBytes(n int64) string { return humanize.Bytes(n) }
 
 // fmtCount writes a count with its noun, singular for one: "1 agent
 // alias", "1,500 tokens". n is any integer.

@@ -114,6 +114,18 @@ func TestMoneyWithoutFloatNoise(t *testing.T) {
 	if _, page := get(t, srv, prefix+"/"); !strings.Contains(page, "0.30 USD") {
 		t.Errorf("the overview does not show 0.30 USD")
 	}
+	// One conversation whose cost the store keeps as a float sum.
+	a, b := 0.1, 0.2
+	srv = serveWritten(t, func(ctx context.Context, w store.Store) error {
+		_, err := w.Conversations().Save(ctx, store.Conversation{ID: "c3", TotalCost: a + b})
+		return err
+	})
+	for _, path := range []string{"/conversations?format=json", "/conversations/c3?format=json", "/?format=json"} {
+		_, body := get(t, srv, prefix+path)
+		if strings.Contains(body, "0.30000000000000004") || !strings.Contains(body, `"total_cost": "0.30 USD"`) {
+			t.Errorf("%s: the conversation's cost is not exact:\n%.600s", path, body)
+		}
+	}
 }
 
 // TestTimesOnPages: a page writes each time as a <time> element with the

@@ -10,12 +10,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/agentstore/sessionstore/internal/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -290,12 +290,7 @@ func newTable(w io.Writer) *tabwriter.Writer {
 // jsonTime formats t for JSON output ("" for the zero time): RFC 3339 in
 // UTC with as many fraction digits as needed, the encoding of time.Time
 // values in the store's own types.
-func jsonTime(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339Nano)
-}
+func jsonTime(t time.Time) string { return humanize.Time(t) }
 
 // tableTime formats t for tables: UTC, seconds.
 func tableTime(t time.Time) string {
@@ -366,18 +361,7 @@ func (l *nameList) Set(s string) error {
 }
 
 // humanBytes formats a byte count: "512 B", "1.5 KiB", "12.0 MiB".
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+func humanBytes(n int64) string { return humanize.Bytes(n) }
 
 // fileSize returns the size of path, 0 when it does not exist.
 func fileSize(path string) int64 {
