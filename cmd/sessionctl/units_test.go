@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/agentstore/sessionstore/store"
 )
 
 // TestUnitsInJSONAndTables: durations, money and times read as people
@@ -140,4 +143,26 @@ func TestErrorWording(t *testing.T) {
 		t.Errorf("the error names goose's table: %s", r.stderr)
 	}
 	f.run("doctor").want(t, exitNotStore).oneLineErr(t, "is not a session store database")
+}
+
+// TestToolInputReadsAsItsCharacters: a tool input that json.Marshal
+// wrote (\u003cb\u003e for <b>) reads in messages as the characters it
+// holds.
+func TestToolInputReadsAsItsCharacters(t *testing.T) {
+	e := newTestEnv(t)
+	st := e.openStore()
+	ctx := context.Background()
+	input, _ := json.Marshal(map[string]string{"html": "<b>x</b> & y"})
+	if _, err := st.Conversations().Save(ctx, store.Conversation{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Conversations().AppendMessages(ctx, "c1",
+		store.Message{Role: store.RoleAssistant, Content: []store.ContentBlock{store.ToolUseBlock("call-1", "render", input)}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	r := e.run("messages", "c1").want(t, 0)
+	if !strings.Contains(r.stdout, `{"html":"<b>x</b> & y"}`) || strings.Contains(r.stdout, `\u003c`) {
+		t.Errorf("messages:\n%s", r.stdout)
+	}
 }
