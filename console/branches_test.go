@@ -115,7 +115,7 @@ func TestConversationTree(t *testing.T) {
 	_, body := get(t, srv, prefix+"/conversations/tree-branch")
 	for _, want := range []string{
 		`<ul class="tree" id="tree">`,
-		`<a href="/console/conversations/tree-root">tree-root</a> · live · 1 messages`,
+		`<a href="/console/conversations/tree-root">tree-root</a> · live · 1 message`,
 		`<a href="/console/conversations/tree-root">(superseded run of tree-root)</a> · superseded · forked at #0 · 3 messages (superseded by a rewind)`,
 		`tree-branch</a> · live · forked at #2 · 4 messages · summarises 0–1 at #3 · this conversation`,
 	} {

@@ -190,6 +190,37 @@ func TestBrowser(t *testing.T) {
 		t.Error("the live reservation is not listed")
 	}
 	shot("governed-detail")
+	// Times read in the reader's zone (console.js), with UTC on hover.
+	if !evalBool(`(() => { const t = document.querySelector("time[datetime]"); return !!t && t.dataset.local === "1" && t.title.endsWith("Z") })()`) {
+		t.Error("the page's times are not shown in local time with UTC on hover")
+	}
+	// Cells wrap at word boundaries: on a narrow screen no word of a cell
+	// is cut in two ("note s", "reservations_cl osed"); an audit event's
+	// JSON detail, a text of its own, wraps where it must.
+	for _, p := range []string{"/governed/" + f.Governed, "/audit?agent=agent-7", "/conversations"} {
+		step("narrow "+p, chromedp.EmulateViewport(480, 900), chromedp.Navigate(base+p), chromedp.WaitVisible(chromedp.CSS("table")))
+		broken, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`(() => {
+			const bad = [];
+			document.querySelectorAll("th, td:not(.detail)").forEach(c => {
+				const walk = document.createTreeWalker(c, NodeFilter.SHOW_TEXT);
+				for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+					const w = n.data.trim();
+					if (!/^[\w.,:]{2,24}$/.test(w)) continue; // a word (a hyphen or a slash may break a line)
+					const r = document.createRange();
+					r.selectNodeContents(n);
+					if ([...r.getClientRects()].filter(x => x.width > 0).length > 1) bad.push(w);
+				}
+			});
+			return bad;
+		})()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(broken) > 0 {
+			t.Errorf("%s: words cut in two on a narrow screen: %q", p, broken)
+		}
+	}
+	step("wide again", chromedp.EmulateViewport(1280, 900))
 
 	// The audit page: the verification, the chains, one chain's events.
 	step("audit", chromedp.Navigate(base+"/audit?agent=agent-7"), chromedp.WaitVisible(chromedp.ID("digest")), chromedp.WaitVisible(chromedp.ID("audit-events")))

@@ -38,11 +38,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/agentstore/sessionstore/internal/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -295,12 +297,61 @@ func (c *console) fail(w http.ResponseWriter, r *http.Request, err error) {
 		c.log.Debug("console: request refused", "path", r.URL.Path, "err", err)
 	}
 	data := errorPage{Status: status, Message: msg}
+	var ie *store.InvalidInputError
+	if errors.As(err, &ie) {
+		data.Field, data.Reason = ie.Field, ie.Reason
+		data.Filters, data.RetryURL = c.keptFilters(r, ie.Field)
+	}
 	c.render(w, r, status, "error", msg, "", data)
 }
 
+// errorPage is the page of a failed request. A bad parameter names its
+// field and why, lists the user's filters (each cut to a readable length,
+// the whole length stated) and links to the same page without the bad
+// one, the others kept.
 type errorPage struct {
-	Status  int    `json:"status"`
-	Message string `json:"error"`
+	Status   int          `json:"status"`
+	Message  string       `json:"error"`
+	Field    string       `json:"field,omitempty"`
+	Reason   string       `json:"reason,omitempty"`
+	Filters  []filterEcho `json:"filters,omitempty"`
+	RetryURL string       `json:"retry_url,omitempty"`
+}
+
+// filterEcho is one query parameter of a refused request, as the user
+// gave it (cut to humanize.EchoMax characters).
+type filterEcho struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// keptFilters echoes r's query parameters and builds the URL of the same
+// page without field's (the other filters kept; no paging cursor).
+func (c *console) keptFilters(r *http.Request, field string) ([]filterEcho, string) {
+	q := r.URL.Query()
+	var echo []filterEcho
+	keep := url.Values{}
+	names := make([]string, 0, len(q))
+	for k := range q {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if k == "format" {
+			continue
+		}
+		for _, v := range q[k] {
+			echo = append(echo, filterEcho{Name: humanize.Clip(k, humanize.EchoMax), Value: humanize.Clip(v, humanize.EchoMax)})
+			if k != field && k != "after" && !(field == "query" && k == "q") {
+				keep.Add(k, v)
+			}
+		}
+	}
+	retry := r.URL.EscapedPath()
+	if len(keep) > 0 {
+		retry += "?" + keep.Encode()
+	}
+	return echo, retry
 }
 
 // layout is what every page's template gets.
@@ -338,7 +389,9 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, pag
 		return
 	}
 	t := c.pages[page]
-	lay := layout{Title: title, Nav: nav, Navigation: c.nav, Prefix: c.prefix, JSONURL: jsonURL(r), Backend: c.st.Backend(), ReadOnly: c.storeReadOnly(), Data: data}
+	// A title holds an id, which can be the user's input: cut to a
+	// readable length, the whole length stated (the page shows it whole).
+	lay := layout{Title: humanize.Clip(title, humanize.EchoMax), Nav: nav, Navigation: c.nav, Prefix: c.prefix, JSONURL: jsonURL(r), Backend: c.st.Backend(), ReadOnly: c.storeReadOnly(), Data: data}
 	if lv, ok := data.(interface{ live() bool }); ok && lv.live() && c.refresh > 0 {
 		lay.Refresh = max(1, int64(c.refresh/time.Second))
 		if lu, ok := data.(interface{ liveURL() string }); ok {

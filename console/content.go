@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentstore/sessionstore/internal/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -127,7 +128,7 @@ func newMessageView(convID string, m store.Message) messageView {
 	enc.SetEscapeHTML(false) // the page escapes; the raw JSON reads as stored
 	enc.SetIndent("", "  ")
 	if enc.Encode(m) == nil {
-		v.Raw = strings.TrimSuffix(buf.String(), "\n")
+		v.Raw = strings.TrimSuffix(string(humanize.JSONChars(buf.Bytes())), "\n")
 	}
 	for _, b := range m.Content {
 		bv := blockView{Type: b.Type, Text: b.Text, Name: b.Name, ID: b.ID}

@@ -206,13 +206,13 @@ type overviewPage struct {
 	// OtherTenants, on the operator's console, are the tenants that own
 	// rows besides the default tenant: none of the figures counts them
 	// (see the package documentation).
-	OtherTenants  []string                    `json:"other_tenants,omitempty"`
-	Stats         *stats                      `json:"stats"`
-	TopByCost     []store.ConversationSummary `json:"top_conversations_by_cost"`
-	RecentlyMoved []store.ConversationSummary `json:"recent_conversations"`
-	SpendByDay    []daySpend                  `json:"spend_by_day"`
-	StatusChart   template.HTML               `json:"-"`
-	AgentChart    template.HTML               `json:"-"`
+	OtherTenants  []string      `json:"other_tenants,omitempty"`
+	Stats         *stats        `json:"stats"`
+	TopByCost     convList      `json:"top_conversations_by_cost"`
+	RecentlyMoved convList      `json:"recent_conversations"`
+	SpendByDay    []daySpend    `json:"spend_by_day"`
+	StatusChart   template.HTML `json:"-"`
+	AgentChart    template.HTML `json:"-"`
 	// RecentRefusals and UsesByDay come from the use records (uses with a
 	// request id) when the store keeps them (store.UseRecorder); their
 	// outcomes are named as the audit trail names them.

@@ -36,7 +36,7 @@ func queryTime(r *http.Request, name string) (time.Time, error) {
 			return t, nil
 		}
 	}
-	return time.Time{}, store.Invalid(name, "must be a date (2006-01-02) or an RFC 3339 time")
+	return time.Time{}, store.Invalid(name, "must be a date (YYYY-MM-DD) or an RFC 3339 time")
 }
 
 // ---- governed sessions --------------------------------------------------
@@ -183,10 +183,10 @@ func (c *console) governedDetail(w http.ResponseWriter, r *http.Request) error {
 // ---- conversations -------------------------------------------------------
 
 type conversationListPage struct {
-	Conversations []store.ConversationSummary `json:"conversations"`
-	Next          string                      `json:"next,omitempty"`
-	Parent        string                      `json:"parent,omitempty"`
-	NextURL       string                      `json:"-"`
+	Conversations convList `json:"conversations"`
+	Next          string   `json:"next,omitempty"`
+	Parent        string   `json:"parent,omitempty"`
+	NextURL       string   `json:"-"`
 }
 
 func (c *console) conversationList(w http.ResponseWriter, r *http.Request) error {
@@ -212,7 +212,7 @@ func (c *console) conversationList(w http.ResponseWriter, r *http.Request) error
 }
 
 type conversationPage struct {
-	Conversation  store.ConversationSummary  `json:"conversation"`
+	Conversation  convJSON                   `json:"conversation"`
 	Messages      []store.Message            `json:"messages"`
 	From          int64                      `json:"from"`
 	Limit         int                        `json:"limit"`
@@ -279,7 +279,7 @@ func (c *console) conversationDetail(w http.ResponseWriter, r *http.Request) err
 	}
 	show := c.showContent(r)
 	info.Name = c.cleanText("conversation.name", info.Name, show)
-	p := &conversationPage{Conversation: info, Limit: limit, Total: info.MessageCount, ContentHidden: !show, Messages: make([]store.Message, len(msgs))}
+	p := &conversationPage{Conversation: convJSON{info}, Limit: limit, Total: info.MessageCount, ContentHidden: !show, Messages: make([]store.Message, len(msgs))}
 	for i, m := range msgs {
 		p.Messages[i] = c.cleanMessage(m, show)
 		p.Views = append(p.Views, newMessageView(id, p.Messages[i]))

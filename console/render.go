@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io/fs"
 	"path"
+	"reflect"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -61,6 +62,7 @@ func (c *console) funcs() template.FuncMap {
 		"long":   func(s string) bool { return len(s) > truncateAt },
 		"pretty": prettyJSON,
 		"num":    fmtNum,
+		"count":  fmtCount,
 		"money":  humanize.Money,
 		"text":   func(raw json.RawMessage) string { return string(humanize.AuditDetail(raw)) },
 	}
@@ -100,17 +102,21 @@ func fmtAgo(now, t time.Time) string {
 // 3 h" (humanize.Approx).
 func fmtDur(d time.Duration) string { return humanize.Approx(d) }
 
-func fmtBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
+func fmtBytes(n int64) string { return humanize.Bytes(n) }
+
+// fmtCount writes a count with its noun, singular for one: "1 agent
+// alias", "1,500 tokens". n is any integer.
+func fmtCount(n any, one, many string) string {
+	var v int64
+	switch rv := reflect.ValueOf(n); {
+	case rv.CanInt():
+		v = rv.Int()
+	case rv.CanUint():
+		v = int64(rv.Uint())
+	default:
+		return fmt.Sprint(n) + " " + many
 	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+	return fmtNum(v) + " " + humanize.Plural(v, one, many)
 }
 
 func fmtNum(n int64) string {
@@ -142,7 +148,8 @@ func truncate(s string) string {
 	return s[:cut]
 }
 
-// prettyJSON indents a JSON document; anything else is returned as is.
+// prettyJSON indents a JSON document, its HTML escapes written as the
+// characters they stand for; anything else is returned as is.
 func prettyJSON(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return ""
@@ -151,7 +158,7 @@ func prettyJSON(raw json.RawMessage) string {
 	if json.Indent(&buf, raw, "", "  ") != nil {
 		return string(raw)
 	}
-	return buf.String()
+	return string(humanize.JSONChars(buf.Bytes())) // <b>, not \u003cb\u003e: the page escapes it
 }
 
 // execute runs the template name of t and returns the HTML with every

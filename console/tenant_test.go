@@ -240,7 +240,10 @@ func TestTenantConsoleOverviewAndMetrics(t *testing.T) {
 				ByAgent map[string]int64 `json:"by_agent"`
 			} `json:"runtime"`
 		} `json:"stats"`
-		Top []store.ConversationSummary `json:"top_conversations_by_cost"`
+		Top []struct {
+			ID        string `json:"id"`
+			TotalCost string `json:"total_cost"`
+		} `json:"top_conversations_by_cost"`
 	}
 	read := func(srv *httptest.Server) overview {
 		t.Helper()
@@ -260,7 +263,7 @@ func TestTenantConsoleOverviewAndMetrics(t *testing.T) {
 	if o.Tenant != "acme" || o.Stats.Governed.Total != 1 || o.Stats.Governed.Calls != 1 ||
 		o.Stats.Conversations.Total != 1 || o.Stats.Conversations.TotalTokens != 123 || o.Stats.Conversations.Cost != "0.25 USD" ||
 		o.Stats.Runtime.Total != 1 || len(o.Stats.Runtime.ByAgent) != 1 || o.Stats.Runtime.ByAgent["agent-acme"] != 1 ||
-		len(o.Top) != 1 || o.Top[0].ID != "conv-acme" {
+		len(o.Top) != 1 || o.Top[0].ID != "conv-acme" || o.Top[0].TotalCost != "0.25 USD" {
 		t.Errorf("tenant acme's overview: %+v", o)
 	}
 	_, page := get(t, acme, prefix+"/")

@@ -133,3 +133,32 @@ func (l limitView) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(v)
 }
+
+// convJSON is a conversation's summary as the pages show it; its JSON
+// gives the cost exactly, with its currency ("0.0432 USD") and in
+// micro-units, where store.ConversationSummary's has the float the store
+// keeps (which a sum of settled costs leaves as 0.039000000000000004).
+type convJSON struct{ store.ConversationSummary }
+
+// MarshalJSON writes the summary with its cost exact.
+func (c convJSON) MarshalJSON() ([]byte, error) {
+	type plain store.ConversationSummary
+	micros := humanize.MicrosOf(c.TotalCost)
+	return json.Marshal(struct {
+		plain
+		TotalCost       string `json:"total_cost"`
+		TotalCostMicros int64  `json:"total_cost_micros"`
+	}{plain(c.ConversationSummary), humanize.Money(micros, "USD"), micros})
+}
+
+// convList is a list of conversation summaries whose JSON is convJSON's.
+type convList []store.ConversationSummary
+
+// MarshalJSON writes each summary as convJSON.
+func (l convList) MarshalJSON() ([]byte, error) {
+	out := make([]convJSON, len(l))
+	for i, c := range l {
+		out[i] = convJSON{c}
+	}
+	return json.Marshal(out)
+}

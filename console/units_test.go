@@ -3,6 +3,8 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
@@ -81,27 +83,14 @@ func walkJSON(t *testing.T, path, at string, v any) {
 // micro-unit: 0.1 + 0.2 is 0.30 USD, never 0.30000000000000004; the
 // page shows it with its currency.
 func TestMoneyWithoutFloatNoise(t *testing.T) {
-	ctx := context.Background()
-	clock := storetest.NewClock()
-	loc := sqliteBackend.newLocation(t)
-	w, err := sqliteBackend.open(ctx, loc, clock.Now, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for id, cost := range map[string]float64{"c1": 0.1, "c2": 0.2} {
-		if _, err := w.Conversations().Save(ctx, store.Conversation{ID: id, TotalCost: cost}); err != nil {
-			t.Fatal(err)
+	srv := serveWritten(t, func(ctx context.Context, w store.Store) error {
+		for id, cost := range map[string]float64{"c1": 0.1, "c2": 0.2} {
+			if _, err := w.Conversations().Save(ctx, store.Conversation{ID: id, TotalCost: cost}); err != nil {
+				return err
+			}
 		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqliteBackend.open(ctx, loc, clock.Now, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	srv := newServer(t, st, fixture{Clock: clock}, console.Options{})
+		return nil
+	})
 	_, body := get(t, srv, prefix+"/?format=json")
 	var doc struct {
 		Stats struct {
@@ -124,6 +113,18 @@ func TestMoneyWithoutFloatNoise(t *testing.T) {
 	}
 	if _, page := get(t, srv, prefix+"/"); !strings.Contains(page, "0.30 USD") {
 		t.Errorf("the overview does not show 0.30 USD")
+	}
+	// One conversation whose cost the store keeps as a float sum.
+	a, b := 0.1, 0.2
+	srv = serveWritten(t, func(ctx context.Context, w store.Store) error {
+		_, err := w.Conversations().Save(ctx, store.Conversation{ID: "c3", TotalCost: a + b})
+		return err
+	})
+	for _, path := range []string{"/conversations?format=json", "/conversations/c3?format=json", "/?format=json"} {
+		_, body := get(t, srv, prefix+path)
+		if strings.Contains(body, "0.30000000000000004") || !strings.Contains(body, `"total_cost": "0.30 USD"`) {
+			t.Errorf("%s: the conversation's cost is not exact:\n%.600s", path, body)
+		}
 	}
 }
 
@@ -153,5 +154,133 @@ func TestTimesOnPages(t *testing.T) {
 	}
 	if _, js := get(t, srv, prefix+"/static/console.js"); !strings.Contains(js, "time[datetime]") {
 		t.Errorf("console.js does not render <time> elements in local time")
+	}
+}
+
+// serveWritten serves a console over a fresh SQLite store that write
+// filled, opened read-only as the console wants it.
+func serveWritten(t *testing.T, write func(context.Context, store.Store) error) *httptest.Server {
+	t.Helper()
+	ctx := context.Background()
+	clock := storetest.NewClock()
+	loc := sqliteBackend.newLocation(t)
+	w, err := sqliteBackend.open(ctx, loc, clock.Now, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := write(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqliteBackend.open(ctx, loc, clock.Now, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return newServer(t, st, fixture{Clock: clock}, console.Options{})
+}
+
+// TestRawJSONReadsAsItsCharacters: a tool input that json.Marshal wrote
+// (\u003cb\u003e for <b>) reads on the page as the characters it holds,
+// escaped for HTML by the page as any text is, in the tool call and in
+// the raw JSON.
+func TestRawJSONReadsAsItsCharacters(t *testing.T) {
+	input, _ := json.Marshal(map[string]string{"html": "<b>bold</b> & co"})
+	srv := serveWritten(t, func(ctx context.Context, w store.Store) error {
+		if _, err := w.Conversations().Save(ctx, store.Conversation{ID: "c1"}); err != nil {
+			return err
+		}
+		_, err := w.Conversations().AppendMessages(ctx, "c1",
+			store.Message{Role: store.RoleAssistant, Content: []store.ContentBlock{store.ToolUseBlock("call-1", "render", input)}})
+		return err
+	})
+	for _, path := range []string{"/conversations/c1", "/conversations/c1/messages/0"} {
+		_, body := get(t, srv, prefix+path)
+		if strings.Contains(body, `\u003c`) || strings.Contains(body, `\u0026`) {
+			t.Errorf("%s shows JSON's HTML escapes", path)
+		}
+		if !strings.Contains(body, "&lt;b&gt;bold&lt;/b&gt; &amp; co") {
+			t.Errorf("%s does not show the tool input's characters:\n%s", path, between(body, "<main", "</main>"))
+		}
+		if strings.Contains(body, "<b>bold") {
+			t.Errorf("%s let the tool input's markup through", path)
+		}
+	}
+}
+
+// TestPluralsOnPages: one of a thing is singular ("1 agent alias", "1
+// session"), more are plural.
+func TestPluralsOnPages(t *testing.T) {
+	srv := serveWritten(t, func(ctx context.Context, w store.Store) error {
+		_, err := w.Runtime().Insert(ctx, store.NewRuntimeSession{ID: "rt-1", AgentAlias: "coder", WorkspaceDir: "/w", ChatMode: store.ChatModeChat})
+		return err
+	})
+	_, body := get(t, srv, prefix+"/")
+	if !strings.Contains(body, "1 agent alias<") || strings.Contains(body, "1 agent aliases") {
+		t.Errorf("the overview does not say \"1 agent alias\": %s", between(body, "Runtime sessions", "</div>"))
+	}
+	if !strings.Contains(body, "0 messages") {
+		t.Errorf("the overview does not say \"0 messages\"")
+	}
+	_, body = get(t, srv, prefix+"/runtime")
+	if !strings.Contains(body, "1 session ") || strings.Contains(body, "1 sessions") {
+		t.Errorf("the runtime list does not say \"1 session\": %s", between(body, "<main", "</table>"))
+	}
+}
+
+// TestBadFilterPage: a bad filter answers 400 with a page that names the
+// field and why, echoes what was asked (cut to a readable length, the
+// whole length stated) and links to the same list without the bad filter,
+// the others kept; a 20,000-character id does not fill the heading.
+func TestBadFilterPage(t *testing.T) {
+	st, f, _ := seeded(t, sqliteBackend)
+	srv := newServer(t, st, f, console.Options{})
+	resp, body := get(t, srv, prefix+"/governed?status=active&agent=agent-7&since=yesterday")
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	for _, want := range []string{`<code>since</code>: must be a date`, `<code>agent</code> = <code>agent-7</code>`,
+		`id="error-retry" href="/console/governed?agent=agent-7&amp;status=active"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the error page lacks %q:\n%s", want, between(body, "<main", "</main>"))
+		}
+	}
+	_, raw := get(t, srv, prefix+"/governed?since=yesterday&format=json")
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(raw), &doc); err != nil || doc["field"] != "since" || doc["reason"] == "" {
+		t.Errorf("the error's JSON twin: %s", raw)
+	}
+	long := strings.Repeat("x", 20_000)
+	_, body = get(t, srv, prefix+"/governed?agent="+long+"&since=nope")
+	if echo := between(body, `id="error-filters"`, "</ul>"); strings.Contains(echo, long) || !strings.Contains(echo, "(20000 characters)") {
+		t.Errorf("the error page echoes a 20,000-character filter whole, or without its length")
+	}
+	_, body = get(t, srv, prefix+"/go?id="+long)
+	h1 := between(body, "<h1", "</h1>")
+	if len(h1) > 400 || !strings.Contains(h1, "(20006 characters)") {
+		t.Errorf("the heading of a 20,000-character id: %d bytes: %.200s", len(h1), h1)
+	}
+}
+
+// TestDateFilters: the date filters are date inputs (the browser's date
+// picker), not text with Go's layout "2006-01-02" as a placeholder, and
+// a date they send filters the list.
+func TestDateFilters(t *testing.T) {
+	st, f, _ := seeded(t, sqliteBackend)
+	srv := newServer(t, st, f, console.Options{})
+	_, body := get(t, srv, prefix+"/governed")
+	for _, name := range []string{"since", "until"} {
+		if !strings.Contains(body, `<input type="date" name="`+name+`"`) {
+			t.Errorf("the %s filter is not a date input", name)
+		}
+	}
+	if strings.Contains(body, "2006-01-02") {
+		t.Error("the page shows Go's time layout")
+	}
+	day := f.Clock.Now().UTC().Format("2006-01-02")
+	if resp, body := get(t, srv, prefix+"/governed?since="+day); resp.StatusCode != http.StatusOK || !strings.Contains(body, `value="`+day+`"`) {
+		t.Errorf("a date from the picker: %d, value kept: %v", resp.StatusCode, strings.Contains(body, `value="`+day+`"`))
 	}
 }

@@ -332,5 +332,5 @@ func statsAuditRows(doc *statsJSON) [][2]string {
 	if doc.Audit == nil {
 		return nil
 	}
-	return [][2]string{{"audit chains", fmt.Sprintf("%d, %d events appended", doc.Audit.Chains, doc.Audit.Events)}}
+	return [][2]string{{"audit chains", fmt.Sprintf("%d, %d %s appended", doc.Audit.Chains, doc.Audit.Events, plural(int(doc.Audit.Events), "event", "events"))}}
 }

@@ -11,12 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/agentstore/sessionstore/internal/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -264,7 +264,7 @@ func (g *globals) report(name string, err error) int {
 	if errors.As(err, &ue) {
 		// The help is the command's (hold, not "hold release").
 		cmd, _, _ := strings.Cut(ue.name, " ")
-		fmt.Fprintf(g.stderr, "sessionctl %s: %s (see sessionctl %s --help)\n", ue.name, ue.msg, cmd)
+		fmt.Fprintf(g.stderr, "sessionctl %s: %s (see sessionctl %s --help)\n", ue.name, clipEchoes(ue.msg), cmd)
 		return exitUsage
 	}
 	var ce *cmdError
@@ -278,7 +278,7 @@ func (g *globals) report(name string, err error) int {
 // the next (close ID...), as report would, and returns its exit status.
 func (g *globals) reportItem(name string, err error) int {
 	g.status.clear()
-	fmt.Fprintf(g.stderr, "sessionctl %s: %s%s\n", name, oneLine(err.Error()), g.keyDetail(err)) // keys.go
+	fmt.Fprintf(g.stderr, "sessionctl %s: %s%s\n", name, g.errorText(err), g.keyDetail(err)) // keys.go, units.go
 	return exitFor(err)
 }
 
@@ -389,12 +389,7 @@ func newTable(w io.Writer) *tabwriter.Writer {
 // jsonTime formats t for JSON output ("" for the zero time): RFC 3339 in
 // UTC with as many fraction digits as needed, the encoding of time.Time
 // values in the store's own types.
-func jsonTime(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339Nano)
-}
+func jsonTime(t time.Time) string { return humanize.Time(t) }
 
 // tableTime formats t for tables: UTC, seconds.
 func tableTime(t time.Time) string {
@@ -465,18 +460,7 @@ func (l *nameList) Set(s string) error {
 }
 
 // humanBytes formats a byte count: "512 B", "1.5 KiB", "12.0 MiB".
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+func humanBytes(n int64) string { return humanize.Bytes(n) }
 
 // fileSize returns the size of path, 0 when it does not exist.
 func fileSize(path string) int64 {

@@ -121,6 +121,8 @@ func messageText(m store.Message) string {
 	return strings.Join(parts, " ")
 }
 
+// compactJSON is a JSON document on one line, its HTML escapes read as
+// the characters they stand for (<b>, not \u003cb\u003e).
 func compactJSON(raw []byte) string {
-	return strings.Join(strings.Fields(string(raw)), " ")
+	return strings.Join(strings.Fields(string(humanize.JSONChars(raw))), " ")
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/agentstore/sessionstore/check"
 	"github.com/agentstore/sessionstore/pgstore"
@@ -89,6 +90,14 @@ func runDoctor(ctx context.Context, g *globals, args []string) error {
 		}
 	}
 	if !doc.Healthy {
+		// A file that is not a session store exits as every other
+		// command does on it (14), not as a damaged store (1).
+		for _, c := range rep.Results {
+			if c.Name == "schema" && c.Status == check.Fail && strings.HasPrefix(c.Detail, "not a session store") {
+				fmt.Fprintf(g.stderr, "sessionctl doctor: %s is not a session store database\n", doc.Path)
+				return exitStatus(exitNotStore)
+			}
+		}
 		fmt.Fprintf(g.stderr, "sessionctl doctor: %s is unhealthy\n", doc.Path)
 		return exitStatus(exitError)
 	}

@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -77,6 +78,14 @@ type retentionJSON struct {
 func runRetention(ctx context.Context, g *globals, args []string) error {
 	sp := retentionSpec
 	sub, args := sp.action(args)
+	if sub == "set" {
+		// "-5h" is a value, not a flag: say what is wrong with it.
+		for _, a := range args {
+			if len(a) > 1 && a[0] == '-' && (a[1] >= '0' && a[1] <= '9' || a[1] == '.') {
+				return g.usageErr(sp.name+" set", "%s: a negative value is refused (give a duration such as 720h, a count or a size)", esc(a))
+			}
+		}
+	}
 	fs := g.newFlags(sp)
 	readsCount := fs.Bool("reads-count", false, "set: reads recorded by the application extend a session's life")
 	last := fs.Int("sweeps", 5, "show: the last `N` sweeps")
@@ -150,13 +159,13 @@ func parsePolicy(pos []string, readsCount bool) (store.Policy, error) {
 	p := store.Policy{Kind: store.PolicyKind(pos[0]), ReadsCount: readsCount}
 	k, ok := store.KindInfo(p.Kind)
 	if !ok {
-		return p, fmt.Errorf("unknown policy kind %q (see sessionctl retention --help)", esc(pos[0]))
+		return p, fmt.Errorf("unknown policy kind %q", esc(pos[0]))
 	}
 	if (k.Param == store.ParamNone) != (len(pos) == 1) {
 		if k.Param == store.ParamNone {
 			return p, fmt.Errorf("%s takes no value", k.Kind)
 		}
-		return p, fmt.Errorf("%s takes a value (%s)", k.Kind, k.Param)
+		return p, fmt.Errorf("%s takes a value: %s", k.Kind, paramWords[k.Param])
 	}
 	var err error
 	switch k.Param {
@@ -168,9 +177,35 @@ func parsePolicy(pos []string, readsCount bool) (store.Policy, error) {
 		p.MaxBytes, err = parseSize(pos[1])
 	}
 	if err != nil {
-		return p, fmt.Errorf("%s: %q is not a valid %s", k.Kind, esc(pos[1]), k.Param)
+		return p, fmt.Errorf("%s: %q is not %s", k.Kind, esc(pos[1]), paramWords[k.Param])
 	}
-	return p, p.Validate()
+	return p, policyErr(p.Validate(), pos)
+}
+
+// paramWords say what value a policy kind takes, as the user types it.
+var paramWords = map[store.Parameter]string{
+	store.ParamMaxAge:   "a duration such as 720h",
+	store.ParamKeepLast: "a number of messages such as 100",
+	store.ParamMaxBytes: "a size such as 2GiB",
+}
+
+// policyErr words the store's refusal of a policy in the terms the user
+// typed: the value they gave, or --reads-count, not the store's field
+// names (max_age, keep_last, max_bytes, reads_count).
+func policyErr(err error, pos []string) error {
+	var ie *store.InvalidInputError
+	if !errors.As(err, &ie) {
+		return err
+	}
+	switch ie.Field {
+	case "reads_count":
+		return fmt.Errorf("--reads-count: %s", ie.Reason)
+	case "max_age", "keep_last", "max_bytes":
+		if len(pos) > 1 {
+			return fmt.Errorf("%s %s: %s", pos[0], esc(pos[1]), ie.Reason)
+		}
+	}
+	return err
 }
 
 // sizeUnits are the suffixes parseSize accepts, longest first.

@@ -79,6 +79,9 @@ func (f amountFlags) amount() (store.SpendAmount, string, error) {
 	a := store.SpendAmount{InputTokens: *f.input, OutputTokens: *f.output}
 	var cur string
 	if *f.cost != "" {
+		if strings.HasPrefix(*f.cost, "-") {
+			return a, "", fmt.Errorf("%s: must not be negative", esc(*f.cost))
+		}
 		var err error
 		if a.CostMicros, cur, err = store.ParseMoney(*f.cost); err != nil {
 			return a, "", reason(err)

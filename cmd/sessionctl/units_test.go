@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
+	"database/sql"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/agentstore/sessionstore/store"
 )
 
 // TestUnitsInJSONAndTables: durations, money and times read as people
@@ -84,5 +88,81 @@ func TestUnitsInJSONAndTables(t *testing.T) {
 	}
 	if strings.Contains(out, "1000000") || strings.Contains(out, "1970-01-01") {
 		t.Errorf("audit --json shows micro-units or the epoch:\n%s", out)
+	}
+}
+
+// TestErrorWording: an error line names what the user typed (the value,
+// the flag), not the store's parameters; a negative value is refused as
+// such, not taken for a flag; a file that is not a session store says so
+// and exits 14 whatever the command, doctor included; a long argument is
+// echoed cut to a readable length with its whole length stated.
+func TestErrorWording(t *testing.T) {
+	e := newTestEnv(t)
+	e.run("create", "--id", "s1", "--agent", "a", "--tool", "x", "--budget", "5").want(t, 0)
+	e.run("retention", "set", "conversations_idle", "-5h").want(t, exitUsage).oneLineErr(t, "-5h: a negative value is refused")
+	e.run("reserve", "s1", "--cost", "-1USD").want(t, exitUsage).oneLineErr(t, "--cost: -1USD: must not be negative")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"retention", "set", "messages_keep_last"}, "messages_keep_last takes a value: a number of messages"},
+		{[]string{"retention", "set", "messages_keep_last", "x"}, `"x" is not a number of messages`},
+		{[]string{"retention", "set", "size_budget", "0"}, "size_budget 0: must be positive"},
+		{[]string{"retention", "set", "governed_ended", "1h", "--reads-count"}, "--reads-count: not taken by this kind"},
+	} {
+		r := e.run(c.args...).want(t, exitUsage).oneLineErr(t, c.want)
+		for _, internal := range []string{"keep_last", "max_bytes", "reads_count", "max_age"} {
+			if strings.Contains(strings.ReplaceAll(r.stderr, "messages_keep_last", ""), internal) {
+				t.Errorf("%v: the message names the store's parameter %s: %s", c.args, internal, r.stderr)
+			}
+		}
+	}
+
+	long := strings.Repeat("x", 100_000)
+	for _, args := range [][]string{{"import", long}, {"create", "--id", "i", "--agent", long, "--tool", "x", "--budget", "1"}, {"retention", "set", long, "1h"}} {
+		r := e.run(args...)
+		if r.code == 0 || strings.Contains(r.stderr, long[:1000]) || len(r.stderr) > 1000 {
+			t.Errorf("%s ...: exit %d, an error line of %d bytes: %.300s", args[0], r.code, len(r.stderr), r.stderr)
+		}
+		if strings.Contains(r.stderr, strings.Repeat("x", 20)) && !strings.Contains(r.stderr, "(100000 characters)") {
+			t.Errorf("%s ...: the echo does not state the whole length: %.300s", args[0], r.stderr)
+		}
+	}
+
+	f := newTestEnv(t)
+	db, err := sql.Open("sqlite", f.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE users (id INTEGER PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	f.run("list").want(t, exitNotStore).oneLineErr(t, "is not a session store database (check --db)")
+	if r := f.run("list"); strings.Contains(r.stderr, "goose") {
+		t.Errorf("the error names goose's table: %s", r.stderr)
+	}
+	f.run("doctor").want(t, exitNotStore).oneLineErr(t, "is not a session store database")
+}
+
+// TestToolInputReadsAsItsCharacters: a tool input that json.Marshal
+// wrote (\u003cb\u003e for <b>) reads in messages as the characters it
+// holds.
+func TestToolInputReadsAsItsCharacters(t *testing.T) {
+	e := newTestEnv(t)
+	st := e.openStore()
+	ctx := context.Background()
+	input, _ := json.Marshal(map[string]string{"html": "<b>x</b> & y"})
+	if _, err := st.Conversations().Save(ctx, store.Conversation{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Conversations().AppendMessages(ctx, "c1",
+		store.Message{Role: store.RoleAssistant, Content: []store.ContentBlock{store.ToolUseBlock("call-1", "render", input)}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	r := e.run("messages", "c1").want(t, 0)
+	if !strings.Contains(r.stdout, `{"html":"<b>x</b> & y"}`) || strings.Contains(r.stdout, `\u003c`) {
+		t.Errorf("messages:\n%s", r.stdout)
 	}
 }

@@ -89,3 +89,26 @@ func Quote(s string) string {
 	}
 	return s
 }
+
+// EchoMax is how many characters of a user's input an echo shows (in an
+// error line, a page's heading): enough to recognise it, short enough to
+// read.
+const EchoMax = 80
+
+// Clip cuts s to at most max characters for an echo, on a character
+// boundary, and says how long the whole was: "abc… (20000 characters)".
+// A string of at most max characters is returned as it is.
+func Clip(s string, max int) string {
+	n := utf8.RuneCountInString(s)
+	if n <= max {
+		return s
+	}
+	cut, i := 0, 0
+	for cut = range s {
+		if i == max {
+			break
+		}
+		i++
+	}
+	return s[:cut] + "… (" + strconv.Itoa(n) + " characters)"
+}

@@ -2,6 +2,7 @@ package humanize
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -107,5 +108,21 @@ func TestMicrosOf(t *testing.T) {
 	}
 	if got := MicrosOf(-0.25); got != -250_000 {
 		t.Errorf("MicrosOf(-0.25) = %d", got)
+	}
+}
+
+// TestClip: an echo of a long input is cut on a character boundary and
+// states the whole length; a short one is left as it is.
+func TestClip(t *testing.T) {
+	if got := Clip("short", 80); got != "short" {
+		t.Errorf("Clip(short) = %q", got)
+	}
+	long := strings.Repeat("é", 20_000)
+	got := Clip(long, 10)
+	if got != strings.Repeat("é", 10)+"… (20000 characters)" {
+		t.Errorf("Clip(20000 é, 10) = %q", got)
+	}
+	if got := Clip("abcdef", 6); got != "abcdef" {
+		t.Errorf("Clip at the length = %q", got)
 	}
 }
