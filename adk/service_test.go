@@ -10,6 +10,7 @@ import (
 	"google.golang.org/adk/v2/session/sessiontestsuite"
 
 	"github.com/agentstore/sessionstore/adk"
+	"github.com/agentstore/sessionstore/internal/pgtest"
 	"github.com/agentstore/sessionstore/internal/sqltest"
 )
 
@@ -17,6 +18,7 @@ func TestMain(m *testing.M) {
 	runHelperProcess()
 	code := m.Run()
 	sqltest.Cleanup()
+	pgtest.DropTemplate()
 	os.Exit(code)
 }
 

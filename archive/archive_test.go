@@ -36,7 +36,7 @@ var (
 		return st
 	}}
 	postgresBackend = backend{"postgres", func(t testing.TB) archive.Store {
-		st, err := pgstore.Open(t.Context(), pgtest.NewSchema(t))
+		st, err := pgstore.Open(t.Context(), pgtest.NewStore(t))
 		if err != nil {
 			t.Fatal(err)
 		}

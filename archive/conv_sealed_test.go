@@ -44,7 +44,7 @@ func TestSealedConversationSessionData(t *testing.T) {
 		if kind == "sqlite" {
 			st, err = sqlstore.Open(t.Context(), sqltest.FreshPath(t, "s.db"), sqlstore.WithKeyRing(ring))
 		} else {
-			st, err = pgstore.Open(t.Context(), pgtest.NewSchema(t), pgstore.WithKeyRing(ring))
+			st, err = pgstore.Open(t.Context(), pgtest.NewStore(t), pgstore.WithKeyRing(ring))
 		}
 		must(t, err)
 		t.Cleanup(func() { st.Close() })

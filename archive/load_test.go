@@ -44,6 +44,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	sqltest.Cleanup()
+	pgtest.DropTemplate()
 	os.Exit(code)
 }
 
@@ -125,7 +126,7 @@ func TestExportUnderLoad(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		exportUnderLoad(t, filepath.Join(t.TempDir(), "live.db"), sqliteBackend)
 	})
-	t.Run("postgres", func(t *testing.T) { exportUnderLoad(t, pgtest.NewSchema(t), postgresBackend) })
+	t.Run("postgres", func(t *testing.T) { exportUnderLoad(t, pgtest.NewStore(t), postgresBackend) })
 }
 
 func exportUnderLoad(t *testing.T, loc string, dst backend) {

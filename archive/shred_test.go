@@ -213,9 +213,9 @@ func TestDryRunChecksTheStore(t *testing.T) {
 				case kind == "sqlite":
 					st, err = sqlstore.Open(ctx, sqltest.FreshPath(t, "s.db"))
 				case ring != nil:
-					st, err = pgstore.Open(ctx, pgtest.NewSchema(t), pgstore.WithKeyRing(ring))
+					st, err = pgstore.Open(ctx, pgtest.NewStore(t), pgstore.WithKeyRing(ring))
 				default:
-					st, err = pgstore.Open(ctx, pgtest.NewSchema(t))
+					st, err = pgstore.Open(ctx, pgtest.NewStore(t))
 				}
 				must(t, err)
 				t.Cleanup(func() { st.Close() })

@@ -71,5 +71,7 @@ func seeded(t *testing.T, b backend) (store.Store, fixture, string) {
 	return ro, f, loc
 }
 
-// newSchema is a private PostgreSQL schema for t (internal/pgtest).
-func newSchema(t testing.TB) string { return pgtest.NewSchema(t) }
+// newSchema is a private PostgreSQL database for t holding a migrated,
+// empty store: a clone of a template database (internal/pgtest), as the
+// SQLite locations are copies of a migrated template file.
+func newSchema(t testing.TB) string { return pgtest.NewStore(t) }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentstore/sessionstore/internal/pgtest"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/store/storetest"
 )
@@ -23,6 +24,9 @@ type testEnv struct {
 	db    string
 	clock *storetest.Clock
 	pg    bool // db is a PostgreSQL URL (newPGEnv)
+	// pgSeed, on PostgreSQL, puts a migrated store into the env's empty
+	// schema (template_test.go).
+	pgSeed *pgtest.Seedable
 }
 
 func newTestEnv(t *testing.T) *testEnv {
@@ -63,7 +67,7 @@ func (e *testEnv) runWith(setup func(g *globals), stdin string, args ...string) 
 	seeded := len(args) > 0 && args[0] == "create" && e.seedFromTemplate()
 	code := g.run(context.Background(), full)
 	if seeded {
-		e.unseedIfUnopened()
+		e.unseedIfUnopened(code)
 	}
 	return result{args: args, code: code, stdout: out.String(), stderr: errb.String()}
 }

@@ -28,13 +28,13 @@ func TestPGMissingStore(t *testing.T) {
 		{"close-agent", "a"}, {"cleanup"}, {"migrate"}, {"migrate", "status"}, {"export"},
 		{"messages", "x"}, {"uploads", "x"}, {"gc", "--keep-last", "1"},
 	} {
-		r := e.run(args...).want(t, exitError).oneLineErr(t, "has no session store in schema sessionctl_")
+		r := e.run(args...).want(t, exitError).oneLineErr(t, "has no session store in schema sessionctl (")
 		if strings.Contains(r.stderr, "s3cret-pw") || !strings.Contains(r.stderr, "xxxxx") {
 			t.Errorf("%v: the password is not redacted: %q", args, r.stderr)
 		}
 	}
 	r := e.run("doctor").want(t, exitError)
-	if !strings.Contains(r.stdout, "schema       fail    not a session store: no goose_db_version table in schema sessionctl_") ||
+	if !strings.Contains(r.stdout, "schema       fail    not a session store: no goose_db_version table in schema sessionctl (") ||
 		strings.Contains(r.stdout+r.stderr, "s3cret-pw") {
 		t.Errorf("doctor on an empty schema:\n%s%s", r.stdout, r.stderr)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentstore/sessionstore/internal/pgtest"
 	"github.com/agentstore/sessionstore/store/storetest"
 )
 
@@ -45,11 +46,16 @@ var pgAdmin struct {
 	err  error
 }
 
-// newPGEnv is newTestEnv on PostgreSQL: a fresh schema (dropped when t
-// ends) and --db the server URL with that schema as its search_path.
+// newPGEnv is newTestEnv on PostgreSQL: a fresh, empty schema (named
+// sessionctl) in a database of its own (dropped when t ends) and --db its
+// URL with that schema as its search_path. seedFromTemplate swaps in a
+// clone of a migrated template (internal/pgtest) when the test's first
+// step would create a store there.
 func newPGEnv(t *testing.T) *testEnv {
 	t.Helper()
-	return &testEnv{t: t, dir: t.TempDir(), db: pgSchemaURL(t), clock: storetest.NewClock(), pg: true}
+	postgresURL(t)
+	seed := pgtest.NewSeedable(t, "sessionctl")
+	return &testEnv{t: t, dir: t.TempDir(), db: seed.URL, clock: storetest.NewClock(), pg: true, pgSeed: seed}
 }
 
 // pgSchemaURL creates a fresh schema on the test server (dropped when tb

@@ -37,10 +37,107 @@ var tmpl struct {
 	once   sync.Once
 	pool   *pgxpool.Pool // the admin pool on the server's test database
 	drops  *pgxpool.Pool // a pool of its own for dropping clones
-	name   string        // the template database
-	prefix string        // the names of this process's clones
+	create string        // CREATE DATABASE %s like the test database
+	prefix string        // the names of this process's databases
 	err    error
 	wg     sync.WaitGroup // drops under way
+
+	mu        sync.Mutex
+	templates map[string]*template // by schema name and "+" for migrated
+}
+
+// A template is one template database, built at its first use.
+type template struct {
+	once sync.Once
+	name string
+	err  error
+}
+
+// setup connects to the server once per process.
+func setup(t testing.TB) {
+	t.Helper()
+	u := ServerURL(t)
+	tmpl.once.Do(func() { tmpl.err = connect(context.Background(), u) })
+	if tmpl.err != nil {
+		t.Fatalf("template database: %v", tmpl.err)
+	}
+}
+
+// connect makes the admin pools and reads the test database's encoding
+// and collation.
+func connect(ctx context.Context, u string) error {
+	pool, err := pgxpool.New(ctx, u)
+	if err != nil {
+		return err
+	}
+	create, err := createLike(ctx, pool)
+	if err != nil {
+		pool.Close()
+		return err
+	}
+	dc, err := pgxpool.ParseConfig(u)
+	if err != nil {
+		pool.Close()
+		return err
+	}
+	dc.MaxConns = 2
+	drops, err := pgxpool.NewWithConfig(ctx, dc)
+	if err != nil {
+		pool.Close()
+		return err
+	}
+	tmpl.pool, tmpl.drops, tmpl.create = pool, drops, create
+	tmpl.prefix = randomName("t")[:9] + "_"
+	tmpl.templates = map[string]*template{}
+	return nil
+}
+
+// templateFor returns the name of the template database holding schema
+// (empty, or with a migrated store when migrated), building it at its
+// first use. A store's schema name is part of it (a function or two keep
+// the search_path they were migrated with), so a migrated template serves
+// only clones that use the same schema name.
+func templateFor(t testing.TB, schema string, migrated bool) string {
+	t.Helper()
+	setup(t)
+	key := schema
+	if migrated {
+		key += "+"
+	}
+	tmpl.mu.Lock()
+	tp := tmpl.templates[key]
+	if tp == nil {
+		tp = &template{}
+		tmpl.templates[key] = tp
+	}
+	tmpl.mu.Unlock()
+	tp.once.Do(func() { tp.name, tp.err = buildTemplate(context.Background(), ServerURL(t), schema, migrated) })
+	if tp.err != nil {
+		t.Fatalf("template database: %v", tp.err)
+	}
+	return tp.name
+}
+
+// clone makes database db from template src. The clones of one template
+// may be made concurrently: CREATE DATABASE only refuses a template that
+// has sessions of its own, and nothing connects to a template once it is
+// built.
+func clone(db, src string) error {
+	_, err := tmpl.pool.Exec(context.Background(), "CREATE DATABASE "+db+" TEMPLATE "+src)
+	return err
+}
+
+// dropLater drops database db in the background. DROP DATABASE waits until
+// every backend of the server has released its files (PostgreSQL 15's
+// barrier), which a test's blocked backend can hold up for a while: the
+// drop goes on on connections of its own, so that neither the test nor
+// the next clone waits for it, and DropTemplate drops what is left.
+func dropLater(db string) {
+	tmpl.wg.Add(1)
+	go func() {
+		defer tmpl.wg.Done()
+		tmpl.drops.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
+	}()
 }
 
 // NewStore returns the URL of a fresh database holding an empty, migrated
@@ -50,42 +147,23 @@ var tmpl struct {
 // and DropTemplate drops any clone still left.
 func NewStore(t testing.TB) string {
 	t.Helper()
-	u := ServerURL(t)
-	ctx := context.Background()
-	tmpl.once.Do(func() { tmpl.err = buildTemplate(ctx, u) })
-	if tmpl.err != nil {
-		t.Fatalf("template database: %v", tmpl.err)
-	}
+	src := templateFor(t, TemplateSchema, true)
 	db := randomName(tmpl.prefix)
-	// The clones of one template may be made concurrently: CREATE DATABASE
-	// only refuses a template that has sessions of its own, and nothing
-	// connects to the template once it is built.
-	if _, err := tmpl.pool.Exec(ctx, "CREATE DATABASE "+db+" TEMPLATE "+tmpl.name); err != nil {
+	if err := clone(db, src); err != nil {
 		t.Fatalf("clone the template database: %v", err)
 	}
-	t.Cleanup(func() {
-		// DROP DATABASE waits until every backend of the server has
-		// released its files (PostgreSQL 15's barrier), which a test's
-		// blocked backend can hold up for a while: the drop goes on in
-		// the background, on connections of its own, so that neither this
-		// test nor the next clone waits for it.
-		tmpl.wg.Add(1)
-		go func() {
-			defer tmpl.wg.Done()
-			tmpl.drops.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
-		}()
-	})
-	out, err := withDatabase(u, db, TemplateSchema)
+	t.Cleanup(func() { dropLater(db) })
+	out, err := withDatabase(ServerURL(t), db, TemplateSchema)
 	if err != nil {
 		t.Fatalf("parse %s: %v", EnvURL, err)
 	}
 	return out
 }
 
-// DropTemplate waits for the background drops of the clones, drops every
-// clone left and the process's template database, if it built one
-// (TestMain calls it when the tests are done; on the throwaway server of
-// scripts/with-postgres.sh they would go with the server anyway).
+// DropTemplate waits for the background drops, then drops every database
+// of this process left (clones and templates), if it made any. TestMain
+// calls it when the tests are done; on the throwaway server of
+// scripts/with-postgres.sh they would go with the server anyway.
 func DropTemplate() {
 	if tmpl.pool == nil {
 		return
@@ -99,33 +177,21 @@ func DropTemplate() {
 			tmpl.pool.Exec(ctx, "DROP DATABASE IF EXISTS "+n+" WITH (FORCE)")
 		}
 	}
-	tmpl.pool.Exec(ctx, "DROP DATABASE IF EXISTS "+tmpl.name+" WITH (FORCE)")
 	tmpl.drops.Close()
 	tmpl.pool.Close()
 }
 
-// buildTemplate creates the template database beside the server's test
-// database, with its encoding and collation, and migrates a store into it
-// through pgstore.Open, and sets tmpl's pools and names.
-func buildTemplate(ctx context.Context, u string) error {
-	pool, err := pgxpool.New(ctx, u)
-	if err != nil {
-		return err
+// buildTemplate creates a template database beside the server's test
+// database, with its encoding and collation, holding schema: empty, or
+// with a store migrated into it by pgstore.Open when migrated.
+func buildTemplate(ctx context.Context, u, schema string, migrated bool) (string, error) {
+	name := randomName(tmpl.prefix + "tmpl_")
+	if _, err := tmpl.pool.Exec(ctx, fmt.Sprintf(tmpl.create, name)); err != nil {
+		return "", fmt.Errorf("create the template database: %w", err)
 	}
-	create, err := createLike(ctx, pool)
-	if err != nil {
-		pool.Close()
-		return err
-	}
-	name := randomName("tmpl_")
-	if _, err := pool.Exec(ctx, fmt.Sprintf(create, name)); err != nil {
-		pool.Close()
-		return fmt.Errorf("create the template database: %w", err)
-	}
-	fail := func(err error) error {
-		pool.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-		pool.Close()
-		return err
+	fail := func(err error) (string, error) {
+		tmpl.pool.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		return "", err
 	}
 	tu, err := withDatabase(u, name, "")
 	if err != nil {
@@ -135,12 +201,15 @@ func buildTemplate(ctx context.Context, u string) error {
 	if err != nil {
 		return fail(err)
 	}
-	_, err = conn.Exec(ctx, "CREATE SCHEMA "+TemplateSchema)
+	_, err = conn.Exec(ctx, "CREATE SCHEMA "+schema)
 	conn.Close(ctx)
 	if err != nil {
 		return fail(err)
 	}
-	su, err := withDatabase(u, name, TemplateSchema)
+	if !migrated {
+		return name, nil
+	}
+	su, err := withDatabase(u, name, schema)
 	if err != nil {
 		return fail(err)
 	}
@@ -151,18 +220,7 @@ func buildTemplate(ctx context.Context, u string) error {
 	if err := st.Close(); err != nil {
 		return fail(err)
 	}
-	dc, err := pgxpool.ParseConfig(u)
-	if err != nil {
-		return fail(err)
-	}
-	dc.MaxConns = 2
-	drops, err := pgxpool.NewWithConfig(ctx, dc)
-	if err != nil {
-		return fail(err)
-	}
-	tmpl.pool, tmpl.drops, tmpl.name = pool, drops, name
-	tmpl.prefix = "st_" + strings.TrimPrefix(name, "tmpl_")[:8] + "_"
-	return nil
+	return name, nil
 }
 
 // createLike returns a CREATE DATABASE statement (with %s for the name)
@@ -233,4 +291,89 @@ func randomName(prefix string) string {
 	var b [8]byte
 	rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
+}
+
+// Seedable is a fresh database whose search_path names an empty schema:
+// what a test of a command on an empty schema needs. When the test's first
+// step would build a store in that schema anyway (a create command, a
+// fixture written through the library), Seed swaps in a database cloned
+// from a template with a migrated store in a schema of the same name, in a
+// few tens of milliseconds, under the same database name.
+type Seedable struct {
+	// URL is the connection string: the database, with the empty schema
+	// as its search_path.
+	URL    string
+	db     string
+	schema string
+}
+
+// NewSeedable returns a fresh database (dropped when t ends) with an empty
+// schema called schema. Every Seedable of a process with one schema name
+// shares its templates.
+func NewSeedable(t testing.TB, schema string) *Seedable {
+	t.Helper()
+	src := templateFor(t, schema, false)
+	s := &Seedable{db: randomName(tmpl.prefix), schema: schema}
+	if err := clone(s.db, src); err != nil {
+		t.Fatalf("clone the template database: %v", err)
+	}
+	t.Cleanup(func() {
+		for _, db := range []string{s.db, s.db + "_e", s.db + "_m"} {
+			dropLater(db)
+		}
+	})
+	u, err := withDatabase(ServerURL(t), s.db, schema)
+	if err != nil {
+		t.Fatalf("parse %s: %v", EnvURL, err)
+	}
+	s.URL = u
+	return s
+}
+
+// Seed swaps a clone of the migrated template in for the database when its
+// schema still holds no relation, and reports whether it did. The empty
+// database stays aside (for Unseed) until the test ends.
+func (s *Seedable) Seed(t testing.TB) bool {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, s.URL)
+	if err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	var n int64
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_catalog.pg_class c
+		JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1`, s.schema).Scan(&n)
+	conn.Close(ctx)
+	if err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	if n != 0 {
+		return false
+	}
+	src := templateFor(t, s.schema, true)
+	if err := clone(s.db+"_m", src); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	s.swap(t, s.db+"_e", s.db+"_m")
+	return true
+}
+
+// Unseed undoes Seed: the empty database is back under the name.
+func (s *Seedable) Unseed(t testing.TB) {
+	t.Helper()
+	s.swap(t, s.db+"_m", s.db+"_e")
+}
+
+// swap renames the database to aside and in to the database's name.
+// ALTER DATABASE ... RENAME waits (up to 5 s) for the sessions of a
+// closed connection to end.
+func (s *Seedable) swap(t testing.TB, aside, in string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := tmpl.pool.Exec(ctx, "ALTER DATABASE "+s.db+" RENAME TO "+aside); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	if _, err := tmpl.pool.Exec(ctx, "ALTER DATABASE "+in+" RENAME TO "+s.db); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
 }
