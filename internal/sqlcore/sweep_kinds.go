@@ -236,15 +236,25 @@ const (
 		AND seq < (SELECT coalesce(max(seq) + 1, 0) FROM conversation_messages WHERE session_id = ?1) - ?2`
 )
 
+// idleMinute is the unit of agent_sessions.updated_min (migration 30):
+// updated_at_ms / idleMinute, truncated as SQL's integer division is.
+const idleMinute = 60_000
+
 var agentSessionsIdle = &sweepKind{
 	kind: store.PolicyAgentSessionsIdle,
 	sources: []source{{
 		name: "agent sessions idle",
+		// It walks agent_sessions_idle, (updated_min, pk), where
+		// updated_min is updated_at_ms in whole minutes (migration 30: an
+		// append within its session's minute writes no index entry), and
+		// checks updated_at_ms itself: due is exact, the order within a
+		// minute is by row. A unit's at is its updated_at_ms, so its
+		// minute is at / idleMinute.
 		nextSQL: `SELECT pk, updated_at_ms, event_count FROM agent_sessions AS a
-			WHERE updated_at_ms <= ?1 AND (updated_at_ms, pk) > (?2, ?3) AND last_access_ms <= ?5 AND retired = 0` + notHeldAgent + `
-			ORDER BY updated_at_ms, pk LIMIT ?4`,
+			WHERE updated_min <= ?6 AND (updated_min, pk) > (?2, ?3) AND updated_at_ms <= ?1 AND last_access_ms <= ?5 AND retired = 0` + notHeldAgent + `
+			ORDER BY updated_min, pk LIMIT ?4`,
 		args: func(d due, c unit, limit int) []any {
-			return []any{d.cutoff, c.at, c.pk, int64(limit), d.readsCap}
+			return []any{d.cutoff, c.at / idleMinute, c.pk, int64(limit), d.readsCap, d.cutoff / idleMinute}
 		},
 		scan: func(r Rows) (unit, error) {
 			var u unit

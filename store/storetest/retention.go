@@ -35,6 +35,7 @@ func RunRetention(t *testing.T, h Harness) {
 		{"MessagesKeepLast", testSweepKeepLast},
 		{"AgentSessionsIdle", testSweepAgentSessions},
 		{"AgentSessionsIdleKeepsForks", testSweepAgentSessionsKeepsForks},
+		{"AgentSessionsIdleWithinAMinute", testSweepAgentSessionsWithinMinute},
 		{"ReservationsClosed", testSweepReservations},
 		{"AuditCheckpointed", testSweepAuditCheckpointed},
 		{"DryRunChangesNothing", testSweepDryRun},
@@ -544,6 +545,36 @@ func testSweepAgentSessions(t *testing.T, e *env) {
 	if string(got.State.App["a"]) != "1" || string(got.State.User["u"]) != "4" {
 		t.Fatalf("held session's state = %+v", got.State)
 	}
+}
+
+// testSweepAgentSessionsWithinMinute: sessions written within one minute
+// of each other are due to the millisecond of their last write, whatever
+// the order of their creation (the walk's index holds the minute of the
+// last write, migration 30; what is due is decided on the time itself).
+func testSweepAgentSessionsWithinMinute(t *testing.T, e *env) {
+	// To second 5 of a minute: the writes below all fall in that minute.
+	e.clock.Advance(time.Minute - time.Duration(e.clock.Now().UnixNano())%time.Minute + 5*time.Second)
+	keys := map[string]store.SessionKey{}
+	for _, s := range []string{"a", "b", "c"} {
+		keys[s] = store.SessionKey{App: "minute-app", User: "u", Session: s}
+		e.asCreate(keys[s], store.ScopedState{})
+		e.clock.Advance(10 * time.Second) // a at :05, b at :15, c at :25
+	}
+	e.asAppend(keys["a"], asEvent("e1", "w", 1), store.ScopedState{}, 0) // a at :35
+	e.setPolicy(store.Policy{Kind: store.PolicyAgentSessionsIdle, MaxAge: time.Hour})
+	e.clock.Advance(time.Hour - 5*time.Second) // the cutoff is :30
+	wantKind(t, e.sweep(store.SweepOptions{}), store.PolicyAgentSessionsIdle, 2, 0)
+	for s, kept := range map[string]bool{"a": true, "b": false, "c": false} {
+		_, err := e.as().GetSession(e.ctx, store.GetAgentSessionRequest{Key: keys[s]})
+		if kept && err != nil {
+			t.Errorf("session %s, written after the cutoff: %v", s, err)
+		}
+		if !kept && !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("session %s, written before the cutoff, was kept: %v", s, err)
+		}
+	}
+	e.clock.Advance(10 * time.Second) // the cutoff is :40
+	wantKind(t, e.sweep(store.SweepOptions{}), store.PolicyAgentSessionsIdle, 1, 0)
 }
 
 // testSweepAgentSessionsKeepsForks: a swept parent leaves its fork
