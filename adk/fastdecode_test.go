@@ -301,3 +301,22 @@ func FuzzDecodeValue(f *testing.F) {
 		}
 	})
 }
+
+// TestFastDecodeLongStrings: a string longer than the vector search's
+// threshold decodes as encoding/json decodes it, whatever byte sits at
+// any position (a control byte, a quote, a backslash, bytes of UTF-8 or
+// not), and hasControl finds a control byte wherever it is.
+func TestFastDecodeLongStrings(t *testing.T) {
+	base := []byte("abcdefghijklmnopqrstuvwx") // 24 bytes: three words
+	for pos := range base {
+		for c := 0; c < 256; c++ {
+			b := append([]byte(nil), base...)
+			b[pos] = byte(c)
+			if got, want := hasControl(b), c < 0x20; got != want {
+				t.Fatalf("hasControl with %#x at %d = %v, want %v", c, pos, got, want)
+			}
+			data := []byte(`{"author":"user","content":{"role":"user","parts":[{"text":"` + string(b) + `"}]}}`)
+			compareDecoders(t, data)
+		}
+	}
+}

@@ -69,9 +69,11 @@ func TestPagesPerCreate(t *testing.T) {
 // append queues the event's key; the indexer folds it in after the
 // commit): 9.50. Since migration 30 (the sweep's index of the sessions'
 // update times holds the minute, so an append within its session's
-// minute writes no entry of it): 8.50, budget 8.8. ADK's 3.73 stays
-// below it: the rest is the session's row, the event's row and its two
-// indexes, the state rows and the search queue's row.
+// minute writes no entry of it): 8.50; since migration 31 (the indexer,
+// not the append, takes the event into the search queue): 7.50, budget
+// 7.8. ADK's 3.73 stays below it: the rest is the session's row, the
+// event's row and its two indexes, and the state rows (the current value
+// and its log).
 func TestPagesPerAppend(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -97,7 +99,7 @@ func TestPagesPerAppend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const budget = 8.8
+	const budget = 7.8
 	t.Logf("pages written per append of a runner event: %.2f (budget %.1f)", pages, budget)
 	if pages > budget {
 		t.Errorf("an append writes %.2f pages, budget %.1f: a change added pages (raise the budget on purpose, or take them out)", pages, budget)

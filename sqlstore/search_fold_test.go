@@ -29,6 +29,13 @@ func rawCount(t *testing.T, path, query string, args ...any) int64 {
 	return n
 }
 
+// pendingSQL counts the keys waiting for the indexer: the queue's rows
+// and the plain events appended after the mark, which the indexer takes
+// into the queue first (migration 31), when the index is on.
+const pendingSQL = `SELECT (SELECT count(*) FROM search_pending) + (SELECT count(*) FROM agent_events
+	WHERE id > (SELECT events_mark FROM search_state) AND substr(data, 1, 7) <> 'ssenc1:'
+	AND (SELECT enabled FROM search_state) = 1)`
+
 func lagEvent(tok string) store.AgentEvent {
 	return store.AgentEvent{Data: []byte(`{"author":"user","content":{"role":"user","parts":[{"text":"` + tok + `"}]}}`)}
 }
@@ -61,7 +68,7 @@ func TestSearchIndexLag(t *testing.T) {
 	if _, err := st.AgentSessions().AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: lagEvent("lagtoken first")}); err != nil {
 		t.Fatal(err)
 	}
-	if n := rawCount(t, path, `SELECT count(*) FROM search_pending`); n != 1 {
+	if n := rawCount(t, path, pendingSQL); n != 1 {
 		t.Fatalf("queued after the append: %d, want 1", n)
 	}
 	if n := rawCount(t, path, `SELECT count(*) FROM search_docs`); n != 0 {
@@ -70,7 +77,7 @@ func TestSearchIndexLag(t *testing.T) {
 	if n := hitsOf(t, st, "lagtoken"); n != 1 {
 		t.Fatalf("found %d times right after the append, want 1", n)
 	}
-	if q, d := rawCount(t, path, `SELECT count(*) FROM search_pending`), rawCount(t, path, `SELECT count(*) FROM search_docs`); q != 0 || d != 1 {
+	if q, d := rawCount(t, path, pendingSQL), rawCount(t, path, `SELECT count(*) FROM search_docs`); q != 0 || d != 1 {
 		t.Fatalf("after the search: %d queued, %d documents; want 0, 1", q, d)
 	}
 	if n := hitsOf(t, st, "lagtoken"); n != 1 {
@@ -121,7 +128,7 @@ func TestSearchIndexLag(t *testing.T) {
 	if total != more {
 		t.Fatalf("the indexer folded %d queue rows, want %d", total, more)
 	}
-	if q, d := rawCount(t, path, `SELECT count(*) FROM search_pending`), rawCount(t, path, `SELECT count(*) FROM search_docs`); q != 0 || d != 1+more {
+	if q, d := rawCount(t, path, pendingSQL), rawCount(t, path, `SELECT count(*) FROM search_docs`); q != 0 || d != 1+more {
 		t.Fatalf("after the indexer: %d queued, %d documents; want 0, %d", q, d, 1+more)
 	}
 	for i := range more {
@@ -161,13 +168,13 @@ func TestSearchIndexOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q, d := rawCount(t, path, `SELECT count(*) FROM search_pending`), rawCount(t, path, `SELECT count(*) FROM search_docs`); q != 0 || d != 0 {
+	if q, d := rawCount(t, path, pendingSQL), rawCount(t, path, `SELECT count(*) FROM search_docs`); q != 0 || d != 0 {
 		t.Fatalf("index off: %d queued, %d documents; want 0, 0", q, d)
 	}
 	if _, err := st.AgentSessions().AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: lagEvent("offtoken during")}); err != nil {
 		t.Fatal(err)
 	}
-	if n := rawCount(t, path, `SELECT count(*) FROM search_pending`); n != 0 {
+	if n := rawCount(t, path, pendingSQL); n != 0 {
 		t.Fatalf("index off: the append queued %d", n)
 	}
 	if _, err := st.Search(ctx, store.SearchQuery{Query: "offtoken"}); !errors.Is(err, store.ErrSearchDisabled) {
@@ -287,7 +294,7 @@ func TestSearchKilledBeforeFold(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.wait()
-	queued := rawCount(t, path, `SELECT count(*) FROM search_pending`)
+	queued := rawCount(t, path, pendingSQL)
 	if queued < int64(len(evs)) {
 		t.Fatalf("%d keys queued at the kill, want at least the %d acknowledged events (nothing folded)", queued, len(evs))
 	}
@@ -319,8 +326,61 @@ func TestSearchKilledBeforeFold(t *testing.T) {
 			t.Fatalf("message %d (removed %v) found %d times, want %d", i, popped[i], n, want)
 		}
 	}
-	if n := rawCount(t, path, `SELECT count(*) FROM search_pending`); n != 0 {
+	if n := rawCount(t, path, pendingSQL); n != 0 {
 		t.Fatalf("%d keys still queued after the searches", n)
+	}
+	rep, err := st.CheckSearchIndex(ctx)
+	if err != nil || !rep.OK() {
+		t.Fatalf("index check: %+v, %v", rep, err)
+	}
+}
+
+// TestSearchEventsMarkAfterTopDeleted: an event's key reaches the search
+// queue from a position in the events' rowids (migration 31). When the
+// events at the top of the table go (a deleted session's) the next event
+// is given a rowid again; the mark comes down with the delete, so that
+// event is indexed and found, and the deleted ones are not.
+func TestSearchEventsMarkAfterTopDeleted(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "mark.db")
+	st, err := sqlstore.Open(ctx, path, sqlstore.WithoutIndexer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	as := st.AgentSessions()
+	keep := store.SessionKey{App: "a", User: "u", Session: "keep"}
+	gone := store.SessionKey{App: "a", User: "u", Session: "gone"}
+	for _, k := range []store.SessionKey{keep, gone} {
+		if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: k}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendTok := func(k store.SessionKey, tok string) {
+		t.Helper()
+		if _, err := as.AppendEvent(ctx, store.AppendEventRequest{Key: k, Event: lagEvent(tok)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendTok(keep, "marktoken kept1")
+	appendTok(gone, "marktoken gone1")
+	appendTok(gone, "marktoken gone2")
+	if n := hitsOf(t, st, "marktoken"); n != 3 { // folds: the mark is at the last event
+		t.Fatalf("found %d, want 3", n)
+	}
+	top := rawCount(t, path, `SELECT max(id) FROM agent_events`)
+	if err := as.DeleteSession(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	appendTok(keep, "marktoken kept2")
+	if again := rawCount(t, path, `SELECT max(id) FROM agent_events`); again > top {
+		t.Fatalf("the new event's rowid %d is after the deleted ones' (%d): the case is not tested", again, top)
+	}
+	if n := hitsOf(t, st, "kept2"); n != 1 {
+		t.Fatalf("the event appended after the delete found %d times, want 1", n)
+	}
+	if n := hitsOf(t, st, "marktoken"); n != 2 {
+		t.Fatalf("found %d, want 2 (the deleted session's events are gone)", n)
 	}
 	rep, err := st.CheckSearchIndex(ctx)
 	if err != nil || !rep.OK() {

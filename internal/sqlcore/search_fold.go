@@ -73,6 +73,108 @@ const (
 	searchStateSQL    = `SELECT enabled FROM search_state`
 )
 
+// The events after the mark (SQLite, migration 31): an inserted agent
+// event queues nothing; the folder queues the keys of the events whose id
+// is after search_state.events_mark, and moves the mark, in its own
+// transaction (queueTail). An event's rowid grows with every insert and
+// the file has one writer, so those are exactly the events not yet
+// queued; a delete of the events at the top brings the mark down to the
+// highest id left (the trigger search_events_mark_ad), so that an id given
+// again is after it. PostgreSQL queues by trigger (a sequence's values
+// commit out of order).
+const (
+	// tailProbeSQL tells whether events wait after the mark (and the
+	// index is on).
+	tailProbeSQL = `SELECT EXISTS (SELECT 1 FROM agent_events WHERE id > (SELECT events_mark FROM search_state))
+		AND (SELECT enabled FROM search_state) = 1`
+	tailStateSQL = `SELECT events_mark, enabled FROM search_state`
+	// tailEndSQL returns the number and the highest id of the first ?2
+	// events after the mark ?1.
+	tailEndSQL   = `SELECT count(*), coalesce(max(id), 0) FROM (SELECT id FROM agent_events WHERE id > ?1 ORDER BY id LIMIT ?2) AS t`
+	tailQueueSQL = `INSERT INTO search_pending (kind, session_pk, owner, pos, ref)
+		SELECT 'event', session_pk, '', seq, '' FROM agent_events
+		WHERE id > ?1 AND id <= ?2 AND substr(data, 1, 7) <> 'ssenc1:' ORDER BY id`
+	tailMarkSQL = `UPDATE search_state SET events_mark = ?`
+	// tailMarkTopSQL puts the mark at the last event (SetSearchIndex).
+	tailMarkTopSQL = `UPDATE search_state SET events_mark = (SELECT coalesce(max(id), 0) FROM agent_events)`
+	// tailQueueMax is the number of events a transaction of queueAllTail
+	// takes into the queue.
+	tailQueueMax = 8 * DefaultFoldBatch
+)
+
+// queueTail queues, in tx, the keys of up to n events after the mark
+// (SQLite; nothing on PostgreSQL, nor when the index is off) and moves
+// the mark past them. It returns the number of events it passed (sealed
+// ones are passed and not queued: their documents are the write path's).
+func (s *Store) queueTail(tx Tx, n int) (int, error) {
+	if s.postgres() {
+		return 0, nil
+	}
+	var mark int64
+	var on bool
+	if err := tx.Scan(tailStateSQL, nil, &mark, &on); err != nil {
+		return 0, err
+	}
+	if !on {
+		return 0, nil
+	}
+	var count int
+	var end int64
+	if err := tx.Scan(tailEndSQL, []any{mark, n}, &count, &end); err != nil {
+		return 0, err
+	}
+	if count == 0 {
+		return 0, nil
+	}
+	if _, err := tx.Exec(tailQueueSQL, mark, end); err != nil {
+		return 0, err
+	}
+	if _, err := tx.Exec(tailMarkSQL, end); err != nil {
+		return 0, err
+	}
+	return count, nil
+}
+
+// tailWaiting tells whether events wait after the mark (SQLite).
+func (s *Store) tailWaiting(ctx context.Context) (bool, error) {
+	if s.postgres() {
+		return false, nil
+	}
+	var waiting bool
+	err := s.db.Scan(ctx, tailProbeSQL, nil, &waiting)
+	return waiting, err
+}
+
+// queueAllTail queues the keys of the events after the mark, up to limit
+// events (every one when limit is 0), in transactions of tailQueueMax
+// events (SQLite).
+func (s *Store) queueAllTail(ctx context.Context, limit int) error {
+	waiting, err := s.tailWaiting(ctx)
+	if err != nil || !waiting {
+		return err
+	}
+	done := 0
+	for limit == 0 || done < limit {
+		n := tailQueueMax
+		if limit > 0 {
+			n = min(n, limit-done)
+		}
+		var got int
+		if err := s.write(ctx, func(tx Tx) error {
+			var err error
+			got, err = s.queueTail(tx, n)
+			return err
+		}); err != nil {
+			return err
+		}
+		done += got
+		if got < n {
+			return nil
+		}
+	}
+	return nil
+}
+
 // foldPendingKey joins queue row p with index row d.
 const foldPendingKey = `p.kind = d.kind AND p.session_pk = d.session_pk AND p.owner = d.owner AND p.pos = d.pos AND p.ref = d.ref`
 
@@ -144,7 +246,8 @@ func (s *Store) foldStatements() []string {
 var errFoldLeaseHeld = errors.New("search index lease held")
 
 // foldSearch folds the queue rows with id <= upto (every row when upto
-// is 0) in batches of batch rows, each in a write transaction of its
+// is 0, and then each batch first queues the events after the mark,
+// queueTail) in batches of batch rows, each in a write transaction of its
 // own; with holder set, each batch first takes (or renews) the indexer's
 // lease for ttl, and a batch that finds it held by another returns
 // errFoldLeaseHeld. It returns the number of queue rows folded.
@@ -152,7 +255,8 @@ func (s *Store) foldSearch(ctx context.Context, upto int64, batch int, holder st
 	if batch <= 0 {
 		batch = DefaultFoldBatch
 	}
-	if upto <= 0 {
+	unbounded := upto <= 0
+	if unbounded {
 		upto = 1<<63 - 1
 	}
 	stmts := s.foldStatements()
@@ -177,6 +281,13 @@ func (s *Store) foldSearch(ctx context.Context, upto int64, batch int, holder st
 					return errFoldLeaseHeld
 				}
 				if err != nil {
+					return err
+				}
+			}
+			if unbounded {
+				// The events appended since the last batch join the
+				// queue in this transaction (SQLite).
+				if _, err := s.queueTail(tx, batch); err != nil {
 					return err
 				}
 			}
@@ -231,6 +342,10 @@ const closeFoldLimit = 8 * DefaultFoldBatch
 // store opened on the database finds nothing to fold. Failures are
 // logged, not returned: the queue stays for the next store.
 func (s *Store) FoldOnClose(ctx context.Context) {
+	if err := s.queueAllTail(ctx, closeFoldLimit); err != nil {
+		s.log.Warn("search indexing at close failed", "err", err)
+		return
+	}
 	var upto int64
 	if err := s.db.Scan(ctx, foldMaxSQL, nil, &upto); err != nil || upto == 0 {
 		return
@@ -264,6 +379,16 @@ func (s *Store) prepareSearch(ctx context.Context) error {
 	if !on {
 		return store.ErrSearchDisabled
 	}
+	// The events appended after the mark join the queue first (SQLite).
+	if err := s.queueAllTail(ctx, 0); err != nil {
+		if errors.Is(err, store.ErrReadOnly) || errors.Is(err, store.ErrSnapshotWrite) {
+			return nil
+		}
+		return err
+	}
+	if err := s.db.Scan(ctx, foldMaxSQL, nil, &upto); err != nil {
+		return err
+	}
 	if upto == 0 {
 		return nil
 	}
@@ -292,6 +417,12 @@ func (s *Store) SetSearchIndex(ctx context.Context, on bool) error {
 		}
 		if _, err := tx.Exec(`UPDATE search_state SET enabled = ?`, on); err != nil {
 			return err
+		}
+		if !s.postgres() {
+			// Every event is queued below (on) or none is (off).
+			if _, err := tx.Exec(tailMarkTopSQL); err != nil {
+				return err
+			}
 		}
 		if !on {
 			for _, q := range []string{`DELETE FROM search_pending`, `DELETE FROM search_docs`} {
@@ -399,6 +530,12 @@ func (s *Store) StartIndexer(cfg IndexerConfig) *Indexer {
 		for {
 			var upto, other int64
 			err := s.db.Scan(ctx, foldMaxSQL, nil, &upto)
+			if err == nil && upto == 0 {
+				var waiting bool
+				if waiting, err = s.tailWaiting(ctx); waiting {
+					upto = 1
+				}
+			}
 			wait = min(2*wait, 10*cfg.Interval)
 			if err == nil && upto > 0 {
 				err = s.db.Scan(ctx, foldLeaseOtherSQL, []any{holder, rowcodec.ToMillis(s.cfg.Clock())}, &other)
