@@ -378,6 +378,7 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, pag
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // <b> as it is: served as application/json, never as HTML
 		if err := enc.Encode(data); err != nil {
 			c.log.Error("console: encode JSON", "err", err)
 			http.Error(w, "internal error", http.StatusInternalServerError)
@@ -385,7 +386,7 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, pag
 		}
 		h.Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		w.Write(buf.Bytes())
+		w.Write(humanize.JSONChars(buf.Bytes())) // and the stored JSON's own escapes
 		return
 	}
 	t := c.pages[page]

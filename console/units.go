@@ -7,6 +7,7 @@ package console
 // (export files) is left as it is.
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/agentstore/sessionstore/internal/humanize"
@@ -49,7 +50,7 @@ func orEmpty(l []string) []string {
 
 // MarshalJSON writes the session as sessionJSON.
 func (s govSession) MarshalJSON() ([]byte, error) {
-	return json.Marshal(sessionJSON{
+	return marshal(sessionJSON{
 		ID: s.ID, AgentID: s.AgentID, Status: string(s.Status), CallsMade: s.CallsMade, CallBudget: s.CallBudget,
 		RemainingBudget: s.RemainingBudget(), AuthorizedTools: orEmpty(s.AuthorizedTools),
 		AuthorizedCredentials: orEmpty(s.AuthorizedCredentials), DelegationChain: orEmpty(s.DelegationChain),
@@ -72,7 +73,7 @@ func (e auditEvent) MarshalJSON() ([]byte, error) {
 	p := plain(e.AuditEvent)
 	p.At = p.At.UTC()
 	p.Detail = humanize.AuditDetail(e.Detail)
-	return json.Marshal(p)
+	return marshal(p)
 }
 
 func auditEvents(l []store.AuditEvent) []auditEvent {
@@ -101,7 +102,7 @@ func (p retentionPolicy) MarshalJSON() ([]byte, error) {
 		ms := humanize.Millis(p.MaxAge)
 		v.MaxAgeMS = &ms
 	}
-	return json.Marshal(v)
+	return marshal(v)
 }
 
 // MarshalJSON writes a limit with its amounts of money as exact decimals
@@ -131,7 +132,7 @@ func (l limitView) MarshalJSON() ([]byte, error) {
 		v.WindowStart = humanize.Time(l.WindowStart)
 		v.WindowEnd = humanize.Time(l.Window.End(l.WindowStart))
 	}
-	return json.Marshal(v)
+	return marshal(v)
 }
 
 // convJSON is a conversation's summary as the pages show it; its JSON
@@ -144,7 +145,7 @@ type convJSON struct{ store.ConversationSummary }
 func (c convJSON) MarshalJSON() ([]byte, error) {
 	type plain store.ConversationSummary
 	micros := humanize.MicrosOf(c.TotalCost)
-	return json.Marshal(struct {
+	return marshal(struct {
 		plain
 		TotalCost       string `json:"total_cost"`
 		TotalCostMicros int64  `json:"total_cost_micros"`
@@ -160,5 +161,17 @@ func (l convList) MarshalJSON() ([]byte, error) {
 	for i, c := range l {
 		out[i] = convJSON{c}
 	}
-	return json.Marshal(out)
+	return marshal(out)
+}
+
+// marshal is json.Marshal without the HTML escapes (\u003c for <), as the
+// JSON twins are written (console.render).
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

@@ -36,6 +36,9 @@ func TestJSONTwinsSpeakUnits(t *testing.T) {
 			continue
 		}
 		walkJSON(t, pc.path, "", doc)
+		if strings.Contains(body, `\u003c`) {
+			t.Errorf("GET %s as JSON: text with HTML escapes (\\u003c for <)", pc.path)
+		}
 	}
 }
 
