@@ -12,7 +12,7 @@ package check
 import (
 	"fmt"
 
-	"github.com/agentstore/sessionstore/internal/humanize"
+	"github.com/agentstore/sessionstore/humanize"
 )
 
 // Status is the outcome of one check.

@@ -18,7 +18,7 @@ import (
 	"strings"
 
 	"github.com/agentstore/sessionstore/facet"
-	"github.com/agentstore/sessionstore/internal/humanize"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/internal/rowcodec"
 	"github.com/agentstore/sessionstore/keys"
 	"github.com/agentstore/sessionstore/store"

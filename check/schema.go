@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/agentstore/sessionstore/facet"
-	"github.com/agentstore/sessionstore/internal/humanize"
+	"github.com/agentstore/sessionstore/humanize"
 )
 
 // Schema adds the "schema" result of a store whose applied version is

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/agentstore/sessionstore/internal/humanize"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentstore/sessionstore/internal/humanize"
+	"github.com/agentstore/sessionstore/humanize"
 )
 
 // truncateAt is the length (bytes) past which a text is cut on a page,

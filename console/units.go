@@ -10,7 +10,7 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/agentstore/sessionstore/internal/humanize"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentstore/sessionstore/check"
-	"github.com/agentstore/sessionstore/internal/humanize"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/migrations"
 )
 

@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentstore/sessionstore/internal/humanize"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/agentstore/sessionstore/internal/humanize"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 

@@ -3,7 +3,9 @@
 // byte sizes, durations as people write them and as JSON milliseconds,
 // money as exact decimals with the currency, times as RFC 3339 UTC,
 // plurals, one-line text, and stored data escaped so that it cannot reach
-// a terminal as control characters.
+// a terminal as control characters. It is public so that a Go program
+// showing the store reads as sessionctl and the console do (sessionctl
+// imports no internal package).
 package humanize
 
 import (
