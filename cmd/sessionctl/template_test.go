@@ -55,13 +55,17 @@ func buildTemplate() (string, error) {
 	return cliTemplate.path, cliTemplate.err
 }
 
-// TestMain removes the template's directory when the tests are done.
+// TestMain removes the template's directory, the template databases and
+// the built binary when the tests are done.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if cliTemplate.dir != "" {
 		os.RemoveAll(cliTemplate.dir)
 	}
 	pgtest.DropTemplate()
+	if builtBinary.dir != "" { // e2e_test.go
+		os.RemoveAll(builtBinary.dir)
+	}
 	os.Exit(code)
 }
 
