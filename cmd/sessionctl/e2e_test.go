@@ -16,20 +16,36 @@ import (
 	"testing"
 )
 
-// buildBinary builds sessionctl into a temporary directory.
+var builtBinary struct {
+	once sync.Once
+	dir  string
+	path string
+	out  []byte
+	err  error
+}
+
+// buildBinary builds sessionctl (once per test process: the tests that run
+// it only run it, each on a database of its own) into a temporary
+// directory, removed by TestMain.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	builtBinary.once.Do(func() {
+		goBin, err := exec.LookPath("go")
+		if err != nil {
+			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		}
+		if builtBinary.dir, builtBinary.err = os.MkdirTemp("", "sessionctl-bin-"); builtBinary.err != nil {
+			return
+		}
+		builtBinary.path = filepath.Join(builtBinary.dir, "sessionctl")
+		cmd := exec.Command(goBin, "build", "-o", builtBinary.path, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		builtBinary.out, builtBinary.err = cmd.CombinedOutput()
+	})
+	if builtBinary.err != nil {
+		t.Fatalf("go build: %v\n%s", builtBinary.err, builtBinary.out)
 	}
-	bin := filepath.Join(t.TempDir(), "sessionctl")
-	cmd := exec.Command(goBin, "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return builtBinary.path
 }
 
 // execResult is one run of the built binary.

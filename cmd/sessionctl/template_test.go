@@ -55,7 +55,8 @@ func buildTemplate() (string, error) {
 	return cliTemplate.path, cliTemplate.err
 }
 
-// TestMain removes the template's directory when the tests are done. With
+// TestMain removes the template's directory, the template databases and
+// the built binary when the tests are done. With
 // $SESSIONCTL_TEST_AS_MAIN=1 the test binary is sessionctl itself (the
 // completion scripts' tests call it from a shell, asSessionctl).
 func TestMain(m *testing.M) {
@@ -67,6 +68,9 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(cliTemplate.dir)
 	}
 	pgtest.DropTemplate()
+	if builtBinary.dir != "" { // e2e_test.go
+		os.RemoveAll(builtBinary.dir)
+	}
 	os.Exit(code)
 }
 
