@@ -91,9 +91,10 @@ func runDoctor(ctx context.Context, g *globals, args []string) error {
 	}
 	if !doc.Healthy {
 		// A file that is not a session store exits as every other
-		// command does on it (14), not as a damaged store (1).
+		// command does on it (14), not as a damaged store (1). (An empty
+		// PostgreSQL schema has no store yet: 1, as for the others.)
 		for _, c := range rep.Results {
-			if c.Name == "schema" && c.Status == check.Fail && strings.HasPrefix(c.Detail, "not a session store") {
+			if !g.isPG() && c.Name == "schema" && c.Status == check.Fail && strings.HasPrefix(c.Detail, "not a session store") {
 				fmt.Fprintf(g.stderr, "sessionctl doctor: %s is not a session store database\n", doc.Path)
 				return exitStatus(exitNotStore)
 			}

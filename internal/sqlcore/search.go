@@ -49,6 +49,12 @@ const searchEventJoin = ` LEFT JOIN agent_events AS e ON d.kind = 'event' AND e.
 // sessions (retired = 0).
 const liveEventDocs = ` AND (d.kind <> 'event' OR EXISTS (SELECT 1 FROM agent_sessions AS a WHERE a.pk = d.session_pk AND a.retired = 0))`
 
+// notRemovedConvDocs leaves out the index rows of a conversation that a
+// sweep is removing over several transactions (sweep_staged.go): its rows,
+// and so its documents, go a batch at a time, but it is gone for every
+// read from the first one.
+const notRemovedConvDocs = ` AND (d.kind = 'event' OR NOT EXISTS (SELECT 1 FROM sweep_removals AS r WHERE r.kind = 'conversation' AND r.id = d.owner))`
+
 func (s *Store) postgres() bool { return s.d.Name == "postgres" }
 
 // Search runs a search query (see store.Searcher).
@@ -203,6 +209,7 @@ FROM search_docs AS d WHERE d.doc > ?`)
 	// superseded and those of a deleted session that its forks still read
 	// are kept in retired rows (lineage, migration 12), not in a session.
 	b.WriteString(liveEventDocs)
+	b.WriteString(notRemovedConvDocs)
 	kinds := searchKinds(q)
 	if len(kinds) > 0 {
 		arg, err := s.d.ListArg(kinds)
