@@ -318,7 +318,7 @@ func benchSearchIndexAppend(b *testing.B, level sqlstore.Synchronous) {
 
 // restoreEventTriggers puts the agent-event index triggers of migrations
 // 14 and 16 back on the file at path and drops the event queue triggers
-// of migration 27: events are indexed in their append's transaction, as
+// of migrations 27 and 31 (31 dropped the insert one): events are indexed in their append's transaction, as
 // before (the intx baseline of BenchmarkSearchIndexAppend).
 func restoreEventTriggers(b *testing.B, path string) {
 	grab := func(file, name string) string {
@@ -339,7 +339,7 @@ func restoreEventTriggers(b *testing.B, path string) {
 	}
 	defer db.Close()
 	for _, q := range []string{
-		"DROP TRIGGER search_queue_events_ai", "DROP TRIGGER search_queue_events_ad", "DROP TRIGGER search_queue_events_au",
+		"DROP TRIGGER IF EXISTS search_queue_events_ai", "DROP TRIGGER IF EXISTS search_queue_events_ad", "DROP TRIGGER IF EXISTS search_queue_events_au",
 		grab("00016_encryption.sql", "search_events_ai"), grab("00014_search_index.sql", "search_events_ad"),
 	} {
 		if _, err := db.Exec(q); err != nil {
