@@ -41,9 +41,11 @@ func Plural[N int | int64](n N, one, many string) string {
 // one space.
 func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// unsafeRune reports whether r must not reach a terminal as it is: the C0
-// and C1 controls, DEL and the bidirectional formatting characters.
-func unsafeRune(r rune) bool {
+// UnsafeRune reports whether r must not reach a terminal as it is: the C0
+// controls, DEL, the C1 controls (U+0080 to U+009F; U+009B is a CSI on
+// many terminals) and the bidirectional formatting characters, which can
+// make a line read differently from what it holds.
+func UnsafeRune(r rune) bool {
 	switch {
 	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
 		return true
@@ -56,7 +58,7 @@ func unsafeRune(r rune) bool {
 // Escape returns s with every unsafe rune escaped as in a Go string literal
 // (\t, \n, \r, \x1b, \u202e) and every byte that is not UTF-8 as \xNN.
 func Escape(s string) string {
-	if !strings.ContainsFunc(s, unsafeRune) && utf8.ValidString(s) {
+	if !strings.ContainsFunc(s, UnsafeRune) && utf8.ValidString(s) {
 		return s
 	}
 	var b strings.Builder
@@ -71,9 +73,9 @@ func Escape(s string) string {
 			b.WriteString(`\n`)
 		case r == '\r':
 			b.WriteString(`\r`)
-		case r < 0x80 && unsafeRune(r):
+		case r < 0x80 && UnsafeRune(r):
 			fmt.Fprintf(&b, `\x%02x`, r)
-		case unsafeRune(r):
+		case UnsafeRune(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteString(s[i : i+n])
@@ -86,7 +88,7 @@ func Escape(s string) string {
 // Quote is s as it is, or escaped and in double quotes when it holds an
 // unsafe rune, so that a reader sees that it was escaped.
 func Quote(s string) string {
-	if strings.ContainsFunc(s, unsafeRune) || !utf8.ValidString(s) {
+	if strings.ContainsFunc(s, UnsafeRune) || !utf8.ValidString(s) {
 		return `"` + Escape(s) + `"`
 	}
 	return s

@@ -15,54 +15,20 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"strings"
 	"unicode/utf8"
+
+	"github.com/agentstore/sessionstore/humanize"
 )
 
-// unsafeRune reports whether r must not reach a terminal as it is: the C0
-// controls, DEL, the C1 controls (U+0080 to U+009F; U+009B is a CSI on
-// many terminals) and the bidirectional formatting characters, which can
-// make a line read differently from what it holds.
-func unsafeRune(r rune) bool {
-	switch {
-	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
-		return true
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
-		return true
-	}
-	return false
-}
+// unsafeRune reports whether r must not reach a terminal as it is
+// (humanize.UnsafeRune).
+func unsafeRune(r rune) bool { return humanize.UnsafeRune(r) }
 
 // esc returns s with every unsafe rune escaped as in a Go string literal
 // (\t, \n, \r, \x1b, \u009b, \u202e) and every byte that is not UTF-8 as
-// \xNN. Other text, backslashes included, is unchanged.
-func esc(s string) string {
-	if !strings.ContainsFunc(s, unsafeRune) && utf8.ValidString(s) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r < 0x80 && unsafeRune(r):
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case unsafeRune(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteString(s[i : i+n])
-		}
-		i += n
-	}
-	return b.String()
-}
+// \xNN; other text, backslashes included, is unchanged (humanize.Escape:
+// the console and the checks escape the same way).
+func esc(s string) string { return humanize.Escape(s) }
 
 // termWriter is the writer of human output: it escapes every unsafe rune
 // but tab and newline (which lay out tables and lines) as esc does. A
