@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -202,7 +203,7 @@ func (g *globals) printHelp(fs *flag.FlagSet, sp spec) {
 				left += " " + argName
 			}
 			if !strings.Contains(usage, "(required)") && f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
-				usage += " (default " + f.DefValue + ")"
+				usage += " (default " + shortDuration(f.DefValue) + ")"
 			}
 			fmt.Fprintf(tw, "  %s\t%s\n", left, usage)
 		})
@@ -491,3 +492,25 @@ func (e *missingError) Error() string { return e.what + " not found" }
 
 // Unwrap makes errors.Is(err, store.ErrNotFound) true.
 func (e *missingError) Unwrap() error { return store.ErrNotFound }
+
+// shortDuration writes a duration default as a person types it and the
+// flag takes it ("1h", "1m", "1h30m", "1m30s"), where Go's String says
+// "1h0m0s"; any other default (not a whole number of seconds, not a
+// duration) is returned as it is.
+func shortDuration(def string) string {
+	d, err := time.ParseDuration(def)
+	if err != nil || d.String() != def || d <= 0 || d%time.Second != 0 {
+		return def
+	}
+	out := ""
+	for _, u := range []struct {
+		unit time.Duration
+		name string
+	}{{time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}} {
+		if n := d / u.unit; n > 0 {
+			out += strconv.FormatInt(int64(n), 10) + u.name
+			d -= n * u.unit
+		}
+	}
+	return out
+}
