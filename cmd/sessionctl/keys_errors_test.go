@@ -17,17 +17,8 @@ import (
 // to give it, and a key file that lacks that version says which versions
 // it holds.
 func TestKeyErrorsNameTheirSource(t *testing.T) {
-	t.Setenv(keys.EnvVar, "")
-	t.Setenv("SESSIONSTORE_KEY_FILE", "")
-	dir := t.TempDir()
-	db := filepath.Join(dir, "s.db")
-	k1 := filepath.Join(dir, "k1")
-	if code, _, errs := sctl(t, "keys", "new", k1); code != 0 {
-		t.Fatalf("keys new: %d %s", code, errs)
-	}
-	if code, _, errs := sctl(t, "--db", db, "--key-file", k1, "demo"); code != 0 {
-		t.Fatalf("demo: %d %s", code, errs)
-	}
+	db, k1 := encryptedDemo(t) // keys_conv_test.go
+	dir := filepath.Dir(db)
 	bad := filepath.Join(dir, "bad")
 	if err := os.WriteFile(bad, []byte("not a key\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -80,17 +71,7 @@ func TestKeyErrorsNameTheirSource(t *testing.T) {
 // facets, marks the runtime facet encrypted (in JSON: "unreadable") and
 // exits with the key error; with the key it reads everything.
 func TestShowPrintsWhatItCanRead(t *testing.T) {
-	t.Setenv(keys.EnvVar, "")
-	t.Setenv("SESSIONSTORE_KEY_FILE", "")
-	dir := t.TempDir()
-	db := filepath.Join(dir, "s.db")
-	k1 := filepath.Join(dir, "k1")
-	if code, _, errs := sctl(t, "keys", "new", k1); code != 0 {
-		t.Fatalf("keys new: %d %s", code, errs)
-	}
-	if code, _, errs := sctl(t, "--db", db, "--key-file", k1, "demo"); code != 0 {
-		t.Fatalf("demo: %d %s", code, errs)
-	}
+	db, k1 := encryptedDemo(t) // keys_conv_test.go
 	id := demoRuntimeID(t, db, k1)
 	code, out, errs := sctl(t, "--db", db, "show", id)
 	if code != exitError || !strings.Contains(errs, "encryption key unavailable") {
