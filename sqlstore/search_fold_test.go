@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -384,6 +385,38 @@ func TestSearchEventsMarkAfterTopDeleted(t *testing.T) {
 	}
 	rep, err := st.CheckSearchIndex(ctx)
 	if err != nil || !rep.OK() {
+		t.Fatalf("index check: %+v, %v", rep, err)
+	}
+}
+
+// TestSearchReadsEscapedToolArgs: a function call's arguments stored with
+// encoding/json's HTML escapes (as ADK's runner writes them, and as tool
+// inputs were stored before the store wrote them plain) are found by the
+// characters, and the snippet shows the characters, not \u003c.
+func TestSearchReadsEscapedToolArgs(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "args.db"), sqlstore.WithoutIndexer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k := store.SessionKey{App: "a", User: "u", Session: "s"}
+	as := st.AgentSessions()
+	if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: k}); err != nil {
+		t.Fatal(err)
+	}
+	data := `{"author":"model","content":{"role":"model","parts":[{"functionCall":{"name":"render","args":{"html":"\u003ctable\u003e \u0026 rows"}}}]}}`
+	if _, err := as.AppendEvent(ctx, store.AppendEventRequest{Key: k, Event: store.AgentEvent{Data: []byte(data)}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.Search(ctx, store.SearchQuery{Query: "<table> & rows"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Hits) != 1 || !strings.Contains(res.Hits[0].Snippet.Text, `"<table> & rows"`) {
+		t.Fatalf("hits %+v: want the call's arguments with their characters", res.Hits)
+	}
+	if rep, err := st.CheckSearchIndex(ctx); err != nil || !rep.OK() {
 		t.Fatalf("index check: %+v, %v", rep, err)
 	}
 }

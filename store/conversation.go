@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentstore/sessionstore/internal/jsontext"
 )
 
 // ConversationState is the lifecycle state a runtime records for a
@@ -660,7 +662,7 @@ func NormalizeDocument(field string, doc json.RawMessage) (json.RawMessage, erro
 	if buf.String() == "null" {
 		return nil, nil
 	}
-	return json.RawMessage(buf.Bytes()), nil
+	return json.RawMessage(jsontext.PlainHTMLChars(buf.Bytes())), nil
 }
 
 func validateContextUsage(field string, u ContextUsage) error {

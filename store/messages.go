@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentstore/sessionstore/internal/jsontext"
 )
 
 // Content block types the store knows by name. Blocks of any other type
@@ -465,7 +467,8 @@ func ValidateRole(field, role string) error {
 }
 
 // encodeContent validates content blocks and returns their stored form:
-// one compact JSON array (json.Marshal of the blocks; nil is []). The error
+// one compact JSON array (json.Marshal of the blocks; nil is []), with
+// "<", ">" and "&" in its strings as themselves, not escaped. The error
 // is an *InvalidInputError.
 func encodeContent(field string, blocks []ContentBlock) ([]byte, error) {
 	if blocks == nil {
@@ -483,7 +486,7 @@ func encodeContent(field string, blocks []ContentBlock) ([]byte, error) {
 	if len(b) > MaxMessageBytes {
 		return nil, Invalid(field, "too large")
 	}
-	return b, nil
+	return jsontext.PlainHTMLChars(b), nil
 }
 
 func (c *ContentBlock) validate() error {

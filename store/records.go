@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/agentstore/sessionstore/internal/jsontext"
 )
 
 // Bounds of per-conversation records.
@@ -392,5 +394,5 @@ func encodeDoc(field string, v any) ([]byte, error) {
 	if len(b) > MaxDocumentBytes {
 		return nil, Invalid(field, "too large")
 	}
-	return b, nil
+	return jsontext.PlainHTMLChars(b), nil
 }

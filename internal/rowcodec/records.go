@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentstore/sessionstore/internal/jsontext"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -102,5 +103,5 @@ func encodeDoc(field string, v any) ([]byte, error) {
 	if len(b) > store.MaxDocumentBytes {
 		return nil, store.Invalid(field, "too large")
 	}
-	return b, nil
+	return jsontext.PlainHTMLChars(b), nil
 }

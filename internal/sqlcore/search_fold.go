@@ -175,6 +175,14 @@ func (s *Store) queueAllTail(ctx context.Context, limit int) error {
 	return nil
 }
 
+// plainJSON is the SQLite expression of JSON text expr with the escapes of
+// "<", ">" and "&" that encoding/json writes read as the characters, so a
+// tool input stored before the store wrote them plain (jsontext) is found
+// and shown by its text. PostgreSQL's jsonb renders them plain already.
+func plainJSON(expr string) string {
+	return `replace(replace(replace(` + expr + `, '\u003c', '<'), '\u003e', '>'), '\u0026', '&')`
+}
+
 // foldPendingKey joins queue row p with index row d.
 const foldPendingKey = `p.kind = d.kind AND p.session_pk = d.session_pk AND p.owner = d.owner AND p.pos = d.pos AND p.ref = d.ref`
 
@@ -188,14 +196,14 @@ func (s *Store) foldStatements() []string {
 	eventText := `coalesce((SELECT group_concat(nullif(concat_ws(' ',
                     json_extract(x.value, '$.text'),
                     json_extract(x.value, '$.functionCall.name'),
-                    json_extract(x.value, '$.functionCall.args'),
+                    ` + plainJSON(`json_extract(x.value, '$.functionCall.args')`) + `,
                     json_extract(x.value, '$.functionResponse.name')), ''), ' ')
                   FROM json_each(CASE WHEN json_valid(c.data) THEN c.data ELSE '{}' END, '$.content.parts') AS x
                   WHERE x.type = 'object'), '')`
 	messageText := `coalesce((SELECT group_concat(nullif(concat_ws(' ',
                     json_extract(b.value, '$.text'),
                     json_extract(b.value, '$.name'),
-                    json_extract(b.value, '$.input'),
+                    ` + plainJSON(`json_extract(b.value, '$.input')`) + `,
                     CASE json_type(b.value, '$.content')
                         WHEN 'text' THEN json_extract(b.value, '$.content')
                         WHEN 'array' THEN (SELECT group_concat(json_extract(y.value, '$.text'), ' ')

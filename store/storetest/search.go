@@ -259,7 +259,7 @@ func testSearchSnippetWindow(t *testing.T, e *env) {
 		msgs = append(msgs, text("user", s))
 	}
 	msgs = append(msgs, store.Message{Role: "assistant", Content: []store.ContentBlock{
-		store.ToolUseBlock("call-1", "fetch_report", json.RawMessage(`{"quarter":"q3"}`)),
+		store.ToolUseBlock("call-1", "fetch_report", raw(map[string]any{"quarter": "q3", "format": "<table> & <tr>"})),
 	}})
 	e.newConv("win", msgs...)
 	r := e.search(store.SearchQuery{Query: "quarterly report", Window: 2})
@@ -294,6 +294,15 @@ func testSearchSnippetWindow(t *testing.T, e *env) {
 	r = e.search(store.SearchQuery{Query: "fetch_report q3"})
 	if fmt.Sprint(hitKeys(r.Hits)) != "[win#10]" {
 		t.Fatalf("tool call: %v", hitKeys(r.Hits))
+	}
+	// A tool input holds "<" as the character, whatever escape the caller's
+	// json.Marshal wrote: stored, read back and in a snippet alike.
+	r = e.search(store.SearchQuery{Query: "<table> &"})
+	if len(r.Hits) != 1 || !strings.Contains(r.Hits[0].Snippet.Text, `"<table> & <tr>"`) {
+		t.Fatalf("tool input with HTML characters: %+v", r.Hits)
+	}
+	if in := string(e.load("win").Messages[10].Content[0].Input); !strings.Contains(in, `"<table> & <tr>"`) {
+		t.Fatalf("stored tool input %s: the characters are escaped", in)
 	}
 	// The window of an event hit.
 	k := store.SessionKey{App: "w", User: "u", Session: "s"}
