@@ -29,7 +29,10 @@ import (
 //	  - agents/callers=32: 32 callers on 32 sessions of 32 agents.
 //
 // Each -benchtime iteration is one round; a round gives every shape the
-// same number of calls. The goals (issue 36): shared ≥ 5×, one-agent ≥ 4×
+// same number of calls. Each shape also reports the CPU one call costs in
+// this process (client) and in the server's processes (server, when the
+// server runs on this machine): the cores divided by their sum bound the
+// calls per second, whatever the concurrency. The goals (issue 36): shared ≥ 5×, one-agent ≥ 4×
 // and agents ≥ 5× caller=1 (at synchronous_commit=on, the default), on a
 // durable server: the test server of scripts/with-postgres.sh runs with
 // fsync off, so measure with scripts/pg-bench.sh (which starts it with
@@ -67,6 +70,7 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 		name string
 		reqs []store.UseRequest
 		rate []float64
+		cpu  cpuTimes // summed over the rounds
 	}{
 		{name: "caller=1", reqs: alone},
 		{name: "shared/callers=32", reqs: shared},
@@ -78,7 +82,7 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 		for i := range shapes {
 			sh := &shapes[i]
 			n := len(sh.reqs)
-			start := time.Now()
+			start, cpu0 := time.Now(), readCPU()
 			var wg sync.WaitGroup
 			for c := range n {
 				wg.Go(func() {
@@ -92,6 +96,13 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 			}
 			wg.Wait()
 			sh.rate = append(sh.rate, float64(calls)/time.Since(start).Seconds())
+			cpu1 := readCPU()
+			sh.cpu.client += cpu1.client - cpu0.client
+			if cpu0.server >= 0 && cpu1.server >= 0 {
+				sh.cpu.server += cpu1.server - cpu0.server
+			} else {
+				sh.cpu.server = -1 << 62
+			}
 		}
 	}
 	med := make([]float64, len(shapes))
@@ -101,6 +112,11 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 		b.ReportMetric(med[i], shapes[i].name+"-calls/s")
 		if i > 0 {
 			b.ReportMetric(med[i]/med[0], shapes[i].name+"-×1")
+		}
+		rounds := float64(len(shapes[i].rate) * calls)
+		b.ReportMetric(float64(shapes[i].cpu.client.Microseconds())/rounds, shapes[i].name+"-client-cpu-µs/call")
+		if shapes[i].cpu.server >= 0 {
+			b.ReportMetric(float64(shapes[i].cpu.server.Microseconds())/rounds, shapes[i].name+"-server-cpu-µs/call")
 		}
 	}
 }
