@@ -408,3 +408,58 @@ func BenchmarkRingKeyCached(b *testing.B) {
 		}
 	})
 }
+
+// TestShredLogIsBounded: the shred log keeps the newer half of its lines
+// once it reaches maxShredLog, so it does not grow with every key ever
+// shredded; the newest shreds are still told from keys never held, whole
+// lines only, and no temporary file is left behind.
+func TestShredLogIsBounded(t *testing.T) {
+	old := maxShredLog
+	maxShredLog = 10 * 33 // ten lines
+	defer func() { maxShredLog = old }()
+	ctx := context.Background()
+	p, _ := provider(t, "v1")
+	dir := t.TempDir()
+	r, err := OpenRing(dir, p, RingOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 40 {
+		id, _, err := r.NewKey(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Shred(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, shredLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(b)) > maxShredLog+33 {
+		t.Fatalf("shred log is %d bytes, bound %d", len(b), maxShredLog)
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		if !validID(l) {
+			t.Fatalf("shred log line %q is not a whole key id", l)
+		}
+	}
+	fresh, _ := OpenRing(dir, p, RingOptions{}) // no memory of its own
+	for _, id := range ids[len(ids)-5:] {
+		if here, err := fresh.ShreddedHere(ctx, id); err != nil || !here {
+			t.Fatalf("a recent shred %s: %v, %v", id, here, err)
+		}
+	}
+	if here, _ := fresh.ShreddedHere(ctx, ids[0]); here {
+		t.Fatal("the oldest shred is still in a log that should have been cut")
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.Name() != shredLog {
+			t.Fatalf("left in the directory: %s", e.Name())
+		}
+	}
+}

@@ -227,16 +227,50 @@ func (r *Ring) Shred(_ context.Context, id string) error {
 	return syncDir(r.dir)
 }
 
+// maxShredLog bounds the shred log's size: past it, the next note first
+// keeps only the newer half of the lines. 1 MiB holds the last ~31,000
+// shreds; a key shredded before them is then said to be "not in the
+// keyring" rather than "shredded" (the key is gone either way). A
+// variable for tests.
+var maxShredLog int64 = 1 << 20
+
 // noteShred appends id to the shred log (best effort: see Shred). One
 // write of a whole line to a file opened for appending: lines of
-// processes shredding at once do not interleave.
+// processes shredding at once do not interleave. A log past maxShredLog
+// is first cut to its newer half (trimShredLog).
 func (r *Ring) noteShred(id string) {
-	f, err := os.OpenFile(filepath.Join(r.dir, shredLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	path := filepath.Join(r.dir, shredLog)
+	if fi, err := os.Stat(path); err == nil && fi.Size() >= maxShredLog {
+		r.trimShredLog(path)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return
 	}
 	_, _ = f.Write([]byte(id + "\n"))
 	_ = f.Close()
+}
+
+// trimShredLog replaces the shred log by its newer half, whole lines, by a
+// temporary file renamed over it (best effort, like the log itself: a note
+// another process appends to the old file meanwhile may be lost).
+func (r *Ring) trimShredLog(path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	keep := b[len(b)/2:]
+	if i := bytes.IndexByte(keep, '\n'); i >= 0 {
+		keep = keep[i+1:]
+	}
+	tmp, err := os.CreateTemp(r.dir, ".tmp-shredded-*")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(keep)
+	if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), path) != nil {
+		_ = os.Remove(tmp.Name())
+	}
 }
 
 // ShreddedHere reports whether the key named id was shredded in this
