@@ -24,6 +24,7 @@ var dialect = &sqlcore.Dialect{
 	InList:      func(expr string) string { return expr + ` = ANY(?)` },
 	ListArg:     func(values any) (any, error) { return values, nil }, // pgx binds slices as arrays
 	AuditChain:  auditChainSQL,                                        // audit.go
+	Contains:    func(text, term string) string { return `strpos(lower(` + text + `), lower(` + term + `)) > 0` },
 	PollTurnsSQL: `SELECT
 		j.id AS id,
 		j.gen AS gen,

@@ -21,6 +21,8 @@ var dialect = &sqlcore.Dialect{
 	// The audit chain's hash is a Go function registered with the driver
 	// (audit.go).
 	AuditChain: auditChainSQL,
+	// So is the search's term check (search_contains.go).
+	Contains: containsSQL,
 	// A BLOB column is handed over as a []byte the driver allocated for
 	// the row, which the hot reads keep (hotread.go).
 	BytesColumn: func(col string) string { return "CAST(" + col + " AS BLOB)" },

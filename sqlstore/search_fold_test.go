@@ -420,3 +420,41 @@ func TestSearchReadsEscapedToolArgs(t *testing.T) {
 		t.Fatalf("index check: %+v, %v", rep, err)
 	}
 }
+
+// TestSearchFoldsCaseInAnyScript: a term matches whatever the case of its
+// letters beyond ASCII, whether the index finds it (three characters or
+// more: its trigrams, then the term checked on the text) or a scan does
+// (shorter terms), and the check keeps only items holding the term itself.
+func TestSearchFoldsCaseInAnyScript(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "fold.db"), sqlstore.WithoutIndexer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	conv := st.Conversations()
+	if _, err := conv.Save(ctx, store.NewConversation("c")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conv.AppendMessages(ctx, "c", store.UserMessage("ÄPFEL und Birnen"), store.UserMessage("pfel äst"),
+		store.UserMessage("abcd xbcde")); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string]int{
+		"äpfel":  1, // indexed: the trigram index folds, and so does the check
+		"Äp":     1, // scanned: SQLite's lower() would fold ASCII only
+		"äp":     1,
+		"ÄST":    1,
+		"abcde":  0, // its trigrams abc, bcd, cde all occur, not the term
+		"bcde":   1,
+		"pfel ä": 2, // the term "pfel" and the short term "ä" (Ä too)
+	} {
+		res, err := st.Search(ctx, store.SearchQuery{Query: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Hits) != want {
+			t.Errorf("%q: %d hits, want %d", q, len(res.Hits), want)
+		}
+	}
+}

@@ -9,7 +9,7 @@ import (
 func TestPlainHTMLChars(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{`{"a":"\u003cb\u003e \u0026"}`, `{"a":"<b> &"}`},
-		{`["\u003C\u003E\u0026"]`, `["<>&"]`},                 // upper-case hex
+		{`["\u003C\u003E\u0026"]`, `["<>&"]`},                  // upper-case hex
 		{`["\\u003c"]`, `["\\u003c"]`},                         // an escaped backslash, then text
 		{`["\\\u003c"]`, `["\\<"]`},                            // an escaped backslash, then an escape
 		{`["\u00e9 \n \" \u0041"]`, `["\u00e9 \n \" \u0041"]`}, // other escapes stay

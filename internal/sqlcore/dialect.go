@@ -40,6 +40,10 @@ type Dialect struct {
 	// rowcodec.AuditHash) from SQL expressions of the previous hash (hex
 	// text), the sequence number, the agent id and the payload (bytes).
 	AuditChain func(prev, seq, agent, payload string) string
+	// Contains returns the condition that the text expression holds the
+	// term bound to the parameter term, ignoring case (the search's check
+	// of a term on a document's body).
+	Contains func(text, term string) string
 	// BytesColumn returns the expression that selects the text column col
 	// as bytes, where the driver hands bytes over without a copy that text
 	// would need (SQLite: CAST(col AS BLOB)); nil selects col as it is.

@@ -174,6 +174,12 @@ func (s *Store) searchSQL(q store.SearchQuery, long, short []string) (string, []
 FROM search_fts JOIN search_docs AS d ON d.doc = search_fts.rowid
 WHERE search_fts MATCH ?`)
 		args = append(args, ftsMatch(long))
+		// The index knows which documents hold each trigram, not where
+		// (migration 32): keep those that hold the terms themselves.
+		for _, t := range long {
+			b.WriteString(` AND ` + s.d.Contains("d.body", "?"))
+			args = append(args, t)
+		}
 	case len(long) > 0:
 		var rank []string
 		for range long {
@@ -186,7 +192,7 @@ WHERE search_fts MATCH ?`)
 		b.WriteString(`SELECT ` + keys + `, ` + score + ` AS score
 FROM search_docs AS d WHERE TRUE`)
 		for _, t := range long {
-			b.WriteString(` AND sessionstore_trigrams(d.body) @> sessionstore_trigrams(?) AND strpos(lower(d.body), lower(?)) > 0`)
+			b.WriteString(` AND sessionstore_trigrams(d.body) @> sessionstore_trigrams(?) AND ` + s.d.Contains("d.body", "?"))
 			args = append(args, t, t)
 		}
 	default:
@@ -198,11 +204,7 @@ FROM search_docs AS d WHERE d.doc > ?`)
 	b.WriteString(` AND d.tenant = ?`)
 	args = append(args, s.tenant)
 	for _, t := range short {
-		if s.postgres() {
-			b.WriteString(` AND strpos(lower(d.body), lower(?)) > 0`)
-		} else {
-			b.WriteString(` AND instr(lower(d.body), lower(?)) > 0`)
-		}
+		b.WriteString(` AND ` + s.d.Contains("d.body", "?"))
 		args = append(args, t)
 	}
 	// Only live agent sessions' events are found: the events a rewind
@@ -302,14 +304,25 @@ func intersectKinds(a, b []store.SearchKind) []store.SearchKind {
 	return out
 }
 
-// ftsMatch returns an FTS5 query that matches every term as a phrase
-// (with the trigram tokenizer: as a substring).
+// ftsMatch returns the FTS5 query of the documents that hold every
+// trigram of every term (each term has three characters or more), each
+// trigram once: the index has no positions (migration 32), so the caller
+// checks that the terms themselves occur (Dialect.Contains). The trigram
+// tokenizer folds the query's case as it folded the documents'.
 func ftsMatch(terms []string) string {
-	parts := make([]string, len(terms))
-	for i, t := range terms {
-		parts[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
+	var parts []string
+	seen := map[string]bool{}
+	for _, t := range terms {
+		r := []rune(t)
+		for i := 0; i+3 <= len(r); i++ {
+			tri := string(r[i : i+3])
+			if !seen[tri] {
+				seen[tri] = true
+				parts = append(parts, `"`+strings.ReplaceAll(tri, `"`, `""`)+`"`)
+			}
+		}
 	}
-	return strings.Join(parts, " ")
+	return strings.Join(parts, " AND ")
 }
 
 // searchWindow returns the items around a message or event hit.
