@@ -10,55 +10,19 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
 // govSession is a governed session as the pages show it; its JSON is
-// sessionJSON's.
+// archive.GovernedSession's, the one view of a governed session that
+// sessionctl and export files write too.
 type govSession struct{ store.Session }
 
-// sessionJSON is the JSON shape of a governed session, the fields of
-// sessionctl's: durations in *_ms, times RFC 3339 UTC.
-type sessionJSON struct {
-	ID                    string   `json:"id"`
-	AgentID               string   `json:"agent_id"`
-	Status                string   `json:"status"`
-	CallsMade             int64    `json:"calls_made"`
-	CallBudget            int64    `json:"call_budget"`
-	RemainingBudget       int64    `json:"remaining_budget"`
-	AuthorizedTools       []string `json:"authorized_tools"`
-	AuthorizedCredentials []string `json:"authorized_credentials"`
-	DelegationChain       []string `json:"delegation_chain"`
-	DeclaredIntent        string   `json:"declared_intent"`
-	Sensitivity           string   `json:"sensitivity"`
-	RateLimit             int64    `json:"rate_limit"`
-	RateWindowMS          int64    `json:"rate_window_ms"`
-	RateWindowStart       string   `json:"rate_window_start,omitempty"`
-	RateWindowCalls       int64    `json:"rate_window_calls"`
-	TimeLimitMS           int64    `json:"time_limit_ms"`
-	CreatedAt             string   `json:"created_at,omitempty"`
-	ExpiresAt             string   `json:"expires_at,omitempty"`
-}
-
-func orEmpty(l []string) []string {
-	if l == nil {
-		return []string{}
-	}
-	return l
-}
-
-// MarshalJSON writes the session as sessionJSON.
+// MarshalJSON writes the session as archive.GovernedSession.
 func (s govSession) MarshalJSON() ([]byte, error) {
-	return marshal(sessionJSON{
-		ID: s.ID, AgentID: s.AgentID, Status: string(s.Status), CallsMade: s.CallsMade, CallBudget: s.CallBudget,
-		RemainingBudget: s.RemainingBudget(), AuthorizedTools: orEmpty(s.AuthorizedTools),
-		AuthorizedCredentials: orEmpty(s.AuthorizedCredentials), DelegationChain: orEmpty(s.DelegationChain),
-		DeclaredIntent: s.DeclaredIntent, Sensitivity: string(s.Sensitivity), RateLimit: s.RateLimit,
-		RateWindowMS: humanize.Millis(s.RateWindow), RateWindowStart: humanize.Time(s.RateWindowStart),
-		RateWindowCalls: s.RateWindowCalls, TimeLimitMS: humanize.Millis(s.TimeLimit),
-		CreatedAt: humanize.Time(s.CreatedAt), ExpiresAt: humanize.Time(s.ExpiresAt),
-	})
+	return marshal(archive.NewGovernedSession(s.Session))
 }
 
 // auditEvent is an audit event as the pages show it: its detail as

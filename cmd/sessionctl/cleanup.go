@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -109,8 +110,8 @@ func printWAL(w io.Writer, r WALResult) {
 
 // cleanupDryRunJSON is the JSON document of cleanup --dry-run.
 type cleanupDryRunJSON struct {
-	WouldRemove int64     `json:"would_remove"`
-	Sessions    []govView `json:"sessions"`
+	WouldRemove int64                     `json:"would_remove"`
+	Sessions    []archive.GovernedSession `json:"sessions"`
 }
 
 // cleanupDryRun lists the governed sessions cleanup would remove: closed,
@@ -121,7 +122,7 @@ func (g *globals) cleanupDryRun(ctx context.Context, asJSON bool) error {
 		return err
 	}
 	defer st.Close()
-	doc := cleanupDryRunJSON{Sessions: []govView{}}
+	doc := cleanupDryRunJSON{Sessions: []archive.GovernedSession{}}
 	var list []store.Session
 	for _, status := range []store.Status{store.StatusClosed, store.StatusExpired} {
 		f := store.ListFilter{Status: status, Limit: store.MaxPageSize}
@@ -140,7 +141,7 @@ func (g *globals) cleanupDryRun(ctx context.Context, asJSON bool) error {
 	slices.SortFunc(list, func(a, b store.Session) int { return strings.Compare(a.ID, b.ID) })
 	now := g.clock()
 	for _, s := range list {
-		doc.Sessions = append(doc.Sessions, newGovView(s))
+		doc.Sessions = append(doc.Sessions, archive.NewGovernedSession(s))
 	}
 	doc.WouldRemove = int64(len(list))
 	if asJSON {

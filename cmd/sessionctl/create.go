@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -99,7 +100,7 @@ func runCreate(ctx context.Context, g *globals, args []string) error {
 		return g.fail(sp.name, err)
 	}
 	if *asJSON {
-		if err := writeJSON(g.stdout, newGovView(sess)); err != nil {
+		if err := writeJSON(g.stdout, archive.NewGovernedSession(sess)); err != nil {
 			return g.fail(sp.name, err)
 		}
 		return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -31,8 +32,8 @@ follow, the cursor for the next page is printed (on stderr for tables, as
 
 // listJSON is the JSON document of list for governed sessions.
 type listJSON struct {
-	Items []govView `json:"items"`
-	Next  string    `json:"next"`
+	Items []archive.GovernedSession `json:"items"`
+	Next  string                    `json:"next"`
 }
 
 // convListJSON is the JSON document of list for conversations.
@@ -135,9 +136,9 @@ func runList(ctx context.Context, g *globals, args []string) error {
 	}
 
 	if *asJSON {
-		doc := listJSON{Items: make([]govView, 0, len(items)), Next: next}
+		doc := listJSON{Items: make([]archive.GovernedSession, 0, len(items)), Next: next}
 		for _, s := range items {
-			doc.Items = append(doc.Items, newGovView(s))
+			doc.Items = append(doc.Items, archive.NewGovernedSession(s))
 		}
 		if err := writeJSON(g.stdout, doc); err != nil {
 			return g.fail(sp.name, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -55,7 +56,7 @@ func runUse(ctx context.Context, g *globals, args []string) error {
 		return g.fail(sp.name, err)
 	}
 	if *asJSON {
-		if err := writeJSON(g.stdout, newGovView(sess)); err != nil {
+		if err := writeJSON(g.stdout, archive.NewGovernedSession(sess)); err != nil {
 			return g.fail(sp.name, err)
 		}
 		return nil
