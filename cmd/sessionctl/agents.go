@@ -64,7 +64,7 @@ func runAgents(ctx context.Context, g *globals, args []string) error {
 	fs := g.newFlags(sp)
 	app := fs.String("app", "", "list: only the sessions of application `APP`")
 	user := fs.String("user", "", "list: only the sessions of user `USER`")
-	idle := fs.Duration("idle", 0, "list: only sessions not updated for `DURATION`")
+	idle := durationFlag(fs, "idle", 0, "list: only sessions not updated for `DURATION`")
 	limit := fs.Int("limit", 50, fmt.Sprintf("list, events: at most `N` per page (1 to %d)", store.MaxPageSize))
 	after := fs.String("after", "", "list: continue after `CURSOR` (printed after a page)")
 	all := fs.Bool("all", false, "list: every page")

@@ -48,7 +48,7 @@ transaction to its agent's hash chain.
 		"sessionctl audit --agent agent-42 --since 2026-01-02T00:00:00Z",
 		"sessionctl audit --outcome spend_limit_exceeded --json",
 		"sessionctl audit verify",
-		"sessionctl audit checkpoint && sessionctl audit prune --older-than 2160h",
+		"sessionctl audit checkpoint && sessionctl audit prune --older-than 90d",
 	},
 	actions: []action{
 		{name: "list", flags: []string{"agent", "session", "kind", "outcome", "since", "until", "limit", "after", "all", "json"}},
@@ -84,7 +84,7 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 	after := fs.String("after", "", "list: continue after `CURSOR` (printed after a page)")
 	all := fs.Bool("all", false, "list: every page")
 	before := fs.String("before", "", "prune: cut at the newest checkpoint before `TIME` (RFC 3339)")
-	olderThan := fs.Duration("older-than", 0, "prune: cut at the newest checkpoint older than `DURATION` (0s: the newest one)")
+	olderThan := durationFlag(fs, "older-than", 0, "prune: cut at the newest checkpoint older than `DURATION` (0s: the newest one)")
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	pos, err := g.parse(fs, sp, args)
 	if err != nil {

@@ -57,7 +57,7 @@ key: its rows are unreadable in every copy of the database.
 	examples: []string{
 		"sessionctl --key-file /etc/sessionstore/kek keys status",
 		"SESSIONSTORE_KEY=\"$(cat kek)\" sessionctl keys rotate --json",
-		"sessionctl --key-file kek keys gc --dry-run --grace 24h",
+		"sessionctl --key-file kek keys gc --dry-run --grace 1d",
 		"sessionctl keys new /etc/sessionstore/kek && sessionctl --key-file /etc/sessionstore/kek create --agent a",
 	},
 	actions: []action{
@@ -310,7 +310,7 @@ func runKeys(ctx context.Context, g *globals, args []string) error {
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	dryRun := fs.Bool("dry-run", false, "keys gc: list the orphan keys, shred nothing")
-	grace := fs.Duration("grace", store.DefaultKeyGrace, "keys gc: how old an unnamed key must be to be shredded")
+	grace := durationFlag(fs, "grace", store.DefaultKeyGrace, "keys gc: how old an unnamed key must be to be shredded")
 	version := fs.String("kek-version", "v1", "keys new: the version of the key-encryption key it writes")
 	pos, err := g.parse(fs, sp, args)
 	if err != nil {

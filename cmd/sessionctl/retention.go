@@ -12,8 +12,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -27,7 +27,7 @@ or a store opened with a background sweeper) applies them.
   retention [show]           lists the policies, the holds and the last
                              sweeps
   retention set KIND VALUE   sets a policy: VALUE is a duration for the
-                             kinds that take max_age (720h), a count for
+                             kinds that take max_age (30d, 12h), a count for
                              messages_keep_last, a size for size_budget
                              (bytes, or with KB, MB, GB, KiB, MiB, GiB);
                              orphan_state takes none. --reads-count lets
@@ -38,7 +38,7 @@ or a store opened with a background sweeper) applies them.
 Kinds:
 ` + kindsHelp(),
 	examples: []string{
-		"sessionctl retention set conversations_idle 720h",
+		"sessionctl retention set conversations_idle 30d",
 		"sessionctl retention set size_budget 2GiB",
 		"sessionctl retention --json",
 	},
@@ -82,7 +82,7 @@ func runRetention(ctx context.Context, g *globals, args []string) error {
 		// "-5h" is a value, not a flag: say what is wrong with it.
 		for _, a := range args {
 			if len(a) > 1 && a[0] == '-' && (a[1] >= '0' && a[1] <= '9' || a[1] == '.') {
-				return g.usageErr(sp.name+" set", "%s: a negative value is refused (give a duration such as 720h, a count or a size)", esc(a))
+				return g.usageErr(sp.name+" set", "%s: a negative value is refused (give a duration such as 30d, a count or a size)", esc(a))
 			}
 		}
 	}
@@ -170,7 +170,7 @@ func parsePolicy(pos []string, readsCount bool) (store.Policy, error) {
 	var err error
 	switch k.Param {
 	case store.ParamMaxAge:
-		p.MaxAge, err = time.ParseDuration(pos[1])
+		p.MaxAge, err = humanize.ParseDuration(pos[1])
 	case store.ParamKeepLast:
 		p.KeepLast, err = strconv.ParseInt(pos[1], 10, 64)
 	case store.ParamMaxBytes:
@@ -184,7 +184,7 @@ func parsePolicy(pos []string, readsCount bool) (store.Policy, error) {
 
 // paramWords say what value a policy kind takes, as the user types it.
 var paramWords = map[store.Parameter]string{
-	store.ParamMaxAge:   "a duration such as 720h",
+	store.ParamMaxAge:   humanize.DurationExample,
 	store.ParamKeepLast: "a number of messages such as 100",
 	store.ParamMaxBytes: "a size such as 2GiB",
 }

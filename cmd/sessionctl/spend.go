@@ -277,7 +277,7 @@ func runReserve(ctx context.Context, g *globals, args []string) error {
 	fs := g.newFlags(sp)
 	agent := fs.String("agent", "", "the presenting agent `ID`; refused when it is not the session's agent")
 	requestID := fs.String("request-id", "", "the reservation's `ID` (default: a random one); a retry returns the first outcome")
-	ttl := fs.Duration("ttl", store.DefaultReservationTTL, "the reservation lapses after `DURATION` unless settled or released")
+	ttl := durationFlag(fs, "ttl", store.DefaultReservationTTL, "the reservation lapses after `DURATION` unless settled or released")
 	amounts := addAmountFlags(fs, "the upper bound of")
 	asJSON := fs.Bool("json", false, "print the reservation as JSON")
 	pos, err := g.parseArgs(fs, sp, args, 1, 1)
