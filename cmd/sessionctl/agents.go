@@ -118,9 +118,6 @@ func runAgents(ctx context.Context, g *globals, args []string) error {
 				}
 			}
 		}
-		if *idle < 0 {
-			return g.usageErr(name, "--idle must not be negative")
-		}
 		var cur agentCursor
 		if *after != "" {
 			var err error

@@ -8,14 +8,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/view"
 )
 
 var auditSpec = spec{
@@ -141,11 +140,8 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 		}
 		// --older-than 0s is "every checkpoint made so far": what
 		// checkpoint then prune --older-than 0s is expected to do.
-		olderSet := false
-		fs.Visit(func(f *flag.Flag) { olderSet = olderSet || f.Name == "older-than" })
+		olderSet := isSet(fs, "older-than")
 		switch {
-		case *olderThan < 0:
-			return g.usageErr(name, "--older-than must not be negative")
 		case olderSet == !cut.IsZero():
 			return g.usageErr(name, "give one of --before and --older-than")
 		case olderSet:
@@ -189,31 +185,6 @@ func optTime(field, s string) (time.Time, error) {
 	return t, nil
 }
 
-// auditEventView is the JSON shape of an audit event.
-type auditEventView struct {
-	AgentID string `json:"agent_id"`
-	// Chain is the session of a session chain, left out for the agent's
-	// own chain.
-	Chain     string `json:"chain,omitempty"`
-	Seq       int64  `json:"seq"`
-	At        string `json:"at"`
-	Kind      string `json:"kind"`
-	Outcome   string `json:"outcome"`
-	SessionID string `json:"session_id,omitempty"`
-	RequestID string `json:"request_id,omitempty"`
-	// Detail is the decision's detail as humanize.AuditDetail renders
-	// it (money as decimals with the currency, times RFC 3339); the
-	// hashes cover the detail as stored, which export files keep.
-	Detail   json.RawMessage `json:"detail"`
-	PrevHash string          `json:"prev_hash"`
-	Hash     string          `json:"hash"`
-}
-
-func newAuditEventView(e store.AuditEvent) auditEventView {
-	return auditEventView{AgentID: e.AgentID, Chain: e.Chain, Seq: e.Seq, At: jsonTime(e.At), Kind: string(e.Kind), Outcome: e.Outcome,
-		SessionID: e.SessionID, RequestID: e.RequestID, Detail: humanize.AuditDetail(e.Detail), PrevHash: e.PrevHash, Hash: e.Hash}
-}
-
 func (g *globals) auditList(ctx context.Context, name string, f store.AuditFilter, all, asJSON bool) error {
 	st, err := g.openExisting(ctx)
 	if err != nil {
@@ -236,11 +207,11 @@ func (g *globals) auditList(ctx context.Context, name string, f store.AuditFilte
 	}
 	if asJSON {
 		doc := struct {
-			Events []auditEventView `json:"events"`
-			Next   string           `json:"next,omitempty"`
-		}{Events: []auditEventView{}, Next: next}
+			Events []view.AuditEvent `json:"events"`
+			Next   string            `json:"next,omitempty"`
+		}{Events: []view.AuditEvent{}, Next: next}
 		for _, e := range events {
-			doc.Events = append(doc.Events, newAuditEventView(e))
+			doc.Events = append(doc.Events, view.NewAuditEvent(e))
 		}
 		return g.jsonOr(name, doc)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/view"
 )
 
 var retentionSpec = spec{
@@ -70,7 +71,7 @@ func kindsHelp() string {
 
 // retentionJSON is the JSON document of retention show.
 type retentionJSON struct {
-	Policies []policyView        `json:"policies"`
+	Policies []view.Policy       `json:"policies"`
 	Holds    []store.Hold        `json:"holds"`
 	Sweeps   []store.SweepRecord `json:"sweeps"`
 }
@@ -148,7 +149,7 @@ func runRetention(ctx context.Context, g *globals, args []string) error {
 		return g.fail(name, err)
 	}
 	if *asJSON {
-		return g.jsonOr(name, newPolicyView(p))
+		return g.jsonOr(name, view.NewPolicy(p))
 	}
 	fmt.Fprintf(g.stdout, "set %s: %s\n", p.Kind, policySetting(p))
 	return nil
@@ -263,7 +264,7 @@ func (g *globals) retentionShow(ctx context.Context, last int, asJSON bool) erro
 	if err != nil {
 		return err
 	}
-	doc.Policies = policyViews(policies)
+	doc.Policies = view.Policies(policies)
 	if doc.Holds, err = r.Holds(ctx); err != nil {
 		return err
 	}

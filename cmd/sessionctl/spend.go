@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/view"
 )
 
 // exitSpend is the exit status of a reservation refused by a spend limit
@@ -110,39 +111,14 @@ func amountText(a store.SpendAmount, cur string) string {
 // integers; amounts of money exact decimals with their currency ("1.00
 // USD", humanize.Money of the micro-units the store keeps), never a float.
 type spendView struct {
-	Limits []limitView `json:"limits"`
-	Live   int64       `json:"live_reservations"`
-}
-
-type limitView struct {
-	Scope  string `json:"scope"`
-	Metric string `json:"metric"`
-	Window string `json:"window"`
-	// WindowStart is absent for a lifetime window, which has no start.
-	WindowStart string `json:"window_start,omitempty"`
-	Currency    string `json:"currency,omitempty"`
-	Limit       any    `json:"limit"`
-	Spent       any    `json:"spent"`
-	Reserved    any    `json:"reserved"`
-	Remaining   any    `json:"remaining"`
+	Limits []view.Limit `json:"limits"`
+	Live   int64        `json:"live_reservations"`
 }
 
 func newSpendView(st store.SpendStatus) spendView {
-	v := spendView{Limits: []limitView{}, Live: st.Live}
+	v := spendView{Limits: []view.Limit{}, Live: st.Live}
 	for _, l := range st.Limits {
-		amount := func(n int64) any {
-			if l.Metric == store.MetricCost {
-				return moneyText(n, l.Currency)
-			}
-			return n
-		}
-		lv := limitView{Scope: string(l.Scope), Metric: string(l.Metric), Window: string(l.Window),
-			Currency: l.Currency, Limit: amount(l.Limit), Spent: amount(l.Spent),
-			Reserved: amount(l.Reserved), Remaining: amount(l.Remaining())}
-		if l.Window != store.WindowLifetime {
-			lv.WindowStart = jsonTime(l.WindowStart)
-		}
-		v.Limits = append(v.Limits, lv)
+		v.Limits = append(v.Limits, view.NewLimit(l))
 	}
 	return v
 }
