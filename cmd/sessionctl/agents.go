@@ -221,10 +221,7 @@ func newAgentView(s store.AgentSession) agentView {
 }
 
 // agentListJSON is the JSON document of agents list.
-type agentListJSON struct {
-	Items []agentView `json:"items"`
-	Next  string      `json:"next"`
-}
+type agentListJSON = pageJSON[agentView]
 
 type agentListReq struct {
 	app, user string
@@ -289,26 +286,12 @@ func (g *globals) agentsList(ctx context.Context, req agentListReq, asJSON bool)
 			break
 		}
 	}
-	if asJSON {
-		return writeJSON(g.stdout, doc)
-	}
-	if len(doc.Items) == 0 {
-		_, err := fmt.Fprintln(g.stdout, "no agent sessions")
-		return err
-	}
-	tw := newTable(g.stdout)
-	fmt.Fprintln(tw, "APP\tUSER\tSESSION\tVERSION\tEVENTS\tSTATE KEYS\tUPDATED")
-	for _, v := range doc.Items {
-		up, _ := parseJSONTime("updated_at", v.UpdatedAt)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", esc(v.App), esc(v.User), esc(v.Session), v.Version, v.EventCount, v.StateKeys, tableTime(up))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if doc.Next != "" {
-		fmt.Fprintf(g.stderr, "more agent sessions follow: add --after %s for the next page\n", shellQuote(doc.Next))
-	}
-	return nil
+	return printListing(g, asJSON, listing[agentView]{doc: doc, items: doc.Items, none: "no agent sessions",
+		header: "APP\tUSER\tSESSION\tVERSION\tEVENTS\tSTATE KEYS\tUPDATED", more: "more agent sessions follow", next: doc.Next,
+		row: func(v agentView) string {
+			up, _ := parseJSONTime("updated_at", v.UpdatedAt)
+			return fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%d\t%s", esc(v.App), esc(v.User), esc(v.Session), v.Version, v.EventCount, v.StateKeys, tableTime(up))
+		}})
 }
 
 // agentShowJSON is the JSON document of agents show.
@@ -386,16 +369,10 @@ func stateTable(g *globals, m map[string]json.RawMessage, scope string) error {
 
 // eventTable prints events as a table.
 func eventTable(g *globals, events []store.AgentEvent) error {
-	if len(events) == 0 {
-		_, err := fmt.Fprintln(g.stdout, "no events")
-		return err
-	}
-	tw := newTable(g.stdout)
-	fmt.Fprintln(tw, "SEQ\tID\tINVOCATION\tTIMESTAMP\tDATA")
-	for _, e := range events {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", e.Seq, esc(e.ID), orDash(esc(e.InvocationID)), e.Timestamp.UTC().Format(eventTimeLayout), clip(jsonText(e.Data), 60))
-	}
-	return tw.Flush()
+	return printListing(g, false, listing[store.AgentEvent]{items: events, none: "no events", header: "SEQ\tID\tINVOCATION\tTIMESTAMP\tDATA",
+		row: func(e store.AgentEvent) string {
+			return fmt.Sprintf("%d\t%s\t%s\t%s\t%s", e.Seq, esc(e.ID), orDash(esc(e.InvocationID)), e.Timestamp.UTC().Format(eventTimeLayout), clip(jsonText(e.Data), 60))
+		}})
 }
 
 // jsonText is a stored JSON value on one line, without insignificant

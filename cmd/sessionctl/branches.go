@@ -191,21 +191,14 @@ func runRewind(ctx context.Context, g *globals, args []string) error {
 		if err != nil {
 			return g.fail(sp.name, err)
 		}
-		if *asJSON {
-			return g.result(sp.name, writeJSON(g.stdout, runs))
-		}
-		if len(runs) == 0 {
-			fmt.Fprintf(g.stdout, "no superseded events in %s\n", key.Session)
-			return nil
-		}
-		tw := newTable(g.stdout)
-		fmt.Fprintln(tw, "REWOUND\tSEQ\tEVENT\tINVOCATION\tTIMESTAMP")
+		var rows []string
 		for _, r := range runs {
 			for _, ev := range r.Events {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", tableTime(r.RewoundAt), ev.Seq, ev.ID, ev.InvocationID, jsonTime(ev.Timestamp))
+				rows = append(rows, fmt.Sprintf("%s\t%d\t%s\t%s\t%s", tableTime(r.RewoundAt), ev.Seq, ev.ID, ev.InvocationID, jsonTime(ev.Timestamp)))
 			}
 		}
-		return g.result(sp.name, tw.Flush())
+		return g.result(sp.name, printListing(g, *asJSON, listing[string]{doc: runs, items: rows, row: same,
+			none: "no superseded events in " + key.Session, header: "REWOUND\tSEQ\tEVENT\tINVOCATION\tTIMESTAMP"}))
 	}
 	before, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: key})
 	if err != nil {
@@ -265,7 +258,7 @@ func runHistory(ctx context.Context, g *globals, args []string) error {
 		if n.Parent != 0 {
 			fork = fmt.Sprint(n.ForkSeq)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name, n.Status, fork, n.EventCount, compactedText(n.LineageNode), tableTime(n.CreatedAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name, n.Status, fork, n.EventCount, compactedText(n.Compactions), tableTime(n.CreatedAt))
 	}
 	return g.result(sp.name, tw.Flush())
 }
@@ -292,15 +285,15 @@ func treeOrder(nodes []store.LineageNode) []treeNode {
 	return out
 }
 
-// compactedText lists the ranges a node's compaction records summarise:
-// "1-40@41 ..." ("-" for none).
-func compactedText(n store.LineageNode) string {
-	if len(n.Compactions) == 0 {
+// compactedText lists the ranges a node's compaction records summarise
+// (an agent session's or a conversation's): "1-40@41 ..." ("-" for none).
+func compactedText(c map[int64]store.CompactionRange) string {
+	if len(c) == 0 {
 		return "-"
 	}
 	var parts []string
-	for _, seq := range slices.Sorted(maps.Keys(n.Compactions)) {
-		r := n.Compactions[seq]
+	for _, seq := range slices.Sorted(maps.Keys(c)) {
+		r := c[seq]
 		parts = append(parts, fmt.Sprintf("%d-%d@%d", r.From, r.To, seq))
 	}
 	return strings.Join(parts, " ")

@@ -9,8 +9,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/agentstore/sessionstore/store"
@@ -99,21 +97,14 @@ func rewindConversation(ctx context.Context, g *globals, sp spec, fs *flag.FlagS
 		if err != nil {
 			return g.fail(sp.name, withID(id, err))
 		}
-		if asJSON {
-			return g.result(sp.name, writeJSON(g.stdout, runs))
-		}
-		if len(runs) == 0 {
-			fmt.Fprintf(g.stdout, "no superseded messages in %s\n", id)
-			return nil
-		}
-		tw := newTable(g.stdout)
-		fmt.Fprintln(tw, "REWOUND\tSEQ\tROLE\tTEXT")
+		var rows []string
 		for _, r := range runs {
 			for _, m := range r.Messages {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", tableTime(r.RewoundAt), m.Seq, esc(m.Role), clip(messageText(m), 60))
+				rows = append(rows, fmt.Sprintf("%s\t%d\t%s\t%s", tableTime(r.RewoundAt), m.Seq, esc(m.Role), clip(messageText(m), 60)))
 			}
 		}
-		return g.result(sp.name, tw.Flush())
+		return g.result(sp.name, printListing(g, asJSON, listing[string]{doc: runs, items: rows, row: same,
+			none: "no superseded messages in " + id, header: "REWOUND\tSEQ\tROLE\tTEXT"}))
 	}
 	before, err := c.Info(ctx, id)
 	if err != nil {
@@ -166,21 +157,7 @@ func historyConversation(ctx context.Context, g *globals, sp spec, id string, as
 		if n.Parent != "" {
 			fork = fmt.Sprint(n.ForkNext - 1)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name, n.Status, fork, n.Messages, convCompactedText(n), tableTime(n.CreatedAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name, n.Status, fork, n.Messages, compactedText(n.Compactions), tableTime(n.CreatedAt))
 	}
 	return g.result(sp.name, tw.Flush())
-}
-
-// convCompactedText lists the ranges a node's compaction records
-// summarise: "0-40@41 ..." ("-" for none).
-func convCompactedText(n store.ConversationNode) string {
-	if len(n.Compactions) == 0 {
-		return "-"
-	}
-	var parts []string
-	for _, seq := range slices.Sorted(maps.Keys(n.Compactions)) {
-		r := n.Compactions[seq]
-		parts = append(parts, fmt.Sprintf("%d-%d@%d", r.From, r.To, seq))
-	}
-	return strings.Join(parts, " ")
 }

@@ -9,16 +9,12 @@ import (
 	"github.com/agentstore/sessionstore/store"
 )
 
-// govTable writes governed sessions as an aligned table.
-func govTable(w io.Writer, sessions []store.Session) error {
-	tw := newTable(w)
-	fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tCALLS\tRATE\tTOOLS\tEXPIRES")
-	for _, s := range sessions {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n",
-			esc(s.ID), esc(s.AgentID), s.Status, s.CallsMade, s.CallBudget,
-			rateText(s), listText(s.AuthorizedTools, 40), tableTime(s.ExpiresAt))
-	}
-	return tw.Flush()
+// govHeader and govRow are the table of governed sessions.
+const govHeader = "ID\tAGENT\tSTATUS\tCALLS\tRATE\tTOOLS\tEXPIRES"
+
+func govRow(s store.Session) string {
+	return fmt.Sprintf("%s\t%s\t%s\t%d/%d\t%s\t%s\t%s", esc(s.ID), esc(s.AgentID), s.Status, s.CallsMade, s.CallBudget,
+		rateText(s), listText(s.AuthorizedTools, 40), tableTime(s.ExpiresAt))
 }
 
 // govDetails writes one governed session as aligned "key  value" lines.
