@@ -167,10 +167,7 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 
 // jsonOr writes v as JSON (a failure is reported under name).
 func (g *globals) jsonOr(name string, v any) error {
-	if err := writeJSON(g.stdout, v); err != nil {
-		return g.fail(name, err)
-	}
-	return nil
+	return g.result(name, writeJSON(g.stdout, v))
 }
 
 // optTime parses an optional RFC 3339 flag value (zero when empty).
@@ -186,79 +183,73 @@ func optTime(field, s string) (time.Time, error) {
 }
 
 func (g *globals) auditList(ctx context.Context, name string, f store.AuditFilter, all, asJSON bool) error {
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(name, err)
-	}
-	defer st.Close()
-	var events []store.AuditEvent
-	next := ""
-	for {
-		page, err := st.Audit().List(ctx, f)
-		if err != nil {
-			return g.fail(name, err)
+	return g.result(name, g.withStore(ctx, func(st cliStore) error {
+		var events []store.AuditEvent
+		next := ""
+		for {
+			page, err := st.Audit().List(ctx, f)
+			if err != nil {
+				return err
+			}
+			events = append(events, page.Items...)
+			next = page.Next
+			if !all || next == "" {
+				break
+			}
+			f.After = next
 		}
-		events = append(events, page.Items...)
-		next = page.Next
-		if !all || next == "" {
-			break
+		if asJSON {
+			doc := struct {
+				Events []view.AuditEvent `json:"events"`
+				Next   string            `json:"next,omitempty"`
+			}{Events: []view.AuditEvent{}, Next: next}
+			for _, e := range events {
+				doc.Events = append(doc.Events, view.NewAuditEvent(e))
+			}
+			return g.jsonOr(name, doc)
 		}
-		f.After = next
-	}
-	if asJSON {
-		doc := struct {
-			Events []view.AuditEvent `json:"events"`
-			Next   string            `json:"next,omitempty"`
-		}{Events: []view.AuditEvent{}, Next: next}
+		tw := newTable(g.stdout)
+		fmt.Fprintln(tw, "AGENT\tCHAIN\tSEQ\tAT\tKIND\tOUTCOME\tSESSION\tREQUEST\tDETAIL")
 		for _, e := range events {
-			doc.Events = append(doc.Events, view.NewAuditEvent(e))
+			chain := "agent"
+			if e.Chain != "" {
+				chain = "session"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(e.AgentID), chain, e.Seq, tableTime(e.At), e.Kind, cell(e.Outcome),
+				orDash(cell(e.SessionID)), orDash(cell(e.RequestID)), cell(clip(string(humanize.AuditDetail(e.Detail)), 60)))
 		}
-		return g.jsonOr(name, doc)
-	}
-	tw := newTable(g.stdout)
-	fmt.Fprintln(tw, "AGENT\tCHAIN\tSEQ\tAT\tKIND\tOUTCOME\tSESSION\tREQUEST\tDETAIL")
-	for _, e := range events {
-		chain := "agent"
-		if e.Chain != "" {
-			chain = "session"
+		if err := tw.Flush(); err != nil {
+			return err
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(e.AgentID), chain, e.Seq, tableTime(e.At), e.Kind, cell(e.Outcome),
-			orDash(cell(e.SessionID)), orDash(cell(e.RequestID)), cell(clip(string(humanize.AuditDetail(e.Detail)), 60)))
-	}
-	if err := tw.Flush(); err != nil {
-		return g.fail(name, err)
-	}
-	if next != "" {
-		fmt.Fprintf(g.stdout, "more: --after %s\n", next)
-	}
-	return nil
+		if next != "" {
+			fmt.Fprintf(g.stdout, "more: --after %s\n", next)
+		}
+		return nil
+	}))
 }
 
 func (g *globals) auditVerify(ctx context.Context, name string, asJSON bool) error {
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(name, err)
-	}
-	defer st.Close()
-	rep, err := st.Audit().Verify(ctx)
-	if err != nil {
-		return g.fail(name, err)
-	}
-	var code error // a chain that does not verify: exit 1, the report said why
-	if !rep.OK() {
-		code = exitStatus(exitError)
-	}
-	if asJSON {
-		if err := writeJSON(g.stdout, struct {
-			OK bool `json:"ok"`
-			store.AuditReport
-		}{rep.OK(), rep}); err != nil {
-			return g.fail(name, err)
+	return g.result(name, g.withStore(ctx, func(st cliStore) error {
+		rep, err := st.Audit().Verify(ctx)
+		if err != nil {
+			return err
 		}
+		var code error // a chain that does not verify: exit 1, the report said why
+		if !rep.OK() {
+			code = exitStatus(exitError)
+		}
+		if asJSON {
+			if err := writeJSON(g.stdout, struct {
+				OK bool `json:"ok"`
+				store.AuditReport
+			}{rep.OK(), rep}); err != nil {
+				return err
+			}
+			return code
+		}
+		writeAuditReport(g.stdout, rep)
 		return code
-	}
-	writeAuditReport(g.stdout, rep)
-	return code
+	}))
 }
 
 // writeAuditReport prints what verify found.

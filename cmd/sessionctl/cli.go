@@ -240,12 +240,24 @@ func (g *globals) fail(name string, err error) error {
 	return &cmdError{name: name, err: err}
 }
 
-// result is fail for an err that may be nil (success).
+// result is fail for an err that may be nil (success); an error already
+// reported under a name keeps it.
 func (g *globals) result(name string, err error) error {
-	if err == nil {
-		return nil
+	var named *cmdError
+	if err == nil || errors.As(err, &named) {
+		return err
 	}
 	return g.fail(name, err)
+}
+
+// withStore opens the existing store, runs f on it and closes it.
+func (g *globals) withStore(ctx context.Context, f func(st cliStore) error) error {
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return f(st)
 }
 
 // report is the one place that prints a command's error and maps it to

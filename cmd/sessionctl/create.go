@@ -100,10 +100,7 @@ func runCreate(ctx context.Context, g *globals, args []string) error {
 		return g.fail(sp.name, err)
 	}
 	if *asJSON {
-		if err := writeJSON(g.stdout, archive.NewGovernedSession(sess)); err != nil {
-			return g.fail(sp.name, err)
-		}
-		return nil
+		return g.result(sp.name, writeJSON(g.stdout, archive.NewGovernedSession(sess)))
 	}
 	fmt.Fprintln(g.stdout, sess.ID)
 	return nil

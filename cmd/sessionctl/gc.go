@@ -167,10 +167,7 @@ func runGC(ctx context.Context, g *globals, args []string) error {
 	}
 	p.clear()
 	if *asJSON {
-		if err := writeJSON(g.stdout, doc); err != nil {
-			return g.fail(sp.name, err)
-		}
-		return nil
+		return g.result(sp.name, writeJSON(g.stdout, doc))
 	}
 	w := g.stdout
 	for _, f := range all {

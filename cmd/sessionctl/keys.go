@@ -407,32 +407,29 @@ func runKeysGC(ctx context.Context, g *globals, name string, req store.CollectKe
 	if g.tenant != "" {
 		return g.usageErr(name, "orphan keys are collected on the whole database: drop --tenant")
 	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(name, err)
-	}
-	defer st.Close()
-	c, ok := st.(store.KeyCollector)
-	if !ok {
-		return g.fail(name, fmt.Errorf("%T cannot collect orphan keys", st))
-	}
-	res, err := c.CollectOrphanKeys(ctx, req)
-	if err != nil {
-		return g.fail(name, err)
-	}
-	if asJSON {
-		return g.jsonOr(name, res)
-	}
-	verb := "shredded"
-	if req.DryRun {
-		verb = "would shred"
-	}
-	fmt.Fprintf(g.stdout, "%d data %s: %d named by a session, %d unnamed within the grace period (%s), %s %d %s\n",
-		res.Keys, plural(res.Keys, "key", "keys"), res.Named, res.Young, durationText(req.Grace), verb, len(res.Orphans), plural(len(res.Orphans), "orphan", "orphans"))
-	for _, id := range res.Orphans {
-		fmt.Fprintln(g.stdout, id)
-	}
-	return nil
+	return g.result(name, g.withStore(ctx, func(st cliStore) error {
+		c, ok := st.(store.KeyCollector)
+		if !ok {
+			return fmt.Errorf("%T cannot collect orphan keys", st)
+		}
+		res, err := c.CollectOrphanKeys(ctx, req)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return g.jsonOr(name, res)
+		}
+		verb := "shredded"
+		if req.DryRun {
+			verb = "would shred"
+		}
+		fmt.Fprintf(g.stdout, "%d data %s: %d named by a session, %d unnamed within the grace period (%s), %s %d %s\n",
+			res.Keys, plural(res.Keys, "key", "keys"), res.Named, res.Young, durationText(req.Grace), verb, len(res.Orphans), plural(len(res.Orphans), "orphan", "orphans"))
+		for _, id := range res.Orphans {
+			fmt.Fprintln(g.stdout, id)
+		}
+		return nil
+	}))
 }
 
 // keysNewJSON is keys new's --json document: where the key went, never

@@ -107,41 +107,38 @@ func runList(ctx context.Context, g *globals, args []string) error {
 	if *limit < 1 || *limit > store.MaxPageSize {
 		return g.usageErr(sp.name, "--limit must be between 1 and %d", store.MaxPageSize)
 	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	defer st.Close()
-	switch *facet {
-	case facetConversations:
-		return listConversations(ctx, g, st, store.ConversationFilter{ParentID: *parent, After: *after, Limit: *limit}, *all, *asJSON)
-	case facetRuntime:
-		if *owner != "" {
-			if err := store.ValidateID("owner", *owner); err != nil {
-				return g.usageErr(sp.name, "%v", err)
+	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+		switch *facet {
+		case facetConversations:
+			return listConversations(ctx, g, st, store.ConversationFilter{ParentID: *parent, After: *after, Limit: *limit}, *all, *asJSON)
+		case facetRuntime:
+			if *owner != "" {
+				if err := store.ValidateID("owner", *owner); err != nil {
+					return g.usageErr(sp.name, "%v", err)
+				}
 			}
+			return listRuntime(ctx, g, st, *owner, *after, *limit, *all, *asJSON)
 		}
-		return listRuntime(ctx, g, st, *owner, *after, *limit, *all, *asJSON)
-	}
 
-	f := store.ListFilter{AgentID: *agent, Status: store.Status(*status), After: *after, Limit: *limit}
-	var items []store.Session
-	next := ""
-	for {
-		page, err := st.Governance().List(ctx, f)
-		if err != nil {
-			return g.fail(sp.name, err)
+		f := store.ListFilter{AgentID: *agent, Status: store.Status(*status), After: *after, Limit: *limit}
+		var items []store.Session
+		next := ""
+		for {
+			page, err := st.Governance().List(ctx, f)
+			if err != nil {
+				return err
+			}
+			items = append(items, page.Items...)
+			next = page.Next
+			if !*all || next == "" {
+				break
+			}
+			f.After = next
 		}
-		items = append(items, page.Items...)
-		next = page.Next
-		if !*all || next == "" {
-			break
-		}
-		f.After = next
-	}
 
-	return g.result(sp.name, printListing(g, *asJSON, listing[store.Session]{doc: listJSON{Items: views(items, archive.NewGovernedSession), Next: next},
-		items: items, none: "no governed sessions", header: govHeader, row: govRow, more: "more sessions follow", next: next}))
+		return g.result(sp.name, printListing(g, *asJSON, listing[store.Session]{doc: listJSON{Items: views(items, archive.NewGovernedSession), Next: next},
+			items: items, none: "no governed sessions", header: govHeader, row: govRow, more: "more sessions follow", next: next}))
+	}))
 }
 
 func listConversations(ctx context.Context, g *globals, st cliStore, f store.ConversationFilter, all, asJSON bool) error {
