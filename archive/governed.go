@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -20,10 +21,12 @@ var governedSection = section{
 	more:    map[string]restoreFunc{"spend": restoreSpend},
 }
 
-// GovernedSession is a governed session in an export document. Field names
-// are stable; durations are whole milliseconds (*_ms), times RFC 3339 UTC.
-// RemainingBudget is derived (written for people reading the file, ignored
-// on import).
+// GovernedSession is the one JSON view of a governed session: in export
+// documents, in sessionctl's output and in the console's JSON twins. Field
+// names are stable; durations are whole milliseconds (*_ms, humanize.Millis),
+// times RFC 3339 UTC (humanize.Time), absent when zero (a stored session
+// always has all three). RemainingBudget is derived (written for people
+// reading the file, ignored on import).
 type GovernedSession struct {
 	ID                    string   `json:"id"`
 	AgentID               string   `json:"agent_id"`
@@ -38,11 +41,11 @@ type GovernedSession struct {
 	Sensitivity           string   `json:"sensitivity"`
 	RateLimit             int64    `json:"rate_limit"`
 	RateWindowMS          int64    `json:"rate_window_ms"`
-	RateWindowStart       string   `json:"rate_window_start"`
+	RateWindowStart       string   `json:"rate_window_start,omitempty"`
 	RateWindowCalls       int64    `json:"rate_window_calls"`
 	TimeLimitMS           int64    `json:"time_limit_ms"`
-	CreatedAt             string   `json:"created_at"`
-	ExpiresAt             string   `json:"expires_at"`
+	CreatedAt             string   `json:"created_at,omitempty"`
+	ExpiresAt             string   `json:"expires_at,omitempty"`
 }
 
 // NewGovernedSession returns s as an export record.
@@ -60,10 +63,10 @@ func NewGovernedSession(s store.Session) GovernedSession {
 		DeclaredIntent:        s.DeclaredIntent,
 		Sensitivity:           string(s.Sensitivity),
 		RateLimit:             s.RateLimit,
-		RateWindowMS:          s.RateWindow.Milliseconds(),
+		RateWindowMS:          humanize.Millis(s.RateWindow),
 		RateWindowStart:       formatTime(s.RateWindowStart),
 		RateWindowCalls:       s.RateWindowCalls,
-		TimeLimitMS:           s.TimeLimit.Milliseconds(),
+		TimeLimitMS:           humanize.Millis(s.TimeLimit),
 		CreatedAt:             formatTime(s.CreatedAt),
 		ExpiresAt:             formatTime(s.ExpiresAt),
 	}
@@ -104,12 +107,7 @@ func (v GovernedSession) Session() (store.Session, error) {
 
 // formatTime writes t as RFC 3339 in UTC with as many fraction digits as
 // needed ("" for the zero time).
-func formatTime(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339Nano)
-}
+func formatTime(t time.Time) string { return humanize.Time(t) }
 
 // parseTime parses a time written by formatTime (any RFC 3339 time).
 func parseTime(field, s string) (time.Time, error) {

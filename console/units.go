@@ -10,55 +10,20 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/view"
 )
 
 // govSession is a governed session as the pages show it; its JSON is
-// sessionJSON's.
+// archive.GovernedSession's, the one view of a governed session that
+// sessionctl and export files write too.
 type govSession struct{ store.Session }
 
-// sessionJSON is the JSON shape of a governed session, the fields of
-// sessionctl's: durations in *_ms, times RFC 3339 UTC.
-type sessionJSON struct {
-	ID                    string   `json:"id"`
-	AgentID               string   `json:"agent_id"`
-	Status                string   `json:"status"`
-	CallsMade             int64    `json:"calls_made"`
-	CallBudget            int64    `json:"call_budget"`
-	RemainingBudget       int64    `json:"remaining_budget"`
-	AuthorizedTools       []string `json:"authorized_tools"`
-	AuthorizedCredentials []string `json:"authorized_credentials"`
-	DelegationChain       []string `json:"delegation_chain"`
-	DeclaredIntent        string   `json:"declared_intent"`
-	Sensitivity           string   `json:"sensitivity"`
-	RateLimit             int64    `json:"rate_limit"`
-	RateWindowMS          int64    `json:"rate_window_ms"`
-	RateWindowStart       string   `json:"rate_window_start,omitempty"`
-	RateWindowCalls       int64    `json:"rate_window_calls"`
-	TimeLimitMS           int64    `json:"time_limit_ms"`
-	CreatedAt             string   `json:"created_at,omitempty"`
-	ExpiresAt             string   `json:"expires_at,omitempty"`
-}
-
-func orEmpty(l []string) []string {
-	if l == nil {
-		return []string{}
-	}
-	return l
-}
-
-// MarshalJSON writes the session as sessionJSON.
+// MarshalJSON writes the session as archive.GovernedSession.
 func (s govSession) MarshalJSON() ([]byte, error) {
-	return marshal(sessionJSON{
-		ID: s.ID, AgentID: s.AgentID, Status: string(s.Status), CallsMade: s.CallsMade, CallBudget: s.CallBudget,
-		RemainingBudget: s.RemainingBudget(), AuthorizedTools: orEmpty(s.AuthorizedTools),
-		AuthorizedCredentials: orEmpty(s.AuthorizedCredentials), DelegationChain: orEmpty(s.DelegationChain),
-		DeclaredIntent: s.DeclaredIntent, Sensitivity: string(s.Sensitivity), RateLimit: s.RateLimit,
-		RateWindowMS: humanize.Millis(s.RateWindow), RateWindowStart: humanize.Time(s.RateWindowStart),
-		RateWindowCalls: s.RateWindowCalls, TimeLimitMS: humanize.Millis(s.TimeLimit),
-		CreatedAt: humanize.Time(s.CreatedAt), ExpiresAt: humanize.Time(s.ExpiresAt),
-	})
+	return marshal(archive.NewGovernedSession(s.Session))
 }
 
 // auditEvent is an audit event as the pages show it: its detail as
@@ -67,14 +32,8 @@ func (s govSession) MarshalJSON() ([]byte, error) {
 // detail as stored, which export files keep.
 type auditEvent struct{ store.AuditEvent }
 
-// MarshalJSON writes the event with its rendered detail.
-func (e auditEvent) MarshalJSON() ([]byte, error) {
-	type plain store.AuditEvent
-	p := plain(e.AuditEvent)
-	p.At = p.At.UTC()
-	p.Detail = humanize.AuditDetail(e.Detail)
-	return marshal(p)
-}
+// MarshalJSON writes the event as view.AuditEvent.
+func (e auditEvent) MarshalJSON() ([]byte, error) { return marshal(view.NewAuditEvent(e.AuditEvent)) }
 
 func auditEvents(l []store.AuditEvent) []auditEvent {
 	out := make([]auditEvent, len(l))
@@ -84,56 +43,21 @@ func auditEvents(l []store.AuditEvent) []auditEvent {
 	return out
 }
 
-// MarshalJSON writes the policy with its age in whole milliseconds
-// (max_age_ms) where store.Policy's JSON has Go nanoseconds.
+// MarshalJSON writes the policy as view.Policy (its age in whole
+// milliseconds, max_age_ms, where store.Policy's JSON has Go
+// nanoseconds), with its facet and description.
 func (p retentionPolicy) MarshalJSON() ([]byte, error) {
-	v := struct {
-		Kind       store.PolicyKind `json:"kind"`
-		MaxAgeMS   *int64           `json:"max_age_ms,omitempty"`
-		KeepLast   int64            `json:"keep_last,omitempty"`
-		MaxBytes   int64            `json:"max_bytes,omitempty"`
-		ReadsCount bool             `json:"reads_count,omitempty"`
-		UpdatedAt  string           `json:"updated_at,omitempty"`
-		Facet      string           `json:"facet"`
-		About      string           `json:"about"`
-	}{Kind: p.Kind, KeepLast: p.KeepLast, MaxBytes: p.MaxBytes, ReadsCount: p.ReadsCount,
-		UpdatedAt: humanize.Time(p.UpdatedAt), Facet: p.Facet, About: p.About}
-	if k, _ := store.KindInfo(p.Kind); k.Param == store.ParamMaxAge {
-		ms := humanize.Millis(p.MaxAge)
-		v.MaxAgeMS = &ms
-	}
-	return marshal(v)
+	return marshal(struct {
+		view.Policy
+		Facet string `json:"facet"`
+		About string `json:"about"`
+	}{view.NewPolicy(p.Policy), p.Facet, p.About})
 }
 
-// MarshalJSON writes a limit with its amounts of money as exact decimals
-// with the currency ("2.00 USD", tokens as integers) and no window start
-// for a lifetime window.
-func (l limitView) MarshalJSON() ([]byte, error) {
-	amount := func(n int64) any {
-		if l.Metric == store.MetricCost {
-			return humanize.Money(n, l.Currency)
-		}
-		return n
-	}
-	v := struct {
-		Scope       store.SpendScope  `json:"scope"`
-		Metric      store.SpendMetric `json:"metric"`
-		Window      store.SpendWindow `json:"window"`
-		WindowStart string            `json:"window_start,omitempty"`
-		WindowEnd   string            `json:"window_end,omitempty"`
-		Currency    string            `json:"currency,omitempty"`
-		Limit       any               `json:"limit"`
-		Spent       any               `json:"spent"`
-		Reserved    any               `json:"reserved"`
-		Remaining   any               `json:"remaining"`
-	}{Scope: l.Scope, Metric: l.Metric, Window: l.Window, Currency: l.Currency,
-		Limit: amount(l.Limit), Spent: amount(l.Spent), Reserved: amount(l.Reserved), Remaining: amount(l.Remaining)}
-	if l.Window != store.WindowLifetime {
-		v.WindowStart = humanize.Time(l.WindowStart)
-		v.WindowEnd = humanize.Time(l.Window.End(l.WindowStart))
-	}
-	return marshal(v)
-}
+// MarshalJSON writes a limit as view.Limit: amounts of money as exact
+// decimals with the currency ("2.00 USD", tokens as integers), no window
+// start or end for a lifetime window.
+func (l limitView) MarshalJSON() ([]byte, error) { return marshal(view.NewLimit(l.LimitStatus)) }
 
 // convJSON is a conversation's summary as the pages show it; its JSON
 // gives the cost exactly, with its currency ("0.0432 USD") and in

@@ -59,24 +59,25 @@ func durationParts(d time.Duration, max int) string {
 		return "0 s"
 	}
 	var b strings.Builder
+	m := uint64(d)
 	if d < 0 {
 		b.WriteByte('-')
-		d = -d // a duration of math.MinInt64 stays negative: its parts are printed as they come
+		m = uint64(-d) // the two's complement of math.MinInt64 is its magnitude
 	}
 	parts := 0
 	for _, u := range durationUnits {
-		n := d / u.size
+		n := m / uint64(u.size)
 		if n == 0 {
 			continue
 		}
-		d -= n * u.size
+		m -= n * uint64(u.size)
 		if parts > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString(strconv.FormatInt(int64(n), 10))
+		b.WriteString(strconv.FormatUint(n, 10))
 		b.WriteByte(' ')
 		b.WriteString(Plural(int64(n), u.one, u.many))
-		if parts++; parts == max || d == 0 {
+		if parts++; parts == max || m == 0 {
 			break
 		}
 	}

@@ -64,7 +64,7 @@ func runAgents(ctx context.Context, g *globals, args []string) error {
 	fs := g.newFlags(sp)
 	app := fs.String("app", "", "list: only the sessions of application `APP`")
 	user := fs.String("user", "", "list: only the sessions of user `USER`")
-	idle := fs.Duration("idle", 0, "list: only sessions not updated for `DURATION`")
+	idle := durationFlag(fs, "idle", 0, "list: only sessions not updated for `DURATION`")
 	limit := fs.Int("limit", 50, fmt.Sprintf("list, events: at most `N` per page (1 to %d)", store.MaxPageSize))
 	after := fs.String("after", "", "list: continue after `CURSOR` (printed after a page)")
 	all := fs.Bool("all", false, "list: every page")
@@ -117,9 +117,6 @@ func runAgents(ctx context.Context, g *globals, args []string) error {
 					return g.usageErr(name, "%v", err)
 				}
 			}
-		}
-		if *idle < 0 {
-			return g.usageErr(name, "--idle must not be negative")
 		}
 		var cur agentCursor
 		if *after != "" {
@@ -224,10 +221,7 @@ func newAgentView(s store.AgentSession) agentView {
 }
 
 // agentListJSON is the JSON document of agents list.
-type agentListJSON struct {
-	Items []agentView `json:"items"`
-	Next  string      `json:"next"`
-}
+type agentListJSON = pageJSON[agentView]
 
 type agentListReq struct {
 	app, user string
@@ -239,79 +233,62 @@ type agentListReq struct {
 
 // agentsList lists agent sessions, one page (or every page with all).
 func (g *globals) agentsList(ctx context.Context, req agentListReq, asJSON bool) error {
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	apps := []string{req.app}
-	if req.app == "" {
-		apps = nil
-		for app, err := range store.AllApps(ctx, st.AgentSessions()) {
+	return g.withStore(ctx, func(st cliStore) error {
+		apps := []string{req.app}
+		if req.app == "" {
+			apps = nil
+			for app, err := range store.AllApps(ctx, st.AgentSessions()) {
+				if err != nil {
+					return err
+				}
+				apps = append(apps, app)
+			}
+		}
+		if req.after.App != "" {
+			i, _ := slices.BinarySearch(apps, req.after.App)
+			apps = apps[i:]
+			if len(apps) == 0 || apps[0] != req.after.App {
+				req.after.After = "" // the cursor's application is gone: continue with the next
+			}
+		}
+		cutoff := time.Time{}
+		if req.idle > 0 {
+			cutoff = g.clock().Add(-req.idle)
+		}
+		doc := agentListJSON{Items: []agentView{}}
+		cursor := req.after.After
+		for i := 0; i < len(apps); {
+			n := req.limit
+			if !req.all {
+				n -= len(doc.Items)
+			}
+			page, err := st.AgentSessions().ListSessions(ctx, store.ListAgentSessionsRequest{App: apps[i], User: req.user,
+				Cursor: cursor, Limit: n})
 			if err != nil {
 				return err
 			}
-			apps = append(apps, app)
-		}
-	}
-	if req.after.App != "" {
-		i, _ := slices.BinarySearch(apps, req.after.App)
-		apps = apps[i:]
-		if len(apps) == 0 || apps[0] != req.after.App {
-			req.after.After = "" // the cursor's application is gone: continue with the next
-		}
-	}
-	cutoff := time.Time{}
-	if req.idle > 0 {
-		cutoff = g.clock().Add(-req.idle)
-	}
-	doc := agentListJSON{Items: []agentView{}}
-	cursor := req.after.After
-	for i := 0; i < len(apps); {
-		n := req.limit
-		if !req.all {
-			n -= len(doc.Items)
-		}
-		page, err := st.AgentSessions().ListSessions(ctx, store.ListAgentSessionsRequest{App: apps[i], User: req.user,
-			Cursor: cursor, Limit: n})
-		if err != nil {
-			return err
-		}
-		for _, s := range page.Items {
-			if cutoff.IsZero() || s.UpdatedAt.Before(cutoff) {
-				doc.Items = append(doc.Items, newAgentView(s))
+			for _, s := range page.Items {
+				if cutoff.IsZero() || s.UpdatedAt.Before(cutoff) {
+					doc.Items = append(doc.Items, newAgentView(s))
+				}
+			}
+			if cursor = page.Next; cursor == "" {
+				i++ // this application is done
+			}
+			if !req.all && len(doc.Items) >= req.limit {
+				if i < len(apps) {
+					doc.Next = agentCursor{App: apps[i], After: cursor}.encode()
+				}
+				break
 			}
 		}
-		if cursor = page.Next; cursor == "" {
-			i++ // this application is done
-		}
-		if !req.all && len(doc.Items) >= req.limit {
-			if i < len(apps) {
-				doc.Next = agentCursor{App: apps[i], After: cursor}.encode()
-			}
-			break
-		}
-	}
-	if asJSON {
-		return writeJSON(g.stdout, doc)
-	}
-	if len(doc.Items) == 0 {
-		_, err := fmt.Fprintln(g.stdout, "no agent sessions")
-		return err
-	}
-	tw := newTable(g.stdout)
-	fmt.Fprintln(tw, "APP\tUSER\tSESSION\tVERSION\tEVENTS\tSTATE KEYS\tUPDATED")
-	for _, v := range doc.Items {
-		up, _ := parseJSONTime("updated_at", v.UpdatedAt)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", esc(v.App), esc(v.User), esc(v.Session), v.Version, v.EventCount, v.StateKeys, tableTime(up))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if doc.Next != "" {
-		fmt.Fprintf(g.stderr, "more agent sessions follow: add --after %s for the next page\n", shellQuote(doc.Next))
-	}
-	return nil
+		return printListing(g, asJSON, listing[agentView]{doc: doc, items: doc.Items, none: "no agent sessions",
+			header: "APP\tUSER\tSESSION\tVERSION\tEVENTS\tSTATE KEYS\tUPDATED", more: "more agent sessions follow", next: doc.Next,
+			row: func(v agentView) string {
+				up, _ := parseJSONTime("updated_at", v.UpdatedAt)
+				return fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%d\t%s", esc(v.App), esc(v.User), esc(v.Session), v.Version, v.EventCount, v.StateKeys, tableTime(up))
+			}})
+	})
 }
 
 // agentShowJSON is the JSON document of agents show.
@@ -324,44 +301,41 @@ type agentShowJSON struct {
 
 // agentsShow prints one session, its merged state and its last events.
 func (g *globals) agentsShow(ctx context.Context, k store.SessionKey, last int, asJSON bool) error {
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	s, err := st.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: k, IncludeEvents: last > 0, Recent: last})
-	if err != nil {
-		return agentKeyErr(k, err)
-	}
-	doc := agentShowJSON{agentView: newAgentView(s), State: store.DefaultStatePrefixes.Merge(s.State), Events: nonNilSlice(s.Events)}
-	if asJSON {
-		return writeJSON(g.stdout, doc)
-	}
-	w := g.stdout
-	fmt.Fprintf(w, "agent session %s\n", esc(keyText(k)))
-	tw := newTable(w)
-	fmt.Fprintf(tw, "  version\t%d\n", s.Version)
-	fmt.Fprintf(tw, "  events\t%d\n", s.EventCount)
-	fmt.Fprintf(tw, "  created\t%s\n", tableTime(s.CreatedAt))
-	fmt.Fprintf(tw, "  updated\t%s\n", tableTime(s.UpdatedAt))
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\nstate (%d keys, merged):\n", len(doc.State))
-	if err := stateTable(g, doc.State, ""); err != nil {
-		return err
-	}
-	if last == 0 {
+	return g.withStore(ctx, func(st cliStore) error {
+		s, err := st.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: k, IncludeEvents: last > 0, Recent: last})
+		if err != nil {
+			return agentKeyErr(k, err)
+		}
+		doc := agentShowJSON{agentView: newAgentView(s), State: store.DefaultStatePrefixes.Merge(s.State), Events: nonNilSlice(s.Events)}
+		if asJSON {
+			return writeJSON(g.stdout, doc)
+		}
+		w := g.stdout
+		fmt.Fprintf(w, "agent session %s\n", esc(keyText(k)))
+		tw := newTable(w)
+		fmt.Fprintf(tw, "  version\t%d\n", s.Version)
+		fmt.Fprintf(tw, "  events\t%d\n", s.EventCount)
+		fmt.Fprintf(tw, "  created\t%s\n", tableTime(s.CreatedAt))
+		fmt.Fprintf(tw, "  updated\t%s\n", tableTime(s.UpdatedAt))
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "\nstate (%d keys, merged):\n", len(doc.State))
+		if err := stateTable(g, doc.State, ""); err != nil {
+			return err
+		}
+		if last == 0 {
+			return nil
+		}
+		fmt.Fprintf(w, "\nlast %d %s:\n", len(s.Events), plural(len(s.Events), "event", "events"))
+		if err := eventTable(g, s.Events); err != nil {
+			return err
+		}
+		if s.EventCount > int64(len(s.Events)) {
+			fmt.Fprintf(w, "(sessionctl agents events %s %s %s --from 1 for the whole log)\n", shellQuote(k.App), shellQuote(k.User), shellQuote(k.Session))
+		}
 		return nil
-	}
-	fmt.Fprintf(w, "\nlast %d %s:\n", len(s.Events), plural(len(s.Events), "event", "events"))
-	if err := eventTable(g, s.Events); err != nil {
-		return err
-	}
-	if s.EventCount > int64(len(s.Events)) {
-		fmt.Fprintf(w, "(sessionctl agents events %s %s %s --from 1 for the whole log)\n", shellQuote(k.App), shellQuote(k.User), shellQuote(k.Session))
-	}
-	return nil
+	})
 }
 
 // stateTable prints keys and values, sorted by key; scope is the column
@@ -389,16 +363,10 @@ func stateTable(g *globals, m map[string]json.RawMessage, scope string) error {
 
 // eventTable prints events as a table.
 func eventTable(g *globals, events []store.AgentEvent) error {
-	if len(events) == 0 {
-		_, err := fmt.Fprintln(g.stdout, "no events")
-		return err
-	}
-	tw := newTable(g.stdout)
-	fmt.Fprintln(tw, "SEQ\tID\tINVOCATION\tTIMESTAMP\tDATA")
-	for _, e := range events {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", e.Seq, esc(e.ID), orDash(esc(e.InvocationID)), e.Timestamp.UTC().Format(eventTimeLayout), clip(jsonText(e.Data), 60))
-	}
-	return tw.Flush()
+	return printListing(g, false, listing[store.AgentEvent]{items: events, none: "no events", header: "SEQ\tID\tINVOCATION\tTIMESTAMP\tDATA",
+		row: func(e store.AgentEvent) string {
+			return fmt.Sprintf("%d\t%s\t%s\t%s\t%s", e.Seq, esc(e.ID), orDash(esc(e.InvocationID)), e.Timestamp.UTC().Format(eventTimeLayout), clip(jsonText(e.Data), 60))
+		}})
 }
 
 // jsonText is a stored JSON value on one line, without insignificant
@@ -444,123 +412,114 @@ type agentEventsJSON struct {
 
 // agentsEvents prints a page of a session's event log.
 func (g *globals) agentsEvents(ctx context.Context, req agentEventsReq, asJSON bool) error {
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	as := st.AgentSessions()
-	doc := agentEventsJSON{App: req.key.App, User: req.key.User, Session: req.key.Session}
-	if req.last >= 0 {
-		s, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: req.key, IncludeEvents: req.last > 0, Recent: req.last})
-		if err != nil {
-			return agentKeyErr(req.key, err)
+	return g.withStore(ctx, func(st cliStore) error {
+		as := st.AgentSessions()
+		doc := agentEventsJSON{App: req.key.App, User: req.key.User, Session: req.key.Session}
+		if req.last >= 0 {
+			s, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: req.key, IncludeEvents: req.last > 0, Recent: req.last})
+			if err != nil {
+				return agentKeyErr(req.key, err)
+			}
+			doc.EventCount, doc.Events = s.EventCount, nonNilSlice(s.Events)
+		} else {
+			lr := store.ListEventsRequest{Key: req.key, InvocationID: req.invocation, Limit: req.limit}
+			if req.from > 1 {
+				lr.Cursor = store.EventCursor(req.from - 1)
+			}
+			page, err := as.ListEvents(ctx, lr)
+			if err != nil {
+				return agentKeyErr(req.key, err)
+			}
+			doc.Events = nonNilSlice(page.Items)
+			if page.Next != "" && len(page.Items) > 0 {
+				next := page.Items[len(page.Items)-1].Seq + 1
+				doc.NextFrom = &next
+			}
+			s, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: req.key})
+			if err != nil {
+				return agentKeyErr(req.key, err)
+			}
+			doc.EventCount = s.EventCount
 		}
-		doc.EventCount, doc.Events = s.EventCount, nonNilSlice(s.Events)
-	} else {
-		lr := store.ListEventsRequest{Key: req.key, InvocationID: req.invocation, Limit: req.limit}
-		if req.from > 1 {
-			lr.Cursor = store.EventCursor(req.from - 1)
+		if asJSON {
+			return writeJSON(g.stdout, doc)
 		}
-		page, err := as.ListEvents(ctx, lr)
-		if err != nil {
-			return agentKeyErr(req.key, err)
+		if len(doc.Events) == 0 {
+			_, err := fmt.Fprintf(g.stdout, "no events (the session has %d)\n", doc.EventCount)
+			return err
 		}
-		doc.Events = nonNilSlice(page.Items)
-		if page.Next != "" && len(page.Items) > 0 {
-			next := page.Items[len(page.Items)-1].Seq + 1
-			doc.NextFrom = &next
+		if err := eventTable(g, doc.Events); err != nil {
+			return err
 		}
-		s, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: req.key})
-		if err != nil {
-			return agentKeyErr(req.key, err)
+		if doc.NextFrom != nil {
+			fmt.Fprintf(g.stderr, "more events follow: add --from %d for the next page\n", *doc.NextFrom)
 		}
-		doc.EventCount = s.EventCount
-	}
-	if asJSON {
-		return writeJSON(g.stdout, doc)
-	}
-	if len(doc.Events) == 0 {
-		_, err := fmt.Fprintf(g.stdout, "no events (the session has %d)\n", doc.EventCount)
-		return err
-	}
-	if err := eventTable(g, doc.Events); err != nil {
-		return err
-	}
-	if doc.NextFrom != nil {
-		fmt.Fprintf(g.stderr, "more events follow: add --from %d for the next page\n", *doc.NextFrom)
-	}
-	return nil
+		return nil
+	})
 }
 
 // agentsFollow prints a session's events from req.from (or its last
 // req.last) on, then as they are appended.
 func (g *globals) agentsFollow(ctx context.Context, req agentEventsReq, asJSON bool) error {
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	s, err := st.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: req.key})
-	if err != nil {
-		return agentKeyErr(req.key, err)
-	}
-	from := req.from
-	if req.last >= 0 {
-		from = max(s.EventCount-int64(req.last)+1, 1)
-	}
-	w := []int{5, 20, 12, 27}
-	feed := st.Feed().Events(ctx, store.EventFeed{Key: req.key, From: store.Position{Seq: from}, Limit: followLimit})
-	err = follow(ctx, g, feed, asJSON, cols(w, "SEQ", "ID", "INVOCATION", "TIMESTAMP", "DATA"), func(e store.AgentEvent) string {
-		return cols(w, fmt.Sprint(e.Seq), esc(e.ID), orDash(esc(e.InvocationID)), e.Timestamp.UTC().Format(eventTimeLayout), clip(jsonText(e.Data), 80))
+	return g.withStore(ctx, func(st cliStore) error {
+		s, err := st.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: req.key})
+		if err != nil {
+			return agentKeyErr(req.key, err)
+		}
+		from := req.from
+		if req.last >= 0 {
+			from = max(s.EventCount-int64(req.last)+1, 1)
+		}
+		w := []int{5, 20, 12, 27}
+		feed := st.Feed().Events(ctx, store.EventFeed{Key: req.key, From: store.Position{Seq: from}, Limit: followLimit})
+		err = follow(ctx, g, feed, asJSON, cols(w, "SEQ", "ID", "INVOCATION", "TIMESTAMP", "DATA"), func(e store.AgentEvent) string {
+			return cols(w, fmt.Sprint(e.Seq), esc(e.ID), orDash(esc(e.InvocationID)), e.Timestamp.UTC().Format(eventTimeLayout), clip(jsonText(e.Data), 80))
+		})
+		return agentKeyErr(req.key, followErr("agent session "+keyText(req.key), err))
 	})
-	return agentKeyErr(req.key, followErr("agent session "+keyText(req.key), err))
 }
 
 // agentsState prints the app state, and the user and session state when
 // named.
 func (g *globals) agentsState(ctx context.Context, k store.SessionKey, asJSON bool) error {
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	s, err := st.AgentSessions().GetState(ctx, k)
-	if err != nil {
-		return agentKeyErr(k, err)
-	}
-	if asJSON {
-		doc := struct {
-			App     map[string]json.RawMessage `json:"app"`
-			User    map[string]json.RawMessage `json:"user,omitempty"`
-			Session map[string]json.RawMessage `json:"session,omitempty"`
-		}{App: nonNilMap(s.App), User: s.User, Session: s.Session}
-		if k.User != "" {
-			doc.User = nonNilMap(s.User)
+	return g.withStore(ctx, func(st cliStore) error {
+		s, err := st.AgentSessions().GetState(ctx, k)
+		if err != nil {
+			return agentKeyErr(k, err)
 		}
-		if k.Session != "" {
-			doc.Session = nonNilMap(s.Session)
+		if asJSON {
+			doc := struct {
+				App     map[string]json.RawMessage `json:"app"`
+				User    map[string]json.RawMessage `json:"user,omitempty"`
+				Session map[string]json.RawMessage `json:"session,omitempty"`
+			}{App: nonNilMap(s.App), User: s.User, Session: s.Session}
+			if k.User != "" {
+				doc.User = nonNilMap(s.User)
+			}
+			if k.Session != "" {
+				doc.Session = nonNilMap(s.Session)
+			}
+			return writeJSON(g.stdout, doc)
 		}
-		return writeJSON(g.stdout, doc)
-	}
-	scopes := []struct {
-		name string
-		m    map[string]json.RawMessage
-		on   bool
-	}{{"app", s.App, true}, {"user", s.User, k.User != ""}, {"session", s.Session, k.Session != ""}}
-	for i, sc := range scopes {
-		if !sc.on {
-			continue
+		scopes := []struct {
+			name string
+			m    map[string]json.RawMessage
+			on   bool
+		}{{"app", s.App, true}, {"user", s.User, k.User != ""}, {"session", s.Session, k.Session != ""}}
+		for i, sc := range scopes {
+			if !sc.on {
+				continue
+			}
+			if i > 0 {
+				fmt.Fprintln(g.stdout)
+			}
+			fmt.Fprintf(g.stdout, "%s state (%d %s):\n", sc.name, len(sc.m), plural(len(sc.m), "key", "keys"))
+			if err := stateTable(g, sc.m, ""); err != nil {
+				return err
+			}
 		}
-		if i > 0 {
-			fmt.Fprintln(g.stdout)
-		}
-		fmt.Fprintf(g.stdout, "%s state (%d %s):\n", sc.name, len(sc.m), plural(len(sc.m), "key", "keys"))
-		if err := stateTable(g, sc.m, ""); err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // nonNilMap makes JSON print {} rather than null.
@@ -573,29 +532,26 @@ func nonNilMap[K comparable, V any](m map[K]V) map[K]V {
 
 // agentsDelete deletes one agent session after confirmation.
 func (g *globals) agentsDelete(ctx context.Context, name string, k store.SessionKey, yes, asJSON bool) error {
-	st, err := g.openExisting(ctx)
-	if err != nil {
+	return g.withStore(ctx, func(st cliStore) error {
+		as := st.AgentSessions()
+		s, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: k})
+		if err != nil {
+			return agentKeyErr(k, err)
+		}
+		what := fmt.Sprintf("agent session %s with %d %s and %d session state %s", keyText(k), s.EventCount,
+			plural(int(s.EventCount), "event", "events"), len(s.State.Session), plural(len(s.State.Session), "key", "keys"))
+		if err := g.confirm(name, what, yes); err != nil {
+			return err
+		}
+		if err := as.DeleteSession(ctx, k); err != nil {
+			return agentKeyErr(k, err)
+		}
+		if asJSON {
+			return writeJSON(g.stdout, map[string]any{"deleted": newAgentView(s)})
+		}
+		_, err = fmt.Fprintf(g.stdout, "deleted %s\n", esc(what))
 		return err
-	}
-	defer st.Close()
-	as := st.AgentSessions()
-	s, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: k})
-	if err != nil {
-		return agentKeyErr(k, err)
-	}
-	what := fmt.Sprintf("agent session %s with %d %s and %d session state %s", keyText(k), s.EventCount,
-		plural(int(s.EventCount), "event", "events"), len(s.State.Session), plural(len(s.State.Session), "key", "keys"))
-	if err := g.confirm(name, what, yes); err != nil {
-		return err
-	}
-	if err := as.DeleteSession(ctx, k); err != nil {
-		return agentKeyErr(k, err)
-	}
-	if asJSON {
-		return writeJSON(g.stdout, map[string]any{"deleted": newAgentView(s)})
-	}
-	_, err = fmt.Fprintf(g.stdout, "deleted %s\n", esc(what))
-	return err
+	})
 }
 
 // keyText names an agent session in messages.

@@ -8,14 +8,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/view"
 )
 
 var auditSpec = spec{
@@ -48,7 +47,7 @@ transaction to its agent's hash chain.
 		"sessionctl audit --agent agent-42 --since 2026-01-02T00:00:00Z",
 		"sessionctl audit --outcome spend_limit_exceeded --json",
 		"sessionctl audit verify",
-		"sessionctl audit checkpoint && sessionctl audit prune --older-than 2160h",
+		"sessionctl audit checkpoint && sessionctl audit prune --older-than 90d",
 	},
 	actions: []action{
 		{name: "list", flags: []string{"agent", "session", "kind", "outcome", "since", "until", "limit", "after", "all", "json"}},
@@ -84,7 +83,7 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 	after := fs.String("after", "", "list: continue after `CURSOR` (printed after a page)")
 	all := fs.Bool("all", false, "list: every page")
 	before := fs.String("before", "", "prune: cut at the newest checkpoint before `TIME` (RFC 3339)")
-	olderThan := fs.Duration("older-than", 0, "prune: cut at the newest checkpoint older than `DURATION` (0s: the newest one)")
+	olderThan := durationFlag(fs, "older-than", 0, "prune: cut at the newest checkpoint older than `DURATION` (0s: the newest one)")
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	pos, err := g.parse(fs, sp, args)
 	if err != nil {
@@ -141,11 +140,8 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 		}
 		// --older-than 0s is "every checkpoint made so far": what
 		// checkpoint then prune --older-than 0s is expected to do.
-		olderSet := false
-		fs.Visit(func(f *flag.Flag) { olderSet = olderSet || f.Name == "older-than" })
+		olderSet := isSet(fs, "older-than")
 		switch {
-		case *olderThan < 0:
-			return g.usageErr(name, "--older-than must not be negative")
 		case olderSet == !cut.IsZero():
 			return g.usageErr(name, "give one of --before and --older-than")
 		case olderSet:
@@ -171,10 +167,7 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 
 // jsonOr writes v as JSON (a failure is reported under name).
 func (g *globals) jsonOr(name string, v any) error {
-	if err := writeJSON(g.stdout, v); err != nil {
-		return g.fail(name, err)
-	}
-	return nil
+	return g.result(name, writeJSON(g.stdout, v))
 }
 
 // optTime parses an optional RFC 3339 flag value (zero when empty).
@@ -189,105 +182,74 @@ func optTime(field, s string) (time.Time, error) {
 	return t, nil
 }
 
-// auditEventView is the JSON shape of an audit event.
-type auditEventView struct {
-	AgentID string `json:"agent_id"`
-	// Chain is the session of a session chain, left out for the agent's
-	// own chain.
-	Chain     string `json:"chain,omitempty"`
-	Seq       int64  `json:"seq"`
-	At        string `json:"at"`
-	Kind      string `json:"kind"`
-	Outcome   string `json:"outcome"`
-	SessionID string `json:"session_id,omitempty"`
-	RequestID string `json:"request_id,omitempty"`
-	// Detail is the decision's detail as humanize.AuditDetail renders
-	// it (money as decimals with the currency, times RFC 3339); the
-	// hashes cover the detail as stored, which export files keep.
-	Detail   json.RawMessage `json:"detail"`
-	PrevHash string          `json:"prev_hash"`
-	Hash     string          `json:"hash"`
-}
-
-func newAuditEventView(e store.AuditEvent) auditEventView {
-	return auditEventView{AgentID: e.AgentID, Chain: e.Chain, Seq: e.Seq, At: jsonTime(e.At), Kind: string(e.Kind), Outcome: e.Outcome,
-		SessionID: e.SessionID, RequestID: e.RequestID, Detail: humanize.AuditDetail(e.Detail), PrevHash: e.PrevHash, Hash: e.Hash}
-}
-
 func (g *globals) auditList(ctx context.Context, name string, f store.AuditFilter, all, asJSON bool) error {
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(name, err)
-	}
-	defer st.Close()
-	var events []store.AuditEvent
-	next := ""
-	for {
-		page, err := st.Audit().List(ctx, f)
-		if err != nil {
-			return g.fail(name, err)
+	return g.result(name, g.withStore(ctx, func(st cliStore) error {
+		var events []store.AuditEvent
+		next := ""
+		for {
+			page, err := st.Audit().List(ctx, f)
+			if err != nil {
+				return err
+			}
+			events = append(events, page.Items...)
+			next = page.Next
+			if !all || next == "" {
+				break
+			}
+			f.After = next
 		}
-		events = append(events, page.Items...)
-		next = page.Next
-		if !all || next == "" {
-			break
+		if asJSON {
+			doc := struct {
+				Events []view.AuditEvent `json:"events"`
+				Next   string            `json:"next,omitempty"`
+			}{Events: []view.AuditEvent{}, Next: next}
+			for _, e := range events {
+				doc.Events = append(doc.Events, view.NewAuditEvent(e))
+			}
+			return g.jsonOr(name, doc)
 		}
-		f.After = next
-	}
-	if asJSON {
-		doc := struct {
-			Events []auditEventView `json:"events"`
-			Next   string           `json:"next,omitempty"`
-		}{Events: []auditEventView{}, Next: next}
+		tw := newTable(g.stdout)
+		fmt.Fprintln(tw, "AGENT\tCHAIN\tSEQ\tAT\tKIND\tOUTCOME\tSESSION\tREQUEST\tDETAIL")
 		for _, e := range events {
-			doc.Events = append(doc.Events, newAuditEventView(e))
+			chain := "agent"
+			if e.Chain != "" {
+				chain = "session"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(e.AgentID), chain, e.Seq, tableTime(e.At), e.Kind, cell(e.Outcome),
+				orDash(cell(e.SessionID)), orDash(cell(e.RequestID)), cell(clip(string(humanize.AuditDetail(e.Detail)), 60)))
 		}
-		return g.jsonOr(name, doc)
-	}
-	tw := newTable(g.stdout)
-	fmt.Fprintln(tw, "AGENT\tCHAIN\tSEQ\tAT\tKIND\tOUTCOME\tSESSION\tREQUEST\tDETAIL")
-	for _, e := range events {
-		chain := "agent"
-		if e.Chain != "" {
-			chain = "session"
+		if err := tw.Flush(); err != nil {
+			return err
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(e.AgentID), chain, e.Seq, tableTime(e.At), e.Kind, cell(e.Outcome),
-			orDash(cell(e.SessionID)), orDash(cell(e.RequestID)), cell(clip(string(humanize.AuditDetail(e.Detail)), 60)))
-	}
-	if err := tw.Flush(); err != nil {
-		return g.fail(name, err)
-	}
-	if next != "" {
-		fmt.Fprintf(g.stdout, "more: --after %s\n", next)
-	}
-	return nil
+		if next != "" {
+			fmt.Fprintf(g.stdout, "more: --after %s\n", next)
+		}
+		return nil
+	}))
 }
 
 func (g *globals) auditVerify(ctx context.Context, name string, asJSON bool) error {
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(name, err)
-	}
-	defer st.Close()
-	rep, err := st.Audit().Verify(ctx)
-	if err != nil {
-		return g.fail(name, err)
-	}
-	var code error // a chain that does not verify: exit 1, the report said why
-	if !rep.OK() {
-		code = exitStatus(exitError)
-	}
-	if asJSON {
-		if err := writeJSON(g.stdout, struct {
-			OK bool `json:"ok"`
-			store.AuditReport
-		}{rep.OK(), rep}); err != nil {
-			return g.fail(name, err)
+	return g.result(name, g.withStore(ctx, func(st cliStore) error {
+		rep, err := st.Audit().Verify(ctx)
+		if err != nil {
+			return err
 		}
+		var code error // a chain that does not verify: exit 1, the report said why
+		if !rep.OK() {
+			code = exitStatus(exitError)
+		}
+		if asJSON {
+			if err := writeJSON(g.stdout, struct {
+				OK bool `json:"ok"`
+				store.AuditReport
+			}{rep.OK(), rep}); err != nil {
+				return err
+			}
+			return code
+		}
+		writeAuditReport(g.stdout, rep)
 		return code
-	}
-	writeAuditReport(g.stdout, rep)
-	return code
+	}))
 }
 
 // writeAuditReport prints what verify found.

@@ -96,10 +96,7 @@ func runBackup(ctx context.Context, g *globals, args []string) error {
 	g.status.clear()
 	doc := backupJSON{BackupResult: res, Replaced: replaced}
 	if *asJSON {
-		if err := writeJSON(g.stdout, doc); err != nil {
-			return g.fail(sp.name, err)
-		}
-		return nil
+		return g.result(sp.name, writeJSON(g.stdout, doc))
 	}
 	fmt.Fprintf(g.stdout, "backed up %s to %s: %s, schema version %d, integrity_check %s, %d rows in %d tables (as in the source)\n",
 		esc(doc.Source), esc(doc.Backup), humanBytes(doc.Bytes), doc.SchemaVersion, doc.IntegrityCheck, doc.Rows, doc.Tables)

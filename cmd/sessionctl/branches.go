@@ -120,30 +120,27 @@ func runFork(ctx context.Context, g *globals, args []string) error {
 			return g.usageErr(sp.name, "--as: %v", err)
 		}
 	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	defer st.Close()
-	as2 := st.AgentSessions()
-	point := *at
-	if point < 0 {
-		cur, err := as2.GetSession(ctx, store.GetAgentSessionRequest{Key: key})
-		if err != nil {
-			return g.fail(sp.name, err)
+	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+		as2 := st.AgentSessions()
+		point := *at
+		if point < 0 {
+			cur, err := as2.GetSession(ctx, store.GetAgentSessionRequest{Key: key})
+			if err != nil {
+				return err
+			}
+			point = cur.EventCount
 		}
-		point = cur.EventCount
-	}
-	f, err := as2.Fork(ctx, store.ForkRequest{Key: key, At: point, Session: *as})
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	if *asJSON {
-		return g.result(sp.name, writeJSON(g.stdout, forkJSON{From: key, At: point, Key: f.Key, EventCount: f.EventCount}))
-	}
-	fmt.Fprintf(g.stdout, "forked %s at event %d as %s (%d %s)\n", key.Session, point, f.Key.Session,
-		f.EventCount, plural(int(f.EventCount), "event", "events"))
-	return nil
+		f, err := as2.Fork(ctx, store.ForkRequest{Key: key, At: point, Session: *as})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(g.stdout, forkJSON{From: key, At: point, Key: f.Key, EventCount: f.EventCount})
+		}
+		fmt.Fprintf(g.stdout, "forked %s at event %d as %s (%d %s)\n", key.Session, point, f.Key.Session,
+			f.EventCount, plural(int(f.EventCount), "event", "events"))
+		return nil
+	}))
 }
 
 // rewindJSON is the JSON document of rewind.
@@ -180,48 +177,38 @@ func runRewind(ctx context.Context, g *globals, args []string) error {
 	case !*superseded && *to < 0:
 		return g.usageErr(sp.name, "--to N is required (0 or more)")
 	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	defer st.Close()
-	as := st.AgentSessions()
-	if *superseded {
-		runs, err := as.Superseded(ctx, key)
-		if err != nil {
-			return g.fail(sp.name, err)
-		}
-		if *asJSON {
-			return g.result(sp.name, writeJSON(g.stdout, runs))
-		}
-		if len(runs) == 0 {
-			fmt.Fprintf(g.stdout, "no superseded events in %s\n", key.Session)
-			return nil
-		}
-		tw := newTable(g.stdout)
-		fmt.Fprintln(tw, "REWOUND\tSEQ\tEVENT\tINVOCATION\tTIMESTAMP")
-		for _, r := range runs {
-			for _, ev := range r.Events {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", tableTime(r.RewoundAt), ev.Seq, ev.ID, ev.InvocationID, jsonTime(ev.Timestamp))
+	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+		as := st.AgentSessions()
+		if *superseded {
+			runs, err := as.Superseded(ctx, key)
+			if err != nil {
+				return err
 			}
+			var rows []string
+			for _, r := range runs {
+				for _, ev := range r.Events {
+					rows = append(rows, fmt.Sprintf("%s\t%d\t%s\t%s\t%s", tableTime(r.RewoundAt), ev.Seq, ev.ID, ev.InvocationID, jsonTime(ev.Timestamp)))
+				}
+			}
+			return g.result(sp.name, printListing(g, *asJSON, listing[string]{doc: runs, items: rows, row: same,
+				none: "no superseded events in " + key.Session, header: "REWOUND\tSEQ\tEVENT\tINVOCATION\tTIMESTAMP"}))
 		}
-		return g.result(sp.name, tw.Flush())
-	}
-	before, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: key})
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	s, err := as.Rewind(ctx, store.RewindRequest{Key: key, To: *to, ExpectedVersion: before.Version})
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	n := before.EventCount - s.EventCount
-	if *asJSON {
-		return g.result(sp.name, writeJSON(g.stdout, rewindJSON{Key: key, EventCount: s.EventCount, Version: s.Version, Superseded: n}))
-	}
-	fmt.Fprintf(g.stdout, "rewound %s to event %d: %d %s superseded (sessionctl rewind --superseded lists them)\n",
-		key.Session, s.EventCount, n, plural(int(n), "event", "events"))
-	return nil
+		before, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: key})
+		if err != nil {
+			return err
+		}
+		s, err := as.Rewind(ctx, store.RewindRequest{Key: key, To: *to, ExpectedVersion: before.Version})
+		if err != nil {
+			return err
+		}
+		n := before.EventCount - s.EventCount
+		if *asJSON {
+			return writeJSON(g.stdout, rewindJSON{Key: key, EventCount: s.EventCount, Version: s.Version, Superseded: n})
+		}
+		fmt.Fprintf(g.stdout, "rewound %s to event %d: %d %s superseded (sessionctl rewind --superseded lists them)\n",
+			key.Session, s.EventCount, n, plural(int(n), "event", "events"))
+		return nil
+	}))
 }
 
 func runHistory(ctx context.Context, g *globals, args []string) error {
@@ -242,32 +229,29 @@ func runHistory(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	defer st.Close()
-	nodes, err := st.AgentSessions().History(ctx, key)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	if *asJSON {
-		return g.result(sp.name, writeJSON(g.stdout, nodes))
-	}
-	tw := newTable(g.stdout)
-	fmt.Fprintln(tw, "SESSION\tSTATUS\tFORKED AT\tEVENTS\tCOMPACTED\tCREATED")
-	for _, n := range treeOrder(nodes) {
-		name := strings.Repeat("  ", n.depth) + n.Key.Session
-		if n.Current {
-			name += " *"
+	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+		nodes, err := st.AgentSessions().History(ctx, key)
+		if err != nil {
+			return err
 		}
-		fork := "-"
-		if n.Parent != 0 {
-			fork = fmt.Sprint(n.ForkSeq)
+		if *asJSON {
+			return writeJSON(g.stdout, nodes)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name, n.Status, fork, n.EventCount, compactedText(n.LineageNode), tableTime(n.CreatedAt))
-	}
-	return g.result(sp.name, tw.Flush())
+		tw := newTable(g.stdout)
+		fmt.Fprintln(tw, "SESSION\tSTATUS\tFORKED AT\tEVENTS\tCOMPACTED\tCREATED")
+		for _, n := range treeOrder(nodes) {
+			name := strings.Repeat("  ", n.depth) + n.Key.Session
+			if n.Current {
+				name += " *"
+			}
+			fork := "-"
+			if n.Parent != 0 {
+				fork = fmt.Sprint(n.ForkSeq)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name, n.Status, fork, n.EventCount, compactedText(n.Compactions), tableTime(n.CreatedAt))
+		}
+		return tw.Flush()
+	}))
 }
 
 // treeNode is a lineage node with its depth in the tree.
@@ -292,15 +276,15 @@ func treeOrder(nodes []store.LineageNode) []treeNode {
 	return out
 }
 
-// compactedText lists the ranges a node's compaction records summarise:
-// "1-40@41 ..." ("-" for none).
-func compactedText(n store.LineageNode) string {
-	if len(n.Compactions) == 0 {
+// compactedText lists the ranges a node's compaction records summarise
+// (an agent session's or a conversation's): "1-40@41 ..." ("-" for none).
+func compactedText(c map[int64]store.CompactionRange) string {
+	if len(c) == 0 {
 		return "-"
 	}
 	var parts []string
-	for _, seq := range slices.Sorted(maps.Keys(n.Compactions)) {
-		r := n.Compactions[seq]
+	for _, seq := range slices.Sorted(maps.Keys(c)) {
+		r := c[seq]
 		parts = append(parts, fmt.Sprintf("%d-%d@%d", r.From, r.To, seq))
 	}
 	return strings.Join(parts, " ")

@@ -9,8 +9,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/agentstore/sessionstore/store"
@@ -43,32 +41,29 @@ func forkConversation(ctx context.Context, g *globals, sp spec, fs *flag.FlagSet
 			return g.usageErr(sp.name, "--as: %v", err)
 		}
 	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	defer st.Close()
-	c := st.Conversations()
-	if !isSet(fs, "at") {
-		last, err := c.LastMessages(ctx, id, 1)
+	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+		c := st.Conversations()
+		if !isSet(fs, "at") {
+			last, err := c.LastMessages(ctx, id, 1)
+			if err != nil {
+				return withID(id, err)
+			}
+			if len(last) == 0 {
+				return store.Invalid("id", "the conversation has no messages to fork")
+			}
+			at = last[0].Seq
+		}
+		f, err := c.Fork(ctx, store.ConversationForkRequest{ID: id, At: at, NewID: as})
 		if err != nil {
-			return g.fail(sp.name, withID(id, err))
+			return withID(id, err)
 		}
-		if len(last) == 0 {
-			return g.fail(sp.name, store.Invalid("id", "the conversation has no messages to fork"))
+		if asJSON {
+			return writeJSON(g.stdout, convForkJSON{From: id, At: at, ID: f.ID, MessageCount: f.MessageCount})
 		}
-		at = last[0].Seq
-	}
-	f, err := c.Fork(ctx, store.ConversationForkRequest{ID: id, At: at, NewID: as})
-	if err != nil {
-		return g.fail(sp.name, withID(id, err))
-	}
-	if asJSON {
-		return g.result(sp.name, writeJSON(g.stdout, convForkJSON{From: id, At: at, ID: f.ID, MessageCount: f.MessageCount}))
-	}
-	fmt.Fprintf(g.stdout, "forked conversation %s at message %d as %s (%d %s)\n", id, at, f.ID,
-		f.MessageCount, plural(int(f.MessageCount), "message", "messages"))
-	return nil
+		fmt.Fprintf(g.stdout, "forked conversation %s at message %d as %s (%d %s)\n", id, at, f.ID,
+			f.MessageCount, plural(int(f.MessageCount), "message", "messages"))
+		return nil
+	}))
 }
 
 // convRewindJSON is the JSON document of rewind for a conversation.
@@ -88,99 +83,72 @@ func rewindConversation(ctx context.Context, g *globals, sp spec, fs *flag.FlagS
 	case to < -1:
 		return g.usageErr(sp.name, "--to must be -1 or a position")
 	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	defer st.Close()
-	c := st.Conversations()
-	if superseded {
-		runs, err := c.Superseded(ctx, id)
-		if err != nil {
-			return g.fail(sp.name, withID(id, err))
-		}
-		if asJSON {
-			return g.result(sp.name, writeJSON(g.stdout, runs))
-		}
-		if len(runs) == 0 {
-			fmt.Fprintf(g.stdout, "no superseded messages in %s\n", id)
-			return nil
-		}
-		tw := newTable(g.stdout)
-		fmt.Fprintln(tw, "REWOUND\tSEQ\tROLE\tTEXT")
-		for _, r := range runs {
-			for _, m := range r.Messages {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", tableTime(r.RewoundAt), m.Seq, esc(m.Role), clip(messageText(m), 60))
+	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+		c := st.Conversations()
+		if superseded {
+			runs, err := c.Superseded(ctx, id)
+			if err != nil {
+				return withID(id, err)
 			}
+			var rows []string
+			for _, r := range runs {
+				for _, m := range r.Messages {
+					rows = append(rows, fmt.Sprintf("%s\t%d\t%s\t%s", tableTime(r.RewoundAt), m.Seq, esc(m.Role), clip(messageText(m), 60)))
+				}
+			}
+			return g.result(sp.name, printListing(g, asJSON, listing[string]{doc: runs, items: rows, row: same,
+				none: "no superseded messages in " + id, header: "REWOUND\tSEQ\tROLE\tTEXT"}))
 		}
-		return g.result(sp.name, tw.Flush())
-	}
-	before, err := c.Info(ctx, id)
-	if err != nil {
-		return g.fail(sp.name, withID(id, err))
-	}
-	s, err := c.Rewind(ctx, store.ConversationRewindRequest{ID: id, To: to, ExpectVersion: before.Version})
-	if err != nil {
-		return g.fail(sp.name, withID(id, err))
-	}
-	n := before.MessageCount - s.MessageCount
-	if asJSON {
-		return g.result(sp.name, writeJSON(g.stdout, convRewindJSON{ID: id, MessageCount: s.MessageCount, Version: s.Version, Superseded: n}))
-	}
-	fmt.Fprintf(g.stdout, "rewound conversation %s to message %d: %d %s superseded (sessionctl rewind %s --superseded lists them)\n",
-		id, to, n, plural(int(n), "message", "messages"), id)
-	return nil
+		before, err := c.Info(ctx, id)
+		if err != nil {
+			return withID(id, err)
+		}
+		s, err := c.Rewind(ctx, store.ConversationRewindRequest{ID: id, To: to, ExpectVersion: before.Version})
+		if err != nil {
+			return withID(id, err)
+		}
+		n := before.MessageCount - s.MessageCount
+		if asJSON {
+			return writeJSON(g.stdout, convRewindJSON{ID: id, MessageCount: s.MessageCount, Version: s.Version, Superseded: n})
+		}
+		fmt.Fprintf(g.stdout, "rewound conversation %s to message %d: %d %s superseded (sessionctl rewind %s --superseded lists them)\n",
+			id, to, n, plural(int(n), "message", "messages"), id)
+		return nil
+	}))
 }
 
 func historyConversation(ctx context.Context, g *globals, sp spec, id string, asJSON bool) error {
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	defer st.Close()
-	nodes, err := st.Conversations().History(ctx, id)
-	if err != nil {
-		return g.fail(sp.name, withID(id, err))
-	}
-	if asJSON {
-		return g.result(sp.name, writeJSON(g.stdout, nodes))
-	}
-	tw := newTable(g.stdout)
-	fmt.Fprintln(tw, "CONVERSATION\tSTATUS\tFORKED AT\tMESSAGES\tCOMPACTED\tCREATED")
-	depth := map[string]int{}
-	for _, n := range nodes {
-		d := 0
-		if n.Parent != "" {
-			d = depth[n.Parent] + 1
+	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+		nodes, err := st.Conversations().History(ctx, id)
+		if err != nil {
+			return withID(id, err)
 		}
-		depth[n.ID] = d
-		name := n.ID
-		if n.Status != store.NodeLive {
-			name = "(" + n.Status + ")" // retired ids are internal
+		if asJSON {
+			return writeJSON(g.stdout, nodes)
 		}
-		name = strings.Repeat("  ", d) + name
-		if n.Current {
-			name += " *"
+		tw := newTable(g.stdout)
+		fmt.Fprintln(tw, "CONVERSATION\tSTATUS\tFORKED AT\tMESSAGES\tCOMPACTED\tCREATED")
+		depth := map[string]int{}
+		for _, n := range nodes {
+			d := 0
+			if n.Parent != "" {
+				d = depth[n.Parent] + 1
+			}
+			depth[n.ID] = d
+			name := n.ID
+			if n.Status != store.NodeLive {
+				name = "(" + n.Status + ")" // retired ids are internal
+			}
+			name = strings.Repeat("  ", d) + name
+			if n.Current {
+				name += " *"
+			}
+			fork := "-"
+			if n.Parent != "" {
+				fork = fmt.Sprint(n.ForkNext - 1)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name, n.Status, fork, n.Messages, compactedText(n.Compactions), tableTime(n.CreatedAt))
 		}
-		fork := "-"
-		if n.Parent != "" {
-			fork = fmt.Sprint(n.ForkNext - 1)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name, n.Status, fork, n.Messages, convCompactedText(n), tableTime(n.CreatedAt))
-	}
-	return g.result(sp.name, tw.Flush())
-}
-
-// convCompactedText lists the ranges a node's compaction records
-// summarise: "0-40@41 ..." ("-" for none).
-func convCompactedText(n store.ConversationNode) string {
-	if len(n.Compactions) == 0 {
-		return "-"
-	}
-	var parts []string
-	for _, seq := range slices.Sorted(maps.Keys(n.Compactions)) {
-		r := n.Compactions[seq]
-		parts = append(parts, fmt.Sprintf("%d-%d@%d", r.From, r.To, seq))
-	}
-	return strings.Join(parts, " ")
+		return tw.Flush()
+	}))
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -83,10 +84,7 @@ func runCleanup(ctx context.Context, g *globals, args []string) error {
 		doc.WALResult = &wal
 	}
 	if *asJSON {
-		if err := writeJSON(g.stdout, doc); err != nil {
-			return g.fail(sp.name, err)
-		}
-		return nil
+		return g.result(sp.name, writeJSON(g.stdout, doc))
 	}
 	fmt.Fprintf(g.stdout, "removed %d closed or expired governed %s\n", n, plural(int(n), "session", "sessions"))
 	if doc.WALResult != nil {
@@ -109,51 +107,48 @@ func printWAL(w io.Writer, r WALResult) {
 
 // cleanupDryRunJSON is the JSON document of cleanup --dry-run.
 type cleanupDryRunJSON struct {
-	WouldRemove int64     `json:"would_remove"`
-	Sessions    []govView `json:"sessions"`
+	WouldRemove int64                     `json:"would_remove"`
+	Sessions    []archive.GovernedSession `json:"sessions"`
 }
 
 // cleanupDryRun lists the governed sessions cleanup would remove: closed,
 // and expired (past their time limit, marked or not), as of now.
 func (g *globals) cleanupDryRun(ctx context.Context, asJSON bool) error {
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	doc := cleanupDryRunJSON{Sessions: []govView{}}
-	var list []store.Session
-	for _, status := range []store.Status{store.StatusClosed, store.StatusExpired} {
-		f := store.ListFilter{Status: status, Limit: store.MaxPageSize}
-		for {
-			page, err := st.Governance().List(ctx, f)
-			if err != nil {
-				return err
+	return g.withStore(ctx, func(st cliStore) error {
+		doc := cleanupDryRunJSON{Sessions: []archive.GovernedSession{}}
+		var list []store.Session
+		for _, status := range []store.Status{store.StatusClosed, store.StatusExpired} {
+			f := store.ListFilter{Status: status, Limit: store.MaxPageSize}
+			for {
+				page, err := st.Governance().List(ctx, f)
+				if err != nil {
+					return err
+				}
+				list = append(list, page.Items...)
+				if page.Next == "" {
+					break
+				}
+				f.After = page.Next
 			}
-			list = append(list, page.Items...)
-			if page.Next == "" {
-				break
-			}
-			f.After = page.Next
 		}
-	}
-	slices.SortFunc(list, func(a, b store.Session) int { return strings.Compare(a.ID, b.ID) })
-	now := g.clock()
-	for _, s := range list {
-		doc.Sessions = append(doc.Sessions, newGovView(s))
-	}
-	doc.WouldRemove = int64(len(list))
-	if asJSON {
-		return writeJSON(g.stdout, doc)
-	}
-	fmt.Fprintf(g.stdout, "would remove %d closed or expired governed %s\n", len(list), plural(len(list), "session", "sessions"))
-	if len(list) == 0 {
-		return nil
-	}
-	tw := newTable(g.stdout)
-	fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tCALLS\tEXPIRES")
-	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\n", esc(s.ID), esc(s.AgentID), s.EffectiveStatus(now), s.CallsMade, s.CallBudget, tableTime(s.ExpiresAt))
-	}
-	return tw.Flush()
+		slices.SortFunc(list, func(a, b store.Session) int { return strings.Compare(a.ID, b.ID) })
+		now := g.clock()
+		for _, s := range list {
+			doc.Sessions = append(doc.Sessions, archive.NewGovernedSession(s))
+		}
+		doc.WouldRemove = int64(len(list))
+		if asJSON {
+			return writeJSON(g.stdout, doc)
+		}
+		fmt.Fprintf(g.stdout, "would remove %d closed or expired governed %s\n", len(list), plural(len(list), "session", "sessions"))
+		if len(list) == 0 {
+			return nil
+		}
+		tw := newTable(g.stdout)
+		fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tCALLS\tEXPIRES")
+		for _, s := range list {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\n", esc(s.ID), esc(s.AgentID), s.EffectiveStatus(now), s.CallsMade, s.CallBudget, tableTime(s.ExpiresAt))
+		}
+		return tw.Flush()
+	})
 }

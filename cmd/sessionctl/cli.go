@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -198,12 +197,15 @@ func (g *globals) printHelp(fs *flag.FlagSet, sp spec) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fs.VisitAll(func(f *flag.Flag) {
 			argName, usage := flag.UnquoteUsage(f)
+			if _, ok := f.Value.(*durationValue); ok && argName == "value" {
+				argName = "duration"
+			}
 			left := "--" + f.Name
 			if argName != "" {
 				left += " " + argName
 			}
 			if !strings.Contains(usage, "(required)") && f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
-				usage += " (default " + shortDuration(f.DefValue) + ")"
+				usage += " (default " + f.DefValue + ")"
 			}
 			fmt.Fprintf(tw, "  %s\t%s\n", left, usage)
 		})
@@ -238,12 +240,24 @@ func (g *globals) fail(name string, err error) error {
 	return &cmdError{name: name, err: err}
 }
 
-// result is fail for an err that may be nil (success).
+// result is fail for an err that may be nil (success); an error already
+// reported under a name keeps it.
 func (g *globals) result(name string, err error) error {
-	if err == nil {
-		return nil
+	var named *cmdError
+	if err == nil || errors.As(err, &named) {
+		return err
 	}
 	return g.fail(name, err)
+}
+
+// withStore opens the existing store, runs f on it and closes it.
+func (g *globals) withStore(ctx context.Context, f func(st cliStore) error) error {
+	st, err := g.openExisting(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return f(st)
 }
 
 // report is the one place that prints a command's error and maps it to
@@ -493,24 +507,76 @@ func (e *missingError) Error() string { return e.what + " not found" }
 // Unwrap makes errors.Is(err, store.ErrNotFound) true.
 func (e *missingError) Unwrap() error { return store.ErrNotFound }
 
-// shortDuration writes a duration default as a person types it and the
-// flag takes it ("1h", "1m", "1h30m", "1m30s"), where Go's String says
-// "1h0m0s"; any other default (not a whole number of seconds, not a
-// duration) is returned as it is.
-func shortDuration(def string) string {
-	d, err := time.ParseDuration(def)
-	if err != nil || d.String() != def || d <= 0 || d%time.Second != 0 {
-		return def
+// durationValue is the flag.Value of every duration flag: it reads what
+// humanize.ParseDuration reads ("30d", "12h", "1h30m", "90s") and refuses
+// a negative duration (none of sessionctl's has a meaning); help shows its
+// default as it is typed ("1h", not Go's "1h0m0s").
+type durationValue time.Duration
+
+func (d *durationValue) String() string { return humanize.Short(time.Duration(*d)) }
+
+// Set parses s.
+func (d *durationValue) Set(s string) error {
+	v, err := humanize.ParseDuration(s)
+	if err != nil {
+		return err
 	}
-	out := ""
-	for _, u := range []struct {
-		unit time.Duration
-		name string
-	}{{time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}} {
-		if n := d / u.unit; n > 0 {
-			out += strconv.FormatInt(int64(n), 10) + u.name
-			d -= n * u.unit
-		}
+	if v < 0 {
+		return errors.New("a negative duration is refused (give " + humanize.DurationExample + ")")
 	}
-	return out
+	*d = durationValue(v)
+	return nil
 }
+
+// durationFlag defines a duration flag of fs (durationValue) with its
+// default and returns where its value is kept.
+func durationFlag(fs *flag.FlagSet, name string, value time.Duration, usage string) *time.Duration {
+	p := new(time.Duration)
+	durationVar(fs, p, name, value, usage)
+	return p
+}
+
+// durationVar is durationFlag keeping the value in *p.
+func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var((*durationValue)(p), name, usage)
+}
+
+// listing is what a listing command prints: with --json its document;
+// else a line saying there is none, or a header and one row an item as an
+// aligned table, then (on stderr) how to read the next page.
+type listing[T any] struct {
+	doc    any            // the --json document
+	items  []T            // the rows
+	none   string         // the line printed when there are no items
+	header string         // the column names, tab-separated
+	row    func(T) string // an item's cells, tab-separated (lines under it may follow)
+	more   string         // "more sessions follow", said when next is set
+	next   string         // the cursor of the next page (quoted for a shell)
+}
+
+// printListing prints l, as JSON when asJSON.
+func printListing[T any](g *globals, asJSON bool, l listing[T]) error {
+	if asJSON {
+		return writeJSON(g.stdout, l.doc)
+	}
+	if len(l.items) == 0 {
+		_, err := fmt.Fprintln(g.stdout, l.none)
+		return err
+	}
+	tw := newTable(g.stdout)
+	fmt.Fprintln(tw, l.header)
+	for _, it := range l.items {
+		fmt.Fprintln(tw, l.row(it))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if l.next != "" {
+		fmt.Fprintf(g.stderr, "%s: add --after %s for the next page\n", l.more, shellQuote(l.next))
+	}
+	return nil
+}
+
+// same is a listing's row of a row already written.
+func same(row string) string { return row }

@@ -33,27 +33,24 @@ func runClose(ctx context.Context, g *globals, args []string) error {
 			return g.usageErr(sp.name, "%v", err)
 		}
 	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	defer st.Close()
-	status := exitOK
-	for _, id := range pos {
-		s, err := st.Governance().Close(ctx, id)
-		if err != nil {
-			if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrClosed) {
-				err = fmt.Errorf("%s: %w", id, err)
+	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+		status := exitOK
+		for _, id := range pos {
+			s, err := st.Governance().Close(ctx, id)
+			if err != nil {
+				if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrClosed) {
+					err = fmt.Errorf("%s: %w", id, err)
+				}
+				status = max(status, g.reportItem(sp.name, err))
+				continue
 			}
-			status = max(status, g.reportItem(sp.name, err))
-			continue
+			fmt.Fprintf(g.stdout, "closed %s (%d of %d calls made)\n", s.ID, s.CallsMade, s.CallBudget)
 		}
-		fmt.Fprintf(g.stdout, "closed %s (%d of %d calls made)\n", s.ID, s.CallsMade, s.CallBudget)
-	}
-	if status != exitOK {
-		return exitStatus(status)
-	}
-	return nil
+		if status != exitOK {
+			return exitStatus(status)
+		}
+		return nil
+	}))
 }
 
 var closeAgentSpec = spec{
@@ -84,10 +81,7 @@ func runCloseAgent(ctx context.Context, g *globals, args []string) error {
 		return g.fail(sp.name, err)
 	}
 	if *asJSON {
-		if err := writeJSON(g.stdout, closeAgentJSON{AgentID: agent, Closed: n}); err != nil {
-			return g.fail(sp.name, err)
-		}
-		return nil
+		return g.result(sp.name, writeJSON(g.stdout, closeAgentJSON{AgentID: agent, Closed: n}))
 	}
 	fmt.Fprintf(g.stdout, "closed %d active %s of agent %s\n", n, plural(int(n), "session", "sessions"), agent)
 	return nil

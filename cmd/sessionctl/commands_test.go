@@ -71,7 +71,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"create", "--agent", "a"}, "--budget is required"},
 		{[]string{"create", "--agent", "a", "--budget", "-5"}, "--budget is required and must not be negative"},
 		{[]string{"create", "--agent", "a", "--budget", "1", "--rate-limit", "-1"}, "rate_limit: must not be negative"},
-		{[]string{"create", "--agent", "a", "--budget", "1", "--time-limit", "-1s"}, "--time-limit -1s is below the smallest allowed value, 1s"},
+		{[]string{"create", "--agent", "a", "--budget", "1", "--time-limit", "-1s"}, `invalid value "-1s" for flag --time-limit: a negative duration is refused`},
 		{[]string{"create", "--agent", "a", "--budget", "1", "--time-limit", "soon"}, "invalid value"},
 		{[]string{"create", "--agent", "a", "--budget", "1", "--sensitivity", "secret"}, "sensitivity: unknown level"},
 		{[]string{"create", "--agent", "a", "--budget", "1", "--tool", "a;b"}, "authorized_tools"},

@@ -159,7 +159,7 @@ func testConversationCommandErrors(t *testing.T, newTestEnv envMaker) {
 		{[]string{"list", "--parent", "c1", "--agent", "a"}, "--agent and --status apply to governed sessions"},
 		{[]string{"list", "--facet", "governed", "--parent", "c1"}, "--parent applies to conversations"},
 		{[]string{"gc"}, "give --older-than, --keep-last or both"},
-		{[]string{"gc", "--older-than", "-1h"}, "--older-than -1h0m0s is below the smallest allowed value, 1ms"},
+		{[]string{"gc", "--older-than", "-1h"}, `invalid value "-1h" for flag --older-than: a negative duration is refused`},
 		{[]string{"gc", "--keep-last", "-3"}, "--keep-last must not be negative"},
 	} {
 		e.run(c.args...).want(t, exitUsage).oneLineErr(t, c.msg)

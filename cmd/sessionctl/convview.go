@@ -47,16 +47,12 @@ func newConvView(c store.ConversationSummary) convView {
 	}
 }
 
-// convTable writes conversation summaries as an aligned table.
-func convTable(w io.Writer, items []store.ConversationSummary) error {
-	tw := newTable(w)
-	fmt.Fprintln(tw, "ID\tNAME\tSTATE\tPARENT\tMESSAGES\tTOKENS\tCOST\tUPDATED")
-	for _, c := range items {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
-			esc(c.ID), orDash(clip(c.Name, 30)), esc(string(c.State)), orDash(esc(c.ParentID)), c.MessageCount,
-			c.TotalUsage.TotalTokens, usd(c.TotalCost), tableTime(c.UpdatedAt))
-	}
-	return tw.Flush()
+// convHeader and convRow are the table of conversation summaries.
+const convHeader = "ID\tNAME\tSTATE\tPARENT\tMESSAGES\tTOKENS\tCOST\tUPDATED"
+
+func convRow(c store.ConversationSummary) string {
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s", esc(c.ID), orDash(clip(c.Name, 30)), esc(string(c.State)),
+		orDash(esc(c.ParentID)), c.MessageCount, c.TotalUsage.TotalTokens, usd(c.TotalCost), tableTime(c.UpdatedAt))
 }
 
 // convDetails writes a conversation's metadata as "key  value" lines.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -40,8 +41,8 @@ func runCreate(ctx context.Context, g *globals, args []string) error {
 	fs.Var(&chain, "delegation", "delegation chain entry `ID`, outermost first, repeatable")
 	budget := fs.Int64("budget", -1, "number of tool calls allowed, `N` >= 0 (required)")
 	rateLimit := fs.Int64("rate-limit", 0, "at most `N` calls per rate window (0: unlimited)")
-	rateWindow := fs.Duration("rate-window", store.DefaultRateWindow, "rate window `DURATION` (whole milliseconds, at least 1ms)")
-	timeLimit := fs.Duration("time-limit", time.Hour, "the session expires after `DURATION` (whole milliseconds, at least 1s)")
+	rateWindow := durationFlag(fs, "rate-window", store.DefaultRateWindow, "rate window `DURATION` (whole milliseconds, at least 1ms)")
+	timeLimit := durationFlag(fs, "time-limit", time.Hour, "the session expires after `DURATION` (whole milliseconds, at least 1s)")
 	intent := fs.String("intent", "", "declared intent `TEXT`")
 	sensitivity := fs.String("sensitivity", string(store.SensitivityInternal), "data sensitivity ceiling `LEVEL`: public, internal, confidential or restricted")
 	maxActive := fs.Int64("max-active", 0, "create only if the agent has fewer than `N` active sessions (0: no cap)")
@@ -99,10 +100,7 @@ func runCreate(ctx context.Context, g *globals, args []string) error {
 		return g.fail(sp.name, err)
 	}
 	if *asJSON {
-		if err := writeJSON(g.stdout, newGovView(sess)); err != nil {
-			return g.fail(sp.name, err)
-		}
-		return nil
+		return g.result(sp.name, writeJSON(g.stdout, archive.NewGovernedSession(sess)))
 	}
 	fmt.Fprintln(g.stdout, sess.ID)
 	return nil

@@ -71,62 +71,59 @@ func runDelete(ctx context.Context, g *globals, args []string) error {
 }
 
 func (g *globals) deleteOne(ctx context.Context, name, id, only string, yes, dryRun, asJSON bool) error {
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	doc, f, err := loadFacets(ctx, st, id)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	if len(f.sealed) > 0 { // what it would delete cannot be counted without the key
-		return f.sealed[0].err
-	}
-	out := deleteJSON{ID: id, DryRun: dryRun}
-	if f.rt != nil && only != facetConversations {
-		out.Runtime = true
-		out.Uploads = doc.Runtime.Uploads
-	}
-	// Removing a runtime session takes its conversation with it.
-	if f.conv != nil && (only != facetRuntime || out.Runtime) {
-		out.Conversation = true
-		out.Messages = f.conv.MessageCount
-	}
-	if !out.Runtime && !out.Conversation {
-		what := "runtime session or conversation"
-		if only != "" {
-			what = map[string]string{facetConversations: "conversation", facetRuntime: "runtime session"}[only]
+	return g.withStore(ctx, func(st cliStore) error {
+		doc, f, err := loadFacets(ctx, st, id)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
 		}
-		hint := ""
-		if f.gov != nil {
-			hint = " (a governed session is removed by close, then cleanup)"
+		if len(f.sealed) > 0 { // what it would delete cannot be counted without the key
+			return f.sealed[0].err
 		}
-		return fmt.Errorf("session %s: no %s to delete%s: %w", id, what, hint, store.ErrNotFound)
-	}
-	what := deleteText(out)
-	if dryRun {
+		out := deleteJSON{ID: id, DryRun: dryRun}
+		if f.rt != nil && only != facetConversations {
+			out.Runtime = true
+			out.Uploads = doc.Runtime.Uploads
+		}
+		// Removing a runtime session takes its conversation with it.
+		if f.conv != nil && (only != facetRuntime || out.Runtime) {
+			out.Conversation = true
+			out.Messages = f.conv.MessageCount
+		}
+		if !out.Runtime && !out.Conversation {
+			what := "runtime session or conversation"
+			if only != "" {
+				what = map[string]string{facetConversations: "conversation", facetRuntime: "runtime session"}[only]
+			}
+			hint := ""
+			if f.gov != nil {
+				hint = " (a governed session is removed by close, then cleanup)"
+			}
+			return fmt.Errorf("session %s: no %s to delete%s: %w", id, what, hint, store.ErrNotFound)
+		}
+		what := deleteText(out)
+		if dryRun {
+			if asJSON {
+				return writeJSON(g.stdout, out)
+			}
+			_, err := fmt.Fprintf(g.stdout, "would delete %s\n", esc(what))
+			return err
+		}
+		if err := g.confirm(name, what, yes); err != nil {
+			return err
+		}
+		if out.Runtime {
+			if _, err := st.Runtime().Remove(ctx, id); err != nil {
+				return withID(id, err)
+			}
+		} else if err := st.Conversations().Delete(ctx, id); err != nil {
+			return withID(id, err)
+		}
 		if asJSON {
 			return writeJSON(g.stdout, out)
 		}
-		_, err := fmt.Fprintf(g.stdout, "would delete %s\n", esc(what))
+		_, err = fmt.Fprintf(g.stdout, "deleted %s\n", esc(what))
 		return err
-	}
-	if err := g.confirm(name, what, yes); err != nil {
-		return err
-	}
-	if out.Runtime {
-		if _, err := st.Runtime().Remove(ctx, id); err != nil {
-			return withID(id, err)
-		}
-	} else if err := st.Conversations().Delete(ctx, id); err != nil {
-		return withID(id, err)
-	}
-	if asJSON {
-		return writeJSON(g.stdout, out)
-	}
-	_, err = fmt.Fprintf(g.stdout, "deleted %s\n", esc(what))
-	return err
+	})
 }
 
 // deleteText names what a delete removes: "runtime session x with 1

@@ -67,34 +67,31 @@ func runExport(ctx context.Context, g *globals, args []string) error {
 	if isSet(fs, "output") && *output == "" {
 		return g.usageErr(sp.name, "--output must not be empty")
 	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	defer st.Close()
+	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
 
-	// The status line would tangle with a document written to a terminal.
-	p := g.startProgress(*output != "" || !g.stdoutIsTerminal())
-	if len(pos) > 0 {
-		p.show("exporting: checking the ids")
-	}
-	opts := archive.ExportOptions{IDs: pos, Now: g.clock(), Progress: exportStatus(p), Keys: g.keyRing(), DefaultTenantOnly: *defaultOnly,
-		Tenant: g.tenant}
-	st = untenanted(st)
-	if *output == "" {
-		if _, err := archive.Export(ctx, st, rawWriter(g.stdout), opts); err != nil {
-			return g.fail(sp.name, err)
+		// The status line would tangle with a document written to a terminal.
+		p := g.startProgress(*output != "" || !g.stdoutIsTerminal())
+		if len(pos) > 0 {
+			p.show("exporting: checking the ids")
+		}
+		opts := archive.ExportOptions{IDs: pos, Now: g.clock(), Progress: exportStatus(p), Keys: g.keyRing(), DefaultTenantOnly: *defaultOnly,
+			Tenant: g.tenant}
+		st = untenanted(st)
+		if *output == "" {
+			if _, err := archive.Export(ctx, st, rawWriter(g.stdout), opts); err != nil {
+				return err
+			}
+			p.clear()
+			return nil
+		}
+		counts, err := archive.ExportFile(ctx, st, *output, opts)
+		if err != nil {
+			return err
 		}
 		p.clear()
+		fmt.Fprintf(g.stderr, "exported %s to %s\n", countsText(counts), esc(*output))
 		return nil
-	}
-	counts, err := archive.ExportFile(ctx, st, *output, opts)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	p.clear()
-	fmt.Fprintf(g.stderr, "exported %s to %s\n", countsText(counts), esc(*output))
-	return nil
+	}))
 }
 
 // exportStatus returns the status line's report of an export: the section

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/agentstore/sessionstore/archive"
 )
 
 // TestUseToolVerbatim: "read_file " is not read_file. The CLI used to trim
@@ -28,9 +30,9 @@ func testUseToolVerbatim(t *testing.T, newTestEnv envMaker) {
 	// The same for the allow-list of create: " read_file" is refused, not
 	// stored as read_file.
 	e.run("create", "--id", "s2", "--agent", "a", "--tool", " read_file", "--budget", "5").want(t, exitUsage)
-	var v govView
+	var v archive.GovernedSession
 	if err := json.Unmarshal([]byte(e.run("show", "s", "--json").want(t, 0).stdout), &struct {
-		Governed *govView `json:"governed"`
+		Governed *archive.GovernedSession `json:"governed"`
 	}{&v}); err != nil {
 		t.Fatal(err)
 	}

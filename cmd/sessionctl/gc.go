@@ -36,8 +36,8 @@ quick_check, and that every stored document decodes, as doctor does) and
 refuses to rewrite a damaged one. On PostgreSQL there is no checkpoint (the server manages its
 WAL; autovacuum reclaims space) and --vacuum is refused.`,
 	examples: []string{
-		"sessionctl gc --older-than 720h --dry-run",
-		"sessionctl gc --older-than 2160h --keep-last 500 --vacuum",
+		"sessionctl gc --older-than 30d --dry-run",
+		"sessionctl gc --older-than 90d --keep-last 500 --vacuum",
 	},
 }
 
@@ -90,7 +90,7 @@ type gcRequest struct {
 func runGC(ctx context.Context, g *globals, args []string) error {
 	sp := gcSpec
 	fs := g.newFlags(sp)
-	olderThan := fs.Duration("older-than", 0, "delete conversations not updated for `DURATION` (e.g. 720h)")
+	olderThan := durationFlag(fs, "older-than", 0, "delete conversations not updated for `DURATION` (e.g. 30d)")
 	keepLast := fs.Int("keep-last", -1, "keep only the last `N` messages of each conversation")
 	dryRun := fs.Bool("dry-run", false, "count what would be removed, change nothing")
 	vacuum := fs.Bool("vacuum", false, "also rewrite the database file without free pages")
@@ -167,10 +167,7 @@ func runGC(ctx context.Context, g *globals, args []string) error {
 	}
 	p.clear()
 	if *asJSON {
-		if err := writeJSON(g.stdout, doc); err != nil {
-			return g.fail(sp.name, err)
-		}
-		return nil
+		return g.result(sp.name, writeJSON(g.stdout, doc))
 	}
 	w := g.stdout
 	for _, f := range all {

@@ -6,74 +6,15 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
-// govView is the JSON shape of a governed session in every command's
-// output and in export files. Field names are stable; durations are whole
-// milliseconds (*_ms), times RFC 3339 UTC with milliseconds.
-type govView struct {
-	ID                    string   `json:"id"`
-	AgentID               string   `json:"agent_id"`
-	Status                string   `json:"status"`
-	CallsMade             int64    `json:"calls_made"`
-	CallBudget            int64    `json:"call_budget"`
-	RemainingBudget       int64    `json:"remaining_budget"`
-	AuthorizedTools       []string `json:"authorized_tools"`
-	AuthorizedCredentials []string `json:"authorized_credentials"`
-	DelegationChain       []string `json:"delegation_chain"`
-	DeclaredIntent        string   `json:"declared_intent"`
-	Sensitivity           string   `json:"sensitivity"`
-	RateLimit             int64    `json:"rate_limit"`
-	RateWindowMS          int64    `json:"rate_window_ms"`
-	RateWindowStart       string   `json:"rate_window_start"`
-	RateWindowCalls       int64    `json:"rate_window_calls"`
-	TimeLimitMS           int64    `json:"time_limit_ms"`
-	CreatedAt             string   `json:"created_at"`
-	ExpiresAt             string   `json:"expires_at"`
-}
+// govHeader and govRow are the table of governed sessions.
+const govHeader = "ID\tAGENT\tSTATUS\tCALLS\tRATE\tTOOLS\tEXPIRES"
 
-func newGovView(s store.Session) govView {
-	return govView{
-		ID:                    s.ID,
-		AgentID:               s.AgentID,
-		Status:                string(s.Status),
-		CallsMade:             s.CallsMade,
-		CallBudget:            s.CallBudget,
-		RemainingBudget:       s.RemainingBudget(),
-		AuthorizedTools:       nonNil(s.AuthorizedTools),
-		AuthorizedCredentials: nonNil(s.AuthorizedCredentials),
-		DelegationChain:       nonNil(s.DelegationChain),
-		DeclaredIntent:        s.DeclaredIntent,
-		Sensitivity:           string(s.Sensitivity),
-		RateLimit:             s.RateLimit,
-		RateWindowMS:          humanize.Millis(s.RateWindow),
-		RateWindowStart:       jsonTime(s.RateWindowStart),
-		RateWindowCalls:       s.RateWindowCalls,
-		TimeLimitMS:           humanize.Millis(s.TimeLimit),
-		CreatedAt:             jsonTime(s.CreatedAt),
-		ExpiresAt:             jsonTime(s.ExpiresAt),
-	}
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-// govTable writes governed sessions as an aligned table.
-func govTable(w io.Writer, sessions []store.Session) error {
-	tw := newTable(w)
-	fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tCALLS\tRATE\tTOOLS\tEXPIRES")
-	for _, s := range sessions {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n",
-			esc(s.ID), esc(s.AgentID), s.Status, s.CallsMade, s.CallBudget,
-			rateText(s), listText(s.AuthorizedTools, 40), tableTime(s.ExpiresAt))
-	}
-	return tw.Flush()
+func govRow(s store.Session) string {
+	return fmt.Sprintf("%s\t%s\t%s\t%d/%d\t%s\t%s\t%s", esc(s.ID), esc(s.AgentID), s.Status, s.CallsMade, s.CallBudget,
+		rateText(s), listText(s.AuthorizedTools, 40), tableTime(s.ExpiresAt))
 }
 
 // govDetails writes one governed session as aligned "key  value" lines.

@@ -145,10 +145,7 @@ func runImport(ctx context.Context, g *globals, args []string) error {
 	}
 	p.clear()
 	if *asJSON {
-		if err := writeJSON(g.stdout, doc); err != nil {
-			return g.fail(sp.name, err)
-		}
-		return nil
+		return g.result(sp.name, writeJSON(g.stdout, doc))
 	}
 	verb := "imported"
 	if *dryRun {

@@ -57,7 +57,7 @@ key: its rows are unreadable in every copy of the database.
 	examples: []string{
 		"sessionctl --key-file /etc/sessionstore/kek keys status",
 		"SESSIONSTORE_KEY=\"$(cat kek)\" sessionctl keys rotate --json",
-		"sessionctl --key-file kek keys gc --dry-run --grace 24h",
+		"sessionctl --key-file kek keys gc --dry-run --grace 1d",
 		"sessionctl keys new /etc/sessionstore/kek && sessionctl --key-file /etc/sessionstore/kek create --agent a",
 	},
 	actions: []action{
@@ -310,7 +310,7 @@ func runKeys(ctx context.Context, g *globals, args []string) error {
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	dryRun := fs.Bool("dry-run", false, "keys gc: list the orphan keys, shred nothing")
-	grace := fs.Duration("grace", store.DefaultKeyGrace, "keys gc: how old an unnamed key must be to be shredded")
+	grace := durationFlag(fs, "grace", store.DefaultKeyGrace, "keys gc: how old an unnamed key must be to be shredded")
 	version := fs.String("kek-version", "v1", "keys new: the version of the key-encryption key it writes")
 	pos, err := g.parse(fs, sp, args)
 	if err != nil {
@@ -407,32 +407,29 @@ func runKeysGC(ctx context.Context, g *globals, name string, req store.CollectKe
 	if g.tenant != "" {
 		return g.usageErr(name, "orphan keys are collected on the whole database: drop --tenant")
 	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(name, err)
-	}
-	defer st.Close()
-	c, ok := st.(store.KeyCollector)
-	if !ok {
-		return g.fail(name, fmt.Errorf("%T cannot collect orphan keys", st))
-	}
-	res, err := c.CollectOrphanKeys(ctx, req)
-	if err != nil {
-		return g.fail(name, err)
-	}
-	if asJSON {
-		return g.jsonOr(name, res)
-	}
-	verb := "shredded"
-	if req.DryRun {
-		verb = "would shred"
-	}
-	fmt.Fprintf(g.stdout, "%d data %s: %d named by a session, %d unnamed within the grace period (%s), %s %d %s\n",
-		res.Keys, plural(res.Keys, "key", "keys"), res.Named, res.Young, durationText(req.Grace), verb, len(res.Orphans), plural(len(res.Orphans), "orphan", "orphans"))
-	for _, id := range res.Orphans {
-		fmt.Fprintln(g.stdout, id)
-	}
-	return nil
+	return g.result(name, g.withStore(ctx, func(st cliStore) error {
+		c, ok := st.(store.KeyCollector)
+		if !ok {
+			return fmt.Errorf("%T cannot collect orphan keys", st)
+		}
+		res, err := c.CollectOrphanKeys(ctx, req)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return g.jsonOr(name, res)
+		}
+		verb := "shredded"
+		if req.DryRun {
+			verb = "would shred"
+		}
+		fmt.Fprintf(g.stdout, "%d data %s: %d named by a session, %d unnamed within the grace period (%s), %s %d %s\n",
+			res.Keys, plural(res.Keys, "key", "keys"), res.Named, res.Young, durationText(req.Grace), verb, len(res.Orphans), plural(len(res.Orphans), "orphan", "orphans"))
+		for _, id := range res.Orphans {
+			fmt.Fprintln(g.stdout, id)
+		}
+		return nil
+	}))
 }
 
 // keysNewJSON is keys new's --json document: where the key went, never

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 
+	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -29,22 +29,28 @@ follow, the cursor for the next page is printed (on stderr for tables, as
 	},
 }
 
-// listJSON is the JSON document of list for governed sessions.
-type listJSON struct {
-	Items []govView `json:"items"`
-	Next  string    `json:"next"`
+// pageJSON is the JSON document of list: a page of views of one facet's
+// sessions and the cursor of the next page.
+type pageJSON[V any] struct {
+	Items []V    `json:"items"`
+	Next  string `json:"next"`
 }
 
-// convListJSON is the JSON document of list for conversations.
-type convListJSON struct {
-	Items []convView `json:"items"`
-	Next  string     `json:"next"`
-}
+// The JSON documents of list for governed sessions, conversations and
+// runtime sessions.
+type (
+	listJSON     = pageJSON[archive.GovernedSession]
+	convListJSON = pageJSON[convView]
+	rtListJSON   = pageJSON[rtView]
+)
 
-// rtListJSON is the JSON document of list for runtime sessions.
-type rtListJSON struct {
-	Items []rtView `json:"items"`
-	Next  string   `json:"next"`
+// views returns f of each item ([] for none, never null in JSON).
+func views[T, V any](items []T, f func(T) V) []V {
+	out := make([]V, len(items))
+	for i, it := range items {
+		out[i] = f(it)
+	}
+	return out
 }
 
 // Facets "list" can list.
@@ -101,60 +107,38 @@ func runList(ctx context.Context, g *globals, args []string) error {
 	if *limit < 1 || *limit > store.MaxPageSize {
 		return g.usageErr(sp.name, "--limit must be between 1 and %d", store.MaxPageSize)
 	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	defer st.Close()
-	switch *facet {
-	case facetConversations:
-		return listConversations(ctx, g, st, store.ConversationFilter{ParentID: *parent, After: *after, Limit: *limit}, *all, *asJSON)
-	case facetRuntime:
-		if *owner != "" {
-			if err := store.ValidateID("owner", *owner); err != nil {
-				return g.usageErr(sp.name, "%v", err)
+	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+		switch *facet {
+		case facetConversations:
+			return listConversations(ctx, g, st, store.ConversationFilter{ParentID: *parent, After: *after, Limit: *limit}, *all, *asJSON)
+		case facetRuntime:
+			if *owner != "" {
+				if err := store.ValidateID("owner", *owner); err != nil {
+					return g.usageErr(sp.name, "%v", err)
+				}
 			}
+			return listRuntime(ctx, g, st, *owner, *after, *limit, *all, *asJSON)
 		}
-		return listRuntime(ctx, g, st, *owner, *after, *limit, *all, *asJSON)
-	}
 
-	f := store.ListFilter{AgentID: *agent, Status: store.Status(*status), After: *after, Limit: *limit}
-	var items []store.Session
-	next := ""
-	for {
-		page, err := st.Governance().List(ctx, f)
-		if err != nil {
-			return g.fail(sp.name, err)
+		f := store.ListFilter{AgentID: *agent, Status: store.Status(*status), After: *after, Limit: *limit}
+		var items []store.Session
+		next := ""
+		for {
+			page, err := st.Governance().List(ctx, f)
+			if err != nil {
+				return err
+			}
+			items = append(items, page.Items...)
+			next = page.Next
+			if !*all || next == "" {
+				break
+			}
+			f.After = next
 		}
-		items = append(items, page.Items...)
-		next = page.Next
-		if !*all || next == "" {
-			break
-		}
-		f.After = next
-	}
 
-	if *asJSON {
-		doc := listJSON{Items: make([]govView, 0, len(items)), Next: next}
-		for _, s := range items {
-			doc.Items = append(doc.Items, newGovView(s))
-		}
-		if err := writeJSON(g.stdout, doc); err != nil {
-			return g.fail(sp.name, err)
-		}
-		return nil
-	}
-	if len(items) == 0 {
-		fmt.Fprintln(g.stdout, "no governed sessions")
-		return nil
-	}
-	if err := govTable(g.stdout, items); err != nil {
-		return g.fail(sp.name, err)
-	}
-	if next != "" {
-		fmt.Fprintf(g.stderr, "more sessions follow: add --after %s for the next page\n", next)
-	}
-	return nil
+		return g.result(sp.name, printListing(g, *asJSON, listing[store.Session]{doc: listJSON{Items: views(items, archive.NewGovernedSession), Next: next},
+			items: items, none: "no governed sessions", header: govHeader, row: govRow, more: "more sessions follow", next: next}))
+	}))
 }
 
 func listConversations(ctx context.Context, g *globals, st cliStore, f store.ConversationFilter, all, asJSON bool) error {
@@ -172,27 +156,8 @@ func listConversations(ctx context.Context, g *globals, st cliStore, f store.Con
 		}
 		f.After = next
 	}
-	if asJSON {
-		doc := convListJSON{Items: make([]convView, 0, len(items)), Next: next}
-		for _, c := range items {
-			doc.Items = append(doc.Items, newConvView(c))
-		}
-		if err := writeJSON(g.stdout, doc); err != nil {
-			return g.fail("list", err)
-		}
-		return nil
-	}
-	if len(items) == 0 {
-		fmt.Fprintln(g.stdout, "no conversations")
-		return nil
-	}
-	if err := convTable(g.stdout, items); err != nil {
-		return g.fail("list", err)
-	}
-	if next != "" {
-		fmt.Fprintf(g.stderr, "more conversations follow: add --after %s for the next page\n", next)
-	}
-	return nil
+	return g.result("list", printListing(g, asJSON, listing[store.ConversationSummary]{doc: convListJSON{Items: views(items, newConvView), Next: next},
+		items: items, none: "no conversations", header: convHeader, row: convRow, more: "more conversations follow", next: next}))
 }
 
 // listRuntime pages through runtime session ids and reads each session,
@@ -232,25 +197,6 @@ scan:
 		}
 		req.After = page.Next
 	}
-	if asJSON {
-		doc := rtListJSON{Items: make([]rtView, 0, len(items)), Next: next}
-		for _, s := range items {
-			doc.Items = append(doc.Items, newRTView(s))
-		}
-		if err := writeJSON(g.stdout, doc); err != nil {
-			return g.fail("list", err)
-		}
-		return nil
-	}
-	if len(items) == 0 {
-		fmt.Fprintln(g.stdout, "no runtime sessions")
-		return nil
-	}
-	if err := rtTable(g.stdout, items); err != nil {
-		return g.fail("list", err)
-	}
-	if next != "" {
-		fmt.Fprintf(g.stderr, "more runtime sessions may follow: add --after %s for the next page\n", next)
-	}
-	return nil
+	return g.result("list", printListing(g, asJSON, listing[store.RuntimeSession]{doc: rtListJSON{Items: views(items, newRTView), Next: next},
+		items: items, none: "no runtime sessions", header: rtHeader, row: rtRow, more: "more runtime sessions may follow", next: next}))
 }

@@ -72,57 +72,51 @@ func runMessages(ctx context.Context, g *globals, args []string) error {
 	case *followFlag && isSet(fs, "limit"):
 		return g.usageErr(sp.name, "--limit does not go with --follow")
 	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	defer st.Close()
-	if *followFlag {
-		return g.result(sp.name, followMessages(ctx, g, st, id, *from, *last, isSet(fs, "last"), *width, *asJSON))
-	}
-	conv := st.Conversations()
-	doc := messagesJSON{ID: id}
-	switch {
-	case isSet(fs, "last") && *last == 0:
-		doc.Messages = []store.Message{} // zero means zero, not "all"
-	case isSet(fs, "last"):
-		doc.Messages, err = conv.LastMessages(ctx, id, *last)
-	default:
-		doc.Messages, err = conv.Messages(ctx, id, *from, *limit+1)
-		if err == nil && len(doc.Messages) > *limit {
-			next := doc.Messages[*limit].Seq
-			doc.NextFrom = &next
-			doc.Messages = doc.Messages[:*limit]
+	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+		if *followFlag {
+			return followMessages(ctx, g, st, id, *from, *last, isSet(fs, "last"), *width, *asJSON)
 		}
-	}
-	if err == nil {
-		doc.MessageCount, err = conv.MessageCount(ctx, id)
-	}
-	if err != nil {
-		return g.fail(sp.name, withID(id, err))
-	}
-	if *asJSON {
-		if err := writeJSON(g.stdout, doc); err != nil {
-			return g.fail(sp.name, err)
+		conv := st.Conversations()
+		doc := messagesJSON{ID: id}
+		switch {
+		case isSet(fs, "last") && *last == 0:
+			doc.Messages = []store.Message{} // zero means zero, not "all"
+		case isSet(fs, "last"):
+			doc.Messages, err = conv.LastMessages(ctx, id, *last)
+		default:
+			doc.Messages, err = conv.Messages(ctx, id, *from, *limit+1)
+			if err == nil && len(doc.Messages) > *limit {
+				next := doc.Messages[*limit].Seq
+				doc.NextFrom = &next
+				doc.Messages = doc.Messages[:*limit]
+			}
+		}
+		if err == nil {
+			doc.MessageCount, err = conv.MessageCount(ctx, id)
+		}
+		if err != nil {
+			return withID(id, err)
+		}
+		if *asJSON {
+			return writeJSON(g.stdout, doc)
+		}
+		if len(doc.Messages) == 0 {
+			fmt.Fprintf(g.stdout, "no messages (the conversation has %d)\n", doc.MessageCount)
+			return nil
+		}
+		tw := newTable(g.stdout)
+		fmt.Fprintln(tw, "SEQ\tROLE\tCREATED\tTEXT")
+		for _, m := range doc.Messages {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.Seq, esc(m.Role), tableTime(m.CreatedAt), clip(messageText(m), *width))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if doc.NextFrom != nil {
+			fmt.Fprintf(g.stderr, "more messages follow: add --from %d for the next page\n", *doc.NextFrom)
 		}
 		return nil
-	}
-	if len(doc.Messages) == 0 {
-		fmt.Fprintf(g.stdout, "no messages (the conversation has %d)\n", doc.MessageCount)
-		return nil
-	}
-	tw := newTable(g.stdout)
-	fmt.Fprintln(tw, "SEQ\tROLE\tCREATED\tTEXT")
-	for _, m := range doc.Messages {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.Seq, esc(m.Role), tableTime(m.CreatedAt), clip(messageText(m), *width))
-	}
-	if err := tw.Flush(); err != nil {
-		return g.fail(sp.name, err)
-	}
-	if doc.NextFrom != nil {
-		fmt.Fprintf(g.stderr, "more messages follow: add --from %d for the next page\n", *doc.NextFrom)
-	}
-	return nil
+	}))
 }
 
 // followMessages prints the conversation's messages from position from

@@ -166,10 +166,7 @@ func migrateUp(ctx context.Context, g *globals, asJSON bool) error {
 		return g.fail("migrate", err)
 	}
 	if asJSON {
-		if err := writeJSON(g.stdout, doc); err != nil {
-			return g.fail("migrate", err)
-		}
-		return nil
+		return g.result("migrate", writeJSON(g.stdout, doc))
 	}
 	switch {
 	case doc.Created:

@@ -73,19 +73,11 @@ func runArtifacts(ctx context.Context, g *globals, args []string) error {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return writeJSON(g.stdout, artifactsJSON{ID: id, Artifacts: nonNilSlice(list)})
-			}
-			if len(list) == 0 {
-				_, err := fmt.Fprintln(g.stdout, "no artifacts")
-				return err
-			}
-			tw := newTable(g.stdout)
-			fmt.Fprintln(tw, "URI\tTOOL\tBYTES\tSHOWN\tUPDATED")
-			for _, a := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", esc(a.URI), orDash(esc(a.ToolName)), a.OriginalBytes, a.ShownBytes, tableTime(a.UpdatedAt))
-			}
-			return tw.Flush()
+			return printListing(g, asJSON, listing[store.Artifact]{doc: artifactsJSON{ID: id, Artifacts: nonNilSlice(list)},
+				items: list, none: "no artifacts", header: "URI\tTOOL\tBYTES\tSHOWN\tUPDATED",
+				row: func(a store.Artifact) string {
+					return fmt.Sprintf("%s\t%s\t%d\t%d\t%s", esc(a.URI), orDash(esc(a.ToolName)), a.OriginalBytes, a.ShownBytes, tableTime(a.UpdatedAt))
+				}})
 		})
 }
 
@@ -133,20 +125,12 @@ func runTraces(ctx context.Context, g *globals, args []string) error {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return writeJSON(g.stdout, tracesJSON{ID: id, Traces: nonNilSlice(events)})
-			}
-			if len(events) == 0 {
-				_, err := fmt.Fprintln(g.stdout, "no trace events")
-				return err
-			}
-			tw := newTable(g.stdout)
-			fmt.Fprintln(tw, "SEQ\tKIND\tNAME\tOK\tEXIT\tDURATION\tOUTPUT\tCREATED")
-			for _, e := range events {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%dms\t%d\t%s\n", e.Seq, esc(string(e.Kind)), esc(e.Name), yesNo(e.Success),
-					e.ExitCode, e.DurationMS, e.OutputBytes, tableTime(e.CreatedAt))
-			}
-			return tw.Flush()
+			return printListing(g, asJSON, listing[store.TraceEvent]{doc: tracesJSON{ID: id, Traces: nonNilSlice(events)},
+				items: events, none: "no trace events", header: "SEQ\tKIND\tNAME\tOK\tEXIT\tDURATION\tOUTPUT\tCREATED",
+				row: func(e store.TraceEvent) string {
+					return fmt.Sprintf("%d\t%s\t%s\t%s\t%d\t%dms\t%d\t%s", e.Seq, esc(string(e.Kind)), esc(e.Name), yesNo(e.Success),
+						e.ExitCode, e.DurationMS, e.OutputBytes, tableTime(e.CreatedAt))
+				}})
 		})
 }
 
@@ -198,26 +182,19 @@ func runRuns(ctx context.Context, g *globals, args []string) error {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return writeJSON(g.stdout, runsJSON{ID: id, Runs: nonNilSlice(runs)})
-			}
-			if len(runs) == 0 {
-				_, err := fmt.Fprintln(g.stdout, "no runs")
-				return err
-			}
-			tw := newTable(g.stdout)
-			fmt.Fprintln(tw, "RUN\tSTATUS\tEVENTS\tCREATED\tUPDATED\tPROMPT")
-			for _, r := range runs {
-				s := r.Snapshot
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", esc(s.ID), esc(string(s.Status)), s.EventCount,
-					tableTime(s.CreatedAt), tableTime(s.UpdatedAt), clip(s.Prompt, 60))
-				if *events {
-					for _, e := range r.Events {
-						fmt.Fprintf(tw, "  #%d\t\t\t%s\t\t%s\n", e.Seq, tableTime(e.Timestamp), clip(compactJSON(e.Event), 60))
+			return printListing(g, asJSON, listing[store.RunRecord]{doc: runsJSON{ID: id, Runs: nonNilSlice(runs)},
+				items: runs, none: "no runs", header: "RUN\tSTATUS\tEVENTS\tCREATED\tUPDATED\tPROMPT",
+				row: func(r store.RunRecord) string {
+					s := r.Snapshot
+					row := fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%s", esc(s.ID), esc(string(s.Status)), s.EventCount,
+						tableTime(s.CreatedAt), tableTime(s.UpdatedAt), clip(s.Prompt, 60))
+					if *events {
+						for _, e := range r.Events {
+							row += fmt.Sprintf("\n  #%d\t\t\t%s\t\t%s", e.Seq, tableTime(e.Timestamp), clip(compactJSON(e.Event), 60))
+						}
 					}
-				}
-			}
-			return tw.Flush()
+					return row
+				}})
 		})
 }
 
@@ -246,26 +223,18 @@ func runReports(ctx context.Context, g *globals, args []string) error {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return writeJSON(g.stdout, reportsJSON{ID: id, Reports: nonNilSlice(reports)})
-			}
-			if len(reports) == 0 {
-				_, err := fmt.Fprintln(g.stdout, "no verification reports")
-				return err
-			}
-			tw := newTable(g.stdout)
-			fmt.Fprintln(tw, "SEQ\tSUBJECT\tSTATUS\tCHECKS PASSED\tRISKS\tCREATED")
-			for _, r := range reports {
-				passed := 0
-				for _, c := range r.Checks {
-					if c.Status == store.VerificationPassed {
-						passed++
+			return printListing(g, asJSON, listing[store.VerificationReport]{doc: reportsJSON{ID: id, Reports: nonNilSlice(reports)},
+				items: reports, none: "no verification reports", header: "SEQ\tSUBJECT\tSTATUS\tCHECKS PASSED\tRISKS\tCREATED",
+				row: func(r store.VerificationReport) string {
+					passed := 0
+					for _, c := range r.Checks {
+						if c.Status == store.VerificationPassed {
+							passed++
+						}
 					}
-				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%d/%d\t%d\t%s\n", r.Seq, clip(r.Subject, 40), esc(string(r.Status)),
-					passed, len(r.Checks), len(r.ResidualRisks), tableTime(r.CreatedAt))
-			}
-			return tw.Flush()
+					return fmt.Sprintf("%d\t%s\t%s\t%d/%d\t%d\t%s", r.Seq, clip(r.Subject, 40), esc(string(r.Status)),
+						passed, len(r.Checks), len(r.ResidualRisks), tableTime(r.CreatedAt))
+				}})
 		})
 }
 

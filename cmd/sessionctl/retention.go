@@ -12,9 +12,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/view"
 )
 
 var retentionSpec = spec{
@@ -27,7 +28,7 @@ or a store opened with a background sweeper) applies them.
   retention [show]           lists the policies, the holds and the last
                              sweeps
   retention set KIND VALUE   sets a policy: VALUE is a duration for the
-                             kinds that take max_age (720h), a count for
+                             kinds that take max_age (30d, 12h), a count for
                              messages_keep_last, a size for size_budget
                              (bytes, or with KB, MB, GB, KiB, MiB, GiB);
                              orphan_state takes none. --reads-count lets
@@ -38,7 +39,7 @@ or a store opened with a background sweeper) applies them.
 Kinds:
 ` + kindsHelp(),
 	examples: []string{
-		"sessionctl retention set conversations_idle 720h",
+		"sessionctl retention set conversations_idle 30d",
 		"sessionctl retention set size_budget 2GiB",
 		"sessionctl retention --json",
 	},
@@ -70,7 +71,7 @@ func kindsHelp() string {
 
 // retentionJSON is the JSON document of retention show.
 type retentionJSON struct {
-	Policies []policyView        `json:"policies"`
+	Policies []view.Policy       `json:"policies"`
 	Holds    []store.Hold        `json:"holds"`
 	Sweeps   []store.SweepRecord `json:"sweeps"`
 }
@@ -82,7 +83,7 @@ func runRetention(ctx context.Context, g *globals, args []string) error {
 		// "-5h" is a value, not a flag: say what is wrong with it.
 		for _, a := range args {
 			if len(a) > 1 && a[0] == '-' && (a[1] >= '0' && a[1] <= '9' || a[1] == '.') {
-				return g.usageErr(sp.name+" set", "%s: a negative value is refused (give a duration such as 720h, a count or a size)", esc(a))
+				return g.usageErr(sp.name+" set", "%s: a negative value is refused (give a duration such as 30d, a count or a size)", esc(a))
 			}
 		}
 	}
@@ -139,19 +140,16 @@ func runRetention(ctx context.Context, g *globals, args []string) error {
 	}
 	// A policy for a store that does not exist is a mistyped --db: it
 	// must not make an empty one.
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(name, err)
-	}
-	defer st.Close()
-	if err := st.Retention().SetPolicy(ctx, p); err != nil {
-		return g.fail(name, err)
-	}
-	if *asJSON {
-		return g.jsonOr(name, newPolicyView(p))
-	}
-	fmt.Fprintf(g.stdout, "set %s: %s\n", p.Kind, policySetting(p))
-	return nil
+	return g.result(name, g.withStore(ctx, func(st cliStore) error {
+		if err := st.Retention().SetPolicy(ctx, p); err != nil {
+			return err
+		}
+		if *asJSON {
+			return g.jsonOr(name, view.NewPolicy(p))
+		}
+		fmt.Fprintf(g.stdout, "set %s: %s\n", p.Kind, policySetting(p))
+		return nil
+	}))
 }
 
 // parsePolicy reads "KIND [VALUE]".
@@ -170,7 +168,7 @@ func parsePolicy(pos []string, readsCount bool) (store.Policy, error) {
 	var err error
 	switch k.Param {
 	case store.ParamMaxAge:
-		p.MaxAge, err = time.ParseDuration(pos[1])
+		p.MaxAge, err = humanize.ParseDuration(pos[1])
 	case store.ParamKeepLast:
 		p.KeepLast, err = strconv.ParseInt(pos[1], 10, 64)
 	case store.ParamMaxBytes:
@@ -184,7 +182,7 @@ func parsePolicy(pos []string, readsCount bool) (store.Policy, error) {
 
 // paramWords say what value a policy kind takes, as the user types it.
 var paramWords = map[store.Parameter]string{
-	store.ParamMaxAge:   "a duration such as 720h",
+	store.ParamMaxAge:   humanize.DurationExample,
 	store.ParamKeepLast: "a number of messages such as 100",
 	store.ParamMaxBytes: "a size such as 2GiB",
 }
@@ -252,64 +250,61 @@ func policySetting(p store.Policy) string {
 }
 
 func (g *globals) retentionShow(ctx context.Context, last int, asJSON bool) error {
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	r := st.Retention()
-	var doc retentionJSON
-	policies, err := r.Policies(ctx)
-	if err != nil {
-		return err
-	}
-	doc.Policies = policyViews(policies)
-	if doc.Holds, err = r.Holds(ctx); err != nil {
-		return err
-	}
-	doc.Sweeps = []store.SweepRecord{}
-	if last > 0 {
-		if doc.Sweeps, err = r.Sweeps(ctx, last); err != nil {
+	return g.withStore(ctx, func(st cliStore) error {
+		r := st.Retention()
+		var doc retentionJSON
+		policies, err := r.Policies(ctx)
+		if err != nil {
 			return err
 		}
-	}
-	if asJSON {
-		return writeJSON(g.stdout, doc)
-	}
-	w := g.stdout
-	if len(doc.Policies) == 0 {
-		fmt.Fprintln(w, "no retention policy is set: sweeps remove nothing (see sessionctl retention --help)")
-	} else {
-		tw := newTable(w)
-		fmt.Fprintln(tw, "POLICY\tFACET\tSETTING\tSET AT")
-		for _, p := range policies {
-			k, _ := store.KindInfo(p.Kind)
-			f := k.Facet
-			if f == "" {
-				f = "(all)"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Kind, f, policySetting(p), tableTime(p.UpdatedAt))
+		doc.Policies = view.Policies(policies)
+		if doc.Holds, err = r.Holds(ctx); err != nil {
+			return err
 		}
-		tw.Flush()
-	}
-	fmt.Fprintf(w, "\n%d %s\n", len(doc.Holds), plural(len(doc.Holds), "hold", "holds"))
-	if len(doc.Holds) > 0 {
-		printHolds(g, doc.Holds)
-	}
-	if last > 0 {
-		fmt.Fprintf(w, "\nlast sweeps: %d\n", len(doc.Sweeps))
-		if len(doc.Sweeps) > 0 {
+		doc.Sweeps = []store.SweepRecord{}
+		if last > 0 {
+			if doc.Sweeps, err = r.Sweeps(ctx, last); err != nil {
+				return err
+			}
+		}
+		if asJSON {
+			return writeJSON(g.stdout, doc)
+		}
+		w := g.stdout
+		if len(doc.Policies) == 0 {
+			fmt.Fprintln(w, "no retention policy is set: sweeps remove nothing (see sessionctl retention --help)")
+		} else {
 			tw := newTable(w)
-			fmt.Fprintln(tw, "STARTED\tHOLDER\tSESSIONS\tROWS\tBATCHES\tFREED\tERROR")
-			for _, s := range doc.Sweeps {
-				n, rows := s.Report.Total()
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", tableTime(s.Report.StartedAt), esc(s.Holder), n, rows,
-					s.Report.Batches, humanBytes(s.Report.BytesFreed), esc(s.Error))
+			fmt.Fprintln(tw, "POLICY\tFACET\tSETTING\tSET AT")
+			for _, p := range policies {
+				k, _ := store.KindInfo(p.Kind)
+				f := k.Facet
+				if f == "" {
+					f = "(all)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Kind, f, policySetting(p), tableTime(p.UpdatedAt))
 			}
 			tw.Flush()
 		}
-	}
-	return nil
+		fmt.Fprintf(w, "\n%d %s\n", len(doc.Holds), plural(len(doc.Holds), "hold", "holds"))
+		if len(doc.Holds) > 0 {
+			printHolds(g, doc.Holds)
+		}
+		if last > 0 {
+			fmt.Fprintf(w, "\nlast sweeps: %d\n", len(doc.Sweeps))
+			if len(doc.Sweeps) > 0 {
+				tw := newTable(w)
+				fmt.Fprintln(tw, "STARTED\tHOLDER\tSESSIONS\tROWS\tBATCHES\tFREED\tERROR")
+				for _, s := range doc.Sweeps {
+					n, rows := s.Report.Total()
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", tableTime(s.Report.StartedAt), esc(s.Holder), n, rows,
+						s.Report.Batches, humanBytes(s.Report.BytesFreed), esc(s.Error))
+				}
+				tw.Flush()
+			}
+		}
+		return nil
+	})
 }
 
 func printHolds(g *globals, holds []store.Hold) {
@@ -355,29 +350,26 @@ func runSweep(ctx context.Context, g *globals, args []string) error {
 	if *batch < 1 {
 		return g.usageErr(sp.name, "--batch-rows must be at least 1")
 	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	defer st.Close()
-	p := g.startProgress(true)
-	verb := "sweeping"
-	if *dryRun {
-		verb = "counting (dry run)"
-	}
-	rep, err := st.Retention().Sweep(ctx, store.SweepOptions{DryRun: *dryRun, BatchRows: *batch, Holder: "sessionctl",
-		Progress: func(k store.KindSweep) {
-			p.update(func() string { return fmt.Sprintf("sweep: %s %s: %d sessions", verb, k.Kind, k.Sessions) })
-		}})
-	p.clear()
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	if *asJSON {
-		return g.jsonOr(sp.name, rep)
-	}
-	printSweep(g, rep)
-	return nil
+	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+		p := g.startProgress(true)
+		verb := "sweeping"
+		if *dryRun {
+			verb = "counting (dry run)"
+		}
+		rep, err := st.Retention().Sweep(ctx, store.SweepOptions{DryRun: *dryRun, BatchRows: *batch, Holder: "sessionctl",
+			Progress: func(k store.KindSweep) {
+				p.update(func() string { return fmt.Sprintf("sweep: %s %s: %d sessions", verb, k.Kind, k.Sessions) })
+			}})
+		p.clear()
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return g.jsonOr(sp.name, rep)
+		}
+		printSweep(g, rep)
+		return nil
+	}))
 }
 
 // printSweep prints a sweep's report: one row per facet and policy.
@@ -497,46 +489,43 @@ func runHold(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return g.usageErr(name, "%v", err)
 	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(name, err)
-	}
-	defer st.Close()
-	// JSON: the sessions held, or released and not held, as lists.
-	done, notHeld := []store.SessionRef{}, []store.SessionRef{}
-	for _, ref := range refs {
-		ok := true
-		if sub == "release" {
-			ok, err = st.Retention().Release(ctx, ref)
-		} else {
-			err = st.Retention().Hold(ctx, ref, *reason)
-		}
-		if err != nil {
-			return g.fail(name, err)
+	return g.result(name, g.withStore(ctx, func(st cliStore) error {
+		// JSON: the sessions held, or released and not held, as lists.
+		done, notHeld := []store.SessionRef{}, []store.SessionRef{}
+		for _, ref := range refs {
+			ok := true
+			if sub == "release" {
+				ok, err = st.Retention().Release(ctx, ref)
+			} else {
+				err = st.Retention().Hold(ctx, ref, *reason)
+			}
+			if err != nil {
+				return err
+			}
+			switch {
+			case ok:
+				done = append(done, ref)
+			default:
+				notHeld = append(notHeld, ref)
+			}
+			switch {
+			case *asJSON:
+			case sub == "add":
+				fmt.Fprintf(g.stdout, "held %s\n", esc(ref.String()))
+			case ok:
+				fmt.Fprintf(g.stdout, "released %s\n", esc(ref.String()))
+			default:
+				fmt.Fprintf(g.stdout, "%s was not held\n", esc(ref.String()))
+			}
 		}
 		switch {
-		case ok:
-			done = append(done, ref)
-		default:
-			notHeld = append(notHeld, ref)
+		case !*asJSON:
+			return nil
+		case sub == "release":
+			return g.jsonOr(name, map[string][]store.SessionRef{"released": done, "not_held": notHeld})
 		}
-		switch {
-		case *asJSON:
-		case sub == "add":
-			fmt.Fprintf(g.stdout, "held %s\n", esc(ref.String()))
-		case ok:
-			fmt.Fprintf(g.stdout, "released %s\n", esc(ref.String()))
-		default:
-			fmt.Fprintf(g.stdout, "%s was not held\n", esc(ref.String()))
-		}
-	}
-	switch {
-	case !*asJSON:
-		return nil
-	case sub == "release":
-		return g.jsonOr(name, map[string][]store.SessionRef{"released": done, "not_held": notHeld})
-	}
-	return g.jsonOr(name, map[string][]store.SessionRef{"held": done})
+		return g.jsonOr(name, map[string][]store.SessionRef{"held": done})
+	}))
 }
 
 // parseRefs reads "FACET ID..." or "agent_sessions APP USER SESSION".

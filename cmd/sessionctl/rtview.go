@@ -56,15 +56,12 @@ func newRTView(s store.RuntimeSession) rtView {
 	}
 }
 
-// rtTable writes runtime sessions as an aligned table.
-func rtTable(w io.Writer, items []store.RuntimeSession) error {
-	tw := newTable(w)
-	fmt.Fprintln(tw, "ID\tAGENT\tMODE\tOWNER\tOVERRIDES\tTURN\tLAST ACTIVE")
-	for _, s := range items {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", esc(s.ID), esc(s.AgentAlias), esc(string(s.ChatMode)), orDash(esc(s.OwnerID)),
-			overridesText(s.Overrides), turnText(s.Turn), tableTime(s.LastActive))
-	}
-	return tw.Flush()
+// rtHeader and rtRow are the table of runtime sessions.
+const rtHeader = "ID\tAGENT\tMODE\tOWNER\tOVERRIDES\tTURN\tLAST ACTIVE"
+
+func rtRow(s store.RuntimeSession) string {
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", esc(s.ID), esc(s.AgentAlias), esc(string(s.ChatMode)), orDash(esc(s.OwnerID)),
+		overridesText(s.Overrides), turnText(s.Turn), tableTime(s.LastActive))
 }
 
 // rtDetails writes a runtime session as "key  value" lines.

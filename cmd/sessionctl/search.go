@@ -67,60 +67,57 @@ func runSearch(ctx context.Context, g *globals, args []string) error {
 	if _, err := q.Normalize(); err != nil {
 		return g.usageErr(sp.name, "%v", err)
 	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	defer st.Close()
-	res, err := st.Search(ctx, q)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	if *asJSON {
-		if res.Hits == nil {
-			res.Hits = []store.SearchHit{}
+	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+		res, err := st.Search(ctx, q)
+		if err != nil {
+			return err
 		}
-		return g.jsonOr(sp.name, res)
-	}
-	w := g.stdout
-	if res.Scanned {
-		if res.Partial {
-			fmt.Fprintf(w, "every term is shorter than %d characters: scanned the newest items only (--scan-limit); older ones were not searched\n", store.MinIndexedTerm)
-		} else {
-			fmt.Fprintf(w, "every term is shorter than %d characters: scanned every item\n", store.MinIndexedTerm)
-		}
-	}
-	if len(res.Hits) == 0 {
-		fmt.Fprintln(w, "no matches")
-		return nil
-	}
-	tw := newTable(w)
-	fmt.Fprintln(tw, "KIND\tSESSION\tPOS\tAT\tROLE\tSNIPPET")
-	for _, h := range res.Hits {
-		where := cell(h.SessionID)
-		if h.App != "" {
-			where = cell(h.App) + "/" + cell(h.User) + "/" + where
-		}
-		at := fmt.Sprint(h.Seq)
-		if h.Ref != "" {
-			at = clip(h.Ref, 40)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", h.Kind, where, at, tableTime(h.At), orDash(clip(h.Role, 20)), markSnippet(h.Snippet, 100))
-		for _, it := range h.Window {
-			mark := " "
-			if it.Seq == h.Seq {
-				mark = ">"
+		if *asJSON {
+			if res.Hits == nil {
+				res.Hits = []store.SearchHit{}
 			}
-			fmt.Fprintf(tw, "\t\t%s %d\t%s\t%s\t%s\n", mark, it.Seq, tableTime(it.At), orDash(clip(it.Role, 20)), clip(it.Text, 100))
+			return g.jsonOr(sp.name, res)
 		}
-	}
-	if err := tw.Flush(); err != nil {
-		return g.fail(sp.name, err)
-	}
-	if res.Next != "" {
-		fmt.Fprintf(w, "more: --after %s\n", res.Next)
-	}
-	return nil
+		w := g.stdout
+		if res.Scanned {
+			if res.Partial {
+				fmt.Fprintf(w, "every term is shorter than %d characters: scanned the newest items only (--scan-limit); older ones were not searched\n", store.MinIndexedTerm)
+			} else {
+				fmt.Fprintf(w, "every term is shorter than %d characters: scanned every item\n", store.MinIndexedTerm)
+			}
+		}
+		if len(res.Hits) == 0 {
+			fmt.Fprintln(w, "no matches")
+			return nil
+		}
+		tw := newTable(w)
+		fmt.Fprintln(tw, "KIND\tSESSION\tPOS\tAT\tROLE\tSNIPPET")
+		for _, h := range res.Hits {
+			where := cell(h.SessionID)
+			if h.App != "" {
+				where = cell(h.App) + "/" + cell(h.User) + "/" + where
+			}
+			at := fmt.Sprint(h.Seq)
+			if h.Ref != "" {
+				at = clip(h.Ref, 40)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", h.Kind, where, at, tableTime(h.At), orDash(clip(h.Role, 20)), markSnippet(h.Snippet, 100))
+			for _, it := range h.Window {
+				mark := " "
+				if it.Seq == h.Seq {
+					mark = ">"
+				}
+				fmt.Fprintf(tw, "\t\t%s %d\t%s\t%s\t%s\n", mark, it.Seq, tableTime(it.At), orDash(clip(it.Role, 20)), clip(it.Text, 100))
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if res.Next != "" {
+			fmt.Fprintf(w, "more: --after %s\n", res.Next)
+		}
+		return nil
+	}))
 }
 
 // markSnippet renders a snippet on one line for a table: white space
@@ -186,60 +183,57 @@ func runReindex(ctx context.Context, g *globals, args []string) error {
 	if *batch < 1 {
 		return g.usageErr(sp.name, "--batch must be at least 1")
 	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	defer st.Close()
-	if *checkOnly {
-		rep, err := st.CheckSearchIndex(ctx)
-		if err != nil {
-			return g.fail(sp.name, err)
-		}
-		var code error
-		if !rep.OK() {
-			code = exitStatus(exitError)
-		}
-		if *asJSON {
-			if err := writeJSON(g.stdout, struct {
-				OK bool `json:"ok"`
-				store.SearchIndexReport
-			}{rep.OK(), rep}); err != nil {
-				return g.fail(sp.name, err)
+	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+		if *checkOnly {
+			rep, err := st.CheckSearchIndex(ctx)
+			if err != nil {
+				return err
+			}
+			var code error
+			if !rep.OK() {
+				code = exitStatus(exitError)
+			}
+			if *asJSON {
+				if err := writeJSON(g.stdout, struct {
+					OK bool `json:"ok"`
+					store.SearchIndexReport
+				}{rep.OK(), rep}); err != nil {
+					return err
+				}
+				return code
+			}
+			tw := newTable(g.stdout)
+			fmt.Fprintln(tw, "KIND\tITEMS\tINDEXED\tMISSING\tORPHANS")
+			for _, k := range rep.Kinds {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", k.Kind, k.Items, k.Indexed, k.Missing, k.Orphans)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			switch {
+			case !rep.IndexOK:
+				fmt.Fprintf(g.stdout, "the full-text index differs: %s; run sessionctl reindex\n", rep.IndexDetail)
+			case !rep.OK():
+				fmt.Fprintln(g.stdout, "the index differs from the content: run sessionctl reindex")
+			default:
+				fmt.Fprintln(g.stdout, "the index agrees with the content")
 			}
 			return code
 		}
-		tw := newTable(g.stdout)
-		fmt.Fprintln(tw, "KIND\tITEMS\tINDEXED\tMISSING\tORPHANS")
-		for _, k := range rep.Kinds {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", k.Kind, k.Items, k.Indexed, k.Missing, k.Orphans)
+		p := g.startProgress(true)
+		res, err := st.Reindex(ctx, store.ReindexRequest{Batch: *batch, Progress: func(done int64) {
+			p.show("reindex: %d items", done)
+		}})
+		p.clear()
+		if err != nil {
+			return err
 		}
-		if err := tw.Flush(); err != nil {
-			return g.fail(sp.name, err)
+		if *asJSON {
+			return g.jsonOr(sp.name, res)
 		}
-		switch {
-		case !rep.IndexOK:
-			fmt.Fprintf(g.stdout, "the full-text index differs: %s; run sessionctl reindex\n", rep.IndexDetail)
-		case !rep.OK():
-			fmt.Fprintln(g.stdout, "the index differs from the content: run sessionctl reindex")
-		default:
-			fmt.Fprintln(g.stdout, "the index agrees with the content")
-		}
-		return code
-	}
-	p := g.startProgress(true)
-	res, err := st.Reindex(ctx, store.ReindexRequest{Batch: *batch, Progress: func(done int64) {
-		p.show("reindex: %d items", done)
-	}})
-	p.clear()
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	if *asJSON {
-		return g.jsonOr(sp.name, res)
-	}
-	fmt.Fprintf(g.stdout, "reindexed %d %s in %d %s, removed %d index %s without content\n",
-		res.Items, plural(int(res.Items), "item", "items"), res.Batches, plural(int(res.Batches), "batch", "batches"),
-		res.Orphans, plural(int(res.Orphans), "row", "rows"))
-	return nil
+		fmt.Fprintf(g.stdout, "reindexed %d %s in %d %s, removed %d index %s without content\n",
+			res.Items, plural(int(res.Items), "item", "items"), res.Batches, plural(int(res.Batches), "batch", "batches"),
+			res.Orphans, plural(int(res.Orphans), "row", "rows"))
+		return nil
+	}))
 }

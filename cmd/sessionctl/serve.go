@@ -49,7 +49,7 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	basic := fs.String("basic-auth", os.Getenv("SESSIONCTL_BASIC_AUTH"), "require HTTP basic auth USER:PASSWORD (default $SESSIONCTL_BASIC_AUTH)")
 	token := fs.String("token", os.Getenv("SESSIONCTL_TOKEN"), "require the bearer token TOKEN (default $SESSIONCTL_TOKEN)")
 	hide := fs.Bool("hide-content", false, "hide message bodies, tool inputs and state values until asked for")
-	refresh := fs.Duration("refresh", 5*time.Second, "live refresh interval of growing pages (0 disables)")
+	refresh := durationFlag(fs, "refresh", 5*time.Second, "live refresh interval of growing pages (0 disables)")
 	_, err := g.parseArgs(fs, sp, args, 0, 0)
 	if err != nil {
 		return err

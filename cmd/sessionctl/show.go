@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -26,8 +27,8 @@ have are left out (null in JSON); an id with no facet at all is an error.`,
 // showJSON is the JSON document of show: one member per facet, null when
 // the session has no such facet.
 type showJSON struct {
-	ID       string   `json:"id"`
-	Governed *govView `json:"governed"`
+	ID       string                   `json:"id"`
+	Governed *archive.GovernedSession `json:"governed"`
 	// Spend is the governed session's spend (spend.go); left out when
 	// neither it nor its agent has limits and nothing is reserved.
 	Spend        *spendView `json:"spend,omitempty"`
@@ -139,7 +140,7 @@ func loadFacets(ctx context.Context, st cliStore, id string) (showJSON, facets, 
 	switch {
 	case err == nil:
 		f.gov = &s
-		v := newGovView(s)
+		v := archive.NewGovernedSession(s)
 		doc.Governed = &v
 		if doc.Spend, err = loadSpend(ctx, st, id); err != nil {
 			return doc, f, err

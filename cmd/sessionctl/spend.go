@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/view"
 )
 
 // exitSpend is the exit status of a reservation refused by a spend limit
@@ -110,39 +111,14 @@ func amountText(a store.SpendAmount, cur string) string {
 // integers; amounts of money exact decimals with their currency ("1.00
 // USD", humanize.Money of the micro-units the store keeps), never a float.
 type spendView struct {
-	Limits []limitView `json:"limits"`
-	Live   int64       `json:"live_reservations"`
-}
-
-type limitView struct {
-	Scope  string `json:"scope"`
-	Metric string `json:"metric"`
-	Window string `json:"window"`
-	// WindowStart is absent for a lifetime window, which has no start.
-	WindowStart string `json:"window_start,omitempty"`
-	Currency    string `json:"currency,omitempty"`
-	Limit       any    `json:"limit"`
-	Spent       any    `json:"spent"`
-	Reserved    any    `json:"reserved"`
-	Remaining   any    `json:"remaining"`
+	Limits []view.Limit `json:"limits"`
+	Live   int64        `json:"live_reservations"`
 }
 
 func newSpendView(st store.SpendStatus) spendView {
-	v := spendView{Limits: []limitView{}, Live: st.Live}
+	v := spendView{Limits: []view.Limit{}, Live: st.Live}
 	for _, l := range st.Limits {
-		amount := func(n int64) any {
-			if l.Metric == store.MetricCost {
-				return moneyText(n, l.Currency)
-			}
-			return n
-		}
-		lv := limitView{Scope: string(l.Scope), Metric: string(l.Metric), Window: string(l.Window),
-			Currency: l.Currency, Limit: amount(l.Limit), Spent: amount(l.Spent),
-			Reserved: amount(l.Reserved), Remaining: amount(l.Remaining())}
-		if l.Window != store.WindowLifetime {
-			lv.WindowStart = jsonTime(l.WindowStart)
-		}
-		v.Limits = append(v.Limits, lv)
+		v.Limits = append(v.Limits, view.NewLimit(l))
 	}
 	return v
 }
@@ -277,7 +253,7 @@ func runReserve(ctx context.Context, g *globals, args []string) error {
 	fs := g.newFlags(sp)
 	agent := fs.String("agent", "", "the presenting agent `ID`; refused when it is not the session's agent")
 	requestID := fs.String("request-id", "", "the reservation's `ID` (default: a random one); a retry returns the first outcome")
-	ttl := fs.Duration("ttl", store.DefaultReservationTTL, "the reservation lapses after `DURATION` unless settled or released")
+	ttl := durationFlag(fs, "ttl", store.DefaultReservationTTL, "the reservation lapses after `DURATION` unless settled or released")
 	amounts := addAmountFlags(fs, "the upper bound of")
 	asJSON := fs.Bool("json", false, "print the reservation as JSON")
 	pos, err := g.parseArgs(fs, sp, args, 1, 1)
@@ -292,27 +268,21 @@ func runReserve(ctx context.Context, g *globals, args []string) error {
 	if _, err := req.Normalize(); err != nil {
 		return g.usageErr(sp.name, "%v", err)
 	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	defer st.Close()
-	r, err := st.Spend().Reserve(ctx, req)
-	if err != nil {
-		if ref, ok := spendRefusal(err); ok {
-			fmt.Fprintf(g.stderr, "sessionctl reserve: refused (%s): %s\n", ref.kind, spendRefusalDetail(err, req.SessionID, req.RequestID))
-			return exitStatus(ref.code)
+	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+		r, err := st.Spend().Reserve(ctx, req)
+		if err != nil {
+			if ref, ok := spendRefusal(err); ok {
+				fmt.Fprintf(g.stderr, "sessionctl reserve: refused (%s): %s\n", ref.kind, spendRefusalDetail(err, req.SessionID, req.RequestID))
+				return exitStatus(ref.code)
+			}
+			return err
 		}
-		return g.fail(sp.name, err)
-	}
-	if *asJSON {
-		if err := writeJSON(g.stdout, newReservationView(r)); err != nil {
-			return g.fail(sp.name, err)
+		if *asJSON {
+			return writeJSON(g.stdout, newReservationView(r))
 		}
+		fmt.Fprintln(g.stdout, r.ID)
 		return nil
-	}
-	fmt.Fprintln(g.stdout, r.ID)
-	return nil
+	}))
 }
 
 var settleSpec = spec{
@@ -391,32 +361,26 @@ func runRelease(ctx context.Context, g *globals, args []string) error {
 
 // finishReservation runs a settle or a release and prints its outcome.
 func (g *globals) finishReservation(ctx context.Context, name string, asJSON bool, pos []string, fn func(st cliStore) (store.Reservation, error)) error {
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(name, err)
-	}
-	defer st.Close()
-	r, err := fn(st)
-	if err != nil {
-		if ref, ok := spendRefusal(err); ok {
-			fmt.Fprintf(g.stderr, "sessionctl %s: refused (%s): %s\n", name, ref.kind, spendRefusalDetail(err, pos[0], pos[1]))
-			return exitStatus(ref.code)
+	return g.result(name, g.withStore(ctx, func(st cliStore) error {
+		r, err := fn(st)
+		if err != nil {
+			if ref, ok := spendRefusal(err); ok {
+				fmt.Fprintf(g.stderr, "sessionctl %s: refused (%s): %s\n", name, ref.kind, spendRefusalDetail(err, pos[0], pos[1]))
+				return exitStatus(ref.code)
+			}
+			return err
 		}
-		return g.fail(name, err)
-	}
-	if asJSON {
-		if err := writeJSON(g.stdout, newReservationView(r)); err != nil {
-			return g.fail(name, err)
+		if asJSON {
+			return writeJSON(g.stdout, newReservationView(r))
+		}
+		switch r.Status {
+		case store.ReservationSettled:
+			fmt.Fprintf(g.stdout, "settled %s: %s of %s reserved\n", r.ID, amountText(r.Actual, r.Currency), amountText(r.Amount, r.Currency))
+		default:
+			fmt.Fprintf(g.stdout, "%s %s: %s\n", r.Status, r.ID, amountText(r.Amount, r.Currency))
 		}
 		return nil
-	}
-	switch r.Status {
-	case store.ReservationSettled:
-		fmt.Fprintf(g.stdout, "settled %s: %s of %s reserved\n", r.ID, amountText(r.Actual, r.Currency), amountText(r.Amount, r.Currency))
-	default:
-		fmt.Fprintf(g.stdout, "%s %s: %s\n", r.Status, r.ID, amountText(r.Amount, r.Currency))
-	}
-	return nil
+	}))
 }
 
 var limitsSpec = spec{
@@ -457,37 +421,34 @@ func runLimits(ctx context.Context, g *globals, args []string) error {
 	}
 	// Setting limits needs a store that exists: a mistyped --db must not
 	// make an empty one.
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	defer st.Close()
-	if *clear || len(limits) > 0 {
-		if err := st.Spend().SetAgentLimits(ctx, pos[0], limits); err != nil {
-			return g.fail(sp.name, err)
+	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+		if *clear || len(limits) > 0 {
+			if err := st.Spend().SetAgentLimits(ctx, pos[0], limits); err != nil {
+				return err
+			}
 		}
-	}
-	status, err := st.Spend().AgentStatus(ctx, pos[0])
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	v := newSpendView(status)
-	if *asJSON {
-		if err := writeJSON(g.stdout, struct {
-			AgentID string `json:"agent_id"`
-			spendView
-		}{pos[0], v}); err != nil {
-			return g.fail(sp.name, err)
+		status, err := st.Spend().AgentStatus(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		v := newSpendView(status)
+		if *asJSON {
+			if err := writeJSON(g.stdout, struct {
+				AgentID string `json:"agent_id"`
+				spendView
+			}{pos[0], v}); err != nil {
+				return err
+			}
+			return nil
+		}
+		if len(v.Limits) == 0 {
+			fmt.Fprintf(g.stdout, "agent %s has no spend limits\n", pos[0])
+			return nil
+		}
+		fmt.Fprintf(g.stdout, "agent %s:\n", pos[0])
+		if err := spendDetails(g.stdout, v); err != nil {
+			return err
 		}
 		return nil
-	}
-	if len(v.Limits) == 0 {
-		fmt.Fprintf(g.stdout, "agent %s has no spend limits\n", pos[0])
-		return nil
-	}
-	fmt.Fprintf(g.stdout, "agent %s:\n", pos[0])
-	if err := spendDetails(g.stdout, v); err != nil {
-		return g.fail(sp.name, err)
-	}
-	return nil
+	}))
 }

@@ -59,55 +59,49 @@ func runStats(ctx context.Context, g *globals, args []string) error {
 	if _, err := g.parseArgs(fs, sp, args, 0, 0); err != nil {
 		return err
 	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	defer st.Close()
-	doc, err := collectStats(ctx, g, st)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	if *asJSON {
-		if err := writeJSON(g.stdout, doc); err != nil {
-			return g.fail(sp.name, err)
+	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+		doc, err := collectStats(ctx, g, st)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(g.stdout, doc)
+		}
+		tw := newTable(g.stdout)
+		rows := [][2]string{
+			{"database", doc.Path},
+			{"schema version", fmt.Sprintf("%d (this binary: %d)", doc.SchemaVersion, doc.BinarySchemaVersion)},
+		}
+		if doc.Tenant != "" {
+			rows = append(rows, [2]string{"tenant", doc.Tenant + " (the counts below are its rows only)"})
+		}
+		all, err := registeredFacets()
+		if err != nil {
+			return err
+		}
+		for _, f := range all {
+			rows = append(rows, f.ops.statsRows(&doc)...)
+		}
+		switch {
+		case doc.DatabaseBytes == nil: // a tenant's stats
+		case doc.StoreBytes != nil:
+			rows = append(rows,
+				[2]string{"database size", humanBytes(*doc.DatabaseBytes)},
+				[2]string{"store tables", humanBytes(*doc.StoreBytes)})
+		default:
+			rows = append(rows,
+				[2]string{"database file", humanBytes(*doc.DatabaseBytes)},
+				[2]string{"wal file", humanBytes(*doc.WALBytes)},
+				[2]string{"pages", fmt.Sprintf("%d x %d bytes, %d free", *doc.Pages, *doc.PageSize, *doc.FreePages)})
+		}
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
+		}
+		if err := tw.Flush(); err != nil {
+			return err
 		}
 		return nil
-	}
-	tw := newTable(g.stdout)
-	rows := [][2]string{
-		{"database", doc.Path},
-		{"schema version", fmt.Sprintf("%d (this binary: %d)", doc.SchemaVersion, doc.BinarySchemaVersion)},
-	}
-	if doc.Tenant != "" {
-		rows = append(rows, [2]string{"tenant", doc.Tenant + " (the counts below are its rows only)"})
-	}
-	all, err := registeredFacets()
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	for _, f := range all {
-		rows = append(rows, f.ops.statsRows(&doc)...)
-	}
-	switch {
-	case doc.DatabaseBytes == nil: // a tenant's stats
-	case doc.StoreBytes != nil:
-		rows = append(rows,
-			[2]string{"database size", humanBytes(*doc.DatabaseBytes)},
-			[2]string{"store tables", humanBytes(*doc.StoreBytes)})
-	default:
-		rows = append(rows,
-			[2]string{"database file", humanBytes(*doc.DatabaseBytes)},
-			[2]string{"wal file", humanBytes(*doc.WALBytes)},
-			[2]string{"pages", fmt.Sprintf("%d x %d bytes, %d free", *doc.Pages, *doc.PageSize, *doc.FreePages)})
-	}
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
-	}
-	if err := tw.Flush(); err != nil {
-		return g.fail(sp.name, err)
-	}
-	return nil
+	}))
 }
 
 func collectStats(ctx context.Context, g *globals, st cliStore) (statsJSON, error) {

@@ -43,31 +43,28 @@ func runTenants(ctx context.Context, g *globals, args []string) error {
 	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
 		return err
 	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	defer st.Close()
-	rows, err := tenantRows(ctx, st)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	if *asJSON {
-		return writeJSON(g.stdout, struct {
-			Items []tenantRow `json:"items"`
-		}{rows})
-	}
-	if len(rows) == 0 {
-		_, err := fmt.Fprintln(g.stdout, "no tenants: every row belongs to the default tenant")
-		return err
-	}
-	tw := newTable(g.stdout)
-	fmt.Fprintln(tw, "TENANT\tGOVERNED\tCONVERSATIONS\tRUNTIME\tAGENT SESSIONS\tAUDIT CHAINS")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", esc(r.Tenant), count(r.GovernedSessions), count(r.Conversations),
-			count(r.RuntimeSessions), count(r.AgentSessions), count(r.AuditChains))
-	}
-	return tw.Flush()
+	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+		rows, err := tenantRows(ctx, st)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(g.stdout, struct {
+				Items []tenantRow `json:"items"`
+			}{rows})
+		}
+		if len(rows) == 0 {
+			_, err := fmt.Fprintln(g.stdout, "no tenants: every row belongs to the default tenant")
+			return err
+		}
+		tw := newTable(g.stdout)
+		fmt.Fprintln(tw, "TENANT\tGOVERNED\tCONVERSATIONS\tRUNTIME\tAGENT SESSIONS\tAUDIT CHAINS")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", esc(r.Tenant), count(r.GovernedSessions), count(r.Conversations),
+				count(r.RuntimeSessions), count(r.AgentSessions), count(r.AuditChains))
+		}
+		return tw.Flush()
+	}))
 }
 
 func count(n int64) string { return strconv.FormatInt(n, 10) }

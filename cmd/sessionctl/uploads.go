@@ -66,10 +66,7 @@ func runUploads(ctx context.Context, g *globals, args []string) error {
 		return g.fail(sp.name, withID(id, err))
 	}
 	if *asJSON {
-		if err := writeJSON(g.stdout, uploadsJSON{ID: id, Uploads: nonNilSlice(list)}); err != nil {
-			return g.fail(sp.name, err)
-		}
-		return nil
+		return g.result(sp.name, writeJSON(g.stdout, uploadsJSON{ID: id, Uploads: nonNilSlice(list)}))
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(g.stdout, "no uploads")

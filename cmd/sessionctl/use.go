@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -41,28 +42,22 @@ func runUse(ctx context.Context, g *globals, args []string) error {
 	if err := req.Validate(); err != nil {
 		return g.usageErr(sp.name, "%v", err)
 	}
-	st, err := g.openExisting(ctx)
-	if err != nil {
-		return g.fail(sp.name, err)
-	}
-	defer st.Close()
-	sess, err := st.Governance().Use(ctx, req)
-	if err != nil {
-		if r, ok := useRefusal(err); ok {
-			fmt.Fprintf(g.stderr, "sessionctl use: refused (%s): %s\n", r.kind, refusalDetail(err, req))
-			return exitStatus(r.code)
+	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+		sess, err := st.Governance().Use(ctx, req)
+		if err != nil {
+			if r, ok := useRefusal(err); ok {
+				fmt.Fprintf(g.stderr, "sessionctl use: refused (%s): %s\n", r.kind, refusalDetail(err, req))
+				return exitStatus(r.code)
+			}
+			return err
 		}
-		return g.fail(sp.name, err)
-	}
-	if *asJSON {
-		if err := writeJSON(g.stdout, newGovView(sess)); err != nil {
-			return g.fail(sp.name, err)
+		if *asJSON {
+			return writeJSON(g.stdout, archive.NewGovernedSession(sess))
 		}
+		fmt.Fprintf(g.stdout, "allowed %d %s: %d of %d calls made, %d remaining\n",
+			len(req.Tools), plural(len(req.Tools), "call", "calls"), sess.CallsMade, sess.CallBudget, sess.RemainingBudget())
 		return nil
-	}
-	fmt.Fprintf(g.stdout, "allowed %d %s: %d of %d calls made, %d remaining\n",
-		len(req.Tools), plural(len(req.Tools), "call", "calls"), sess.CallsMade, sess.CallBudget, sess.RemainingBudget())
-	return nil
+	}))
 }
 
 // refusalDetail explains a refusal to the operator. The store's Error()

@@ -1,0 +1,49 @@
+package view
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+func marshal(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestViews pins each view's JSON: milliseconds for durations, RFC 3339
+// UTC times absent when there is none, money as exact decimals with the
+// currency, the audit detail rendered as humanize renders it.
+func TestViews(t *testing.T) {
+	day := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	for name, c := range map[string]struct {
+		v    any
+		want string
+	}{
+		"cost limit of a day": {NewLimit(store.LimitStatus{Scope: store.ScopeSession, WindowStart: day, Spent: 39_000, Reserved: 20_000,
+			SpendLimit: store.SpendLimit{Metric: store.MetricCost, Window: store.WindowDay, Limit: 1_000_000, Currency: "USD"}}),
+			`{"scope":"session","metric":"cost","window":"day","window_start":"2026-11-28T00:00:00Z","window_end":"2026-11-29T00:00:00Z","currency":"USD","limit":"1.00 USD","spent":"0.039 USD","reserved":"0.02 USD","remaining":"0.941 USD"}`},
+		"token limit of a lifetime": {NewLimit(store.LimitStatus{Scope: store.ScopeAgent, WindowStart: time.Unix(0, 0), Spent: 6000,
+			SpendLimit: store.SpendLimit{Metric: store.MetricTotalTokens, Window: store.WindowLifetime, Limit: 5000}}),
+			`{"scope":"agent","metric":"total_tokens","window":"lifetime","limit":5000,"spent":6000,"reserved":0,"remaining":0}`},
+		"age policy": {NewPolicy(store.Policy{Kind: store.PolicyConversationsIdle, MaxAge: 30 * 24 * time.Hour, ReadsCount: true, UpdatedAt: day.Add(1500 * time.Millisecond)}),
+			`{"kind":"conversations_idle","max_age_ms":2592000000,"reads_count":true,"updated_at":"2026-11-28T00:00:01.5Z"}`},
+		"count policy": {Policies([]store.Policy{{Kind: store.PolicyMessagesKeepLast, KeepLast: 100}}),
+			`[{"kind":"messages_keep_last","keep_last":100}]`},
+		"no policies": {Policies(nil), `[]`},
+		"no events":   {AuditEvents(nil), `[]`},
+		"audit event": {NewAuditEvent(store.AuditEvent{AgentID: "a", Chain: "s", Seq: 2, At: day.In(time.FixedZone("x", 3600)), Kind: store.AuditReserve,
+			Outcome: "allowed", SessionID: "s", RequestID: "r", Detail: json.RawMessage(`{"metric":"cost","currency":"USD","limit":1000000}`), PrevHash: "p", Hash: "h"}),
+			`{"agent_id":"a","chain":"s","seq":2,"at":"2026-11-28T00:00:00Z","kind":"reserve","outcome":"allowed","session_id":"s","request_id":"r","detail":{"metric":"cost","currency":"USD","limit":"1.00 USD"},"prev_hash":"p","hash":"h"}`},
+	} {
+		if got := marshal(t, c.v); got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", name, got, c.want)
+		}
+	}
+}
