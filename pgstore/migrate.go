@@ -96,7 +96,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil || current == latest {
 		return err
 	}
-	p, db, err := s.provider(ctx)
+	p, db, err := s.provider(ctx, migrations.NewPostgresUpgradeProvider)
 	if err != nil {
 		return err
 	}
@@ -120,10 +120,11 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// provider returns a goose Provider on the store's pool with the session
-// locker of the store's schema. The caller closes the *sql.DB (which
-// returns its connections to the pool).
-func (s *Store) provider(ctx context.Context, opts ...goose.ProviderOption) (*goose.Provider, *sql.DB, error) {
+// provider returns a goose Provider made by build (NewPostgresProvider or,
+// to open the store, NewPostgresUpgradeProvider) on the store's pool with
+// the session locker of the store's schema. The caller closes the *sql.DB
+// (which returns its connections to the pool).
+func (s *Store) provider(ctx context.Context, build func(*sql.DB, ...goose.ProviderOption) (*goose.Provider, error), opts ...goose.ProviderOption) (*goose.Provider, *sql.DB, error) {
 	database, schema, err := s.identity(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -137,7 +138,7 @@ func (s *Store) provider(ctx context.Context, opts ...goose.ProviderOption) (*go
 		return nil, nil, err
 	}
 	db := stdlib.OpenDBFromPool(s.pool)
-	p, err := migrations.NewPostgresProvider(db, append([]goose.ProviderOption{goose.WithSessionLocker(locker)}, opts...)...)
+	p, err := build(db, append([]goose.ProviderOption{goose.WithSessionLocker(locker)}, opts...)...)
 	if err != nil {
 		db.Close()
 		return nil, nil, fmt.Errorf("pgstore: migrations: %w", err)

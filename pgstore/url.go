@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pressly/goose/v3"
 
+	"github.com/agentstore/sessionstore/migrations"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -34,7 +35,7 @@ func NewMigrationProvider(ctx context.Context, url string, opts ...goose.Provide
 		return nil, nil, nil, mapErr(err)
 	}
 	s := &Store{cfg: defaultConfig(), pool: pool}
-	p, db, err := s.provider(ctx, opts...)
+	p, db, err := s.provider(ctx, migrations.NewPostgresProvider, opts...)
 	if err != nil {
 		pool.Close()
 		return nil, nil, nil, err

@@ -349,7 +349,7 @@ func (s *Store) migrateDB(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
-	p, err := migrations.NewSQLiteProvider(db)
+	p, err := migrations.NewSQLiteUpgradeProvider(db)
 	if err != nil {
 		return fmt.Errorf("sqlstore: migrations: %w", err)
 	}
