@@ -85,16 +85,17 @@ func withoutTemp(ev *session.Event) *session.Event {
 	return &cp
 }
 
-// decodeEvent decodes a stored event: the common shape directly (see
-// fastDecodeEvent), anything else with encoding/json.
-func decodeEvent(ev store.AgentEvent) (*session.Event, error) {
+// decodeEvent decodes a stored event document: the common shape directly
+// (see fastDecodeEvent), anything else with encoding/json. what names the
+// event in the error.
+func decodeEvent(data []byte, what func() string) (*session.Event, error) {
 	out := new(session.Event)
-	if fastDecodeEvent(ev.Data, out) {
+	if fastDecodeEvent(data, out) {
 		return out, nil
 	}
 	out = new(session.Event)
-	if err := json.Unmarshal(ev.Data, out); err != nil {
-		return nil, fmt.Errorf("%w: stored event %d does not decode as an ADK event: %w", store.ErrCorrupt, ev.Seq, err)
+	if err := json.Unmarshal(data, out); err != nil {
+		return nil, fmt.Errorf("%w: %s does not decode as an ADK event: %w", store.ErrCorrupt, what(), err)
 	}
 	return out, nil
 }

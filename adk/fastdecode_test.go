@@ -15,10 +15,7 @@ import (
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 
 	"github.com/agentstore/sessionstore/adk/internal/benchkit"
-	"github.com/agentstore/sessionstore/store"
 )
-
-func storeEvent(data []byte) store.AgentEvent { return store.AgentEvent{Seq: 1, Data: data} }
 
 // runnerSeeds are stored events of the shapes ADK's runner writes (events
 // made by session.NewEvent, with an empty artifact delta: text, thoughts,
@@ -166,7 +163,7 @@ func compareDecoders(t *testing.T, data []byte) {
 			t.Fatalf("decoders differ on %q:\nfast %#v\njson %#v", data, fast, slow)
 		}
 	}
-	got, err := decodeEvent(storeEvent(data))
+	got, err := decodeEvent(data, func() string { return "the fuzzed event" })
 	if (err != nil) != (slowErr != nil) {
 		t.Fatalf("decodeEvent error %v, encoding/json %v: %q", err, slowErr, data)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
 	"sync"
 	"time"
 
@@ -96,6 +97,13 @@ func handle(as store.AgentSession) (*Session, error) {
 // goroutine.
 const parallelDecodeMin = 128
 
+// readEvent decodes the i-th event of a read (evs are read with
+// EventDataOnly: the error names the event by its position in the read,
+// counted from 1, which in a read of the whole log is its seq).
+func readEvent(evs []store.AgentEvent, i int) (*session.Event, error) {
+	return decodeEvent(evs[i].Data, func() string { return "stored event " + strconv.Itoa(i+1) + " of the read" })
+}
+
 // decodeEvents decodes evs into out (of the same length), in up to
 // GOMAXPROCS chunks at once when there are many: decoding is most of a
 // long read's time, and the events are independent. The first error (of
@@ -103,8 +111,8 @@ const parallelDecodeMin = 128
 func decodeEvents(evs []store.AgentEvent, out []*session.Event) error {
 	workers := min(runtime.GOMAXPROCS(0), len(evs)/(parallelDecodeMin/2))
 	if workers <= 1 {
-		for i, ev := range evs {
-			dec, err := decodeEvent(ev)
+		for i := range evs {
+			dec, err := readEvent(evs, i)
 			if err != nil {
 				return err
 			}
@@ -119,7 +127,7 @@ func decodeEvents(evs []store.AgentEvent, out []*session.Event) error {
 		lo, hi := w*chunk, min((w+1)*chunk, len(evs))
 		wg.Go(func() {
 			for i := lo; i < hi; i++ {
-				dec, err := decodeEvent(evs[i])
+				dec, err := readEvent(evs, i)
 				if err != nil {
 					errs[w] = err
 					return
@@ -194,7 +202,10 @@ func (s *Service) get(ctx context.Context, key store.SessionKey, recent int, aft
 			return e.handle(), nil
 		}
 	}
-	got, err := s.as.GetSession(ctx, store.GetAgentSessionRequest{Key: key, IncludeEvents: true, Recent: recent, After: after})
+	// The events' documents hold their ids, invocations and times: the
+	// store's columns of those are not read.
+	got, err := s.as.GetSession(ctx, store.GetAgentSessionRequest{Key: key, IncludeEvents: true, Recent: recent, After: after,
+		EventDataOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("adk: get session: %w", err)
 	}

@@ -305,7 +305,7 @@ func (a *AgentSessions) Superseded(ctx context.Context, key store.SessionKey) ([
 			if err != nil {
 				return err
 			}
-			evs, err := a.readAscending(r, segs, h.from, math.MaxInt, "", []store.AgentEvent{})
+			evs, err := a.readAscending(r, segs, h.from, math.MaxInt, "", false, []store.AgentEvent{})
 			if err != nil {
 				return err
 			}
