@@ -97,11 +97,22 @@ func handle(as store.AgentSession) (*Session, error) {
 // goroutine.
 const parallelDecodeMin = 128
 
-// readEvent decodes the i-th event of a read (evs are read with
-// EventDataOnly: the error names the event by its position in the read,
-// counted from 1, which in a read of the whole log is its seq).
-func readEvent(evs []store.AgentEvent, i int) (*session.Event, error) {
-	return decodeEvent(evs[i].Data, func() string { return "stored event " + strconv.Itoa(i+1) + " of the read" })
+// readEvents decodes evs[lo:hi] into out[lo:hi] (evs are read with
+// EventDataOnly: an error names the event by its position in the read,
+// counted from 1, which in a read of the whole log is its seq). The
+// events and the structs they point to are allocated together, a few
+// allocations for all of them (see decodeSlab).
+func readEvents(evs []store.AgentEvent, out []*session.Event, lo, hi int) error {
+	decoded := make([]session.Event, hi-lo)
+	slab := newDecodeSlab(hi - lo)
+	for i := lo; i < hi; i++ {
+		ev := &decoded[i-lo]
+		if err := decodeEventInto(evs[i].Data, ev, slab, func() string { return "stored event " + strconv.Itoa(i+1) + " of the read" }); err != nil {
+			return err
+		}
+		out[i] = ev
+	}
+	return nil
 }
 
 // decodeEvents decodes evs into out (of the same length), in up to
@@ -111,30 +122,14 @@ func readEvent(evs []store.AgentEvent, i int) (*session.Event, error) {
 func decodeEvents(evs []store.AgentEvent, out []*session.Event) error {
 	workers := min(runtime.GOMAXPROCS(0), len(evs)/(parallelDecodeMin/2))
 	if workers <= 1 {
-		for i := range evs {
-			dec, err := readEvent(evs, i)
-			if err != nil {
-				return err
-			}
-			out[i] = dec
-		}
-		return nil
+		return readEvents(evs, out, 0, len(evs))
 	}
 	errs := make([]error, workers)
 	chunk := (len(evs) + workers - 1) / workers
 	var wg sync.WaitGroup
 	for w := range workers {
 		lo, hi := w*chunk, min((w+1)*chunk, len(evs))
-		wg.Go(func() {
-			for i := lo; i < hi; i++ {
-				dec, err := readEvent(evs, i)
-				if err != nil {
-					errs[w] = err
-					return
-				}
-				out[i] = dec
-			}
-		})
+		wg.Go(func() { errs[w] = readEvents(evs, out, lo, hi) })
 	}
 	wg.Wait()
 	for _, err := range errs {
