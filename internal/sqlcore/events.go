@@ -27,9 +27,14 @@ type AgentSessions struct{ s *Store }
 func (s *Store) AgentSessions() store.AgentSessions { return &AgentSessions{s: s} }
 
 const (
+	// asInsertSQL names updated_min (see minuteOf), so that migration
+	// 30's insert trigger has nothing to correct: without it the row went
+	// in with updated_min 0 and the trigger's UPDATE moved its index entry,
+	// one statement and, in a database of more than a page of sessions,
+	// one page (the first of agent_sessions_idle) more per create.
 	asInsertSQL = `INSERT INTO agent_sessions
-		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms, initial_state, tenant)
-		VALUES (?, ?, ?, 1, 0, ?, ?, ?, ?) RETURNING pk`
+		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms, initial_state, tenant, updated_min)
+		VALUES (?, ?, ?, 1, 0, ?, ?, ?, ?, ?) RETURNING pk`
 
 	// Only live rows (retired = 0) own a key; the others hold history
 	// forks or superseded runs read (lineage.go).
@@ -233,7 +238,7 @@ func (a *AgentSessions) CreateSession(ctx context.Context, req store.CreateAgent
 	err = a.s.write(ctx, func(tx Tx) error {
 		nowMS := rowcodec.ToMillis(a.s.now())
 		var pk int64
-		err := tx.Scan(asInsertSQL, []any{key.App, key.User, key.Session, nowMS, nowMS, sealInitial(dk, req.State.Session), a.s.tenant}, &pk)
+		err := tx.Scan(asInsertSQL, []any{key.App, key.User, key.Session, nowMS, nowMS, sealInitial(dk, req.State.Session), a.s.tenant, minuteOf(nowMS)}, &pk)
 		if a.s.isUnique(err) {
 			return &store.ConflictError{Resource: "session", ID: key.Session, Reason: "session exists"}
 		}
@@ -321,6 +326,11 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 	a.s.recordRead(ctx, store.SessionRef{Facet: store.HoldAgentSessions, App: key.App, UserID: key.User, ID: key.Session}) // retention_reads.go
 	return out, nil
 }
+
+// minuteOf is agent_sessions.updated_min of a row updated at ms: whole
+// minutes, as migration 30's triggers compute it (SQLite's and
+// PostgreSQL's integer division truncates toward zero, as Go's does).
+func minuteOf(ms int64) int64 { return ms / 60000 }
 
 // splitNanos splits t into the stored microseconds and the nanoseconds
 // within the microsecond (0..999).

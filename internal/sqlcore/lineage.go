@@ -34,11 +34,12 @@ const (
 		FROM agent_sessions WHERE pk = ?`
 
 	// lnInsertSQL writes a fork, or the holder of a rewind's superseded
-	// events (superseded_from: the rewind point, migration 28).
+	// events (superseded_from: the rewind point, migration 28), with its
+	// updated_min (see asInsertSQL).
 	lnInsertSQL = `INSERT INTO agent_sessions
 		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms,
-		 lineage_parent, fork_seq, retired, superseded_of, initial_state, tenant, superseded_from)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING pk`
+		 lineage_parent, fork_seq, retired, superseded_of, initial_state, tenant, superseded_from, updated_min)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING pk`
 
 	// lnNextKeySQL skips to a row's next session-scope key in its state
 	// log; lnKeyAtSQL reads a key's last value up to a position. Both
