@@ -85,16 +85,27 @@ func withoutTemp(ev *session.Event) *session.Event {
 	return &cp
 }
 
-// decodeEvent decodes a stored event: the common shape directly (see
-// fastDecodeEvent), anything else with encoding/json.
-func decodeEvent(ev store.AgentEvent) (*session.Event, error) {
+// decodeEvent decodes a stored event document: the common shape directly
+// (see fastDecodeEvent), anything else with encoding/json. what names the
+// event in the error. The event's strings may share data's memory: data
+// must not be written afterwards.
+func decodeEvent(data []byte, what func() string) (*session.Event, error) {
 	out := new(session.Event)
-	if fastDecodeEvent(ev.Data, out) {
-		return out, nil
-	}
-	out = new(session.Event)
-	if err := json.Unmarshal(ev.Data, out); err != nil {
-		return nil, fmt.Errorf("%w: stored event %d does not decode as an ADK event: %w", store.ErrCorrupt, ev.Seq, err)
+	if err := decodeEventInto(data, out, nil, what); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// decodeEventInto is decodeEvent into out (a zero Event), with the structs
+// it points to taken from slab when it is not nil.
+func decodeEventInto(data []byte, out *session.Event, slab *decodeSlab, what func() string) error {
+	if fastDecodeEvent(data, out, slab) {
+		return nil
+	}
+	*out = session.Event{}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%w: %s does not decode as an ADK event: %w", store.ErrCorrupt, what(), err)
+	}
+	return nil
 }

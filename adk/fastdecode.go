@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"google.golang.org/genai"
 
@@ -33,9 +34,11 @@ import (
 
 // fastDecodeEvent decodes data into ev when data has a known shape; it
 // reports false (ev then holds partial work and must be discarded)
-// otherwise.
-func fastDecodeEvent(data []byte, ev *session.Event) bool {
-	d := fastDec{b: data}
+// otherwise. The strings of ev share data's memory (see fastDec.view):
+// the caller must not write to data afterwards. slab, when not nil,
+// provides the structs ev points to.
+func fastDecodeEvent(data []byte, ev *session.Event, slab *decodeSlab) bool {
+	d := fastDec{b: data, slab: slab}
 	ok := d.object(func(key []byte) bool {
 		switch string(key) {
 		case "content":
@@ -43,7 +46,7 @@ func fastDecodeEvent(data []byte, ev *session.Event) bool {
 				ev.Content = nil
 				return true
 			}
-			c := new(genai.Content)
+			c := d.slab.content()
 			ev.Content = c
 			return d.content(c)
 		case "usageMetadata":
@@ -51,7 +54,7 @@ func fastDecodeEvent(data []byte, ev *session.Event) bool {
 				ev.UsageMetadata = nil
 				return true
 			}
-			u := new(genai.GenerateContentResponseUsageMetadata)
+			u := d.slab.usage()
 			ev.UsageMetadata = u
 			return d.usage(u)
 		case "turnComplete":
@@ -137,7 +140,74 @@ const maxDepth = 100
 type fastDec struct {
 	b     []byte
 	i     int
-	depth int // nesting of the composite values being decoded by value
+	depth int         // nesting of the composite values being decoded by value
+	slab  *decodeSlab // nil: every struct is allocated on its own
+}
+
+// decodeSlab hands out the structs the events of one read point to from
+// a few allocations, one per kind, instead of one per struct (see
+// decodeEvents): the events of a read live and die together. When a kind
+// runs out, new allocates.
+type decodeSlab struct {
+	contents []genai.Content
+	parts    []genai.Part
+	ptrs     []*genai.Part // the backing of Content.Parts slices
+	usages   []genai.GenerateContentResponseUsageMetadata
+}
+
+// newDecodeSlab returns a slab for n events (a content with one part and
+// usage metadata each).
+func newDecodeSlab(n int) *decodeSlab {
+	return &decodeSlab{
+		contents: make([]genai.Content, n),
+		parts:    make([]genai.Part, n),
+		ptrs:     make([]*genai.Part, n),
+		usages:   make([]genai.GenerateContentResponseUsageMetadata, n),
+	}
+}
+
+// take returns the first element of *free, or a new one when it is empty.
+func take[T any](free *[]T) *T {
+	if len(*free) == 0 {
+		return new(T)
+	}
+	v := &(*free)[0]
+	*free = (*free)[1:]
+	return v
+}
+
+func (s *decodeSlab) content() *genai.Content {
+	if s == nil {
+		return new(genai.Content)
+	}
+	return take(&s.contents)
+}
+
+func (s *decodeSlab) part() *genai.Part {
+	if s == nil {
+		return new(genai.Part)
+	}
+	return take(&s.parts)
+}
+
+func (s *decodeSlab) usage() *genai.GenerateContentResponseUsageMetadata {
+	if s == nil {
+		return new(genai.GenerateContentResponseUsageMetadata)
+	}
+	return take(&s.usages)
+}
+
+// partSlice returns a copy of ps (never nil) whose capacity is its
+// length, so that an append to it reallocates instead of writing into
+// the slab.
+func (s *decodeSlab) partSlice(ps []*genai.Part) []*genai.Part {
+	if s == nil || len(s.ptrs) < len(ps) {
+		return append(make([]*genai.Part, 0, len(ps)), ps...)
+	}
+	out := s.ptrs[:len(ps):len(ps)]
+	s.ptrs = s.ptrs[len(ps):]
+	copy(out, ps)
+	return out
 }
 
 func (d *fastDec) ws() {
@@ -180,7 +250,7 @@ func (d *fastDec) object(field func(key []byte) bool) bool {
 	if d.next('}') {
 		return true
 	}
-	seen := make([][]byte, 0, 8) // on the stack unless an object has more keys
+	seen := make([][]byte, 0, 16) // on the stack unless an object has more keys
 	n := 0
 	for {
 		raw, escaped, ok := d.rawString()
@@ -275,10 +345,22 @@ func (d *fastDec) str(dst *string) bool {
 	}
 	inner := raw[1 : len(raw)-1]
 	if !escaped && utf8.Valid(inner) {
-		*dst = string(inner)
+		*dst = d.view(inner)
 		return true
 	}
 	return json.Unmarshal(raw, dst) == nil
+}
+
+// view returns the bytes b of the document as a string without copying
+// them: the decoder's strings (and map keys) share the document's memory,
+// which its caller gave up (see fastDecodeEvent) and nothing writes again.
+// A string keeps the whole document alive, as the event it belongs to
+// does.
+func (d *fastDec) view(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 func (d *fastDec) boolean(dst *bool) bool {
@@ -392,7 +474,7 @@ func (d *fastDec) anyMap(dst *map[string]any) bool {
 	*dst = m
 	return d.object(func(key []byte) bool {
 		v, ok := d.value()
-		m[string(key)] = v
+		m[d.view(key)] = v
 		return ok
 	})
 }
@@ -414,18 +496,21 @@ func (d *fastDec) content(c *genai.Content) bool {
 			if !d.next('[') {
 				return false
 			}
-			c.Parts = []*genai.Part{}
+			var buf [4]*genai.Part // the parts, on the stack unless there are more
+			ps := buf[:0]
 			if d.next(']') {
+				c.Parts = d.slab.partSlice(ps)
 				return true
 			}
 			for {
-				p := new(genai.Part)
+				p := d.slab.part()
 				ok := d.object(func(key []byte) bool { return d.part(key, p) })
 				if !ok {
 					return false
 				}
-				c.Parts = append(c.Parts, p)
+				ps = append(ps, p)
 				if d.next(']') {
+					c.Parts = d.slab.partSlice(ps)
 					return true
 				}
 				if !d.next(',') {
@@ -483,7 +568,7 @@ func (d *fastDec) actions(a *session.EventActions) bool {
 			a.ArtifactDelta = map[string]int64{}
 			return d.object(func(key []byte) bool {
 				v, ok := d.integer(64)
-				a.ArtifactDelta[string(key)] = v
+				a.ArtifactDelta[d.view(key)] = v
 				return ok
 			})
 		case "requestedToolConfirmations":
@@ -679,7 +764,7 @@ func (d *fastDec) value() (any, bool) {
 			m := map[string]any{}
 			ok := d.object(func(key []byte) bool {
 				v, ok := d.value()
-				m[string(key)] = v
+				m[d.view(key)] = v
 				return ok
 			})
 			return m, ok

@@ -12,13 +12,12 @@ import (
 
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/session"
+
+	"github.com/agentstore/sessionstore/store"
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 
 	"github.com/agentstore/sessionstore/adk/internal/benchkit"
-	"github.com/agentstore/sessionstore/store"
 )
-
-func storeEvent(data []byte) store.AgentEvent { return store.AgentEvent{Seq: 1, Data: data} }
 
 // runnerSeeds are stored events of the shapes ADK's runner writes (events
 // made by session.NewEvent, with an empty artifact delta: text, thoughts,
@@ -129,14 +128,14 @@ func fastDecodeSeeds(t testing.TB) [][]byte { return append(runnerSeeds(t), near
 func TestFastDecodeCommonShape(t *testing.T) {
 	for i, data := range runnerSeeds(t) {
 		var fast session.Event
-		if !fastDecodeEvent(data, &fast) {
+		if !fastDecodeEvent(data, &fast, nil) {
 			t.Errorf("runner seed %d: fell back: %s", i, data)
 		}
 		compareDecoders(t, data)
 	}
 	for i, data := range nearMissSeeds() {
 		var fast session.Event
-		if fastDecodeEvent(data, &fast) {
+		if fastDecodeEvent(data, &fast, nil) {
 			t.Errorf("near miss %d: took the fast path: %s", i, data)
 		}
 		compareDecoders(t, data)
@@ -158,7 +157,7 @@ func compareDecoders(t *testing.T, data []byte) {
 	var slow session.Event
 	slowErr := json.Unmarshal(data, &slow)
 	var fast session.Event
-	if fastDecodeEvent(data, &fast) {
+	if fastDecodeEvent(data, &fast, nil) {
 		if slowErr != nil {
 			t.Fatalf("fast decoder accepted what encoding/json refuses (%v): %q", slowErr, data)
 		}
@@ -166,7 +165,13 @@ func compareDecoders(t *testing.T, data []byte) {
 			t.Fatalf("decoders differ on %q:\nfast %#v\njson %#v", data, fast, slow)
 		}
 	}
-	got, err := decodeEvent(storeEvent(data))
+	// With a slab of one of each struct: a second part or content is
+	// allocated on its own.
+	var slabbed session.Event
+	if fastDecodeEvent(data, &slabbed, newDecodeSlab(1)) && !reflect.DeepEqual(slabbed, slow) {
+		t.Fatalf("decoders differ on %q with a slab:\nfast %#v\njson %#v", data, slabbed, slow)
+	}
+	got, err := decodeEvent(data, func() string { return "the fuzzed event" })
 	if (err != nil) != (slowErr != nil) {
 		t.Fatalf("decodeEvent error %v, encoding/json %v: %q", err, slowErr, data)
 	}
@@ -187,7 +192,7 @@ type benchDecoder struct {
 // (fastdecode_v2_bench_test.go).
 var benchDecoders = []benchDecoder{
 	{"fast", func(data []byte, ev *session.Event) error {
-		if !fastDecodeEvent(data, ev) {
+		if !fastDecodeEvent(data, ev, nil) {
 			return errors.New("fell back")
 		}
 		return nil
@@ -317,6 +322,57 @@ func TestFastDecodeLongStrings(t *testing.T) {
 			}
 			data := []byte(`{"author":"user","content":{"role":"user","parts":[{"text":"` + string(b) + `"}]}}`)
 			compareDecoders(t, data)
+		}
+	}
+}
+
+// TestReadEventsAreIndependent: the events of one read share a slab of
+// structs and their documents' memory, yet writing to one event (an
+// appended part, a changed text, a new state or artifact key) changes no
+// other, and every event equals its own decoding with encoding/json.
+func TestReadEventsAreIndependent(t *testing.T) {
+	seeds := runnerSeeds(t)
+	evs := make([]store.AgentEvent, len(seeds))
+	for i, data := range seeds {
+		evs[i] = store.AgentEvent{Data: data}
+	}
+	out := make([]*session.Event, len(evs))
+	if err := readEvents(evs, out, 0, len(evs)); err != nil {
+		t.Fatal(err)
+	}
+	want := func(i int) session.Event {
+		var ev session.Event
+		if err := json.Unmarshal(seeds[i], &ev); err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	for i := range out {
+		if !reflect.DeepEqual(*out[i], want(i)) {
+			t.Fatalf("event %d differs from encoding/json's", i)
+		}
+	}
+	for i, ev := range out {
+		if ev.Content != nil {
+			ev.Content.Parts = append(ev.Content.Parts, &genai.Part{Text: "appended"})
+			ev.Content.Parts[0] = &genai.Part{Text: "replaced"}
+			ev.Content.Role = "changed"
+		}
+		if ev.UsageMetadata != nil {
+			ev.UsageMetadata.TotalTokenCount = -1
+		}
+		if ev.Actions.StateDelta == nil {
+			ev.Actions.StateDelta = map[string]any{}
+		}
+		ev.Actions.StateDelta["written"] = true
+		if ev.Actions.ArtifactDelta == nil {
+			ev.Actions.ArtifactDelta = map[string]int64{}
+		}
+		ev.Actions.ArtifactDelta["written"] = 1
+		for j := i + 1; j < len(out); j++ {
+			if !reflect.DeepEqual(*out[j], want(j)) {
+				t.Fatalf("writing to event %d changed event %d", i, j)
+			}
 		}
 	}
 }

@@ -119,7 +119,7 @@ func (m *Memory) SearchMemory(ctx context.Context, req *memory.SearchRequest) (*
 
 // memoryEntry makes a memory entry of a stored event.
 func memoryEntry(sessionID string, ev store.AgentEvent) (memory.Entry, error) {
-	dec, err := decodeEvent(ev)
+	dec, err := decodeEvent(ev.Data, func() string { return "stored event " + strconv.FormatInt(ev.Seq, 10) })
 	if err != nil {
 		return memory.Entry{}, err
 	}

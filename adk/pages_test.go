@@ -3,6 +3,7 @@ package adk_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -51,6 +52,40 @@ func TestPagesPerCreate(t *testing.T) {
 	// statement searches an index); plus the state row's page.
 	if bare > 3 || withState > 4 {
 		t.Errorf("a create writes %.1f pages (%.1f with state), want at most 3 (4)", bare, withState)
+	}
+}
+
+// TestPagesPerCreateAmongManySessions counts a create's pages in a
+// database of 3,000 sessions, whose idle index (agent_sessions_idle) spans
+// many pages: the session row, its key index entry and its idle index
+// entry, 3 pages. (A row inserted with updated_min 0 and corrected by
+// migration 30's trigger also wrote the idle index's first page: 4.)
+func TestPagesPerCreateAmongManySessions(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	sqltest.Seed(t, filepath.Join(dir, "sessions.db"))
+	target, err := openAdapter(ctx, dir, "OFF") // the filling is not what is counted
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	for i := range 3000 {
+		if err := target.Create(ctx, "bench", "many", fmt.Sprintf("m%05d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "sessions.db")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	pages, err := benchkit.PagesPerCreate(ctx, target, db, 20, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("pages written per create among 3,000 sessions: %.2f", pages)
+	if pages > 3 {
+		t.Errorf("a create among 3,000 sessions writes %.2f pages, want at most 3", pages)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
 	"sync"
 	"time"
 
@@ -96,6 +97,24 @@ func handle(as store.AgentSession) (*Session, error) {
 // goroutine.
 const parallelDecodeMin = 128
 
+// readEvents decodes evs[lo:hi] into out[lo:hi] (evs are read with
+// EventDataOnly: an error names the event by its position in the read,
+// counted from 1, which in a read of the whole log is its seq). The
+// events and the structs they point to are allocated together, a few
+// allocations for all of them (see decodeSlab).
+func readEvents(evs []store.AgentEvent, out []*session.Event, lo, hi int) error {
+	decoded := make([]session.Event, hi-lo)
+	slab := newDecodeSlab(hi - lo)
+	for i := lo; i < hi; i++ {
+		ev := &decoded[i-lo]
+		if err := decodeEventInto(evs[i].Data, ev, slab, func() string { return "stored event " + strconv.Itoa(i+1) + " of the read" }); err != nil {
+			return err
+		}
+		out[i] = ev
+	}
+	return nil
+}
+
 // decodeEvents decodes evs into out (of the same length), in up to
 // GOMAXPROCS chunks at once when there are many: decoding is most of a
 // long read's time, and the events are independent. The first error (of
@@ -103,30 +122,14 @@ const parallelDecodeMin = 128
 func decodeEvents(evs []store.AgentEvent, out []*session.Event) error {
 	workers := min(runtime.GOMAXPROCS(0), len(evs)/(parallelDecodeMin/2))
 	if workers <= 1 {
-		for i, ev := range evs {
-			dec, err := decodeEvent(ev)
-			if err != nil {
-				return err
-			}
-			out[i] = dec
-		}
-		return nil
+		return readEvents(evs, out, 0, len(evs))
 	}
 	errs := make([]error, workers)
 	chunk := (len(evs) + workers - 1) / workers
 	var wg sync.WaitGroup
 	for w := range workers {
 		lo, hi := w*chunk, min((w+1)*chunk, len(evs))
-		wg.Go(func() {
-			for i := lo; i < hi; i++ {
-				dec, err := decodeEvent(evs[i])
-				if err != nil {
-					errs[w] = err
-					return
-				}
-				out[i] = dec
-			}
-		})
+		wg.Go(func() { errs[w] = readEvents(evs, out, lo, hi) })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -194,7 +197,10 @@ func (s *Service) get(ctx context.Context, key store.SessionKey, recent int, aft
 			return e.handle(), nil
 		}
 	}
-	got, err := s.as.GetSession(ctx, store.GetAgentSessionRequest{Key: key, IncludeEvents: true, Recent: recent, After: after})
+	// The events' documents hold their ids, invocations and times: the
+	// store's columns of those are not read.
+	got, err := s.as.GetSession(ctx, store.GetAgentSessionRequest{Key: key, IncludeEvents: true, Recent: recent, After: after,
+		EventDataOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("adk: get session: %w", err)
 	}

@@ -2,9 +2,15 @@ package adk_test
 
 import (
 	"context"
+	"encoding/json"
+	"path/filepath"
+	"strconv"
 	"testing"
 
+	"github.com/agentstore/sessionstore/adk"
 	"github.com/agentstore/sessionstore/adk/internal/benchkit"
+	"github.com/agentstore/sessionstore/sqlstore"
+	"github.com/agentstore/sessionstore/store"
 )
 
 // BenchmarkTurnGet reads the runner turn's whole session (the seeded
@@ -40,6 +46,60 @@ func BenchmarkTurnGet(b *testing.B) {
 	want := benchkit.TurnEvents + 200
 	b.ReportAllocs()
 	for b.Loop() {
+		_, n, err := t.Read(ctx, "bench", "u", "t0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n != want {
+			b.Fatalf("read %d events, want %d", n, want)
+		}
+	}
+}
+
+// BenchmarkTurnGetAfterWrite is BenchmarkTurnGet with a commit before
+// each read (untimed: a state update of another session), as in the
+// runner turn, where the read follows the previous turn's appends. A
+// commit makes every read connection drop its page cache (SQLite resets a
+// reader's cache when the log changed), so the read takes its pages from
+// the file again, which BenchmarkTurnGet's reads of an unchanged database
+// do not:
+//
+//	cd adk && go test -run '^$' -bench TurnGetAfterWrite -benchtime 1000x -benchmem -cpuprofile get.prof
+func BenchmarkTurnGetAfterWrite(b *testing.B) {
+	ctx := context.Background()
+	sub := benchkit.Dir(b)
+	seed, err := openAdapter(ctx, sub, "OFF")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := benchkit.SeedTurn(ctx, seed); err != nil {
+		b.Fatal(err)
+	}
+	for turn := range 100 {
+		if _, err := benchkit.Turn(ctx, seed, "t0", benchkit.TurnEvents, turn); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := seed.Close(); err != nil {
+		b.Fatal(err)
+	}
+	st, err := sqlstore.Open(ctx, filepath.Join(sub, "sessions.db"), syncOption("NORMAL"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	t := &benchkit.ServiceTarget{Svc: adk.NewWithOptions(st, adk.Options{ReadCacheEvents: -1})}
+	other := store.SessionKey{App: "bench", User: "u", Session: "o0"}
+	want := benchkit.TurnEvents + 200
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		if _, err := st.AgentSessions().UpdateState(ctx, store.UpdateStateRequest{Key: other,
+			Delta: store.ScopedState{Session: map[string]json.RawMessage{"n": json.RawMessage(strconv.Itoa(i))}}}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
 		_, n, err := t.Read(ctx, "bench", "u", "t0")
 		if err != nil {
 			b.Fatal(err)

@@ -86,6 +86,10 @@ func TestAgentEventQueriesUseIndexes(t *testing.T) {
 		index string // the plan must name this index ("" = any search)
 	}{
 		{"recent events", evRecentSQL, []any{1, 100}, "agent_events_seq (session_pk=?)"},
+		// The ADK adapter's reads select the data alone, on the same index.
+		{"recent events' data", evRecentDataSQL, []any{1, 100}, "agent_events_seq (session_pk=?)"},
+		{"recent events' data after a time", evRecentAfterDataSQL, []any{1, 0, 0, 0, 100}, "agent_events_seq (session_pk=?)"},
+		{"recent events' data up to a fork point", evRecentUpToDataSQL, []any{1, 5, 100}, "agent_events_seq (session_pk=? AND seq<?)"},
 		// A time window and an invocation walk the session's log on the
 		// (session, seq) index: no index of their own is maintained on
 		// every append (migration 6).

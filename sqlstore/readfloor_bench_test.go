@@ -31,6 +31,8 @@ import (
 //   - list/sessions=10000: one user's 10,000 sessions (the listing
 //     columns, keyset order), as ListSessions pages through them.
 //   - events=1000: the 1,000 events of one session, each about 1 KiB.
+//   - events=1000/data-only: the same, their data column alone (as the
+//     ADK adapter reads them: store.GetAgentSessionRequest.EventDataOnly).
 //   - events=1000/recent=100: the 100 most recent of those.
 func BenchmarkReadFloor(b *testing.B) {
 	ctx := context.Background()
@@ -159,6 +161,19 @@ func BenchmarkReadFloor(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			s, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: big, IncludeEvents: true})
+			if err != nil || len(s.Events) != events {
+				b.Fatal(err)
+			}
+		}
+	})
+	// The adapter's read: the data column alone (EventDataOnly).
+	b.Run("events=1000/data-only/floor", func(b *testing.B) {
+		floor(b, events, `SELECT CAST(data AS BLOB) FROM agent_events WHERE session_pk = ? ORDER BY seq DESC`, pk)
+	})
+	b.Run("events=1000/data-only/store", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: big, IncludeEvents: true, EventDataOnly: true})
 			if err != nil || len(s.Events) != events {
 				b.Fatal(err)
 			}

@@ -136,6 +136,12 @@ type GetAgentSessionRequest struct {
 	// whole history (Recent and After then apply to the events that
 	// follow). Without a compaction record it changes nothing.
 	FromLatestSummary bool
+	// EventDataOnly returns each event's Data alone: its Seq, ID,
+	// InvocationID, Timestamp and Compaction are left zero. It is for a
+	// caller whose event documents carry what it needs of those (the ADK
+	// adapter's events hold their own id, invocation and time); the read
+	// then takes one column per event instead of eight.
+	EventDataOnly bool
 }
 
 // Validate checks the shape of r.

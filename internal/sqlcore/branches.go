@@ -63,7 +63,7 @@ func (a *AgentSessions) Fork(ctx context.Context, req store.ForkRequest) (store.
 		nowMS := rowcodec.ToMillis(a.s.now())
 		var pk int64
 		err = tx.Scan(lnInsertSQL, []any{key.App, key.User, key.Session, 1, req.At, nowMS, nowMS,
-			parent.PK, req.At, rowLive, nil, sealInitial(dk, st), a.s.tenant, 0}, &pk)
+			parent.PK, req.At, rowLive, nil, sealInitial(dk, st), a.s.tenant, 0, minuteOf(nowMS)}, &pk)
 		if a.s.isUnique(err) {
 			return &store.ConflictError{Resource: "session", ID: key.Session, Reason: "session exists"}
 		}
@@ -133,7 +133,7 @@ func (a *AgentSessions) Rewind(ctx context.Context, req store.RewindRequest) (st
 		}
 		var h int64
 		err = tx.Scan(lnInsertSQL, []any{key.App, key.User, key.Session, p.Version, p.EventCount, nowMS, nowMS,
-			nullPK(hParent), hFork, rowSuperseded, p.PK, hInit, a.s.tenant, req.To}, &h)
+			nullPK(hParent), hFork, rowSuperseded, p.PK, hInit, a.s.tenant, req.To, minuteOf(nowMS)}, &h)
 		if err != nil {
 			return err
 		}
@@ -305,7 +305,7 @@ func (a *AgentSessions) Superseded(ctx context.Context, key store.SessionKey) ([
 			if err != nil {
 				return err
 			}
-			evs, err := a.readAscending(r, segs, h.from, math.MaxInt, "", []store.AgentEvent{})
+			evs, err := a.readAscending(r, segs, h.from, math.MaxInt, "", false, []store.AgentEvent{})
 			if err != nil {
 				return err
 			}

@@ -94,6 +94,7 @@ type statements struct {
 	auditSessionHead string
 	spend            spendStatements
 	events           eventStatements
+	eventData        eventStatements // data alone (EventDataOnly)
 }
 
 func newStatements(d *Dialect) statements {
@@ -111,7 +112,8 @@ func newStatements(d *Dialect) statements {
 		auditHead:        auditHeadSQL(d),
 		auditSessionHead: auditSessionHeadSQL(d),
 		spend:            newSpendStatements(d),
-		events:           newEventStatements(d),
+		events:           newEventStatements(d, false),
+		eventData:        newEventStatements(d, true),
 	}
 }
 

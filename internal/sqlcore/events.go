@@ -27,9 +27,14 @@ type AgentSessions struct{ s *Store }
 func (s *Store) AgentSessions() store.AgentSessions { return &AgentSessions{s: s} }
 
 const (
+	// asInsertSQL names updated_min (see minuteOf), so that migration
+	// 30's insert trigger has nothing to correct: without it the row went
+	// in with updated_min 0 and the trigger's UPDATE moved its index entry,
+	// one statement and, in a database of more than a page of sessions,
+	// one page (the first of agent_sessions_idle) more per create.
 	asInsertSQL = `INSERT INTO agent_sessions
-		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms, initial_state, tenant)
-		VALUES (?, ?, ?, 1, 0, ?, ?, ?, ?) RETURNING pk`
+		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms, initial_state, tenant, updated_min)
+		VALUES (?, ?, ?, 1, 0, ?, ?, ?, ?, ?) RETURNING pk`
 
 	// Only live rows (retired = 0) own a key; the others hold history
 	// forks or superseded runs read (lineage.go).
@@ -133,12 +138,20 @@ type eventStatements struct {
 	pageInvocationUpTo string
 }
 
-func newEventStatements(d *Dialect) eventStatements {
+// newEventStatements spells the event reads; dataOnly selects the data
+// column alone (store.GetAgentSessionRequest.EventDataOnly), which on
+// SQLite costs a third of the eight columns' driver calls and
+// allocations per row.
+func newEventStatements(d *Dialect, dataOnly bool) eventStatements {
 	data := "data"
 	if d.BytesColumn != nil {
 		data = d.BytesColumn(data)
 	}
-	sel := `SELECT seq, event_id, invocation_id, ts_us, ts_ns, compact_from, compact_to, ` + data + ` FROM agent_events WHERE session_pk = ? `
+	cols := `seq, event_id, invocation_id, ts_us, ts_ns, compact_from, compact_to, ` + data
+	if dataOnly {
+		cols = data
+	}
+	sel := `SELECT ` + cols + ` FROM agent_events WHERE session_pk = ? `
 	// after: at or after a time to the nanosecond (microseconds, the same
 	// microseconds twice, nanoseconds within it).
 	const after = `AND (ts_us > ? OR (ts_us = ? AND ts_ns >= ?)) `
@@ -225,7 +238,7 @@ func (a *AgentSessions) CreateSession(ctx context.Context, req store.CreateAgent
 	err = a.s.write(ctx, func(tx Tx) error {
 		nowMS := rowcodec.ToMillis(a.s.now())
 		var pk int64
-		err := tx.Scan(asInsertSQL, []any{key.App, key.User, key.Session, nowMS, nowMS, sealInitial(dk, req.State.Session), a.s.tenant}, &pk)
+		err := tx.Scan(asInsertSQL, []any{key.App, key.User, key.Session, nowMS, nowMS, sealInitial(dk, req.State.Session), a.s.tenant, minuteOf(nowMS)}, &pk)
 		if a.s.isUnique(err) {
 			return &store.ConflictError{Resource: "session", ID: key.Session, Reason: "session exists"}
 		}
@@ -291,14 +304,21 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 			return err
 		}
 		if req.FromLatestSummary {
-			out.Events, err = a.readFromSummary(r, segs, req.Recent, req.After)
+			out.Events, err = a.readFromSummary(r, segs, req.Recent, req.After, req.EventDataOnly)
 			return err
 		}
-		out.Events, err = a.readRecent(r, segs, row.EventCount, req.Recent, req.After)
+		out.Events, err = a.readRecent(r, segs, row.EventCount, req.Recent, req.After, req.EventDataOnly)
 		return err
 	})
 	if err != nil {
 		return store.AgentSession{}, err
+	}
+	if req.EventDataOnly {
+		// The data-only statements left the rest zero already, except
+		// for sealed segments and a summary record, read whole.
+		for i := range out.Events {
+			out.Events[i] = store.AgentEvent{Data: out.Events[i].Data}
+		}
 	}
 	if out.Events == nil && req.IncludeEvents {
 		out.Events = []store.AgentEvent{}
@@ -306,6 +326,11 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 	a.s.recordRead(ctx, store.SessionRef{Facet: store.HoldAgentSessions, App: key.App, UserID: key.User, ID: key.Session}) // retention_reads.go
 	return out, nil
 }
+
+// minuteOf is agent_sessions.updated_min of a row updated at ms: whole
+// minutes, as migration 30's triggers compute it (SQLite's and
+// PostgreSQL's integer division truncates toward zero, as Go's does).
+func minuteOf(ms int64) int64 { return ms / 60000 }
 
 // splitNanos splits t into the stored microseconds and the nanoseconds
 // within the microsecond (0..999).
@@ -348,7 +373,8 @@ func readState(r Tx, tenant string, key store.SessionKey, pk int64) (store.Scope
 
 // appendEvents appends the events query selects to evs, opened with
 // the data key keyID of the row they belong to (read with that row).
-func (s *Store) appendEvents(r Tx, evs []store.AgentEvent, keyID string, query string, args []any) ([]store.AgentEvent, error) {
+// dataOnly: query is one of eventData's, which select the data alone.
+func (s *Store) appendEvents(r Tx, evs []store.AgentEvent, keyID string, dataOnly bool, query string, args []any) ([]store.AgentEvent, error) {
 	dk, err := s.dataKey(context.Background(), keyID)
 	if err != nil {
 		return evs, err
@@ -359,9 +385,16 @@ func (s *Store) appendEvents(r Tx, evs []store.AgentEvent, keyID string, query s
 	var ev store.AgentEvent
 	var sc eventScan
 	dest := sc.dest(&ev)
+	if dataOnly {
+		dest = []any{&sc.data}
+	}
 	err = queryHot(r, query, args, func(rows Rows) error {
 		if err := rows.Scan(dest...); err != nil {
 			return err
+		}
+		if dataOnly {
+			evs = append(evs, store.AgentEvent{Data: sc.data})
+			return nil
 		}
 		sc.finish(&ev)
 		evs = append(evs, ev)
@@ -709,7 +742,7 @@ func (a *AgentSessions) ListEvents(ctx context.Context, req store.ListEventsRequ
 		if err != nil {
 			return err
 		}
-		page.Items, err = a.readAscending(r, segs, after, req.Limit+1, req.InvocationID,
+		page.Items, err = a.readAscending(r, segs, after, req.Limit+1, req.InvocationID, false,
 			make([]store.AgentEvent, 0, max(min(row.EventCount, int64(req.Limit)+1), 0)))
 		return err
 	})

@@ -34,11 +34,12 @@ const (
 		FROM agent_sessions WHERE pk = ?`
 
 	// lnInsertSQL writes a fork, or the holder of a rewind's superseded
-	// events (superseded_from: the rewind point, migration 28).
+	// events (superseded_from: the rewind point, migration 28), with its
+	// updated_min (see asInsertSQL).
 	lnInsertSQL = `INSERT INTO agent_sessions
 		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms,
-		 lineage_parent, fork_seq, retired, superseded_of, initial_state, tenant, superseded_from)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING pk`
+		 lineage_parent, fork_seq, retired, superseded_of, initial_state, tenant, superseded_from, updated_min)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING pk`
 
 	// lnNextKeySQL skips to a row's next session-scope key in its state
 	// log; lnKeyAtSQL reads a key's last value up to a position. Both
@@ -122,8 +123,11 @@ func (a *AgentSessions) lineage(r Tx, row asRow) ([]segment, error) {
 
 // readRecent reads the view's events newest first, at most recent of
 // them (0: all), at or after after when it is not zero, and returns them
-// oldest first; size bounds the slice to allocate.
-func (a *AgentSessions) readRecent(r Tx, segs []segment, size int64, recent int, after time.Time) ([]store.AgentEvent, error) {
+// oldest first; size bounds the slice to allocate. dataOnly: the events
+// may carry their Data alone (see store.GetAgentSessionRequest.EventDataOnly);
+// a sealed segment is read whole, its seq and id being the data's
+// associated data.
+func (a *AgentSessions) readRecent(r Tx, segs []segment, size int64, recent int, after time.Time, dataOnly bool) ([]store.AgentEvent, error) {
 	if recent > 0 {
 		size = min(size, int64(recent))
 	}
@@ -132,8 +136,11 @@ func (a *AgentSessions) readRecent(r Tx, segs []segment, size int64, recent int,
 	if !after.IsZero() {
 		afterUS, afterNS = splitNanos(after)
 	}
-	q := &a.s.q.events
 	for _, sg := range segs {
+		q, only := &a.s.q.events, dataOnly && sg.key == ""
+		if only {
+			q = &a.s.q.eventData
+		}
 		left := 0
 		if recent > 0 {
 			left = recent - len(evs)
@@ -155,7 +162,7 @@ func (a *AgentSessions) readRecent(r Tx, segs []segment, size int64, recent int,
 			query, args = q.recentAfterUpTo, []any{sg.pk, sg.hi, afterUS, afterUS, afterNS, limit}
 		}
 		var err error
-		if evs, err = a.s.appendEvents(r, evs, sg.key, query, args); err != nil {
+		if evs, err = a.s.appendEvents(r, evs, sg.key, only, query, args); err != nil {
 			return nil, err
 		}
 	}
@@ -165,11 +172,14 @@ func (a *AgentSessions) readRecent(r Tx, segs []segment, size int64, recent int,
 
 // readAscending appends to evs the view's events after position after,
 // oldest first, at most limit of them, only invocation's when it is not
-// empty.
-func (a *AgentSessions) readAscending(r Tx, segs []segment, after int64, limit int, invocation string, evs []store.AgentEvent) ([]store.AgentEvent, error) {
-	q := &a.s.q.events
+// empty; dataOnly as readRecent's.
+func (a *AgentSessions) readAscending(r Tx, segs []segment, after int64, limit int, invocation string, dataOnly bool, evs []store.AgentEvent) ([]store.AgentEvent, error) {
 	for i := len(segs) - 1; i >= 0 && len(evs) < limit; i-- {
 		sg := segs[i]
+		q, only := &a.s.q.events, dataOnly && sg.key == ""
+		if only {
+			q = &a.s.q.eventData
+		}
 		if sg.hi >= 0 && sg.hi <= after {
 			continue
 		}
@@ -187,7 +197,7 @@ func (a *AgentSessions) readAscending(r Tx, segs []segment, after int64, limit i
 			query, args = q.pageInvocationUpTo, []any{sg.pk, invocation, after, sg.hi, left}
 		}
 		var err error
-		if evs, err = a.s.appendEvents(r, evs, sg.key, query, args); err != nil {
+		if evs, err = a.s.appendEvents(r, evs, sg.key, only, query, args); err != nil {
 			return nil, err
 		}
 	}
@@ -228,15 +238,16 @@ func (a *AgentSessions) latestSummary(r Tx, segs []segment) (ev store.AgentEvent
 // readFromSummary reads the latest compaction record followed by the
 // events after the range it covers (without the record itself), recent
 // and after applying to those; the whole view without a record.
-func (a *AgentSessions) readFromSummary(r Tx, segs []segment, recent int, after time.Time) ([]store.AgentEvent, error) {
+func (a *AgentSessions) readFromSummary(r Tx, segs []segment, recent int, after time.Time, dataOnly bool) ([]store.AgentEvent, error) {
 	summary, found, err := a.latestSummary(r, segs)
 	if err != nil {
 		return nil, err
 	}
 	if !found {
-		return a.readRecent(r, segs, 0, recent, after)
+		return a.readRecent(r, segs, 0, recent, after, dataOnly)
 	}
-	tail, err := a.readAscending(r, segs, summary.Compaction.To, 1<<30, "", nil)
+	// The tail is read whole: it is filtered by seq and time below.
+	tail, err := a.readAscending(r, segs, summary.Compaction.To, 1<<30, "", false, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -82,7 +82,7 @@ func (w *recordWriter) forkParent(s store.AgentSession) (parent, at int64, initi
 	if err != nil {
 		return 0, 0, "", err
 	}
-	evs, err := a.readAscending(w.tx, segs, 0, int(fp.At), "", nil)
+	evs, err := a.readAscending(w.tx, segs, 0, int(fp.At), "", false, nil)
 	if err != nil || int64(len(evs)) != fp.At {
 		return 0, 0, "", err
 	}

@@ -61,16 +61,19 @@ var Statements = map[string]string{
 func StatementsFor(d *Dialect) map[string]string {
 	q := newStatements(d)
 	return map[string]string{
-		"pageScopes":    q.pageScopes,
-		"rtTurnLock":    q.rtTurn,
-		"rtTouch":       q.rtTouch,
-		"rtPoll":        d.PollTurnsSQL,
-		"evByID":        q.events.byID,
-		"evRecent":      q.events.recent,
-		"evRecentAfter": q.events.recentAfter,
-		"evPage":        q.events.page,
-		"evPageInv":     q.events.pageInvocation,
-		"evRecentUpTo":  q.events.recentUpTo,
-		"evPageUpTo":    q.events.pageUpTo,
+		"pageScopes":        q.pageScopes,
+		"rtTurnLock":        q.rtTurn,
+		"rtTouch":           q.rtTouch,
+		"rtPoll":            d.PollTurnsSQL,
+		"evByID":            q.events.byID,
+		"evRecent":          q.events.recent,
+		"evRecentData":      q.eventData.recent,
+		"evRecentAfterData": q.eventData.recentAfter,
+		"evRecentUpToData":  q.eventData.recentUpTo,
+		"evRecentAfter":     q.events.recentAfter,
+		"evPage":            q.events.page,
+		"evPageInv":         q.events.pageInvocation,
+		"evRecentUpTo":      q.events.recentUpTo,
+		"evPageUpTo":        q.events.pageUpTo,
 	}
 }

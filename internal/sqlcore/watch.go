@@ -463,7 +463,7 @@ func (f *feedFacet) Events(ctx context.Context, req store.EventFeed) iter.Seq2[s
 				if err != nil {
 					return err
 				}
-				b.Items, err = as.readAscending(r, segs, next-1, req.Limit, "", nil)
+				b.Items, err = as.readAscending(r, segs, next-1, req.Limit, "", false, nil)
 				return err
 			})
 			if err != nil {

@@ -35,6 +35,7 @@ func RunAgentBranches(t *testing.T, h Harness) {
 		{"RewindKeepsForksIntact", testBrRewindKeepsForks},
 		{"RewindBelowTheForkPoint", testBrRewindBelowFork},
 		{"CompactionRecordAndSummaryRead", testBrCompaction},
+		{"EventDataOnlyReadsTheSameDocuments", testBrEventDataOnly},
 		{"OnlyCompactWritesCompactionRecords", testBrCompactionOnlyByCompact},
 		{"CompactionWhileAnotherProcessAppends", testBrCompactionMultiProcess},
 		{"AfterIsExactToTheNanosecond", testBrAfterNanos},
@@ -879,6 +880,74 @@ func testBrConcurrent(t *testing.T, e *env) {
 		for i, ev := range f.Events {
 			if ev.Seq != int64(i+1) {
 				t.Fatalf("fork %s event %d has seq %d", fk.Session, i, ev.Seq)
+			}
+		}
+	}
+}
+
+// testBrEventDataOnly reads a fork (its own events and its parent's up to
+// the fork point) with and without EventDataOnly, in every window: the
+// same documents in the same order, and nothing else in the data-only
+// events.
+func testBrEventDataOnly(t *testing.T, e *env) {
+	key := asKey()
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	e.asCreate(key, store.ScopedState{})
+	appendAt := func(k store.SessionKey, i int) {
+		t.Helper()
+		id := "e" + strconv.Itoa(i)
+		e.asAppend(k, store.AgentEvent{ID: id, InvocationID: "inv", Timestamp: base.Add(time.Duration(i) * time.Second),
+			Data: raw(map[string]any{"id": id})}, store.ScopedState{}, 0)
+	}
+	for i := 1; i <= 6; i++ {
+		appendAt(key, i)
+	}
+	fk := withSession(key, "fork")
+	e.fork(key, 4, fk.Session)
+	for i := 7; i <= 9; i++ {
+		appendAt(fk, i)
+	}
+	compacted := withSession(key, "compacted")
+	e.asCreate(compacted, store.ScopedState{})
+	for i := 1; i <= 5; i++ {
+		appendAt(compacted, i)
+	}
+	if _, err := e.as().Compact(e.ctx, store.CompactRequest{Key: compacted, Range: store.CompactionRange{From: 1, To: 3},
+		Summary: store.AgentEvent{ID: "sum", Data: raw("summary of 1..3")}}); err != nil {
+		t.Fatal(err)
+	}
+	appendAt(compacted, 7)
+	for _, k := range []store.SessionKey{key, fk, compacted} {
+		for _, req := range []store.GetAgentSessionRequest{
+			{}, {Recent: 3}, {Recent: 6}, {After: base.Add(3 * time.Second)}, {Recent: 2, After: base.Add(2 * time.Second)},
+			{After: base.Add(time.Hour)}, {FromLatestSummary: true}, {FromLatestSummary: true, Recent: 1},
+		} {
+			req.Key, req.IncludeEvents = k, true
+			whole, err := e.as().GetSession(e.ctx, req)
+			if err != nil {
+				t.Fatalf("GetSession(%s, %+v): %v", k.Session, req, err)
+			}
+			req.EventDataOnly = true
+			only, err := e.as().GetSession(e.ctx, req)
+			if err != nil {
+				t.Fatalf("GetSession(%s, %+v): %v", k.Session, req, err)
+			}
+			if len(only.Events) != len(whole.Events) || len(whole.Events) == 0 && req.After.IsZero() {
+				t.Fatalf("%s %+v: %d events data-only, %d whole", k.Session, req, len(only.Events), len(whole.Events))
+			}
+			if only.Events == nil {
+				t.Fatalf("%s %+v: nil events, want an empty slice", k.Session, req)
+			}
+			for i, ev := range only.Events {
+				if string(ev.Data) != string(whole.Events[i].Data) {
+					t.Fatalf("%s %+v: event %d data %s, want %s", k.Session, req, i, ev.Data, whole.Events[i].Data)
+				}
+				if ev.Seq != 0 || ev.ID != "" || ev.InvocationID != "" || !ev.Timestamp.IsZero() || ev.Compaction != nil {
+					t.Fatalf("%s %+v: data-only event %d carries more than its data: %+v", k.Session, req, i, ev)
+				}
+			}
+			if only.Version != whole.Version || only.EventCount != whole.EventCount {
+				t.Fatalf("%s: data-only session %+v, whole %+v", k.Session, only, whole)
 			}
 		}
 	}
