@@ -24,6 +24,8 @@ import (
 const (
 	largeMessages = 100_000
 	largeSessions = 100_000
+	// One governed session in largeClosedEvery is closed.
+	largeClosedEvery = 10_000
 )
 
 // BenchmarkLargeStore measures the console's pages on a store with a
@@ -81,6 +83,7 @@ func BenchmarkLargeStore(b *testing.B) {
 		{"governed/middle", "/governed?after=s-050000", 200 << 10},
 		{"governed/active", "/governed?status=active&after=s-050000", 200 << 10},
 		{"governed/agent", "/governed?agent=agent-250", 200 << 10},
+		{"governed/closed", "/governed?status=closed", 200 << 10},
 		{"governed/tool-filter", "/governed?tool=read&after=s-090000", 200 << 10},
 		{"governed/detail", "/governed/s-054321", 200 << 10},
 		{"overview", "/", 200 << 10},
@@ -102,6 +105,9 @@ func restoreLargeSessions(b *testing.B, w store.Store, clock *storetest.Clock) {
 		}
 		s := req.NewSession(fmt.Sprintf("s-%06d", i), now)
 		s.CallsMade = int64(i % 100)
+		if i%largeClosedEvery == largeClosedEvery-1 {
+			s.Status = store.StatusClosed // a rare status: 10 of 100,000
+		}
 		sessions = append(sessions, s)
 	}
 	if _, err := w.Governance().Restore(context.Background(), store.RestoreRequest{Sessions: sessions}); err != nil {
