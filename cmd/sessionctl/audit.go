@@ -128,11 +128,7 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 		if err != nil {
 			return g.fail(name, err)
 		}
-		if *asJSON {
-			return g.jsonOr(name, map[string]int64{"checkpointed_chains": n})
-		}
-		fmt.Fprintf(g.stdout, "checkpointed %d %s\n", n, plural(int(n), "chain", "chains"))
-		return nil
+		return g.result(name, g.say(*asJSON, map[string]int64{"checkpointed_chains": n}, "checkpointed %d %s\n", n, plural(int(n), "chain", "chains")))
 	case "prune":
 		cut, err := optTime("before", *before)
 		if err != nil {
@@ -156,11 +152,7 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 		if err != nil {
 			return g.fail(name, err)
 		}
-		if *asJSON {
-			return g.jsonOr(name, map[string]any{"before": jsonTime(cut), "removed_events": n})
-		}
-		fmt.Fprintf(g.stdout, "removed %d %s before the checkpoints made before %s\n", n, plural(int(n), "event", "events"), tableTime(cut))
-		return nil
+		return g.result(name, g.say(*asJSON, map[string]any{"before": jsonTime(cut), "removed_events": n}, "removed %d %s before the checkpoints made before %s\n", n, plural(int(n), "event", "events"), tableTime(cut)))
 	}
 	return exitStatus(exitUsage)
 }

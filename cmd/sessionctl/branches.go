@@ -134,12 +134,8 @@ func runFork(ctx context.Context, g *globals, args []string) error {
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			return writeJSON(g.stdout, forkJSON{From: key, At: point, Key: f.Key, EventCount: f.EventCount})
-		}
-		fmt.Fprintf(g.stdout, "forked %s at event %d as %s (%d %s)\n", key.Session, point, f.Key.Session,
+		return g.say(*asJSON, forkJSON{From: key, At: point, Key: f.Key, EventCount: f.EventCount}, "forked %s at event %d as %s (%d %s)\n", key.Session, point, f.Key.Session,
 			f.EventCount, plural(int(f.EventCount), "event", "events"))
-		return nil
 	}))
 }
 
@@ -202,12 +198,8 @@ func runRewind(ctx context.Context, g *globals, args []string) error {
 			return err
 		}
 		n := before.EventCount - s.EventCount
-		if *asJSON {
-			return writeJSON(g.stdout, rewindJSON{Key: key, EventCount: s.EventCount, Version: s.Version, Superseded: n})
-		}
-		fmt.Fprintf(g.stdout, "rewound %s to event %d: %d %s superseded (sessionctl rewind --superseded lists them)\n",
+		return g.say(*asJSON, rewindJSON{Key: key, EventCount: s.EventCount, Version: s.Version, Superseded: n}, "rewound %s to event %d: %d %s superseded (sessionctl rewind --superseded lists them)\n",
 			key.Session, s.EventCount, n, plural(int(n), "event", "events"))
-		return nil
 	}))
 }
 

@@ -57,12 +57,8 @@ func forkConversation(ctx context.Context, g *globals, sp spec, fs *flag.FlagSet
 		if err != nil {
 			return withID(id, err)
 		}
-		if asJSON {
-			return writeJSON(g.stdout, convForkJSON{From: id, At: at, ID: f.ID, MessageCount: f.MessageCount})
-		}
-		fmt.Fprintf(g.stdout, "forked conversation %s at message %d as %s (%d %s)\n", id, at, f.ID,
+		return g.say(asJSON, convForkJSON{From: id, At: at, ID: f.ID, MessageCount: f.MessageCount}, "forked conversation %s at message %d as %s (%d %s)\n", id, at, f.ID,
 			f.MessageCount, plural(int(f.MessageCount), "message", "messages"))
-		return nil
 	}))
 }
 
@@ -108,12 +104,8 @@ func rewindConversation(ctx context.Context, g *globals, sp spec, fs *flag.FlagS
 			return withID(id, err)
 		}
 		n := before.MessageCount - s.MessageCount
-		if asJSON {
-			return writeJSON(g.stdout, convRewindJSON{ID: id, MessageCount: s.MessageCount, Version: s.Version, Superseded: n})
-		}
-		fmt.Fprintf(g.stdout, "rewound conversation %s to message %d: %d %s superseded (sessionctl rewind %s --superseded lists them)\n",
+		return g.say(asJSON, convRewindJSON{ID: id, MessageCount: s.MessageCount, Version: s.Version, Superseded: n}, "rewound conversation %s to message %d: %d %s superseded (sessionctl rewind %s --superseded lists them)\n",
 			id, to, n, plural(int(n), "message", "messages"), id)
-		return nil
 	}))
 }
 

@@ -580,3 +580,13 @@ func printListing[T any](g *globals, asJSON bool, l listing[T]) error {
 
 // same is a listing's row of a row already written.
 func same(row string) string { return row }
+
+// say prints a command's outcome: doc as one JSON document with --json
+// (its failure is returned), else the line format makes of args.
+func (g *globals) say(asJSON bool, doc any, format string, args ...any) error {
+	if asJSON {
+		return writeJSON(g.stdout, doc)
+	}
+	fmt.Fprintf(g.stdout, format, args...)
+	return nil
+}

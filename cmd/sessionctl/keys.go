@@ -465,9 +465,5 @@ func runKeysNew(g *globals, name, path, version string, asJSON bool) error {
 		os.Remove(path)
 		return g.fail(name, err)
 	}
-	if asJSON {
-		return g.jsonOr(name, keysNewJSON{File: path, Version: version})
-	}
-	fmt.Fprintf(g.stdout, "wrote key-encryption key %s to %s (mode 0600); give it with --key-file %s\n", esc(version), esc(path), esc(path))
-	return nil
+	return g.result(name, g.say(asJSON, keysNewJSON{File: path, Version: version}, "wrote key-encryption key %s to %s (mode 0600); give it with --key-file %s\n", esc(version), esc(path), esc(path)))
 }

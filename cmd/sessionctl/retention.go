@@ -144,11 +144,7 @@ func runRetention(ctx context.Context, g *globals, args []string) error {
 		if err := st.Retention().SetPolicy(ctx, p); err != nil {
 			return err
 		}
-		if *asJSON {
-			return g.jsonOr(name, view.NewPolicy(p))
-		}
-		fmt.Fprintf(g.stdout, "set %s: %s\n", p.Kind, policySetting(p))
-		return nil
+		return g.result(name, g.say(*asJSON, view.NewPolicy(p), "set %s: %s\n", p.Kind, policySetting(p)))
 	}))
 }
 
