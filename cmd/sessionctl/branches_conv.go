@@ -120,18 +120,13 @@ func historyConversation(ctx context.Context, g *globals, sp spec, id string, as
 		}
 		tw := newTable(g.stdout)
 		fmt.Fprintln(tw, "CONVERSATION\tSTATUS\tFORKED AT\tMESSAGES\tCOMPACTED\tCREATED")
-		depth := map[string]int{}
-		for _, n := range nodes {
-			d := 0
-			if n.Parent != "" {
-				d = depth[n.Parent] + 1
-			}
-			depth[n.ID] = d
+		depths := treeDepths(nodes, convNodeIDs)
+		for i, n := range nodes {
 			name := n.ID
 			if n.Status != store.NodeLive {
 				name = "(" + n.Status + ")" // retired ids are internal
 			}
-			name = strings.Repeat("  ", d) + name
+			name = strings.Repeat("  ", depths[i]) + name
 			if n.Current {
 				name += " *"
 			}
@@ -144,3 +139,6 @@ func historyConversation(ctx context.Context, g *globals, sp spec, id string, as
 		return tw.Flush()
 	}))
 }
+
+// convNodeIDs is a conversation node's id and its parent's (treeDepths).
+func convNodeIDs(n store.ConversationNode) (string, string) { return n.ID, n.Parent }
