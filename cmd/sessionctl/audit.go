@@ -85,11 +85,8 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 	before := fs.String("before", "", "prune: cut at the newest checkpoint before `TIME` (RFC 3339)")
 	olderThan := durationFlag(fs, "older-than", 0, "prune: cut at the newest checkpoint older than `DURATION` (0s: the newest one)")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, err := g.parse(fs, sp, args)
+	pos, err := g.parseAction(fs, sp, sub, args)
 	if err != nil {
-		return err
-	}
-	if err := g.checkActionFlags(fs, sp, sub); err != nil {
 		return err
 	}
 	if err := g.wantArgs(sp, pos, 0, 0); err != nil {

@@ -86,6 +86,15 @@ func (g *globals) checkActionFlags(fs *flag.FlagSet, sp spec, act string) error 
 	return nil
 }
 
+// parseAction is parse, then checkActionFlags for action act.
+func (g *globals) parseAction(fs *flag.FlagSet, sp spec, act string, args []string) ([]string, error) {
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return nil, err
+	}
+	return pos, g.checkActionFlags(fs, sp, act)
+}
+
 // described is a command's spec and flag set, as describe reads them.
 type described struct {
 	sp spec

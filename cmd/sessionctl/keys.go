@@ -312,11 +312,8 @@ func runKeys(ctx context.Context, g *globals, args []string) error {
 	dryRun := fs.Bool("dry-run", false, "keys gc: list the orphan keys, shred nothing")
 	grace := durationFlag(fs, "grace", store.DefaultKeyGrace, "keys gc: how old an unnamed key must be to be shredded")
 	version := fs.String("kek-version", "v1", "keys new: the version of the key-encryption key it writes")
-	pos, err := g.parse(fs, sp, args)
+	pos, err := g.parseAction(fs, sp, sub, args)
 	if err != nil {
-		return err
-	}
-	if err := g.checkActionFlags(fs, sp, sub); err != nil {
 		return err
 	}
 	name := sp.name + " " + sub
