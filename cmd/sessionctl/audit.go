@@ -173,28 +173,18 @@ func optTime(field, s string) (time.Time, error) {
 
 func (g *globals) auditList(ctx context.Context, name string, f store.AuditFilter, all, asJSON bool) error {
 	return g.result(name, g.withStore(ctx, func(st cliStore) error {
-		var events []store.AuditEvent
-		next := ""
-		for {
-			page, err := st.Audit().List(ctx, f)
-			if err != nil {
-				return err
-			}
-			events = append(events, page.Items...)
-			next = page.Next
-			if !all || next == "" {
-				break
-			}
-			f.After = next
+		events, next, err := readPages(all, f.After, func(after string) (store.Page[store.AuditEvent], error) {
+			f.After = after
+			return st.Audit().List(ctx, f)
+		})
+		if err != nil {
+			return err
 		}
 		if asJSON {
 			doc := struct {
 				Events []view.AuditEvent `json:"events"`
 				Next   string            `json:"next,omitempty"`
-			}{Events: []view.AuditEvent{}, Next: next}
-			for _, e := range events {
-				doc.Events = append(doc.Events, view.NewAuditEvent(e))
-			}
+			}{Events: view.AuditEvents(events), Next: next}
 			return g.jsonOr(name, doc)
 		}
 		tw := newTable(g.stdout)
