@@ -35,6 +35,7 @@ type DurationError struct {
 	Problem string // what is wrong with it, e.g. `unknown unit "x"`
 }
 
+// Error says what is wrong and how a duration is written.
 func (e *DurationError) Error() string { return e.Problem + " (give " + DurationExample + ")" }
 
 // ParseDuration reads a duration as people type it and as Duration and

@@ -74,14 +74,11 @@ func runAgents(ctx context.Context, g *globals, args []string) error {
 	followFlag := fs.Bool("follow", false, "events: then print new events as they commit, until interrupted")
 	yes := fs.Bool("yes", false, "delete: do not ask")
 	asJSON := fs.Bool("json", false, "print one JSON document (events --follow: one object per line)")
-	pos, err := g.parse(fs, sp, args)
+	pos, err := g.parseAction(fs, sp, sub, args)
 	if err != nil {
 		return err
 	}
 	name := sp.name + " " + sub
-	if err := g.checkActionFlags(fs, sp, sub); err != nil {
-		return err
-	}
 	key := func(min int) (store.SessionKey, error) {
 		if len(pos) < min || len(pos) > 3 || (min == 3 && len(pos) != 3) {
 			return store.SessionKey{}, g.usageErr(name, "expected %s", map[int]string{1: "APP [USER [SESSION]]", 3: "APP USER SESSION"}[min])

@@ -85,11 +85,8 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 	before := fs.String("before", "", "prune: cut at the newest checkpoint before `TIME` (RFC 3339)")
 	olderThan := durationFlag(fs, "older-than", 0, "prune: cut at the newest checkpoint older than `DURATION` (0s: the newest one)")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, err := g.parse(fs, sp, args)
+	pos, err := g.parseAction(fs, sp, sub, args)
 	if err != nil {
-		return err
-	}
-	if err := g.checkActionFlags(fs, sp, sub); err != nil {
 		return err
 	}
 	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
@@ -128,11 +125,7 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 		if err != nil {
 			return g.fail(name, err)
 		}
-		if *asJSON {
-			return g.jsonOr(name, map[string]int64{"checkpointed_chains": n})
-		}
-		fmt.Fprintf(g.stdout, "checkpointed %d %s\n", n, plural(int(n), "chain", "chains"))
-		return nil
+		return g.result(name, g.say(*asJSON, map[string]int64{"checkpointed_chains": n}, "checkpointed %d %s\n", n, plural(int(n), "chain", "chains")))
 	case "prune":
 		cut, err := optTime("before", *before)
 		if err != nil {
@@ -156,11 +149,7 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 		if err != nil {
 			return g.fail(name, err)
 		}
-		if *asJSON {
-			return g.jsonOr(name, map[string]any{"before": jsonTime(cut), "removed_events": n})
-		}
-		fmt.Fprintf(g.stdout, "removed %d %s before the checkpoints made before %s\n", n, plural(int(n), "event", "events"), tableTime(cut))
-		return nil
+		return g.result(name, g.say(*asJSON, map[string]any{"before": jsonTime(cut), "removed_events": n}, "removed %d %s before the checkpoints made before %s\n", n, plural(int(n), "event", "events"), tableTime(cut)))
 	}
 	return exitStatus(exitUsage)
 }
@@ -184,28 +173,18 @@ func optTime(field, s string) (time.Time, error) {
 
 func (g *globals) auditList(ctx context.Context, name string, f store.AuditFilter, all, asJSON bool) error {
 	return g.result(name, g.withStore(ctx, func(st cliStore) error {
-		var events []store.AuditEvent
-		next := ""
-		for {
-			page, err := st.Audit().List(ctx, f)
-			if err != nil {
-				return err
-			}
-			events = append(events, page.Items...)
-			next = page.Next
-			if !all || next == "" {
-				break
-			}
-			f.After = next
+		events, next, err := readPages(all, f.After, func(after string) (store.Page[store.AuditEvent], error) {
+			f.After = after
+			return st.Audit().List(ctx, f)
+		})
+		if err != nil {
+			return err
 		}
 		if asJSON {
 			doc := struct {
 				Events []view.AuditEvent `json:"events"`
 				Next   string            `json:"next,omitempty"`
-			}{Events: []view.AuditEvent{}, Next: next}
-			for _, e := range events {
-				doc.Events = append(doc.Events, view.NewAuditEvent(e))
-			}
+			}{Events: view.AuditEvents(events), Next: next}
 			return g.jsonOr(name, doc)
 		}
 		tw := newTable(g.stdout)

@@ -95,12 +95,8 @@ func runBackup(ctx context.Context, g *globals, args []string) error {
 	}
 	g.status.clear()
 	doc := backupJSON{BackupResult: res, Replaced: replaced}
-	if *asJSON {
-		return g.result(sp.name, writeJSON(g.stdout, doc))
-	}
-	fmt.Fprintf(g.stdout, "backed up %s to %s: %s, schema version %d, integrity_check %s, %d rows in %d tables (as in the source)\n",
-		esc(doc.Source), esc(doc.Backup), humanBytes(doc.Bytes), doc.SchemaVersion, doc.IntegrityCheck, doc.Rows, doc.Tables)
-	return nil
+	return g.result(sp.name, g.say(*asJSON, doc, "backed up %s to %s: %s, schema version %d, integrity_check %s, %d rows in %d tables (as in the source)\n",
+		esc(doc.Source), esc(doc.Backup), humanBytes(doc.Bytes), doc.SchemaVersion, doc.IntegrityCheck, doc.Rows, doc.Tables))
 }
 
 // backupProgress shows the steps of a backup and the pages copied on the

@@ -134,12 +134,8 @@ func runFork(ctx context.Context, g *globals, args []string) error {
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			return writeJSON(g.stdout, forkJSON{From: key, At: point, Key: f.Key, EventCount: f.EventCount})
-		}
-		fmt.Fprintf(g.stdout, "forked %s at event %d as %s (%d %s)\n", key.Session, point, f.Key.Session,
+		return g.say(*asJSON, forkJSON{From: key, At: point, Key: f.Key, EventCount: f.EventCount}, "forked %s at event %d as %s (%d %s)\n", key.Session, point, f.Key.Session,
 			f.EventCount, plural(int(f.EventCount), "event", "events"))
-		return nil
 	}))
 }
 
@@ -202,12 +198,8 @@ func runRewind(ctx context.Context, g *globals, args []string) error {
 			return err
 		}
 		n := before.EventCount - s.EventCount
-		if *asJSON {
-			return writeJSON(g.stdout, rewindJSON{Key: key, EventCount: s.EventCount, Version: s.Version, Superseded: n})
-		}
-		fmt.Fprintf(g.stdout, "rewound %s to event %d: %d %s superseded (sessionctl rewind --superseded lists them)\n",
+		return g.say(*asJSON, rewindJSON{Key: key, EventCount: s.EventCount, Version: s.Version, Superseded: n}, "rewound %s to event %d: %d %s superseded (sessionctl rewind --superseded lists them)\n",
 			key.Session, s.EventCount, n, plural(int(n), "event", "events"))
-		return nil
 	}))
 }
 
@@ -239,8 +231,9 @@ func runHistory(ctx context.Context, g *globals, args []string) error {
 		}
 		tw := newTable(g.stdout)
 		fmt.Fprintln(tw, "SESSION\tSTATUS\tFORKED AT\tEVENTS\tCOMPACTED\tCREATED")
-		for _, n := range treeOrder(nodes) {
-			name := strings.Repeat("  ", n.depth) + n.Key.Session
+		depths := treeDepths(nodes, func(n store.LineageNode) (int64, int64) { return n.ID, n.Parent })
+		for i, n := range nodes {
+			name := strings.Repeat("  ", depths[i]) + n.Key.Session
 			if n.Current {
 				name += " *"
 			}
@@ -254,24 +247,19 @@ func runHistory(ctx context.Context, g *globals, args []string) error {
 	}))
 }
 
-// treeNode is a lineage node with its depth in the tree.
-type treeNode struct {
-	store.LineageNode
-	depth int
-}
-
-// treeOrder returns nodes (parents before children, as History lists
-// them) with their depth.
-func treeOrder(nodes []store.LineageNode) []treeNode {
-	depth := map[int64]int{}
-	out := make([]treeNode, 0, len(nodes))
-	for _, n := range nodes {
-		d := 0
-		if n.Parent != 0 {
-			d = depth[n.Parent] + 1
+// treeDepths returns the depth of each node of a history (an agent
+// session's or a conversation's, parents before children as History lists
+// them); ids gives a node's id and its parent's (the zero value: none).
+func treeDepths[N any, K comparable](nodes []N, ids func(N) (id, parent K)) []int {
+	var none K
+	depth := make(map[K]int, len(nodes))
+	out := make([]int, len(nodes))
+	for i, n := range nodes {
+		id, parent := ids(n)
+		if parent != none {
+			out[i] = depth[parent] + 1
 		}
-		depth[n.ID] = d
-		out = append(out, treeNode{n, d})
+		depth[id] = out[i]
 	}
 	return out
 }

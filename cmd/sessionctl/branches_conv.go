@@ -57,12 +57,8 @@ func forkConversation(ctx context.Context, g *globals, sp spec, fs *flag.FlagSet
 		if err != nil {
 			return withID(id, err)
 		}
-		if asJSON {
-			return writeJSON(g.stdout, convForkJSON{From: id, At: at, ID: f.ID, MessageCount: f.MessageCount})
-		}
-		fmt.Fprintf(g.stdout, "forked conversation %s at message %d as %s (%d %s)\n", id, at, f.ID,
+		return g.say(asJSON, convForkJSON{From: id, At: at, ID: f.ID, MessageCount: f.MessageCount}, "forked conversation %s at message %d as %s (%d %s)\n", id, at, f.ID,
 			f.MessageCount, plural(int(f.MessageCount), "message", "messages"))
-		return nil
 	}))
 }
 
@@ -108,12 +104,8 @@ func rewindConversation(ctx context.Context, g *globals, sp spec, fs *flag.FlagS
 			return withID(id, err)
 		}
 		n := before.MessageCount - s.MessageCount
-		if asJSON {
-			return writeJSON(g.stdout, convRewindJSON{ID: id, MessageCount: s.MessageCount, Version: s.Version, Superseded: n})
-		}
-		fmt.Fprintf(g.stdout, "rewound conversation %s to message %d: %d %s superseded (sessionctl rewind %s --superseded lists them)\n",
+		return g.say(asJSON, convRewindJSON{ID: id, MessageCount: s.MessageCount, Version: s.Version, Superseded: n}, "rewound conversation %s to message %d: %d %s superseded (sessionctl rewind %s --superseded lists them)\n",
 			id, to, n, plural(int(n), "message", "messages"), id)
-		return nil
 	}))
 }
 
@@ -128,18 +120,13 @@ func historyConversation(ctx context.Context, g *globals, sp spec, id string, as
 		}
 		tw := newTable(g.stdout)
 		fmt.Fprintln(tw, "CONVERSATION\tSTATUS\tFORKED AT\tMESSAGES\tCOMPACTED\tCREATED")
-		depth := map[string]int{}
-		for _, n := range nodes {
-			d := 0
-			if n.Parent != "" {
-				d = depth[n.Parent] + 1
-			}
-			depth[n.ID] = d
+		depths := treeDepths(nodes, convNodeIDs)
+		for i, n := range nodes {
 			name := n.ID
 			if n.Status != store.NodeLive {
 				name = "(" + n.Status + ")" // retired ids are internal
 			}
-			name = strings.Repeat("  ", d) + name
+			name = strings.Repeat("  ", depths[i]) + name
 			if n.Current {
 				name += " *"
 			}
@@ -152,3 +139,6 @@ func historyConversation(ctx context.Context, g *globals, sp spec, id string, as
 		return tw.Flush()
 	}))
 }
+
+// convNodeIDs is a conversation node's id and its parent's (treeDepths).
+func convNodeIDs(n store.ConversationNode) (string, string) { return n.ID, n.Parent }

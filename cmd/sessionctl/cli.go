@@ -86,6 +86,15 @@ func (g *globals) checkActionFlags(fs *flag.FlagSet, sp spec, act string) error 
 	return nil
 }
 
+// parseAction is parse, then checkActionFlags for action act.
+func (g *globals) parseAction(fs *flag.FlagSet, sp spec, act string, args []string) ([]string, error) {
+	pos, err := g.parse(fs, sp, args)
+	if err != nil {
+		return nil, err
+	}
+	return pos, g.checkActionFlags(fs, sp, act)
+}
+
 // described is a command's spec and flag set, as describe reads them.
 type described struct {
 	sp spec
@@ -580,3 +589,13 @@ func printListing[T any](g *globals, asJSON bool, l listing[T]) error {
 
 // same is a listing's row of a row already written.
 func same(row string) string { return row }
+
+// say prints a command's outcome: doc as one JSON document with --json
+// (its failure is returned), else the line format makes of args.
+func (g *globals) say(asJSON bool, doc any, format string, args ...any) error {
+	if asJSON {
+		return writeJSON(g.stdout, doc)
+	}
+	fmt.Fprintf(g.stdout, format, args...)
+	return nil
+}

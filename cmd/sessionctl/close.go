@@ -80,9 +80,5 @@ func runCloseAgent(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return g.fail(sp.name, err)
 	}
-	if *asJSON {
-		return g.result(sp.name, writeJSON(g.stdout, closeAgentJSON{AgentID: agent, Closed: n}))
-	}
-	fmt.Fprintf(g.stdout, "closed %d active %s of agent %s\n", n, plural(int(n), "session", "sessions"), agent)
-	return nil
+	return g.result(sp.name, g.say(*asJSON, closeAgentJSON{AgentID: agent, Closed: n}, "closed %d active %s of agent %s\n", n, plural(int(n), "session", "sessions"), agent))
 }

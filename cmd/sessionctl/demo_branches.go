@@ -66,8 +66,9 @@ func demoBranches(ctx context.Context, out io.Writer, st cliStore, id string) er
 		return fmt.Errorf("history: %w", err)
 	}
 	fmt.Fprintf(out, "  the tree (sessionctl history %s %s %s):\n", retry.App, retry.User, retry.Session)
-	for _, n := range treeOrder(nodes) {
-		fmt.Fprintf(out, "    %*s%s: %d events, %s\n", 2*n.depth, "", n.Key.Session, n.EventCount, n.Status)
+	depths := treeDepths(nodes, func(n store.LineageNode) (int64, int64) { return n.ID, n.Parent })
+	for i, n := range nodes {
+		fmt.Fprintf(out, "    %*s%s: %d events, %s\n", 2*depths[i], "", n.Key.Session, n.EventCount, n.Status)
 	}
 	return nil
 }

@@ -43,14 +43,9 @@ func demoConversationBranches(ctx context.Context, out io.Writer, st cliStore, i
 		return fmt.Errorf("history: %w", err)
 	}
 	fmt.Fprintf(out, "  the tree (sessionctl history %s):\n", retry)
-	depth := map[string]int{}
-	for _, n := range nodes {
-		d := 0
-		if n.Parent != "" {
-			d = depth[n.Parent] + 1
-		}
-		depth[n.ID] = d
-		fmt.Fprintf(out, "    %s%s: %d messages, %s\n", strings.Repeat("  ", d), n.ID, n.Messages, n.Status)
+	depths := treeDepths(nodes, convNodeIDs)
+	for i, n := range nodes {
+		fmt.Fprintf(out, "    %s%s: %d messages, %s\n", strings.Repeat("  ", depths[i]), n.ID, n.Messages, n.Status)
 	}
 	return nil
 }

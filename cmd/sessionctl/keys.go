@@ -312,11 +312,8 @@ func runKeys(ctx context.Context, g *globals, args []string) error {
 	dryRun := fs.Bool("dry-run", false, "keys gc: list the orphan keys, shred nothing")
 	grace := durationFlag(fs, "grace", store.DefaultKeyGrace, "keys gc: how old an unnamed key must be to be shredded")
 	version := fs.String("kek-version", "v1", "keys new: the version of the key-encryption key it writes")
-	pos, err := g.parse(fs, sp, args)
+	pos, err := g.parseAction(fs, sp, sub, args)
 	if err != nil {
-		return err
-	}
-	if err := g.checkActionFlags(fs, sp, sub); err != nil {
 		return err
 	}
 	name := sp.name + " " + sub
@@ -465,9 +462,5 @@ func runKeysNew(g *globals, name, path, version string, asJSON bool) error {
 		os.Remove(path)
 		return g.fail(name, err)
 	}
-	if asJSON {
-		return g.jsonOr(name, keysNewJSON{File: path, Version: version})
-	}
-	fmt.Fprintf(g.stdout, "wrote key-encryption key %s to %s (mode 0600); give it with --key-file %s\n", esc(version), esc(path), esc(path))
-	return nil
+	return g.result(name, g.say(asJSON, keysNewJSON{File: path, Version: version}, "wrote key-encryption key %s to %s (mode 0600); give it with --key-file %s\n", esc(version), esc(path), esc(path)))
 }

@@ -44,6 +44,23 @@ type (
 	rtListJSON   = pageJSON[rtView]
 )
 
+// readPages reads a listing from cursor after on: one page, or every page
+// with all. It returns the items and the cursor of the page that follows
+// ("" at the end).
+func readPages[T any](all bool, after string, list func(after string) (store.Page[T], error)) ([]T, string, error) {
+	var items []T
+	for {
+		page, err := list(after)
+		if err != nil {
+			return nil, "", err
+		}
+		items = append(items, page.Items...)
+		if after = page.Next; !all || after == "" {
+			return items, after, nil
+		}
+	}
+}
+
 // views returns f of each item ([] for none, never null in JSON).
 func views[T, V any](items []T, f func(T) V) []V {
 	out := make([]V, len(items))
@@ -121,19 +138,12 @@ func runList(ctx context.Context, g *globals, args []string) error {
 		}
 
 		f := store.ListFilter{AgentID: *agent, Status: store.Status(*status), After: *after, Limit: *limit}
-		var items []store.Session
-		next := ""
-		for {
-			page, err := st.Governance().List(ctx, f)
-			if err != nil {
-				return err
-			}
-			items = append(items, page.Items...)
-			next = page.Next
-			if !*all || next == "" {
-				break
-			}
-			f.After = next
+		items, next, err := readPages(*all, f.After, func(after string) (store.Page[store.Session], error) {
+			f.After = after
+			return st.Governance().List(ctx, f)
+		})
+		if err != nil {
+			return err
 		}
 
 		return g.result(sp.name, printListing(g, *asJSON, listing[store.Session]{doc: listJSON{Items: views(items, archive.NewGovernedSession), Next: next},
@@ -142,19 +152,12 @@ func runList(ctx context.Context, g *globals, args []string) error {
 }
 
 func listConversations(ctx context.Context, g *globals, st cliStore, f store.ConversationFilter, all, asJSON bool) error {
-	var items []store.ConversationSummary
-	next := ""
-	for {
-		page, err := st.Conversations().List(ctx, f)
-		if err != nil {
-			return g.fail("list", err)
-		}
-		items = append(items, page.Items...)
-		next = page.Next
-		if !all || next == "" {
-			break
-		}
-		f.After = next
+	items, next, err := readPages(all, f.After, func(after string) (store.Page[store.ConversationSummary], error) {
+		f.After = after
+		return st.Conversations().List(ctx, f)
+	})
+	if err != nil {
+		return g.fail("list", err)
 	}
 	return g.result("list", printListing(g, asJSON, listing[store.ConversationSummary]{doc: convListJSON{Items: views(items, newConvView), Next: next},
 		items: items, none: "no conversations", header: convHeader, row: convRow, more: "more conversations follow", next: next}))

@@ -91,11 +91,8 @@ func runRetention(ctx context.Context, g *globals, args []string) error {
 	readsCount := fs.Bool("reads-count", false, "set: reads recorded by the application extend a session's life")
 	last := fs.Int("sweeps", 5, "show: the last `N` sweeps")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, err := g.parse(fs, sp, args)
+	pos, err := g.parseAction(fs, sp, sub, args)
 	if err != nil {
-		return err
-	}
-	if err := g.checkActionFlags(fs, sp, sub); err != nil {
 		return err
 	}
 	name := sp.name + " " + sub
@@ -144,11 +141,7 @@ func runRetention(ctx context.Context, g *globals, args []string) error {
 		if err := st.Retention().SetPolicy(ctx, p); err != nil {
 			return err
 		}
-		if *asJSON {
-			return g.jsonOr(name, view.NewPolicy(p))
-		}
-		fmt.Fprintf(g.stdout, "set %s: %s\n", p.Kind, policySetting(p))
-		return nil
+		return g.result(name, g.say(*asJSON, view.NewPolicy(p), "set %s: %s\n", p.Kind, policySetting(p)))
 	}))
 }
 
@@ -452,11 +445,8 @@ func runHold(ctx context.Context, g *globals, args []string) error {
 	fs := g.newFlags(sp)
 	reason := fs.String("reason", "", "add: why the session is held, `TEXT`")
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	pos, err := g.parse(fs, sp, args)
+	pos, err := g.parseAction(fs, sp, sub, args)
 	if err != nil {
-		return err
-	}
-	if err := g.checkActionFlags(fs, sp, sub); err != nil {
 		return err
 	}
 	name := sp.name

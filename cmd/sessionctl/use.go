@@ -51,12 +51,8 @@ func runUse(ctx context.Context, g *globals, args []string) error {
 			}
 			return err
 		}
-		if *asJSON {
-			return writeJSON(g.stdout, archive.NewGovernedSession(sess))
-		}
-		fmt.Fprintf(g.stdout, "allowed %d %s: %d of %d calls made, %d remaining\n",
+		return g.say(*asJSON, archive.NewGovernedSession(sess), "allowed %d %s: %d of %d calls made, %d remaining\n",
 			len(req.Tools), plural(len(req.Tools), "call", "calls"), sess.CallsMade, sess.CallBudget, sess.RemainingBudget())
-		return nil
 	}))
 }
 
