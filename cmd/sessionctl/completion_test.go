@@ -64,6 +64,7 @@ func asSessionctl(t *testing.T) (env []string, dir string) {
 // fish through its own complete -C. Each offers exactly the words of
 // completionCases.
 func TestCompletionScripts(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.run("completion").want(t, exitUsage)
 	env, dir := asSessionctl(t)
