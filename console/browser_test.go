@@ -61,6 +61,9 @@ func screenshotDir(t *testing.T) string {
 // exception or CSP violation fails it. It writes a screenshot of each
 // main page.
 func TestBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: drives a Chromium process; skipped by -short (go test and ./test.sh run it)")
+	}
 	bin := chromium(t)
 	shots := screenshotDir(t)
 	ctx := context.Background()

@@ -113,7 +113,10 @@ func (e *testEnv) agentFixture() {
 	must(as.DeleteSession(ctx, gone))
 }
 
-func TestAgentSessionsExportImport(t *testing.T) { bothBackends(t, testAgentSessionsExportImport) }
+func TestAgentSessionsExportImport(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testAgentSessionsExportImport)
+}
 
 func testAgentSessionsExportImport(t *testing.T, newTestEnv envMaker) {
 	src := newTestEnv(t)
@@ -220,7 +223,10 @@ func testAgentSessionsExportImport(t *testing.T, newTestEnv envMaker) {
 
 // Version-1 export files (before agent sessions) still import; a version-1
 // file does not carry agent sessions.
-func TestImportExportVersion1(t *testing.T) { bothBackends(t, testImportExportVersion1) }
+func TestImportExportVersion1(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testImportExportVersion1)
+}
 
 func testImportExportVersion1(t *testing.T, newTestEnv envMaker) {
 	src := newTestEnv(t)
@@ -249,6 +255,7 @@ func testImportExportVersion1(t *testing.T, newTestEnv envMaker) {
 }
 
 func TestImportBadAgentSessions(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	session := func(edit func(s map[string]any)) string {
 		s := map[string]any{
@@ -295,7 +302,10 @@ func TestImportBadAgentSessions(t *testing.T) {
 	e.runStdin(twice, "import", "-").want(t, exitUsage).oneLineErr(t, "app a appears twice")
 }
 
-func TestAgentSessionsStatsAndGC(t *testing.T) { bothBackends(t, testAgentSessionsStatsAndGC) }
+func TestAgentSessionsStatsAndGC(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testAgentSessionsStatsAndGC)
+}
 
 func testAgentSessionsStatsAndGC(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)

@@ -9,7 +9,10 @@ import (
 
 // TestGoldenAgents records the output of every agents action on the agent
 // fixture, on both backends (one set of golden files).
-func TestGoldenAgents(t *testing.T) { bothBackends(t, testGoldenAgents) }
+func TestGoldenAgents(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testGoldenAgents)
+}
 
 func testGoldenAgents(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
@@ -38,7 +41,10 @@ func testGoldenAgents(t *testing.T, newTestEnv envMaker) {
 
 // TestAgentsListPaging: following the cursors page by page lists exactly
 // the sessions of --all, in order, across applications.
-func TestAgentsListPaging(t *testing.T) { bothBackends(t, testAgentsListPaging) }
+func TestAgentsListPaging(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testAgentsListPaging)
+}
 
 func testAgentsListPaging(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
@@ -100,7 +106,10 @@ func testAgentsListPaging(t *testing.T, newTestEnv envMaker) {
 
 // TestAgentsDelete: delete names what it removes, asks on a terminal,
 // needs --yes otherwise, and removes the session with its events.
-func TestAgentsDelete(t *testing.T) { bothBackends(t, testAgentsDelete) }
+func TestAgentsDelete(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testAgentsDelete)
+}
 
 func testAgentsDelete(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
@@ -131,6 +140,7 @@ func testAgentsDelete(t *testing.T, newTestEnv envMaker) {
 // TestAgentsUsage: bad arguments and flags that do not apply are usage
 // errors, before the database is opened.
 func TestAgentsUsage(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	for _, c := range []struct {
 		args []string

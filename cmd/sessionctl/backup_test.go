@@ -21,6 +21,7 @@ import (
 )
 
 func TestBackupRefusesBadTargets(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.fixture()
 	e.run("list").want(t, 0) // leaves the -writer.lock file
@@ -84,6 +85,7 @@ func TestBackupRefusesBadTargets(t *testing.T) {
 // TestBackupCopyIsChecked: the copy is one self-contained file holding
 // the source's rows, and no temporary file is left beside it.
 func TestBackupCopyIsChecked(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.fixture()
 	e.convFixture()
@@ -107,6 +109,7 @@ func TestBackupCopyIsChecked(t *testing.T) {
 // each one snapshot: the row counts of the copy match the source's in the
 // snapshot the copy was read from, so every backup passes its check.
 func TestBackupUnderWrites(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.run("create", "--id", "s", "--agent", "a", "--budget", "1").want(t, 0)
 	st := e.openStore()

@@ -30,6 +30,7 @@ func skipBenchUnderRace(t *testing.T) {
 }
 
 func TestBenchJSON(t *testing.T) {
+	t.Parallel()
 	skipBenchUnderRace(t)
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
@@ -69,6 +70,7 @@ func TestBenchJSON(t *testing.T) {
 // TestBenchPostgres: bench runs against PostgreSQL (--db postgres://…),
 // each scenario in a temporary schema that is dropped afterwards.
 func TestBenchPostgres(t *testing.T) {
+	t.Parallel()
 	skipBenchUnderRace(t)
 	e := newPGEnv(t)
 	u := postgresURL(t)
@@ -98,6 +100,7 @@ func TestBenchPostgres(t *testing.T) {
 }
 
 func TestBenchUsage(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
 	for _, args := range [][]string{{"bench", "--duration", "0s"}, {"bench", "--sync", "OFF"}, {"bench", "extra"}, {"bench", "--nope"}} {
 		if code := run(context.Background(), args, &out, &errb); code != exitUsage {

@@ -19,6 +19,7 @@ import (
 )
 
 func TestEveryCommandHasHelpWithExample(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	for _, c := range commands() {
 		for _, args := range [][]string{{c.name, "--help"}, {c.name, "-h"}, {"help", c.name}} {
@@ -40,6 +41,7 @@ func TestEveryCommandHasHelpWithExample(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.run("create", "--id", "s", "--agent", "a", "--tool", "t", "--budget", "2").want(t, 0)
 	before := fileState(t, e.db)
@@ -97,6 +99,7 @@ func TestUsageErrors(t *testing.T) {
 // TestMissingDatabase: read, drive and maintenance commands on a missing
 // file say so and do not create it.
 func TestMissingDatabase(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	for _, args := range [][]string{
 		{"list"}, {"show", "x"}, {"stats"}, {"use", "x", "--tool", "t"}, {"close", "x"},
@@ -115,6 +118,7 @@ func TestMissingDatabase(t *testing.T) {
 }
 
 func TestDamagedDatabase(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	if err := os.WriteFile(e.db, []byte(strings.Repeat("not a database ", 500)), 0o644); err != nil {
 		t.Fatal(err)
@@ -139,6 +143,7 @@ func TestDamagedDatabase(t *testing.T) {
 // TestDamagedPages: a valid SQLite header with overwritten pages fails
 // doctor's integrity check.
 func TestDamagedPages(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	st := e.openStore()
 	for i := range 200 {
@@ -225,6 +230,7 @@ func setSchemaVersion(t *testing.T, path string, version int64) {
 }
 
 func TestNewerSchema(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.run("create", "--id", "s", "--agent", "a", "--tool", "t", "--budget", "2").want(t, 0)
 	setSchemaVersion(t, e.db, 9999)
@@ -247,7 +253,10 @@ func TestNewerSchema(t *testing.T) {
 	sameFiles(t, before, fileState(t, e.db))
 }
 
-func TestListPaging(t *testing.T) { bothBackends(t, testListPaging) }
+func TestListPaging(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testListPaging)
+}
 
 func testListPaging(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
@@ -279,7 +288,10 @@ func testListPaging(t *testing.T, newTestEnv envMaker) {
 	}
 }
 
-func TestShowNotFound(t *testing.T) { bothBackends(t, testShowNotFound) }
+func TestShowNotFound(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testShowNotFound)
+}
 
 func testShowNotFound(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
@@ -291,7 +303,10 @@ func testShowNotFound(t *testing.T, newTestEnv envMaker) {
 	e.run("create", "--id", "s", "--agent", "a", "--budget", "1").want(t, exitConflict).oneLineErr(t, "session s already exists")
 }
 
-func TestCreateMaxActive(t *testing.T) { bothBackends(t, testCreateMaxActive) }
+func TestCreateMaxActive(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testCreateMaxActive)
+}
 
 func testCreateMaxActive(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
@@ -307,6 +322,7 @@ func testCreateMaxActive(t *testing.T, newTestEnv envMaker) {
 }
 
 func TestCleanupCheckpoints(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.fixture() // t-closed and t-expired are removable
 	st, err := sqlstore.Open(context.Background(), e.db)
@@ -344,6 +360,7 @@ func TestCleanupCheckpoints(t *testing.T) {
 }
 
 func TestStatsAndDoctor(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.fixture()
 	var doc statsJSON
@@ -369,6 +386,7 @@ func TestStatsAndDoctor(t *testing.T) {
 }
 
 func TestDoctorForeignKeys(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.run("create", "--id", "s", "--agent", "a", "--budget", "1").want(t, 0)
 	db, err := sql.Open("sqlite", "file:"+e.db)
@@ -388,6 +406,7 @@ func TestDoctorForeignKeys(t *testing.T) {
 }
 
 func TestMigrateCommands(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	r := e.run("migrate", "up").want(t, 0)
 	if !strings.HasPrefix(r.stdout, "created "+e.db+" at schema version ") {
@@ -415,7 +434,10 @@ func TestMigrateCommands(t *testing.T) {
 	}
 }
 
-func TestExportImportRoundTrip(t *testing.T) { bothBackends(t, testExportImportRoundTrip) }
+func TestExportImportRoundTrip(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testExportImportRoundTrip)
+}
 
 func testExportImportRoundTrip(t *testing.T, newTestEnv envMaker) {
 	src := newTestEnv(t)
@@ -460,7 +482,10 @@ func testExportImportRoundTrip(t *testing.T, newTestEnv envMaker) {
 	third.run("show", "t-active").want(t, 0)
 }
 
-func TestImportBadInput(t *testing.T) { bothBackends(t, testImportBadInput) }
+func TestImportBadInput(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testImportBadInput)
+}
 
 func testImportBadInput(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
@@ -518,6 +543,7 @@ func testImportBadInput(t *testing.T, newTestEnv envMaker) {
 // TestBackupWhileWriting copies the database while another store keeps
 // writing to it; the copy is a consistent, complete session store.
 func TestBackupWhileWriting(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.run("create", "--id", "base", "--agent", "a", "--tool", "t", "--budget", "1000000").want(t, 0)
 	ctx := context.Background()
@@ -594,6 +620,7 @@ func TestBackupWhileWriting(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	r := e.run("demo").want(t, 0)
 	golden(t, "demo", e.normalize(r.stdout))
@@ -615,6 +642,7 @@ func TestDemo(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	r := e.run("version").want(t, 0)
 	if !strings.HasPrefix(r.stdout, "sessionctl ") || !strings.Contains(r.stdout, "schema version ") || !strings.Contains(r.stdout, "SQLite 3.") {
@@ -645,6 +673,7 @@ func TestDatabaseFromEnvironment(t *testing.T) {
 // doctor changes nothing: on a schema older than the binary it reports the
 // pending migration and does not open the store (which would migrate it).
 func TestDoctorDoesNotMigrateOlderSchema(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.run("create", "--id", "s", "--agent", "a", "--budget", "1").want(t, 0)
 	p, db, err := sqlstore.NewMigrationProvider(e.db)

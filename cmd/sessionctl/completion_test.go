@@ -64,6 +64,10 @@ func asSessionctl(t *testing.T) (env []string, dir string) {
 // fish through its own complete -C. Each offers exactly the words of
 // completionCases.
 func TestCompletionScripts(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("end-to-end: three shells run the test binary as sessionctl; skipped by -short (go test and ./test.sh run it)")
+	}
 	e := newTestEnv(t)
 	e.run("completion").want(t, exitUsage)
 	env, dir := asSessionctl(t)

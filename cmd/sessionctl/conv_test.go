@@ -99,7 +99,10 @@ func (e *testEnv) convFixture() {
 	}
 }
 
-func TestGoldenConversations(t *testing.T) { bothBackends(t, testGoldenConversations) }
+func TestGoldenConversations(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testGoldenConversations)
+}
 
 func testGoldenConversations(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
@@ -135,7 +138,10 @@ func testGoldenConversations(t *testing.T, newTestEnv envMaker) {
 	}
 }
 
-func TestConversationCommandErrors(t *testing.T) { bothBackends(t, testConversationCommandErrors) }
+func TestConversationCommandErrors(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testConversationCommandErrors)
+}
 
 func testConversationCommandErrors(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
@@ -180,7 +186,10 @@ func testConversationCommandErrors(t *testing.T, newTestEnv envMaker) {
 	}
 }
 
-func TestGC(t *testing.T) { bothBackends(t, testGC) }
+func TestGC(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testGC)
+}
 
 func testGC(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
@@ -240,7 +249,10 @@ func testGC(t *testing.T, newTestEnv envMaker) {
 	e.run("runs", "c1").want(t, exitNotFound).oneLineErr(t, "not found")
 }
 
-func TestExportImportConversations(t *testing.T) { bothBackends(t, testExportImportConversations) }
+func TestExportImportConversations(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testExportImportConversations)
+}
 
 func testExportImportConversations(t *testing.T, newTestEnv envMaker) {
 	src := newTestEnv(t)
@@ -280,7 +292,10 @@ func testExportImportConversations(t *testing.T, newTestEnv envMaker) {
 	}
 }
 
-func TestImportA3S(t *testing.T) { bothBackends(t, testImportA3S) }
+func TestImportA3S(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testImportA3S)
+}
 
 func testImportA3S(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)

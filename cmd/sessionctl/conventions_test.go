@@ -21,6 +21,7 @@ func (e *testEnv) runBare(args ...string) result {
 // TestGlobalFlagsAnywhere: --db works before or after the command and
 // its arguments, as --db PATH or --db=PATH; after "--" it is an argument.
 func TestGlobalFlagsAnywhere(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.run("create", "--id", "s1", "--agent", "a", "--budget", "1").want(t, 0)
 	for _, args := range [][]string{
@@ -39,6 +40,7 @@ func TestGlobalFlagsAnywhere(t *testing.T) {
 // TestVersionFlag: --version anywhere prints what the version command
 // prints.
 func TestVersionFlag(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	want := e.run("version").want(t, 0).stdout
 	for _, args := range [][]string{{"--version"}, {"list", "--version"}} {
@@ -54,6 +56,7 @@ func TestVersionFlag(t *testing.T) {
 // TestDidYouMean: a mistyped command or flag is named with the closest
 // real one; an unrelated word gets no suggestion.
 func TestDidYouMean(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	for _, c := range []struct {
 		args []string

@@ -12,7 +12,10 @@ import (
 // its uploads and conversation, after a dry run and a confirmation; it
 // refuses without --yes when stdin is not a terminal and names governed
 // sessions as close's and cleanup's.
-func TestDelete(t *testing.T) { bothBackends(t, testDelete) }
+func TestDelete(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testDelete)
+}
 
 func testDelete(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)

@@ -13,6 +13,7 @@ import (
 )
 
 func TestDemoFreshRefusesForeignFiles(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	for _, content := range [][]byte{
 		[]byte("my notes, not a database\n"),
@@ -49,6 +50,7 @@ func TestDemoFreshRefusesForeignFiles(t *testing.T) {
 // TestDemoFreshKeepsOtherData: a store holding sessions the demo did not
 // write is removed only with --yes.
 func TestDemoFreshKeepsOtherData(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	listed := func() int {
 		var page listJSON
@@ -77,6 +79,7 @@ func TestDemoFreshKeepsOtherData(t *testing.T) {
 // open and idle, holding the writer lock, or writing — is not removed,
 // whatever the flags; its acknowledged data stays.
 func TestDemoFreshRefusesHeldDatabase(t *testing.T) {
+	t.Parallel()
 	for _, role := range []string{"hold-open", "hold-lock"} {
 		t.Run(role, func(t *testing.T) {
 			e := newTestEnv(t)

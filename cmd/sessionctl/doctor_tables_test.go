@@ -7,7 +7,10 @@ import (
 
 // doctor checks the tables of every facet: a missing one fails, one of no
 // facet is a warning.
-func TestDoctorTables(t *testing.T) { bothBackends(t, testDoctorTables) }
+func TestDoctorTables(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testDoctorTables)
+}
 
 func testDoctorTables(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)

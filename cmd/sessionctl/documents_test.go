@@ -29,7 +29,10 @@ func (e *testEnv) execSQL(query string) {
 	}
 }
 
-func TestDoctorFindsDamagedDocuments(t *testing.T) { bothBackends(t, testDoctorFindsDamagedDocuments) }
+func TestDoctorFindsDamagedDocuments(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testDoctorFindsDamagedDocuments)
+}
 
 func testDoctorFindsDamagedDocuments(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
@@ -87,6 +90,7 @@ func testDoctorFindsDamagedDocuments(t *testing.T, newTestEnv envMaker) {
 // cannot be written (it was "healthy"), and doctor leaves nothing beside
 // it.
 func TestDoctorReadOnly(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.db = filepath.Join(e.dir, "db", "s.db")
 	if err := os.Mkdir(filepath.Dir(e.db), 0o755); err != nil {
@@ -109,6 +113,7 @@ func TestDoctorReadOnly(t *testing.T) {
 // TestPGDoctorReadOnly: a session whose transactions are read-only cannot
 // write the store, and doctor says so.
 func TestPGDoctorReadOnly(t *testing.T) {
+	t.Parallel()
 	e := newPGEnv(t)
 	e.run("migrate", "up").want(t, 0)
 	e.run("doctor").want(t, 0)

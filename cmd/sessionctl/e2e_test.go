@@ -77,6 +77,7 @@ func execCLI(t *testing.T, bin, db string, args ...string) execResult {
 // concurrent streams of "sessionctl use" processes against one file: the
 // budget must be exact, and every exit status must match its refusal.
 func TestEndToEnd(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	db := filepath.Join(t.TempDir(), "e2e.db")
 	concurrentUses(t, bin, db)
@@ -100,6 +101,7 @@ func TestEndToEnd(t *testing.T) {
 // streams of "sessionctl use" processes on one schema spend the budget
 // exactly, and every refusal has its exit status.
 func TestEndToEndPostgres(t *testing.T) {
+	t.Parallel()
 	db := newPGEnv(t).db
 	bin := buildBinary(t)
 	r := execCLI(t, bin, db, "list")

@@ -36,7 +36,10 @@ func safeForTerminal(s string) (bad rune, ok bool) {
 // TestHumanOutputEscapesControls: stored data with escape sequences, C1
 // controls, bidi overrides, tabs and newlines is printed escaped in every
 // table and line, while --json output carries it exactly.
-func TestHumanOutputEscapesControls(t *testing.T) { bothBackends(t, testHumanOutputEscapesControls) }
+func TestHumanOutputEscapesControls(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testHumanOutputEscapesControls)
+}
 
 func testHumanOutputEscapesControls(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
@@ -121,6 +124,7 @@ func testHumanOutputEscapesControls(t *testing.T, newTestEnv envMaker) {
 // TestTermWriter: the safety net escapes controls but tab and newline,
 // also when a UTF-8 sequence is split between two writes.
 func TestTermWriter(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	w := newTermWriter(&b)
 	c1 := []byte("\u009b")

@@ -11,7 +11,10 @@ import (
 
 // TestCleanupDryRun: cleanup --dry-run lists exactly what cleanup then
 // removes (closed, and expired whether marked or not) and changes nothing.
-func TestCleanupDryRun(t *testing.T) { bothBackends(t, testCleanupDryRun) }
+func TestCleanupDryRun(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testCleanupDryRun)
+}
 
 func testCleanupDryRun(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
@@ -35,7 +38,10 @@ func testCleanupDryRun(t *testing.T, newTestEnv envMaker) {
 // TestExitStatusPerRefusal drives each command into each refusal it can
 // meet and checks the documented status: the one mapping (exitFor)
 // applies to every command, not only to use.
-func TestExitStatusPerRefusal(t *testing.T) { bothBackends(t, testExitStatusPerRefusal) }
+func TestExitStatusPerRefusal(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testExitStatusPerRefusal)
+}
 
 func testExitStatusPerRefusal(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
@@ -114,6 +120,7 @@ func testExitStatusPerRefusal(t *testing.T, newTestEnv envMaker) {
 // TestExitTableIsComplete: every status exitFor can return is documented,
 // once, in order.
 func TestExitTableIsComplete(t *testing.T) {
+	t.Parallel()
 	seen := map[int]bool{}
 	last := -1
 	for _, e := range exitTable {
@@ -135,6 +142,7 @@ func TestExitTableIsComplete(t *testing.T) {
 // a one-line error and writes nothing; reads go on meanwhile (WAL), and
 // the same command succeeds once the lock is released.
 func TestBusyIsExit16(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.fixture()
 	before := e.run("show", "t-active", "--json").want(t, 0).stdout

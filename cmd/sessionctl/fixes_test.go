@@ -19,6 +19,7 @@ import (
 // conversation that does not exist says the conversation is missing, not
 // the session, still with the not-found exit status.
 func TestSettleMissingConversationNamesIt(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.run("create", "--id", "lim", "--agent", "spender", "--tool", "*", "--budget", "9", "--limit", "cost=1USD").want(t, 0)
 	e.run("reserve", "lim", "--cost", "0.5USD", "--request-id", "q").want(t, 0)
@@ -34,6 +35,7 @@ func TestSettleMissingConversationNamesIt(t *testing.T) {
 // TestCloseHelpMatchesExitStatus: close --help states the exit status a
 // second close really has.
 func TestCloseHelpMatchesExitStatus(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.run("create", "--id", "s", "--agent", "a", "--budget", "1").want(t, 0)
 	e.run("close", "s").want(t, 0)
@@ -49,6 +51,7 @@ func TestCloseHelpMatchesExitStatus(t *testing.T) {
 // existing store; on a mistyped --db they say the file is missing and
 // create nothing, like the other commands that do not create a store.
 func TestLimitsRefusesAMissingDatabase(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	for _, args := range [][]string{
 		{"limits", "a"},
@@ -71,6 +74,7 @@ func TestLimitsRefusesAMissingDatabase(t *testing.T) {
 // feed's internal epochs and without repeating itself; it keeps the
 // feed-reset exit status.
 func TestFollowResetIsOneSentence(t *testing.T) {
+	t.Parallel()
 	err := followErr("conversation c1", &store.FeedResetError{Stream: "messages", ID: "c1", Epoch: 1, Current: 2})
 	want := "conversation c1 was rewritten while followed; run the command again to reload it"
 	if err.Error() != want {
@@ -91,6 +95,7 @@ func TestFollowResetIsOneSentence(t *testing.T) {
 // conversation does not have says which run is missing, before printing
 // anything.
 func TestFollowMissingRunNamesIt(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.convFixture()
 	r := e.run("runs", "c1", "--follow", "--run", "nope").want(t, exitNotFound)
@@ -113,6 +118,7 @@ func TestFollowMissingRunNamesIt(t *testing.T) {
 // session); a negative duration, both flags or
 // neither are usage errors; the help shows no default that is not one.
 func TestAuditPruneOlderThanZero(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.run("create", "--id", "s", "--agent", "a", "--tool", "*", "--budget", "9").want(t, 0)
 	e.run("use", "s", "--tool", "x").want(t, 0)
@@ -140,6 +146,7 @@ func TestAuditPruneOlderThanZero(t *testing.T) {
 // that the turn is stale once it has lapsed (its process died), in the
 // table and in --json; list's turn column says stale too.
 func TestShowStaleTurn(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.rtFixture() // r1's turn runs; the store that began it is closed
 	r := e.run("show", "r1").want(t, 0)

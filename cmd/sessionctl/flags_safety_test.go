@@ -15,7 +15,10 @@ import (
 // TestUseToolVerbatim: "read_file " is not read_file. The CLI used to trim
 // the name and charge read_file; now the name reaches the store as given
 // and is refused (exit 2), and nothing is counted.
-func TestUseToolVerbatim(t *testing.T) { bothBackends(t, testUseToolVerbatim) }
+func TestUseToolVerbatim(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testUseToolVerbatim)
+}
 
 func testUseToolVerbatim(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
@@ -45,7 +48,10 @@ func testUseToolVerbatim(t *testing.T, newTestEnv envMaker) {
 // TestDurationsBelowPrecision: durations the store would round (below its
 // millisecond precision, or below the 1s minimum time limit) are usage
 // errors naming the smallest allowed value, and create nothing.
-func TestDurationsBelowPrecision(t *testing.T) { bothBackends(t, testDurationsBelowPrecision) }
+func TestDurationsBelowPrecision(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testDurationsBelowPrecision)
+}
 
 func testDurationsBelowPrecision(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
@@ -78,7 +84,10 @@ func testDurationsBelowPrecision(t *testing.T, newTestEnv envMaker) {
 
 // TestMessagesLastZero: --last 0 prints no message (it printed them all),
 // and --last does not go with --from or --limit (--from was ignored).
-func TestMessagesLastZero(t *testing.T) { bothBackends(t, testMessagesLastZero) }
+func TestMessagesLastZero(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testMessagesLastZero)
+}
 
 func testMessagesLastZero(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)

@@ -203,7 +203,10 @@ func seqRange(from, to int64) []int64 {
 // store on the same database commits, once each and in order, as JSON
 // lines; it ends with exit 0 when its context is cancelled; started again
 // from a position it resumes exactly there; its table form is golden.
-func TestFollow(t *testing.T) { bothBackends(t, testFollow) }
+func TestFollow(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testFollow)
+}
 
 func testFollow(t *testing.T, newTestEnv envMaker) {
 	for _, s := range followStreams {
@@ -270,7 +273,10 @@ func testFollow(t *testing.T, newTestEnv envMaker) {
 // TestFollowEnds: a follow of a missing object exits 3; a deleted one
 // ends the follow with 3; a rewritten history ends it with the feed-reset
 // status.
-func TestFollowEnds(t *testing.T) { bothBackends(t, testFollowEnds) }
+func TestFollowEnds(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testFollowEnds)
+}
 
 func testFollowEnds(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
@@ -322,7 +328,10 @@ func testFollowEnds(t *testing.T, newTestEnv envMaker) {
 // TestFollowOtherProcess: sessionctl messages --follow in another OS
 // process prints what this process appends, in order, once each, and
 // exits 0 on an interrupt.
-func TestFollowOtherProcess(t *testing.T) { bothBackends(t, testFollowOtherProcess) }
+func TestFollowOtherProcess(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testFollowOtherProcess)
+}
 
 func testFollowOtherProcess(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)

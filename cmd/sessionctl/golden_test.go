@@ -25,7 +25,10 @@ func (e *testEnv) fixture() {
 	e.clock.Advance(2 * time.Minute)
 }
 
-func TestGoldenInspect(t *testing.T) { bothBackends(t, testGoldenInspect) }
+func TestGoldenInspect(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testGoldenInspect)
+}
 
 func testGoldenInspect(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
@@ -52,7 +55,10 @@ func testGoldenInspect(t *testing.T, newTestEnv envMaker) {
 }
 
 // TestGoldenUse records every use outcome with its exit status.
-func TestGoldenUse(t *testing.T) { bothBackends(t, testGoldenUse) }
+func TestGoldenUse(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testGoldenUse)
+}
 
 func testGoldenUse(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
@@ -79,6 +85,7 @@ func testGoldenUse(t *testing.T, newTestEnv envMaker) {
 }
 
 func TestGoldenHelp(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	golden(t, "help", e.run("help").want(t, 0).stdout)
 	golden(t, "help_exit", e.run("help", "exit").want(t, 0).stdout)

@@ -18,6 +18,7 @@ import (
 // help of each command that takes it (import's lacked it) and only
 // those; fork, rewind and history name conversations, which they take.
 func TestHelpQuotesTheCode(t *testing.T) {
+	t.Parallel()
 	help := func(cmd string) string {
 		t.Helper()
 		code, out, errs := sctl(t, cmd, "--help")

@@ -53,7 +53,8 @@ func (e *testEnv) bulkConversations(n, m int) {
 // transaction on the env's database: SQLite's WAL has grown by more than
 // the import's first records (the transaction writes it before it
 // commits); PostgreSQL has a session holding a write lock on the messages
-// table of the env's schema.
+// table of the env's schema in the env's database (clones of one template
+// give their tables the same oids, and pg_locks lists every database's).
 func (e *testEnv) importing(t *testing.T) bool {
 	if !e.pg {
 		return fileSize(e.db+"-wal") > walMark()
@@ -72,7 +73,8 @@ func (e *testEnv) importing(t *testing.T) bool {
 		JOIN pg_catalog.pg_class c ON c.oid = l.relation
 		JOIN pg_catalog.pg_namespace s ON s.oid = c.relnamespace
 		JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
-		WHERE s.nspname = $1 AND c.relname = 'conversation_messages' AND l.mode = 'RowExclusiveLock'
+		WHERE l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
+		AND s.nspname = $1 AND c.relname = 'conversation_messages' AND l.mode = 'RowExclusiveLock'
 		AND a.xact_start < now() - interval '300 milliseconds'`, u.Query().Get("search_path")).Scan(&n)
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +92,7 @@ func walMark() int64 {
 }
 
 func TestImportKilled(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("volume: an import of thousands of conversations killed mid-way; skipped by -short (go test and ./test.sh run it)")
 	}

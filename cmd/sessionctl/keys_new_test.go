@@ -13,6 +13,7 @@ import (
 // that --key-file then takes, never overwrites one, and refuses bad
 // input with exit 2, writing nothing.
 func TestKeysNew(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	kf := filepath.Join(dir, "kek")
 	code, out, errs := sctl(t, "keys", "new", kf)

@@ -135,6 +135,7 @@ func peakRSS(t *testing.T, bin string, args ...string) int64 {
 }
 
 func TestStreamingMemory(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("SESSIONCTL_MEMTEST") == "" {
 		t.Skip("opt-in: SESSIONCTL_MEMTEST=1 (builds a database of a few hundred MiB)")
 	}

@@ -12,6 +12,7 @@ import (
 // maintenance commands say so and create nothing; a password in the URL is
 // never printed.
 func TestPGMissingStore(t *testing.T) {
+	t.Parallel()
 	e := newPGEnv(t)
 	u, err := url.Parse(e.db)
 	if err != nil {
@@ -53,6 +54,7 @@ func TestPGMissingStore(t *testing.T) {
 // TestPGMaintenance: stats, doctor, migrate, cleanup on PostgreSQL, and
 // the SQLite-only operations refused with exit status 1.
 func TestPGMaintenance(t *testing.T) {
+	t.Parallel()
 	e := newPGEnv(t)
 	r := e.run("migrate", "up").want(t, 0)
 	if !strings.HasPrefix(r.stdout, "created postgres") || !strings.Contains(r.stdout, " at schema version ") {
@@ -130,6 +132,7 @@ func TestPGMaintenance(t *testing.T) {
 // TestPGDoctorFindsDamage: rows that bypassed a foreign key, a foreign key
 // added NOT VALID, an invalid index and a newer schema make doctor fail.
 func TestPGDoctorFindsDamage(t *testing.T) {
+	t.Parallel()
 	e := newPGEnv(t)
 	e.run("create", "--id", "s", "--agent", "a", "--budget", "1").want(t, 0)
 	// As replication does, skip the foreign-key triggers for one insert.

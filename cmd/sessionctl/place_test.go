@@ -15,6 +15,7 @@ import (
 )
 
 func TestMissingDirectory(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.db = filepath.Join(e.dir, "missing", "s.db")
 	for _, args := range [][]string{
@@ -61,6 +62,7 @@ func chattr(t *testing.T, flag, path string) {
 // database in an immutable directory, fail with a read-only error and
 // leave the directory as it was: no -wal, -shm or -writer.lock.
 func TestImmutableDatabase(t *testing.T) {
+	t.Parallel()
 	for _, target := range []string{"file", "dir"} {
 		t.Run(target, func(t *testing.T) {
 			e := newTestEnv(t)

@@ -91,6 +91,7 @@ next:
 // cut to progressWidth, cleared once; a nil progress does nothing; it is
 // never started when stderr is not a terminal.
 func TestProgressUnit(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	p := &progress{w: &buf, every: time.Hour}
 	p.show("phase %d", 1)
@@ -153,6 +154,7 @@ func TestProgressUnit(t *testing.T) {
 // done on a terminal, cleared before the summary; the summary is the same
 // as without a terminal, and without one stderr stays empty.
 func TestProgressImport(t *testing.T) {
+	t.Parallel()
 	src := newTestEnv(t)
 	src.fixture()
 	src.convFixture()
@@ -202,6 +204,7 @@ func TestProgressImport(t *testing.T) {
 // is drawn when the document itself goes to a terminal, nor on a
 // non-terminal stderr.
 func TestProgressExport(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.fixture()
 	e.convFixture()
@@ -255,6 +258,7 @@ func TestProgressExport(t *testing.T) {
 // the idle agent sessions, the checkpoint) and what they did; its output
 // is the same with and without a terminal.
 func TestProgressGC(t *testing.T) {
+	t.Parallel()
 	envs := func() (*testEnv, *testEnv) {
 		a, b := newTestEnv(t), newTestEnv(t)
 		for _, e := range []*testEnv{a, b} {
@@ -305,6 +309,7 @@ func TestProgressGC(t *testing.T) {
 // copied of the total; its summary is the same with and without a
 // terminal.
 func TestProgressBackup(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.fixture()
 	e.convFixture()

@@ -154,6 +154,7 @@ func trimLines(lines []string) []string {
 }
 
 func TestREADMETranscriptMatching(t *testing.T) {
+	t.Parallel()
 	const u1, u2 = "ee638fbb-6733-44f2-92e0-92ef694e7960", "40152c26-3bde-4c10-a05a-4e875a062164"
 	const g1, g2 = "11111111-2222-4333-8444-555555555555", "66666666-7777-4888-9999-aaaaaaaaaaaa"
 	for _, c := range []struct {

@@ -360,6 +360,7 @@ func TestDocTranscriptsFailOnDrift(t *testing.T) {
 // names every command of the binary, in its groups and order, and there
 // is at least one.
 func TestDocCommandList(t *testing.T) {
+	t.Parallel()
 	var want [][]string
 	group := ""
 	for _, c := range commands() {

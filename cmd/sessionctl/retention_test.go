@@ -13,6 +13,7 @@ import (
 // what each of the demo's policies would remove, per facet, and changes
 // nothing; docs/retention.md shows this output (and runs it).
 func TestSweepDryRunOnDemo(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.run("demo").want(t, 0)
 	before := fileState(t, e.db)
@@ -28,7 +29,10 @@ func TestSweepDryRunOnDemo(t *testing.T) {
 
 // TestRetentionCommands: retention set/show/remove, hold and release,
 // and sweep remove what is due, keep what is held, and log the sweep.
-func TestRetentionCommands(t *testing.T) { bothBackends(t, testRetentionCommands) }
+func TestRetentionCommands(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testRetentionCommands)
+}
 
 func testRetentionCommands(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
@@ -91,6 +95,7 @@ func testRetentionCommands(t *testing.T, newTestEnv envMaker) {
 // a usage error points to "sessionctl hold --help" (it named "hold add",
 // which does not exist).
 func TestHoldSeveralIDs(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.run("migrate", "up").want(t, 0)
 	if r := e.run("hold", "conversations", "c1", "c2", "--reason", "legal").want(t, 0); r.stdout != "held conversations c1\nheld conversations c2\n" {

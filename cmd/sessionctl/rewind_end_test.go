@@ -13,6 +13,7 @@ import (
 // agent sessions and fork --at; at its last message it supersedes
 // nothing.
 func TestRewindConversationPastItsEnd(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	st := e.openStore()
 	c := store.NewConversation("conv")

@@ -88,6 +88,7 @@ func (e *testEnv) fullFixture() {
 // imports it into empty databases, one after the other (each hop exports
 // the previous import), and compares the logical dumps.
 func TestRoundTripEveryFacet(t *testing.T) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) { roundTrip(t, newTestEnv, newTestEnv) })
 	t.Run("postgres", func(t *testing.T) { roundTrip(t, newPGEnv, newPGEnv) })
 	t.Run("sqlite_postgres_sqlite", func(t *testing.T) { roundTrip(t, newTestEnv, newPGEnv, newTestEnv) })
@@ -137,6 +138,7 @@ func boolIndex(b bool) int {
 
 // TestDumpCoversEveryFacet: the round-trip comparison leaves no facet out.
 func TestDumpCoversEveryFacet(t *testing.T) {
+	t.Parallel()
 	for _, f := range facet.All() {
 		if dumpers[f.Name] == nil {
 			t.Errorf("facet %s has no dumper in dump_test.go", f.Name)

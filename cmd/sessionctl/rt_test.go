@@ -55,7 +55,10 @@ func (e *testEnv) rtFixture() {
 	}
 }
 
-func TestGoldenRuntime(t *testing.T) { bothBackends(t, testGoldenRuntime) }
+func TestGoldenRuntime(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testGoldenRuntime)
+}
 
 func testGoldenRuntime(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
@@ -81,7 +84,10 @@ func testGoldenRuntime(t *testing.T, newTestEnv envMaker) {
 	}
 }
 
-func TestRuntimeCommands(t *testing.T) { bothBackends(t, testRuntimeCommands) }
+func TestRuntimeCommands(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testRuntimeCommands)
+}
 
 func testRuntimeCommands(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
@@ -117,7 +123,10 @@ func testRuntimeCommands(t *testing.T, newTestEnv envMaker) {
 	}
 }
 
-func TestExportImportRuntime(t *testing.T) { bothBackends(t, testExportImportRuntime) }
+func TestExportImportRuntime(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testExportImportRuntime)
+}
 
 func testExportImportRuntime(t *testing.T, newTestEnv envMaker) {
 	src := newTestEnv(t)

@@ -9,7 +9,10 @@ import (
 	"github.com/agentstore/sessionstore/store"
 )
 
-func TestSearchCommand(t *testing.T) { bothBackends(t, testSearchCommand) }
+func TestSearchCommand(t *testing.T) {
+	t.Parallel()
+	bothBackends(t, testSearchCommand)
+}
 
 func testSearchCommand(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)

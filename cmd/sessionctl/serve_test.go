@@ -11,6 +11,7 @@ import (
 )
 
 func TestServeRefusesAnOpenAddressWithoutCredentials(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.run("create", "--id", "s1", "--agent", "a", "--budget", "3").want(t, exitOK)
 	r := e.run("serve", "--addr", "0.0.0.0:0")

@@ -12,6 +12,7 @@ import (
 // owns no row is said to be unknown (exit 3, with the near name), while
 // create may start a new tenant.
 func TestTenantsListsTenantsWithCounts(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "s.db")
 	if code, out, _ := sctl(t, "--db", db, "create", "--agent", "a", "--tool", "x", "--budget", "3"); code != 0 {
 		t.Fatal(out)

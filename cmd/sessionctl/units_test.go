@@ -16,6 +16,7 @@ import (
 // audit trail's details as exact decimals with their currency, never
 // micro-units; a lifetime window without the Unix epoch as its start.
 func TestUnitsInJSONAndTables(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.run("create", "--id", "s1", "--agent", "a", "--tool", "x", "--budget", "5", "--rate-limit", "2", "--rate-window", "1m").want(t, 0)
 	e.run("limits", "a", "--limit", "cost=1USD").want(t, 0)
@@ -97,6 +98,7 @@ func TestUnitsInJSONAndTables(t *testing.T) {
 // and exits 14 whatever the command, doctor included; a long argument is
 // echoed cut to a readable length with its whole length stated.
 func TestErrorWording(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	e.run("create", "--id", "s1", "--agent", "a", "--tool", "x", "--budget", "5").want(t, 0)
 	e.run("retention", "set", "conversations_idle", "-5h").want(t, exitUsage).oneLineErr(t, "-5h: a negative value is refused")
@@ -149,6 +151,7 @@ func TestErrorWording(t *testing.T) {
 // wrote (\u003cb\u003e for <b>) reads in messages as the characters it
 // holds.
 func TestToolInputReadsAsItsCharacters(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t)
 	st := e.openStore()
 	ctx := context.Background()
