@@ -22,22 +22,7 @@ import (
 //	cd adk && go test -run '^$' -bench TurnGet -benchtime 2000x -benchmem -cpuprofile get.prof
 func BenchmarkTurnGet(b *testing.B) {
 	ctx := context.Background()
-	sub := benchkit.Dir(b)
-	seed, err := openAdapter(ctx, sub, "OFF")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := benchkit.SeedTurn(ctx, seed); err != nil {
-		b.Fatal(err)
-	}
-	for turn := range 100 { // the session a runner reads at the comparison's last turns
-		if _, err := benchkit.Turn(ctx, seed, "t0", benchkit.TurnEvents, turn); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := seed.Close(); err != nil {
-		b.Fatal(err)
-	}
+	sub := seedTurnSession(b)
 	t, err := openAdapterNoCache(ctx, sub, "NORMAL")
 	if err != nil {
 		b.Fatal(err)
@@ -67,22 +52,7 @@ func BenchmarkTurnGet(b *testing.B) {
 //	cd adk && go test -run '^$' -bench TurnGetAfterWrite -benchtime 1000x -benchmem -cpuprofile get.prof
 func BenchmarkTurnGetAfterWrite(b *testing.B) {
 	ctx := context.Background()
-	sub := benchkit.Dir(b)
-	seed, err := openAdapter(ctx, sub, "OFF")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := benchkit.SeedTurn(ctx, seed); err != nil {
-		b.Fatal(err)
-	}
-	for turn := range 100 {
-		if _, err := benchkit.Turn(ctx, seed, "t0", benchkit.TurnEvents, turn); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := seed.Close(); err != nil {
-		b.Fatal(err)
-	}
+	sub := seedTurnSession(b)
 	st, err := sqlstore.Open(ctx, filepath.Join(sub, "sessions.db"), syncOption("NORMAL"))
 	if err != nil {
 		b.Fatal(err)
@@ -108,4 +78,29 @@ func BenchmarkTurnGetAfterWrite(b *testing.B) {
 			b.Fatalf("read %d events, want %d", n, want)
 		}
 	}
+}
+
+// seedTurnSession writes the runner turn's store in a directory of its
+// own and returns the directory: the comparison's seeded session of 200
+// events among 20,000 others', and 100 turns' 200 more (the session a
+// runner reads at the comparison's last turns).
+func seedTurnSession(b *testing.B) string {
+	ctx := context.Background()
+	sub := benchkit.Dir(b)
+	seed, err := openAdapter(ctx, sub, "OFF")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := benchkit.SeedTurn(ctx, seed); err != nil {
+		b.Fatal(err)
+	}
+	for turn := range 100 {
+		if _, err := benchkit.Turn(ctx, seed, "t0", benchkit.TurnEvents, turn); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := seed.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return sub
 }
