@@ -29,7 +29,9 @@ import (
 // internal/adkdbbench/adkworker), in alternating rounds on the same file
 // system. Each sub-benchmark reports the medians over the rounds of each
 // side's operations per second, the medians of the per-round ratios
-// (ours ÷ ADK) and the machine's load average. The read workloads also
+// (ours ÷ ADK), each side's process CPU time per operation (background
+// work and Close included: benchkit.Result.CPUSeconds) and the machine's
+// load average. The read workloads also
 // run on the service without its read cache (via=adapter-nocache,
 // ratio-nocache), and report the uncached adapter's time over the
 // facet's (nocache÷facet-time: the adapter's own cost, decoding):
@@ -68,7 +70,7 @@ func BenchmarkVsADK(b *testing.B) {
 				// cache (via=adapter-nocache): the cost of reading and
 				// decoding what changed, against the facet's.
 				reads := strings.HasPrefix(w.Name, "get/") || strings.HasPrefix(w.Name, "list/")
-				var ad, fa, ak, an, rAd, rFa, rAn, over []float64
+				var ad, fa, ak, an, rAd, rFa, rAn, over, cAd, cAk []float64
 				for r := range rounds {
 					var resA, resF, resK, resN benchkit.Result
 					var err error
@@ -104,6 +106,7 @@ func BenchmarkVsADK(b *testing.B) {
 					}
 					ad, fa, ak = append(ad, resA.PerSecond()), append(fa, resF.PerSecond()), append(ak, resK.PerSecond())
 					rAd, rFa = append(rAd, resA.PerSecond()/resK.PerSecond()), append(rFa, resF.PerSecond()/resK.PerSecond())
+					cAd, cAk = append(cAd, resA.CPUPerOp()), append(cAk, resK.CPUPerOp())
 					b.Logf("round %d: adapter %.0f/s, facet %.0f/s, adk %.0f/s: ratio %.2f (adapter), %.2f (facet)",
 						r+1, resA.PerSecond(), resF.PerSecond(), resK.PerSecond(), rAd[r], rFa[r])
 					if reads {
@@ -121,6 +124,13 @@ func BenchmarkVsADK(b *testing.B) {
 				b.ReportMetric(benchkit.Median(ak), "adk-ops/s")
 				b.ReportMetric(benchkit.Median(rAd), "ratio-adapter")
 				b.ReportMetric(benchkit.Median(rFa), "ratio-facet")
+				// CPU per operation of each side's process: where a side
+				// waits on nothing (NORMAL, one writer), its time is its
+				// CPU, and ADK's CPU ÷ ours bounds the ratio.
+				if benchkit.Median(cAd) > 0 && benchkit.Median(cAk) > 0 {
+					b.ReportMetric(benchkit.Median(cAd), "adapter-cpu-µs/op")
+					b.ReportMetric(benchkit.Median(cAk), "adk-cpu-µs/op")
+				}
 				if reads {
 					b.ReportMetric(benchkit.Median(an), "nocache-ops/s")
 					b.ReportMetric(benchkit.Median(rAn), "ratio-nocache")

@@ -129,7 +129,7 @@ var createSeq atomic.Int64
 func runCreate(ctx context.Context, t Target, d time.Duration) (int, time.Duration, error) {
 	n := 0
 	prefix := fmt.Sprintf("c%d-", createSeq.Add(1))
-	start := time.Now()
+	start := begin(ctx)
 	for deadline := start.Add(d); time.Now().Before(deadline); n++ {
 		if err := t.Create(ctx, benchApp, userU, prefix+strconv.Itoa(n), nil); err != nil {
 			return n, 0, err
@@ -154,7 +154,7 @@ func runAppendWriters(writers int) func(context.Context, Target, time.Duration) 
 			}
 			handles[i] = h
 		}
-		start := time.Now()
+		start := begin(ctx)
 		deadline := start.Add(d)
 		var total atomic.Int64
 		var firstErr error
@@ -224,7 +224,7 @@ func runAppendHistory(h int) func(context.Context, Target, time.Duration) (int, 
 		}
 		step := historyStep(h)
 		n := 0
-		start := time.Now()
+		start := begin(ctx)
 		for deadline := start.Add(d); n < historyCapacity && time.Now().Before(deadline); n++ {
 			if err := t.Append(ctx, handles[n/step], Event(h+n%step)); err != nil {
 				return n, 0, err
@@ -258,7 +258,7 @@ func seedEvents(ctx context.Context, t Target) error {
 func runGet(recent, want int) func(context.Context, Target, time.Duration) (int, time.Duration, error) {
 	return func(ctx context.Context, t Target, d time.Duration) (int, time.Duration, error) {
 		n := 0
-		start := time.Now()
+		start := begin(ctx)
 		for deadline := start.Add(d); time.Now().Before(deadline); n++ {
 			got, err := t.Get(ctx, benchApp, userU, "e0", recent)
 			if err != nil {
@@ -291,7 +291,7 @@ func seedSessions(ctx context.Context, t Target) error {
 func runList(user string, want int) func(context.Context, Target, time.Duration) (int, time.Duration, error) {
 	return func(ctx context.Context, t Target, d time.Duration) (int, time.Duration, error) {
 		n := 0
-		start := time.Now()
+		start := begin(ctx)
 		for deadline := start.Add(d); time.Now().Before(deadline); n++ {
 			got, err := t.List(ctx, benchApp, user)
 			if err != nil {
@@ -348,7 +348,22 @@ func (tp *Templates) template(ctx context.Context, w Workload) (string, error) {
 type Result struct {
 	Ops     int     `json:"ops"`
 	Seconds float64 `json:"seconds"`
-	Error   string  `json:"error,omitempty"`
+	// CPUSeconds is the process's CPU time (user and system, every
+	// goroutine) from the start of the round's timed part to the end of
+	// the target's Close: the work the operations caused, also what a
+	// store does for them in the background or at close (0 where unknown,
+	// and for turn/get, whose timed part is the reads within the turns).
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// CPUPerOp is the round's CPU time per operation, in microseconds (0 when
+// unknown).
+func (r Result) CPUPerOp() float64 {
+	if r.Ops <= 0 {
+		return 0
+	}
+	return r.CPUSeconds * 1e6 / float64(r.Ops)
 }
 
 // PerSecond is the round's throughput.
@@ -401,14 +416,19 @@ func (tp *Templates) RoundOn(ctx context.Context, open Opener, w Workload, sync 
 	if err != nil {
 		return Result{}, err
 	}
-	n, elapsed, err := w.run(ctx, t, d)
+	rec := &cpuMark{}
+	n, elapsed, err := w.run(context.WithValue(ctx, cpuMarkKey{}, rec), t, d)
 	if cerr := t.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("%s: %w", w.Name, err)
 	}
-	return Result{Ops: n, Seconds: elapsed.Seconds()}, nil
+	res := Result{Ops: n, Seconds: elapsed.Seconds()}
+	if rec.set {
+		res.CPUSeconds = (processCPU() - rec.at).Seconds()
+	}
+	return res, nil
 }
 
 func copyDir(from, to string) error {

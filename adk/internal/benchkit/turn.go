@@ -102,6 +102,9 @@ func seedTurn(ctx context.Context, t Target) error {
 func runTurn(getOnly bool) func(context.Context, Target, time.Duration) (int, time.Duration, error) {
 	return func(ctx context.Context, t Target, _ time.Duration) (int, time.Duration, error) {
 		var timed time.Duration
+		if !getOnly {
+			begin(ctx) // the turns are timed back to back: their CPU is the round's
+		}
 		for turn := range TurnCount {
 			start := time.Now()
 			read, err := Turn(ctx, t, "t0", TurnEvents, turn)
