@@ -22,14 +22,28 @@ type Options struct {
 // decoded events, some tens of MiB for events of about 1 KiB.
 const DefaultReadCacheEvents = 10_000
 
-// readCache keeps the decoded results of recent Get and List calls, each
-// with the store's change stamp (store.ChangeStamper) taken before it was
-// read, and hands a result out again only while the stamp is unchanged:
-// while nothing at all has been committed to the database, by any store
-// or process. Any commit makes every entry stale (they are read afresh);
-// the point is the repeated read of an unchanged session or listing, which
-// otherwise decodes every event again. A store without change stamps
-// (PostgreSQL, OpenDB) is read every time.
+// readCache keeps the decoded results of recent Get and List calls.
+//
+// A whole session (a Get without NumRecentEvents or After) is kept with
+// the stamp of its event log (store.LogStamp): the next Get of it asks the
+// store, in one read snapshot, for the session's state and version and
+// only the events after those it holds (GetAgentSessionRequest.Continue),
+// which the store grants only while it can tell that nothing but appends
+// happened to the log since (a rewind, a delete and create again, by any
+// store or process, make it read the whole log). An append through the
+// service extends the kept session when the store reports it appended to
+// the same log right after the events kept (AppendEventResult.Log and the
+// event's position), so that the Get after a runner's own appends reads
+// the session row and its state, and no event. Decoding every event again
+// is what this saves.
+//
+// Every result is also kept with the store's change stamp
+// (store.ChangeStamper) taken before it was read, and handed out again
+// without asking the store while that stamp is unchanged: while nothing
+// at all has been committed to the database, by any store or process.
+// Windows of events (NumRecentEvents, After) and listings are served only
+// this way. A store without change stamps (PostgreSQL, OpenDB) is asked
+// every time: for whole sessions, for their new events only.
 //
 // A result handed out shares its decoded events with the cache and with
 // other handles (as ADK's in-memory service shares them between Gets);
@@ -58,7 +72,14 @@ type listKey struct{ app, user string }
 
 // cachedSession is a session as read: everything a handle is built from.
 type cachedSession struct {
+	// stamp is the change stamp taken before the read, when stamped: the
+	// entry may be served without asking the store while it holds.
 	stamp     uint64
+	stamped   bool
+	// log is the stamp of the log whose first len(events) events are
+	// events (zero for a window of events): the next read of the whole
+	// session continues after them.
+	log       store.LogStamp
 	key       store.SessionKey
 	version   int64
 	updatedAt time.Time
@@ -92,24 +113,50 @@ func (s *Service) stamp(ctx context.Context) (uint64, bool) {
 	return v, err == nil
 }
 
-func (c *readCache) get(k getKey, stamp uint64) *cachedSession {
+// get returns the entry of k, if any (whether it may be served as it
+// is is the caller's to decide).
+func (c *readCache) get(k getKey) *cachedSession {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e := c.gets[k]; e != nil && e.stamp == stamp {
-		return e
-	}
-	return nil
+	return c.gets[k]
 }
 
+// putGet keeps e as the entry of k.
 func (c *readCache) putGet(k getKey, e *cachedSession) {
-	if len(e.events) > c.maxEvents {
-		return
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.putGetLocked(k, e)
+}
+
+// replaceGet keeps e as the entry of k if k's entry is still old (nil:
+// none); an entry put meanwhile stays.
+func (c *readCache) replaceGet(k getKey, old, e *cachedSession) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gets[k] == old {
+		c.putGetLocked(k, e)
 	}
+}
+
+// dropGet forgets the entry of k.
+func (c *readCache) dropGet(k getKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old := c.gets[k]; old != nil {
 		c.events -= len(old.events)
 		delete(c.gets, k)
+	}
+}
+
+// putGetLocked is putGet with c.mu held. An entry larger than the whole
+// budget is not kept, and k's older entry goes.
+func (c *readCache) putGetLocked(k getKey, e *cachedSession) {
+	if old := c.gets[k]; old != nil {
+		c.events -= len(old.events)
+		delete(c.gets, k)
+	}
+	if len(e.events) > c.maxEvents {
+		return
 	}
 	for k2, old := range c.gets { // make room: any entries
 		if c.events+len(e.events) <= c.maxEvents && len(c.gets) < maxCachedGets {
@@ -153,13 +200,69 @@ func (c *readCache) putList(k listKey, e *cachedList) {
 	c.listed += len(e.sessions)
 }
 
-// snapshot records a freshly read handle for the cache.
-func snapshot(stamp uint64, h *Session) *cachedSession {
+// snapshot records a freshly read handle for the cache, with the change
+// stamp taken before the read (when stamped).
+func snapshot(stamp uint64, stamped bool, h *Session) *cachedSession {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.stateShared = true // the cache keeps this map: the handle copies it on write
-	return &cachedSession{stamp: stamp, key: h.key, version: h.version, updatedAt: h.updatedAt,
+	return &cachedSession{stamp: stamp, stamped: stamped, key: h.key, version: h.version, updatedAt: h.updatedAt,
 		state: h.state, events: h.events[:len(h.events):len(h.events)]}
+}
+
+// fresh reports whether e may be served without asking the store: the
+// change stamp taken now (ok: there is one) is the one e was read under.
+func (e *cachedSession) fresh(stamp uint64, ok bool) bool {
+	return ok && e.stamped && e.stamp == stamp
+}
+
+// extended builds the handle of a continued read (got.Continued): the
+// events e holds followed by the ones read after them, with the state
+// and version read.
+func (e *cachedSession) extended(got store.AgentSession) (*Session, error) {
+	state, err := decodeState(got.State)
+	if err != nil {
+		return nil, err
+	}
+	h := &Session{key: got.Key, version: got.Version, updatedAt: got.UpdatedAt, state: state, events: e.events}
+	if len(got.Events) > 0 {
+		n := len(e.events)
+		h.events = make([]*session.Event, n+len(got.Events))
+		copy(h.events, e.events)
+		if err := decodeEvents(got.Events, h.events[n:]); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// appended extends the cached whole session of key with an event the
+// service appended (data, as stored), when the store reports that it
+// went into the log the entry holds, right after its events (res.Log and
+// res.Event.Seq); the first event of a log starts an entry. Otherwise the
+// entry is left as it is: the next Get continues from it, or reads the
+// whole log. The entry is not served without asking the store (its state
+// is not kept: the next Get reads it).
+func (c *readCache) appended(key store.SessionKey, res store.AppendEventResult, data []byte) {
+	if res.Replayed || res.Log.IsZero() || res.Event.Seq < 1 {
+		return
+	}
+	k := getKey{key: key}
+	old := c.get(k)
+	var prefix []*session.Event
+	switch {
+	case old != nil && old.log == res.Log && int64(len(old.events)) == res.Event.Seq-1:
+		prefix = old.events
+	case res.Event.Seq == 1:
+	default:
+		return
+	}
+	events := make([]*session.Event, len(prefix)+1)
+	copy(events, prefix)
+	if err := readEvents([]store.AgentEvent{{Data: data}}, events[len(prefix):], 0, 1); err != nil {
+		return // not kept: the next Get reads it and reports the trouble
+	}
+	c.replaceGet(k, old, &cachedSession{log: res.Log, key: key, version: res.Version, updatedAt: res.UpdatedAt, events: events})
 }
 
 // handle returns a new handle on a cached session.
