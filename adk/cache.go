@@ -74,8 +74,8 @@ type listKey struct{ app, user string }
 type cachedSession struct {
 	// stamp is the change stamp taken before the read, when stamped: the
 	// entry may be served without asking the store while it holds.
-	stamp     uint64
-	stamped   bool
+	stamp   uint64
+	stamped bool
 	// log is the stamp of the log whose first len(events) events are
 	// events (zero for a window of events): the next read of the whole
 	// session continues after them.
