@@ -209,11 +209,19 @@ func TestIncrementalGetIsExact(t *testing.T) {
 	if _, err := oas.Rewind(ctx, store.RewindRequest{Key: key, To: 3}); err != nil {
 		t.Fatal(err)
 	}
-	checkAgainstFresh(t, "rewound", svc, fresh, "s")
+	appendFrom(other, getSession(t, other, "app", "u", "s", 0), "e", 3, 7) // e3.. again, other content
+	h2 := checkAgainstFresh(t, "rewound and grown back past the length held", svc, fresh, "s")
 	if err := svc.AppendEvent(ctx, h, textEvent("late", "behind", nil)); !errors.Is(err, adk.ErrStaleSession) {
 		t.Fatalf("append through a handle read before the rewind: %v", err)
 	}
-	appendFrom(other, getSession(t, other, "app", "u", "s", 0), "e", 3, 7) // e3.. again, other content
+	if _, err := oas.Rewind(ctx, store.RewindRequest{Key: key, To: 5}); err != nil {
+		t.Fatal(err)
+	}
+	checkAgainstFresh(t, "rewound", svc, fresh, "s")
+	if err := svc.AppendEvent(ctx, h2, textEvent("late", "behind", nil)); !errors.Is(err, adk.ErrStaleSession) {
+		t.Fatalf("append through a handle read before the second rewind: %v", err)
+	}
+	appendFrom(other, getSession(t, other, "app", "u", "s", 0), "e", 5, 2)
 	h = checkAgainstFresh(t, "rewound and grown back", svc, fresh, "s")
 	appendTo(svc, h, "own", 2)
 	checkAgainstFresh(t, "own appends after the rewind", svc, fresh, "s")

@@ -50,9 +50,11 @@ func Open(ctx context.Context, path string, opts ...sqlstore.Option) (*Service, 
 // store's other facets (governed sessions, for example). The caller keeps
 // ownership of st: Close does not close it.
 //
-// Repeated reads of what has not changed are served from a read cache of
-// decoded sessions and listings, validated by the store's change stamp
-// (see Options and store.ChangeStamper; SQLite stores opened with
+// The service keeps the sessions and listings it decoded (see Options): a
+// Get of a whole session decodes only the events appended since (see
+// store.GetAgentSessionRequest.Continue), and repeated reads of what has
+// not changed are served without a read while the store's change stamp
+// shows no commit (store.ChangeStamper; SQLite stores opened with
 // sqlstore.Open have one).
 func New(st store.Store) *Service { return NewWithOptions(st, Options{}) }
 
