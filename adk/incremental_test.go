@@ -174,12 +174,19 @@ func TestGetAfterAppendsReadsOnlyNewEvents(t *testing.T) {
 func TestIncrementalGetIsExact(t *testing.T) {
 	ctx := context.Background()
 	svc, path := openService(t)
-	fresh := openUncached(t, path)
 	other, err := adk.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer other.Close()
+	testIncrementalExact(t, svc, other, openUncached(t, path))
+}
+
+// testIncrementalExact is TestIncrementalGetIsExact on three services of
+// one database: svc (with its cache) is checked against fresh (without)
+// while other changes the session.
+func testIncrementalExact(t *testing.T, svc, other, fresh *adk.Service) {
+	ctx := context.Background()
 	oas := other.Store().AgentSessions()
 	key := store.SessionKey{App: "app", User: "u", Session: "s"}
 	created, err := svc.Create(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s", State: map[string]any{"k": "v"}})
