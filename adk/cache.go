@@ -121,13 +121,6 @@ func (c *readCache) get(k getKey) *cachedSession {
 	return c.gets[k]
 }
 
-// putGet keeps e as the entry of k.
-func (c *readCache) putGet(k getKey, e *cachedSession) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.putGetLocked(k, e)
-}
-
 // replaceGet keeps e as the entry of k if k's entry is still old (nil:
 // none); an entry put meanwhile stays.
 func (c *readCache) replaceGet(k getKey, old, e *cachedSession) {
@@ -148,8 +141,8 @@ func (c *readCache) dropGet(k getKey) {
 	}
 }
 
-// putGetLocked is putGet with c.mu held. An entry larger than the whole
-// budget is not kept, and k's older entry goes.
+// putGetLocked keeps e as the entry of k; c.mu is held. An entry larger
+// than the whole budget is not kept, and k's older entry goes.
 func (c *readCache) putGetLocked(k getKey, e *cachedSession) {
 	if old := c.gets[k]; old != nil {
 		c.events -= len(old.events)
