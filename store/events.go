@@ -66,7 +66,8 @@ type AgentSession struct {
 	// it; "" for a plaintext session). It is a random id, not a secret.
 	DataKeyID string `json:"-"`
 	// Log is the stamp of the session's event log (see LogStamp).
-	// GetSession fills it; it is zero elsewhere.
+	// GetSession fills it, and so does Rewind, which returns the session
+	// as GetSession reads it; the other calls leave it zero.
 	Log LogStamp `json:"-"`
 	// Continued is true when GetSession honoured
 	// GetAgentSessionRequest.Continue: Events then holds only the events
