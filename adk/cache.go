@@ -85,6 +85,13 @@ type cachedSession struct {
 	updatedAt time.Time
 	state     map[string]any   // never written: handles copy it on write
 	events    []*session.Event // len == cap: handles' appends reallocate
+	// buf is the array events begins, with room for more; grows is true
+	// while this entry may write buf past its events (guarded by
+	// readCache.mu): an entry made of events written there takes the
+	// right over, so that it is never used twice and extending a kept
+	// session by an event copies no other.
+	buf   []*session.Event
+	grows bool
 }
 
 type cachedList struct {
@@ -199,8 +206,9 @@ func snapshot(stamp uint64, stamped bool, h *Session) *cachedSession {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.stateShared = true // the cache keeps this map: the handle copies it on write
+	events := h.events[:len(h.events):len(h.events)]
 	return &cachedSession{stamp: stamp, stamped: stamped, key: h.key, version: h.version, updatedAt: h.updatedAt,
-		state: h.state, events: h.events[:len(h.events):len(h.events)]}
+		state: h.state, events: events, buf: events, grows: true}
 }
 
 // fresh reports whether e may be served without asking the store: the
@@ -209,24 +217,50 @@ func (e *cachedSession) fresh(stamp uint64, ok bool) bool {
 	return ok && e.stamped && e.stamp == stamp
 }
 
-// extended builds the handle of a continued read (got.Continued): the
-// events e holds followed by the ones read after them, with the state
-// and version read.
-func (e *cachedSession) extended(got store.AgentSession) (*Session, error) {
+// grow returns the events of prev, k's entry when it was read, followed
+// by tail, and the array they begin: prev's own when prev is still k's
+// entry, may grow (it then no longer may: the entry made of the result
+// does) and has room; else a new one with room to grow.
+func (c *readCache) grow(k getKey, prev *cachedSession, tail []*session.Event) (events, buf []*session.Event) {
+	n := len(prev.events)
+	m := n + len(tail)
+	c.mu.Lock()
+	if c.gets[k] == prev && prev.grows && m <= cap(prev.buf) {
+		prev.grows = false
+		buf = prev.buf[:m]
+		copy(buf[n:], tail) // beyond every slice of it handed out
+		c.mu.Unlock()
+		return buf[:m:m], buf
+	}
+	c.mu.Unlock()
+	buf = make([]*session.Event, m, max(2*m, 16))
+	copy(buf, prev.events)
+	copy(buf[n:], tail)
+	return buf[:m:m], buf
+}
+
+// continued builds the handle of a continued read of the whole session
+// k (got.Continued) from prev, the entry it continued: prev's events
+// followed by the ones read after them, with the state and version read;
+// and keeps it, with the change stamp taken before the read (stamped:
+// there is one).
+func (c *readCache) continued(k getKey, prev *cachedSession, got store.AgentSession, stamp uint64, stamped bool) (*Session, error) {
 	state, err := decodeState(got.State)
 	if err != nil {
 		return nil, err
 	}
-	h := &Session{key: got.Key, version: got.Version, updatedAt: got.UpdatedAt, state: state, events: e.events}
-	if len(got.Events) > 0 {
-		n := len(e.events)
-		h.events = make([]*session.Event, n+len(got.Events))
-		copy(h.events, e.events)
-		if err := decodeEvents(got.Events, h.events[n:]); err != nil {
-			return nil, err
-		}
+	tail := make([]*session.Event, len(got.Events))
+	if err := decodeEvents(got.Events, tail); err != nil {
+		return nil, err
 	}
-	return h, nil
+	events, buf := c.grow(k, prev, tail)
+	e := &cachedSession{stamp: stamp, stamped: stamped, key: got.Key, version: got.Version, updatedAt: got.UpdatedAt,
+		state: state, events: events, buf: buf, grows: true}
+	if int64(len(events)) == got.EventCount {
+		e.log = got.Log
+	}
+	c.replaceGet(k, prev, e)
+	return e.handle(), nil
 }
 
 // appended extends the cached whole session of key with an event the
@@ -241,21 +275,21 @@ func (c *readCache) appended(key store.SessionKey, res store.AppendEventResult, 
 		return
 	}
 	k := getKey{key: key}
-	old := c.get(k)
-	var prefix []*session.Event
-	switch {
-	case old != nil && old.log == res.Log && int64(len(old.events)) == res.Event.Seq-1:
-		prefix = old.events
-	case res.Event.Seq == 1:
-	default:
-		return
+	prev := c.get(k)
+	base := prev
+	if prev == nil || prev.log != res.Log || int64(len(prev.events)) != res.Event.Seq-1 {
+		if res.Event.Seq != 1 {
+			return
+		}
+		base = &cachedSession{} // nothing before it: the first event of a log
 	}
-	events := make([]*session.Event, len(prefix)+1)
-	copy(events, prefix)
-	if err := readEvents([]store.AgentEvent{{Data: data}}, events[len(prefix):], 0, 1); err != nil {
+	tail := make([]*session.Event, 1)
+	if err := readEvents([]store.AgentEvent{{Data: data}}, tail, 0, 1); err != nil {
 		return // not kept: the next Get reads it and reports the trouble
 	}
-	c.replaceGet(k, old, &cachedSession{log: res.Log, key: key, version: res.Version, updatedAt: res.UpdatedAt, events: events})
+	events, buf := c.grow(k, base, tail)
+	c.replaceGet(k, prev, &cachedSession{log: res.Log, key: key, version: res.Version, updatedAt: res.UpdatedAt,
+		events: events, buf: buf, grows: true})
 }
 
 // handle returns a new handle on a cached session.

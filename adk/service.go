@@ -218,12 +218,10 @@ func (s *Service) get(ctx context.Context, key store.SessionKey, recent int, aft
 		}
 		return nil, fmt.Errorf("adk: get session: %w", err)
 	}
-	var h *Session
 	if got.Continued {
-		h, err = prev.extended(got)
-	} else {
-		h, err = handle(got)
+		return s.cache.continued(ck, prev, got, stamp, stamped)
 	}
+	h, err := handle(got)
 	if err != nil {
 		return nil, err
 	}
