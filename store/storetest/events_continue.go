@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentstore/sessionstore/store"
 )
@@ -184,6 +185,17 @@ func testASContinueRecreate(t *testing.T, e *env) {
 		}
 		prev = asContinue(e, e.st, key, prev)
 	}
+	// Removed by retention (idle) and created again.
+	e.clock.Advance(2 * time.Hour)
+	e.sweep(store.SweepOptions{Policies: []store.Policy{{Kind: store.PolicyAgentSessionsIdle, MaxAge: time.Hour}}})
+	if _, err := e.as().GetSession(e.ctx, store.GetAgentSessionRequest{Key: key}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("an idle session after the sweep: %v", err)
+	}
+	e.asCreate(key, store.ScopedState{})
+	for i := range 5 {
+		e.asAppend(key, asEvent(fmt.Sprint("e", i), "after-retention", i), store.ScopedState{}, 0)
+	}
+	asContinue(e, e.st, key, prev)
 }
 
 // testASContinueState: a state change without an event keeps the log's
