@@ -28,12 +28,21 @@
 // fields, ...) to encoding/json one by one; anything it does not know
 // goes to encoding/json whole, with the same result (FuzzFastDecodeEvent).
 //
-// A Get or List of what nobody has changed since the same call last read
-// it is answered from a read cache of decoded sessions, kept only while
-// the store's change stamp (store.ChangeStamper: SQLite's data_version)
-// shows no commit at all, by any store or process; see Options. Handles
-// served from it share the decoded events with each other, as ADK's
-// in-memory service shares them between Gets: treat events as read-only.
+// The service keeps the decoded sessions it reads (see Options for the
+// bound). A Get of a whole session it holds asks the store, in one read
+// snapshot, for the session's state and version and only the events after
+// those held (store.GetAgentSessionRequest.Continue), which the store
+// grants only while the log's stamp (store.LogStamp) shows that nothing
+// but appends happened since, by any store or process; a rewind, or a
+// delete and create under the same id, makes it read the whole log. The
+// service's own appends extend the session kept when the store reports
+// that the event went right after it, so a runner's Get after its own
+// appends decodes no event. A Get or List of what nobody has changed
+// since the same call last read it is answered without a read while the
+// store's change stamp (store.ChangeStamper: SQLite's data_version) shows
+// no commit at all. Handles share the decoded events with each other, as
+// ADK's in-memory service shares them between Gets: treat events as
+// read-only.
 //
 // # Memory
 //

@@ -31,3 +31,21 @@ func TestADKServiceSuitePostgres(t *testing.T) {
 			return adk.New(st)
 		})
 }
+
+// TestIncrementalGetIsExactPostgres is TestIncrementalGetIsExact on the
+// PostgreSQL backend, which has no change stamp: every Get of a session
+// the service holds asks the store for the events after those held.
+func TestIncrementalGetIsExactPostgres(t *testing.T) {
+	pgtest.ServerURL(t)
+	ctx := context.Background()
+	url := pgtest.NewStore(t)
+	open := func(opts adk.Options) *adk.Service {
+		st, err := pgstore.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return adk.NewWithOptions(st, opts)
+	}
+	testIncrementalExact(t, open(adk.Options{}), open(adk.Options{}), open(adk.Options{ReadCacheEvents: -1}))
+}

@@ -50,9 +50,11 @@ func Open(ctx context.Context, path string, opts ...sqlstore.Option) (*Service, 
 // store's other facets (governed sessions, for example). The caller keeps
 // ownership of st: Close does not close it.
 //
-// Repeated reads of what has not changed are served from a read cache of
-// decoded sessions and listings, validated by the store's change stamp
-// (see Options and store.ChangeStamper; SQLite stores opened with
+// The service keeps the sessions and listings it decoded (see Options): a
+// Get of a whole session decodes only the events appended since (see
+// store.GetAgentSessionRequest.Continue), and repeated reads of what has
+// not changed are served without a read while the store's change stamp
+// shows no commit (store.ChangeStamper; SQLite stores opened with
 // sqlstore.Open have one).
 func New(st store.Store) *Service { return NewWithOptions(st, Options{}) }
 
@@ -187,28 +189,50 @@ func (s *Service) Get(ctx context.Context, req *session.GetRequest) (*session.Ge
 }
 
 func (s *Service) get(ctx context.Context, key store.SessionKey, recent int, after time.Time) (*Session, error) {
-	stamp, cached := s.stamp(ctx) // before the read (see store.ChangeStamper)
+	stamp, stamped := s.stamp(ctx) // before the read (see store.ChangeStamper)
 	ck := getKey{key: key, recent: recent}
 	if !after.IsZero() {
 		ck.after = after.UnixNano()
 	}
-	if cached {
-		if e := s.cache.get(ck, stamp); e != nil {
-			return e.handle(), nil
-		}
-	}
+	whole := recent == 0 && after.IsZero()
 	// The events' documents hold their ids, invocations and times: the
 	// store's columns of those are not read.
-	got, err := s.as.GetSession(ctx, store.GetAgentSessionRequest{Key: key, IncludeEvents: true, Recent: recent, After: after,
-		EventDataOnly: true})
+	req := store.GetAgentSessionRequest{Key: key, IncludeEvents: true, Recent: recent, After: after, EventDataOnly: true}
+	var prev *cachedSession
+	if s.cache != nil {
+		if prev = s.cache.get(ck); prev != nil {
+			if prev.fresh(stamp, stamped) {
+				return prev.handle(), nil
+			}
+			if whole && !prev.log.IsZero() {
+				// Only the events after those held are read, if the
+				// store can tell that the log only grew since.
+				req.Continue = &store.EventPrefix{Log: prev.log, Count: int64(len(prev.events))}
+			}
+		}
+	}
+	got, err := s.as.GetSession(ctx, req)
 	if err != nil {
+		if prev != nil && errors.Is(err, store.ErrNotFound) {
+			s.cache.dropGet(ck)
+		}
 		return nil, fmt.Errorf("adk: get session: %w", err)
 	}
-	h, err := handle(got)
-	if err == nil && cached {
-		s.cache.putGet(ck, snapshot(stamp, h))
+	if got.Continued {
+		return s.cache.continued(ck, prev, got, stamp, stamped)
 	}
-	return h, err
+	h, err := handle(got)
+	if err != nil {
+		return nil, err
+	}
+	if s.cache != nil && (stamped || whole) {
+		e := snapshot(stamp, stamped, h)
+		if whole && int64(len(e.events)) == got.EventCount {
+			e.log = got.Log
+		}
+		s.cache.replaceGet(ck, prev, e)
+	}
+	return h, nil
 }
 
 // Refresh reloads a handle of this service in place (state, all events,
@@ -235,6 +259,7 @@ func (s *Service) List(ctx context.Context, req *session.ListRequest) (*session.
 		return nil, store.Invalid("request", "must not be nil")
 	}
 	stamp, cached := s.stamp(ctx) // before the read (see store.ChangeStamper)
+	cached = cached && s.cache != nil
 	lk := listKey{app: req.AppName, user: req.UserID}
 	if cached {
 		if e := s.cache.list(lk, stamp); e != nil {
@@ -262,7 +287,7 @@ func (s *Service) List(ctx context.Context, req *session.ListRequest) (*session.
 			}
 			out = append(out, h)
 			if cached {
-				keep = append(keep, snapshot(stamp, h))
+				keep = append(keep, snapshot(stamp, true, h))
 			}
 		}
 		if page.Next == "" {
@@ -282,7 +307,11 @@ func (s *Service) Delete(ctx context.Context, req *session.DeleteRequest) error 
 	if req == nil {
 		return store.Invalid("request", "must not be nil")
 	}
-	err := s.as.DeleteSession(ctx, store.SessionKey{App: req.AppName, User: req.UserID, Session: req.SessionID})
+	key := store.SessionKey{App: req.AppName, User: req.UserID, Session: req.SessionID}
+	err := s.as.DeleteSession(ctx, key)
+	if s.cache != nil {
+		s.cache.dropGet(getKey{key: key}) // frees it early: a later Get would not use it
+	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("adk: delete session: %w", err)
 	}
@@ -338,8 +367,9 @@ func (s *Service) AppendEvent(ctx context.Context, sess session.Session, ev *ses
 	if h != nil {
 		expected = h.Version()
 	}
+	key := store.SessionKey{App: sess.AppName(), User: sess.UserID(), Session: sess.ID()}
 	res, err := s.as.AppendEvent(ctx, store.AppendEventRequest{
-		Key:             store.SessionKey{App: sess.AppName(), User: sess.UserID(), Session: sess.ID()},
+		Key:             key,
 		Event:           store.AgentEvent{ID: ev.ID, InvocationID: ev.InvocationID, Timestamp: ev.Timestamp, Data: data},
 		Delta:           delta,
 		ExpectedVersion: expected,
@@ -349,6 +379,9 @@ func (s *Service) AppendEvent(ctx context.Context, sess session.Session, ev *ses
 	}
 	if h != nil && !res.Replayed {
 		h.applied(res.Version, res.UpdatedAt, ev.Actions.StateDelta, stored)
+	}
+	if s.cache != nil {
+		s.cache.appended(key, res, data)
 	}
 	return nil
 }

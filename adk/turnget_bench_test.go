@@ -80,6 +80,52 @@ func BenchmarkTurnGetAfterWrite(b *testing.B) {
 	}
 }
 
+// BenchmarkTurnGetAfterAppend is the runner turn's get as the runner
+// makes it: through the service with its read cache, right after the
+// previous turn's two appends through the handle read (untimed), on the
+// seeded session of BenchmarkTurnGet (about 400 events, growing by two
+// per iteration). The appends extend the session the service keeps, so
+// the get reads the session row and its state and no event (see
+// store.GetAgentSessionRequest.Continue):
+//
+//	cd adk && go test -run '^$' -bench TurnGetAfterAppend -benchtime 200x -benchmem
+func BenchmarkTurnGetAfterAppend(b *testing.B) {
+	ctx := context.Background()
+	sub := seedTurnSession(b)
+	t, err := openAdapter(ctx, sub, "NORMAL")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer t.Close()
+	want := benchkit.TurnEvents + 200
+	h, n, err := t.Read(ctx, "bench", "u", "t0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if n != want {
+		b.Fatalf("read %d events, want %d", n, want)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		for range 2 {
+			if err := t.Append(ctx, h, benchkit.TurnEvent(want)); err != nil {
+				b.Fatal(err)
+			}
+			want++
+		}
+		b.StartTimer()
+		h, n, err = t.Read(ctx, "bench", "u", "t0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n != want {
+			b.Fatalf("read %d events, want %d", n, want)
+		}
+	}
+}
+
 // seedTurnSession writes the runner turn's store in a directory of its
 // own and returns the directory: the comparison's seeded session of 200
 // events among 20,000 others', and 100 turns' 200 more (the session a

@@ -65,6 +65,43 @@ type AgentSession struct {
 	// keyring when the session is encrypted at rest (GetSession fills
 	// it; "" for a plaintext session). It is a random id, not a secret.
 	DataKeyID string `json:"-"`
+	// Log is the stamp of the session's event log (see LogStamp).
+	// GetSession fills it, and so does Rewind, which returns the session
+	// as GetSession reads it; the other calls leave it zero.
+	Log LogStamp `json:"-"`
+	// Continued is true when GetSession honoured
+	// GetAgentSessionRequest.Continue: Events then holds only the events
+	// after the prefix the caller named.
+	Continued bool `json:"-"`
+}
+
+// LogStamp identifies a session's event log as a sequence of positions.
+// While reads of a session return the same stamp, the events at the
+// positions up to the EventCount of any earlier read with that stamp are
+// still exactly the events that read returned: only appends (compaction
+// records included) happened since. Anything else that changes what a
+// position holds gives the log a new stamp: a rewind, a delete and a
+// create (or a restore) under the same key. State changes do not: state
+// is read afresh with every GetSession. The zero LogStamp names no log.
+// Stamps are compared for equality only; their content is the backend's.
+type LogStamp struct {
+	row, epoch int64
+}
+
+// NewLogStamp returns the stamp of the log of the stored row row whose
+// positions were last renamed at epoch (a backend's constructor: row and
+// epoch are the backend's own numbers).
+func NewLogStamp(row, epoch int64) LogStamp { return LogStamp{row: row, epoch: epoch} }
+
+// IsZero reports whether s names no log.
+func (s LogStamp) IsZero() bool { return s == LogStamp{} }
+
+// EventPrefix names the first Count events of the log stamped Log: the
+// events a caller read earlier and still holds (see
+// GetAgentSessionRequest.Continue).
+type EventPrefix struct {
+	Log   LogStamp
+	Count int64
 }
 
 // ForkPoint is where a session was forked: from Session (same app and
@@ -142,6 +179,17 @@ type GetAgentSessionRequest struct {
 	// adapter's events hold their own id, invocation and time); the read
 	// then takes one column per event instead of eight.
 	EventDataOnly bool
+	// Continue, when set, names the events the caller already holds: the
+	// first Continue.Count events of the log stamped Continue.Log (the
+	// AgentSession.Log and EventCount of an earlier read). If the
+	// session's log still has that stamp and at least that many events,
+	// Events holds only the events after them and AgentSession.Continued
+	// is true; otherwise the events are read as without Continue and
+	// Continued is false. The session's state, version and counts are
+	// read whole either way, in the same snapshot. It needs
+	// IncludeEvents and the whole log (no Recent, After or
+	// FromLatestSummary).
+	Continue *EventPrefix
 }
 
 // Validate checks the shape of r.
@@ -151,6 +199,16 @@ func (r GetAgentSessionRequest) Validate() error {
 	}
 	if r.Recent < 0 {
 		return Invalid("recent", "must not be negative")
+	}
+	if c := r.Continue; c != nil {
+		switch {
+		case !r.IncludeEvents:
+			return Invalid("continue", "needs include_events")
+		case r.Recent != 0 || !r.After.IsZero() || r.FromLatestSummary:
+			return Invalid("continue", "reads the whole log: no recent, after or from_latest_summary")
+		case c.Count < 0:
+			return Invalid("continue.count", "must not be negative")
+		}
 	}
 	return nil
 }
@@ -283,6 +341,10 @@ type AppendEventResult struct {
 	// applied again) and Event is the stored one. This makes an append
 	// safe to retry when its outcome is unknown.
 	Replayed bool
+	// Log is the stamp of the log the event was appended to, at the
+	// event's Seq (see LogStamp): a caller that holds that log's first
+	// Seq-1 events now holds its first Seq. Zero for a replay.
+	Log LogStamp
 }
 
 // ListEventsRequest pages through a session's log in order.

@@ -48,7 +48,7 @@ const (
 	asBumpSQL = `UPDATE agent_sessions
 		SET version = version + 1, event_count = event_count + CAST(?6 AS BIGINT), updated_at_ms = ?1
 		WHERE app = ?2 AND user_id = ?3 AND session_id = ?4 AND retired = 0 AND tenant = ?7 AND (CAST(?5 AS BIGINT) = 0 OR version = CAST(?5 AS BIGINT))
-		RETURNING pk, version, event_count, data_key`
+		RETURNING pk, version, event_count, data_key, epoch`
 
 	asListAppSQL = `SELECT pk, user_id, session_id, version, event_count, created_at_ms, updated_at_ms, data_key
 		FROM agent_sessions WHERE app = ? AND (user_id, session_id) > (?, ?) AND retired = 0 AND tenant = ?
@@ -182,7 +182,18 @@ type asRow struct {
 	UpdatedAtMS int64
 	// DataKey names the row's data key ('' = plaintext; crypt.go).
 	DataKey string
+	// Epoch is the row's feed epoch (asGetLineageSQL and asBumpSQL
+	// only): with PK, the stamp of its log (logStamp).
+	Epoch int64
 }
+
+// logStamp is the stamp of the row's event log. The epoch is renewed
+// whenever positions of a live row's log come to name other events (a
+// rewind: lnRewoundSQL), and a row that takes over a key is a new row
+// with a fresh epoch (migration 7's insert trigger on SQLite, the
+// column's default on PostgreSQL); a row's events are otherwise only
+// inserted after its last (evInsertSQL) and moved off it by a rewind.
+func (r *asRow) logStamp() store.LogStamp { return store.NewLogStamp(r.PK, r.Epoch) }
 
 func (r *asRow) session(key store.SessionKey) store.AgentSession {
 	return store.AgentSession{
@@ -279,7 +290,7 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 	err := a.s.readTxHot(ctx, func(r Tx) error {
 		var row asRow
 		err := scanHot(r, asGetLineageSQL, []any{key.App, key.User, key.Session, a.s.tenant},
-			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS, &row.Parent, &row.ForkSeq, &row.DataKey)
+			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS, &row.Parent, &row.ForkSeq, &row.DataKey, &row.Epoch)
 		if errors.Is(err, sql.ErrNoRows) {
 			return sessionNotFound(key)
 		}
@@ -288,6 +299,7 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 		}
 		out = row.session(key)
 		out.DataKeyID = row.DataKey
+		out.Log = row.logStamp()
 		if out.State, err = a.s.readStateOpen(r, key, row.PK, row.DataKey); err != nil {
 			return err
 		}
@@ -298,6 +310,13 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 		}
 		if !req.IncludeEvents {
 			return nil
+		}
+		if c := req.Continue; c != nil && c.Log == out.Log && c.Count <= row.EventCount {
+			// The log has only grown since the caller's read: its events
+			// after the caller's are all that is read.
+			out.Continued = true
+			out.Events, err = a.readTail(r, row, c.Count, req.EventDataOnly)
+			return err
 		}
 		segs, err := a.lineage(r, row)
 		if err != nil {
@@ -325,6 +344,25 @@ func (a *AgentSessions) GetSession(ctx context.Context, req store.GetAgentSessio
 	}
 	a.s.recordRead(ctx, store.SessionRef{Facet: store.HoldAgentSessions, App: key.App, UserID: key.User, ID: key.Session}) // retention_reads.go
 	return out, nil
+}
+
+// readTail reads the events of row's view after position after, oldest
+// first (GetAgentSessionRequest.Continue). Nothing is read when there
+// are none; the lineage is walked only when the tail reaches below the
+// row's own events.
+func (a *AgentSessions) readTail(r Tx, row asRow, after int64, dataOnly bool) ([]store.AgentEvent, error) {
+	n := row.EventCount - after
+	if n <= 0 {
+		return nil, nil
+	}
+	segs := []segment{{pk: row.PK, hi: -1, key: row.DataKey}}
+	if after < row.ForkSeq {
+		var err error
+		if segs, err = a.lineage(r, row); err != nil {
+			return nil, err
+		}
+	}
+	return a.readAscending(r, segs, after, int(n), "", dataOnly, make([]store.AgentEvent, 0, n))
 }
 
 // minuteOf is agent_sessions.updated_min of a row updated at ms: whole
@@ -598,10 +636,10 @@ func (a *AgentSessions) appendEvent(ctx context.Context, req store.AppendEventRe
 			ts = a.s.cfg.Clock().Truncate(time.Microsecond) // the store's own times keep microseconds
 		}
 		tsUS, tsNS := splitNanos(ts)
-		var pk, version, count int64
+		var pk, version, count, epoch int64
 		var keyID string
 		err := tx.Scan(asBumpSQL, []any{rowcodec.ToMillis(now), key.App, key.User, key.Session, req.ExpectedVersion, 1, a.s.tenant},
-			&pk, &version, &count, &keyID)
+			&pk, &version, &count, &keyID, &epoch)
 		if errors.Is(err, sql.ErrNoRows) {
 			return a.refuseAppend(tx, key, ev, req.ExpectedVersion, &res)
 		}
@@ -636,7 +674,7 @@ func (a *AgentSessions) appendEvent(ctx context.Context, req store.AppendEventRe
 		stored := ev
 		stored.Seq = count
 		stored.Timestamp = joinNanos(tsUS, tsNS)
-		res = store.AppendEventResult{Event: stored, Version: version, UpdatedAt: now}
+		res = store.AppendEventResult{Event: stored, Version: version, UpdatedAt: now, Log: store.NewLogStamp(pk, epoch)}
 		return nil
 	})
 	if errors.Is(err, errDuplicateEvent) {
@@ -731,7 +769,7 @@ func (a *AgentSessions) ListEvents(ctx context.Context, req store.ListEventsRequ
 	err = a.s.readTxHot(ctx, func(r Tx) error {
 		var row asRow
 		err := scanHot(r, asGetLineageSQL, []any{key.App, key.User, key.Session, a.s.tenant},
-			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS, &row.Parent, &row.ForkSeq, &row.DataKey)
+			&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS, &row.Parent, &row.ForkSeq, &row.DataKey, &row.Epoch)
 		if errors.Is(err, sql.ErrNoRows) {
 			return sessionNotFound(key)
 		}
@@ -822,7 +860,7 @@ func (a *AgentSessions) UpdateState(ctx context.Context, req store.UpdateStateRe
 			var err error
 			if len(req.Delta.Session) > 0 {
 				err = tx.Scan(asBumpSQL, []any{rowcodec.ToMillis(a.s.now()), key.App, key.User, key.Session, req.ExpectedVersion, 0, a.s.tenant},
-					&row.PK, &row.Version, &row.EventCount, &row.DataKey)
+					&row.PK, &row.Version, &row.EventCount, &row.DataKey, &row.Epoch)
 			} else {
 				err = tx.Scan(asGetSQL, []any{key.App, key.User, key.Session, a.s.tenant},
 					&row.PK, &row.Version, &row.EventCount, &row.CreatedAtMS, &row.UpdatedAtMS, &row.DataKey)

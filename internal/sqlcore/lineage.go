@@ -20,9 +20,10 @@ import (
 // chain of parents, one index range per row.
 
 const (
-	// asGetLineageSQL is asGetSQL with the row's lineage.
+	// asGetLineageSQL is asGetSQL with the row's lineage and its feed
+	// epoch, which with the pk is the stamp of its log (store.LogStamp).
 	asGetLineageSQL = `SELECT pk, version, event_count, created_at_ms, updated_at_ms,
-		COALESCE(lineage_parent, 0), fork_seq, data_key
+		COALESCE(lineage_parent, 0), fork_seq, data_key, epoch
 		FROM agent_sessions WHERE app = ? AND user_id = ? AND session_id = ? AND retired = 0 AND tenant = ?`
 
 	// lnParentSQL reads one ancestor's lineage.

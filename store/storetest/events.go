@@ -66,6 +66,14 @@ func RunAgentSessions(t *testing.T, h Harness) {
 		{"ConcurrentAppendsManySessions", testASConcurrentManySessions},
 		{"ConcurrentConditionalAppendsNeverInterleave", testASConcurrentConditional},
 		{"MultiProcessAppends", testASMultiProcess},
+		{"ContinueReadsOnlyTheTail", testASContinueTail},
+		{"ContinueFallsBackAfterRewind", testASContinueRewind},
+		{"ContinueFallsBackAfterRecreate", testASContinueRecreate},
+		{"ContinueSeesStateChanges", testASContinueState},
+		{"ContinueAcrossForkPoint", testASContinueFork},
+		{"ContinueBadInput", testASContinueBadInput},
+		{"ContinueUnderConcurrentAppends", testASContinueConcurrent},
+		{"ContinueAcrossProcesses", testASContinueProcess},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
