@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/agentstore/sessionstore/store"
 )
@@ -108,21 +107,18 @@ func runAgents(ctx context.Context, g *globals, args []string) error {
 		if len(pos) > 0 {
 			return g.usageErr(name, "unexpected argument %q (use --app and --user)", pos[0])
 		}
-		for _, f := range []struct{ field, v string }{{"app", *app}, {"user", *user}} {
-			if f.v != "" {
-				if err := store.ValidateID(f.field, f.v); err != nil {
-					return g.usageErr(name, "%v", err)
-				}
-			}
+		req := store.AgentSessionsPageRequest{App: *app, User: *user, Cursor: *after, Limit: *limit}
+		if *idle > 0 {
+			req.UpdatedBefore = g.clock().Add(-*idle)
 		}
-		var cur agentCursor
-		if *after != "" {
-			var err error
-			if cur, err = decodeAgentCursor(*after); err != nil || (*app != "" && cur.App != *app) {
+		if _, err := req.Normalize(); err != nil {
+			var ie *store.InvalidInputError
+			if errors.As(err, &ie) && ie.Field == "cursor" {
 				return g.usageErr(name, "--after %q is not a cursor of this listing", *after)
 			}
+			return g.usageErr(name, "%v", err)
 		}
-		return g.result(name, g.agentsList(ctx, agentListReq{app: *app, user: *user, idle: *idle, limit: *limit, after: cur, all: *all}, *asJSON))
+		return g.result(name, g.agentsList(ctx, req, *all, *asJSON))
 	case "show":
 		k, err := key(3)
 		if err != nil {
@@ -174,31 +170,6 @@ func runAgents(ctx context.Context, g *globals, args []string) error {
 	return nil
 }
 
-// agentCursor is the cursor of "agents list": the application and the
-// store's cursor within it (empty: its first session).
-type agentCursor struct {
-	App   string `json:"app"`
-	After string `json:"after,omitempty"`
-}
-
-func (c agentCursor) encode() string {
-	b, _ := json.Marshal(c) // two strings always marshal
-	return string(b)
-}
-
-func decodeAgentCursor(s string) (agentCursor, error) {
-	var c agentCursor
-	if err := json.Unmarshal([]byte(s), &c); err != nil || c.App == "" {
-		return c, store.Invalid("after", "not a cursor of this listing")
-	}
-	if c.After != "" {
-		if _, err := store.DecodeSessionCursor(c.After); err != nil {
-			return c, err
-		}
-	}
-	return c, nil
-}
-
 // agentView is an agent session in the JSON of agents list and show.
 type agentView struct {
 	App        string `json:"app"`
@@ -220,65 +191,18 @@ func newAgentView(s store.AgentSession) agentView {
 // agentListJSON is the JSON document of agents list.
 type agentListJSON = pageJSON[agentView]
 
-type agentListReq struct {
-	app, user string
-	idle      time.Duration
-	limit     int
-	after     agentCursor
-	all       bool
-}
-
-// agentsList lists agent sessions, one page (or every page with all).
-func (g *globals) agentsList(ctx context.Context, req agentListReq, asJSON bool) error {
+// agentsList lists the agent sessions req selects, one page (or every
+// page with all).
+func (g *globals) agentsList(ctx context.Context, req store.AgentSessionsPageRequest, all, asJSON bool) error {
 	return g.withStore(ctx, func(st cliStore) error {
-		apps := []string{req.app}
-		if req.app == "" {
-			apps = nil
-			for app, err := range store.AllApps(ctx, st.AgentSessions()) {
-				if err != nil {
-					return err
-				}
-				apps = append(apps, app)
-			}
+		items, next, err := readPages(all, req.Cursor, func(after string) (store.Page[store.AgentSession], error) {
+			req.Cursor = after
+			return store.ListAgentSessionsPage(ctx, st.AgentSessions(), req)
+		})
+		if err != nil {
+			return err
 		}
-		if req.after.App != "" {
-			i, _ := slices.BinarySearch(apps, req.after.App)
-			apps = apps[i:]
-			if len(apps) == 0 || apps[0] != req.after.App {
-				req.after.After = "" // the cursor's application is gone: continue with the next
-			}
-		}
-		cutoff := time.Time{}
-		if req.idle > 0 {
-			cutoff = g.clock().Add(-req.idle)
-		}
-		doc := agentListJSON{Items: []agentView{}}
-		cursor := req.after.After
-		for i := 0; i < len(apps); {
-			n := req.limit
-			if !req.all {
-				n -= len(doc.Items)
-			}
-			page, err := st.AgentSessions().ListSessions(ctx, store.ListAgentSessionsRequest{App: apps[i], User: req.user,
-				Cursor: cursor, Limit: n})
-			if err != nil {
-				return err
-			}
-			for _, s := range page.Items {
-				if cutoff.IsZero() || s.UpdatedAt.Before(cutoff) {
-					doc.Items = append(doc.Items, newAgentView(s))
-				}
-			}
-			if cursor = page.Next; cursor == "" {
-				i++ // this application is done
-			}
-			if !req.all && len(doc.Items) >= req.limit {
-				if i < len(apps) {
-					doc.Next = agentCursor{App: apps[i], After: cursor}.encode()
-				}
-				break
-			}
-		}
+		doc := agentListJSON{Items: views(items, newAgentView), Next: next}
 		return printListing(g, asJSON, listing[agentView]{doc: doc, items: doc.Items, none: "no agent sessions",
 			header: "APP\tUSER\tSESSION\tVERSION\tEVENTS\tSTATE KEYS\tUPDATED", more: "more agent sessions follow", next: doc.Next,
 			row: func(v agentView) string {

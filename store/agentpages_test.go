@@ -1,0 +1,106 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/agentstore/sessionstore/sqlstore"
+	"github.com/agentstore/sessionstore/store"
+)
+
+// TestListAgentSessionsPage: pages across applications list every session
+// once, in (app, user, session) order, whatever the page size; App, User
+// and UpdatedBefore select; a cursor of another application, or not a
+// cursor, is refused; a cursor whose application is gone continues with
+// the next one.
+func TestListAgentSessionsPage(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "s.db"), sqlstore.WithClock(func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	as := st.AgentSessions()
+	var all []string
+	for _, k := range []store.SessionKey{{App: "a", User: "u1", Session: "s1"}, {App: "a", User: "u2", Session: "s1"},
+		{App: "b", User: "u1", Session: "s1"}, {App: "b", User: "u1", Session: "s2"}, {App: "c", User: "u2", Session: "s1"}} {
+		if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: k}); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, k.App+"/"+k.User+"/"+k.Session)
+		now = now.Add(time.Minute)
+	}
+	read := func(req store.AgentSessionsPageRequest) ([]string, int) {
+		t.Helper()
+		var got []string
+		pages := 0
+		for {
+			p, err := store.ListAgentSessionsPage(ctx, as, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages++
+			for _, s := range p.Items {
+				got = append(got, s.Key.App+"/"+s.Key.User+"/"+s.Key.Session)
+			}
+			if p.Next == "" {
+				return got, pages
+			}
+			req.Cursor = p.Next
+		}
+	}
+	for limit := 1; limit <= 6; limit++ {
+		got, pages := read(store.AgentSessionsPageRequest{Limit: limit})
+		if !slices.Equal(got, all) {
+			t.Fatalf("limit %d: %q, want %q", limit, got, all)
+		}
+		if want := (len(all) + limit - 1) / limit; pages != want && pages != want+1 {
+			t.Errorf("limit %d: %d pages, want %d", limit, pages, want)
+		}
+	}
+	if got, _ := read(store.AgentSessionsPageRequest{App: "b", Limit: 1}); !slices.Equal(got, all[2:4]) {
+		t.Errorf("app b: %q", got)
+	}
+	if got, _ := read(store.AgentSessionsPageRequest{User: "u2", Limit: 1}); !slices.Equal(got, []string{all[1], all[4]}) {
+		t.Errorf("user u2: %q", got)
+	}
+	// The first three were last updated before the fourth was created.
+	if got, _ := read(store.AgentSessionsPageRequest{UpdatedBefore: time.Date(2026, 1, 2, 3, 7, 5, 0, time.UTC), Limit: 2}); !slices.Equal(got, all[:3]) {
+		t.Errorf("updated before the fourth: %q", got)
+	}
+
+	first, err := store.ListAgentSessionsPage(ctx, as, store.AgentSessionsPageRequest{Limit: 3})
+	if err != nil || first.Next == "" {
+		t.Fatalf("first page: %v %v", first, err)
+	}
+	for _, bad := range []store.AgentSessionsPageRequest{
+		{App: "c", Cursor: first.Next},
+		{Cursor: "nope"},
+		{Cursor: `{"app":""}`},
+		{Cursor: `{"app":"a","after":"x"}`},
+		{Limit: store.MaxPageSize + 1},
+		{App: "bad\x00app"},
+	} {
+		if _, err := store.ListAgentSessionsPage(ctx, as, bad); !errors.Is(err, store.ErrInvalidInput) {
+			t.Errorf("%+v: %v, want ErrInvalidInput", bad, err)
+		}
+		if _, err := bad.Normalize(); !errors.Is(err, store.ErrInvalidInput) {
+			t.Errorf("Normalize %+v: %v, want ErrInvalidInput", bad, err)
+		}
+	}
+	// Application b is gone: a cursor within it continues with c.
+	for _, s := range []string{"s1", "s2"} {
+		if err := as.DeleteSession(ctx, store.SessionKey{App: "b", User: "u1", Session: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ := read(store.AgentSessionsPageRequest{Cursor: first.Next, Limit: 5})
+	if !slices.Equal(got, all[4:]) {
+		t.Errorf("after the gone application: %q, want %q", got, all[4:])
+	}
+}
