@@ -165,7 +165,7 @@ func parsePolicy(pos []string, readsCount bool) (store.Policy, error) {
 	case store.ParamKeepLast:
 		p.KeepLast, err = strconv.ParseInt(pos[1], 10, 64)
 	case store.ParamMaxBytes:
-		p.MaxBytes, err = parseSize(pos[1])
+		p.MaxBytes, err = humanize.ParseBytes(pos[1])
 	}
 	if err != nil {
 		return p, fmt.Errorf("%s: %q is not %s", k.Kind, esc(pos[1]), paramWords[k.Param])
@@ -197,29 +197,6 @@ func policyErr(err error, pos []string) error {
 		}
 	}
 	return err
-}
-
-// sizeUnits are the suffixes parseSize accepts, longest first.
-var sizeUnits = []struct {
-	suffix string
-	n      int64
-}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
-	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
-
-// parseSize reads a byte count: an integer, optionally with a unit.
-func parseSize(s string) (int64, error) {
-	mult := int64(1)
-	for _, u := range sizeUnits {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSuffix(s, u.suffix), u.n
-			break
-		}
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("not a size")
-	}
-	return n * mult, nil
 }
 
 // policySetting says what a policy is set to, for people.
