@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -102,5 +103,69 @@ func TestListAgentSessionsPage(t *testing.T) {
 	got, _ := read(store.AgentSessionsPageRequest{Cursor: first.Next, Limit: 5})
 	if !slices.Equal(got, all[4:]) {
 		t.Errorf("after the gone application: %q, want %q", got, all[4:])
+	}
+}
+
+// TestListRuntimeSessionsPage: pages of runtime sessions read every
+// session once, in id order, whatever the page size, with or without an
+// owner (whose pages are filled by reading on); a bad owner or limit is
+// refused.
+func TestListRuntimeSessionsPage(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rt := st.Runtime()
+	var all, mine []string
+	for i := range 7 {
+		id := fmt.Sprintf("r%d", i)
+		owner := ""
+		if i%3 == 0 {
+			owner = "me"
+			mine = append(mine, id)
+		}
+		if _, err := rt.Insert(ctx, store.NewRuntimeSession{ID: id, AgentAlias: "a", WorkspaceDir: "/w", ChatMode: store.ChatModeChat, OwnerID: owner}); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, id)
+	}
+	read := func(req store.RuntimeSessionsPageRequest) []string {
+		t.Helper()
+		var got []string
+		for {
+			p, err := store.ListRuntimeSessionsPage(ctx, rt, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Items) > req.Limit {
+				t.Fatalf("%d items in a page of %d", len(p.Items), req.Limit)
+			}
+			for _, s := range p.Items {
+				got = append(got, s.ID)
+			}
+			if p.Next == "" {
+				return got
+			}
+			req.After = p.Next
+		}
+	}
+	for limit := 1; limit <= 8; limit++ {
+		if got := read(store.RuntimeSessionsPageRequest{Limit: limit}); !slices.Equal(got, all) {
+			t.Errorf("limit %d: %q, want %q", limit, got, all)
+		}
+		if got := read(store.RuntimeSessionsPageRequest{Owner: "me", Limit: limit}); !slices.Equal(got, mine) {
+			t.Errorf("owner me, limit %d: %q, want %q", limit, got, mine)
+		}
+	}
+	last, err := store.ListRuntimeSessionsPage(ctx, rt, store.RuntimeSessionsPageRequest{Limit: 7})
+	if err != nil || len(last.Items) != 7 || last.Next != "" {
+		t.Errorf("one page of all: %d items, next %q, %v", len(last.Items), last.Next, err)
+	}
+	for _, bad := range []store.RuntimeSessionsPageRequest{{Owner: "bad\x00"}, {Limit: -1}, {Limit: store.MaxPageSize + 1}, {After: "\x01"}} {
+		if _, err := store.ListRuntimeSessionsPage(ctx, rt, bad); !errors.Is(err, store.ErrInvalidInput) {
+			t.Errorf("%+v: %v, want ErrInvalidInput", bad, err)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -204,4 +205,66 @@ func ListAgentSessionsPage(ctx context.Context, as AgentSessions, req AgentSessi
 		}
 	}
 	return out, nil
+}
+
+// RuntimeSessionsPageRequest selects one page of runtime sessions
+// (ListRuntimeSessionsPage).
+type RuntimeSessionsPageRequest struct {
+	// Owner, when not empty, keeps only the sessions it owns.
+	Owner string
+	// After is the Next of the previous page; empty for the first page.
+	After string
+	// Limit bounds the page; 0 means DefaultPageSize, at most MaxPageSize.
+	Limit int
+}
+
+// ListRuntimeSessionsPage returns one page of runtime sessions in id
+// order, each read whole (Runtime.Get; ListIDs gives only ids), and in
+// Next the id to continue after, empty when no id follows. A session
+// removed between the listing of its id and its reading is skipped. The
+// store has no index by owner: with Owner, the ids are read until the
+// page is full, and Next may be set when none of the rest is Owner's.
+func ListRuntimeSessionsPage(ctx context.Context, rt Runtime, req RuntimeSessionsPageRequest) (Page[RuntimeSession], error) {
+	if req.Owner != "" {
+		if err := ValidateID("owner", req.Owner); err != nil {
+			return Page[RuntimeSession]{}, err
+		}
+	}
+	if req.Limit < 0 || req.Limit > MaxPageSize {
+		return Page[RuntimeSession]{}, Invalid("limit", fmt.Sprintf("must be between 0 and %d", MaxPageSize))
+	}
+	if req.Limit == 0 {
+		req.Limit = DefaultPageSize
+	}
+	out := Page[RuntimeSession]{Items: []RuntimeSession{}}
+	ids := ListIDsRequest{After: req.After, Limit: MaxPageSize}
+	for {
+		page, err := rt.ListIDs(ctx, ids)
+		if err != nil {
+			return Page[RuntimeSession]{}, err
+		}
+		for i, id := range page.Items {
+			s, err := rt.Get(ctx, id)
+			if errors.Is(err, ErrNotFound) {
+				continue // removed since it was listed
+			}
+			if err != nil {
+				return Page[RuntimeSession]{}, err
+			}
+			if req.Owner != "" && s.OwnerID != req.Owner {
+				continue
+			}
+			out.Items = append(out.Items, s)
+			if len(out.Items) == req.Limit {
+				if i < len(page.Items)-1 || page.Next != "" {
+					out.Next = id
+				}
+				return out, nil
+			}
+		}
+		if page.Next == "" {
+			return out, nil
+		}
+		ids.After = page.Next
+	}
 }
