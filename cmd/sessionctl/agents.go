@@ -467,11 +467,7 @@ func (g *globals) agentsDelete(ctx context.Context, name string, k store.Session
 		if err := as.DeleteSession(ctx, k); err != nil {
 			return agentKeyErr(k, err)
 		}
-		if asJSON {
-			return writeJSON(g.stdout, map[string]any{"deleted": newAgentView(s)})
-		}
-		_, err = fmt.Fprintf(g.stdout, "deleted %s\n", esc(what))
-		return err
+		return g.say(asJSON, map[string]any{"deleted": newAgentView(s)}, "deleted %s\n", esc(what))
 	})
 }
 

@@ -277,11 +277,7 @@ func runReserve(ctx context.Context, g *globals, args []string) error {
 			}
 			return err
 		}
-		if *asJSON {
-			return writeJSON(g.stdout, newReservationView(r))
-		}
-		fmt.Fprintln(g.stdout, r.ID)
-		return nil
+		return g.say(*asJSON, newReservationView(r), "%s\n", r.ID)
 	}))
 }
 
