@@ -41,6 +41,20 @@ func TestViews(t *testing.T) {
 		"audit event": {NewAuditEvent(store.AuditEvent{AgentID: "a", Chain: "s", Seq: 2, At: day.In(time.FixedZone("x", 3600)), Kind: store.AuditReserve,
 			Outcome: "allowed", SessionID: "s", RequestID: "r", Detail: json.RawMessage(`{"metric":"cost","currency":"USD","limit":1000000}`), PrevHash: "p", Hash: "h"}),
 			`{"agent_id":"a","chain":"s","seq":2,"at":"2026-11-28T00:00:00Z","kind":"reserve","outcome":"allowed","session_id":"s","request_id":"r","detail":{"metric":"cost","currency":"USD","limit":"1.00 USD"},"prev_hash":"p","hash":"h"}`},
+		"conversation": {NewConversation(store.ConversationSummary{ID: "c", Name: "n", State: "active", MessageCount: 4,
+			TotalUsage: store.TokenUsage{TotalTokens: 9}, TotalCost: 0.039000000000000004, Version: 3, CreatedAt: day, UpdatedAt: day.Add(time.Millisecond)}),
+			`{"id":"c","name":"n","workspace":"","state":"active","parent_id":"","model_name":"","message_count":4,"total_usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":9},"total_cost":"0.039 USD","total_cost_micros":39000,"version":3,"created_at":"2026-11-28T00:00:00Z","updated_at":"2026-11-28T00:00:00.001Z"}`},
+		"runtime session without a turn": {NewRuntimeSession(store.RuntimeSession{ID: "r", AgentAlias: "a", ChatMode: store.ChatModeChat, CreatedAt: day, LastActive: day}),
+			`{"id":"r","agent_alias":"a","workspace_dir":"","chat_mode":"chat","owner_id":"","overrides":{},"created_at":"2026-11-28T00:00:00Z","last_active":"2026-11-28T00:00:00Z","turn":{"generation":0,"running":false,"owner":"","started_at":"","cancel_cause":"","stale":false,"lease_expires_at":""}}`},
+		"agent session": {NewAgentSession(store.AgentSession{Key: store.SessionKey{App: "a", User: "u", Session: "s"}, Version: 2, EventCount: 5,
+			State: store.ScopedState{Session: map[string]json.RawMessage{"k": json.RawMessage(`1`)}}, CreatedAt: day, UpdatedAt: day}),
+			`{"app":"a","user":"u","session":"s","version":2,"event_count":5,"session_state_keys":1,"created_at":"2026-11-28T00:00:00Z","updated_at":"2026-11-28T00:00:00Z"}`},
+		"settled reservation": {NewReservation(store.Reservation{SessionID: "s", ID: "r", AgentID: "a", Status: store.ReservationSettled,
+			Amount: store.SpendAmount{InputTokens: 1000, OutputTokens: 500, CostMicros: 250_000}, Currency: "USD", Actual: store.SpendAmount{OutputTokens: 7},
+			CreatedAt: day, ExpiresAt: day.Add(time.Minute), ClosedAt: day.Add(time.Second)}),
+			`{"session_id":"s","id":"r","agent_id":"a","status":"settled","amount":{"input_tokens":1000,"output_tokens":500,"cost_micros":250000},"currency":"USD","actual":{"input_tokens":0,"output_tokens":7,"cost_micros":0},"created_at":"2026-11-28T00:00:00Z","expires_at":"2026-11-28T00:01:00Z","closed_at":"2026-11-28T00:00:01Z","amount_text":"1000 in + 500 out tokens, 0.25 USD","actual_text":"0 in + 7 out tokens, 0.00 USD"}`},
+		"open reservation of nothing": {NewReservation(store.Reservation{SessionID: "s", ID: "r", AgentID: "a", Status: store.ReservationReserved, CreatedAt: day, ExpiresAt: day}),
+			`{"session_id":"s","id":"r","agent_id":"a","status":"reserved","amount":{"input_tokens":0,"output_tokens":0,"cost_micros":0},"actual":{"input_tokens":0,"output_tokens":0,"cost_micros":0},"created_at":"2026-11-28T00:00:00Z","expires_at":"2026-11-28T00:00:00Z","amount_text":"nothing"}`},
 	} {
 		if got := marshal(t, c.v); got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", name, got, c.want)

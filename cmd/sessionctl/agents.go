@@ -14,6 +14,7 @@ import (
 	"slices"
 
 	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/view"
 )
 
 var agentsSpec = spec{
@@ -170,26 +171,8 @@ func runAgents(ctx context.Context, g *globals, args []string) error {
 	return nil
 }
 
-// agentView is an agent session in the JSON of agents list and show.
-type agentView struct {
-	App        string `json:"app"`
-	User       string `json:"user"`
-	Session    string `json:"session"`
-	Version    int64  `json:"version"`
-	EventCount int64  `json:"event_count"`
-	StateKeys  int    `json:"session_state_keys"`
-	CreatedAt  string `json:"created_at"`
-	UpdatedAt  string `json:"updated_at"`
-}
-
-func newAgentView(s store.AgentSession) agentView {
-	return agentView{App: s.Key.App, User: s.Key.User, Session: s.Key.Session, Version: s.Version,
-		EventCount: s.EventCount, StateKeys: len(s.State.Session),
-		CreatedAt: jsonTime(s.CreatedAt), UpdatedAt: jsonTime(s.UpdatedAt)}
-}
-
 // agentListJSON is the JSON document of agents list.
-type agentListJSON = pageJSON[agentView]
+type agentListJSON = pageJSON[view.AgentSession]
 
 // agentsList lists the agent sessions req selects, one page (or every
 // page with all).
@@ -202,10 +185,10 @@ func (g *globals) agentsList(ctx context.Context, req store.AgentSessionsPageReq
 		if err != nil {
 			return err
 		}
-		doc := agentListJSON{Items: views(items, newAgentView), Next: next}
-		return printListing(g, asJSON, listing[agentView]{doc: doc, items: doc.Items, none: "no agent sessions",
+		doc := agentListJSON{Items: views(items, view.NewAgentSession), Next: next}
+		return printListing(g, asJSON, listing[view.AgentSession]{doc: doc, items: doc.Items, none: "no agent sessions",
 			header: "APP\tUSER\tSESSION\tVERSION\tEVENTS\tSTATE KEYS\tUPDATED", more: "more agent sessions follow", next: doc.Next,
-			row: func(v agentView) string {
+			row: func(v view.AgentSession) string {
 				up, _ := parseJSONTime("updated_at", v.UpdatedAt)
 				return fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%d\t%s", esc(v.App), esc(v.User), esc(v.Session), v.Version, v.EventCount, v.StateKeys, tableTime(up))
 			}})
@@ -214,7 +197,7 @@ func (g *globals) agentsList(ctx context.Context, req store.AgentSessionsPageReq
 
 // agentShowJSON is the JSON document of agents show.
 type agentShowJSON struct {
-	agentView
+	view.AgentSession
 	// State is the merged state (app: and user: prefixes, as ADK reads it).
 	State  map[string]json.RawMessage `json:"state"`
 	Events []store.AgentEvent         `json:"events"`
@@ -227,7 +210,7 @@ func (g *globals) agentsShow(ctx context.Context, k store.SessionKey, last int, 
 		if err != nil {
 			return agentKeyErr(k, err)
 		}
-		doc := agentShowJSON{agentView: newAgentView(s), State: store.DefaultStatePrefixes.Merge(s.State), Events: nonNilSlice(s.Events)}
+		doc := agentShowJSON{AgentSession: view.NewAgentSession(s), State: store.DefaultStatePrefixes.Merge(s.State), Events: nonNilSlice(s.Events)}
 		if asJSON {
 			return writeJSON(g.stdout, doc)
 		}
@@ -467,7 +450,7 @@ func (g *globals) agentsDelete(ctx context.Context, name string, k store.Session
 		if err := as.DeleteSession(ctx, k); err != nil {
 			return agentKeyErr(k, err)
 		}
-		return g.say(asJSON, map[string]any{"deleted": newAgentView(s)}, "deleted %s\n", esc(what))
+		return g.say(asJSON, map[string]any{"deleted": view.NewAgentSession(s)}, "deleted %s\n", esc(what))
 	})
 }
 

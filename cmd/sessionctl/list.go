@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/view"
 )
 
 var listSpec = spec{
@@ -39,8 +40,8 @@ type pageJSON[V any] struct {
 // runtime sessions.
 type (
 	listJSON     = pageJSON[archive.GovernedSession]
-	convListJSON = pageJSON[convView]
-	rtListJSON   = pageJSON[rtView]
+	convListJSON = pageJSON[view.Conversation]
+	rtListJSON   = pageJSON[view.RuntimeSession]
 )
 
 // readPages reads a listing from cursor after on: one page, or every page
@@ -158,7 +159,7 @@ func listConversations(ctx context.Context, g *globals, st cliStore, f store.Con
 	if err != nil {
 		return g.fail("list", err)
 	}
-	return g.result("list", printListing(g, asJSON, listing[store.ConversationSummary]{doc: convListJSON{Items: views(items, newConvView), Next: next},
+	return g.result("list", printListing(g, asJSON, listing[store.ConversationSummary]{doc: convListJSON{Items: views(items, view.NewConversation), Next: next},
 		items: items, none: "no conversations", header: convHeader, row: convRow, more: "more conversations follow", next: next}))
 }
 
@@ -171,6 +172,6 @@ func listRuntime(ctx context.Context, g *globals, st cliStore, owner, after stri
 	if err != nil {
 		return g.fail("list", err)
 	}
-	return g.result("list", printListing(g, asJSON, listing[store.RuntimeSession]{doc: rtListJSON{Items: views(items, newRTView), Next: next},
+	return g.result("list", printListing(g, asJSON, listing[store.RuntimeSession]{doc: rtListJSON{Items: views(items, view.NewRuntimeSession), Next: next},
 		items: items, none: "no runtime sessions", header: rtHeader, row: rtRow, more: "more runtime sessions may follow", next: next}))
 }
