@@ -169,3 +169,45 @@ func TestListRuntimeSessionsPage(t *testing.T) {
 		}
 	}
 }
+
+// TestAllUploads: every upload entry of the session, and only its.
+func TestAllUploads(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rt := st.Runtime()
+	for _, id := range []string{"r1", "r2"} {
+		if _, err := rt.Insert(ctx, store.NewRuntimeSession{ID: id, AgentAlias: "a", WorkspaceDir: "/w", ChatMode: store.ChatModeChat}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"u1", "u2", "u3"}
+	for _, ref := range want {
+		if _, err := rt.PutUpload(ctx, store.PutUploadRequest{SessionID: "r1", RefID: ref, WorkspacePath: "/w/" + ref, Content: []byte(ref)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := rt.PutUpload(ctx, store.PutUploadRequest{SessionID: "r2", RefID: "other", WorkspacePath: "/w/x", Content: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for u, err := range store.AllUploads(ctx, rt, "r1") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, u.RefID)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("uploads of r1: %q, want %q", got, want)
+	}
+	var errs []error
+	for _, err := range store.AllUploads(ctx, rt, "") {
+		errs = append(errs, err)
+	}
+	if len(errs) != 1 || !errors.Is(errs[0], store.ErrInvalidInput) {
+		t.Errorf("no session id: %v, want one ErrInvalidInput", errs)
+	}
+}

@@ -59,6 +59,15 @@ func AllGoverned(ctx context.Context, g Governance, f ListFilter) iter.Seq2[Sess
 	})
 }
 
+// AllUploads iterates over the upload entries of runtime session id
+// (ListUploads), in the order ListUploads pages them, one page at a time.
+// An error ends the iteration after it is yielded.
+func AllUploads(ctx context.Context, rt Runtime, id string) iter.Seq2[Upload, error] {
+	return pages(func(cursor string) (Page[Upload], error) {
+		return rt.ListUploads(ctx, ListUploadsRequest{SessionID: id, After: cursor, Limit: MaxPageSize})
+	})
+}
+
 // pages iterates over the items of a paged listing: list returns the page
 // after cursor ("" for the first).
 func pages[T any](list func(cursor string) (Page[T], error)) iter.Seq2[T, error] {
