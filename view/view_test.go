@@ -55,6 +55,10 @@ func TestViews(t *testing.T) {
 			`{"session_id":"s","id":"r","agent_id":"a","status":"settled","amount":{"input_tokens":1000,"output_tokens":500,"cost_micros":250000},"currency":"USD","actual":{"input_tokens":0,"output_tokens":7,"cost_micros":0},"created_at":"2026-11-28T00:00:00Z","expires_at":"2026-11-28T00:01:00Z","closed_at":"2026-11-28T00:00:01Z","amount_text":"1000 in + 500 out tokens, 0.25 USD","actual_text":"0 in + 7 out tokens, 0.00 USD"}`},
 		"open reservation of nothing": {NewReservation(store.Reservation{SessionID: "s", ID: "r", AgentID: "a", Status: store.ReservationReserved, CreatedAt: day, ExpiresAt: day}),
 			`{"session_id":"s","id":"r","agent_id":"a","status":"reserved","amount":{"input_tokens":0,"output_tokens":0,"cost_micros":0},"actual":{"input_tokens":0,"output_tokens":0,"cost_micros":0},"created_at":"2026-11-28T00:00:00Z","expires_at":"2026-11-28T00:00:00Z","amount_text":"nothing"}`},
+		"no spend": {NewSpend(store.SpendStatus{}), `{"limits":[],"live_reservations":0}`},
+		"spend": {NewSpend(store.SpendStatus{Live: 2, Limits: []store.LimitStatus{{Scope: store.ScopeAgent, Spent: 10,
+			SpendLimit: store.SpendLimit{Metric: store.MetricInputTokens, Window: store.WindowLifetime, Limit: 100}}}}),
+			`{"limits":[{"scope":"agent","metric":"input_tokens","window":"lifetime","limit":100,"spent":10,"reserved":0,"remaining":90}],"live_reservations":2}`},
 	} {
 		if got := marshal(t, c.v); got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", name, got, c.want)

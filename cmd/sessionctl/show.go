@@ -32,7 +32,7 @@ type showJSON struct {
 	Governed *archive.GovernedSession `json:"governed"`
 	// Spend is the governed session's spend (spend.go); left out when
 	// neither it nor its agent has limits and nothing is reserved.
-	Spend        *spendView         `json:"spend,omitempty"`
+	Spend        *view.Spend        `json:"spend,omitempty"`
 	Runtime      *rtShow            `json:"runtime"`
 	Conversation *view.Conversation `json:"conversation"`
 	// Unreadable names the facets the session has whose content is

@@ -91,25 +91,8 @@ func (f amountFlags) amount() (store.SpendAmount, string, error) {
 	return a, cur, nil
 }
 
-// spendView is the spend block of show and limits: each limit with what is
-// spent and reserved in its current window. Amounts of tokens are
-// integers; amounts of money exact decimals with their currency ("1.00
-// USD", humanize.Money of the micro-units the store keeps), never a float.
-type spendView struct {
-	Limits []view.Limit `json:"limits"`
-	Live   int64        `json:"live_reservations"`
-}
-
-func newSpendView(st store.SpendStatus) spendView {
-	v := spendView{Limits: []view.Limit{}, Live: st.Live}
-	for _, l := range st.Limits {
-		v.Limits = append(v.Limits, view.NewLimit(l))
-	}
-	return v
-}
-
 // spendDetails writes the spend block as aligned lines.
-func spendDetails(w io.Writer, v spendView) error {
+func spendDetails(w io.Writer, v view.Spend) error {
 	tw := newTable(w)
 	for _, l := range v.Limits {
 		window := l.Window
@@ -128,7 +111,7 @@ func spendDetails(w io.Writer, v spendView) error {
 
 // loadSpend reads the spend of a governed session; nil when it has no
 // limits, its agent has none and nothing is reserved.
-func loadSpend(ctx context.Context, st cliStore, id string) (*spendView, error) {
+func loadSpend(ctx context.Context, st cliStore, id string) (*view.Spend, error) {
 	s, err := st.Spend().Status(ctx, id)
 	if err != nil {
 		return nil, err
@@ -136,7 +119,7 @@ func loadSpend(ctx context.Context, st cliStore, id string) (*spendView, error) 
 	if len(s.Limits) == 0 && s.Live == 0 {
 		return nil, nil
 	}
-	v := newSpendView(s)
+	v := view.NewSpend(s)
 	return &v, nil
 }
 
@@ -385,11 +368,11 @@ func runLimits(ctx context.Context, g *globals, args []string) error {
 		if err != nil {
 			return err
 		}
-		v := newSpendView(status)
+		v := view.NewSpend(status)
 		if *asJSON {
 			if err := writeJSON(g.stdout, struct {
 				AgentID string `json:"agent_id"`
-				spendView
+				view.Spend
 			}{pos[0], v}); err != nil {
 				return err
 			}
