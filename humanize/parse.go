@@ -1,6 +1,7 @@
 package humanize
 
 import (
+	"errors"
 	"math"
 	"math/bits"
 	"strconv"
@@ -158,3 +159,34 @@ func Short(d time.Duration) string {
 	}
 	return b.String()
 }
+
+// byteUnits are the suffixes ParseBytes reads, longest first.
+var byteUnits = []struct {
+	suffix string
+	n      int64
+}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+
+// ParseBytes reads a byte count as people type it: a whole number,
+// optionally followed by a unit (B; KB, MB, GB, TB in powers of 1000;
+// KiB, MiB, GiB, TiB in powers of 1024), with or without a space between
+// ("2GiB", "500 MB", "1024"). A negative count, a fraction, or one beyond
+// 2^62 bytes is refused. The error says only that s is not a size; the
+// caller quotes s.
+func ParseBytes(s string) (int64, error) {
+	mult := int64(1)
+	for _, u := range byteUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.n
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, errNotSize
+	}
+	return n * mult, nil
+}
+
+// errNotSize is ParseBytes' refusal.
+var errNotSize = errors.New("not a size")

@@ -93,3 +93,21 @@ func TestShort(t *testing.T) {
 		}
 	}
 }
+
+// TestParseBytes: every unit, with and without a space, and the refusals
+// (no number, a fraction, a negative count, an unknown unit, an overflow).
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{
+		"0": 0, "1024": 1024, "7B": 7, "2KB": 2000, "2KiB": 2048, "3 MB": 3e6, "3MiB": 3 << 20,
+		"2GiB": 2 << 30, "2GB": 2e9, "1TiB": 1 << 40, "1TB": 1e12, "4096 B": 4096,
+	} {
+		if got, err := ParseBytes(in); err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "GiB", "1.5GiB", "-1", "-1KB", "2XB", "2 kib", "4194305TiB", "9223372036854775807"} {
+		if got, err := ParseBytes(in); err == nil {
+			t.Errorf("ParseBytes(%q) = %d, want an error", in, got)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -461,5 +462,38 @@ func TestShredLogIsBounded(t *testing.T) {
 		if e.Name() != shredLog {
 			t.Fatalf("left in the directory: %s", e.Name())
 		}
+	}
+}
+
+// TestCreateFile: a new key file holds one KEK that FromFile reads as the
+// current version, mode 0600; an existing file is refused (fs.ErrExist)
+// and left as it was; a bad version is ErrBadKeys and writes nothing.
+func TestCreateFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "kek")
+	if err := CreateFile(path, "v7"); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("stat: %v, %v; want mode 0600", fi, err)
+	}
+	p, err := FromFile(path)
+	if err != nil || p.CurrentVersion() != "v7" || len(p.Versions()) != 1 {
+		t.Fatalf("FromFile: %v, %v", p, err)
+	}
+	before, _ := os.ReadFile(path)
+	if err := CreateFile(path, "v8"); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("over an existing file: %v, want fs.ErrExist", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+		t.Error("the existing file was changed")
+	}
+	bad := filepath.Join(dir, "bad")
+	if err := CreateFile(bad, "a b"); !errors.Is(err, ErrBadKeys) {
+		t.Errorf("bad version: %v, want ErrBadKeys", err)
+	}
+	if _, err := os.Stat(bad); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a bad version wrote a file: %v", err)
 	}
 }

@@ -124,6 +124,34 @@ func GenerateEntry(version string) (string, error) {
 	return version + ":" + base64.StdEncoding.EncodeToString(k), nil
 }
 
+// CreateFile writes a new key file at path: one KEK of 32 random bytes as
+// version (GenerateEntry), mode 0600, created exclusively and synced
+// before it returns. A path that exists is refused with an error
+// matching fs.ErrExist (an existing key file may hold keys that still
+// seal data, so it is never overwritten); a bad version name with
+// ErrBadKeys. On any other failure the partly written file is removed.
+func CreateFile(path, version string) error {
+	entry, err := GenerateEntry(version)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(entry + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+	}
+	return err
+}
+
 // CurrentVersion returns the last version given.
 func (p *Provider) CurrentVersion() string { return p.current }
 

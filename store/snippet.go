@@ -132,3 +132,34 @@ func ContainsFold(text, term string) bool {
 	}
 	return false
 }
+
+// SnippetPiece is a run of a snippet's text: an occurrence of a term
+// (Match) or the text between occurrences.
+type SnippetPiece struct {
+	Text  string
+	Match bool
+}
+
+// Pieces cuts s.Text at its matches, in order, for a surface that shows
+// the matches marked (the console's <mark>, sessionctl's «»): the text
+// before, each match, the text between, the text after; no piece is
+// empty. Matches that are empty, overlap one before them or reach past
+// the text are not marked.
+func (s Snippet) Pieces() []SnippetPiece {
+	var out []SnippetPiece
+	last := 0
+	for _, m := range s.Matches {
+		if m.Start < last || m.End > len(s.Text) || m.Start >= m.End {
+			continue
+		}
+		if m.Start > last {
+			out = append(out, SnippetPiece{Text: s.Text[last:m.Start]})
+		}
+		out = append(out, SnippetPiece{Text: s.Text[m.Start:m.End], Match: true})
+		last = m.End
+	}
+	if last < len(s.Text) {
+		out = append(out, SnippetPiece{Text: s.Text[last:]})
+	}
+	return out
+}

@@ -59,3 +59,35 @@ func TestSearchTermsAndCursor(t *testing.T) {
 		}
 	}
 }
+
+// TestSnippetPieces: the text is cut at its matches, in order, with no
+// empty piece; bad matches (empty, overlapping, past the end) are not
+// marked and their text stays.
+func TestSnippetPieces(t *testing.T) {
+	for _, c := range []struct {
+		s    Snippet
+		want string
+	}{
+		{Snippet{Text: "hello world"}, "hello world"},
+		{Snippet{Text: "hello world", Matches: []Span{{0, 5}}}, "[hello] world"},
+		{Snippet{Text: "hello world", Matches: []Span{{6, 11}}}, "hello [world]"},
+		{Snippet{Text: "ab", Matches: []Span{{0, 1}, {1, 2}}}, "[a][b]"},
+		{Snippet{Text: "abcdef", Matches: []Span{{1, 3}, {2, 4}, {4, 4}, {5, 9}}}, "a[bc]def"},
+		{Snippet{}, ""},
+	} {
+		var b strings.Builder
+		for _, p := range c.s.Pieces() {
+			if p.Text == "" {
+				t.Errorf("%+v: an empty piece", c.s)
+			}
+			if p.Match {
+				b.WriteString("[" + p.Text + "]")
+			} else {
+				b.WriteString(p.Text)
+			}
+		}
+		if b.String() != c.want {
+			t.Errorf("%+v: %q, want %q", c.s, b.String(), c.want)
+		}
+	}
+}

@@ -168,3 +168,67 @@ type TenantRecordWriter interface {
 	// the default tenant are written before any tenant's.
 	ForTenant(tenant string) (RecordWriter, error)
 }
+
+// TenantView is a Store seen through one of its tenants, for code written
+// against Store (or Searcher's Search and History, Counter, Totaler) that
+// should read and write one tenant's rows only: its facets (agent
+// sessions, governance, spend, audit, conversations, runtime, retention),
+// its change feed, search, history, counts and totals are Tenant's, with
+// the guarantees and limits TenantStore documents. What has no tenant
+// scope is the whole Store's: the schema version, the health check,
+// snapshots (a snapshot reads every tenant's rows), Backend and Close.
+type TenantView struct {
+	// Store is the whole store; Tenant is one of its tenants
+	// (Tenanter.Tenant).
+	Store
+	Tenant TenantStore
+}
+
+// AgentSessions returns the tenant's agent-session facet.
+func (v TenantView) AgentSessions() AgentSessions { return v.Tenant.AgentSessions() }
+
+// Governance returns the tenant's governed-session facet.
+func (v TenantView) Governance() Governance { return v.Tenant.Governance() }
+
+// Spend returns the tenant's spend facet.
+func (v TenantView) Spend() Spend { return v.Tenant.Spend() }
+
+// Audit returns the tenant's audit trail.
+func (v TenantView) Audit() Audit { return v.Tenant.Audit() }
+
+// Conversations returns the tenant's conversation facet.
+func (v TenantView) Conversations() Conversations { return v.Tenant.Conversations() }
+
+// Runtime returns the tenant's runtime facet.
+func (v TenantView) Runtime() Runtime { return v.Tenant.Runtime() }
+
+// Retention returns the tenant's lifecycle facet (its own holds).
+func (v TenantView) Retention() Retention { return v.Tenant.Retention() }
+
+// Feed returns the tenant's change feed.
+func (v TenantView) Feed() Feed { return v.Tenant.Feed() }
+
+// Search finds the tenant's items by their text.
+func (v TenantView) Search(ctx context.Context, q SearchQuery) (SearchResult, error) {
+	return v.Tenant.Search(ctx, q)
+}
+
+// History returns a user's agent events across the tenant's sessions.
+func (v TenantView) History(ctx context.Context, req HistoryRequest) (Page[HistoryItem], error) {
+	return v.Tenant.History(ctx, req)
+}
+
+// Counts counts the tenant's items of every facet.
+func (v TenantView) Counts(ctx context.Context) (Counts, error) { return v.Tenant.Counts(ctx) }
+
+// Totals computes the aggregates of the tenant's governed sessions and
+// conversations.
+func (v TenantView) Totals(ctx context.Context, req TotalsRequest) (Totals, error) {
+	return v.Tenant.Totals(ctx, req)
+}
+
+var (
+	_ Store   = TenantView{}
+	_ Counter = TenantView{}
+	_ Totaler = TenantView{}
+)

@@ -119,3 +119,20 @@ func NewLimit(l store.LimitStatus) Limit {
 	}
 	return v
 }
+
+// Spend is the spend of a governed session or an agent: each limit with
+// what is spent and reserved in its current window ([] for none), and
+// the reservations still held.
+type Spend struct {
+	Limits []Limit `json:"limits"`
+	Live   int64   `json:"live_reservations"`
+}
+
+// NewSpend returns st's view.
+func NewSpend(st store.SpendStatus) Spend {
+	v := Spend{Limits: make([]Limit, len(st.Limits)), Live: st.Live}
+	for i, l := range st.Limits {
+		v.Limits[i] = NewLimit(l)
+	}
+	return v
+}

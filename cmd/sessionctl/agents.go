@@ -12,9 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/view"
 )
 
 var agentsSpec = spec{
@@ -108,21 +108,18 @@ func runAgents(ctx context.Context, g *globals, args []string) error {
 		if len(pos) > 0 {
 			return g.usageErr(name, "unexpected argument %q (use --app and --user)", pos[0])
 		}
-		for _, f := range []struct{ field, v string }{{"app", *app}, {"user", *user}} {
-			if f.v != "" {
-				if err := store.ValidateID(f.field, f.v); err != nil {
-					return g.usageErr(name, "%v", err)
-				}
-			}
+		req := store.AgentSessionsPageRequest{App: *app, User: *user, Cursor: *after, Limit: *limit}
+		if *idle > 0 {
+			req.UpdatedBefore = g.clock().Add(-*idle)
 		}
-		var cur agentCursor
-		if *after != "" {
-			var err error
-			if cur, err = decodeAgentCursor(*after); err != nil || (*app != "" && cur.App != *app) {
+		if _, err := req.Normalize(); err != nil {
+			var ie *store.InvalidInputError
+			if errors.As(err, &ie) && ie.Field == "cursor" {
 				return g.usageErr(name, "--after %q is not a cursor of this listing", *after)
 			}
+			return g.usageErr(name, "%v", err)
 		}
-		return g.result(name, g.agentsList(ctx, agentListReq{app: *app, user: *user, idle: *idle, limit: *limit, after: cur, all: *all}, *asJSON))
+		return g.result(name, g.agentsList(ctx, req, *all, *asJSON))
 	case "show":
 		k, err := key(3)
 		if err != nil {
@@ -174,114 +171,24 @@ func runAgents(ctx context.Context, g *globals, args []string) error {
 	return nil
 }
 
-// agentCursor is the cursor of "agents list": the application and the
-// store's cursor within it (empty: its first session).
-type agentCursor struct {
-	App   string `json:"app"`
-	After string `json:"after,omitempty"`
-}
-
-func (c agentCursor) encode() string {
-	b, _ := json.Marshal(c) // two strings always marshal
-	return string(b)
-}
-
-func decodeAgentCursor(s string) (agentCursor, error) {
-	var c agentCursor
-	if err := json.Unmarshal([]byte(s), &c); err != nil || c.App == "" {
-		return c, store.Invalid("after", "not a cursor of this listing")
-	}
-	if c.After != "" {
-		if _, err := store.DecodeSessionCursor(c.After); err != nil {
-			return c, err
-		}
-	}
-	return c, nil
-}
-
-// agentView is an agent session in the JSON of agents list and show.
-type agentView struct {
-	App        string `json:"app"`
-	User       string `json:"user"`
-	Session    string `json:"session"`
-	Version    int64  `json:"version"`
-	EventCount int64  `json:"event_count"`
-	StateKeys  int    `json:"session_state_keys"`
-	CreatedAt  string `json:"created_at"`
-	UpdatedAt  string `json:"updated_at"`
-}
-
-func newAgentView(s store.AgentSession) agentView {
-	return agentView{App: s.Key.App, User: s.Key.User, Session: s.Key.Session, Version: s.Version,
-		EventCount: s.EventCount, StateKeys: len(s.State.Session),
-		CreatedAt: jsonTime(s.CreatedAt), UpdatedAt: jsonTime(s.UpdatedAt)}
-}
-
 // agentListJSON is the JSON document of agents list.
-type agentListJSON = pageJSON[agentView]
+type agentListJSON = pageJSON[view.AgentSession]
 
-type agentListReq struct {
-	app, user string
-	idle      time.Duration
-	limit     int
-	after     agentCursor
-	all       bool
-}
-
-// agentsList lists agent sessions, one page (or every page with all).
-func (g *globals) agentsList(ctx context.Context, req agentListReq, asJSON bool) error {
+// agentsList lists the agent sessions req selects, one page (or every
+// page with all).
+func (g *globals) agentsList(ctx context.Context, req store.AgentSessionsPageRequest, all, asJSON bool) error {
 	return g.withStore(ctx, func(st cliStore) error {
-		apps := []string{req.app}
-		if req.app == "" {
-			apps = nil
-			for app, err := range store.AllApps(ctx, st.AgentSessions()) {
-				if err != nil {
-					return err
-				}
-				apps = append(apps, app)
-			}
+		items, next, err := readPages(all, req.Cursor, func(after string) (store.Page[store.AgentSession], error) {
+			req.Cursor = after
+			return store.ListAgentSessionsPage(ctx, st.AgentSessions(), req)
+		})
+		if err != nil {
+			return err
 		}
-		if req.after.App != "" {
-			i, _ := slices.BinarySearch(apps, req.after.App)
-			apps = apps[i:]
-			if len(apps) == 0 || apps[0] != req.after.App {
-				req.after.After = "" // the cursor's application is gone: continue with the next
-			}
-		}
-		cutoff := time.Time{}
-		if req.idle > 0 {
-			cutoff = g.clock().Add(-req.idle)
-		}
-		doc := agentListJSON{Items: []agentView{}}
-		cursor := req.after.After
-		for i := 0; i < len(apps); {
-			n := req.limit
-			if !req.all {
-				n -= len(doc.Items)
-			}
-			page, err := st.AgentSessions().ListSessions(ctx, store.ListAgentSessionsRequest{App: apps[i], User: req.user,
-				Cursor: cursor, Limit: n})
-			if err != nil {
-				return err
-			}
-			for _, s := range page.Items {
-				if cutoff.IsZero() || s.UpdatedAt.Before(cutoff) {
-					doc.Items = append(doc.Items, newAgentView(s))
-				}
-			}
-			if cursor = page.Next; cursor == "" {
-				i++ // this application is done
-			}
-			if !req.all && len(doc.Items) >= req.limit {
-				if i < len(apps) {
-					doc.Next = agentCursor{App: apps[i], After: cursor}.encode()
-				}
-				break
-			}
-		}
-		return printListing(g, asJSON, listing[agentView]{doc: doc, items: doc.Items, none: "no agent sessions",
+		doc := agentListJSON{Items: views(items, view.NewAgentSession), Next: next}
+		return printListing(g, asJSON, listing[view.AgentSession]{doc: doc, items: doc.Items, none: "no agent sessions",
 			header: "APP\tUSER\tSESSION\tVERSION\tEVENTS\tSTATE KEYS\tUPDATED", more: "more agent sessions follow", next: doc.Next,
-			row: func(v agentView) string {
+			row: func(v view.AgentSession) string {
 				up, _ := parseJSONTime("updated_at", v.UpdatedAt)
 				return fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%d\t%s", esc(v.App), esc(v.User), esc(v.Session), v.Version, v.EventCount, v.StateKeys, tableTime(up))
 			}})
@@ -290,7 +197,7 @@ func (g *globals) agentsList(ctx context.Context, req agentListReq, asJSON bool)
 
 // agentShowJSON is the JSON document of agents show.
 type agentShowJSON struct {
-	agentView
+	view.AgentSession
 	// State is the merged state (app: and user: prefixes, as ADK reads it).
 	State  map[string]json.RawMessage `json:"state"`
 	Events []store.AgentEvent         `json:"events"`
@@ -303,7 +210,7 @@ func (g *globals) agentsShow(ctx context.Context, k store.SessionKey, last int, 
 		if err != nil {
 			return agentKeyErr(k, err)
 		}
-		doc := agentShowJSON{agentView: newAgentView(s), State: store.DefaultStatePrefixes.Merge(s.State), Events: nonNilSlice(s.Events)}
+		doc := agentShowJSON{AgentSession: view.NewAgentSession(s), State: store.DefaultStatePrefixes.Merge(s.State), Events: nonNilSlice(s.Events)}
 		if asJSON {
 			return writeJSON(g.stdout, doc)
 		}
@@ -543,11 +450,7 @@ func (g *globals) agentsDelete(ctx context.Context, name string, k store.Session
 		if err := as.DeleteSession(ctx, k); err != nil {
 			return agentKeyErr(k, err)
 		}
-		if asJSON {
-			return writeJSON(g.stdout, map[string]any{"deleted": newAgentView(s)})
-		}
-		_, err = fmt.Fprintf(g.stdout, "deleted %s\n", esc(what))
-		return err
+		return g.say(asJSON, map[string]any{"deleted": view.NewAgentSession(s)}, "deleted %s\n", esc(what))
 	})
 }
 

@@ -116,16 +116,13 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 				return g.usageErr(name, "%v", err)
 			}
 		}
-		st, err := g.openExisting(ctx)
-		if err != nil {
-			return g.fail(name, err)
-		}
-		defer st.Close()
-		n, err := st.Audit().Checkpoint(ctx, *agent)
-		if err != nil {
-			return g.fail(name, err)
-		}
-		return g.result(name, g.say(*asJSON, map[string]int64{"checkpointed_chains": n}, "checkpointed %d %s\n", n, plural(int(n), "chain", "chains")))
+		return g.result(name, g.withStore(ctx, func(st cliStore) error {
+			n, err := st.Audit().Checkpoint(ctx, *agent)
+			if err != nil {
+				return err
+			}
+			return g.say(*asJSON, map[string]int64{"checkpointed_chains": n}, "checkpointed %d %s\n", n, plural(int(n), "chain", "chains"))
+		}))
 	case "prune":
 		cut, err := optTime("before", *before)
 		if err != nil {
@@ -140,16 +137,13 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 		case olderSet:
 			cut = g.clock().Add(-*olderThan)
 		}
-		st, err := g.openExisting(ctx)
-		if err != nil {
-			return g.fail(name, err)
-		}
-		defer st.Close()
-		n, err := st.Audit().Prune(ctx, store.AuditPruneRequest{Before: cut, AgentID: *agent})
-		if err != nil {
-			return g.fail(name, err)
-		}
-		return g.result(name, g.say(*asJSON, map[string]any{"before": jsonTime(cut), "removed_events": n}, "removed %d %s before the checkpoints made before %s\n", n, plural(int(n), "event", "events"), tableTime(cut)))
+		return g.result(name, g.withStore(ctx, func(st cliStore) error {
+			n, err := st.Audit().Prune(ctx, store.AuditPruneRequest{Before: cut, AgentID: *agent})
+			if err != nil {
+				return err
+			}
+			return g.say(*asJSON, map[string]any{"before": jsonTime(cut), "removed_events": n}, "removed %d %s before the checkpoints made before %s\n", n, plural(int(n), "event", "events"), tableTime(cut))
+		}))
 	}
 	return exitStatus(exitUsage)
 }

@@ -115,28 +115,18 @@ type cleanupDryRunJSON struct {
 // and expired (past their time limit, marked or not), as of now.
 func (g *globals) cleanupDryRun(ctx context.Context, asJSON bool) error {
 	return g.withStore(ctx, func(st cliStore) error {
-		doc := cleanupDryRunJSON{Sessions: []archive.GovernedSession{}}
 		var list []store.Session
 		for _, status := range []store.Status{store.StatusClosed, store.StatusExpired} {
-			f := store.ListFilter{Status: status, Limit: store.MaxPageSize}
-			for {
-				page, err := st.Governance().List(ctx, f)
+			for s, err := range store.AllGoverned(ctx, st.Governance(), store.ListFilter{Status: status}) {
 				if err != nil {
 					return err
 				}
-				list = append(list, page.Items...)
-				if page.Next == "" {
-					break
-				}
-				f.After = page.Next
+				list = append(list, s)
 			}
 		}
 		slices.SortFunc(list, func(a, b store.Session) int { return strings.Compare(a.ID, b.ID) })
 		now := g.clock()
-		for _, s := range list {
-			doc.Sessions = append(doc.Sessions, archive.NewGovernedSession(s))
-		}
-		doc.WouldRemove = int64(len(list))
+		doc := cleanupDryRunJSON{WouldRemove: int64(len(list)), Sessions: views(list, archive.NewGovernedSession)}
 		if asJSON {
 			return writeJSON(g.stdout, doc)
 		}

@@ -590,12 +590,12 @@ func printListing[T any](g *globals, asJSON bool, l listing[T]) error {
 // same is a listing's row of a row already written.
 func same(row string) string { return row }
 
-// say prints a command's outcome: doc as one JSON document with --json
-// (its failure is returned), else the line format makes of args.
+// say prints a command's outcome: doc as one JSON document with --json,
+// else the line format makes of args; a failure to write is returned.
 func (g *globals) say(asJSON bool, doc any, format string, args ...any) error {
 	if asJSON {
 		return writeJSON(g.stdout, doc)
 	}
-	fmt.Fprintf(g.stdout, format, args...)
-	return nil
+	_, err := fmt.Fprintf(g.stdout, format, args...)
+	return err
 }

@@ -9,44 +9,6 @@ import (
 	"github.com/agentstore/sessionstore/store"
 )
 
-// convView is the JSON shape of a conversation's metadata in list, show
-// and stats output.
-type convView struct {
-	ID           string           `json:"id"`
-	Name         string           `json:"name"`
-	Workspace    string           `json:"workspace"`
-	State        string           `json:"state"`
-	ParentID     string           `json:"parent_id"`
-	ModelName    string           `json:"model_name"`
-	MessageCount int64            `json:"message_count"`
-	TotalUsage   store.TokenUsage `json:"total_usage"`
-	// TotalCost is exact, from the cost rounded to micro-units, with its
-	// currency ("0.0432 USD"); TotalCostMicros is the same in micro-units.
-	TotalCost       string `json:"total_cost"`
-	TotalCostMicros int64  `json:"total_cost_micros"`
-	Version         int64  `json:"version"`
-	CreatedAt       string `json:"created_at"`
-	UpdatedAt       string `json:"updated_at"`
-}
-
-func newConvView(c store.ConversationSummary) convView {
-	return convView{
-		ID:              c.ID,
-		Name:            c.Name,
-		Workspace:       c.Workspace,
-		State:           string(c.State),
-		ParentID:        c.ParentID,
-		ModelName:       c.ModelName,
-		MessageCount:    c.MessageCount,
-		TotalUsage:      c.TotalUsage,
-		TotalCost:       usd(c.TotalCost),
-		TotalCostMicros: humanize.MicrosOf(c.TotalCost),
-		Version:         c.Version,
-		CreatedAt:       jsonTime(c.CreatedAt),
-		UpdatedAt:       jsonTime(c.UpdatedAt),
-	}
-}
-
 // convHeader and convRow are the table of conversation summaries.
 const convHeader = "ID\tNAME\tSTATE\tPARENT\tMESSAGES\tTOKENS\tCOST\tUPDATED"
 

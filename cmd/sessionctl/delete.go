@@ -102,11 +102,7 @@ func (g *globals) deleteOne(ctx context.Context, name, id, only string, yes, dry
 		}
 		what := deleteText(out)
 		if dryRun {
-			if asJSON {
-				return writeJSON(g.stdout, out)
-			}
-			_, err := fmt.Fprintf(g.stdout, "would delete %s\n", esc(what))
-			return err
+			return g.say(asJSON, out, "would delete %s\n", esc(what))
 		}
 		if err := g.confirm(name, what, yes); err != nil {
 			return err
@@ -118,11 +114,7 @@ func (g *globals) deleteOne(ctx context.Context, name, id, only string, yes, dry
 		} else if err := st.Conversations().Delete(ctx, id); err != nil {
 			return withID(id, err)
 		}
-		if asJSON {
-			return writeJSON(g.stdout, out)
-		}
-		_, err = fmt.Fprintf(g.stdout, "deleted %s\n", esc(what))
-		return err
+		return g.say(asJSON, out, "deleted %s\n", esc(what))
 	})
 }
 

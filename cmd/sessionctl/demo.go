@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -278,23 +277,12 @@ func removeForDemo(ctx context.Context, path string, yes bool) error {
 	if len(other) > 0 && !yes {
 		return fmt.Errorf("%s holds data the demo did not write (%s): give --yes as well to remove it, or choose another --db", path, strings.Join(other, ", "))
 	}
-	how, err := sqlstore.InUse(path)
-	if err != nil {
-		return fmt.Errorf("check whether %s is in use: %w", path, err)
+	err = sqlstore.Remove(path)
+	var inUse *sqlstore.InUseError
+	if errors.As(err, &inUse) {
+		return fmt.Errorf("%v: demo --fresh does not remove a database another process holds", inUse)
 	}
-	if how != "" {
-		return fmt.Errorf("%s is in use (%s): demo --fresh does not remove a database another process holds", path, how)
-	}
-	for _, suffix := range []string{"-wal", "-shm", "-journal", ""} {
-		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-	}
-	// The lock file goes last, once nothing it guards is left.
-	if err := os.Remove(sqlstore.WriterLockPath(path)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
+	return err
 }
 
 // nonDemoData reads the database at path without changing it and

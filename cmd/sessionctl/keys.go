@@ -440,26 +440,13 @@ type keysNewJSON struct {
 // 32 random bytes as version, mode 0600, created exclusively and synced,
 // so that an existing file, another key, is never overwritten.
 func runKeysNew(g *globals, name, path, version string, asJSON bool) error {
-	entry, err := keys.GenerateEntry(version)
-	if err != nil {
+	err := keys.CreateFile(path, version)
+	switch {
+	case errors.Is(err, keys.ErrBadKeys):
 		return g.usageErr(name, "--kek-version %s: %v", esc(version), err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
+	case errors.Is(err, fs.ErrExist):
 		return g.usageErr(name, "%s exists: a key file is never overwritten (its keys may still seal data)", esc(path))
-	}
-	if err != nil {
-		return g.fail(name, err)
-	}
-	_, err = f.WriteString(entry + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
+	case err != nil:
 		return g.fail(name, err)
 	}
 	return g.result(name, g.say(asJSON, keysNewJSON{File: path, Version: version}, "wrote key-encryption key %s to %s (mode 0600); give it with --key-file %s\n", esc(version), esc(path), esc(path)))

@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 
 	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/view"
 )
 
 var listSpec = spec{
@@ -40,8 +40,8 @@ type pageJSON[V any] struct {
 // runtime sessions.
 type (
 	listJSON     = pageJSON[archive.GovernedSession]
-	convListJSON = pageJSON[convView]
-	rtListJSON   = pageJSON[rtView]
+	convListJSON = pageJSON[view.Conversation]
+	rtListJSON   = pageJSON[view.RuntimeSession]
 )
 
 // readPages reads a listing from cursor after on: one page, or every page
@@ -159,47 +159,19 @@ func listConversations(ctx context.Context, g *globals, st cliStore, f store.Con
 	if err != nil {
 		return g.fail("list", err)
 	}
-	return g.result("list", printListing(g, asJSON, listing[store.ConversationSummary]{doc: convListJSON{Items: views(items, newConvView), Next: next},
+	return g.result("list", printListing(g, asJSON, listing[store.ConversationSummary]{doc: convListJSON{Items: views(items, view.NewConversation), Next: next},
 		items: items, none: "no conversations", header: convHeader, row: convRow, more: "more conversations follow", next: next}))
 }
 
-// listRuntime pages through runtime session ids and reads each session,
-// keeping those of owner (all when empty), until a page is full.
+// listRuntime lists the runtime sessions of owner (all when empty), one
+// page (or every page with all).
 func listRuntime(ctx context.Context, g *globals, st cliStore, owner, after string, limit int, all, asJSON bool) error {
-	rt := st.Runtime()
-	var items []store.RuntimeSession
-	next := ""
-	req := store.ListIDsRequest{After: after, Limit: store.MaxPageSize}
-scan:
-	for {
-		page, err := rt.ListIDs(ctx, req)
-		if err != nil {
-			return g.fail("list", err)
-		}
-		for i, id := range page.Items {
-			s, err := rt.Get(ctx, id)
-			if errors.Is(err, store.ErrNotFound) {
-				continue // removed since it was listed
-			}
-			if err != nil {
-				return g.fail("list", err)
-			}
-			if owner != "" && s.OwnerID != owner {
-				continue
-			}
-			items = append(items, s)
-			if !all && len(items) == limit {
-				if i < len(page.Items)-1 || page.Next != "" {
-					next = id
-				}
-				break scan
-			}
-		}
-		if page.Next == "" {
-			break
-		}
-		req.After = page.Next
+	items, next, err := readPages(all, after, func(after string) (store.Page[store.RuntimeSession], error) {
+		return store.ListRuntimeSessionsPage(ctx, st.Runtime(), store.RuntimeSessionsPageRequest{Owner: owner, After: after, Limit: limit})
+	})
+	if err != nil {
+		return g.fail("list", err)
 	}
-	return g.result("list", printListing(g, asJSON, listing[store.RuntimeSession]{doc: rtListJSON{Items: views(items, newRTView), Next: next},
+	return g.result("list", printListing(g, asJSON, listing[store.RuntimeSession]{doc: rtListJSON{Items: views(items, view.NewRuntimeSession), Next: next},
 		items: items, none: "no runtime sessions", header: rtHeader, row: rtRow, more: "more runtime sessions may follow", next: next}))
 }

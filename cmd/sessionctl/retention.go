@@ -109,24 +109,17 @@ func runRetention(ctx context.Context, g *globals, args []string) error {
 		if len(pos) != 1 {
 			return g.usageErr(name, "give one policy kind")
 		}
-		st, err := g.openExisting(ctx)
-		if err != nil {
-			return g.fail(name, err)
-		}
-		defer st.Close()
-		ok, err := st.Retention().RemovePolicy(ctx, store.PolicyKind(pos[0]))
-		if err != nil {
-			return g.fail(name, err)
-		}
-		if *asJSON {
-			return g.jsonOr(name, map[string]bool{"removed": ok})
-		}
-		if ok {
-			fmt.Fprintf(g.stdout, "removed the %s policy\n", pos[0])
-		} else {
-			fmt.Fprintf(g.stdout, "no %s policy was set\n", esc(pos[0]))
-		}
-		return nil
+		return g.result(name, g.withStore(ctx, func(st cliStore) error {
+			ok, err := st.Retention().RemovePolicy(ctx, store.PolicyKind(pos[0]))
+			if err != nil {
+				return err
+			}
+			doc := map[string]bool{"removed": ok}
+			if !ok {
+				return g.say(*asJSON, doc, "no %s policy was set\n", esc(pos[0]))
+			}
+			return g.say(*asJSON, doc, "removed the %s policy\n", pos[0])
+		}))
 	}
 	if len(pos) < 1 || len(pos) > 2 {
 		return g.usageErr(name, "give a policy kind and its value")
@@ -165,7 +158,7 @@ func parsePolicy(pos []string, readsCount bool) (store.Policy, error) {
 	case store.ParamKeepLast:
 		p.KeepLast, err = strconv.ParseInt(pos[1], 10, 64)
 	case store.ParamMaxBytes:
-		p.MaxBytes, err = parseSize(pos[1])
+		p.MaxBytes, err = humanize.ParseBytes(pos[1])
 	}
 	if err != nil {
 		return p, fmt.Errorf("%s: %q is not %s", k.Kind, esc(pos[1]), paramWords[k.Param])
@@ -197,29 +190,6 @@ func policyErr(err error, pos []string) error {
 		}
 	}
 	return err
-}
-
-// sizeUnits are the suffixes parseSize accepts, longest first.
-var sizeUnits = []struct {
-	suffix string
-	n      int64
-}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
-	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
-
-// parseSize reads a byte count: an integer, optionally with a unit.
-func parseSize(s string) (int64, error) {
-	mult := int64(1)
-	for _, u := range sizeUnits {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSuffix(s, u.suffix), u.n
-			break
-		}
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("not a size")
-	}
-	return n * mult, nil
 }
 
 // policySetting says what a policy is set to, for people.
@@ -279,9 +249,9 @@ func (g *globals) retentionShow(ctx context.Context, last int, asJSON bool) erro
 			}
 			tw.Flush()
 		}
-		fmt.Fprintf(w, "\n%d %s\n", len(doc.Holds), plural(len(doc.Holds), "hold", "holds"))
-		if len(doc.Holds) > 0 {
-			printHolds(g, doc.Holds)
+		fmt.Fprintln(w)
+		if err := printHolds(g, doc.Holds); err != nil {
+			return err
 		}
 		if last > 0 {
 			fmt.Fprintf(w, "\nlast sweeps: %d\n", len(doc.Sweeps))
@@ -300,7 +270,13 @@ func (g *globals) retentionShow(ctx context.Context, last int, asJSON bool) erro
 	})
 }
 
-func printHolds(g *globals, holds []store.Hold) {
+// printHolds prints how many holds there are, then (when there are any)
+// a table of them.
+func printHolds(g *globals, holds []store.Hold) error {
+	fmt.Fprintf(g.stdout, "%d %s\n", len(holds), plural(len(holds), "hold", "holds"))
+	if len(holds) == 0 {
+		return nil
+	}
 	tw := newTable(g.stdout)
 	fmt.Fprintln(tw, "FACET\tSESSION\tSINCE\tREASON")
 	for _, h := range holds {
@@ -310,7 +286,7 @@ func printHolds(g *globals, holds []store.Hold) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", h.Facet, esc(id), tableTime(h.CreatedAt), esc(h.Reason))
 	}
-	tw.Flush()
+	return tw.Flush()
 }
 
 var sweepSpec = spec{
@@ -457,23 +433,16 @@ func runHold(ctx context.Context, g *globals, args []string) error {
 		if len(pos) != 0 {
 			return g.usageErr(name, "list takes no arguments")
 		}
-		st, err := g.openExisting(ctx)
-		if err != nil {
-			return g.fail(name, err)
-		}
-		defer st.Close()
-		holds, err := st.Retention().Holds(ctx)
-		if err != nil {
-			return g.fail(name, err)
-		}
-		if *asJSON {
-			return g.jsonOr(name, map[string][]store.Hold{"holds": holds})
-		}
-		fmt.Fprintf(g.stdout, "%d %s\n", len(holds), plural(len(holds), "hold", "holds"))
-		if len(holds) > 0 {
-			printHolds(g, holds)
-		}
-		return nil
+		return g.result(name, g.withStore(ctx, func(st cliStore) error {
+			holds, err := st.Retention().Holds(ctx)
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				return writeJSON(g.stdout, map[string][]store.Hold{"holds": holds})
+			}
+			return printHolds(g, holds)
+		}))
 	}
 	refs, err := parseRefs(pos)
 	if err != nil {

@@ -8,54 +8,6 @@ import (
 	"github.com/agentstore/sessionstore/store"
 )
 
-// rtView is the JSON shape of a runtime session in list and show output.
-type rtView struct {
-	ID           string          `json:"id"`
-	AgentAlias   string          `json:"agent_alias"`
-	WorkspaceDir string          `json:"workspace_dir"`
-	ChatMode     string          `json:"chat_mode"`
-	OwnerID      string          `json:"owner_id"`
-	Overrides    store.Overrides `json:"overrides"`
-	CreatedAt    string          `json:"created_at"`
-	LastActive   string          `json:"last_active"`
-	Turn         turnView        `json:"turn"`
-}
-
-// turnView is the JSON shape of a runtime session's current turn.
-type turnView struct {
-	Generation  uint64 `json:"generation"`
-	Running     bool   `json:"running"`
-	Owner       string `json:"owner"`
-	StartedAt   string `json:"started_at"`
-	CancelCause string `json:"cancel_cause"`
-	// Stale: the turn runs, but its lease lapsed (the process that began
-	// it stopped renewing it). LeaseExpiresAt is "" when no turn runs.
-	Stale          bool   `json:"stale"`
-	LeaseExpiresAt string `json:"lease_expires_at"`
-}
-
-func newRTView(s store.RuntimeSession) rtView {
-	return rtView{
-		ID:           s.ID,
-		AgentAlias:   s.AgentAlias,
-		WorkspaceDir: s.WorkspaceDir,
-		ChatMode:     string(s.ChatMode),
-		OwnerID:      s.OwnerID,
-		Overrides:    s.Overrides,
-		CreatedAt:    jsonTime(s.CreatedAt),
-		LastActive:   jsonTime(s.LastActive),
-		Turn: turnView{
-			Generation:     s.Turn.Generation,
-			Running:        s.Turn.Running,
-			Owner:          s.Turn.Owner,
-			StartedAt:      jsonTime(s.Turn.StartedAt),
-			CancelCause:    string(s.Turn.CancelCause),
-			Stale:          s.Turn.Stale,
-			LeaseExpiresAt: jsonTime(s.Turn.LeaseExpiresAt),
-		},
-	}
-}
-
 // rtHeader and rtRow are the table of runtime sessions.
 const rtHeader = "ID\tAGENT\tMODE\tOWNER\tOVERRIDES\tTURN\tLAST ACTIVE"
 

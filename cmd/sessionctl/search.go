@@ -128,16 +128,13 @@ func markSnippet(s store.Snippet, n int) string {
 	if s.Before {
 		b.WriteString("…")
 	}
-	last := 0
-	for _, m := range s.Matches {
-		if m.Start < last || m.End > len(s.Text) {
-			continue
+	for _, p := range s.Pieces() {
+		text := esc(fold(p.Text))
+		if p.Match {
+			text = "«" + text + "»"
 		}
-		b.WriteString(esc(fold(s.Text[last:m.Start])))
-		b.WriteString("«" + esc(fold(s.Text[m.Start:m.End])) + "»")
-		last = m.End
+		b.WriteString(text)
 	}
-	b.WriteString(esc(fold(s.Text[last:])))
 	out := b.String()
 	if r := []rune(out); len(r) > n {
 		return string(r[:n-1]) + "…"

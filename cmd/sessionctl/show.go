@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/view"
 )
 
 var showSpec = spec{
@@ -31,9 +32,9 @@ type showJSON struct {
 	Governed *archive.GovernedSession `json:"governed"`
 	// Spend is the governed session's spend (spend.go); left out when
 	// neither it nor its agent has limits and nothing is reserved.
-	Spend        *spendView `json:"spend,omitempty"`
-	Runtime      *rtShow    `json:"runtime"`
-	Conversation *convView  `json:"conversation"`
+	Spend        *view.Spend        `json:"spend,omitempty"`
+	Runtime      *rtShow            `json:"runtime"`
+	Conversation *view.Conversation `json:"conversation"`
 	// Unreadable names the facets the session has whose content is
 	// encrypted under a key this command was not given, with the error
 	// (left out when every facet could be read).
@@ -42,7 +43,7 @@ type showJSON struct {
 
 // rtShow is the runtime facet in show: the session and its upload totals.
 type rtShow struct {
-	rtView
+	view.RuntimeSession
 	Uploads     int64 `json:"uploads"`
 	UploadBytes int64 `json:"upload_bytes"`
 }
@@ -156,7 +157,7 @@ func loadFacets(ctx context.Context, st cliStore, id string) (showJSON, facets, 
 		if err != nil {
 			return doc, f, err
 		}
-		doc.Runtime = &rtShow{rtView: newRTView(r), Uploads: int64(len(ups))}
+		doc.Runtime = &rtShow{RuntimeSession: view.NewRuntimeSession(r), Uploads: int64(len(ups))}
 		for _, u := range ups {
 			doc.Runtime.UploadBytes += u.SizeBytes
 		}
@@ -169,7 +170,7 @@ func loadFacets(ctx context.Context, st cliStore, id string) (showJSON, facets, 
 	switch {
 	case err == nil:
 		f.conv = &c
-		v := newConvView(c)
+		v := view.NewConversation(c)
 		doc.Conversation = &v
 	case keyMissing(err):
 		f.seal(&doc, "conversation", err)

@@ -91,40 +91,8 @@ func (f amountFlags) amount() (store.SpendAmount, string, error) {
 	return a, cur, nil
 }
 
-// amountText describes an amount: "1000 in + 500 out tokens, 0.25 USD".
-func amountText(a store.SpendAmount, cur string) string {
-	var parts []string
-	if a.InputTokens != 0 || a.OutputTokens != 0 {
-		parts = append(parts, fmt.Sprintf("%d in + %d out tokens", a.InputTokens, a.OutputTokens))
-	}
-	if a.CostMicros != 0 || cur != "" {
-		parts = append(parts, moneyText(a.CostMicros, cur))
-	}
-	if len(parts) == 0 {
-		return "nothing"
-	}
-	return strings.Join(parts, ", ")
-}
-
-// spendView is the spend block of show and limits: each limit with what is
-// spent and reserved in its current window. Amounts of tokens are
-// integers; amounts of money exact decimals with their currency ("1.00
-// USD", humanize.Money of the micro-units the store keeps), never a float.
-type spendView struct {
-	Limits []view.Limit `json:"limits"`
-	Live   int64        `json:"live_reservations"`
-}
-
-func newSpendView(st store.SpendStatus) spendView {
-	v := spendView{Limits: []view.Limit{}, Live: st.Live}
-	for _, l := range st.Limits {
-		v.Limits = append(v.Limits, view.NewLimit(l))
-	}
-	return v
-}
-
 // spendDetails writes the spend block as aligned lines.
-func spendDetails(w io.Writer, v spendView) error {
+func spendDetails(w io.Writer, v view.Spend) error {
 	tw := newTable(w)
 	for _, l := range v.Limits {
 		window := l.Window
@@ -143,7 +111,7 @@ func spendDetails(w io.Writer, v spendView) error {
 
 // loadSpend reads the spend of a governed session; nil when it has no
 // limits, its agent has none and nothing is reserved.
-func loadSpend(ctx context.Context, st cliStore, id string) (*spendView, error) {
+func loadSpend(ctx context.Context, st cliStore, id string) (*view.Spend, error) {
 	s, err := st.Spend().Status(ctx, id)
 	if err != nil {
 		return nil, err
@@ -151,35 +119,8 @@ func loadSpend(ctx context.Context, st cliStore, id string) (*spendView, error) 
 	if len(s.Limits) == 0 && s.Live == 0 {
 		return nil, nil
 	}
-	v := newSpendView(s)
+	v := view.NewSpend(s)
 	return &v, nil
-}
-
-// reservationView is the JSON shape of a reservation.
-type reservationView struct {
-	SessionID    string            `json:"session_id"`
-	ID           string            `json:"id"`
-	AgentID      string            `json:"agent_id"`
-	Status       string            `json:"status"`
-	Amount       store.SpendAmount `json:"amount"`
-	Currency     string            `json:"currency,omitempty"`
-	Actual       store.SpendAmount `json:"actual"`
-	CreatedAt    string            `json:"created_at"`
-	ExpiresAt    string            `json:"expires_at"`
-	ClosedAt     string            `json:"closed_at,omitempty"`
-	AmountText   string            `json:"amount_text"`
-	ActualText   string            `json:"actual_text,omitempty"`
-	Conversation string            `json:"conversation,omitempty"`
-}
-
-func newReservationView(r store.Reservation) reservationView {
-	v := reservationView{SessionID: r.SessionID, ID: r.ID, AgentID: r.AgentID, Status: string(r.Status),
-		Amount: r.Amount, Currency: r.Currency, Actual: r.Actual, CreatedAt: jsonTime(r.CreatedAt),
-		ExpiresAt: jsonTime(r.ExpiresAt), ClosedAt: jsonTime(r.ClosedAt), AmountText: amountText(r.Amount, r.Currency)}
-	if r.Status == store.ReservationSettled {
-		v.ActualText = amountText(r.Actual, r.Currency)
-	}
-	return v
 }
 
 // spendRefusal maps an error of reserve, settle or release to its exit
@@ -277,11 +218,7 @@ func runReserve(ctx context.Context, g *globals, args []string) error {
 			}
 			return err
 		}
-		if *asJSON {
-			return writeJSON(g.stdout, newReservationView(r))
-		}
-		fmt.Fprintln(g.stdout, r.ID)
-		return nil
+		return g.say(*asJSON, view.NewReservation(r), "%s\n", r.ID)
 	}))
 }
 
@@ -371,13 +308,13 @@ func (g *globals) finishReservation(ctx context.Context, name string, asJSON boo
 			return err
 		}
 		if asJSON {
-			return writeJSON(g.stdout, newReservationView(r))
+			return writeJSON(g.stdout, view.NewReservation(r))
 		}
 		switch r.Status {
 		case store.ReservationSettled:
-			fmt.Fprintf(g.stdout, "settled %s: %s of %s reserved\n", r.ID, amountText(r.Actual, r.Currency), amountText(r.Amount, r.Currency))
+			fmt.Fprintf(g.stdout, "settled %s: %s of %s reserved\n", r.ID, view.AmountText(r.Actual, r.Currency), view.AmountText(r.Amount, r.Currency))
 		default:
-			fmt.Fprintf(g.stdout, "%s %s: %s\n", r.Status, r.ID, amountText(r.Amount, r.Currency))
+			fmt.Fprintf(g.stdout, "%s %s: %s\n", r.Status, r.ID, view.AmountText(r.Amount, r.Currency))
 		}
 		return nil
 	}))
@@ -431,11 +368,11 @@ func runLimits(ctx context.Context, g *globals, args []string) error {
 		if err != nil {
 			return err
 		}
-		v := newSpendView(status)
+		v := view.NewSpend(status)
 		if *asJSON {
 			if err := writeJSON(g.stdout, struct {
 				AgentID string `json:"agent_id"`
-				spendView
+				view.Spend
 			}{pos[0], v}); err != nil {
 				return err
 			}

@@ -17,7 +17,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"slices"
 	"strings"
 
@@ -83,14 +82,29 @@ func (g *globals) checkTenant(command string) error {
 	return nil
 }
 
-// tenantCLI is a store whose agent-session, conversation and runtime
-// facets, governance, spend, audit, retention (holds), search and change
-// feed are a tenant's. The feed's governed
-// stream, which is not tenant-scoped yet, is refused (errTenantFeed). The
-// commands that take --tenant use nothing else.
+// tenantCLI is a store whose facets, search, counts and change feed are
+// a tenant's (store.TenantView); the maintenance of the search index and
+// the restore of exported records are the whole store's. The commands
+// that take --tenant use nothing else.
 type tenantCLI struct {
-	cliStore
-	ts store.TenantStore
+	store.TenantView
+	whole cliStore
+}
+
+// RestoreRecords is the whole store's: an import names the tenant of its
+// records itself.
+func (t *tenantCLI) RestoreRecords(ctx context.Context, fn func(w store.RecordWriter) error) error {
+	return t.whole.RestoreRecords(ctx, fn)
+}
+
+// CheckSearchIndex is the whole store's.
+func (t *tenantCLI) CheckSearchIndex(ctx context.Context) (store.SearchIndexReport, error) {
+	return t.whole.CheckSearchIndex(ctx)
+}
+
+// Reindex is the whole store's.
+func (t *tenantCLI) Reindex(ctx context.Context, req store.ReindexRequest) (store.ReindexResult, error) {
+	return t.whole.Reindex(ctx, req)
 }
 
 // tenantWriters are the commands that may write a tenant's first rows
@@ -138,71 +152,14 @@ func tenantStore(ctx context.Context, st cliStore, tenant string, mayBeNew bool)
 			return nil, &errUnknownTenant{tenant, didYouMean(tenant, names)}
 		}
 	}
-	return &tenantCLI{cliStore: st, ts: ts}, nil
+	return &tenantCLI{TenantView: store.TenantView{Store: st, Tenant: ts}, whole: st}, nil
 }
-
-func (t *tenantCLI) AgentSessions() store.AgentSessions { return t.ts.AgentSessions() }
-func (t *tenantCLI) Governance() store.Governance       { return t.ts.Governance() }
-func (t *tenantCLI) Spend() store.Spend                 { return t.ts.Spend() }
-func (t *tenantCLI) Audit() store.Audit                 { return t.ts.Audit() }
 
 // untenanted returns the store under a tenant's wrapper, for the commands
 // that name the tenant to the library themselves (export, import).
 func untenanted(st cliStore) cliStore {
 	if t, ok := st.(*tenantCLI); ok {
-		return t.cliStore
+		return t.whole
 	}
 	return st
-}
-
-func (t *tenantCLI) Conversations() store.Conversations { return t.ts.Conversations() }
-
-// Retention is the tenant's: its holds (hold --tenant).
-func (t *tenantCLI) Retention() store.Retention { return t.ts.Retention() }
-
-// Counts counts the tenant's items (stats).
-func (t *tenantCLI) Counts(ctx context.Context) (store.Counts, error) { return t.ts.Counts(ctx) }
-
-func (t *tenantCLI) Runtime() store.Runtime { return t.ts.Runtime() }
-
-func (t *tenantCLI) Search(ctx context.Context, q store.SearchQuery) (store.SearchResult, error) {
-	return t.ts.Search(ctx, q)
-}
-
-func (t *tenantCLI) History(ctx context.Context, req store.HistoryRequest) (store.Page[store.HistoryItem], error) {
-	return t.ts.History(ctx, req)
-}
-
-func (t *tenantCLI) Feed() store.Feed { return tenantFeed{t.ts} }
-
-// errTenantFeed is the error of a feed read under --tenant of a stream
-// that is not tenant-scoped.
-var errTenantFeed = errors.New("governed sessions cannot be followed with --tenant yet")
-
-// tenantFeed is a store.Feed of a tenant: its agent sessions' and
-// conversations' streams, and errTenantFeed for governed sessions.
-type tenantFeed struct{ ts store.TenantStore }
-
-func refuse[T any]() iter.Seq2[store.Batch[T], error] {
-	return func(yield func(store.Batch[T], error) bool) { yield(store.Batch[T]{}, errTenantFeed) }
-}
-
-func (f tenantFeed) Messages(ctx context.Context, req store.MessageFeed) iter.Seq2[store.Batch[store.Message], error] {
-	return f.ts.Feed().Messages(ctx, req)
-}
-
-func (f tenantFeed) Traces(ctx context.Context, req store.TraceFeed) iter.Seq2[store.Batch[store.TraceEvent], error] {
-	return f.ts.Feed().Traces(ctx, req)
-}
-
-func (f tenantFeed) RunEvents(ctx context.Context, req store.RunEventFeed) iter.Seq2[store.Batch[store.RunEvent], error] {
-	return f.ts.Feed().RunEvents(ctx, req)
-}
-
-func (f tenantFeed) Events(ctx context.Context, req store.EventFeed) iter.Seq2[store.Batch[store.AgentEvent], error] {
-	return f.ts.Events(ctx, req)
-}
-
-func (tenantFeed) GovernedSession(context.Context, store.GovernedFeed) iter.Seq2[store.Batch[store.Session], error] {
-	return refuse[store.Session]()
 }

@@ -84,19 +84,14 @@ func runUploads(ctx context.Context, g *globals, args []string) error {
 	return nil
 }
 
-// allUploads pages through every upload entry of a runtime session.
+// allUploads reads every upload entry of a runtime session.
 func allUploads(ctx context.Context, st cliStore, id string) ([]store.Upload, error) {
 	var out []store.Upload
-	req := store.ListUploadsRequest{SessionID: id, Limit: store.MaxPageSize}
-	for {
-		page, err := st.Runtime().ListUploads(ctx, req)
+	for u, err := range store.AllUploads(ctx, st.Runtime(), id) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, page.Items...)
-		if page.Next == "" {
-			return out, nil
-		}
-		req.After = page.Next
+		out = append(out, u)
 	}
+	return out, nil
 }
