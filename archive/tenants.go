@@ -38,20 +38,6 @@ var tenantFacets = []facet.Name{facet.Governance, facet.Runtime, facet.Conversat
 // part of the document.
 func tenantScoped(f registered) bool { return slices.Contains(tenantFacets, f.Name) }
 
-// tenantView is a store whose tenant-scoped facets are a tenant's: what
-// the sections of a tenant's part are exported from.
-type tenantView struct {
-	store.Store
-	ts store.TenantStore
-}
-
-func (v tenantView) AgentSessions() store.AgentSessions { return v.ts.AgentSessions() }
-func (v tenantView) Governance() store.Governance       { return v.ts.Governance() }
-func (v tenantView) Spend() store.Spend                 { return v.ts.Spend() }
-func (v tenantView) Audit() store.Audit                 { return v.ts.Audit() }
-func (v tenantView) Conversations() store.Conversations { return v.ts.Conversations() }
-func (v tenantView) Runtime() store.Runtime             { return v.ts.Runtime() }
-
 // tenantOf returns the view of st for tenant.
 func tenantOf(st store.Store, tenant string) (store.Store, error) {
 	tr, ok := st.(store.Tenanter)
@@ -62,7 +48,7 @@ func tenantOf(st store.Store, tenant string) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return tenantView{Store: st, ts: ts}, nil
+	return store.TenantView{Store: st, Tenant: ts}, nil
 }
 
 // writeSections writes the sections of all that the tenant filter keeps

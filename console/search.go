@@ -42,13 +42,7 @@ type searchHitView struct {
 	// URL links the hit in its conversation or agent session.
 	URL string
 	// Pieces are the snippet's text cut at its matches.
-	Pieces []snippetPiece
-}
-
-// snippetPiece is a part of a snippet: a match or the text between.
-type snippetPiece struct {
-	Text  string
-	Match bool
+	Pieces []store.SnippetPiece
 }
 
 func (c *console) searchPage(w http.ResponseWriter, r *http.Request) error {
@@ -74,7 +68,7 @@ func (c *console) searchPage(w http.ResponseWriter, r *http.Request) error {
 		}
 		p.Result, p.Searched = res, true
 		for _, h := range res.Hits {
-			p.Hits = append(p.Hits, searchHitView{SearchHit: h, URL: c.hitURL(h), Pieces: snippetPieces(h.Snippet)})
+			p.Hits = append(p.Hits, searchHitView{SearchHit: h, URL: c.hitURL(h), Pieces: h.Snippet.Pieces()})
 		}
 		if res.Next != "" {
 			p.NextURL = withQuery(c.link("search"), "q", p.Query, "kind", p.Filter.Kind, "app", p.Filter.App, "user", p.Filter.User,
@@ -96,24 +90,4 @@ func (c *console) hitURL(h store.SearchHit) string {
 		return withQuery(c.link("agents", "session"), "app", h.App, "user", h.User, "session", h.SessionID) + "#e" + strconv.FormatInt(h.Seq, 10)
 	}
 	return c.link("conversations", h.SessionID)
-}
-
-// snippetPieces cuts a snippet's text at its matches.
-func snippetPieces(s store.Snippet) []snippetPiece {
-	var out []snippetPiece
-	last := 0
-	for _, m := range s.Matches {
-		if m.Start < last || m.End > len(s.Text) || m.Start >= m.End {
-			continue
-		}
-		if m.Start > last {
-			out = append(out, snippetPiece{Text: s.Text[last:m.Start]})
-		}
-		out = append(out, snippetPiece{Text: s.Text[m.Start:m.End], Match: true})
-		last = m.End
-	}
-	if last < len(s.Text) {
-		out = append(out, snippetPiece{Text: s.Text[last:]})
-	}
-	return out
 }

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"context"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -23,27 +22,6 @@ import (
 // served: no export, retention or live updates, and no database sizes
 // (the overview and /metrics show none in any console).
 
-// tenantStore is a store whose agent-session, conversation, runtime,
-// governance, spend and audit facets are a tenant's.
-type tenantStore struct {
-	store.Store
-	ts store.TenantStore
-}
-
-func (t tenantStore) AgentSessions() store.AgentSessions { return t.ts.AgentSessions() }
-func (t tenantStore) Governance() store.Governance       { return t.ts.Governance() }
-func (t tenantStore) Spend() store.Spend                 { return t.ts.Spend() }
-func (t tenantStore) Audit() store.Audit                 { return t.ts.Audit() }
-
-func (t tenantStore) Conversations() store.Conversations { return t.ts.Conversations() }
-
-func (t tenantStore) Runtime() store.Runtime { return t.ts.Runtime() }
-
-// Totals computes the tenant's aggregates (the overview and /metrics).
-func (t tenantStore) Totals(ctx context.Context, req store.TotalsRequest) (store.Totals, error) {
-	return t.ts.Totals(ctx, req)
-}
-
 // tenantFacets are the facets whose pages a tenant's console serves, in
 // the order of its navigation.
 var tenantFacets = []facet.Name{facet.AgentSessions, facet.Conversations, facet.Runtime, facet.Governance, facet.Audit}
@@ -58,7 +36,7 @@ func (c *console) scopeToTenant(name string) error {
 	if err != nil {
 		return fmt.Errorf("console: tenant: %w", err)
 	}
-	c.st = tenantStore{Store: c.st, ts: ts}
+	c.st = store.TenantView{Store: c.st, Tenant: ts}
 	c.search = ts.Search
 	c.tenant = true
 	c.refresh = -1 // no live mode: its feed is not tenant-scoped
