@@ -185,20 +185,13 @@ func exportGovernedSessions(ctx context.Context, x *exporter) ([]string, error) 
 		}
 		return written, nil
 	}
-	f := store.ListFilter{Limit: store.MaxPageSize}
-	for {
-		page, err := gov.List(ctx, f)
+	for s, err := range store.AllGoverned(ctx, gov, store.ListFilter{}) {
 		if err != nil {
 			return nil, err
 		}
-		for _, s := range page.Items {
-			add(s)
-		}
-		if page.Next == "" {
-			return nil, nil
-		}
-		f.After = page.Next
+		add(s)
 	}
+	return nil, nil
 }
 
 // restoreGoverned reads the governed sessions of a document and restores

@@ -59,24 +59,17 @@ func readRuntime(ctx context.Context, rt store.Runtime, id string) (RuntimeSessi
 		return x, err
 	}
 	x.Uploads = []UploadContent{}
-	req := store.ListUploadsRequest{SessionID: id, Limit: store.MaxPageSize}
-	for {
-		page, err := rt.ListUploads(ctx, req)
+	for u, err := range store.AllUploads(ctx, rt, id) {
 		if err != nil {
 			return x, err
 		}
-		for _, u := range page.Items {
-			u, content, err := rt.ReadUpload(ctx, id, u.RefID)
-			if err != nil {
-				return x, err
-			}
-			x.Uploads = append(x.Uploads, UploadContent{Upload: u, ContentBase64: base64.StdEncoding.EncodeToString(content)})
+		u, content, err := rt.ReadUpload(ctx, id, u.RefID)
+		if err != nil {
+			return x, err
 		}
-		if page.Next == "" {
-			return x, nil
-		}
-		req.After = page.Next
+		x.Uploads = append(x.Uploads, UploadContent{Upload: u, ContentBase64: base64.StdEncoding.EncodeToString(content)})
 	}
+	return x, nil
 }
 
 // restoreRuntime reads the runtime sessions of a document and restores

@@ -91,46 +91,31 @@ func (c *console) findID(ctx context.Context, id string, p *goPage) error {
 func (c *console) findAgentSessions(ctx context.Context, id string, p *goPage) error {
 	as := c.st.AgentSessions()
 	scopes := 0
-	apps := store.ListAppsRequest{Limit: store.MaxPageSize}
-	for {
-		page, err := as.ListApps(ctx, apps)
+	for app, err := range store.AllApps(ctx, as) {
 		if err != nil {
 			return err
 		}
-		for _, app := range page.Items {
-			if app == id {
-				p.Matches = append(p.Matches, match{"agent application", withQuery(c.link("agents"), "app", app)})
+		if app == id {
+			p.Matches = append(p.Matches, match{"agent application", withQuery(c.link("agents"), "app", app)})
+		}
+		for user, err := range store.AllUsers(ctx, as, app) {
+			if err != nil {
+				return err
 			}
-			users := store.ListUsersRequest{App: app, Limit: store.MaxPageSize}
-			for {
-				up, err := as.ListUsers(ctx, users)
-				if err != nil {
-					return err
-				}
-				for _, user := range up.Items {
-					if scopes++; scopes > goAgentScan {
-						p.Partial = true
-						return nil
-					}
-					key := store.SessionKey{App: app, User: user, Session: id}
-					_, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: key})
-					switch {
-					case err == nil:
-						p.Matches = append(p.Matches, match{"agent session of " + app + " / " + user,
-							withQuery(c.link("agents", "session"), "app", app, "user", user, "session", id)})
-					case !errors.Is(err, store.ErrNotFound):
-						return err
-					}
-				}
-				if up.Next == "" {
-					break
-				}
-				users.Cursor = up.Next
+			if scopes++; scopes > goAgentScan {
+				p.Partial = true
+				return nil
+			}
+			key := store.SessionKey{App: app, User: user, Session: id}
+			_, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: key})
+			switch {
+			case err == nil:
+				p.Matches = append(p.Matches, match{"agent session of " + app + " / " + user,
+					withQuery(c.link("agents", "session"), "app", app, "user", user, "session", id)})
+			case !errors.Is(err, store.ErrNotFound):
+				return err
 			}
 		}
-		if page.Next == "" {
-			return nil
-		}
-		apps.Cursor = page.Next
 	}
+	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 
 	"github.com/agentstore/sessionstore/archive"
-	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/view"
 )
@@ -59,31 +58,28 @@ func (p retentionPolicy) MarshalJSON() ([]byte, error) {
 // start or end for a lifetime window.
 func (l limitView) MarshalJSON() ([]byte, error) { return marshal(view.NewLimit(l.LimitStatus)) }
 
-// convJSON is a conversation's summary as the pages show it; its JSON
-// gives the cost exactly, with its currency ("0.0432 USD") and in
-// micro-units, where store.ConversationSummary's has the float the store
-// keeps (which a sum of settled costs leaves as 0.039000000000000004).
+// convJSON is a conversation's summary as the pages show it (the
+// templates read the summary); its JSON is view.Conversation's, the one
+// sessionctl's --json writes: the cost exact, with its currency ("0.0432
+// USD") and in micro-units, where store.ConversationSummary's has the
+// float the store keeps (which a sum of settled costs leaves as
+// 0.039000000000000004).
 type convJSON struct{ store.ConversationSummary }
 
-// MarshalJSON writes the summary with its cost exact.
+// MarshalJSON writes the summary as view.Conversation.
 func (c convJSON) MarshalJSON() ([]byte, error) {
-	type plain store.ConversationSummary
-	micros := humanize.MicrosOf(c.TotalCost)
-	return marshal(struct {
-		plain
-		TotalCost       string `json:"total_cost"`
-		TotalCostMicros int64  `json:"total_cost_micros"`
-	}{plain(c.ConversationSummary), humanize.Money(micros, "USD"), micros})
+	return marshal(view.NewConversation(c.ConversationSummary))
 }
 
-// convList is a list of conversation summaries whose JSON is convJSON's.
+// convList is a list of conversation summaries whose JSON is
+// view.Conversation's.
 type convList []store.ConversationSummary
 
-// MarshalJSON writes each summary as convJSON.
+// MarshalJSON writes each summary as view.Conversation.
 func (l convList) MarshalJSON() ([]byte, error) {
-	out := make([]convJSON, len(l))
+	out := make([]view.Conversation, len(l))
 	for i, c := range l {
-		out[i] = convJSON{c}
+		out[i] = view.NewConversation(c)
 	}
 	return marshal(out)
 }
