@@ -436,12 +436,12 @@ func attachment(name string) string {
 // ---- runtime sessions ----------------------------------------------------
 
 type runtimeListPage struct {
-	Sessions []store.RuntimeSession `json:"sessions"`
-	Count    int64                  `json:"count"`
-	ByAgent  map[string]int64       `json:"by_agent"`
-	Next     string                 `json:"next,omitempty"`
-	NextURL  string                 `json:"-"`
-	Agents   []string               `json:"-"`
+	Sessions rtList           `json:"sessions"`
+	Count    int64            `json:"count"`
+	ByAgent  map[string]int64 `json:"by_agent"`
+	Next     string           `json:"next,omitempty"`
+	NextURL  string           `json:"-"`
+	Agents   []string         `json:"-"`
 }
 
 func (c *console) runtimeList(w http.ResponseWriter, r *http.Request) error {
@@ -455,7 +455,7 @@ func (c *console) runtimeList(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := &runtimeListPage{Sessions: []store.RuntimeSession{}, Next: ids.Next}
+	p := &runtimeListPage{Sessions: rtList{}, Next: ids.Next}
 	for _, id := range ids.Items {
 		s, err := rt.Get(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
@@ -484,12 +484,12 @@ func (c *console) runtimeList(w http.ResponseWriter, r *http.Request) error {
 }
 
 type runtimeDetailPage struct {
-	Session    store.RuntimeSession `json:"session"`
-	HistoryLen int64                `json:"history_len"`
-	Uploads    []store.Upload       `json:"uploads"`
-	Next       string               `json:"next_upload,omitempty"`
-	NextURL    string               `json:"-"`
-	HasConv    bool                 `json:"-"`
+	Session    rtJSON         `json:"session"`
+	HistoryLen int64          `json:"history_len"`
+	Uploads    []store.Upload `json:"uploads"`
+	Next       string         `json:"next_upload,omitempty"`
+	NextURL    string         `json:"-"`
+	HasConv    bool           `json:"-"`
 }
 
 // live: a running turn's page follows it; a stale one has nobody
@@ -504,7 +504,7 @@ func (c *console) runtimeDetail(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := &runtimeDetailPage{Session: s}
+	p := &runtimeDetailPage{Session: rtJSON{s}}
 	if p.HistoryLen, err = rt.HistoryLen(ctx, id); err != nil {
 		return err
 	}

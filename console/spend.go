@@ -17,12 +17,12 @@ import (
 type limitView struct {
 	store.LimitStatus
 	// Remaining is what a new reservation may still ask for.
-	Remaining int64 `json:"remaining"`
+	Remaining int64
 	// WindowEnd is when the current window ends (zero for the lifetime).
-	WindowEnd string `json:"-"`
+	WindowEnd string
 	// Unit is "tokens", or the currency of a cost limit; amounts of money
 	// are shown in units of it (Fmt).
-	Unit string `json:"-"`
+	Unit string
 }
 
 // fmtAmount formats an amount of the limit's metric: tokens as a number,
@@ -46,16 +46,19 @@ func (l limitView) Used() int {
 	return int(min(100, (l.Spent+l.Reserved)*100/l.Limit))
 }
 
-// spendView is the spend part of a governed session's page.
+// spendView is the spend part of a governed session's page; its JSON is
+// view.Spend's with the reservations listed (units.go).
 type spendView struct {
-	Limits []limitView `json:"limits"`
+	Limits []limitView
 	// Live counts the session's reservations still held; Reservations
 	// lists them (at most maxLiveShown).
-	Live         int64               `json:"live_reservations"`
-	Reservations []store.Reservation `json:"reservations"`
+	Live         int64
+	Reservations []store.Reservation
 	// More is true when the session holds more live reservations than
 	// the page lists.
-	More bool `json:"more_reservations,omitempty"`
+	More bool
+	// status is the spend status the limits were read from.
+	status store.SpendStatus
 }
 
 // maxLiveShown bounds the live reservations a session's page lists.
@@ -75,7 +78,7 @@ func (c *console) sessionSpend(ctx context.Context, s store.Session) (spendView,
 	if err != nil {
 		return v, err
 	}
-	v.Live = status.Live
+	v.Live, v.status = status.Live, status
 	for _, l := range status.Limits {
 		lv := limitView{LimitStatus: l, Remaining: l.Remaining(), Unit: "tokens"}
 		if l.Metric == store.MetricCost {

@@ -53,10 +53,44 @@ func (p retentionPolicy) MarshalJSON() ([]byte, error) {
 	}{view.NewPolicy(p.Policy), p.Facet, p.About})
 }
 
-// MarshalJSON writes a limit as view.Limit: amounts of money as exact
-// decimals with the currency ("2.00 USD", tokens as integers), no window
-// start or end for a lifetime window.
-func (l limitView) MarshalJSON() ([]byte, error) { return marshal(view.NewLimit(l.LimitStatus)) }
+// MarshalJSON writes the spend as view.Spend (each limit as view.Limit:
+// amounts of money as exact decimals with the currency, "2.00 USD", tokens
+// as integers, no window start or end for a lifetime window), with the
+// live reservations the page lists, each as view.Reservation.
+func (v spendView) MarshalJSON() ([]byte, error) {
+	out := struct {
+		view.Spend
+		Reservations []view.Reservation `json:"reservations"`
+		More         bool               `json:"more_reservations,omitempty"`
+	}{view.NewSpend(v.status), make([]view.Reservation, len(v.Reservations)), v.More}
+	for i, r := range v.Reservations {
+		out.Reservations[i] = view.NewReservation(r)
+	}
+	return marshal(out)
+}
+
+// rtJSON is a runtime session as the pages show it (the templates read
+// the session); its JSON is view.RuntimeSession's, the one sessionctl's
+// --json writes.
+type rtJSON struct{ store.RuntimeSession }
+
+// MarshalJSON writes the session as view.RuntimeSession.
+func (s rtJSON) MarshalJSON() ([]byte, error) {
+	return marshal(view.NewRuntimeSession(s.RuntimeSession))
+}
+
+// rtList is a list of runtime sessions whose JSON is
+// view.RuntimeSession's.
+type rtList []store.RuntimeSession
+
+// MarshalJSON writes each session as view.RuntimeSession.
+func (l rtList) MarshalJSON() ([]byte, error) {
+	out := make([]view.RuntimeSession, len(l))
+	for i, s := range l {
+		out[i] = view.NewRuntimeSession(s)
+	}
+	return marshal(out)
+}
 
 // convJSON is a conversation's summary as the pages show it (the
 // templates read the summary); its JSON is view.Conversation's, the one
