@@ -1,7 +1,6 @@
 package console
 
 import (
-	"errors"
 	"html/template"
 	"net/http"
 	"slices"
@@ -451,21 +450,11 @@ func (c *console) runtimeList(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rt := c.st.Runtime()
-	ids, err := rt.ListIDs(ctx, store.ListIDsRequest{After: r.URL.Query().Get("after"), Limit: limit})
+	page, err := store.ListRuntimeSessionsPage(ctx, rt, store.RuntimeSessionsPageRequest{After: r.URL.Query().Get("after"), Limit: limit})
 	if err != nil {
 		return err
 	}
-	p := &runtimeListPage{Sessions: rtList{}, Next: ids.Next}
-	for _, id := range ids.Items {
-		s, err := rt.Get(ctx, id)
-		if errors.Is(err, store.ErrNotFound) {
-			continue // removed since the listing
-		}
-		if err != nil {
-			return err
-		}
-		p.Sessions = append(p.Sessions, s)
-	}
+	p := &runtimeListPage{Sessions: page.Items, Next: page.Next}
 	if p.Count, err = rt.Count(ctx); err != nil {
 		return err
 	}

@@ -175,28 +175,13 @@ func execute(t *template.Template, name string, data any) ([]byte, error) {
 	return escapeControls(buf.Bytes()), nil
 }
 
-// unsafeRune reports whether r must not reach a page as it is: the C0
-// controls but tab, newline and carriage return (which lay text out), DEL,
-// the C1 controls and the bidirectional formatting characters, which can
-// make a line read differently from what it holds. sessionctl escapes the
-// same runes in its human output (cmd/sessionctl/escape.go).
-func unsafeRune(r rune) bool {
-	switch {
-	case r == '\t', r == '\n', r == '\r':
-		return false
-	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
-		return true
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
-		return true
-	}
-	return false
-}
-
-// escapeControls returns html with every unsafe rune written as in a Go
-// string literal (\x1b, \u009b, \u202e) and every byte that is not UTF-8
-// as \xNN, as sessionctl prints them. The templates hold none of these,
-// so only the store's text changes; the JSON twins need no such step
-// (encoding/json escapes the controls itself).
+// escapeControls returns html with every unsafe rune (humanize.UnsafeRune:
+// the C0 controls, DEL, the C1 controls and the bidirectional formatting
+// characters; tab, newline and carriage return lay text out and are kept)
+// written as in a Go string literal (\x1b, \u009b, \u202e) and every byte
+// that is not UTF-8 as \xNN, as sessionctl prints them. The templates hold
+// none of these, so only the store's text changes; the JSON twins need no
+// such step (encoding/json escapes the controls itself).
 func escapeControls(html []byte) []byte {
 	clean := true
 	for i := 0; i < len(html); {
@@ -206,7 +191,7 @@ func escapeControls(html []byte) []byte {
 			continue
 		}
 		r, n := utf8.DecodeRune(html[i:])
-		if r == utf8.RuneError && n == 1 || unsafeRune(r) {
+		if r == utf8.RuneError && n == 1 || humanize.UnsafeRune(r) {
 			clean = false
 			break
 		}
@@ -227,9 +212,9 @@ func escapeControls(html []byte) []byte {
 		switch {
 		case r == utf8.RuneError && n == 1:
 			out = fmt.Appendf(out, `\x%02x`, c)
-		case r < 0x80 && unsafeRune(r):
+		case r < 0x80 && humanize.UnsafeRune(r):
 			out = fmt.Appendf(out, `\x%02x`, r)
-		case unsafeRune(r):
+		case humanize.UnsafeRune(r):
 			out = fmt.Appendf(out, `\u%04x`, r)
 		default:
 			out = append(out, html[i:i+n]...)
