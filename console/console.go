@@ -410,9 +410,14 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, pag
 	w.Write(out)
 }
 
-// storeReadOnly reports whether the store says its database refuses writes.
+// storeReadOnly reports whether the store says its database refuses
+// writes (for a tenant's console, the whole store under its view).
 func (c *console) storeReadOnly() bool {
-	ro, ok := c.st.(readOnlyReporter)
+	st := c.st
+	if v, ok := st.(store.TenantView); ok {
+		st = v.Store
+	}
+	ro, ok := st.(readOnlyReporter)
 	return ok && ro.ReadOnly()
 }
 

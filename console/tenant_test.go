@@ -300,3 +300,17 @@ func TestTenantConsoleOverviewAndMetrics(t *testing.T) {
 		t.Errorf("the store's overview: %+v", all)
 	}
 }
+
+// TestTenantConsoleSaysReadOnly: a tenant's console over a store opened
+// read-only says so in its footer, as the operator's console does (the
+// tenant's view of the store must not hide it).
+func TestTenantConsoleSaysReadOnly(t *testing.T) {
+	st, f, _ := seeded(t, sqliteBackend)
+	for _, opt := range []console.Options{{}, {Tenant: "acme"}} {
+		srv := newServer(t, st, f, opt)
+		_, body := get(t, srv, prefix+"/")
+		if !strings.Contains(body, "sqlite · read-only") {
+			t.Errorf("console of tenant %q: the footer does not say read-only", opt.Tenant)
+		}
+	}
+}
