@@ -18,6 +18,8 @@ var dialect = &sqlcore.Dialect{
 	NoLimit:  int64(-1),
 	InList:   sqlcore.JSONInList,
 	ListArg:  sqlcore.JSONListArg,
+	// So are the search documents of agent events (search_eventdoc.go).
+	EventDocFuncs: true,
 	// The audit chain's hash is a Go function registered with the driver
 	// (audit.go).
 	AuditChain: auditChainSQL,

@@ -183,6 +183,39 @@ func plainJSON(expr string) string {
 	return `replace(replace(replace(` + expr + `, '\u003c', '<'), '\u003e', '>'), '\u0026', '&')`
 }
 
+// EventRoleSQL is the SQLite expression of the role of the search
+// document of an agent event whose stored JSON is col: its author, else
+// its content's role, else the empty string.
+func EventRoleSQL(col string) string {
+	return `CASE WHEN json_valid(` + col + `) THEN coalesce(json_extract(` + col + `, '$.author'), json_extract(` + col + `, '$.content.role'), '') ELSE '' END`
+}
+
+// EventTextSQL is the SQLite expression of the text of the search
+// document of an agent event whose stored JSON is col (see migration 14):
+// of each object of its content's parts, in order, the text, the function
+// call's name and arguments and the function response's name, those
+// present joined by a space, and the non-empty ones joined by a space.
+func EventTextSQL(col string) string {
+	return `coalesce((SELECT group_concat(nullif(concat_ws(' ',
+                    json_extract(x.value, '$.text'),
+                    json_extract(x.value, '$.functionCall.name'),
+                    ` + plainJSON(`json_extract(x.value, '$.functionCall.args')`) + `,
+                    json_extract(x.value, '$.functionResponse.name')), ''), ' ')
+                  FROM json_each(CASE WHEN json_valid(` + col + `) THEN ` + col + ` ELSE '{}' END, '$.content.parts') AS x
+                  WHERE x.type = 'object'), '')`
+}
+
+// EventRoleFunc and EventTextFunc are the names of the SQL functions of
+// one argument, an agent event's stored JSON, that a Dialect with
+// EventDocFuncs has (SQLite: Go functions the backend registers, see
+// internal/searchtext): the role and the text of the event's search
+// document as EventRoleSQL and EventTextSQL compute them, or NULL where
+// those expressions must decide.
+const (
+	EventRoleFunc = "sessionstore_event_doc_role"
+	EventTextFunc = "sessionstore_event_doc_text"
+)
+
 // foldPendingKey joins queue row p with index row d.
 const foldPendingKey = `p.kind = d.kind AND p.session_pk = d.session_pk AND p.owner = d.owner AND p.pos = d.pos AND p.ref = d.ref`
 
@@ -192,14 +225,14 @@ func (s *Store) foldStatements() []string {
 	in := s.d.InList("p.id")
 	sealed := func(col string) string { return `substr(` + col + `, 1, 7) = 'ssenc1:'` }
 	plain := func(col string) string { return `substr(` + col + `, 1, 7) <> 'ssenc1:'` }
-	eventRole := `CASE WHEN json_valid(c.data) THEN coalesce(json_extract(c.data, '$.author'), json_extract(c.data, '$.content.role'), '') ELSE '' END`
-	eventText := `coalesce((SELECT group_concat(nullif(concat_ws(' ',
-                    json_extract(x.value, '$.text'),
-                    json_extract(x.value, '$.functionCall.name'),
-                    ` + plainJSON(`json_extract(x.value, '$.functionCall.args')`) + `,
-                    json_extract(x.value, '$.functionResponse.name')), ''), ' ')
-                  FROM json_each(CASE WHEN json_valid(c.data) THEN c.data ELSE '{}' END, '$.content.parts') AS x
-                  WHERE x.type = 'object'), '')`
+	eventRole := EventRoleSQL("c.data")
+	eventText := EventTextSQL("c.data")
+	if s.d.EventDocFuncs {
+		// The backend's Go functions compute the document of the events
+		// whose JSON they are sure about, the SQL that of the others.
+		eventRole = `coalesce(` + EventRoleFunc + `(c.data), ` + eventRole + `)`
+		eventText = `coalesce(` + EventTextFunc + `(c.data), ` + eventText + `)`
+	}
 	messageText := `coalesce((SELECT group_concat(nullif(concat_ws(' ',
                     json_extract(b.value, '$.text'),
                     json_extract(b.value, '$.name'),
