@@ -80,6 +80,11 @@ func (d coreDB) Write(ctx context.Context, fn func(tx sqlcore.Tx) error) error {
 	return d.s.write(ctx, func(tx *wtx) error { return fn(tx) })
 }
 
+// WriteLazy implements sqlcore.LazyWriter (writer.doLazy).
+func (d coreDB) WriteLazy(ctx context.Context, fn func(tx sqlcore.Tx) error) error {
+	return d.s.writeLazy(ctx, func(tx *wtx) error { return fn(tx) })
+}
+
 func (d coreDB) Read(ctx context.Context, fn func(tx sqlcore.Tx) error) error {
 	return d.s.readTx(ctx, func(r *rtx) error { return fn(r) })
 }

@@ -160,7 +160,7 @@ func (s *Store) queueAllTail(ctx context.Context, limit int) error {
 			n = min(n, limit-done)
 		}
 		var got int
-		if err := s.write(ctx, func(tx Tx) error {
+		if err := s.writeDerived(ctx, func(tx Tx) error {
 			var err error
 			got, err = s.queueTail(tx, n)
 			return err
@@ -307,7 +307,7 @@ func (s *Store) foldSearch(ctx context.Context, upto int64, batch int, holder st
 			return total, err
 		}
 		var n int
-		err := s.write(ctx, func(tx Tx) error {
+		err := s.writeDerived(ctx, func(tx Tx) error {
 			n = 0
 			if s.d.LockKeySQL != "" {
 				if _, err := tx.Exec(s.d.LockKeySQL, lockClassSearchFold, "fold"); err != nil {

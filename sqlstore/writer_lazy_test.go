@@ -1,0 +1,118 @@
+package sqlstore
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// syncLevel returns the write connection's synchronous level as seen by a
+// write request (1 NORMAL, 2 FULL), lazy or not.
+func syncLevel(t *testing.T, w *writer, lazy bool) int {
+	t.Helper()
+	var level int
+	fn := func(tx *wtx) error { return tx.scan("PRAGMA synchronous", nil, &level) }
+	var err error
+	if lazy {
+		err = w.doLazy(context.Background(), fn)
+	} else {
+		err = w.do(context.Background(), fn)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return level
+}
+
+// TestLazyWriteCommitsWithoutFsync pins that at FULL a lazy write (the
+// search fold's) runs at NORMAL, and that the next durable write is at
+// FULL again; at NORMAL both are at NORMAL.
+func TestLazyWriteCommitsWithoutFsync(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(ctx, filepath.Join(t.TempDir(), "l.db"), WithBackgroundIndexer(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for i, c := range []struct {
+		lazy bool
+		want int
+	}{{false, 2}, {true, 1}, {true, 1}, {false, 2}, {true, 1}, {false, 2}} {
+		if got := syncLevel(t, st.w, c.lazy); got != c.want {
+			t.Errorf("write %d (lazy %v): synchronous %d, want %d", i, c.lazy, got, c.want)
+		}
+	}
+	normal, err := Open(ctx, filepath.Join(t.TempDir(), "n.db"), WithSynchronous(SyncNormal), WithBackgroundIndexer(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer normal.Close()
+	for _, lazy := range []bool{true, false} {
+		if got := syncLevel(t, normal.w, lazy); got != 1 {
+			t.Errorf("NORMAL store, lazy %v: synchronous %d", lazy, got)
+		}
+	}
+}
+
+// TestLazyBatchTakesNoDurableRequest pins that a transaction begun by a
+// lazy request takes no durable one (which would then commit without
+// its fsync), while a durable transaction may take lazy ones.
+func TestLazyBatchTakesNoDurableRequest(t *testing.T) {
+	w := &writer{maxBatch: 8}
+	lazy := func() *writeReq { return &writeReq{lazy: true, done: make(chan struct{})} }
+	durable := func() *writeReq { return &writeReq{done: make(chan struct{})} }
+	l1, d1, l2 := lazy(), durable(), lazy()
+	w.queue = []*writeReq{l1, l2, d1, lazy()}
+	if got := w.take(nil); len(got) != 2 || got[0] != l1 || got[1] != l2 {
+		t.Fatalf("lazy batch took %d requests", len(got))
+	}
+	if len(w.queue) != 2 || w.queue[0] != d1 {
+		t.Fatalf("%d requests left queued", len(w.queue))
+	}
+	if got := w.take(nil); len(got) != 2 || got[0] != d1 || !got[1].lazy {
+		t.Fatalf("durable batch took %d requests", len(got))
+	}
+}
+
+// TestSearchFoldIsLazy pins that the search fold writes lazily (at
+// NORMAL in a FULL store), and an append after it is durable again.
+func TestSearchFoldIsLazy(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(ctx, filepath.Join(t.TempDir(), "f.db"), WithBackgroundIndexer(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	key := store.SessionKey{App: "a", User: "u", Session: "s"}
+	as := st.AgentSessions()
+	if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
+		t.Fatal(err)
+	}
+	append1 := func() {
+		if _, err := as.AppendEvent(ctx, store.AppendEventRequest{Key: key,
+			Event: store.AgentEvent{Data: json.RawMessage(`{"author":"user","content":{"parts":[{"text":"lazy fold"}]}}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	append1()
+	if st.w.lowered {
+		t.Fatal("an append left the writer at NORMAL")
+	}
+	r, err := st.Search(ctx, store.SearchQuery{Query: "lazy fold"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Hits) != 1 {
+		t.Fatalf("%d hits", len(r.Hits))
+	}
+	if !st.w.lowered {
+		t.Error("the search's fold did not write lazily")
+	}
+	append1()
+	if st.w.lowered {
+		t.Error("the append after a fold ran at NORMAL")
+	}
+}
