@@ -3,7 +3,10 @@ package sqlstore
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agentstore/sessionstore/store"
@@ -114,5 +117,53 @@ func TestSearchFoldIsLazy(t *testing.T) {
 	append1()
 	if st.w.lowered {
 		t.Error("the append after a fold ran at NORMAL")
+	}
+}
+
+// TestFoldRunsOnlyItsKindsStatements pins that a fold batch of agent
+// events runs the event documents' INSERT and not those of the other
+// kinds (messages, traces, artifacts, runs), which would find nothing.
+func TestFoldRunsOnlyItsKindsStatements(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	inserts := map[string]int{}
+	st, err := Open(ctx, filepath.Join(t.TempDir(), "k.db"), WithBackgroundIndexer(false),
+		func(c *config) {
+			c.faults = func(q string) error {
+				if i := strings.Index(q, "INSERT INTO search_docs"); i >= 0 {
+					if j := strings.Index(q, "SELECT '"); j >= 0 {
+						kind := q[j+8:]
+						mu.Lock()
+						inserts[kind[:strings.IndexByte(kind, '\'')]]++
+						mu.Unlock()
+					}
+				}
+				return nil
+			}
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	key := store.SessionKey{App: "a", User: "u", Session: "s"}
+	as := st.AgentSessions()
+	if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := as.AppendEvent(ctx, store.AppendEventRequest{Key: key,
+			Event: store.AgentEvent{Data: json.RawMessage(`{"author":"user","content":{"parts":[{"text":"kinds of a batch"}]}}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := st.Search(ctx, store.SearchQuery{Query: "kinds of a batch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	got := maps.Clone(inserts)
+	mu.Unlock()
+	if len(r.Hits) != 3 || got["event"] != 1 || len(got) != 1 {
+		t.Fatalf("%d hits; fold INSERTs run per kind: %v", len(r.Hits), got)
 	}
 }

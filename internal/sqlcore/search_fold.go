@@ -60,7 +60,7 @@ const DefaultFoldBatch = 512
 const DefaultIndexerBatch = 64
 
 const (
-	foldPendingSQL = `SELECT id FROM search_pending WHERE id <= ? ORDER BY id LIMIT ?`
+	foldPendingSQL = `SELECT id, kind FROM search_pending WHERE id <= ? ORDER BY id LIMIT ?`
 	foldMaxSQL     = `SELECT coalesce(max(id), 0) FROM search_pending`
 	foldLeaseSQL   = `INSERT INTO sweep_lease (name, holder, expires_at_ms) VALUES ('search_index', ?1, ?2)
 		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at_ms = excluded.expires_at_ms
@@ -219,9 +219,17 @@ const (
 // foldPendingKey joins queue row p with index row d.
 const foldPendingKey = `p.kind = d.kind AND p.session_pk = d.session_pk AND p.owner = d.owner AND p.pos = d.pos AND p.ref = d.ref`
 
+// foldStmt is a statement of a fold batch: one that writes the documents
+// of a kind of item (kind), or one that every batch runs (kind "").
+type foldStmt struct {
+	kind string
+	sql  string
+}
+
 // foldStatements returns the statements of a fold batch, in order; every
-// parameter of each is the list of the batch's queue ids.
-func (s *Store) foldStatements() []string {
+// parameter of each is the list of the batch's queue ids. A batch runs
+// the statement of a kind only when it holds a queue row of that kind.
+func (s *Store) foldStatements() []foldStmt {
 	in := s.d.InList("p.id")
 	sealed := func(col string) string { return `substr(` + col + `, 1, 7) = 'ssenc1:'` }
 	plain := func(col string) string { return `substr(` + col + `, 1, 7) <> 'ssenc1:'` }
@@ -254,32 +262,32 @@ func (s *Store) foldStatements() []string {
 	keys := func(kind string) string {
 		return `(SELECT DISTINCT p.session_pk, p.owner, p.pos, p.ref FROM search_pending AS p WHERE p.kind = '` + kind + `' AND ` + in + `) AS p`
 	}
-	return []string{
+	return []foldStmt{
 		// The documents of the batch's keys, but for those of sealed
 		// content (the write path's, search_sealed.go).
-		`DELETE FROM search_docs WHERE doc IN (SELECT d.doc FROM search_pending AS p JOIN search_docs AS d ON ` + foldPendingKey + `
+		{"", `DELETE FROM search_docs WHERE doc IN (SELECT d.doc FROM search_pending AS p JOIN search_docs AS d ON ` + foldPendingKey + `
 			WHERE ` + in + `
 			AND NOT (p.kind = 'message' AND EXISTS (SELECT 1 FROM conversation_messages AS c WHERE c.session_id = p.owner AND c.seq = p.pos AND ` + sealed("c.content") + `))
-			AND NOT (p.kind = 'event' AND EXISTS (SELECT 1 FROM agent_events AS c WHERE c.session_pk = p.session_pk AND c.seq = p.pos AND ` + sealed("c.data") + `)))`,
-		`INSERT INTO search_docs (kind, owner, pos, session_id, role, at_us, body, tenant)
+			AND NOT (p.kind = 'event' AND EXISTS (SELECT 1 FROM agent_events AS c WHERE c.session_pk = p.session_pk AND c.seq = p.pos AND ` + sealed("c.data") + `)))`},
+		{"message", `INSERT INTO search_docs (kind, owner, pos, session_id, role, at_us, body, tenant)
 			SELECT 'message', c.session_id, c.seq, c.session_id, c.role, c.created_at_ms * 1000, ` + messageText + `, c.tenant
 			FROM ` + keys("message") + ` JOIN conversation_messages AS c ON c.session_id = p.owner AND c.seq = p.pos
-			WHERE ` + plain("c.content"),
-		`INSERT INTO search_docs (kind, session_pk, pos, session_id, app, user_id, role, at_us, body, tenant)
+			WHERE ` + plain("c.content")},
+		{"event", `INSERT INTO search_docs (kind, session_pk, pos, session_id, app, user_id, role, at_us, body, tenant)
 			SELECT 'event', c.session_pk, c.seq, s.session_id, s.app, s.user_id, ` + eventRole + `, c.ts_us, ` + eventText + `, s.tenant
 			FROM ` + keys("event") + ` JOIN agent_events AS c ON c.session_pk = p.session_pk AND c.seq = p.pos
 			JOIN agent_sessions AS s ON s.pk = c.session_pk
-			WHERE ` + plain("c.data"),
-		`INSERT INTO search_docs (kind, owner, pos, session_id, role, at_us, body, tenant)
+			WHERE ` + plain("c.data")},
+		{"trace", `INSERT INTO search_docs (kind, owner, pos, session_id, role, at_us, body, tenant)
 			SELECT 'trace', c.session_id, c.seq, c.session_id, c.kind, c.created_at_ms * 1000, concat_ws(' ', c.kind, c.name), c.tenant
-			FROM ` + keys("trace") + ` JOIN conversation_trace_events AS c ON c.session_id = p.owner AND c.seq = p.pos`,
-		`INSERT INTO search_docs (kind, owner, ref, session_id, role, at_us, body, tenant)
+			FROM ` + keys("trace") + ` JOIN conversation_trace_events AS c ON c.session_id = p.owner AND c.seq = p.pos`},
+		{"artifact", `INSERT INTO search_docs (kind, owner, ref, session_id, role, at_us, body, tenant)
 			SELECT 'artifact', c.session_id, c.uri, c.session_id, c.tool_name, c.updated_at_ms * 1000, concat_ws(' ', c.uri, c.artifact_id, c.tool_name), c.tenant
-			FROM ` + keys("artifact") + ` JOIN conversation_artifacts AS c ON c.session_id = p.owner AND c.uri = p.ref`,
-		`INSERT INTO search_docs (kind, owner, ref, session_id, role, at_us, body, tenant)
+			FROM ` + keys("artifact") + ` JOIN conversation_artifacts AS c ON c.session_id = p.owner AND c.uri = p.ref`},
+		{"run", `INSERT INTO search_docs (kind, owner, ref, session_id, role, at_us, body, tenant)
 			SELECT 'run', c.session_id, c.run_id, c.session_id, c.status, c.created_at_ms * 1000, c.run_id, c.tenant
-			FROM ` + keys("run") + ` JOIN conversation_runs AS c ON c.session_id = p.owner AND c.run_id = p.ref`,
-		`DELETE FROM search_pending WHERE ` + s.d.InList("id"),
+			FROM ` + keys("run") + ` JOIN conversation_runs AS c ON c.session_id = p.owner AND c.run_id = p.ref`},
+		{"", `DELETE FROM search_pending WHERE ` + s.d.InList("id")},
 	}
 }
 
@@ -333,12 +341,15 @@ func (s *Store) foldSearch(ctx context.Context, upto int64, batch int, holder st
 				}
 			}
 			var ids []int64
+			kinds := map[string]bool{}
 			if err := tx.Query(foldPendingSQL, []any{upto, batch}, func(r Rows) error {
 				var id int64
-				if err := r.Scan(&id); err != nil {
+				var kind string
+				if err := r.Scan(&id, &kind); err != nil {
 					return err
 				}
 				ids = append(ids, id)
+				kinds[kind] = true
 				return nil
 			}); err != nil {
 				return err
@@ -350,7 +361,11 @@ func (s *Store) foldSearch(ctx context.Context, upto int64, batch int, holder st
 			if err != nil {
 				return err
 			}
-			for _, q := range stmts {
+			for _, st := range stmts {
+				if st.kind != "" && !kinds[st.kind] {
+					continue // no queue row of its kind in the batch
+				}
+				q := st.sql
 				// Every parameter of a fold statement is the id list.
 				args := make([]any, strings.Count(q, "?"))
 				for i := range args {
