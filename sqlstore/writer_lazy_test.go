@@ -7,8 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/agentstore/sessionstore/internal/sqlcore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -165,5 +168,58 @@ func TestFoldRunsOnlyItsKindsStatements(t *testing.T) {
 	mu.Unlock()
 	if len(r.Hits) != 3 || got["event"] != 1 || len(got) != 1 {
 		t.Fatalf("%d hits; fold INSERTs run per kind: %v", len(r.Hits), got)
+	}
+}
+
+// TestIndexerRenewsLeaseAtHalfTTL pins that the background indexer writes
+// its lease when it takes it and then only once half of it has run, not
+// in every fold batch.
+func TestIndexerRenewsLeaseAtHalfTTL(t *testing.T) {
+	ctx := context.Background()
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC).UnixMilli())
+	now := func() time.Time { return time.UnixMilli(clock.Load()) }
+	start := clock.Load()
+	st, err := Open(ctx, filepath.Join(t.TempDir(), "h.db"), WithBackgroundIndexer(false), WithClock(now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	key := store.SessionKey{App: "a", User: "u", Session: "s"}
+	as := st.AgentSessions()
+	if _, err := as.CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
+		t.Fatal(err)
+	}
+	folded := make(chan int64, 16)
+	ix := st.core.StartIndexer(sqlcore.IndexerConfig{Interval: time.Millisecond, LeaseTTL: 10 * time.Second,
+		OnFold: func(n int64) { folded <- n }})
+	defer ix.Stop()
+	leaseAfterFold := func() int64 {
+		t.Helper()
+		if _, err := as.AppendEvent(ctx, store.AppendEventRequest{Key: key,
+			Event: store.AgentEvent{Data: json.RawMessage(`{"author":"user","content":{"parts":[{"text":"lease"}]}}`)}}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-folded:
+		case <-time.After(time.Minute):
+			t.Fatal("the indexer folded nothing")
+		}
+		var until int64
+		if err := st.reads.QueryRowContext(ctx, `SELECT expires_at_ms FROM sweep_lease WHERE name = 'search_index'`).Scan(&until); err != nil {
+			t.Fatal(err)
+		}
+		return until
+	}
+	if got := leaseAfterFold(); got != start+10_000 {
+		t.Fatalf("lease until %d, want %d", got-start, 10_000)
+	}
+	clock.Add(4_000)
+	if got := leaseAfterFold(); got != start+10_000 {
+		t.Errorf("4 s later: lease until %d, want it unchanged (%d)", got-start, 10_000)
+	}
+	clock.Add(2_000)
+	if got := leaseAfterFold(); got != start+16_000 {
+		t.Errorf("6 s later: lease until %d, want renewed to %d", got-start, 16_000)
 	}
 }

@@ -67,6 +67,7 @@ const (
 		WHERE sweep_lease.holder = excluded.holder OR sweep_lease.expires_at_ms <= ?3
 		RETURNING holder`
 	foldLeaseDropSQL = `DELETE FROM sweep_lease WHERE name = 'search_index' AND holder = ?`
+	foldLeaseReadSQL = `SELECT holder, expires_at_ms FROM sweep_lease WHERE name = 'search_index'`
 	// foldLeaseOtherSQL counts a live lease of another holder: an indexer
 	// that sees one does not try to fold (no write transaction).
 	foldLeaseOtherSQL = `SELECT count(*) FROM sweep_lease WHERE name = 'search_index' AND holder <> ? AND expires_at_ms > ?`
@@ -323,14 +324,25 @@ func (s *Store) foldSearch(ctx context.Context, upto int64, batch int, holder st
 				}
 			}
 			if holder != "" {
+				// The lease is renewed once half of it has run: until
+				// then nobody else can take it, and a batch writes no
+				// lease row (one page less in its commit).
 				now := rowcodec.ToMillis(s.cfg.Clock())
-				var got string
-				err := tx.Scan(foldLeaseSQL, []any{holder, now + ttl.Milliseconds(), now}, &got)
-				if errors.Is(err, sql.ErrNoRows) {
-					return errFoldLeaseHeld
-				}
-				if err != nil {
+				var cur string
+				var until int64
+				err := tx.Scan(foldLeaseReadSQL, nil, &cur, &until)
+				if err != nil && !errors.Is(err, sql.ErrNoRows) {
 					return err
+				}
+				if err != nil || cur != holder || until-now <= ttl.Milliseconds()/2 {
+					var got string
+					err := tx.Scan(foldLeaseSQL, []any{holder, now + ttl.Milliseconds(), now}, &got)
+					if errors.Is(err, sql.ErrNoRows) {
+						return errFoldLeaseHeld
+					}
+					if err != nil {
+						return err
+					}
 				}
 			}
 			if unbounded {
