@@ -151,7 +151,8 @@ func (w *writer) do(ctx context.Context, fn writeFunc) error {
 // power failure can then undo it, whole (the log's checksums), never a
 // durable transaction committed after it (whose fsync covers the log
 // before it). A durable request never joins a lazy transaction; a lazy
-// one may join a durable transaction.
+// one may join a durable transaction. At NORMAL and OFF, where no commit
+// waits for the disk, a lazy request is like any other.
 func (w *writer) doLazy(ctx context.Context, fn writeFunc) error {
 	return w.enqueue(ctx, fn, true)
 }
@@ -213,15 +214,16 @@ func (w *writer) lead() {
 }
 
 // take moves queued requests to batch, up to maxBatch in all, and returns
-// it. A batch that begins with a lazy request (see doLazy) takes lazy
-// requests only: it stops before the first durable one.
+// it. At FULL, a batch that begins with a lazy request (see doLazy) takes
+// lazy requests only: it stops before the first durable one. (At NORMAL
+// and OFF every commit is lazy, and all requests share transactions.)
 func (w *writer) take(batch []*writeReq) []*writeReq {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	i := 0
 	for ; i < len(w.queue) && len(batch) < w.maxBatch; i++ {
 		r := w.queue[i]
-		if len(batch) > 0 && batch[0].lazy && !r.lazy && r.state.Load() == reqQueued {
+		if w.lazyNormal && len(batch) > 0 && batch[0].lazy && !r.lazy && r.state.Load() == reqQueued {
 			break
 		}
 		w.queue[i] = nil
@@ -255,7 +257,7 @@ func (w *writer) joinLate(batch []*writeReq) []*writeReq {
 		return batch
 	}
 	batch = w.take(batch)
-	if batch[0].lazy {
+	if w.lazyNormal && batch[0].lazy {
 		return batch // nobody waits for a lazy transaction's commit
 	}
 	want := min(w.lastAnswered, w.maxBatch)
@@ -425,7 +427,7 @@ func (w *writer) runOnce(batch []*writeReq) (_ []*writeReq, err error) {
 	if _, err := tx.exec("COMMIT"); err != nil {
 		return batch, err
 	}
-	if !batch[0].lazy {
+	if !w.lazyNormal || !batch[0].lazy {
 		// What the next durable transaction may wait for (joinLate).
 		w.lastCommit = time.Since(start)
 		w.lastAnswered = len(batch)

@@ -63,11 +63,12 @@ func TestLazyWriteCommitsWithoutFsync(t *testing.T) {
 	}
 }
 
-// TestLazyBatchTakesNoDurableRequest pins that a transaction begun by a
-// lazy request takes no durable one (which would then commit without
-// its fsync), while a durable transaction may take lazy ones.
+// TestLazyBatchTakesNoDurableRequest pins that at FULL a transaction
+// begun by a lazy request takes no durable one (which would then commit
+// without its fsync), while a durable transaction may take lazy ones; at
+// NORMAL they share transactions.
 func TestLazyBatchTakesNoDurableRequest(t *testing.T) {
-	w := &writer{maxBatch: 8}
+	w := &writer{maxBatch: 8, lazyNormal: true}
 	lazy := func() *writeReq { return &writeReq{lazy: true, done: make(chan struct{})} }
 	durable := func() *writeReq { return &writeReq{done: make(chan struct{})} }
 	l1, d1, l2 := lazy(), durable(), lazy()
@@ -80,6 +81,12 @@ func TestLazyBatchTakesNoDurableRequest(t *testing.T) {
 	}
 	if got := w.take(nil); len(got) != 2 || got[0] != d1 || !got[1].lazy {
 		t.Fatalf("durable batch took %d requests", len(got))
+	}
+	// At NORMAL (no lazy level), requests share transactions as before.
+	normal := &writer{maxBatch: 8}
+	normal.queue = []*writeReq{lazy(), durable(), lazy()}
+	if got := normal.take(nil); len(got) != 3 {
+		t.Fatalf("at NORMAL a lazy batch took %d of 3 requests", len(got))
 	}
 }
 

@@ -41,6 +41,14 @@ import (
 // documents it sees), and leaves the others queued for a store that sees
 // them (the library's own role, the tables' owner, sees every row).
 //
+// A fold batch writes only derived data, so it commits lazily where the
+// backend can (LazyWriter): without waiting for the disk. A power failure
+// may undo it, whole, with the deletion of its queue rows, so its keys
+// are folded again. The document of an agent event is computed by the
+// backend's Go functions where it has them (Dialect.EventDocFuncs,
+// internal/searchtext), else by the SQL's JSON functions, with the same
+// bytes.
+//
 // Sealed (encrypted) messages and events are not queued on insert; their
 // documents are the write path's when the store opts in
 // (search_sealed.go). A fold leaves the document of a key whose content is
