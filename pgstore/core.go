@@ -87,6 +87,19 @@ func (d coreDB) Write(ctx context.Context, fn func(tx sqlcore.Tx) error) error {
 	return d.s.write(ctx, func(tx *pgTx) error { return fn(tx) })
 }
 
+// WriteLazy implements sqlcore.LazyWriter: the transaction commits
+// without waiting for its WAL to reach the disk (synchronous_commit off,
+// for it alone). PostgreSQL may then lose it, whole, at a crash, never a
+// transaction committed after it with synchronous_commit on.
+func (d coreDB) WriteLazy(ctx context.Context, fn func(tx sqlcore.Tx) error) error {
+	return d.s.write(ctx, func(tx *pgTx) error {
+		if _, err := tx.Exec(`SET LOCAL synchronous_commit = off`); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
 func (d coreDB) Read(ctx context.Context, fn func(tx sqlcore.Tx) error) error {
 	return d.s.readTx(ctx, func(r *pgTx) error { return fn(r) })
 }

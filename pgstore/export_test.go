@@ -1,5 +1,11 @@
 package pgstore
 
+import (
+	"context"
+
+	"github.com/agentstore/sessionstore/internal/sqlcore"
+)
+
 // Test-only access to internals, for the tests in package pgstore_test.
 
 // UseBatchStats returns how many transactions decided more than one
@@ -14,3 +20,14 @@ func (s *Store) BypassesRLS() bool { return s.rlsBypassFound }
 
 // WithoutIndexer is WithBackgroundIndexer(false).
 func WithoutIndexer() Option { return WithBackgroundIndexer(false) }
+
+// SyncCommitSeen returns synchronous_commit as a write transaction of the
+// store sees it: a lazy one (sqlcore.LazyWriter) or not.
+func (s *Store) SyncCommitSeen(ctx context.Context, lazy bool) (string, error) {
+	var v string
+	fn := func(tx sqlcore.Tx) error { return tx.Scan(`SHOW synchronous_commit`, nil, &v) }
+	if lazy {
+		return v, coreDB{s}.WriteLazy(ctx, fn)
+	}
+	return v, coreDB{s}.Write(ctx, fn)
+}

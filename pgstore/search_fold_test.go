@@ -96,3 +96,34 @@ func TestSearchFoldAndOff(t *testing.T) {
 		t.Fatalf("index check: %+v, %v", rep, err)
 	}
 }
+
+// TestLazyWriteSkipsSyncCommit pins that a write of derived data (the
+// search fold's, sqlcore.LazyWriter) runs with synchronous_commit off
+// for its own transaction only: a write after it sees the server's
+// setting again.
+func TestLazyWriteSkipsSyncCommit(t *testing.T) {
+	ctx := context.Background()
+	st, err := pgstore.Open(ctx, newSchema(t), pgstore.WithoutIndexer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	before, err := st.SyncCommitSeen(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lazy, err := st.SyncCommitSeen(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lazy != "off" {
+		t.Errorf("a lazy write sees synchronous_commit %q", lazy)
+	}
+	after, err := st.SyncCommitSeen(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after != before {
+		t.Errorf("synchronous_commit %q after a lazy write, %q before", after, before)
+	}
+}

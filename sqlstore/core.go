@@ -18,6 +18,8 @@ var dialect = &sqlcore.Dialect{
 	NoLimit:  int64(-1),
 	InList:   sqlcore.JSONInList,
 	ListArg:  sqlcore.JSONListArg,
+	// So are the search documents of agent events (search_eventdoc.go).
+	EventDocFuncs: true,
 	// The audit chain's hash is a Go function registered with the driver
 	// (audit.go).
 	AuditChain: auditChainSQL,
@@ -76,6 +78,11 @@ var _ sqlcore.DB = coreDB{}
 
 func (d coreDB) Write(ctx context.Context, fn func(tx sqlcore.Tx) error) error {
 	return d.s.write(ctx, func(tx *wtx) error { return fn(tx) })
+}
+
+// WriteLazy implements sqlcore.LazyWriter (writer.doLazy).
+func (d coreDB) WriteLazy(ctx context.Context, fn func(tx sqlcore.Tx) error) error {
+	return d.s.writeLazy(ctx, func(tx *wtx) error { return fn(tx) })
 }
 
 func (d coreDB) Read(ctx context.Context, fn func(tx sqlcore.Tx) error) error {

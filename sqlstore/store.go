@@ -342,6 +342,21 @@ func (s *Store) write(ctx context.Context, fn writeFunc) error {
 	return s.w.do(ctx, fn)
 }
 
+// writeLazy is write for derived data (writer.doLazy).
+func (s *Store) writeLazy(ctx context.Context, fn writeFunc) error {
+	if s.closed.Load() {
+		return store.ErrStoreClosed
+	}
+	if s.w == nil {
+		return errReadOnlyStore
+	}
+	if s.snapshotOf(ctx) != nil {
+		return store.ErrSnapshotWrite
+	}
+	defer s.core.FeedCommitted()
+	return s.w.doLazy(ctx, fn)
+}
+
 // readStmt returns the read pool's prepared statement for query.
 func (s *Store) readStmt(ctx context.Context, query string) (*sqlx.Stmt, error) {
 	if s.closed.Load() {

@@ -38,8 +38,12 @@ const (
 )
 
 type writeReq struct {
-	ctx   context.Context
-	fn    writeFunc
+	ctx context.Context
+	fn  writeFunc
+	// lazy: the request writes only what the store can rebuild from the
+	// rest of the database (the search index's folds), so its commit
+	// need not reach the disk before it is acknowledged (see doLazy).
+	lazy  bool
 	state atomic.Int32
 	err   error
 	done  chan struct{}
@@ -86,6 +90,13 @@ type writer struct {
 
 	faults func(query string) error // tests only: see config.faults
 
+	// sync is the write connection's synchronous level; lazyNormal, that
+	// a transaction of lazy requests commits at NORMAL instead (FULL).
+	sync       Synchronous
+	lazyNormal bool
+	// lowered: the connection is at NORMAL for lazy transactions.
+	lowered bool
+
 	// cp, when set, is told of every commit (checkpoint.go).
 	cp *checkpointer
 }
@@ -117,6 +128,9 @@ func newWriter(conn *sqlx.Conn, lock *fileLock, cfg *config) *writer {
 		stmts:    make(map[string]*sqlx.Stmt),
 		ctx:      context.Background(),
 		faults:   cfg.faults,
+		sync:     cfg.sync,
+		// At NORMAL and OFF, a commit does not wait for the disk anyway.
+		lazyNormal: cfg.sync == SyncFull,
 	}
 }
 
@@ -125,10 +139,29 @@ func newWriter(conn *sqlx.Conn, lock *fileLock, cfg *config) *writer {
 // it, do waits for the transaction so that the reported outcome is the true
 // one.
 func (w *writer) do(ctx context.Context, fn writeFunc) error {
+	return w.enqueue(ctx, fn, false)
+}
+
+// doLazy is do for a request that writes only derived data, which the
+// store rebuilds from the rest of the database if it is lost (a fold of
+// the search queue: the queue rows it deletes come back with the
+// documents it wrote). It runs in a transaction of lazy requests only,
+// and at synchronous=FULL that transaction commits at NORMAL: without
+// the fsync, which holds the one writer for as long as the disk takes. A
+// power failure can then undo it, whole (the log's checksums), never a
+// durable transaction committed after it (whose fsync covers the log
+// before it). A durable request never joins a lazy transaction; a lazy
+// one may join a durable transaction. At NORMAL and OFF, where no commit
+// waits for the disk, a lazy request is like any other.
+func (w *writer) doLazy(ctx context.Context, fn writeFunc) error {
+	return w.enqueue(ctx, fn, true)
+}
+
+func (w *writer) enqueue(ctx context.Context, fn writeFunc, lazy bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &writeReq{ctx: ctx, fn: fn, done: make(chan struct{})}
+	r := &writeReq{ctx: ctx, fn: fn, lazy: lazy, done: make(chan struct{})}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -181,13 +214,18 @@ func (w *writer) lead() {
 }
 
 // take moves queued requests to batch, up to maxBatch in all, and returns
-// it.
+// it. At FULL, a batch that begins with a lazy request (see doLazy) takes
+// lazy requests only: it stops before the first durable one. (At NORMAL
+// and OFF every commit is lazy, and all requests share transactions.)
 func (w *writer) take(batch []*writeReq) []*writeReq {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	i := 0
 	for ; i < len(w.queue) && len(batch) < w.maxBatch; i++ {
 		r := w.queue[i]
+		if w.lazyNormal && len(batch) > 0 && batch[0].lazy && !r.lazy && r.state.Load() == reqQueued {
+			break
+		}
 		w.queue[i] = nil
 		if r.state.CompareAndSwap(reqQueued, reqTaken) {
 			batch = append(batch, r)
@@ -219,6 +257,9 @@ func (w *writer) joinLate(batch []*writeReq) []*writeReq {
 		return batch
 	}
 	batch = w.take(batch)
+	if w.lazyNormal && batch[0].lazy {
+		return batch // nobody waits for a lazy transaction's commit
+	}
 	want := min(w.lastAnswered, w.maxBatch)
 	if len(batch) >= want || w.lastCommit <= 0 {
 		return batch
@@ -317,6 +358,19 @@ func (w *writer) run(batch []*writeReq) []*writeReq {
 // committed); per-request errors are left in each request.
 func (w *writer) runOnce(batch []*writeReq) (_ []*writeReq, err error) {
 	tx := &wtx{w: w}
+	// A transaction of lazy requests commits without the fsync; the
+	// level goes back before the next durable one. (SQLite refuses to
+	// change it inside a transaction.)
+	if lazy := w.lazyNormal && batch[0].lazy; lazy != w.lowered {
+		level := "NORMAL"
+		if !lazy {
+			level = string(w.sync)
+		}
+		if _, err := tx.exec("PRAGMA synchronous = " + level); err != nil {
+			return batch, err
+		}
+		w.lowered = lazy
+	}
 	if _, err := tx.exec("BEGIN IMMEDIATE"); err != nil {
 		if !strings.Contains(err.Error(), "within a transaction") {
 			return batch, err
@@ -373,8 +427,11 @@ func (w *writer) runOnce(batch []*writeReq) (_ []*writeReq, err error) {
 	if _, err := tx.exec("COMMIT"); err != nil {
 		return batch, err
 	}
-	w.lastCommit = time.Since(start)
-	w.lastAnswered = len(batch)
+	if !w.lazyNormal || !batch[0].lazy {
+		// What the next durable transaction may wait for (joinLate).
+		w.lastCommit = time.Since(start)
+		w.lastAnswered = len(batch)
+	}
 	if w.cp != nil && w.cp.committed() {
 		w.checkpoint()
 	}

@@ -180,6 +180,25 @@ func (s *Store) now() time.Time { return rowcodec.FromMillis(rowcodec.ToMillis(s
 
 func (s *Store) write(ctx context.Context, fn func(tx Tx) error) error { return s.db.Write(ctx, fn) }
 
+// LazyWriter is a DB that commits a write of derived data without
+// waiting for the disk: data the store rebuilds from the rest of the
+// database when a power failure undoes its transaction (the search
+// index's folds: the queue rows a fold deletes come back with the
+// documents it wrote). Such a transaction is undone whole or kept whole,
+// and never undoes a durable one committed after it.
+type LazyWriter interface {
+	WriteLazy(ctx context.Context, fn func(tx Tx) error) error
+}
+
+// writeDerived runs fn as a write of derived data: lazily where the DB
+// can (LazyWriter), else as any write.
+func (s *Store) writeDerived(ctx context.Context, fn func(tx Tx) error) error {
+	if lw, ok := s.db.(LazyWriter); ok {
+		return lw.WriteLazy(ctx, fn)
+	}
+	return s.db.Write(ctx, fn)
+}
+
 func (s *Store) readTx(ctx context.Context, fn func(tx Tx) error) error { return s.db.Read(ctx, fn) }
 
 func (s *Store) get(ctx context.Context, dest any, query string, args ...any) error {

@@ -36,6 +36,10 @@ type Dialect struct {
 	// from a []string or []int64.
 	InList  func(expr string) string
 	ListArg func(values any) (any, error)
+	// EventDocFuncs: the database has the functions EventRoleFunc and
+	// EventTextFunc (search_fold.go), which a fold then calls before the
+	// SQL extraction of an event's document.
+	EventDocFuncs bool
 	// AuditChain returns the SQL expression of an audit event's hash (see
 	// rowcodec.AuditHash) from SQL expressions of the previous hash (hex
 	// text), the sequence number, the agent id and the payload (bytes).

@@ -41,6 +41,14 @@ import (
 // documents it sees), and leaves the others queued for a store that sees
 // them (the library's own role, the tables' owner, sees every row).
 //
+// A fold batch writes only derived data, so it commits lazily where the
+// backend can (LazyWriter): without waiting for the disk. A power failure
+// may undo it, whole, with the deletion of its queue rows, so its keys
+// are folded again. The document of an agent event is computed by the
+// backend's Go functions where it has them (Dialect.EventDocFuncs,
+// internal/searchtext), else by the SQL's JSON functions, with the same
+// bytes.
+//
 // Sealed (encrypted) messages and events are not queued on insert; their
 // documents are the write path's when the store opts in
 // (search_sealed.go). A fold leaves the document of a key whose content is
@@ -60,13 +68,14 @@ const DefaultFoldBatch = 512
 const DefaultIndexerBatch = 64
 
 const (
-	foldPendingSQL = `SELECT id FROM search_pending WHERE id <= ? ORDER BY id LIMIT ?`
+	foldPendingSQL = `SELECT id, kind FROM search_pending WHERE id <= ? ORDER BY id LIMIT ?`
 	foldMaxSQL     = `SELECT coalesce(max(id), 0) FROM search_pending`
 	foldLeaseSQL   = `INSERT INTO sweep_lease (name, holder, expires_at_ms) VALUES ('search_index', ?1, ?2)
 		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at_ms = excluded.expires_at_ms
 		WHERE sweep_lease.holder = excluded.holder OR sweep_lease.expires_at_ms <= ?3
 		RETURNING holder`
 	foldLeaseDropSQL = `DELETE FROM sweep_lease WHERE name = 'search_index' AND holder = ?`
+	foldLeaseReadSQL = `SELECT holder, expires_at_ms FROM sweep_lease WHERE name = 'search_index'`
 	// foldLeaseOtherSQL counts a live lease of another holder: an indexer
 	// that sees one does not try to fold (no write transaction).
 	foldLeaseOtherSQL = `SELECT count(*) FROM sweep_lease WHERE name = 'search_index' AND holder <> ? AND expires_at_ms > ?`
@@ -160,7 +169,7 @@ func (s *Store) queueAllTail(ctx context.Context, limit int) error {
 			n = min(n, limit-done)
 		}
 		var got int
-		if err := s.write(ctx, func(tx Tx) error {
+		if err := s.writeDerived(ctx, func(tx Tx) error {
 			var err error
 			got, err = s.queueTail(tx, n)
 			return err
@@ -183,23 +192,64 @@ func plainJSON(expr string) string {
 	return `replace(replace(replace(` + expr + `, '\u003c', '<'), '\u003e', '>'), '\u0026', '&')`
 }
 
-// foldPendingKey joins queue row p with index row d.
-const foldPendingKey = `p.kind = d.kind AND p.session_pk = d.session_pk AND p.owner = d.owner AND p.pos = d.pos AND p.ref = d.ref`
+// EventRoleSQL is the SQLite expression of the role of the search
+// document of an agent event whose stored JSON is col: its author, else
+// its content's role, else the empty string.
+func EventRoleSQL(col string) string {
+	return `CASE WHEN json_valid(` + col + `) THEN coalesce(json_extract(` + col + `, '$.author'), json_extract(` + col + `, '$.content.role'), '') ELSE '' END`
+}
 
-// foldStatements returns the statements of a fold batch, in order; every
-// parameter of each is the list of the batch's queue ids.
-func (s *Store) foldStatements() []string {
-	in := s.d.InList("p.id")
-	sealed := func(col string) string { return `substr(` + col + `, 1, 7) = 'ssenc1:'` }
-	plain := func(col string) string { return `substr(` + col + `, 1, 7) <> 'ssenc1:'` }
-	eventRole := `CASE WHEN json_valid(c.data) THEN coalesce(json_extract(c.data, '$.author'), json_extract(c.data, '$.content.role'), '') ELSE '' END`
-	eventText := `coalesce((SELECT group_concat(nullif(concat_ws(' ',
+// EventTextSQL is the SQLite expression of the text of the search
+// document of an agent event whose stored JSON is col (see migration 14):
+// of each object of its content's parts, in order, the text, the function
+// call's name and arguments and the function response's name, those
+// present joined by a space, and the non-empty ones joined by a space.
+func EventTextSQL(col string) string {
+	return `coalesce((SELECT group_concat(nullif(concat_ws(' ',
                     json_extract(x.value, '$.text'),
                     json_extract(x.value, '$.functionCall.name'),
                     ` + plainJSON(`json_extract(x.value, '$.functionCall.args')`) + `,
                     json_extract(x.value, '$.functionResponse.name')), ''), ' ')
-                  FROM json_each(CASE WHEN json_valid(c.data) THEN c.data ELSE '{}' END, '$.content.parts') AS x
+                  FROM json_each(CASE WHEN json_valid(` + col + `) THEN ` + col + ` ELSE '{}' END, '$.content.parts') AS x
                   WHERE x.type = 'object'), '')`
+}
+
+// EventRoleFunc and EventTextFunc are the names of the SQL functions of
+// one argument, an agent event's stored JSON, that a Dialect with
+// EventDocFuncs has (SQLite: Go functions the backend registers, see
+// internal/searchtext): the role and the text of the event's search
+// document as EventRoleSQL and EventTextSQL compute them, or NULL where
+// those expressions must decide.
+const (
+	EventRoleFunc = "sessionstore_event_doc_role"
+	EventTextFunc = "sessionstore_event_doc_text"
+)
+
+// foldPendingKey joins queue row p with index row d.
+const foldPendingKey = `p.kind = d.kind AND p.session_pk = d.session_pk AND p.owner = d.owner AND p.pos = d.pos AND p.ref = d.ref`
+
+// foldStmt is a statement of a fold batch: one that writes the documents
+// of a kind of item (kind), or one that every batch runs (kind "").
+type foldStmt struct {
+	kind string
+	sql  string
+}
+
+// foldStatements returns the statements of a fold batch, in order; every
+// parameter of each is the list of the batch's queue ids. A batch runs
+// the statement of a kind only when it holds a queue row of that kind.
+func (s *Store) foldStatements() []foldStmt {
+	in := s.d.InList("p.id")
+	sealed := func(col string) string { return `substr(` + col + `, 1, 7) = 'ssenc1:'` }
+	plain := func(col string) string { return `substr(` + col + `, 1, 7) <> 'ssenc1:'` }
+	eventRole := EventRoleSQL("c.data")
+	eventText := EventTextSQL("c.data")
+	if s.d.EventDocFuncs {
+		// The backend's Go functions compute the document of the events
+		// whose JSON they are sure about, the SQL that of the others.
+		eventRole = `coalesce(` + EventRoleFunc + `(c.data), ` + eventRole + `)`
+		eventText = `coalesce(` + EventTextFunc + `(c.data), ` + eventText + `)`
+	}
 	messageText := `coalesce((SELECT group_concat(nullif(concat_ws(' ',
                     json_extract(b.value, '$.text'),
                     json_extract(b.value, '$.name'),
@@ -221,32 +271,32 @@ func (s *Store) foldStatements() []string {
 	keys := func(kind string) string {
 		return `(SELECT DISTINCT p.session_pk, p.owner, p.pos, p.ref FROM search_pending AS p WHERE p.kind = '` + kind + `' AND ` + in + `) AS p`
 	}
-	return []string{
+	return []foldStmt{
 		// The documents of the batch's keys, but for those of sealed
 		// content (the write path's, search_sealed.go).
-		`DELETE FROM search_docs WHERE doc IN (SELECT d.doc FROM search_pending AS p JOIN search_docs AS d ON ` + foldPendingKey + `
+		{"", `DELETE FROM search_docs WHERE doc IN (SELECT d.doc FROM search_pending AS p JOIN search_docs AS d ON ` + foldPendingKey + `
 			WHERE ` + in + `
 			AND NOT (p.kind = 'message' AND EXISTS (SELECT 1 FROM conversation_messages AS c WHERE c.session_id = p.owner AND c.seq = p.pos AND ` + sealed("c.content") + `))
-			AND NOT (p.kind = 'event' AND EXISTS (SELECT 1 FROM agent_events AS c WHERE c.session_pk = p.session_pk AND c.seq = p.pos AND ` + sealed("c.data") + `)))`,
-		`INSERT INTO search_docs (kind, owner, pos, session_id, role, at_us, body, tenant)
+			AND NOT (p.kind = 'event' AND EXISTS (SELECT 1 FROM agent_events AS c WHERE c.session_pk = p.session_pk AND c.seq = p.pos AND ` + sealed("c.data") + `)))`},
+		{"message", `INSERT INTO search_docs (kind, owner, pos, session_id, role, at_us, body, tenant)
 			SELECT 'message', c.session_id, c.seq, c.session_id, c.role, c.created_at_ms * 1000, ` + messageText + `, c.tenant
 			FROM ` + keys("message") + ` JOIN conversation_messages AS c ON c.session_id = p.owner AND c.seq = p.pos
-			WHERE ` + plain("c.content"),
-		`INSERT INTO search_docs (kind, session_pk, pos, session_id, app, user_id, role, at_us, body, tenant)
+			WHERE ` + plain("c.content")},
+		{"event", `INSERT INTO search_docs (kind, session_pk, pos, session_id, app, user_id, role, at_us, body, tenant)
 			SELECT 'event', c.session_pk, c.seq, s.session_id, s.app, s.user_id, ` + eventRole + `, c.ts_us, ` + eventText + `, s.tenant
 			FROM ` + keys("event") + ` JOIN agent_events AS c ON c.session_pk = p.session_pk AND c.seq = p.pos
 			JOIN agent_sessions AS s ON s.pk = c.session_pk
-			WHERE ` + plain("c.data"),
-		`INSERT INTO search_docs (kind, owner, pos, session_id, role, at_us, body, tenant)
+			WHERE ` + plain("c.data")},
+		{"trace", `INSERT INTO search_docs (kind, owner, pos, session_id, role, at_us, body, tenant)
 			SELECT 'trace', c.session_id, c.seq, c.session_id, c.kind, c.created_at_ms * 1000, concat_ws(' ', c.kind, c.name), c.tenant
-			FROM ` + keys("trace") + ` JOIN conversation_trace_events AS c ON c.session_id = p.owner AND c.seq = p.pos`,
-		`INSERT INTO search_docs (kind, owner, ref, session_id, role, at_us, body, tenant)
+			FROM ` + keys("trace") + ` JOIN conversation_trace_events AS c ON c.session_id = p.owner AND c.seq = p.pos`},
+		{"artifact", `INSERT INTO search_docs (kind, owner, ref, session_id, role, at_us, body, tenant)
 			SELECT 'artifact', c.session_id, c.uri, c.session_id, c.tool_name, c.updated_at_ms * 1000, concat_ws(' ', c.uri, c.artifact_id, c.tool_name), c.tenant
-			FROM ` + keys("artifact") + ` JOIN conversation_artifacts AS c ON c.session_id = p.owner AND c.uri = p.ref`,
-		`INSERT INTO search_docs (kind, owner, ref, session_id, role, at_us, body, tenant)
+			FROM ` + keys("artifact") + ` JOIN conversation_artifacts AS c ON c.session_id = p.owner AND c.uri = p.ref`},
+		{"run", `INSERT INTO search_docs (kind, owner, ref, session_id, role, at_us, body, tenant)
 			SELECT 'run', c.session_id, c.run_id, c.session_id, c.status, c.created_at_ms * 1000, c.run_id, c.tenant
-			FROM ` + keys("run") + ` JOIN conversation_runs AS c ON c.session_id = p.owner AND c.run_id = p.ref`,
-		`DELETE FROM search_pending WHERE ` + s.d.InList("id"),
+			FROM ` + keys("run") + ` JOIN conversation_runs AS c ON c.session_id = p.owner AND c.run_id = p.ref`},
+		{"", `DELETE FROM search_pending WHERE ` + s.d.InList("id")},
 	}
 }
 
@@ -274,7 +324,7 @@ func (s *Store) foldSearch(ctx context.Context, upto int64, batch int, holder st
 			return total, err
 		}
 		var n int
-		err := s.write(ctx, func(tx Tx) error {
+		err := s.writeDerived(ctx, func(tx Tx) error {
 			n = 0
 			if s.d.LockKeySQL != "" {
 				if _, err := tx.Exec(s.d.LockKeySQL, lockClassSearchFold, "fold"); err != nil {
@@ -282,14 +332,25 @@ func (s *Store) foldSearch(ctx context.Context, upto int64, batch int, holder st
 				}
 			}
 			if holder != "" {
+				// The lease is renewed once half of it has run: until
+				// then nobody else can take it, and a batch writes no
+				// lease row (one page less in its commit).
 				now := rowcodec.ToMillis(s.cfg.Clock())
-				var got string
-				err := tx.Scan(foldLeaseSQL, []any{holder, now + ttl.Milliseconds(), now}, &got)
-				if errors.Is(err, sql.ErrNoRows) {
-					return errFoldLeaseHeld
-				}
-				if err != nil {
+				var cur string
+				var until int64
+				err := tx.Scan(foldLeaseReadSQL, nil, &cur, &until)
+				if err != nil && !errors.Is(err, sql.ErrNoRows) {
 					return err
+				}
+				if err != nil || cur != holder || until-now <= ttl.Milliseconds()/2 {
+					var got string
+					err := tx.Scan(foldLeaseSQL, []any{holder, now + ttl.Milliseconds(), now}, &got)
+					if errors.Is(err, sql.ErrNoRows) {
+						return errFoldLeaseHeld
+					}
+					if err != nil {
+						return err
+					}
 				}
 			}
 			if unbounded {
@@ -300,12 +361,15 @@ func (s *Store) foldSearch(ctx context.Context, upto int64, batch int, holder st
 				}
 			}
 			var ids []int64
+			kinds := map[string]bool{}
 			if err := tx.Query(foldPendingSQL, []any{upto, batch}, func(r Rows) error {
 				var id int64
-				if err := r.Scan(&id); err != nil {
+				var kind string
+				if err := r.Scan(&id, &kind); err != nil {
 					return err
 				}
 				ids = append(ids, id)
+				kinds[kind] = true
 				return nil
 			}); err != nil {
 				return err
@@ -317,7 +381,11 @@ func (s *Store) foldSearch(ctx context.Context, upto int64, batch int, holder st
 			if err != nil {
 				return err
 			}
-			for _, q := range stmts {
+			for _, st := range stmts {
+				if st.kind != "" && !kinds[st.kind] {
+					continue // no queue row of its kind in the batch
+				}
+				q := st.sql
 				// Every parameter of a fold statement is the id list.
 				args := make([]any, strings.Count(q, "?"))
 				for i := range args {
