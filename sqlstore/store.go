@@ -329,14 +329,8 @@ func (s *Store) now() time.Time { return rowcodec.FromMillis(rowcodec.ToMillis(s
 
 // write runs fn on the writer (group commit) and returns its outcome.
 func (s *Store) write(ctx context.Context, fn writeFunc) error {
-	if s.closed.Load() {
-		return store.ErrStoreClosed
-	}
-	if s.w == nil {
-		return errReadOnlyStore
-	}
-	if s.snapshotOf(ctx) != nil {
-		return store.ErrSnapshotWrite
+	if err := s.canWrite(ctx); err != nil {
+		return err
 	}
 	defer s.core.FeedCommitted() // wake this store's change feeds at once
 	return s.w.do(ctx, fn)
@@ -344,17 +338,25 @@ func (s *Store) write(ctx context.Context, fn writeFunc) error {
 
 // writeLazy is write for derived data (writer.doLazy).
 func (s *Store) writeLazy(ctx context.Context, fn writeFunc) error {
-	if s.closed.Load() {
-		return store.ErrStoreClosed
-	}
-	if s.w == nil {
-		return errReadOnlyStore
-	}
-	if s.snapshotOf(ctx) != nil {
-		return store.ErrSnapshotWrite
+	if err := s.canWrite(ctx); err != nil {
+		return err
 	}
 	defer s.core.FeedCommitted()
 	return s.w.doLazy(ctx, fn)
+}
+
+// canWrite refuses a write on a closed or read-only store and inside a
+// snapshot.
+func (s *Store) canWrite(ctx context.Context) error {
+	switch {
+	case s.closed.Load():
+		return store.ErrStoreClosed
+	case s.w == nil:
+		return errReadOnlyStore
+	case s.snapshotOf(ctx) != nil:
+		return store.ErrSnapshotWrite
+	}
+	return nil
 }
 
 // readStmt returns the read pool's prepared statement for query.
