@@ -326,10 +326,16 @@ func dbVersion(ctx context.Context, db *sql.DB) (int64, error) {
 // schema up to date. It runs under the writer file lock, so that of several
 // processes opening a fresh file only the first creates and migrates it, on a pool of its own (goose holds a connection while it
 // runs) whose transactions take SQLite's write lock at BEGIN.
-func (s *Store) migrate(ctx context.Context) error {
+//
+// It returns that pool, opened with the write connection's settings
+// (writeDSN), for Open to keep as the write connection: the connection
+// that checked the schema has read it already, where a new one would
+// parse the whole schema (some 140 tables, indexes and triggers) again,
+// the largest part of opening a current store.
+func (s *Store) migrate(ctx context.Context) (*sql.DB, error) {
 	if s.lock != nil {
 		if err := s.lock.lock(); err != nil {
-			return fmt.Errorf("sqlstore: writer file lock: %w", err)
+			return nil, fmt.Errorf("sqlstore: writer file lock: %w", err)
 		}
 		defer s.lock.unlock()
 	}
@@ -346,18 +352,22 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 	}
 	if err := createFresh(ctx, s.path, &s.cfg); err != nil {
-		return err
+		return nil, err
 	}
 	db, err := sql.Open(driverName, writeDSN(s.path, &s.cfg))
 	if err != nil {
-		return mapErr(err)
+		return nil, mapErr(err)
 	}
-	defer db.Close()
 	db.SetMaxOpenConns(4)
 	if err := checkSchema(ctx, db); err != nil {
-		return err
+		db.Close()
+		return nil, err
 	}
-	return s.migrateDB(ctx, db)
+	if err := s.migrateDB(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
 }
 
 // migrateDB applies pending migrations with a goose Provider. If another
