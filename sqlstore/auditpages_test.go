@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/agentstore/sessionstore/sqlstore"
@@ -49,7 +48,7 @@ func walFrames(t *testing.T, path string) (frames, commits int) {
 func pagesPerUse(t *testing.T, n int, opts ...sqlstore.Option) float64 {
 	t.Helper()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "pages.db")
+	path := sqlstore.FreshDBPath(t, "pages.db")
 	st, err := sqlstore.Open(ctx, path, append([]sqlstore.Option{sqlstore.WithSynchronous(sqlstore.SyncOff)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)

@@ -239,7 +239,7 @@ func TestCheckModes(t *testing.T) {
 // a changed event of a tenant's chain.
 func TestCheckTenantAudit(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "sessions.db")
+	path := sqlstore.FreshDBPath(t, "sessions.db")
 	st, err := sqlstore.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)

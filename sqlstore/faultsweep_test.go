@@ -264,7 +264,13 @@ func runSweep(t *testing.T, ops []sweepOp) {
 func sweepOne(t *testing.T, op sweepOp, kinds []faultKind) {
 	ctx := context.Background()
 	dir := t.TempDir()
+	// The op's starting state, from a copy of the migrated template (what
+	// is swept is the op, not the creation of a store); the cases open
+	// copies of it at synchronous=NORMAL, as the faults are errors
+	// returned to the store's statements, which the synchronous level
+	// does not change (crashes and lost writes are TestCrashTrials').
 	template := filepath.Join(dir, "template.db")
+	copyFile(t, sqlstore.FreshDBPath(t, "fresh.db"), template)
 	{
 		st := openWithClock(t, template, storetest.NewClock())
 		if err := op.setup(ctx, st); err != nil {
@@ -282,7 +288,8 @@ func sweepOne(t *testing.T, op sweepOp, kinds []faultKind) {
 		clock.Advance(op.at)
 		copyFile(t, template, path)
 		return openWithClock(t, path, clock, sqlstore.WithFaults(plan.hook), sqlstore.WithBusyRetry(20*time.Millisecond),
-			sqlstore.WithoutIndexer()) // the faults count the op's statements only
+			sqlstore.WithoutIndexer(), // the faults count the op's statements only
+			sqlstore.WithSynchronous(sqlstore.SyncNormal))
 	}
 
 	// Reference run: no fault, count the statements.

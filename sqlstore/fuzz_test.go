@@ -32,7 +32,7 @@ import (
 func fuzzStore(f *testing.F) (*sqlstore.Store, *storetest.Clock, *atomic.Int64) {
 	var stmts atomic.Int64
 	clock := storetest.NewClock()
-	st, err := sqlstore.Open(context.Background(), f.TempDir()+"/fuzz.db",
+	st, err := sqlstore.Open(context.Background(), sqlstore.FreshDBPath(f, "fuzz.db"),
 		sqlstore.WithClock(clock.Now), sqlstore.WithSynchronous(sqlstore.SyncOff),
 		sqlstore.WithFaults(func(string) error { stmts.Add(1); return nil }),
 		// No background indexer: its folds run statements on the writer

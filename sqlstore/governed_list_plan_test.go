@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +19,7 @@ import (
 // tenant for each page.
 func TestGovernedListReadsOnePage(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "sessions.db")
+	path := FreshDBPath(t, "sessions.db")
 	st, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)

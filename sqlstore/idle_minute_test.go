@@ -55,7 +55,7 @@ func TestIdleMinuteKept(t *testing.T) {
 	if _, err := br.Rewind(ctx, store.RewindRequest{Key: key, To: 2}); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", path)
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)") // the store's background work may hold the write lock
 	if err != nil {
 		t.Fatal(err)
 	}

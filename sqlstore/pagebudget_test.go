@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -97,7 +96,7 @@ func walPagesPer(t *testing.T, path string, raw *sql.DB, n int, op func(i int) e
 func budgetStore(t *testing.T) (*sqlstore.Store, string, *sql.DB) {
 	t.Helper()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "pages.db")
+	path := sqlstore.FreshDBPath(t, "pages.db")
 	st, err := sqlstore.Open(ctx, path, sqlstore.WithSynchronous(sqlstore.SyncOff), sqlstore.WithBackgroundIndexer(false))
 	if err != nil {
 		t.Fatal(err)

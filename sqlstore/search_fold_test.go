@@ -57,7 +57,7 @@ func hitsOf(t *testing.T, st store.Searcher, tok string) int {
 // with the fold, and the search after the delete does not return it.
 func TestSearchIndexLag(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "lag.db")
+	path := sqlstore.FreshDBPath(t, "lag.db")
 	st, err := sqlstore.Open(ctx, path, sqlstore.WithoutIndexer())
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func TestSearchIndexLag(t *testing.T) {
 // setting is the file's; WithSearchIndex(true) indexes everything stored.
 func TestSearchIndexOff(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "off.db")
+	path := sqlstore.FreshDBPath(t, "off.db")
 	st, err := sqlstore.Open(ctx, path, sqlstore.WithoutIndexer())
 	if err != nil {
 		t.Fatal(err)
@@ -343,7 +343,7 @@ func TestSearchKilledBeforeFold(t *testing.T) {
 // event is indexed and found, and the deleted ones are not.
 func TestSearchEventsMarkAfterTopDeleted(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "mark.db")
+	path := sqlstore.FreshDBPath(t, "mark.db")
 	st, err := sqlstore.Open(ctx, path, sqlstore.WithoutIndexer())
 	if err != nil {
 		t.Fatal(err)
@@ -395,7 +395,7 @@ func TestSearchEventsMarkAfterTopDeleted(t *testing.T) {
 // characters, and the snippet shows the characters, not \u003c.
 func TestSearchReadsEscapedToolArgs(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "args.db"), sqlstore.WithoutIndexer())
+	st, err := sqlstore.Open(ctx, sqlstore.FreshDBPath(t, "args.db"), sqlstore.WithoutIndexer())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +427,7 @@ func TestSearchReadsEscapedToolArgs(t *testing.T) {
 // (shorter terms), and the check keeps only items holding the term itself.
 func TestSearchFoldsCaseInAnyScript(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "fold.db"), sqlstore.WithoutIndexer())
+	st, err := sqlstore.Open(ctx, sqlstore.FreshDBPath(t, "fold.db"), sqlstore.WithoutIndexer())
 	if err != nil {
 		t.Fatal(err)
 	}

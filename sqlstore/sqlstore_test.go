@@ -74,4 +74,31 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func TestConformance(t *testing.T) { storetest.Run(t, harness) }
+// TestConformance runs the suite on stores at synchronous=NORMAL
+// (conformanceHarness), where a commit does not wait for the disk: what
+// the suite checks is what the store does, which the synchronous level
+// does not change (it decides only when SQLite calls fsync), and the
+// default FULL made a third of the suite's CPU time system time in fsync.
+// What FULL is for keeps it: the helper processes the suite spawns and
+// kills (RunHelperProcess in TestMain) open with harness, at the default
+// FULL, and so do the crash, kill and power-loss tests of this package
+// (crash_test.go, reliability_*.go, TestSoak, TestMigrateConcurrentProcesses),
+// which open their stores themselves.
+func TestConformance(t *testing.T) { storetest.Run(t, conformanceHarness) }
+
+// conformanceHarness is harness with stores opened at synchronous=NORMAL,
+// unless the test asks for a level (Options.Durability).
+var conformanceHarness = func() storetest.Harness {
+	h := harness
+	h.Open = func(ctx context.Context, loc string, clock store.Clock) (store.Store, error) {
+		return sqlstore.Open(ctx, loc, sqlstore.WithClock(clock), sqlstore.WithSynchronous(sqlstore.SyncNormal))
+	}
+	openWith := harness.OpenWith
+	h.OpenWith = func(ctx context.Context, loc string, clock store.Clock, o storetest.Options) (store.Store, error) {
+		if o.Durability == "" {
+			o.Durability = string(sqlstore.SyncNormal)
+		}
+		return openWith(ctx, loc, clock, o)
+	}
+	return h
+}()

@@ -101,17 +101,12 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 			s.lock = l
 		}
 	}
-	if err := s.migrate(ctx); err != nil {
+	wdb, err := s.migrate(ctx)
+	if err != nil {
 		s.closeLock()
 		return nil, err
 	}
-
-	var err error
-	s.writes, err = sqlx.Open(driverName, writeDSN(path, &cfg))
-	if err != nil {
-		s.closeLock()
-		return nil, mapErr(err)
-	}
+	s.writes = sqlx.NewDb(wdb, driverName) // migrate's pool, see there
 	s.writes.SetMaxOpenConns(1)
 	s.writes.SetConnMaxIdleTime(0)
 	s.writes.SetConnMaxLifetime(0)

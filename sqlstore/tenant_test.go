@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/agentstore/sessionstore/sqlstore"
@@ -21,7 +20,7 @@ import (
 // tenant of); the default tenant's stay the empty name. Read with raw SQL.
 func TestTenantChildRows(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "sessions.db")
+	path := sqlstore.FreshDBPath(t, "sessions.db")
 	st, err := sqlstore.Open(ctx, path, sqlstore.WithClock(storetest.NewClock().Now))
 	if err != nil {
 		t.Fatal(err)
