@@ -24,6 +24,12 @@ func WithoutAudit() Option {
 	return func(c *config) { c.auditOff = true }
 }
 
+// WithoutCheckpointer opens a store without its checkpointer (checkpoint.go):
+// nothing restarts the log while a test counts the pages in it.
+func WithoutCheckpointer() Option {
+	return func(c *config) { c.noCheckpointer = true }
+}
+
 // MapErr exposes mapErr, the one place SQLite errors become store errors.
 func MapErr(err error) error { return mapErr(err) }
 

@@ -50,6 +50,9 @@ type config struct {
 	// see export_test.go) runs none.
 	indexer   sqlcore.IndexerConfig
 	noIndexer bool
+	// noCheckpointer (tests only, see export_test.go) starts no
+	// checkpointer: the log grows until the store closes.
+	noCheckpointer bool
 
 	// faults, when set (tests only, see export_test.go), is consulted
 	// before every statement the writer runs in a write transaction,
