@@ -81,6 +81,13 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 		return g.fail(sp.name, err)
 	}
 	defer st.Close()
+	if tr, ok := st.(store.Tenanter); ok && g.tenant != "" {
+		// As every command that reads a tenant's rows: a mistyped name is
+		// said to be unknown, not served as an empty console.
+		if err := knownTenant(ctx, tr, g.tenant); err != nil {
+			return g.fail(sp.name, err)
+		}
+	}
 	h, err := console.New(st, console.Options{Prefix: *prefix, ReadOnly: true, HideContent: *hide, Refresh: *refresh,
 		Tenant: g.tenant, Clock: g.now, Keys: g.keyRing(), Logger: slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {

@@ -142,17 +142,25 @@ func tenantStore(ctx context.Context, st cliStore, tenant string, mayBeNew bool)
 		return nil, err
 	}
 	if !mayBeNew {
-		names, err := tr.Tenants(ctx)
-		if err != nil {
+		if err := knownTenant(ctx, tr, tenant); err != nil {
 			st.Close()
 			return nil, err
 		}
-		if _, found := slices.BinarySearch(names, tenant); !found {
-			st.Close()
-			return nil, &errUnknownTenant{tenant, didYouMean(tenant, names)}
-		}
 	}
 	return &tenantCLI{TenantView: store.TenantView{Store: st, Tenant: ts}, whole: st}, nil
+}
+
+// knownTenant returns an errUnknownTenant when no row of tr's database
+// belongs to tenant.
+func knownTenant(ctx context.Context, tr store.Tenanter, tenant string) error {
+	names, err := tr.Tenants(ctx)
+	if err != nil {
+		return err
+	}
+	if _, found := slices.BinarySearch(names, tenant); !found {
+		return &errUnknownTenant{tenant, didYouMean(tenant, names)}
+	}
+	return nil
 }
 
 // untenanted returns the store under a tenant's wrapper, for the commands

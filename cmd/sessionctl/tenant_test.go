@@ -247,6 +247,21 @@ func testServeTenant(t *testing.T, e *testEnv) {
 	if code := <-done; code != exitOK {
 		t.Fatalf("serve exited %d: %s", code, errb.String())
 	}
+
+	// A tenant that owns no row is unknown to serve too, as to every
+	// command that reads a tenant's rows: no empty console is served (one
+	// that starts is stopped at once and fails the test).
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	started := false
+	serveStarted = func(string) { started = true; cancel2() }
+	out.Reset()
+	errb.Reset()
+	g := &globals{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, now: e.clock.Now}
+	code = g.run(ctx2, []string{"--db", e.db, "--tenant", "acmee", "serve", "--addr", "127.0.0.1:0"})
+	if started || code != exitNotFound || !strings.Contains(errb.String(), "tenant acmee is unknown") || !strings.Contains(errb.String(), "acme") {
+		t.Errorf("serve --tenant acmee: started %v, exit %d, stdout %q, stderr %q", started, code, out.String(), errb.String())
+	}
 }
 
 // testTenantGovernanceCommands: create, use, close, the spend commands
