@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"time"
 )
 
@@ -29,6 +30,14 @@ func WithoutAudit() Option {
 func WithoutCheckpointer() Option {
 	return func(c *config) { c.noCheckpointer = true }
 }
+
+// BenchCPU exposes benchCPU (fold_cpu_bench_test.go): this process's CPU
+// time so far, for the benchmarks of package sqlstore_test.
+func BenchCPU() time.Duration { return benchCPU() }
+
+// BenchWords exposes benchWords (fold_cpu_bench_test.go): ~1 KiB of a
+// runner's reply drawn with rng.
+func BenchWords(rng *rand.Rand) string { return benchWords(rng) }
 
 // MapErr exposes mapErr, the one place SQLite errors become store errors.
 func MapErr(err error) error { return mapErr(err) }

@@ -146,6 +146,13 @@ func runnerEventJSON(i int) []byte {
 // variedEventJSON returns a model answer of ~1 KiB of words and numbers
 // drawn with rng.
 func variedEventJSON(rng *rand.Rand, i int) []byte {
+	return []byte(fmt.Sprintf(`{"content":{"parts":[{"text":%s}],"role":"model"},"id":"ev-%d","invocationId":"inv-%d","author":"assistant","actions":{"stateDelta":{},"artifactDelta":{}}}`,
+		strconv.Quote(benchWords(rng)), i, i))
+}
+
+// benchWords returns ~1 KiB of a runner's reply: words of a small
+// vocabulary and, now and then, a number, drawn with rng.
+func benchWords(rng *rand.Rand) string {
 	words := strings.Fields(`the a model reply about task at hand we looked into broker queue partition consumer
 		lag offset retry budget session agent tool call search index write fold commit page cache
 		durable crash restart process file lock writer reader snapshot export import tenant key
@@ -158,6 +165,5 @@ func variedEventJSON(rng *rand.Rand, i int) []byte {
 		}
 		sb.WriteByte(' ')
 	}
-	return []byte(fmt.Sprintf(`{"content":{"parts":[{"text":%s}],"role":"model"},"id":"ev-%d","invocationId":"inv-%d","author":"assistant","actions":{"stateDelta":{},"artifactDelta":{}}}`,
-		strconv.Quote(sb.String()), i, i))
+	return sb.String()
 }

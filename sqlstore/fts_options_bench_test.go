@@ -2,14 +2,13 @@ package sqlstore_test
 
 import (
 	"database/sql"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/agentstore/sessionstore/sqlstore"
 )
 
 // BenchmarkFTSOptions weighs FTS5 options for the search index (issue 36's
@@ -71,20 +70,8 @@ func BenchmarkFTSOptions(b *testing.B) {
 	}
 	docs := make([]string, 0, b.N)
 	rng := rand.New(rand.NewPCG(1, 2))
-	words := strings.Fields(`the a model reply about task at hand we looked into broker queue partition consumer
-		lag offset retry budget session agent tool call search index write fold commit page cache
-		durable crash restart process file lock writer reader snapshot export import tenant key
-		shred rotate policy sweep retention history fork rewind turn event state delta usage cost`)
 	for range b.N {
-		var sb strings.Builder
-		for sb.Len() < 1000 {
-			sb.WriteString(words[rng.IntN(len(words))])
-			if rng.IntN(9) == 0 {
-				fmt.Fprintf(&sb, " %d", rng.IntN(100000))
-			}
-			sb.WriteByte(' ')
-		}
-		docs = append(docs, sb.String())
+		docs = append(docs, sqlstore.BenchWords(rng))
 	}
 	dir := b.TempDir()
 	sizes := map[string]float64{}
@@ -107,7 +94,7 @@ func BenchmarkFTSOptions(b *testing.B) {
 				b.Fatalf("%s: %v", v.name, err)
 			}
 		}
-		cpu0 := processCPU()
+		cpu0 := sqlstore.BenchCPU()
 		for i := 0; i < len(docs); i += 64 {
 			tx, err := db.Begin()
 			if err != nil {
@@ -131,7 +118,7 @@ func BenchmarkFTSOptions(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		cpu := processCPU() - cpu0
+		cpu := sqlstore.BenchCPU() - cpu0
 		if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 			b.Fatal(err)
 		}
@@ -199,13 +186,4 @@ func ftsLeftAfterDeletes(b *testing.B, db *sql.DB, docs []string, content bool) 
 		b.Fatal(err)
 	}
 	return left
-}
-
-// processCPU is this process's user and system CPU time so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
