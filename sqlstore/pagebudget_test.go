@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
@@ -46,63 +45,36 @@ func walSalt(t *testing.T, path string) string {
 
 // walPagesPer empties the log of the store's file at path (through raw, a
 // connection of its own), runs op n times (i = 0..n-1), and returns the
-// pages (WAL frames) and the commits per op. It starts over when the
-// store's checkpointer restarted the log meanwhile (then the log holds
-// only the last operations), numbering the operations on from where the
-// last attempt stopped.
+// pages (WAL frames) and the commits per op. The budget stores run
+// without the checkpointer (budgetStore), so nothing restarts the log
+// during the count; if something did, the count would be of the last
+// operations only, and the test fails rather than report it.
 func walPagesPer(t *testing.T, path string, raw *sql.DB, n int, op func(i int) error) (pages, commits float64) {
-	return walPagesPrepared(t, path, raw, n, nil, op)
-}
-
-// walPagesPrepared is walPagesPer with prepare(from, to) run before each
-// attempt, outside the count, for the operations it will number from to
-// to-1 (a Settle needs its reservation, also in an attempt that starts
-// over).
-func walPagesPrepared(t *testing.T, path string, raw *sql.DB, n int, prepare func(from, to int) error, op func(i int) error) (pages, commits float64) {
 	t.Helper()
 	ctx := context.Background()
-	next := 0
-	for attempt := 0; attempt < 10; attempt++ {
-		if prepare != nil {
-			if err := prepare(next, next+n); err != nil {
-				t.Fatal(err)
-			}
-		}
-		// The store's checkpointer may hold the checkpoint lock a moment.
-		for try := 0; ; try++ {
-			if _, err := raw.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
-				t.Fatal(err)
-			}
-			f, _ := walFrames(t, path+"-wal")
-			if f == 0 {
-				break
-			}
-			if try == 200 {
-				t.Fatalf("the log holds %d frames after a truncating checkpoint", f)
-			}
-			time.Sleep(time.Millisecond)
-		}
-		var salt string
-		for i := range n {
-			if err := op(next); err != nil {
-				t.Fatal(err)
-			}
-			next++
-			if i == 0 {
-				salt = walSalt(t, path+"-wal")
-			}
-		}
-		if walSalt(t, path+"-wal") != salt {
-			continue // a checkpoint restarted the log
-		}
-		frames, commitFrames := walFrames(t, path+"-wal")
-		if testing.Verbose() {
-			t.Logf("frames of %d operations by object:\n%s", n, walPagesByObject(t, path, raw))
-		}
-		return float64(frames) / float64(n), float64(commitFrames) / float64(n)
+	if _, err := raw.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("a checkpoint restarted the WAL during every attempt")
-	return 0, 0
+	if f, _ := walFrames(t, path+"-wal"); f != 0 {
+		t.Fatalf("the log holds %d frames after a truncating checkpoint", f)
+	}
+	var salt string
+	for i := range n {
+		if err := op(i); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			salt = walSalt(t, path+"-wal")
+		}
+	}
+	if walSalt(t, path+"-wal") != salt {
+		t.Fatal("the log restarted during the count")
+	}
+	frames, commitFrames := walFrames(t, path+"-wal")
+	if testing.Verbose() {
+		t.Logf("frames of %d operations by object:\n%s", n, walPagesByObject(t, path, raw))
+	}
+	return float64(frames) / float64(n), float64(commitFrames) / float64(n)
 }
 
 // budgetStore opens a store at a fresh path with other agents' governed
@@ -211,15 +183,7 @@ func TestPageBudgetGoverned(t *testing.T) {
 	checkBudget(t, "Reserve", pages, commits, pageBudget{pages: 9.7, commits: 1})
 
 	actual := store.SpendAmount{InputTokens: 900, OutputTokens: 400, CostMicros: 15_000}
-	reserve := func(from, to int) error { // a no-op for those the Reserves above left
-		for i := from; i < to; i++ {
-			if _, err := sp.Reserve(ctx, store.ReserveRequest{SessionID: "limited", RequestID: fmt.Sprintf("r%04d", i), Amount: amount, Currency: "USD"}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	pages, commits = walPagesPrepared(t, path, raw, n, reserve, func(i int) error {
+	pages, commits = walPagesPer(t, path, raw, n, func(i int) error {
 		_, err := sp.Settle(ctx, store.SettleRequest{SessionID: "limited", RequestID: fmt.Sprintf("r%04d", i), Actual: actual})
 		return err
 	})
