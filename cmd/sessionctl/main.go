@@ -234,7 +234,7 @@ func (g *globals) run(ctx context.Context, args []string) int {
 			g.usage(g.stdout)
 			return exitOK
 		}
-		fmt.Fprintf(g.stderr, "sessionctl: %s (see sessionctl help)\n", flagErr(err))
+		fmt.Fprintf(g.stderr, "sessionctl: %s (see sessionctl help)\n", clipEchoes(flagErr(err)))
 		return exitUsage
 	}
 	if *version {
@@ -253,18 +253,18 @@ func (g *globals) run(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	if err := g.checkKeys(ctx, name, rest); err != nil { // keys.go
-		fmt.Fprintf(g.stderr, "sessionctl: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(g.stderr, "sessionctl: %s\n", clipEchoes(oneLine(err.Error())))
 		return exitFor(err)
 	}
 	if c, ok := lookup(name); ok {
 		if err := g.checkTenant(c.name); err != nil {
-			fmt.Fprintf(g.stderr, "sessionctl: %v\n", err)
+			fmt.Fprintf(g.stderr, "sessionctl: %s\n", clipEchoes(err.Error()))
 			return exitUsage
 		}
 		g.command = c.name
 		return g.report(c.name, c.run(ctx, g, rest))
 	}
-	fmt.Fprintf(g.stderr, "sessionctl: unknown command %q%s (see sessionctl help)\n", name, didYouMean(name, commandNames()))
+	fmt.Fprintf(g.stderr, "sessionctl: %s (see sessionctl help)\n", clipEchoes(fmt.Sprintf("unknown command %q%s", name, didYouMean(name, commandNames()))))
 	return exitUsage
 }
 
@@ -289,7 +289,7 @@ func (g *globals) help(args []string) int {
 	}
 	c, ok := lookup(args[0])
 	if !ok {
-		fmt.Fprintf(g.stderr, "sessionctl help: unknown command %q%s\n", args[0], didYouMean(args[0], commandNames()))
+		fmt.Fprintf(g.stderr, "sessionctl help: %s\n", clipEchoes(fmt.Sprintf("unknown command %q%s", args[0], didYouMean(args[0], commandNames()))))
 		return exitUsage
 	}
 	return g.report(c.name, c.run(context.Background(), g, []string{"--help"}))

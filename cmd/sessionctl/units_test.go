@@ -121,7 +121,10 @@ func TestErrorWording(t *testing.T) {
 	}
 
 	long := strings.Repeat("x", 100_000)
-	for _, args := range [][]string{{"import", long}, {"create", "--id", "i", "--agent", long, "--tool", "x", "--budget", "1"}, {"retention", "set", long, "1h"}} {
+	for _, args := range [][]string{{"import", long}, {"create", "--id", "i", "--agent", long, "--tool", "x", "--budget", "1"}, {"retention", "set", long, "1h"},
+		// The lines written before a command runs: an unknown command or
+		// flag, a malformed tenant, a key file that cannot be read.
+		{long}, {"help", long}, {"--tenant", long, "list"}, {"--key-file", long, "list"}} {
 		r := e.run(args...)
 		if r.code == 0 || strings.Contains(r.stderr, long[:1000]) || len(r.stderr) > 1000 {
 			t.Errorf("%s ...: exit %d, an error line of %d bytes: %.300s", args[0], r.code, len(r.stderr), r.stderr)
@@ -129,6 +132,9 @@ func TestErrorWording(t *testing.T) {
 		if strings.Contains(r.stderr, strings.Repeat("x", 20)) && !strings.Contains(r.stderr, "(100000 characters)") {
 			t.Errorf("%s ...: the echo does not state the whole length: %.300s", args[0], r.stderr)
 		}
+	}
+	if r := e.run("--"+long, "list"); len(r.stderr) > 1000 || !strings.Contains(r.stderr, "unknown flag --xxx") || !strings.Contains(r.stderr, "(100002 characters)") {
+		t.Errorf("an unknown flag of 100,000 characters: an error line of %d bytes: %.300s", len(r.stderr), r.stderr)
 	}
 
 	f := newTestEnv(t)
