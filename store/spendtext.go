@@ -43,6 +43,9 @@ func ParseSpendLimit(s string) (SpendLimit, error) {
 		lim.Limit, lim.Currency = micros, cur
 		return lim, nil
 	}
+	if strings.HasPrefix(amount, "-") {
+		return SpendLimit{}, Invalid("limit", fmt.Sprintf("%s: must not be negative", amount))
+	}
 	n, err := strconv.ParseInt(amount, 10, 64)
 	if err != nil || n < 0 {
 		return SpendLimit{}, Invalid("limit", fmt.Sprintf("%q is not a number of tokens", amount))
@@ -63,6 +66,9 @@ func (l SpendLimit) String() string {
 // ParseMoney parses an amount of money with its currency code, "2.50USD",
 // into micro-units and the code. The error is an *InvalidInputError.
 func ParseMoney(s string) (micros int64, currency string, err error) {
+	if strings.HasPrefix(s, "-") {
+		return 0, "", Invalid("amount", fmt.Sprintf("%s: must not be negative", s))
+	}
 	i := strings.IndexFunc(s, func(r rune) bool { return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' })
 	if i <= 0 {
 		return 0, "", Invalid("amount", fmt.Sprintf("%q is not an amount with its currency, like 2.50USD", s))

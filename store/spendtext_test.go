@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -30,5 +31,20 @@ func TestParseSpendLimit(t *testing.T) {
 		if _, err := ParseSpendLimit(bad); !errors.Is(err, ErrInvalidInput) {
 			t.Errorf("%q: %v, want ErrInvalidInput", bad, err)
 		}
+	}
+}
+
+// A negative amount is said to be negative, not "not a decimal number"
+// (limits --limit cost=-1USD said that).
+func TestParseNegativeAmount(t *testing.T) {
+	for _, in := range []string{"cost=-1USD", "cost=-0.50EUR/day", "tokens=-5", "input=-1/hour"} {
+		_, err := ParseSpendLimit(in)
+		var ie *InvalidInputError
+		if !errors.As(err, &ie) || !strings.Contains(ie.Reason, "must not be negative") {
+			t.Errorf("%q: %v, want an invalid input that says the amount must not be negative", in, err)
+		}
+	}
+	if _, _, err := ParseMoney("-2.50USD"); err == nil || !strings.Contains(err.Error(), "-2.50USD: must not be negative") {
+		t.Errorf("ParseMoney(-2.50USD): %v", err)
 	}
 }
