@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -419,7 +420,7 @@ func runHold(ctx context.Context, g *globals, args []string) error {
 	sp := holdSpec
 	sub, args := sp.action(args)
 	fs := g.newFlags(sp)
-	reason := fs.String("reason", "", "add: why the session is held, `TEXT`")
+	reason := fs.String("reason", "", "hold FACET ID...: why the sessions are held, `TEXT`")
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	pos, err := g.parseAction(fs, sp, sub, args)
 	if err != nil {
@@ -489,6 +490,9 @@ func runHold(ctx context.Context, g *globals, args []string) error {
 
 // parseRefs reads "FACET ID..." or "agent_sessions APP USER SESSION".
 func parseRefs(pos []string) ([]store.SessionRef, error) {
+	if len(pos) > 0 && !slices.Contains(holdFacets, pos[0]) {
+		return nil, fmt.Errorf("%q is not a facet (one of %s)%s", pos[0], strings.Join(holdFacets, ", "), didYouMean(pos[0], holdFacets))
+	}
 	if len(pos) < 2 {
 		return nil, fmt.Errorf("give a facet and a session")
 	}

@@ -124,4 +124,18 @@ func TestHoldSeveralIDs(t *testing.T) {
 			t.Errorf("%q: %s", args, r.stderr)
 		}
 	}
+	// A word that is not a facet is named, with the facets (it said
+	// "invalid input: facet: not a facet with sessions"); the help of
+	// --reason names no "add" action (there is none to type).
+	for args, want := range map[string]string{
+		"hold conversation c1":     `"conversation" is not a facet (one of governance, runtime, conversations, agent_sessions) (did you mean conversations?)`,
+		"hold add conversations c": `"add" is not a facet (one of governance, runtime, conversations, agent_sessions)`,
+	} {
+		if r := e.run(strings.Fields(args)...).want(t, exitUsage); !strings.Contains(r.stderr, want) {
+			t.Errorf("%s: %s", args, r.stderr)
+		}
+	}
+	if r := e.run("hold", "--help").want(t, 0); strings.Contains(r.stdout, "add:") || !strings.Contains(r.stdout, "--reason TEXT  hold FACET ID...: why") {
+		t.Errorf("hold --help: %s", r.stdout)
+	}
 }
