@@ -104,7 +104,7 @@ func runGC(ctx context.Context, g *globals, args []string) error {
 		}
 	}
 	switch {
-	case *keepLast < -1:
+	case *keepLast < 0 && isSet(fs, "keep-last"):
 		return g.usageErr(sp.name, "--keep-last must not be negative")
 	case *olderThan == 0 && *keepLast < 0:
 		return g.usageErr(sp.name, "give --older-than, --keep-last or both")

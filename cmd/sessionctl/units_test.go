@@ -104,6 +104,7 @@ func TestErrorWording(t *testing.T) {
 	e.run("retention", "set", "conversations_idle", "-5h").want(t, exitUsage).oneLineErr(t, "-5h: a negative value is refused")
 	e.run("reserve", "s1", "--cost", "-1USD").want(t, exitUsage).oneLineErr(t, "--cost: -1USD: must not be negative")
 	e.run("limits", "a", "--limit", "cost=-1USD").want(t, exitUsage).oneLineErr(t, "-1USD: must not be negative")
+	e.run("gc", "--keep-last", "-1").want(t, exitUsage).oneLineErr(t, "--keep-last must not be negative")
 	for _, c := range []struct {
 		args []string
 		want string
