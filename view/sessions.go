@@ -62,16 +62,17 @@ type RuntimeSession struct {
 }
 
 // Turn is a runtime session's current turn. Stale: the turn runs, but
-// its lease lapsed (the process that began it stopped renewing it);
-// LeaseExpiresAt is "" when no turn runs.
+// its lease lapsed (the process that began it stopped renewing it).
+// Times that are not there are absent, not "": StartedAt before the
+// session's first turn, LeaseExpiresAt when no turn runs.
 type Turn struct {
 	Generation     uint64 `json:"generation"`
 	Running        bool   `json:"running"`
 	Owner          string `json:"owner"`
-	StartedAt      string `json:"started_at"`
+	StartedAt      string `json:"started_at,omitempty"`
 	CancelCause    string `json:"cancel_cause"`
 	Stale          bool   `json:"stale"`
-	LeaseExpiresAt string `json:"lease_expires_at"`
+	LeaseExpiresAt string `json:"lease_expires_at,omitempty"`
 }
 
 // NewRuntimeSession returns s's view.

@@ -45,7 +45,7 @@ func TestViews(t *testing.T) {
 			TotalUsage: store.TokenUsage{TotalTokens: 9}, TotalCost: 0.039000000000000004, Version: 3, CreatedAt: day, UpdatedAt: day.Add(time.Millisecond)}),
 			`{"id":"c","name":"n","workspace":"","state":"active","parent_id":"","model_name":"","message_count":4,"total_usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":9},"total_cost":"0.039 USD","total_cost_micros":39000,"version":3,"created_at":"2026-11-28T00:00:00Z","updated_at":"2026-11-28T00:00:00.001Z"}`},
 		"runtime session without a turn": {NewRuntimeSession(store.RuntimeSession{ID: "r", AgentAlias: "a", ChatMode: store.ChatModeChat, CreatedAt: day, LastActive: day}),
-			`{"id":"r","agent_alias":"a","workspace_dir":"","chat_mode":"chat","owner_id":"","overrides":{},"created_at":"2026-11-28T00:00:00Z","last_active":"2026-11-28T00:00:00Z","turn":{"generation":0,"running":false,"owner":"","started_at":"","cancel_cause":"","stale":false,"lease_expires_at":""}}`},
+			`{"id":"r","agent_alias":"a","workspace_dir":"","chat_mode":"chat","owner_id":"","overrides":{},"created_at":"2026-11-28T00:00:00Z","last_active":"2026-11-28T00:00:00Z","turn":{"generation":0,"running":false,"owner":"","cancel_cause":"","stale":false}}`},
 		"agent session": {NewAgentSession(store.AgentSession{Key: store.SessionKey{App: "a", User: "u", Session: "s"}, Version: 2, EventCount: 5,
 			State: store.ScopedState{Session: map[string]json.RawMessage{"k": json.RawMessage(`1`)}}, CreatedAt: day, UpdatedAt: day}),
 			`{"app":"a","user":"u","session":"s","version":2,"event_count":5,"session_state_keys":1,"created_at":"2026-11-28T00:00:00Z","updated_at":"2026-11-28T00:00:00Z"}`},
