@@ -52,16 +52,22 @@ func lineChart(id, title, yUnit string, pts []point, yMax float64, step bool, de
 	if !t1.After(t0) {
 		t1 = t0.Add(time.Second)
 	}
-	if yMax <= 0 {
+	whole := yMax == math.Trunc(yMax)
+	for _, p := range pts {
+		whole = whole && p.V == math.Trunc(p.V)
+	}
+	switch {
+	case yMax > 0 && whole:
+		// A given top (a budget) stays the top, raised to a multiple
+		// of the steps so that every tick is whole (a budget of 3: 0,
+		// 1, 2, 3, 4, not 0.75 and 2.25).
+		yMax = math.Ceil(yMax/axisTicks) * axisTicks
+	case yMax <= 0:
 		for _, p := range pts {
 			yMax = math.Max(yMax, p.V)
 		}
 		if yMax <= 0 {
 			yMax = 1
-		}
-		whole := true
-		for _, p := range pts {
-			whole = whole && p.V == math.Trunc(p.V)
 		}
 		if whole {
 			yMax = wholeScale(yMax)
@@ -85,7 +91,7 @@ func lineChart(id, title, yUnit string, pts []point, yMax float64, step bool, de
 	fmt.Fprintf(&b, `<path class="series" d="%s"/>`, path.String())
 	for _, p := range pts {
 		fmt.Fprintf(&b, `<circle class="dot" cx="%.1f" cy="%.1f" r="3"><title>%s: %s %s</title></circle>`,
-			x(p.T), y(p.V), esc(fmtTime(p.T)), esc(fmtValue(p.V)), esc(yUnit))
+			x(p.T), y(p.V), esc(fmtTime(p.T)), esc(fmtValue(p.V)), esc(unitOf(p.V, yUnit)))
 	}
 	b.WriteString(`</svg><figcaption>` + esc(desc) + `</figcaption></figure>`)
 	return template.HTML(b.String())
@@ -145,6 +151,27 @@ func fmtValue(v float64) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
+// singular holds the singular of each plural word of the charts' units.
+var singular = map[string]string{"sessions": "session", "calls": "call", "decisions": "decision", "tokens": "token",
+	"milliseconds": "millisecond", "seconds": "second", "dollars": "dollar", "uses": "use"}
+
+// unitOf is unit as it reads after the amount v: the unit as given (its
+// plural) unless v is 1, when its first plural word is made singular ("1
+// call", "1 call remaining", "1 US dollar", not "1 calls").
+func unitOf(v float64, unit string) string {
+	if v != 1 {
+		return unit
+	}
+	words := strings.Fields(unit)
+	for i, w := range words {
+		if one, ok := singular[w]; ok {
+			words[i] = one
+			return strings.Join(words, " ")
+		}
+	}
+	return unit
+}
+
 // bar is one bar of a bar chart.
 type bar struct {
 	Label string
@@ -160,7 +187,7 @@ func barChart(id, title, unit string, bars []bar) template.HTML {
 	maxV := 0.0
 	for _, br := range bars {
 		maxV = math.Max(maxV, br.V)
-		parts = append(parts, fmt.Sprintf("%s: %s %s", br.Label, fmtValue(br.V), unit))
+		parts = append(parts, fmt.Sprintf("%s: %s %s", br.Label, fmtValue(br.V), unitOf(br.V, unit)))
 	}
 	desc := title + ". " + strings.Join(parts, "; ") + "."
 	if len(bars) == 0 {
@@ -205,7 +232,7 @@ func gauge(id, label, unit string, value, limit float64, note string) string {
 	case frac >= 0.8:
 		level = "high"
 	}
-	text := fmt.Sprintf("%s: %s of %s %s (%.0f%%)", label, fmtValue(value), fmtValue(limit), unit, frac*100)
+	text := fmt.Sprintf("%s: %s of %s %s (%.0f%%)", label, fmtValue(value), fmtValue(limit), unitOf(limit, unit), frac*100)
 	if note != "" {
 		text += ", " + note
 	}
@@ -262,13 +289,14 @@ func burnDownChart(s store.Session, uses []store.UseRecord, now time.Time) templ
 	if lastPt := pts[len(pts)-1]; end.After(lastPt.T) || lastPt.V != float64(s.RemainingBudget()) {
 		pts = append(pts, point{end, float64(s.RemainingBudget())})
 	}
-	desc := fmt.Sprintf("Remaining budget of %d calls: %d at creation (%s)", s.CallBudget, s.CallBudget, fmtTime(s.CreatedAt))
+	desc := fmt.Sprintf("Remaining budget of %d %s: %d at creation (%s)", s.CallBudget, humanize.Plural(s.CallBudget, "call", "calls"), s.CallBudget, fmtTime(s.CreatedAt))
 	for _, p := range pts[1:] {
 		desc += fmt.Sprintf(", %s at %s", fmtValue(p.V), fmtTime(p.T))
 	}
 	desc += "."
 	if s.CallsMade != last {
-		desc += fmt.Sprintf(" %d call(s) carried no request id: they show only in the last point.", s.CallsMade-last)
+		n := s.CallsMade - last
+		desc += fmt.Sprintf(" %d %s no request id: %s only in the last point.", n, humanize.Plural(n, "call carried", "calls carried"), humanize.Plural(n, "it shows", "they show"))
 	}
 	return lineChart("burndown", "Budget burn-down", "calls remaining", pts, float64(max(s.CallBudget, 1)), true, desc)
 }
@@ -283,7 +311,7 @@ func traceChart(events []store.TraceEvent) template.HTML {
 	for _, e := range events[len(events)-n:] {
 		bars = append(bars, bar{fmt.Sprintf("#%d %s", e.Seq, e.Name), float64(e.DurationMS)})
 	}
-	return barChart("traces", fmt.Sprintf("Duration of the last %d trace events", n), "milliseconds", bars)
+	return barChart("traces", "Duration of "+humanize.Plural(n, "the last trace event", fmt.Sprintf("the last %d trace events", n)), "milliseconds", bars)
 }
 
 // stackedDays draws one column per day, stacked by series (in order),
@@ -331,7 +359,7 @@ func stackedDays(id, title, unit string, days []time.Time, order []string, serie
 			h := plotH * v / maxV
 			y -= h
 			fmt.Fprintf(&b, `<rect class="bar bar-%d" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s</title></rect>`,
-				si%barColours, padLeft+float64(i)*colW+2, y, colW-4, h, esc(fmt.Sprintf("%s: %s %s %s", d.Format("2006-01-02"), fmtValue(v), name, unit)))
+				si%barColours, padLeft+float64(i)*colW+2, y, colW-4, h, esc(fmt.Sprintf("%s: %s %s %s", d.Format("2006-01-02"), fmtValue(v), name, unitOf(v, unit))))
 		}
 	}
 	for si, name := range order {

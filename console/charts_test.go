@@ -43,7 +43,7 @@ func TestBurnDown(t *testing.T) {
 	out := string(burnDownChart(s, uses, t0.Add(10*time.Minute)))
 	for _, want := range []string{
 		"10 at creation", "8 at 2026-01-02 03:01:00.000Z", "6 at 2026-01-02 03:03:00.000Z", "5 at 2026-01-02 03:10:00.000Z",
-		"1 call(s) carried no request id",
+		"1 call carried no request id",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("burn-down lacks %q:\n%s", want, out)
@@ -103,6 +103,49 @@ func TestWholeNumberTicks(t *testing.T) {
 	for _, m := range tick.FindAllStringSubmatch(dec, -1) {
 		if strings.Contains(m[1], ".") {
 			t.Errorf("the decision chart has a tick %q", m[1])
+		}
+	}
+}
+
+// TestBurnDownWholeTicks: the burn-down of a budget of whole calls has
+// whole ticks up to the budget (a budget of 3 had 0.75 and 2.25).
+func TestBurnDownWholeTicks(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	tick := regexp.MustCompile(`<text class="tick" x="\d+" y="\d+\.\d" text-anchor="end">([^<]*)</text>`)
+	for budget, want := range map[int64]string{3: "0 1 2 3 4", 100: "0 25 50 75 100", 10: "0 3 6 9 12", 1: "0 1 2 3 4"} {
+		s := store.Session{CallBudget: budget, CallsMade: 1, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+		out := string(burnDownChart(s, nil, t0.Add(time.Minute)))
+		var got []string
+		for _, m := range tick.FindAllStringSubmatch(out, -1) {
+			got = append(got, m[1])
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("budget %d: ticks %q, want %s", budget, got, want)
+		}
+	}
+}
+
+// TestChartPlurals: a chart's text says "1 call", "1 session", "1
+// decision" (it said "1 calls", "active: 1 sessions", "1 budget_exceeded
+// decisions", "1 call(s)").
+func TestChartPlurals(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	s := store.Session{CallBudget: 1, CallsMade: 1, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+	dec := decisionChart(t0.AddDate(0, 0, 1), []store.AuditDayCount{{Day: t0, Kind: store.AuditUse, Outcome: "budget_exceeded", Count: 1}})
+	charts := string(barChart("b", "T", "sessions", []bar{{"active", 1}, {"closed", 2}})) +
+		string(burnDownChart(s, nil, t0.Add(time.Minute))) + string(dec) +
+		gauge("g", "Budget", "calls", 1, 1, "") +
+		string(traceChart([]store.TraceEvent{{Seq: 1, Name: "step", DurationMS: 1}})) +
+		string(lineChart("l", "T", "calls remaining", []point{{t0, 1}, {t0.Add(time.Hour), 0}}, 1, true, "d"))
+	for _, want := range []string{"active: 1 session<", "closed: 2 sessions", "Remaining budget of 1 call:", "1 call carried no request id: it shows",
+		"1 budget_exceeded decision<", "Budget: 1 of 1 call ", "Duration of the last trace event", "#1 step: 1 millisecond", "1 call remaining"} {
+		if !strings.Contains(charts, want) {
+			t.Errorf("no %q in the charts:\n%s", want, charts)
+		}
+	}
+	for _, bad := range []string{" 1 calls", " 1 sessions", " 1 budget_exceeded decisions", "call(s)", "last 1 trace"} {
+		if strings.Contains(charts, bad) {
+			t.Errorf("%q in the charts", bad)
 		}
 	}
 }
