@@ -3,6 +3,8 @@ package pgstore
 import (
 	"context"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/agentstore/sessionstore/internal/sqlcore"
 )
 
@@ -13,6 +15,15 @@ import (
 func (s *Store) UseBatchStats() (transactions, calls int64) {
 	return s.uses.shared.Load(), s.uses.sharedCalls.Load()
 }
+
+// UseBatchMixed returns how many of those transactions decided calls of
+// more than one session.
+func (s *Store) UseBatchMixed() int64 { return s.uses.mixed.Load() }
+
+// SetUseBatchHook sets a function that runs in each batch's transaction
+// of governed Use calls after its decisions, before the COMMIT (nil: none).
+// Set it before any Use.
+func (s *Store) SetUseBatchHook(fn func(ctx context.Context, tx pgx.Tx) error) { s.uses.hook = fn }
 
 // BypassesRLS reports what the store found at open: whether its
 // connections' role bypasses row-level security (tenant.go).
