@@ -2,10 +2,12 @@ package pgstore
 
 import (
 	"context"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentstore/sessionstore/internal/sqlcore"
+	"github.com/agentstore/sessionstore/store"
 )
 
 // Test-only access to internals, for the tests in package pgstore_test.
@@ -17,8 +19,32 @@ func (s *Store) UseBatchStats() (transactions, calls int64) {
 }
 
 // UseBatchMixed returns how many of those transactions decided calls of
-// more than one session.
-func (s *Store) UseBatchMixed() int64 { return s.uses.mixed.Load() }
+// more than one session, and how many batches were rerun with their rows
+// locked first.
+func (s *Store) UseBatchMixed() (mixed, relocked int64) {
+	return s.uses.mixed.Load(), s.uses.relocked.Load()
+}
+
+// DecideUseBatch decides reqs as one batch of concurrent governed Use
+// calls (of the default tenant), as a leader does with what it took from
+// the queue, and returns each call's session and error.
+func (s *Store) DecideUseBatch(ctx context.Context, reqs []store.UseRequest) ([]store.Session, []error) {
+	g := &Governance{s: s, core: s.core}
+	batch := make([]*useCall, len(reqs))
+	for i, req := range reqs {
+		batch[i] = &useCall{ctx: ctx, req: req, tools: nonNil(req.Tools), done: make(chan struct{})}
+		batch[i].state.Store(callTaken)
+	}
+	g.runUses(slices.Clone(batch))
+	sessions, errs := make([]store.Session, len(reqs)), make([]error, len(reqs))
+	for i, c := range batch {
+		sessions[i], errs[i] = c.v.sess, c.err
+		if c.err == nil && c.v.refusal != nil {
+			errs[i] = c.v.refusal
+		}
+	}
+	return sessions, errs
+}
 
 // SetUseBatchHook sets a function that runs in each batch's transaction
 // of governed Use calls after its decisions, before the COMMIT (nil: none).

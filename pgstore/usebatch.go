@@ -94,9 +94,10 @@ type useBatcher struct {
 	mu     sync.Mutex
 	queues map[string]*useQueue
 	// shared counts the transactions that decided more than one call,
-	// sharedCalls those calls, and mixed the transactions that decided
-	// calls of more than one session (for tests and benchmarks).
-	shared, sharedCalls, mixed atomic.Int64
+	// sharedCalls those calls, mixed the transactions that decided calls
+	// of more than one session, and relocked the batches rerun with their
+	// rows locked first (for tests and benchmarks).
+	shared, sharedCalls, mixed, relocked atomic.Int64
 	// hook, when set (tests only), runs in each batch's transaction after
 	// its decisions, before the COMMIT; its error is the transaction's.
 	hook func(ctx context.Context, tx pgx.Tx) error
@@ -215,6 +216,7 @@ func (g *Governance) runUses(batch []*useCall) {
 	ctx := context.WithoutCancel(batch[0].ctx)
 	err := g.s.inTx(ctx, func(tx pgx.Tx) error { return g.decideBatch(ctx, tx, batch, false) })
 	if errors.Is(err, errLockFirst) {
+		g.s.uses.relocked.Add(1)
 		err = g.s.inTx(ctx, func(tx pgx.Tx) error { return g.decideBatch(ctx, tx, batch, true) })
 	}
 	if err == nil {
