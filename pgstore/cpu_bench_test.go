@@ -4,24 +4,29 @@ package pgstore_test
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // cpuTimes is the CPU time spent so far by this process (the client: the
-// store and its pool) and by the processes named postgres that this user
-// can read in /proc (the server's backends, WAL writer and the rest, when
-// the server runs on this machine, as scripts/with-postgres.sh's does;
-// server is -1 when none is readable). A benchmark takes it before and
+// store and its pool) and by the server's processes: the postmaster
+// (server, see serverPID) and its children, its backends, WAL writer and
+// the rest, when the server runs on this machine, as
+// scripts/with-postgres.sh's does (server is -1 when none is readable).
+// Other PostgreSQL servers on the machine are not counted: on a machine
+// shared with other work they come and go, and their CPU is not ours. A benchmark takes it before and
 // after a shape to report the CPU each call costs on each side, which
 // bounds the calls per second the machine's cores can give whatever the
 // concurrency: a limit that shows when callers scale less than the goal.
 type cpuTimes struct{ client, server time.Duration }
 
-func readCPU() cpuTimes {
+func readCPU(server int) cpuTimes {
 	var ru syscall.Rusage
 	var c cpuTimes
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
@@ -37,11 +42,16 @@ func readCPU() cpuTimes {
 		// pid (comm) state ppid ... utime stime: fields 14 and 15, counted
 		// after the ')' that ends comm, which may hold spaces.
 		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-		if open < 0 || end < open || string(b[open+1:end]) != "postgres" {
+		if server <= 0 || open < 0 || end < open {
 			continue
 		}
 		f := bytes.Fields(b[end+1:])
 		if len(f) < 13 {
+			continue
+		}
+		pid, _ := strconv.Atoi(string(bytes.TrimSpace(b[:open])))
+		ppid, _ := strconv.Atoi(string(f[1]))
+		if pid != server && ppid != server {
 			continue
 		}
 		ut, err1 := strconv.ParseInt(string(f[11]), 10, 64)
@@ -55,6 +65,33 @@ func readCPU() cpuTimes {
 		c.server += time.Duration(ut+st) * time.Second / clockTicks
 	}
 	return c
+}
+
+// serverPID is the process id of the postmaster of the server pool
+// connects to, when it runs on this machine (the parent of a backend's
+// process); 0 when it cannot be told.
+func serverPID(ctx context.Context, pool *pgxpool.Pool) int {
+	var backend int
+	if err := pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+		return 0
+	}
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(backend), "stat"))
+	if err != nil {
+		return 0
+	}
+	end := bytes.LastIndexByte(b, ')')
+	if end < 0 {
+		return 0
+	}
+	f := bytes.Fields(b[end+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, err := strconv.Atoi(string(f[1]))
+	if err != nil {
+		return 0
+	}
+	return ppid
 }
 
 // clockTicks is USER_HZ, the unit of /proc's CPU times: 100 on every

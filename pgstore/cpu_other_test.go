@@ -2,10 +2,17 @@
 
 package pgstore_test
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
 
 // cpuTimes: see cpu_bench_test.go; elsewhere than on Unix neither side is
 // measured.
 type cpuTimes struct{ client, server time.Duration }
 
-func readCPU() cpuTimes { return cpuTimes{server: -1} }
+func readCPU(int) cpuTimes { return cpuTimes{server: -1} }
+
+func serverPID(context.Context, *pgxpool.Pool) int { return 0 }

@@ -2,8 +2,12 @@ package pgstore
 
 import (
 	"context"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/agentstore/sessionstore/internal/sqlcore"
+	"github.com/agentstore/sessionstore/store"
 )
 
 // Test-only access to internals, for the tests in package pgstore_test.
@@ -13,6 +17,39 @@ import (
 func (s *Store) UseBatchStats() (transactions, calls int64) {
 	return s.uses.shared.Load(), s.uses.sharedCalls.Load()
 }
+
+// UseBatchMixed returns how many of those transactions decided calls of
+// more than one session, and how many batches were rerun with their rows
+// locked first.
+func (s *Store) UseBatchMixed() (mixed, relocked int64) {
+	return s.uses.mixed.Load(), s.uses.relocked.Load()
+}
+
+// DecideUseBatch decides reqs as one batch of concurrent governed Use
+// calls (of the default tenant), as a leader does with what it took from
+// the queue, and returns each call's session and error.
+func (s *Store) DecideUseBatch(ctx context.Context, reqs []store.UseRequest) ([]store.Session, []error) {
+	g := &Governance{s: s, core: s.core}
+	batch := make([]*useCall, len(reqs))
+	for i, req := range reqs {
+		batch[i] = &useCall{ctx: ctx, req: req, tools: nonNil(req.Tools), done: make(chan struct{})}
+		batch[i].state.Store(callTaken)
+	}
+	g.runUses(slices.Clone(batch))
+	sessions, errs := make([]store.Session, len(reqs)), make([]error, len(reqs))
+	for i, c := range batch {
+		sessions[i], errs[i] = c.v.sess, c.err
+		if c.err == nil && c.v.refusal != nil {
+			errs[i] = c.v.refusal
+		}
+	}
+	return sessions, errs
+}
+
+// SetUseBatchHook sets a function that runs in each batch's transaction
+// of governed Use calls after its decisions, before the COMMIT (nil: none).
+// Set it before any Use.
+func (s *Store) SetUseBatchHook(fn func(ctx context.Context, tx pgx.Tx) error) { s.uses.hook = fn }
 
 // BypassesRLS reports what the store found at open: whether its
 // connections' role bypasses row-level security (tenant.go).

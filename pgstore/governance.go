@@ -272,8 +272,8 @@ type verdict struct {
 // Use checks and records one call per tool (see store.Governance.Use).
 //
 // Without a request id, the hot path is one conditional UPDATE … RETURNING
-// (one round trip, its own transaction); concurrent calls of the same
-// session in this process share one transaction and one commit (see
+// (one round trip, its own transaction); concurrent calls in this process
+// share one transaction and one commit, whatever their sessions (see
 // usebatch.go). When the UPDATE matches nothing, the row is locked
 // (SELECT … FOR UPDATE) and the call decided on it with
 // store.Session.CheckUse: the refusal with its reason, the durable expired
@@ -291,8 +291,8 @@ func (g *Governance) Use(ctx context.Context, req store.UseRequest) (store.Sessi
 	tools := nonNil(req.Tools)
 	var v verdict
 	if req.RequestID == "" && len(tools) > 0 {
-		// Concurrent calls of one session share a transaction (see
-		// useBatched in usebatch.go).
+		// Concurrent calls share a transaction (see useBatched in
+		// usebatch.go).
 		v, err := g.useBatched(ctx, req, tools)
 		if err != nil {
 			return store.Session{}, err

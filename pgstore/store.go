@@ -37,7 +37,7 @@ type Store struct {
 	// rlsBypassFound: the connections' role bypasses row-level security
 	// (found at open; tenant.go).
 	rlsBypassFound bool
-	// uses batches concurrent governed Use calls per session.
+	// uses batches concurrent governed Use calls per tenant (usebatch.go).
 	uses useBatcher
 
 	closed    atomic.Bool

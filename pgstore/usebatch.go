@@ -2,6 +2,9 @@ package pgstore
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -12,29 +15,61 @@ import (
 
 // Group commit of governed Use calls, PostgreSQL's counterpart of the
 // SQLite writer's batches. Concurrent Use calls (without a request id) of
-// one session in one process queue up; one of them, the leader, runs
-// everything queued in one READ COMMITTED transaction: each call's
-// conditional UPDATE (with its audit event) in queue order, all sent in one round trip (a
-// pipeline), then the calls they refused, each decided on the row the
-// transaction has locked (its reason, or its increment, exactly as
-// alone), then one COMMIT. A hot session is then bounded by a commit per batch instead
-// of a commit per call: callers on one row wait for its lock anyway, and
-// now they wait together. Decisions stay exact: the row is locked by the
-// transaction from its first UPDATE to its COMMIT, every call sees the
-// counters its predecessors left, and nothing is acknowledged before the
-// COMMIT. Calls of different sessions never share a transaction (a
-// decision commits within one agent's rows). A lone call takes the
-// one-statement path of old, without BEGIN and COMMIT round trips.
+// one tenant in one process queue up, whatever their session; a leader
+// runs what is queued in one READ COMMITTED transaction: each call's
+// conditional UPDATE (with its audit event), all sent in one round trip
+// (a pipeline), then the calls they refused, each decided on its session's
+// row as the transaction has locked it (its reason, or its increment,
+// exactly as alone), then one COMMIT. The server's CPU and round trips of
+// a transaction are then paid per batch instead of per call, and callers
+// on one row, which wait for its lock anyway, wait together.
+//
+// Decisions stay exact:
+//   - Each call is decided on its own session's row, locked by the
+//     transaction from the call's statement to the COMMIT; every call sees
+//     the counters its predecessors left, and nothing is acknowledged
+//     before the COMMIT.
+//   - Rows are locked in one order, by session id in byte order (the
+//     column's "C" collation): the batch is sorted by session id (calls of
+//     one session keep their queue order), and a refused call, whose
+//     UPDATE locked nothing, is decided on a row locked after the others
+//     only when its id sorts after every row the batch has locked;
+//     otherwise the batch rolls back and reruns with every row locked
+//     first, in that order (useLockManySQL). So two batches, in two
+//     processes, cannot deadlock each other; a deadlock with another kind
+//     of transaction (Cleanup removes many rows), or a serialization
+//     failure, reruns the whole batch (Store.retry, bounded): nothing of
+//     it was acknowledged.
+//   - No statement of a batch fails on a call's refusal: the conditional
+//     UPDATE matches nothing, and the refusal is decided and audited on the
+//     locked row. An error (a statement that fails, or a batch still
+//     failing after its reruns) rolls the batch back, and each of its calls
+//     is then decided alone, so that an error reaches only the call it
+//     belongs to.
+//
+// A batch commits calls of several sessions, and of several agents, in one
+// transaction: a call of one may wait for the COMMIT of another's (the
+// price of sharing the commit), but a decision reads no row but its own
+// session's, so a decision still commits within one agent's rows.
+// Up to useLeaders batches of a tenant run at once, so that one batch's
+// COMMIT (its WAL flush) overlaps the next batch's statements. A lone call
+// takes the one-statement path of old, without BEGIN and COMMIT round
+// trips. Calls with a request id do not queue: they decide on the locked
+// row in a transaction of their own (decideOnce), as the replay record of
+// one id must be read and written under that row's lock.
 
 // maxUseBatch bounds the calls of one transaction.
 const maxUseBatch = 64
+
+// useLeaders bounds the batches of one tenant in flight in a process.
+const useLeaders = 2
 
 // useCall is one queued Use.
 type useCall struct {
 	ctx   context.Context
 	req   store.UseRequest
 	tools []string
-	state atomic.Int32 // reqQueued, reqTaken, reqAbandoned
+	state atomic.Int32 // callQueued, callTaken, callAbandoned
 	v     verdict
 	err   error
 	done  chan struct{}
@@ -46,43 +81,48 @@ const (
 	callAbandoned
 )
 
-// useQueue is the queue of one session.
+// useQueue is the queue of one tenant.
 type useQueue struct {
-	token chan struct{} // capacity 1: held by the leader
+	token chan struct{} // capacity useLeaders: one held by each leader
 	mu    sync.Mutex
 	calls []*useCall
 	users int // guarded by useBatcher.mu: callers holding the queue
 }
 
-// useBatcher holds the queues of the sessions with calls in flight.
+// useBatcher holds the queues of the tenants with calls in flight.
 type useBatcher struct {
 	mu     sync.Mutex
 	queues map[string]*useQueue
 	// shared counts the transactions that decided more than one call,
-	// and sharedCalls those calls (for tests and benchmarks).
-	shared, sharedCalls atomic.Int64
+	// sharedCalls those calls, mixed the transactions that decided calls
+	// of more than one session, and relocked the batches rerun with their
+	// rows locked first (for tests and benchmarks).
+	shared, sharedCalls, mixed, relocked atomic.Int64
+	// hook, when set (tests only), runs in each batch's transaction after
+	// its decisions, before the COMMIT; its error is the transaction's.
+	hook func(ctx context.Context, tx pgx.Tx) error
 }
 
-func (b *useBatcher) acquire(id string) *useQueue {
+func (b *useBatcher) acquire(key string) *useQueue {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.queues == nil {
 		b.queues = make(map[string]*useQueue)
 	}
-	q := b.queues[id]
+	q := b.queues[key]
 	if q == nil {
-		q = &useQueue{token: make(chan struct{}, 1)}
-		b.queues[id] = q
+		q = &useQueue{token: make(chan struct{}, useLeaders)}
+		b.queues[key] = q
 	}
 	q.users++
 	return q
 }
 
-func (b *useBatcher) release(id string, q *useQueue) {
+func (b *useBatcher) release(key string, q *useQueue) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if q.users--; q.users == 0 {
-		delete(b.queues, id)
+		delete(b.queues, key)
 	}
 }
 
@@ -107,16 +147,16 @@ func (q *useQueue) take() []*useCall {
 }
 
 // useBatched decides a Use without a request id, with the concurrent
-// calls of the same session (see above). A call whose context ends while
-// it is queued is withdrawn (ctx.Err(), nothing consumed); once taken,
-// its true outcome is returned.
+// calls of the tenant (see above). A call whose context ends while it is
+// queued is withdrawn (ctx.Err(), nothing consumed); once taken, its true
+// outcome is returned.
 func (g *Governance) useBatched(ctx context.Context, req store.UseRequest, tools []string) (verdict, error) {
 	if err := ctx.Err(); err != nil {
 		return verdict{}, err
 	}
-	// Queues are per tenant and session: a batch runs in the leader's
-	// facet, so every call of it must be of the same tenant.
-	key := g.tenant() + "\x00" + req.SessionID
+	// Queues are per tenant: a batch runs in the leader's facet, so every
+	// call of it must be of the same tenant.
+	key := g.tenant()
 	q := g.s.uses.acquire(key)
 	defer g.s.uses.release(key, q)
 	c := &useCall{ctx: ctx, req: req, tools: tools, done: make(chan struct{})}
@@ -135,7 +175,7 @@ func (g *Governance) useBatched(ctx context.Context, req store.UseRequest, tools
 			return c.v, c.err
 		case q.token <- struct{}{}:
 			select {
-			case <-c.done: // a previous leader answered us
+			case <-c.done: // another leader answered us
 			default:
 				g.runUses(q.take())
 			}
@@ -144,6 +184,15 @@ func (g *Governance) useBatched(ctx context.Context, req store.UseRequest, tools
 	}
 }
 
+// errLockFirst rolls back a batch whose refused call would lock a row out
+// of order; runUses reruns it with every row locked first.
+var errLockFirst = errors.New("pgstore: use batch reruns with its rows locked first")
+
+// useLockManySQL locks the rows of sessions $2 of tenant $1, in id order
+// (the locking step sits above the sort).
+const useLockManySQL = `SELECT id FROM governed_sessions
+	WHERE tenant = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE`
+
 // runUses decides a batch and answers every call of it.
 func (g *Governance) runUses(batch []*useCall) {
 	defer func() {
@@ -151,57 +200,31 @@ func (g *Governance) runUses(batch []*useCall) {
 			close(c.done)
 		}
 	}()
-	if len(batch) == 1 {
+	switch len(batch) {
+	case 0:
+		return
+	case 1:
 		c := batch[0]
 		c.v, c.err = g.useAlone(c.ctx, c.req, c.tools)
 		return
 	}
+	// The order rows are locked in (see above); a stable sort keeps the
+	// calls of one session in their queue order.
+	slices.SortStableFunc(batch, func(a, b *useCall) int { return strings.Compare(a.req.SessionID, b.req.SessionID) })
 	// The transaction serves every caller: it does not end with the
 	// leader's context.
 	ctx := context.WithoutCancel(batch[0].ctx)
-	err := g.inTx(ctx, func(tx pgx.Tx) error {
-		// Every call's conditional UPDATE, in one round trip.
-		now := g.s.now()
-		b := &pgx.Batch{}
-		for _, c := range batch {
-			query, args, err := g.useStatement(now, c.req, c.tools)
-			if err != nil {
-				return err
-			}
-			b.Queue(query, args...)
-		}
-		br := tx.SendBatch(ctx, b)
-		var refused []*useCall
-		for _, c := range batch {
-			sess, err := scanGov(br.Query())
-			switch {
-			case err == nil:
-				c.v = verdict{sess: sess}
-			case errNoRows(err):
-				refused = append(refused, c)
-			default:
-				br.Close()
-				return err
-			}
-		}
-		if err := br.Close(); err != nil {
-			return err
-		}
-		// The calls the UPDATE refused are decided after the others, on
-		// the row the transaction holds locked: all the calls of a batch
-		// were in flight together, so any order of them is one a caller
-		// could have seen, and this one needs no savepoints.
-		for _, c := range refused {
-			var err error
-			if c.v, err = g.decideLocked(ctx, tx, c.req, c.tools); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err := g.s.inTx(ctx, func(tx pgx.Tx) error { return g.decideBatch(ctx, tx, batch, false) })
+	if errors.Is(err, errLockFirst) {
+		g.s.uses.relocked.Add(1)
+		err = g.s.inTx(ctx, func(tx pgx.Tx) error { return g.decideBatch(ctx, tx, batch, true) })
+	}
 	if err == nil {
 		g.s.uses.shared.Add(1)
 		g.s.uses.sharedCalls.Add(int64(len(batch)))
+		if batch[0].req.SessionID != batch[len(batch)-1].req.SessionID {
+			g.s.uses.mixed.Add(1)
+		}
 		return
 	}
 	// Nothing was committed. Decide each call on its own, so that an
@@ -209,6 +232,85 @@ func (g *Governance) runUses(batch []*useCall) {
 	for _, c := range batch {
 		c.v, c.err = g.useAlone(c.ctx, c.req, c.tools)
 	}
+}
+
+// decideBatch decides the calls of batch, sorted by session id, in tx:
+// every call's conditional UPDATE in one round trip, then the calls they
+// refused, on their locked rows. With lockFirst, the batch's rows are
+// locked first, in id order; without, it returns errLockFirst when a
+// refused call's row would be locked out of that order.
+func (g *Governance) decideBatch(ctx context.Context, tx pgx.Tx, batch []*useCall, lockFirst bool) error {
+	now := g.s.now()
+	b := &pgx.Batch{}
+	tenant := g.tenant()
+	if tenant != "" {
+		b.Queue(govTenantSQL, tenant)
+	}
+	if lockFirst {
+		ids := make([]string, 0, len(batch))
+		for _, c := range batch {
+			if len(ids) == 0 || ids[len(ids)-1] != c.req.SessionID {
+				ids = append(ids, c.req.SessionID)
+			}
+		}
+		b.Queue(useLockManySQL, tenant, ids)
+	}
+	for _, c := range batch {
+		query, args, err := g.useStatement(now, c.req, c.tools)
+		if err != nil {
+			return err
+		}
+		b.Queue(query, args...)
+	}
+	br := tx.SendBatch(ctx, b)
+	if tenant != "" {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return err
+		}
+	}
+	if lockFirst {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return err
+		}
+	}
+	var refused []*useCall
+	locked := "" // the greatest session id whose row the batch has locked
+	for _, c := range batch {
+		sess, err := scanGov(br.Query())
+		switch {
+		case err == nil:
+			c.v = verdict{sess: sess}
+			locked = c.req.SessionID
+		case errNoRows(err):
+			refused = append(refused, c)
+		default:
+			br.Close()
+			return err
+		}
+	}
+	if err := br.Close(); err != nil {
+		return err
+	}
+	// The calls the UPDATE refused are decided after the others, on the
+	// row the transaction locks: all the calls of a batch were in flight
+	// together, so any order of them is one a caller could have seen, and
+	// this one needs no savepoints. Their rows are locked in id order
+	// (refused is sorted), after the rows already locked.
+	if !lockFirst && len(refused) > 0 && refused[0].req.SessionID < locked {
+		return errLockFirst
+	}
+	for _, c := range refused {
+		var err error
+		if c.v, err = g.decideLocked(ctx, tx, c.req, c.tools); err != nil {
+			return err
+		}
+	}
+	if g.s.uses.hook != nil {
+		return g.s.uses.hook(ctx, tx)
+	}
+	return nil
 }
 
 // useAlone decides one call by itself: one conditional UPDATE … RETURNING

@@ -3,12 +3,17 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/store/storetest"
 )
 
 // TestUseBatchesAreExact: 32 goroutines spend one session at once, a
@@ -78,19 +83,25 @@ func TestUseBatchesAreExact(t *testing.T) {
 	}
 }
 
-// TestUseBatchCanceledCallers: among concurrent calls of one session, the
-// calls whose context has ended are refused with the context's error and
-// consume nothing; the stored counter is exactly the successful calls.
+// TestUseBatchCanceledCallers: among concurrent calls of four sessions,
+// the calls whose context has ended are refused with the context's error
+// and consume nothing; each stored counter is exactly its successful
+// calls.
 func TestUseBatchCanceledCallers(t *testing.T) {
 	st := open(t, newSchema(t))
 	ctx := context.Background()
-	sess, err := st.Governance().Create(ctx, store.CreateRequest{
-		AgentID: "a", AuthorizedTools: []string{"t"}, CallBudget: 1 << 40, TimeLimit: time.Hour,
-	})
-	if err != nil {
-		t.Fatal(err)
+	var ids []string
+	for i := range 4 {
+		sess, err := st.Governance().Create(ctx, store.CreateRequest{
+			AgentID: fmt.Sprintf("a%d", i%2), AuthorizedTools: []string{"t"}, CallBudget: 1 << 40, TimeLimit: time.Hour,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sess.ID)
 	}
-	var ok, canceled atomic.Int64
+	var ok [4]atomic.Int64
+	var canceled atomic.Int64
 	var wg sync.WaitGroup
 	for c := range 16 {
 		wg.Go(func() {
@@ -99,11 +110,11 @@ func TestUseBatchCanceledCallers(t *testing.T) {
 				if (c+i)%3 == 0 {
 					cancel()
 				}
-				_, err := st.Governance().Use(cctx, store.UseRequest{SessionID: sess.ID, Tools: []string{"t"}})
+				_, err := st.Governance().Use(cctx, store.UseRequest{SessionID: ids[c%4], Tools: []string{"t"}})
 				cancel()
 				switch {
 				case err == nil:
-					ok.Add(1)
+					ok[c%4].Add(1)
 				case errors.Is(err, context.Canceled):
 					canceled.Add(1)
 				default:
@@ -113,11 +124,274 @@ func TestUseBatchCanceledCallers(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	got, err := st.Governance().Get(ctx, sess.ID)
-	if err != nil || got.CallsMade != ok.Load() {
-		t.Fatalf("stored calls made %d, %v; %d calls succeeded", got.CallsMade, err, ok.Load())
+	for i, id := range ids {
+		got, err := st.Governance().Get(ctx, id)
+		if err != nil || got.CallsMade != ok[i].Load() {
+			t.Fatalf("session %d: stored calls made %d, %v; %d calls succeeded", i, got.CallsMade, err, ok[i].Load())
+		}
 	}
 	if canceled.Load() == 0 {
 		t.Fatal("no call was canceled")
+	}
+}
+
+// TestUseBatchSpansSessions: 32 goroutines spread their calls over the
+// sessions of one agent and of eight agents; concurrent calls of different
+// sessions share transactions (at least one transaction decides calls of
+// several sessions), and every session's counter is exactly its calls.
+func TestUseBatchSpansSessions(t *testing.T) {
+	st := open(t, newSchema(t))
+	ctx := context.Background()
+	var ids []string
+	for i := range 16 {
+		agent := "fleet"
+		if i >= 8 {
+			agent = fmt.Sprintf("agent-%d", i)
+		}
+		sess, err := st.Governance().Create(ctx, store.CreateRequest{
+			AgentID: agent, AuthorizedTools: []string{"read_file"}, CallBudget: 1 << 40, TimeLimit: time.Hour,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sess.ID)
+	}
+	const callers, each = 32, 20
+	want := make([]int64, len(ids))
+	for c := range callers {
+		for i := range each {
+			want[(c+i)%len(ids)]++
+		}
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for c := range callers {
+		wg.Go(func() {
+			<-start
+			for i := range each {
+				if _, err := st.Governance().Use(ctx, store.UseRequest{SessionID: ids[(c+i)%len(ids)], Tools: []string{"read_file"}}); err != nil {
+					t.Errorf("use: %v", err)
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, id := range ids {
+		got, err := st.Governance().Get(ctx, id)
+		if err != nil || got.CallsMade != want[i] {
+			t.Fatalf("session %d: stored calls made %d, %v; want %d", i, got.CallsMade, err, want[i])
+		}
+	}
+	if mixed, _ := st.UseBatchMixed(); mixed == 0 {
+		t.Fatal("calls of different sessions never shared a transaction")
+	}
+}
+
+// batchFixture opens a store on a manual clock with sessions s-a and s-b
+// of agent A (read_file only, budget 5), s-c of agent B and s-x, which
+// has expired; the clock is past s-x's time.
+func batchFixture(t *testing.T) (*pgstore.Store, string) {
+	t.Helper()
+	loc := newSchema(t)
+	clock := storetest.NewClock()
+	st, err := pgstore.Open(context.Background(), loc, pgstore.WithClock(clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	for _, s := range []struct {
+		id, agent string
+		limit     time.Duration
+	}{{"s-a", "A", time.Hour}, {"s-b", "A", time.Hour}, {"s-c", "B", time.Hour}, {"s-x", "B", time.Second}} {
+		if _, err := st.Governance().Create(context.Background(), store.CreateRequest{
+			ID: s.id, AgentID: s.agent, AuthorizedTools: []string{"read_file"}, CallBudget: 5, TimeLimit: s.limit,
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Advance(2 * time.Second)
+	return st, loc
+}
+
+// useEvents counts the use events of each session, by outcome.
+func useEvents(t *testing.T, st *pgstore.Store) map[string]map[string]int {
+	t.Helper()
+	out := map[string]map[string]int{}
+	f := store.AuditFilter{Limit: 100}
+	for {
+		page, err := st.Audit().List(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range page.Items {
+			if ev.Kind != store.AuditUse {
+				continue
+			}
+			if out[ev.SessionID] == nil {
+				out[ev.SessionID] = map[string]int{}
+			}
+			out[ev.SessionID][ev.Outcome]++
+		}
+		if page.Next == "" {
+			break
+		}
+		f.After = page.Next
+	}
+	rep, err := st.Audit().Verify(context.Background())
+	if err != nil || !rep.OK() {
+		t.Fatalf("audit verify: %+v, %v", rep.Problems, err)
+	}
+	return out
+}
+
+// wantCalls checks the stored calls made of sessions.
+func wantCalls(t *testing.T, st *pgstore.Store, want map[string]int64) {
+	t.Helper()
+	for id, n := range want {
+		got, err := st.Governance().Get(context.Background(), id)
+		if err != nil || got.CallsMade != n {
+			t.Fatalf("%s: stored calls made %d, %v; want %d", id, got.CallsMade, err, n)
+		}
+	}
+}
+
+// refusedBatch is a batch whose calls are granted and refused in a mix:
+// sorted by session, refusals (s-a's intruder, s-b's forbidden tool) come
+// before the granted call of s-c, so the batch reruns with its rows locked
+// first.
+var refusedBatch = []store.UseRequest{
+	{SessionID: "s-c", Tools: []string{"read_file"}},
+	{SessionID: "s-b", Tools: []string{"delete_file"}},
+	{SessionID: "s-a", Tools: []string{"read_file"}},
+	{SessionID: "s-b", Tools: []string{"read_file"}},
+	{SessionID: "s-missing", Tools: []string{"read_file"}},
+	{SessionID: "s-x", Tools: []string{"read_file"}},
+	{SessionID: "s-a", AgentID: "intruder", Tools: []string{"read_file"}},
+}
+
+// checkRefusedBatch checks the outcomes of refusedBatch, decided once.
+func checkRefusedBatch(t *testing.T, st *pgstore.Store, sessions []store.Session, errs []error) {
+	t.Helper()
+	wantErrs := []error{nil, store.ErrToolNotAuthorized, nil, nil, store.ErrNotFound, store.ErrExpired, store.ErrAgentMismatch}
+	for i, want := range wantErrs {
+		if want == nil && (errs[i] != nil || sessions[i].CallsMade != 1 || sessions[i].ID != refusedBatch[i].SessionID) {
+			t.Errorf("call %d: %+v, %v; want granted, 1 call made", i, sessions[i], errs[i])
+		}
+		if want != nil && !errors.Is(errs[i], want) {
+			t.Errorf("call %d: %v; want %v", i, errs[i], want)
+		}
+	}
+	wantCalls(t, st, map[string]int64{"s-a": 1, "s-b": 1, "s-c": 1, "s-x": 0})
+	if got, err := st.Governance().Get(context.Background(), "s-x"); err != nil || got.Status != store.StatusExpired {
+		t.Fatalf("s-x: %s, %v; want expired", got.Status, err)
+	}
+	events := useEvents(t, st)
+	want := map[string]map[string]int{
+		"s-a": {store.OutcomeAllowed: 1, "agent_mismatch": 1},
+		"s-b": {store.OutcomeAllowed: 1, "tool_not_authorized": 1},
+		"s-c": {store.OutcomeAllowed: 1},
+		"s-x": {store.OutcomeExpired: 1},
+	}
+	if fmt.Sprint(events) != fmt.Sprint(want) {
+		t.Fatalf("use events %v; want %v", events, want)
+	}
+}
+
+// TestUseBatchRefusalsAmongGranted: one batch of calls of four sessions
+// and a missing one, granted and refused in a mix (a forbidden tool, an
+// intruding agent, an expired session, a missing one): every call gets
+// the outcome it gets alone, the refusals consume nothing and are audited
+// once each, the expired session is marked so durably, and the batch
+// commits once, rerun with its rows locked first since its refusals sort
+// before a granted call. A batch whose refusal sorts after its granted
+// calls decides it without a rerun.
+func TestUseBatchRefusalsAmongGranted(t *testing.T) {
+	st, _ := batchFixture(t)
+	ctx := context.Background()
+	sessions, errs := st.DecideUseBatch(ctx, refusedBatch)
+	checkRefusedBatch(t, st, sessions, errs)
+	if n, calls := st.UseBatchStats(); n != 1 || calls != int64(len(refusedBatch)) {
+		t.Fatalf("%d batches of %d calls; want 1 of %d", n, calls, len(refusedBatch))
+	}
+	if mixed, relocked := st.UseBatchMixed(); mixed != 1 || relocked != 1 {
+		t.Fatalf("%d mixed batches, %d rerun with rows locked first; want 1 and 1", mixed, relocked)
+	}
+
+	sessions, errs = st.DecideUseBatch(ctx, []store.UseRequest{
+		{SessionID: "s-c", Tools: []string{"delete_file"}},
+		{SessionID: "s-b", Tools: []string{"read_file"}},
+		{SessionID: "s-a", Tools: []string{"read_file"}},
+	})
+	if errs[1] != nil || errs[2] != nil || sessions[1].CallsMade != 2 || sessions[2].CallsMade != 2 || !errors.Is(errs[0], store.ErrToolNotAuthorized) {
+		t.Fatalf("second batch: %v, %+v", errs, sessions)
+	}
+	if _, relocked := st.UseBatchMixed(); relocked != 1 {
+		t.Fatalf("%d batches rerun; the second needed none", relocked)
+	}
+	wantCalls(t, st, map[string]int64{"s-a": 2, "s-b": 2, "s-c": 1})
+}
+
+// TestUseBatchRetriedWhole: the server aborts a batch's transaction with
+// a serialization failure, then with a deadlock, just before its COMMIT;
+// the whole batch reruns and its calls get the outcomes of one decision:
+// no call counted or audited twice.
+func TestUseBatchRetriedWhole(t *testing.T) {
+	st, _ := batchFixture(t)
+	var runs atomic.Int32
+	st.SetUseBatchHook(func(ctx context.Context, tx pgx.Tx) error {
+		switch runs.Add(1) {
+		case 1:
+			_, err := tx.Exec(ctx, `DO $$ BEGIN RAISE EXCEPTION 'injected' USING ERRCODE = '40001'; END $$`)
+			return err
+		case 2:
+			_, err := tx.Exec(ctx, `DO $$ BEGIN RAISE EXCEPTION 'injected' USING ERRCODE = '40P01'; END $$`)
+			return err
+		}
+		return nil
+	})
+	sessions, errs := st.DecideUseBatch(context.Background(), refusedBatch)
+	if n := runs.Load(); n != 3 {
+		t.Fatalf("the batch ran %d times; want 3 (two aborted)", n)
+	}
+	checkRefusedBatch(t, st, sessions, errs)
+	if n, _ := st.UseBatchStats(); n != 1 {
+		t.Fatalf("%d batches committed; want 1", n)
+	}
+}
+
+// TestUseBatchFailingCallStaysItsOwn: a call whose statement fails (its
+// session's counters tampered with, so that the budget check overflows)
+// rolls its batch back; the other calls of the batch are then decided
+// alone and granted once each, and only the failing call gets an error.
+func TestUseBatchFailingCallStaysItsOwn(t *testing.T) {
+	st, loc := batchFixture(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `UPDATE governed_sessions SET calls_made = 9223372036854775807, call_budget = 9223372036854775807 WHERE id = 's-b'`); err != nil {
+		t.Fatal(err)
+	}
+	sessions, errs := st.DecideUseBatch(ctx, []store.UseRequest{
+		{SessionID: "s-c", Tools: []string{"read_file"}},
+		{SessionID: "s-b", Tools: []string{"read_file"}},
+		{SessionID: "s-a", Tools: []string{"read_file"}},
+	})
+	if errs[0] != nil || errs[2] != nil || sessions[0].CallsMade != 1 || sessions[2].CallsMade != 1 {
+		t.Fatalf("the other calls: %v, %v; %+v, %+v", errs[0], errs[2], sessions[0], sessions[2])
+	}
+	if errs[1] == nil || errors.Is(errs[1], store.ErrBudgetExceeded) {
+		t.Fatalf("the failing call: %v", errs[1])
+	}
+	if n, _ := st.UseBatchStats(); n != 0 {
+		t.Fatalf("%d batches committed; want none", n)
+	}
+	wantCalls(t, st, map[string]int64{"s-a": 1, "s-c": 1})
+	events := useEvents(t, st)
+	if len(events) != 2 || events["s-a"][store.OutcomeAllowed] != 1 || events["s-c"][store.OutcomeAllowed] != 1 {
+		t.Fatalf("use events %v", events)
 	}
 }

@@ -27,17 +27,24 @@ import (
 // checkpoints the same file the same way; two checkpoints at once are one
 // checkpoint and one no-op.
 //
-// A checkpoint running beside a writer that never pauses copies the pages
-// it found but never catches up with the end of the WAL, and the WAL only
-// starts over once it has: under sustained writes it would grow without
-// bound. So when a checkpoint leaves more than checkpointMaxFrames frames
-// behind, the writer runs the next checkpoint itself, between two
-// transactions (it holds the write token, so nothing is appended while it
-// copies), and the WAL starts over with the next transaction.
+// A checkpoint running beside a writer that never pauses copies the frames
+// that were in the log when it began, never the ones committed while it
+// ran (it reports the log as it found it, so it even looks complete), and
+// the WAL only starts over from its beginning once every frame is copied.
+// Under a steady writer the log would therefore never restart: it grew
+// without bound, every commit extended the -wal file (at FULL, an fsync
+// that also commits the file's new size to the filesystem's journal, a
+// third dearer than rewriting pages in place), and the fallback that was
+// meant to stop it never fired. So after every background round the
+// writer runs one checkpoint itself, between two transactions, once it has
+// answered the callers of its commit: it holds the write token, so nothing
+// is appended while it copies the few frames committed during the round,
+// and the next transaction starts the log over. When the round left
+// nothing behind, that checkpoint finds nothing to copy and returns at
+// once (no write, no sync).
 const (
-	checkpointCommits   = 256
-	checkpointIdle      = 250 * time.Millisecond
-	checkpointMaxFrames = 8192 // 32 MiB of 4 KiB pages
+	checkpointCommits = 256
+	checkpointIdle    = 250 * time.Millisecond
 
 	// checkpointSQL's columns: busy, WAL frames, frames copied.
 	checkpointSQL = "PRAGMA wal_checkpoint(PASSIVE)"
@@ -51,9 +58,9 @@ type checkpointer struct {
 	pending int // commits since the last checkpoint was asked for
 	timer   *time.Timer
 
-	// behind is how many WAL frames the last checkpoint could not copy
-	// (its log minus what it copied), for the writer's fallback.
-	behind atomic.Int64
+	// rounds counts the background checkpoints that ran: the writer
+	// finishes each one itself (see above).
+	rounds atomic.Int64
 
 	kick      chan struct{}
 	stop      chan struct{}
@@ -81,18 +88,14 @@ func startCheckpointer(path string, cfg *config) (*checkpointer, error) {
 	return c, nil
 }
 
-// committed is called by the writer after each commit. It returns true
-// when the writer should checkpoint itself now (see checkpointMaxFrames).
-func (c *checkpointer) committed() bool {
-	if c.behind.Load() > checkpointMaxFrames {
-		return true
-	}
+// committed is called by the writer after each commit.
+func (c *checkpointer) committed() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pending++
 	if c.pending >= checkpointCommits {
 		c.ask()
-		return false
+		return
 	}
 	if c.timer == nil {
 		c.timer = time.AfterFunc(checkpointIdle, func() {
@@ -104,12 +107,6 @@ func (c *checkpointer) committed() bool {
 			}
 		})
 	}
-	return false
-}
-
-// checkpointed records the outcome of a background checkpoint.
-func (c *checkpointer) checkpointed(log, copied int64) {
-	c.behind.Store(max(log-copied, 0))
 }
 
 // ask requests a checkpoint; c.mu is held.
@@ -143,7 +140,7 @@ func (c *checkpointer) run() {
 			c.log.Debug("sqlstore: background checkpoint", "err", err)
 			continue
 		}
-		c.checkpointed(log, copied)
+		c.rounds.Add(1)
 		c.log.Debug("sqlstore: background checkpoint", "wal_frames", log, "copied", copied)
 	}
 }

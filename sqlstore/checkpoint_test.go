@@ -75,10 +75,12 @@ func TestBackgroundCheckpoint(t *testing.T) {
 	}
 }
 
-// TestWriterCheckpointsWhenTheBackgroundFallsBehind: when the last
-// background checkpoint left more than checkpointMaxFrames behind, the
-// writer copies the WAL itself before it answers the commit's callers.
-func TestWriterCheckpointsWhenTheBackgroundFallsBehind(t *testing.T) {
+// TestWriterFinishesEachBackgroundRound: after a round of the background
+// checkpointer, the writer copies the WAL itself once, after the next
+// commit: a round never catches up with a writer that keeps committing
+// (TestWALRestartsUnderSteadyWriter), and the log only starts over once
+// everything is copied.
+func TestWriterFinishesEachBackgroundRound(t *testing.T) {
 	ctx := context.Background()
 	st, path := cpOpen(t)
 	if err := st.cp.close(); err != nil { // no background checkpoint from here on
@@ -93,12 +95,80 @@ func TestWriterCheckpointsWhenTheBackgroundFallsBehind(t *testing.T) {
 	if got := fileSize(t, path); got != before {
 		t.Fatalf("database file grew from %d to %d bytes with no checkpointer", before, got)
 	}
-	st.cp.behind.Store(checkpointMaxFrames + 1)
+	st.cp.rounds.Add(1) // as if a background round had just ended
 	cpAppend(t, st, key, 100, 1)
 	if got := fileSize(t, path); got < before+100*1000 {
 		t.Fatalf("database file %d bytes (was %d): the writer did not checkpoint", got, before)
 	}
-	if b := st.cp.behind.Load(); b != 0 {
-		t.Fatalf("behind = %d after the writer's checkpoint", b)
+	// Once per round: the next commits leave the database file alone.
+	mid := fileSize(t, path)
+	cpAppend(t, st, key, 101, 20)
+	if got := fileSize(t, path); got != mid {
+		t.Fatalf("database file grew from %d to %d bytes with no new round", mid, got)
+	}
+}
+
+// walSeq reads the checkpoint sequence number in the header of the WAL at
+// path: SQLite increments it each time the log starts over from its
+// beginning.
+func walSeq(t *testing.T, f *os.File) uint32 {
+	t.Helper()
+	var h [16]byte
+	if _, err := f.ReadAt(h[:], 0); err != nil {
+		t.Fatal(err)
+	}
+	return uint32(h[12])<<24 | uint32(h[13])<<16 | uint32(h[14])<<8 | uint32(h[15])
+}
+
+// TestWALRestartsUnderSteadyWriter: a writer that never pauses (governed
+// Uses back to back, the shape of BenchmarkStore's Governance/Use) keeps
+// every background checkpoint from copying the frames committed while it
+// ran. Before the writer finished each round itself, the log never started
+// over: it grew by every commit (4 pages a Use) without bound, and every
+// commit extended the -wal file. Each round must now be followed by a
+// restart of the log.
+func TestWALRestartsUnderSteadyWriter(t *testing.T) {
+	ctx := context.Background()
+	st, path := cpOpen(t)
+	gov := st.Governance()
+	sess, err := gov.Create(ctx, store.CreateRequest{AgentID: "a", AuthorizedTools: []string{"t"},
+		CallBudget: 1 << 40, TimeLimit: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := store.UseRequest{SessionID: sess.ID, AgentID: "a", Tools: []string{"t"}}
+	if _, err := gov.Use(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	wal, err := os.Open(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wal.Close()
+	const rounds = 3
+	start := st.cp.rounds.Load()
+	seq := walSeq(t, wal)
+	restarts, uses := 0, 0
+	// Until the background checkpointer has run its rounds, and two Uses
+	// more: the one after which the writer finishes the last round, and
+	// the one that starts the log over.
+	for extra := 0; extra < 2; uses++ {
+		if uses > 200_000 {
+			t.Fatalf("%d background checkpoint rounds in %d Uses", st.cp.rounds.Load()-start, uses)
+		}
+		if _, err := gov.Use(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		if s := walSeq(t, wal); s != seq {
+			restarts++
+			seq = s
+		}
+		if st.cp.rounds.Load()-start >= rounds {
+			extra++
+		}
+	}
+	t.Logf("%d restarts of the log in %d Uses (%d background rounds)", restarts, uses, st.cp.rounds.Load()-start)
+	if restarts == 0 {
+		t.Fatalf("the log never started over in %d Uses and %d background checkpoint rounds", uses, st.cp.rounds.Load()-start)
 	}
 }

@@ -97,23 +97,31 @@ type writer struct {
 	// lowered: the connection is at NORMAL for lazy transactions.
 	lowered bool
 
-	// cp, when set, is told of every commit (checkpoint.go).
-	cp *checkpointer
+	// cp, when set, is told of every commit (checkpoint.go); cpRounds is
+	// how many of its rounds the writer has finished (see finishCheckpoint).
+	cp       *checkpointer
+	cpRounds int64
 }
 
-// checkpoint copies the WAL back into the database on the writer's own
-// connection, between two transactions: the fallback of the background
-// checkpointer when sustained writes keep it from catching up.
-func (w *writer) checkpoint() {
+// finishCheckpoint copies what the background checkpointer's last round
+// left in the WAL (the frames committed while it ran) back into the
+// database, on the writer's own connection and between two transactions,
+// so that the next transaction starts the log over from its beginning
+// (see checkpoint.go). It runs once per background round; the leader
+// calls it after answering its batch, still holding the write token.
+func (w *writer) finishCheckpoint() {
+	if w.cp == nil {
+		return
+	}
+	r := w.cp.rounds.Load()
+	if r == w.cpRounds {
+		return
+	}
+	w.cpRounds = r
 	var busy, log, copied int64
-	err := w.conn.QueryRowContext(w.ctx, checkpointSQL).Scan(&busy, &log, &copied)
-	if err != nil {
+	if err := w.conn.QueryRowContext(w.ctx, checkpointSQL).Scan(&busy, &log, &copied); err != nil {
 		w.log.Warn("sqlstore: checkpoint", "err", err)
 	}
-	// Whatever it copied, leave the next one to the background for a
-	// while: a reader that holds old pages would otherwise make every
-	// commit checkpoint again.
-	w.cp.behind.Store(0)
 }
 
 func newWriter(conn *sqlx.Conn, lock *fileLock, cfg *config) *writer {
@@ -209,6 +217,7 @@ func (w *writer) lead() {
 	w.batch = w.take(w.batch[:0])
 	if len(w.batch) > 0 {
 		w.batch = w.run(w.batch)
+		w.finishCheckpoint()
 	}
 	clear(w.batch)
 }
@@ -432,8 +441,8 @@ func (w *writer) runOnce(batch []*writeReq) (_ []*writeReq, err error) {
 		w.lastCommit = time.Since(start)
 		w.lastAnswered = len(batch)
 	}
-	if w.cp != nil && w.cp.committed() {
-		w.checkpoint()
+	if w.cp != nil {
+		w.cp.committed()
 	}
 	return batch, nil
 }

@@ -76,6 +76,8 @@ func RunGovernance(t *testing.T, h Harness) {
 		{"ConcurrentExactBudget64x1000", testConcurrent64x1000},
 		{"ConcurrentAcrossStoresOnOneDatabase", testConcurrentTwoStores},
 		{"MultiProcessExactBudget", testMultiProcess},
+		{"SpreadOverSessionsAndAgentsExact", testUseSpreadExact},
+		{"SpreadOverSessionsMultiProcessExact", testUseSpreadMultiProcess},
 		{"CanceledContextWritesNothing", testCanceledContext},
 		{"RestoreRoundTrip", testRestoreRoundTrip},
 		{"RestoreConflictAndSkip", testRestoreConflictAndSkip},
