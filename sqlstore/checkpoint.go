@@ -36,10 +36,12 @@ import (
 // that also commits the file's new size to the filesystem's journal, a
 // third dearer than rewriting pages in place), and the fallback that was
 // meant to stop it never fired. So after every background round the
-// writer runs one checkpoint itself, between two transactions, once it has
-// answered the callers of its commit: it holds the write token, so nothing
-// is appended while it copies the few frames committed during the round,
-// and the next transaction starts the log over. When the round left
+// writer runs one checkpoint itself, between two transactions, after it
+// has answered its batch (the caller that led the batch waits for it): it
+// holds the write token, so nothing is appended while it copies the few
+// frames committed during the round, and the next transaction starts the
+// log over. That is once per round, a few hundred commits: at FULL two
+// syncs of the checkpoint and one of the new log's header per round. When the round left
 // nothing behind, that checkpoint finds nothing to copy and returns at
 // once (no write, no sync).
 const (

@@ -277,7 +277,13 @@ func (g *Governance) Use(ctx context.Context, req store.UseRequest) (store.Sessi
 	if err := req.Validate(); err != nil {
 		return store.Session{}, err
 	}
-	tools := mustJSON(req.Tools)
+	// The tools as a JSON array: the check of several tools and the
+	// record of a request id need it; a single tool without an id (the
+	// common call) is checked by its quoted name alone.
+	var tools string
+	if len(req.Tools) > 1 || req.RequestID != "" {
+		tools = mustJSON(req.Tools)
+	}
 	var v verdict
 	err := g.s.write(ctx, func(tx *wtx) error {
 		var err error
