@@ -174,12 +174,17 @@ func (g *Governance) useBatched(ctx context.Context, req store.UseRequest, tools
 			<-c.done
 			return c.v, c.err
 		case q.token <- struct{}{}:
-			select {
-			case <-c.done: // another leader answered us
-			default:
+			// Lead only while our call is queued: once another leader
+			// has taken it, wait for its answer, not for a token again
+			// (with several tokens, that would spin on an empty queue).
+			if c.state.Load() == callQueued {
 				g.runUses(q.take())
 			}
 			<-q.token
+			if c.state.Load() != callQueued {
+				<-c.done
+				return c.v, c.err
+			}
 		}
 	}
 }
