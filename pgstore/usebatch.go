@@ -3,12 +3,14 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentstore/sessionstore/store"
 )
@@ -45,14 +47,24 @@ import (
 //     locked row. An error (a statement that fails, or a batch still
 //     failing after its reruns) rolls the batch back, and each of its calls
 //     is then decided alone, so that an error reaches only the call it
-//     belongs to.
+//     belongs to. A COMMIT that was sent but not answered (the connection
+//     failed) may have committed: its calls get the error, never a second
+//     decision.
 //
 // A batch commits calls of several sessions, and of several agents, in one
-// transaction: a call of one may wait for the COMMIT of another's (the
-// price of sharing the commit), but a decision reads no row but its own
-// session's, so a decision still commits within one agent's rows.
-// Up to useLeaders batches of a tenant run at once, so that one batch's
-// COMMIT (its WAL flush) overlaps the next batch's statements. A lone call
+// transaction: a call of one may wait for the COMMIT of another's, and
+// when a row of the batch is locked by another transaction (another
+// process's Close, a Cleanup), the batch and the batches queued behind it
+// wait for that lock (the price of sharing the commit). A decision still
+// reads no row but its own session's, so it commits within one agent's
+// rows. The BEGIN rides in the pipeline of the calls' statements: a batch
+// without refusals is two round trips, the statements and the COMMIT.
+// One batch of a tenant runs its statements at a time (useLeaders), and
+// gives its turn to the next one before its COMMIT, so that one batch's
+// WAL flush overlaps the next batch's statements; more batches at once
+// split the callers into smaller batches, which cost more CPU per call
+// (measured: 16 calls per transaction with one, 6 to 10 with two, 32
+// callers on 32 sessions). A lone call
 // takes the one-statement path of old, without BEGIN and COMMIT round
 // trips. Calls with a request id do not queue: they decide on the locked
 // row in a transaction of their own (decideOnce), as the replay record of
@@ -61,8 +73,9 @@ import (
 // maxUseBatch bounds the calls of one transaction.
 const maxUseBatch = 64
 
-// useLeaders bounds the batches of one tenant in flight in a process.
-const useLeaders = 2
+// useLeaders bounds the batches of one tenant that run their statements
+// at once in a process (their COMMITs are not counted).
+const useLeaders = 1
 
 // useCall is one queued Use.
 type useCall struct {
@@ -83,7 +96,7 @@ const (
 
 // useQueue is the queue of one tenant.
 type useQueue struct {
-	token chan struct{} // capacity useLeaders: one held by each leader
+	token chan struct{} // capacity useLeaders: one held by each leader until its COMMIT
 	mu    sync.Mutex
 	calls []*useCall
 	users int // guarded by useBatcher.mu: callers holding the queue
@@ -100,7 +113,7 @@ type useBatcher struct {
 	shared, sharedCalls, mixed, relocked atomic.Int64
 	// hook, when set (tests only), runs in each batch's transaction after
 	// its decisions, before the COMMIT; its error is the transaction's.
-	hook func(ctx context.Context, tx pgx.Tx) error
+	hook func(ctx context.Context, q querier) error
 }
 
 func (b *useBatcher) acquire(key string) *useQueue {
@@ -177,10 +190,18 @@ func (g *Governance) useBatched(ctx context.Context, req store.UseRequest, tools
 			// Lead only while our call is queued: once another leader
 			// has taken it, wait for its answer, not for a token again
 			// (with several tokens, that would spin on an empty queue).
-			if c.state.Load() == callQueued {
-				g.runUses(q.take())
+			// A batch gives its token back before its COMMIT (release).
+			held := true
+			release := func() {
+				if held {
+					held = false
+					<-q.token
+				}
 			}
-			<-q.token
+			if c.state.Load() == callQueued {
+				g.runUses(q.take(), release)
+			}
+			release()
 			if c.state.Load() != callQueued {
 				<-c.done
 				return c.v, c.err
@@ -198,8 +219,11 @@ var errLockFirst = errors.New("pgstore: use batch reruns with its rows locked fi
 const useLockManySQL = `SELECT id FROM governed_sessions
 	WHERE tenant = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE`
 
-// runUses decides a batch and answers every call of it.
-func (g *Governance) runUses(batch []*useCall) {
+// runUses decides a batch and answers every call of it. release gives
+// the leader's token back; it is called once the batch's statements have
+// run, before its COMMIT, so that the next batch's statements run while
+// this one's commit waits for its WAL flush.
+func (g *Governance) runUses(batch []*useCall, release func()) {
 	defer func() {
 		for _, c := range batch {
 			close(c.done)
@@ -219,34 +243,91 @@ func (g *Governance) runUses(batch []*useCall) {
 	// The transaction serves every caller: it does not end with the
 	// leader's context.
 	ctx := context.WithoutCancel(batch[0].ctx)
-	err := g.s.inTx(ctx, func(tx pgx.Tx) error { return g.decideBatch(ctx, tx, batch, false) })
+	err := g.s.retry(ctx, func(ctx context.Context) error { return g.batchTx(ctx, batch, false, release) })
 	if errors.Is(err, errLockFirst) {
 		g.s.uses.relocked.Add(1)
-		err = g.s.inTx(ctx, func(tx pgx.Tx) error { return g.decideBatch(ctx, tx, batch, true) })
+		err = g.s.retry(ctx, func(ctx context.Context) error { return g.batchTx(ctx, batch, true, release) })
 	}
-	if err == nil {
+	var unknown *commitUnknownError
+	switch {
+	case err == nil:
 		g.s.uses.shared.Add(1)
 		g.s.uses.sharedCalls.Add(int64(len(batch)))
 		if batch[0].req.SessionID != batch[len(batch)-1].req.SessionID {
 			g.s.uses.mixed.Add(1)
 		}
-		return
-	}
-	// Nothing was committed. Decide each call on its own, so that an
-	// error reaches only the calls it belongs to.
-	for _, c := range batch {
-		c.v, c.err = g.useAlone(c.ctx, c.req, c.tools)
+	case errors.As(err, &unknown):
+		// The COMMIT was sent and its answer lost: the batch may have
+		// committed. Deciding its calls again could count them twice, so
+		// each gets the error.
+		for _, c := range batch {
+			c.v, c.err = verdict{}, err
+		}
+	default:
+		// Nothing was committed. Decide each call on its own, so that an
+		// error reaches only the calls it belongs to.
+		for _, c := range batch {
+			c.v, c.err = g.useAlone(c.ctx, c.req, c.tools)
+		}
 	}
 }
 
-// decideBatch decides the calls of batch, sorted by session id, in tx:
-// every call's conditional UPDATE in one round trip, then the calls they
-// refused, on their locked rows. With lockFirst, the batch's rows are
-// locked first, in id order; without, it returns errLockFirst when a
-// refused call's row would be locked out of that order.
-func (g *Governance) decideBatch(ctx context.Context, tx pgx.Tx, batch []*useCall, lockFirst bool) error {
+// commitUnknownError is a batch whose COMMIT was sent but not answered
+// (the connection failed): whether it committed is unknown.
+type commitUnknownError struct{ err error }
+
+func (e *commitUnknownError) Error() string {
+	return "pgstore: commit outcome unknown: " + e.err.Error()
+}
+func (e *commitUnknownError) Unwrap() error { return e.err }
+
+// useBeginSQL opens a batch's transaction, as the first statement of its
+// pipeline.
+const useBeginSQL = `BEGIN ISOLATION LEVEL READ COMMITTED`
+
+// batchTx decides the calls of batch in one transaction on a connection
+// of its own: BEGIN rides in the pipeline of the calls' statements (one
+// round trip before the COMMIT's, when no call is refused), and nothing is
+// left open on the connection whatever fails. An error before the COMMIT
+// means nothing was committed; a COMMIT without an answer is a
+// commitUnknownError.
+func (g *Governance) batchTx(ctx context.Context, batch []*useCall, lockFirst bool, release func()) error {
+	conn, err := g.s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// A connection left inside a transaction (a failed ROLLBACK) is
+	// destroyed by Release, never reused.
+	defer conn.Release()
+	if err := g.decideBatch(ctx, conn, batch, lockFirst); err != nil {
+		if conn.Conn().PgConn().TxStatus() != 'I' {
+			conn.Exec(ctx, `ROLLBACK`)
+		}
+		return err
+	}
+	release()
+	tag, err := conn.Exec(ctx, `COMMIT`)
+	switch {
+	case err != nil && pgCode(err) == "":
+		return &commitUnknownError{err: err}
+	case err != nil:
+		return err // the server refused the COMMIT: rolled back
+	case tag.String() != "COMMIT":
+		return fmt.Errorf("pgstore: use batch rolled back at commit (%s)", tag)
+	}
+	return nil
+}
+
+// decideBatch opens a transaction on conn and decides the calls of batch,
+// sorted by session id, in it: every call's conditional UPDATE in one
+// round trip with the BEGIN, then the calls they refused, on their locked
+// rows. With lockFirst, the batch's rows are locked first, in id order;
+// without, it returns errLockFirst when a refused call's row would be
+// locked out of that order. The caller commits, or rolls back on error.
+func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch []*useCall, lockFirst bool) error {
 	now := g.s.now()
 	b := &pgx.Batch{}
+	b.Queue(useBeginSQL)
 	tenant := g.tenant()
 	if tenant != "" {
 		b.Queue(govTenantSQL, tenant)
@@ -267,14 +348,8 @@ func (g *Governance) decideBatch(ctx context.Context, tx pgx.Tx, batch []*useCal
 		}
 		b.Queue(query, args...)
 	}
-	br := tx.SendBatch(ctx, b)
-	if tenant != "" {
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return err
-		}
-	}
-	if lockFirst {
+	br := conn.SendBatch(ctx, b)
+	for range b.Len() - len(batch) { // BEGIN, the tenant, the locks
 		if _, err := br.Exec(); err != nil {
 			br.Close()
 			return err
@@ -308,12 +383,12 @@ func (g *Governance) decideBatch(ctx context.Context, tx pgx.Tx, batch []*useCal
 	}
 	for _, c := range refused {
 		var err error
-		if c.v, err = g.decideLocked(ctx, tx, c.req, c.tools); err != nil {
+		if c.v, err = g.decideLocked(ctx, conn, c.req, c.tools); err != nil {
 			return err
 		}
 	}
 	if g.s.uses.hook != nil {
-		return g.s.uses.hook(ctx, tx)
+		return g.s.uses.hook(ctx, conn)
 	}
 	return nil
 }

@@ -339,7 +339,7 @@ func TestUseBatchRefusalsAmongGranted(t *testing.T) {
 func TestUseBatchRetriedWhole(t *testing.T) {
 	st, _ := batchFixture(t)
 	var runs atomic.Int32
-	st.SetUseBatchHook(func(ctx context.Context, tx pgx.Tx) error {
+	st.SetUseBatchHook(func(ctx context.Context, tx pgstore.Execer) error {
 		switch runs.Add(1) {
 		case 1:
 			_, err := tx.Exec(ctx, `DO $$ BEGIN RAISE EXCEPTION 'injected' USING ERRCODE = '40001'; END $$`)
@@ -393,5 +393,28 @@ func TestUseBatchFailingCallStaysItsOwn(t *testing.T) {
 	events := useEvents(t, st)
 	if len(events) != 2 || events["s-a"][store.OutcomeAllowed] != 1 || events["s-c"][store.OutcomeAllowed] != 1 {
 		t.Fatalf("use events %v", events)
+	}
+}
+
+// TestUseBatchConnectionLost: a batch's connection dies before its COMMIT
+// (its backend is terminated): nothing of the batch was committed, so its
+// calls are decided alone, once each, on the other connections.
+func TestUseBatchConnectionLost(t *testing.T) {
+	st, _ := batchFixture(t)
+	var runs atomic.Int32
+	st.SetUseBatchHook(func(ctx context.Context, tx pgstore.Execer) error {
+		if runs.Add(1) == 1 {
+			_, err := tx.Exec(ctx, `SELECT pg_terminate_backend(pg_backend_pid())`)
+			return err
+		}
+		return nil
+	})
+	sessions, errs := st.DecideUseBatch(context.Background(), refusedBatch)
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the batch ran %d times; want 1", n)
+	}
+	checkRefusedBatch(t, st, sessions, errs)
+	if n, _ := st.UseBatchStats(); n != 0 {
+		t.Fatalf("%d batches committed; want none", n)
 	}
 }
