@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentstore/sessionstore/internal/rowcodec"
+	"github.com/agentstore/sessionstore/internal/sqlcore"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -319,13 +321,32 @@ func (g *Governance) batchTx(ctx context.Context, batch []*useCall, lockFirst bo
 }
 
 // decideBatch opens a transaction on conn and decides the calls of batch,
-// sorted by session id, in it: every call's conditional UPDATE in one
-// round trip with the BEGIN, then the calls they refused, on their locked
-// rows. With lockFirst, the batch's rows are locked first, in id order;
+// sorted by session id, in it, in one round trip with the BEGIN: the first
+// call of one tool of each session in one statement for them all
+// (govUseManySQL, when the batch has two or more sessions; their rows are
+// locked first, in id order), the other calls each in its conditional
+// UPDATE; then the calls these refused, on their locked rows. With
+// lockFirst (or a statement for many), the batch's rows are locked first;
 // without, it returns errLockFirst when a refused call's row would be
-// locked out of that order. The caller commits, or rolls back on error.
+// locked out of id order. The caller commits, or rolls back on error.
 func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch []*useCall, lockFirst bool) error {
 	now := g.s.now()
+	nowMS, nowUS := rowcodec.ToMillis(now), rowcodec.ToMicros(now)
+	// The calls of the statement for many, and the others.
+	var many, single []*useCall
+	for i, c := range batch {
+		first := i == 0 || batch[i-1].req.SessionID != c.req.SessionID
+		if first && len(c.tools) == 1 && !g.s.cfg.auditOff {
+			many = append(many, c)
+		} else {
+			single = append(single, c)
+		}
+	}
+	if len(many) < 2 {
+		many, single = nil, batch
+	} else {
+		lockFirst = true
+	}
 	b := &pgx.Batch{}
 	b.Queue(useBeginSQL)
 	tenant := g.tenant()
@@ -341,7 +362,20 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		}
 		b.Queue(useLockManySQL, tenant, ids)
 	}
-	for _, c := range batch {
+	setup := b.Len()
+	if many != nil {
+		sids, agents, tools := make([]string, len(many)), make([]string, len(many)), make([]string, len(many))
+		payloads, details := make([][]byte, len(many)), make([]string, len(many))
+		for i, c := range many {
+			payload, detail, err := sqlcore.AuditPayload(nowUS, sqlcore.UseAudit("", c.req.SessionID, "", c.tools))
+			if err != nil {
+				return err
+			}
+			sids[i], agents[i], tools[i], payloads[i], details[i] = c.req.SessionID, c.req.AgentID, c.tools[0], payload, detail
+		}
+		b.Queue(govUseManySQL, nowMS, sids, agents, tools, payloads, tenant, details, nowUS)
+	}
+	for _, c := range single {
 		query, args, err := g.useStatement(now, c.req, c.tools)
 		if err != nil {
 			return err
@@ -349,7 +383,7 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		b.Queue(query, args...)
 	}
 	br := conn.SendBatch(ctx, b)
-	for range b.Len() - len(batch) { // BEGIN, the tenant, the locks
+	for range setup { // BEGIN, the tenant, the locks
 		if _, err := br.Exec(); err != nil {
 			br.Close()
 			return err
@@ -357,7 +391,31 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	}
 	var refused []*useCall
 	locked := "" // the greatest session id whose row the batch has locked
-	for _, c := range batch {
+	if many != nil {
+		rows, err := br.Query()
+		if err != nil {
+			br.Close()
+			return err
+		}
+		granted, err := pgx.CollectRows(rows, pgx.RowToStructByName[govRow])
+		if err != nil {
+			br.Close()
+			return err
+		}
+		// Rows come back in no set order; a call without one was refused.
+		byID := make(map[string]store.Session, len(granted))
+		for i := range granted {
+			byID[granted[i].ID] = granted[i].session()
+		}
+		for _, c := range many {
+			if sess, ok := byID[c.req.SessionID]; ok {
+				c.v = verdict{sess: sess}
+			} else {
+				refused = append(refused, c)
+			}
+		}
+	}
+	for _, c := range single {
 		sess, err := scanGov(br.Query())
 		switch {
 		case err == nil:
@@ -373,11 +431,12 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	if err := br.Close(); err != nil {
 		return err
 	}
-	// The calls the UPDATE refused are decided after the others, on the
+	// The calls the UPDATEs refused are decided after the others, on the
 	// row the transaction locks: all the calls of a batch were in flight
 	// together, so any order of them is one a caller could have seen, and
-	// this one needs no savepoints. Their rows are locked in id order
-	// (refused is sorted), after the rows already locked.
+	// this one needs no savepoints. Without lockFirst, their rows are
+	// locked in id order (refused is sorted), after the rows already
+	// locked, or the batch reruns with lockFirst.
 	if !lockFirst && len(refused) > 0 && refused[0].req.SessionID < locked {
 		return errLockFirst
 	}
