@@ -232,6 +232,9 @@ func TestCommandTable(t *testing.T) {
 	}
 }
 
+// enumValueNames are the names of flag values that are one of a few.
+var enumValueNames = map[string]bool{"FACET": true, "KIND": true, "KINDS": true, "ORDER": true, "STATUS": true, "LEVEL": true}
+
 func testCommandTable(t *testing.T, c command) {
 	t.Helper()
 	d := describe(c)
@@ -256,6 +259,11 @@ func testCommandTable(t *testing.T, c command) {
 		code, _, errs := sctl(t, c.name, "--"+f.Name+"="+f.DefValue, "--help")
 		if strings.Contains(errs, "unknown flag") {
 			t.Errorf("%s --%s: exit %d, %s", c.name, f.Name, code, errs)
+		}
+		// A value named as one of a few (FACET, KIND, ORDER, ...) is
+		// offered (search --kind, --facet and --order were not).
+		if name, _ := flag.UnquoteUsage(f); enumValueNames[name] && len(d.sp.values["--"+f.Name]) == 0 {
+			t.Errorf("%s --%s takes one %s of a few, which completion does not offer", c.name, f.Name, name)
 		}
 		if takesValue(&d, f.Name) {
 			if got, want := completeSet(c.name, "--"+f.Name, ""), d.sp.values["--"+f.Name]; !slices.Equal(got, want) {
