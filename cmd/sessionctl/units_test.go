@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -153,6 +155,10 @@ func TestErrorWording(t *testing.T) {
 		t.Errorf("the error names goose's table: %s", r.stderr)
 	}
 	f.run("doctor").want(t, exitNotStore).oneLineErr(t, "is not a session store database")
+	// doctor's help says so (it said only "Exits 1 when any check fails").
+	if r := f.run("doctor", "--help").want(t, 0); !strings.Contains(humanize.OneLine(r.stdout), fmt.Sprintf("(%d when the file is not a session store", exitNotStore)) {
+		t.Errorf("doctor --help does not quote exit status %d:\n%s", exitNotStore, r.stdout)
+	}
 }
 
 // TestToolInputReadsAsItsCharacters: a tool input that json.Marshal
