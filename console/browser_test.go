@@ -341,6 +341,14 @@ func TestBrowser(t *testing.T) {
 	if !evalBool(fits("heads")) {
 		t.Error("the audit chains' head hashes widen the page past the window")
 	}
+	step("uploads", chromedp.Navigate(base+"/runtime/"+f.Runtime), chromedp.WaitVisible(chromedp.ID("uploads")))
+	if !evalBool(fits("uploads")) {
+		t.Error("the uploads' SHA-256 widens the page past the window")
+	}
+	// A figure and its unit stay on one line ("56 B" was cut in two).
+	if !evalBool(`[...document.querySelectorAll("#uploads td.n")].every(c => { const r = document.createRange(); r.selectNodeContents(c); return [...r.getClientRects()].filter(x => x.width > 0).length === 1 })`) {
+		t.Error("an upload's size is cut in two")
+	}
 	step("wide at last", chromedp.EmulateViewport(1280, 900))
 
 	cancelBrowser()
