@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -81,9 +80,7 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 		return exitStatus(exitError)
 	}
 	if asJSON {
-		enc := json.NewEncoder(rawWriter(g.stdout))
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := writeJSON(g.stdout, rep); err != nil {
 			return exitStatus(exitError)
 		}
 		return nil

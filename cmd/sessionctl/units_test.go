@@ -174,12 +174,24 @@ func TestToolInputReadsAsItsCharacters(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := st.Conversations().AppendMessages(ctx, "c1",
-		store.Message{Role: store.RoleAssistant, Content: []store.ContentBlock{store.ToolUseBlock("call-1", "render", input)}}); err != nil {
+		store.Message{Role: store.RoleAssistant, Content: []store.ContentBlock{store.ToolUseBlock("call-1", "render", input)}},
+		store.UserMessage("is <i>this</i> & that safe?")); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
 	r := e.run("messages", "c1").want(t, 0)
 	if !strings.Contains(r.stdout, `{"html":"<b>x</b> & y"}`) || strings.Contains(r.stdout, `\u003c`) {
 		t.Errorf("messages:\n%s", r.stdout)
+	}
+	// JSON too, a message's text included (it read "is \u003ci\u003ethis..."),
+	// and each line of a followed stream.
+	if r := e.run("messages", "c1", "--json").want(t, 0); !strings.Contains(r.stdout, `"is <i>this</i> & that safe?"`) || strings.Contains(r.stdout, `\u00`) {
+		t.Errorf("messages --json:\n%s", r.stdout)
+	}
+	f := e.startFollow("messages", "c1", "--json", "--follow", "--from", "0")
+	lines := strings.Join(waitLines(t, f.out.lines, 2, "followed messages"), "\n")
+	f.stop(t)
+	if !strings.Contains(lines, `"is <i>this</i> & that safe?"`) || strings.Contains(lines, `\u00`) {
+		t.Errorf("messages --follow --json:\n%s", lines)
 	}
 }
