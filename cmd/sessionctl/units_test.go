@@ -188,6 +188,24 @@ func TestToolInputReadsAsItsCharacters(t *testing.T) {
 	if r := e.run("messages", "c1", "--json").want(t, 0); !strings.Contains(r.stdout, `"is <i>this</i> & that safe?"`) || strings.Contains(r.stdout, `\u00`) {
 		t.Errorf("messages --json:\n%s", r.stdout)
 	}
+	// An agent event's data and a state value that an application's
+	// json.Marshal wrote read as their characters in the tables.
+	st = e.openStore()
+	key := store.SessionKey{App: "app", User: "u", Session: "s"}
+	escaped := json.RawMessage(`{"html":"\u003cb\u003ex\u003c/b\u003e \u0026 y"}`)
+	if _, err := st.AgentSessions().CreateSession(ctx, store.CreateAgentSessionRequest{Key: key,
+		State: store.ScopedState{Session: map[string]json.RawMessage{"k": escaped}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AgentSessions().AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: store.AgentEvent{ID: "e1", Data: escaped}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	for _, args := range [][]string{{"agents", "events", "app", "u", "s"}, {"agents", "state", "app", "u", "s"}} {
+		if r := e.run(args...).want(t, 0); !strings.Contains(r.stdout, `{"html":"<b>x</b> & y"}`) || strings.Contains(r.stdout, `\u00`) {
+			t.Errorf("%s:\n%s", strings.Join(args, " "), r.stdout)
+		}
+	}
 	f := e.startFollow("messages", "c1", "--json", "--follow", "--from", "0")
 	lines := strings.Join(waitLines(t, f.out.lines, 2, "followed messages"), "\n")
 	f.stop(t)
