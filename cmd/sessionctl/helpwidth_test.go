@@ -13,6 +13,14 @@ import (
 // max_bytes).
 func TestHelpProseFits(t *testing.T) {
 	t.Parallel()
+	for _, args := range [][]string{{"help"}, {"help", "exit"}} {
+		_, out, _ := sctl(t, args...)
+		for _, line := range strings.Split(out, "\n") {
+			if len([]rune(line)) > 80 {
+				t.Errorf("sessionctl %s: a line of %d characters: %s", strings.Join(args, " "), len([]rune(line)), line)
+			}
+		}
+	}
 	for _, c := range commands() {
 		code, out, errs := sctl(t, c.name, "--help")
 		if code != 0 {
