@@ -45,3 +45,21 @@ func TestHelpProseFits(t *testing.T) {
 		}
 	}
 }
+
+// TestServeHelpKeepsSecrets: serve --help names the variables the
+// credentials may come from and never prints their values (it printed
+// $SESSIONCTL_TOKEN and $SESSIONCTL_BASIC_AUTH as the flags' defaults).
+func TestServeHelpKeepsSecrets(t *testing.T) {
+	t.Setenv("SESSIONCTL_TOKEN", "token-secret-0123456789")
+	t.Setenv("SESSIONCTL_BASIC_AUTH", "ada:password-secret")
+	_, out, _ := sctl(t, "serve", "--help")
+	if strings.Contains(out, "secret") || !strings.Contains(out, "$SESSIONCTL_TOKEN") || !strings.Contains(out, "$SESSIONCTL_BASIC_AUTH") {
+		t.Errorf("serve --help:\n%s", out)
+	}
+	// The variables are still read: a token from the environment too
+	// short is refused as the flag's would be.
+	t.Setenv("SESSIONCTL_TOKEN", "short")
+	if code, _, errs := sctl(t, "serve", "--addr", "0.0.0.0:0"); code != exitUsage || !strings.Contains(errs, "--token must be at least 16 characters") {
+		t.Errorf("serve with a short $SESSIONCTL_TOKEN: exit %d %s", code, errs)
+	}
+}

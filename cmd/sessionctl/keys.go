@@ -311,8 +311,8 @@ func runKeys(ctx context.Context, g *globals, args []string) error {
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	dryRun := fs.Bool("dry-run", false, "keys gc: list the orphan keys, shred nothing")
-	grace := durationFlag(fs, "grace", store.DefaultKeyGrace, "keys gc: how old an unnamed key must be to be shredded")
-	version := fs.String("kek-version", "v1", "keys new: the version of the key-encryption key it writes")
+	grace := durationFlag(fs, "grace", store.DefaultKeyGrace, "keys gc: how old an unnamed key must be to be shredded, `DURATION`")
+	version := fs.String("kek-version", "v1", "keys new: the `VERSION` of the key-encryption key it writes")
 	pos, err := g.parseAction(fs, sp, sub, args)
 	if err != nil {
 		return err
