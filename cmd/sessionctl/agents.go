@@ -225,7 +225,7 @@ func (g *globals) agentsShow(ctx context.Context, k store.SessionKey, last int, 
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "\nstate (%d keys, merged):\n", len(doc.State))
+		fmt.Fprintf(w, "\nstate (%d %s, merged):\n", len(doc.State), plural(len(doc.State), "key", "keys"))
 		if err := stateTable(g, doc.State, ""); err != nil {
 			return err
 		}

@@ -339,7 +339,9 @@ func runSweep(ctx context.Context, g *globals, args []string) error {
 		}
 		rep, err := st.Retention().Sweep(ctx, store.SweepOptions{DryRun: *dryRun, BatchRows: *batch, Holder: "sessionctl",
 			Progress: func(k store.KindSweep) {
-				p.update(func() string { return fmt.Sprintf("sweep: %s %s: %d sessions", verb, k.Kind, k.Sessions) })
+				p.update(func() string {
+					return fmt.Sprintf("sweep: %s %s: %d %s", verb, k.Kind, k.Sessions, plural(int(k.Sessions), "session", "sessions"))
+				})
 			}})
 		p.clear()
 		if err != nil {

@@ -230,7 +230,7 @@ func runReindex(ctx context.Context, g *globals, args []string) error {
 		}
 		p := g.startProgress(true)
 		res, err := st.Reindex(ctx, store.ReindexRequest{Batch: *batch, Progress: func(done int64) {
-			p.show("reindex: %d items", done)
+			p.show("reindex: %d %s", done, plural(int(done), "item", "items"))
 		}})
 		p.clear()
 		if err != nil {

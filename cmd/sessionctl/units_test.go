@@ -213,3 +213,24 @@ func TestToolInputReadsAsItsCharacters(t *testing.T) {
 		t.Errorf("messages --follow --json:\n%s", lines)
 	}
 }
+
+// TestTextPlurals: counts of one read in the singular ("1 call per 1
+// min", "state (1 key, merged)"; they said "1 calls", "1 keys").
+func TestTextPlurals(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	e.run("create", "--id", "s1", "--agent", "a", "--tool", "x", "--budget", "5", "--rate-limit", "1").want(t, 0)
+	if r := e.run("show", "s1").want(t, 0); !strings.Contains(r.stdout, "1 call per 1 min (") {
+		t.Errorf("show:\n%s", r.stdout)
+	}
+	st := e.openStore()
+	key := store.SessionKey{App: "app", User: "u", Session: "s"}
+	if _, err := st.AgentSessions().CreateSession(context.Background(), store.CreateAgentSessionRequest{Key: key,
+		State: store.ScopedState{Session: map[string]json.RawMessage{"k": json.RawMessage(`1`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if r := e.run("agents", "show", "app", "u", "s").want(t, 0); !strings.Contains(r.stdout, "state (1 key, merged)") {
+		t.Errorf("agents show:\n%s", r.stdout)
+	}
+}
