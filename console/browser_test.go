@@ -319,6 +319,38 @@ func TestBrowser(t *testing.T) {
 	}
 	shot("agent-session")
 
+	// 7. A word longer than a line (a URL, a hash) breaks instead of
+	// widening the page: a search snippet, an audit chain's head hash
+	// (both widened the page past an 800-pixel window).
+	long := "https://example.com/" + strings.Repeat("averyverylongpathsegment", 5)
+	if _, err := w.Conversations().AppendMessages(ctx, f.Conv, store.AssistantMessage("see "+long+" for the log")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Search(ctx, store.SearchQuery{Query: "averyverylongpathsegment"}); err != nil { // folds it into the index
+		t.Fatal(err)
+	}
+	fits := func(id string) string {
+		return `document.getElementById("` + id + `").getBoundingClientRect().right <= document.documentElement.clientWidth && document.documentElement.scrollWidth <= document.documentElement.clientWidth`
+	}
+	step("long word in a snippet", chromedp.EmulateViewport(800, 900), chromedp.Navigate(base+"/search?q=averyverylongpathsegment"), chromedp.WaitVisible(chromedp.ID("search-hits")))
+	if !evalBool(`document.getElementById("search-hits").textContent.includes("averyverylongpathsegment")`) || !evalBool(fits("search-hits")) {
+		t.Error("a search snippet with a long word widens the page past the window")
+	}
+	shot("search-long-word")
+	step("audit heads", chromedp.Navigate(base+"/audit"), chromedp.WaitVisible(chromedp.ID("heads")))
+	if !evalBool(fits("heads")) {
+		t.Error("the audit chains' head hashes widen the page past the window")
+	}
+	step("uploads", chromedp.Navigate(base+"/runtime/"+f.Runtime), chromedp.WaitVisible(chromedp.ID("uploads")))
+	if !evalBool(fits("uploads")) {
+		t.Error("the uploads' SHA-256 widens the page past the window")
+	}
+	// A figure and its unit stay on one line ("56 B" was cut in two).
+	if !evalBool(`[...document.querySelectorAll("#uploads td.n")].every(c => { const r = document.createRange(); r.selectNodeContents(c); return [...r.getClientRects()].filter(x => x.width > 0).length === 1 })`) {
+		t.Error("an upload's size is cut in two")
+	}
+	step("wide at last", chromedp.EmulateViewport(1280, 900))
+
 	cancelBrowser()
 	mu.Lock()
 	defer mu.Unlock()

@@ -299,8 +299,8 @@ func (c *console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	data := errorPage{Status: status, Message: msg}
 	var ie *store.InvalidInputError
 	if errors.As(err, &ie) {
-		data.Field, data.Reason = ie.Field, ie.Reason
-		data.Filters, data.RetryURL = c.keptFilters(r, ie.Field)
+		data.Field, data.Reason = paramOf(r, ie.Field), ie.Reason
+		data.Filters, data.RetryURL = c.keptFilters(r, data.Field)
 	}
 	c.render(w, r, status, "error", msg, "", data)
 }
@@ -325,8 +325,26 @@ type filterEcho struct {
 	Value string `json:"value"`
 }
 
+// fieldParams maps the store's names of the fields of a request to the
+// query parameters the console's forms send them as.
+var fieldParams = map[string]string{"agent_id": "agent", "session_id": "session", "user_id": "user", "kinds": "kind"}
+
+// paramOf is the query parameter of r that a refused field of the store
+// came from, so that the page names what the user gave (agent, not
+// agent_id) and drops it from the retry: field itself when r has no
+// other.
+func paramOf(r *http.Request, field string) string {
+	q := r.URL.Query()
+	if p, ok := fieldParams[field]; ok && !q.Has(field) && q.Has(p) {
+		return p
+	}
+	return field
+}
+
 // keptFilters echoes r's query parameters and builds the URL of the same
-// page without field's (the other filters kept; no paging cursor).
+// page without field's (the other filters kept; no paging cursor). A
+// field that is not a query parameter (an id in the path) has no such
+// page: the URL is then "".
 func (c *console) keptFilters(r *http.Request, field string) ([]filterEcho, string) {
 	q := r.URL.Query()
 	var echo []filterEcho
@@ -346,6 +364,9 @@ func (c *console) keptFilters(r *http.Request, field string) ([]filterEcho, stri
 				keep.Add(k, v)
 			}
 		}
+	}
+	if !q.Has(field) && !(field == "query" && q.Has("q")) {
+		return echo, ""
 	}
 	retry := r.URL.EscapedPath()
 	if len(keep) > 0 {
@@ -390,9 +411,9 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, pag
 		return
 	}
 	t := c.pages[page]
-	// A title holds an id, which can be the user's input: cut to a
-	// readable length, the whole length stated (the page shows it whole).
-	lay := layout{Title: humanize.Clip(title, humanize.EchoMax), Nav: nav, Navigation: c.nav, Prefix: c.prefix, JSONURL: jsonURL(r), Backend: c.st.Backend(), ReadOnly: c.storeReadOnly(), Data: data}
+	// A title that holds an id (which can be the user's input) has it
+	// cut by its caller (echo), so that the length stated is the id's.
+	lay := layout{Title: title, Nav: nav, Navigation: c.nav, Prefix: c.prefix, JSONURL: jsonURL(r), Backend: c.st.Backend(), ReadOnly: c.storeReadOnly(), Data: data}
 	if lv, ok := data.(interface{ live() bool }); ok && lv.live() && c.refresh > 0 {
 		lay.Refresh = max(1, int64(c.refresh/time.Second))
 		if lu, ok := data.(interface{ liveURL() string }); ok {

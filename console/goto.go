@@ -47,7 +47,7 @@ func (c *console) goTo(w http.ResponseWriter, r *http.Request) error {
 	case len(p.Matches) == 0:
 		status = http.StatusNotFound
 	}
-	c.render(w, r, status, "go", "Go to "+id, "", p)
+	c.render(w, r, status, "go", "Go to "+echo(id), "", p)
 	return nil
 }
 

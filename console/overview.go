@@ -206,7 +206,10 @@ type overviewPage struct {
 	// OtherTenants, on the operator's console, are the tenants that own
 	// rows besides the default tenant: none of the figures counts them
 	// (see the package documentation).
-	OtherTenants  []string      `json:"other_tenants,omitempty"`
+	OtherTenants []string `json:"other_tenants,omitempty"`
+	// UnknownTenant is true when no row of the store belongs to Tenant:
+	// a mistyped name, or a tenant that has written nothing yet.
+	UnknownTenant bool          `json:"unknown_tenant,omitempty"`
 	Stats         *stats        `json:"stats"`
 	TopByCost     convList      `json:"top_conversations_by_cost"`
 	RecentlyMoved convList      `json:"recent_conversations"`
@@ -251,6 +254,15 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) error {
 	if tr, ok := c.st.(store.Tenanter); ok && !c.tenant {
 		if p.OtherTenants, err = tr.Tenants(r.Context()); err != nil {
 			return err
+		}
+	}
+	if v, ok := c.st.(store.TenantView); ok && c.tenant {
+		if tr, ok := v.Store.(store.Tenanter); ok {
+			names, err := tr.Tenants(r.Context())
+			if err != nil {
+				return err
+			}
+			p.UnknownTenant = !slices.Contains(names, c.opt.Tenant)
 		}
 	}
 	for _, l := range [][]store.ConversationSummary{p.TopByCost, p.RecentlyMoved} {

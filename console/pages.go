@@ -175,7 +175,7 @@ func (c *console) governedDetail(w http.ResponseWriter, r *http.Request) error {
 	p.Gauges = governedGauges(s, now)
 	p.BurnDown = burnDownChart(s, p.Uses, now)
 	p.LiveURL = withQuery(c.link("live", "governed", s.ID), "after", strconv.FormatInt(s.FeedSeq(), 10))
-	c.render(w, r, http.StatusOK, "governed_detail", "Governed session "+s.ID, "governed", p)
+	c.render(w, r, http.StatusOK, "governed_detail", "Governed session "+echo(s.ID), "governed", p)
 	return nil
 }
 
@@ -354,7 +354,7 @@ func (c *console) conversationDetail(w http.ResponseWriter, r *http.Request) err
 	}
 	p.DownloadURL = withQuery(c.link("conversations", id, "messages.json"), "from", strconv.FormatInt(p.From, 10), "limit", strconv.Itoa(limit), "content", content)
 	p.TraceChart = traceChart(p.Traces)
-	c.render(w, r, http.StatusOK, "conversation", "Conversation "+id, "conversations", p)
+	c.render(w, r, http.StatusOK, "conversation", "Conversation "+echo(id), "conversations", p)
 	return nil
 }
 
@@ -506,7 +506,7 @@ func (c *console) runtimeDetail(w http.ResponseWriter, r *http.Request) error {
 	if p.Next != "" {
 		p.NextURL = withQuery(c.link("runtime", id), "after", p.Next)
 	}
-	c.render(w, r, http.StatusOK, "runtime_detail", "Runtime session "+id, "runtime", p)
+	c.render(w, r, http.StatusOK, "runtime_detail", "Runtime session "+echo(id), "runtime", p)
 	return nil
 }
 
@@ -612,9 +612,9 @@ func (c *console) agentList(w http.ResponseWriter, r *http.Request) error {
 	if p.Next != "" {
 		p.NextURL = withQuery(c.link("agents"), "app", p.App, "user", p.User, "cursor", p.Next, "limit", q.Get("limit"))
 	}
-	title := "Agent sessions of " + p.App
+	title := "Agent sessions of " + echo(p.App)
 	if p.User != "" {
-		title += " / " + p.User
+		title += " / " + echo(p.User)
 	}
 	c.render(w, r, http.StatusOK, "agents", title, "agents", p)
 	return nil
@@ -700,6 +700,6 @@ func (c *console) agentDetail(w http.ResponseWriter, r *http.Request) error {
 		}
 		p.LiveURL = withQuery(c.link("live", "agents", "events"), "app", key.App, "user", key.User, "session", key.Session, "after", after, "content", content)
 	}
-	c.render(w, r, http.StatusOK, "agent_detail", "Agent session "+key.Session, "agents", p)
+	c.render(w, r, http.StatusOK, "agent_detail", "Agent session "+echo(key.Session), "agents", p)
 	return nil
 }

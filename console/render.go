@@ -65,8 +65,13 @@ func (c *console) funcs() template.FuncMap {
 		"count":  fmtCount,
 		"money":  humanize.Money,
 		"text":   func(raw json.RawMessage) string { return string(humanize.AuditDetail(raw)) },
+		"echo":   echo,
 	}
 }
+
+// echo is the user's input (an id asked for) as a page shows it back:
+// cut to humanize.EchoMax characters, its whole length stated.
+func echo(s string) string { return humanize.Clip(s, humanize.EchoMax) }
 
 func fmtTime(t time.Time) string {
 	if t.IsZero() {

@@ -2,7 +2,9 @@ package console
 
 import (
 	"net/http"
+	"strings"
 
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -26,6 +28,14 @@ type retentionPolicy struct {
 	About string `json:"about"`
 }
 
+// aboutPolicy is a kind's description with the policy's setting in place
+// of the name of the store's parameter ("longer than 7 days", not "longer
+// than max_age").
+func aboutPolicy(about string, p store.Policy) string {
+	return strings.NewReplacer(string(store.ParamMaxAge), humanize.Duration(p.MaxAge),
+		string(store.ParamKeepLast), fmtNum(p.KeepLast), string(store.ParamMaxBytes), fmtBytes(p.MaxBytes)).Replace(about)
+}
+
 // retentionSweeps is how many sweeps of the log the page shows.
 const retentionSweeps = 20
 
@@ -39,7 +49,7 @@ func (c *console) retentionPage(w http.ResponseWriter, r *http.Request) error {
 	}
 	for _, pol := range policies {
 		k, _ := store.KindInfo(pol.Kind)
-		p.Policies = append(p.Policies, retentionPolicy{Policy: pol, Facet: k.Facet, About: k.About})
+		p.Policies = append(p.Policies, retentionPolicy{Policy: pol, Facet: k.Facet, About: aboutPolicy(k.About, pol)})
 	}
 	if p.Holds, err = ret.Holds(ctx); err != nil {
 		return err

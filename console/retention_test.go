@@ -58,6 +58,11 @@ func TestRetentionPage(t *testing.T) {
 			t.Errorf("the page does not show %q", want)
 		}
 	}
+	// What a policy removes reads with its setting, not the store's
+	// parameter ("idle for longer than max_age").
+	if !strings.Contains(body, "conversations idle for longer than 1 h,") || strings.Contains(body, "max_age") {
+		t.Errorf("the policies' descriptions: %s", body[strings.Index(body, `id="policies"`):][:1500])
+	}
 	// The age reads as people write it, and as whole milliseconds in
 	// the JSON twin (max_age_ms), never Go's nanoseconds.
 	if !strings.Contains(body, "after 1 h<") {

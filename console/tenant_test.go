@@ -314,3 +314,38 @@ func TestTenantConsoleSaysReadOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestTenantConsoleUnknownTenant: the console of a tenant that owns no
+// row says so on its overview (a mistyped name looked like an empty
+// tenant); a tenant with rows gets no such note.
+func TestTenantConsoleUnknownTenant(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlstore.Open(ctx, sqltest.FreshPath(t, "sessions.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ts, err := st.Tenant("acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Conversations().Save(ctx, store.NewConversation("c1")); err != nil {
+		t.Fatal(err)
+	}
+	for tenant, unknown := range map[string]bool{"acme": false, "acmee": true} {
+		h, err := console.New(st, console.Options{Tenant: tenant})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		if said := strings.Contains(rec.Body.String(), `id="unknown-tenant"`); rec.Code != http.StatusOK || said != unknown {
+			t.Errorf("tenant %s: %d, says unknown %v, want %v", tenant, rec.Code, said, unknown)
+		}
+		rec = httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/?format=json", nil))
+		if said := strings.Contains(rec.Body.String(), `"unknown_tenant": true`); said != unknown {
+			t.Errorf("tenant %s: the JSON says unknown %v, want %v", tenant, said, unknown)
+		}
+	}
+}

@@ -262,8 +262,35 @@ func TestBadFilterPage(t *testing.T) {
 	}
 	_, body = get(t, srv, prefix+"/go?id="+long)
 	h1 := between(body, "<h1", "</h1>")
-	if len(h1) > 400 || !strings.Contains(h1, "(20006 characters)") {
+	if len(h1) > 400 || !strings.Contains(h1, "(20000 characters)") {
 		t.Errorf("the heading of a 20,000-character id: %d bytes: %.200s", len(h1), h1)
+	}
+	// The page below the heading cuts it too (it said "Nothing has the id"
+	// and the 20,000 characters).
+	if main := between(body, `<p class="error">`, "</p>"); len(main) > 1000 || !strings.Contains(main, "(20000 characters)") {
+		t.Errorf("the go-to page of a 20,000-character id: %d bytes: %.300s", len(main), main)
+	}
+
+	// A refused filter is named as the form sends it, and the retry drops
+	// it (the page named the store's agent_id, session_id and kinds, and
+	// its retry kept the bad filter); an id in the path has no page
+	// without it, so no retry.
+	id300 := strings.Repeat("k", 300)
+	for _, c := range []struct{ url, field, retry string }{
+		{"/governed?status=active&agent=" + id300, "agent", `href="/console/governed?status=active"`},
+		{"/audit?session=" + id300, "session", `href="/console/audit"`},
+		{"/audit?agent=a&kind=bogus", "kind", `href="/console/audit?agent=a"`},
+		{"/search?q=x&kind=bogus", "kind", `href="/console/search?q=x"`},
+		{"/governed/" + id300, "id", ""},
+	} {
+		resp, body := get(t, srv, prefix+c.url)
+		main := between(body, "<main", "</main>")
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(main, `<p id="error-field"><code>`+c.field+`</code>`) {
+			t.Errorf("%.60s: %d, the page does not name %s:\n%.600s", c.url, resp.StatusCode, c.field, main)
+		}
+		if retry := between(main, `id="error-retry"`, ">"); (c.retry == "") != (retry == "") || !strings.Contains(retry, c.retry) {
+			t.Errorf("%.60s: the retry link is %q, want %q", c.url, retry, c.retry)
+		}
 	}
 }
 

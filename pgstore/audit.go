@@ -38,6 +38,29 @@ var govUseAuditedSQL = sqlcore.AuditedUpdateSQL(
 		"RETURNING "+govColumns, "RETURNING "+govColumns+", "+sqlcore.AuditHeadColumns, 1),
 	govColumns, store.AuditUse, "$9::bigint", "$3::text", "$8::text", "$6::text")
 
+// govUseManySQL is govUseAuditedSQL for many calls of one tool each, of
+// different sessions, in one statement: each call is a row of the arrays
+// $2 (session ids), $3 (agents, empty for any), $4 (the tool), $5 (audit
+// payloads) and $7 (audit details); $1 is the time in milliseconds, $6 the
+// tenant, $8 the time in microseconds.
+// It returns the rows of the calls it allows (with the session's id) and
+// appends their audit events; a call it refuses returns no row. The
+// sessions must be distinct (an UPDATE changes a row once), and their rows
+// locked by the transaction beforehand, in id order (useLockManySQL): the
+// join's order is then no lock order.
+var govUseManySQL = sqlcore.AuditedUpdateSQL(
+	strings.NewReplacer(
+		"$2::bigint", "1::bigint",
+		"$3::text", "r.sid",
+		"$4::text", "r.agent",
+		"$5::text[]", "ARRAY[r.tool]",
+		"\n\t\tWHERE id = ", ",\n\t\t"+sqlcore.AuditHeadSet(dialect, "r.payload")+
+			"\n\t\tFROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $7::text[]) AS r(sid, agent, tool, payload, detail)"+
+			"\n\t\tWHERE id = ",
+		"RETURNING "+govColumns, "RETURNING "+govColumns+", "+sqlcore.AuditHeadColumns+", r.detail AS use_detail",
+	).Replace(govUseSQL),
+	govColumns, store.AuditUse, "$8::bigint", "u.id", "u.use_detail", "$6::text")
+
 // useStatement returns the conditional UPDATE of a governed Use without a
 // request id, and its arguments: govUseAuditedSQL, which appends the
 // audit event of the allowed use in the same statement, or govUseSQL on a

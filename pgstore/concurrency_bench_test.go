@@ -76,6 +76,7 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 		reqs []store.UseRequest
 		rate []float64
 		cpu  cpuTimes // summed over the rounds
+		txns int64    // the transactions of the rounds' calls
 	}{
 		{name: "caller=1", reqs: alone},
 		{name: "shared/callers=32", reqs: shared},
@@ -102,6 +103,7 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 		for i := range shapes {
 			sh := &shapes[i]
 			n := len(sh.reqs)
+			shared0, sharedCalls0 := st.UseBatchStats()
 			start, cpu0 := time.Now(), readCPU(server)
 			var wg sync.WaitGroup
 			for c := range n {
@@ -119,8 +121,11 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 				continue
 			}
 			sh.rate = append(sh.rate, float64(calls)/time.Since(start).Seconds())
+			// A call decided alone is a transaction of its own.
+			shared1, sharedCalls1 := st.UseBatchStats()
+			sh.txns += shared1 - shared0 + calls/int64(n)*int64(n) - (sharedCalls1 - sharedCalls0)
 			cpu1 := readCPU(server)
-			sh.cpu.client += cpu1.client - cpu0.client
+			sh.cpu.client += clientSince(cpu0, cpu1)
 			if cpu0.server >= 0 && cpu1.server >= 0 {
 				sh.cpu.server += cpu1.server - cpu0.server
 			} else {
@@ -141,6 +146,7 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 			b.ReportMetric(med[i]/med[0], shapes[i].name+"-×1")
 		}
 		rounds := float64(len(shapes[i].rate) * calls)
+		b.ReportMetric(rounds/float64(shapes[i].txns), shapes[i].name+"-calls/txn")
 		b.ReportMetric(float64(shapes[i].cpu.client.Microseconds())/rounds, shapes[i].name+"-client-cpu-µs/call")
 		if shapes[i].cpu.server >= 0 {
 			b.ReportMetric(float64(shapes[i].cpu.server.Microseconds())/rounds, shapes[i].name+"-server-cpu-µs/call")

@@ -20,19 +20,33 @@ import (
 // the rest, when the server runs on this machine, as
 // scripts/with-postgres.sh's does (server is -1 when none is readable).
 // Other PostgreSQL servers on the machine are not counted: on a machine
-// shared with other work they come and go, and their CPU is not ours. A benchmark takes it before and
-// after a shape to report the CPU each call costs on each side, which
-// bounds the calls per second the machine's cores can give whatever the
-// concurrency: a limit that shows when callers scale less than the goal.
-type cpuTimes struct{ client, server time.Duration }
+// shared with other work they come and go, and their CPU is not ours. A
+// benchmark takes it before and after a shape to report the CPU each call
+// costs on each side, which bounds the calls per second the machine's
+// cores can give whatever the concurrency: a limit that shows when callers
+// scale less than the goal.
+//
+// Reading the server's processes costs this process CPU itself (it reads
+// every /proc/*/stat): clientEnd is this process's time after that read,
+// and an interval's client time runs from one reading's clientEnd to the
+// next one's client, so that it leaves the readings out.
+type cpuTimes struct{ client, clientEnd, server time.Duration }
 
-func readCPU(server int) cpuTimes {
+// clientSince is the CPU time of this process from c0 to c1.
+func clientSince(c0, c1 cpuTimes) time.Duration { return c1.client - c0.clientEnd }
+
+// selfCPU is the CPU time this process has spent so far.
+func selfCPU() time.Duration {
 	var ru syscall.Rusage
-	var c cpuTimes
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		c.client = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
 	}
-	c.server = -1
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func readCPU(server int) (c cpuTimes) {
+	c = cpuTimes{client: selfCPU(), server: -1}
+	defer func() { c.clientEnd = selfCPU() }()
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, p := range stats {
 		b, err := os.ReadFile(p)

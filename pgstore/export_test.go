@@ -4,7 +4,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentstore/sessionstore/internal/sqlcore"
 	"github.com/agentstore/sessionstore/store"
@@ -35,7 +35,7 @@ func (s *Store) DecideUseBatch(ctx context.Context, reqs []store.UseRequest) ([]
 		batch[i] = &useCall{ctx: ctx, req: req, tools: nonNil(req.Tools), done: make(chan struct{})}
 		batch[i].state.Store(callTaken)
 	}
-	g.runUses(slices.Clone(batch))
+	g.runUses(slices.Clone(batch), func() {})
 	sessions, errs := make([]store.Session, len(reqs)), make([]error, len(reqs))
 	for i, c := range batch {
 		sessions[i], errs[i] = c.v.sess, c.err
@@ -46,10 +46,17 @@ func (s *Store) DecideUseBatch(ctx context.Context, reqs []store.UseRequest) ([]
 	return sessions, errs
 }
 
+// Execer runs a statement (a batch's connection, inside its transaction).
+type Execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
 // SetUseBatchHook sets a function that runs in each batch's transaction
 // of governed Use calls after its decisions, before the COMMIT (nil: none).
 // Set it before any Use.
-func (s *Store) SetUseBatchHook(fn func(ctx context.Context, tx pgx.Tx) error) { s.uses.hook = fn }
+func (s *Store) SetUseBatchHook(fn func(ctx context.Context, tx Execer) error) {
+	s.uses.hook = func(ctx context.Context, q querier) error { return fn(ctx, q) }
+}
 
 // BypassesRLS reports what the store found at open: whether its
 // connections' role bypasses row-level security (tenant.go).

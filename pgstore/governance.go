@@ -322,7 +322,7 @@ func (g *Governance) Use(ctx context.Context, req store.UseRequest) (store.Sessi
 
 // lockSession reads the session row and locks it until the transaction
 // ends. A missing session is a refusal, not an error.
-func (g *Governance) lockSession(ctx context.Context, tx pgx.Tx, id string) (store.Session, error, error) {
+func (g *Governance) lockSession(ctx context.Context, tx querier, id string) (store.Session, error, error) {
 	sess, err := scanGov(tx.Query(ctx, govLockSQL, id, g.tenant()))
 	if errNoRows(err) {
 		return store.Session{}, &store.NotFoundError{Resource: "session", ID: id}, nil
@@ -333,7 +333,7 @@ func (g *Governance) lockSession(ctx context.Context, tx pgx.Tx, id string) (sto
 // decideLocked locks the session, decides the use with CheckUse and applies
 // it. A refusal is returned as such (not as err) because its write, if
 // any, is kept: an expired session is marked expired durably.
-func (g *Governance) decideLocked(ctx context.Context, tx pgx.Tx, req store.UseRequest, tools []string) (verdict, error) {
+func (g *Governance) decideLocked(ctx context.Context, tx querier, req store.UseRequest, tools []string) (verdict, error) {
 	sess, refusal, err := g.lockSession(ctx, tx, req.SessionID)
 	if err != nil || refusal != nil {
 		return verdict{refusal: refusal}, err
@@ -342,7 +342,7 @@ func (g *Governance) decideLocked(ctx context.Context, tx pgx.Tx, req store.UseR
 }
 
 // decideOn decides a use on a session row the transaction has locked.
-func (g *Governance) decideOn(ctx context.Context, tx pgx.Tx, sess store.Session, req store.UseRequest, tools []string) (verdict, error) {
+func (g *Governance) decideOn(ctx context.Context, tx querier, sess store.Session, req store.UseRequest, tools []string) (verdict, error) {
 	now := g.s.now()
 	atx := &pgTx{ctx: ctx, q: tx}
 	refusal := sess.CheckUse(req.AgentID, tools, now)
@@ -379,7 +379,7 @@ type useRecord struct {
 
 // decideOnce is a use with a request id, on the locked session row: a
 // replay returns the recorded outcome and consumes nothing.
-func (g *Governance) decideOnce(ctx context.Context, tx pgx.Tx, req store.UseRequest, tools []string) (verdict, error) {
+func (g *Governance) decideOnce(ctx context.Context, tx querier, req store.UseRequest, tools []string) (verdict, error) {
 	sess, refusal, err := g.lockSession(ctx, tx, req.SessionID)
 	if err != nil || refusal != nil {
 		return verdict{refusal: refusal}, err

@@ -303,9 +303,11 @@ func checkRefusedBatch(t *testing.T, st *pgstore.Store, sessions []store.Session
 // intruding agent, an expired session, a missing one): every call gets
 // the outcome it gets alone, the refusals consume nothing and are audited
 // once each, the expired session is marked so durably, and the batch
-// commits once, rerun with its rows locked first since its refusals sort
-// before a granted call. A batch whose refusal sorts after its granted
-// calls decides it without a rerun.
+// commits once, its rows locked first (its calls of one tool are decided
+// in one statement). A batch of calls of two tools decides each call in
+// its own statement, locking rows as they are granted: when a refusal
+// sorts before a granted call, the batch reruns with its rows locked
+// first; when it sorts after them, it is decided without a rerun.
 func TestUseBatchRefusalsAmongGranted(t *testing.T) {
 	st, _ := batchFixture(t)
 	ctx := context.Background()
@@ -314,22 +316,37 @@ func TestUseBatchRefusalsAmongGranted(t *testing.T) {
 	if n, calls := st.UseBatchStats(); n != 1 || calls != int64(len(refusedBatch)) {
 		t.Fatalf("%d batches of %d calls; want 1 of %d", n, calls, len(refusedBatch))
 	}
-	if mixed, relocked := st.UseBatchMixed(); mixed != 1 || relocked != 1 {
-		t.Fatalf("%d mixed batches, %d rerun with rows locked first; want 1 and 1", mixed, relocked)
+	if mixed, relocked := st.UseBatchMixed(); mixed != 1 || relocked != 0 {
+		t.Fatalf("%d mixed batches, %d rerun with rows locked first; want 1 and 0", mixed, relocked)
+	}
+
+	two := func(tool string) []string { return []string{"read_file", tool} }
+	sessions, errs = st.DecideUseBatch(ctx, []store.UseRequest{
+		{SessionID: "s-c", Tools: two("read_file")},
+		{SessionID: "s-a", Tools: two("delete_file")},
+	})
+	if errs[0] != nil || sessions[0].CallsMade != 3 || !errors.Is(errs[1], store.ErrToolNotAuthorized) {
+		t.Fatalf("batch of two tools: %v, %+v", errs, sessions)
+	}
+	if _, relocked := st.UseBatchMixed(); relocked != 1 {
+		t.Fatalf("%d batches rerun with rows locked first; want 1", relocked)
 	}
 
 	sessions, errs = st.DecideUseBatch(ctx, []store.UseRequest{
-		{SessionID: "s-c", Tools: []string{"delete_file"}},
-		{SessionID: "s-b", Tools: []string{"read_file"}},
-		{SessionID: "s-a", Tools: []string{"read_file"}},
+		{SessionID: "s-c", Tools: two("delete_file")},
+		{SessionID: "s-b", Tools: two("read_file")},
+		{SessionID: "s-a", Tools: two("read_file")},
 	})
-	if errs[1] != nil || errs[2] != nil || sessions[1].CallsMade != 2 || sessions[2].CallsMade != 2 || !errors.Is(errs[0], store.ErrToolNotAuthorized) {
-		t.Fatalf("second batch: %v, %+v", errs, sessions)
+	if errs[1] != nil || errs[2] != nil || sessions[1].CallsMade != 3 || sessions[2].CallsMade != 3 || !errors.Is(errs[0], store.ErrToolNotAuthorized) {
+		t.Fatalf("last batch: %v, %+v", errs, sessions)
 	}
 	if _, relocked := st.UseBatchMixed(); relocked != 1 {
-		t.Fatalf("%d batches rerun; the second needed none", relocked)
+		t.Fatalf("%d batches rerun; the last needed none", relocked)
 	}
-	wantCalls(t, st, map[string]int64{"s-a": 2, "s-b": 2, "s-c": 1})
+	wantCalls(t, st, map[string]int64{"s-a": 3, "s-b": 3, "s-c": 3})
+	if n, _ := st.UseBatchStats(); n != 3 {
+		t.Fatalf("%d batches committed; want 3", n)
+	}
 }
 
 // TestUseBatchRetriedWhole: the server aborts a batch's transaction with
@@ -339,7 +356,7 @@ func TestUseBatchRefusalsAmongGranted(t *testing.T) {
 func TestUseBatchRetriedWhole(t *testing.T) {
 	st, _ := batchFixture(t)
 	var runs atomic.Int32
-	st.SetUseBatchHook(func(ctx context.Context, tx pgx.Tx) error {
+	st.SetUseBatchHook(func(ctx context.Context, tx pgstore.Execer) error {
 		switch runs.Add(1) {
 		case 1:
 			_, err := tx.Exec(ctx, `DO $$ BEGIN RAISE EXCEPTION 'injected' USING ERRCODE = '40001'; END $$`)
@@ -393,5 +410,28 @@ func TestUseBatchFailingCallStaysItsOwn(t *testing.T) {
 	events := useEvents(t, st)
 	if len(events) != 2 || events["s-a"][store.OutcomeAllowed] != 1 || events["s-c"][store.OutcomeAllowed] != 1 {
 		t.Fatalf("use events %v", events)
+	}
+}
+
+// TestUseBatchConnectionLost: a batch's connection dies before its COMMIT
+// (its backend is terminated): nothing of the batch was committed, so its
+// calls are decided alone, once each, on the other connections.
+func TestUseBatchConnectionLost(t *testing.T) {
+	st, _ := batchFixture(t)
+	var runs atomic.Int32
+	st.SetUseBatchHook(func(ctx context.Context, tx pgstore.Execer) error {
+		if runs.Add(1) == 1 {
+			_, err := tx.Exec(ctx, `SELECT pg_terminate_backend(pg_backend_pid())`)
+			return err
+		}
+		return nil
+	})
+	sessions, errs := st.DecideUseBatch(context.Background(), refusedBatch)
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the batch ran %d times; want 1", n)
+	}
+	checkRefusedBatch(t, st, sessions, errs)
+	if n, _ := st.UseBatchStats(); n != 0 {
+		t.Fatalf("%d batches committed; want none", n)
 	}
 }

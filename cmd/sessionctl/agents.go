@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/view"
 )
@@ -224,7 +225,7 @@ func (g *globals) agentsShow(ctx context.Context, k store.SessionKey, last int, 
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "\nstate (%d keys, merged):\n", len(doc.State))
+		fmt.Fprintf(w, "\nstate (%d %s, merged):\n", len(doc.State), plural(len(doc.State), "key", "keys"))
 		if err := stateTable(g, doc.State, ""); err != nil {
 			return err
 		}
@@ -274,13 +275,14 @@ func eventTable(g *globals, events []store.AgentEvent) error {
 }
 
 // jsonText is a stored JSON value on one line, without insignificant
-// white space.
+// white space, its HTML escapes read as the characters they stand for
+// (an application's json.Marshal writes <b> as \u003cb\u003e).
 func jsonText(raw json.RawMessage) string {
 	var b bytes.Buffer
 	if json.Compact(&b, raw) != nil {
 		return compactJSON(raw)
 	}
-	return b.String()
+	return string(humanize.JSONChars(b.Bytes()))
 }
 
 // eventTimeLayout shows an agent event's time to the microsecond, the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -50,9 +49,9 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	sp := benchSpec
 	fs := g.newFlags(sp)
 	fs.StringVar(&o.Dir, "dir", "", "measure the disk of directory `DIR` (default: the directory of --db)")
-	durationVar(fs, &o.Duration, "duration", 2*time.Second, "time per scenario")
-	fs.IntVar(&o.Callers, "callers", 32, "concurrent callers for the contended scenarios")
-	fs.StringVar(&syncLevel, "sync", "FULL", "synchronous level: FULL or NORMAL")
+	durationVar(fs, &o.Duration, "duration", 2*time.Second, "time per scenario, `DURATION`")
+	fs.IntVar(&o.Callers, "callers", 32, "concurrent callers for the contended scenarios, `N`")
+	fs.StringVar(&syncLevel, "sync", "FULL", "synchronous `LEVEL`: FULL or NORMAL")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON document")
 	if _, err := g.parseArgs(fs, sp, args, 0, 0); err != nil {
 		return err
@@ -81,9 +80,7 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 		return exitStatus(exitError)
 	}
 	if asJSON {
-		enc := json.NewEncoder(rawWriter(g.stdout))
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := writeJSON(g.stdout, rep); err != nil {
 			return exitStatus(exitError)
 		}
 		return nil

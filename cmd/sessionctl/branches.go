@@ -20,16 +20,17 @@ import (
 var forkSpec = spec{
 	name: "fork",
 	args: "APP USER SESSION | CONVERSATION",
-	about: `Forks an agent session (or, given one id, a conversation) at an event: the new session holds the events 1..--at
-of SESSION (all of them without --at) and its next event follows them. Its
-session state is the state at that point (the creation state with the
-state changes of the events up to it); app and user state are shared as
-always. The fork copies no events, whatever the length of the history:
-it reads them from SESSION's lineage. Later events of either session never
-reach the other. --as names the fork (default: a random id, printed).
-A conversation's fork holds its messages up to and including position
---at (default: the last) and copies its session data; usage, cost and
-cost records start empty, artifacts, traces, runs and reports stay.`,
+	about: `Forks an agent session (or, given one id, a conversation) at an event: the
+new session holds the events 1..--at of SESSION (all of them without --at)
+and its next event follows them. Its session state is the state at that
+point (the creation state with the state changes of the events up to it);
+app and user state are shared as always. The fork copies no events, whatever
+the length of the history: it reads them from SESSION's lineage. Later
+events of either session never reach the other. --as names the fork
+(default: a random id, printed). A conversation's fork holds its messages up
+to and including position --at (default: the last) and copies its session
+data; usage, cost and cost records start empty, artifacts, traces, runs and
+reports stay.`,
 	examples: []string{
 		"sessionctl fork support ada s1 --at 40 --as s1-retry",
 		"sessionctl fork c1 --at 12 --as c1-retry",
@@ -40,13 +41,13 @@ cost records start empty, artifacts, traces, runs and reports stay.`,
 var rewindSpec = spec{
 	name: "rewind",
 	args: "APP USER SESSION | CONVERSATION",
-	about: `Rewinds an agent session (or, given one id, a conversation) to event --to: the events after it are superseded
-(kept, shown by --superseded and by history, until retention removes
-them) and the session state returns to what it was at that event (--to 0:
-the state the session was created with). Forks taken earlier keep what
-they read. --superseded lists the superseded events instead. For a
-conversation, --to is the position of the last message kept (-1: none);
-its session data is not kept per message and stays as it is.`,
+	about: `Rewinds an agent session (or, given one id, a conversation) to event --to:
+the events after it are superseded (kept, shown by --superseded and by
+history, until retention removes them) and the session state returns to what
+it was at that event (--to 0: the state the session was created with). Forks
+taken earlier keep what they read. --superseded lists the superseded events
+instead. For a conversation, --to is the position of the last message kept
+(-1: none); its session data is not kept per message and stays as it is.`,
 	examples: []string{
 		"sessionctl rewind support ada s1 --to 12",
 		"sessionctl rewind c1 --to 7",
@@ -59,10 +60,9 @@ var historySpec = spec{
 	args: "APP USER SESSION | CONVERSATION",
 	about: `Prints the tree an agent session (or, given one id, a conversation) belongs
 to: the session it was forked from (its lineage, not a conversation's parent
-field), its forks and theirs,
-deleted sessions whose events forks still read, the runs of events a
-rewind superseded, and the ranges compaction records summarise. The
-session asked for is marked with *.`,
+field), its forks and theirs, deleted sessions whose events forks still
+read, the runs of events a rewind superseded, and the ranges compaction
+records summarise. The session asked for is marked with *.`,
 	examples: []string{
 		"sessionctl history support ada s1",
 		"sessionctl history c1",

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -398,11 +399,22 @@ func (g *globals) clock() time.Time {
 
 // writeJSON writes v as one indented JSON document, unescaped (see
 // rawWriter).
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(rawWriter(w))
-	enc.SetIndent("", "  ")
+func writeJSON(w io.Writer, v any) error { return encodeJSON(rawWriter(w), v, "  ") }
+
+// encodeJSON writes v as one JSON document, indented by indent ("": on
+// one line), with <, > and & as the characters they are: encoding/json
+// escapes them for HTML (\u003c) in stored JSON too, a message's text or
+// a tool's input, which a reader must see as it was written.
+func encodeJSON(w io.Writer, v any, indent string) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", indent)
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(humanize.JSONChars(buf.Bytes()))
+	return err
 }
 
 // newTable returns a tabwriter for aligned columns.

@@ -232,6 +232,12 @@ func TestCommandTable(t *testing.T) {
 	}
 }
 
+// goTypeNames are the names the flag package gives a value without one.
+var goTypeNames = map[string]bool{"string": true, "int": true, "uint": true, "float": true, "duration": true, "value": true}
+
+// enumValueNames are the names of flag values that are one of a few.
+var enumValueNames = map[string]bool{"FACET": true, "KIND": true, "KINDS": true, "ORDER": true, "STATUS": true, "LEVEL": true}
+
 func testCommandTable(t *testing.T, c command) {
 	t.Helper()
 	d := describe(c)
@@ -256,6 +262,16 @@ func testCommandTable(t *testing.T, c command) {
 		code, _, errs := sctl(t, c.name, "--"+f.Name+"="+f.DefValue, "--help")
 		if strings.Contains(errs, "unknown flag") {
 			t.Errorf("%s --%s: exit %d, %s", c.name, f.Name, code, errs)
+		}
+		// A value named as one of a few (FACET, KIND, ORDER, ...) is
+		// offered (search --kind, --facet and --order were not).
+		if name, _ := flag.UnquoteUsage(f); enumValueNames[name] && len(d.sp.values["--"+f.Name]) == 0 {
+			t.Errorf("%s --%s takes one %s of a few, which completion does not offer", c.name, f.Name, name)
+		}
+		// A value is named for the reader (DURATION, N), not by Go's
+		// type (serve --refresh duration, bench --callers int).
+		if name, _ := flag.UnquoteUsage(f); goTypeNames[name] {
+			t.Errorf("%s --%s names its value by Go's type %q", c.name, f.Name, name)
 		}
 		if takesValue(&d, f.Name) {
 			if got, want := completeSet(c.name, "--"+f.Name, ""), d.sp.values["--"+f.Name]; !slices.Equal(got, want) {

@@ -10,7 +10,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -42,8 +41,6 @@ func followAs[T any](ctx context.Context, g *globals, feed iter.Seq2[store.Batch
 			return err
 		}
 	}
-	enc := json.NewEncoder(out)
-	enc.SetEscapeHTML(false)
 	for batch, err := range feed {
 		if err != nil {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -53,7 +50,7 @@ func followAs[T any](ctx context.Context, g *globals, feed iter.Seq2[store.Batch
 		}
 		for _, it := range batch.Items {
 			if asJSON {
-				err = enc.Encode(obj(it))
+				err = encodeJSON(out, obj(it), "")
 			} else {
 				_, err = io.WriteString(out, line(it)+"\n")
 			}

@@ -16,25 +16,24 @@ var gcSpec = spec{
 	about: `Applies retention, facet by facet. Conversations: --older-than deletes
 conversations not updated for that long (with their messages, artifacts,
 traces, runs and reports), --keep-last keeps only the last N messages of
-each conversation (positions of the kept messages do not change).
-gc is one sweep (see sessionctl sweep) with these rules in place of the
-stored policies: deletions run in short transactions of whole
-conversations (a few hundred rows each), so that other writers are never
-held up for long, and held conversations (sessionctl hold) are kept. Agent sessions: with
+each conversation (positions of the kept messages do not change). gc is one
+sweep (see sessionctl sweep) with these rules in place of the stored
+policies: deletions run in short transactions of whole conversations (a few
+hundred rows each), so that other writers are never held up for long, and
+held conversations (sessionctl hold) are kept. Agent sessions: with
 --older-than, gc counts those not updated for that long and keeps them
-(their event logs are not trimmed either): the store has no
-delete-by-age for them, and deleting what a listing found would lose an
-event appended in between; delete them through the library
-(AgentSessions().DeleteSession).` + gcLeftAlone() + `
+(their event logs are not trimmed either): the store has no delete-by-age
+for them, and deleting what a listing found would lose an event appended in
+between; delete them through the library (AgentSessions().DeleteSession).` + gcLeftAlone() + `
 
-Then the WAL is checkpointed and truncated; with --vacuum the database
-file is also rewritten without its free pages. --dry-run only counts what
-would go. When stderr is a terminal, a status line shows the step
-running and what it has deleted or counted so far. Before it changes
-anything, gc checks the database (SQLite's
-quick_check, and that every stored document decodes, as doctor does) and
-refuses to rewrite a damaged one. On PostgreSQL there is no checkpoint (the server manages its
-WAL; autovacuum reclaims space) and --vacuum is refused.`,
+Then the WAL is checkpointed and truncated; with --vacuum the database file
+is also rewritten without its free pages. --dry-run only counts what would
+go. When stderr is a terminal, a status line shows the step running and what
+it has deleted or counted so far. Before it changes anything, gc checks the
+database (SQLite's quick_check, and that every stored document decodes, as
+doctor does) and refuses to rewrite a damaged one. On PostgreSQL there is no
+checkpoint (the server manages its WAL; autovacuum reclaims space) and
+--vacuum is refused.`,
 	examples: []string{
 		"sessionctl gc --older-than 30d --dry-run",
 		"sessionctl gc --older-than 90d --keep-last 500 --vacuum",

@@ -52,8 +52,8 @@ func rateDetails(s store.Session) string {
 	if s.RateLimit == 0 {
 		return "none"
 	}
-	return fmt.Sprintf("%d calls per %s (%d in the window from %s)",
-		s.RateLimit, durationText(s.RateWindow), s.RateWindowCalls, tableTime(s.RateWindowStart))
+	return fmt.Sprintf("%d %s per %s (%d in the window from %s)",
+		s.RateLimit, plural(int(s.RateLimit), "call", "calls"), durationText(s.RateWindow), s.RateWindowCalls, tableTime(s.RateWindowStart))
 }
 
 // listText joins a list for a table cell (each item escaped), cut at max

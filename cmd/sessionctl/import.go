@@ -20,8 +20,9 @@ their content:
     sessions with their counters, rate window, status and times, spend
     limits and reservations; runtime sessions with their times,
     overrides, uploads (each checked against its SHA-256) and last turn
-    (no longer running: it belonged to the process that ran it); conversations with their version, message positions and
-    times, cost records, artifacts, trace events, run records and reports;
+    (no longer running: it belonged to the process that ran it);
+    conversations with their version, message positions and times, cost
+    records, artifacts, trace events, run records and reports;
     agent sessions with their version, times, session state and event
     logs, and the app and user state they share (a stored state key with
     another value is a conflict, like an existing id); audit chains whole,

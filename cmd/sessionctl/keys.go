@@ -28,16 +28,17 @@ import (
 var keysSpec = spec{
 	name: "keys",
 	args: "[status | rotate | gc | new FILE]",
-	about: `Encryption at rest. With key-encryption keys (KEKs) given by --key-file
-FILE (default $SESSIONSTORE_KEY_FILE) or by $SESSIONSTORE_KEY, every
-command opens the store with its keyring and every new agent session,
-conversation and runtime session gets a data key of its own: its content
-(events and session state; messages, artifacts, traces, runs and reports;
-workspace and uploads) is stored sealed (AES-256-GCM). The keyring of a SQLite file is the directory <db>.keyring
-beside it; on PostgreSQL give --keyring DIR (default $SESSIONSTORE_KEYRING).
-A key file holds one "version:base64-key" line per KEK version (32 bytes);
-the last line is the current version. Deleting a session shreds its data
-key: its rows are unreadable in every copy of the database.
+	about: `Encryption at rest. With key-encryption keys (KEKs) given by --key-file FILE
+(default $SESSIONSTORE_KEY_FILE) or by $SESSIONSTORE_KEY, every command
+opens the store with its keyring and every new agent session, conversation
+and runtime session gets a data key of its own: its content (events and
+session state; messages, artifacts, traces, runs and reports; workspace and
+uploads) is stored sealed (AES-256-GCM). The keyring of a SQLite file is the
+directory <db>.keyring beside it; on PostgreSQL give --keyring DIR (default
+$SESSIONSTORE_KEYRING). A key file holds one "version:base64-key" line per
+KEK version (32 bytes); the last line is the current version. Deleting a
+session shreds its data key: its rows are unreadable in every copy of the
+database.
 
   keys [status]  counts the keyring's data keys by the KEK version that
                  wraps them
@@ -310,8 +311,8 @@ func runKeys(ctx context.Context, g *globals, args []string) error {
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	dryRun := fs.Bool("dry-run", false, "keys gc: list the orphan keys, shred nothing")
-	grace := durationFlag(fs, "grace", store.DefaultKeyGrace, "keys gc: how old an unnamed key must be to be shredded")
-	version := fs.String("kek-version", "v1", "keys new: the version of the key-encryption key it writes")
+	grace := durationFlag(fs, "grace", store.DefaultKeyGrace, "keys gc: how old an unnamed key must be to be shredded, `DURATION`")
+	version := fs.String("kek-version", "v1", "keys new: the `VERSION` of the key-encryption key it writes")
 	pos, err := g.parseAction(fs, sp, sub, args)
 	if err != nil {
 		return err

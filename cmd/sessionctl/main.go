@@ -35,6 +35,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -178,7 +179,7 @@ func commands() []command {
 		{"gc", groupDrive, "retention: old conversations, long histories", runGC},
 		{"fork", groupDrive, "fork an agent session or a conversation (no copying)", runFork},
 		{"rewind", groupDrive, "rewind an agent session or a conversation (reversible)", runRewind},
-		{"sweep", groupDrive, "apply the retention policies (or --dry-run: what they would remove)", runSweep},
+		{"sweep", groupDrive, "apply the retention policies (--dry-run: what they would remove)", runSweep},
 		{"hold", groupDrive, "keep sessions whatever the retention policies say", runHold},
 
 		{"retention", groupMaintain, "show or set the retention policies stored in the database", runRetention},
@@ -327,12 +328,17 @@ func (g *globals) usage(w io.Writer) {
 	fmt.Fprintln(w, "\nExample:\n  sessionctl --db /tmp/demo.db demo && sessionctl --db /tmp/demo.db list")
 }
 
-// printExitStatuses documents every exit status.
+// printExitStatuses documents every exit status, each meaning wrapped
+// under itself within 80 columns.
 func printExitStatuses(w io.Writer) {
 	fmt.Fprintln(w, "Exit statuses:")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, e := range exitTable {
-		fmt.Fprintf(tw, "  %d\t%s\n", e.code, e.meaning)
+		for i, line := range wrapWords(e.meaning, 80-6) {
+			code := ""
+			if i == 0 {
+				code = strconv.Itoa(e.code)
+			}
+			fmt.Fprintf(w, "  %-4s%s\n", code, line)
+		}
 	}
-	tw.Flush()
 }

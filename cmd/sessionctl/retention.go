@@ -29,7 +29,7 @@ or a store opened with a background sweeper) applies them.
   retention [show]           lists the policies, the holds and the last
                              sweeps
   retention set KIND VALUE   sets a policy: VALUE is a duration for the
-                             kinds that take max_age (30d, 12h), a count for
+                             kinds that take an age (30d, 12h), a count for
                              messages_keep_last, a size for size_budget
                              (bytes, or with KB, MB, GB, KiB, MiB, GiB);
                              orphan_state takes none. --reads-count lets
@@ -65,7 +65,18 @@ func policyKindNames() []string {
 func kindsHelp() string {
 	var b strings.Builder
 	for _, k := range store.PolicyKinds() {
-		fmt.Fprintf(&b, "  %-20s %s\n", k.Kind, k.About)
+		// The description wraps under itself, within 80 columns.
+		// VALUE, as "retention set KIND VALUE" names it, stands for the
+		// store's parameter (max_age, keep_last, max_bytes).
+		about := strings.NewReplacer(string(store.ParamMaxAge), "VALUE", string(store.ParamKeepLast), "VALUE",
+			string(store.ParamMaxBytes), "VALUE").Replace(k.About)
+		for i, line := range wrapWords(about, 80-23) {
+			name := ""
+			if i == 0 {
+				name = string(k.Kind)
+			}
+			fmt.Fprintf(&b, "  %-20s %s\n", name, line)
+		}
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
@@ -328,7 +339,9 @@ func runSweep(ctx context.Context, g *globals, args []string) error {
 		}
 		rep, err := st.Retention().Sweep(ctx, store.SweepOptions{DryRun: *dryRun, BatchRows: *batch, Holder: "sessionctl",
 			Progress: func(k store.KindSweep) {
-				p.update(func() string { return fmt.Sprintf("sweep: %s %s: %d sessions", verb, k.Kind, k.Sessions) })
+				p.update(func() string {
+					return fmt.Sprintf("sweep: %s %s: %d %s", verb, k.Kind, k.Sessions, plural(int(k.Sessions), "session", "sessions"))
+				})
 			}})
 		p.clear()
 		if err != nil {

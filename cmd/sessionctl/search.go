@@ -29,6 +29,17 @@ hit. --limit per page, --after the cursor printed after a page.`,
 		"sessionctl search --app shop --user alice --order time refund",
 		"sessionctl search --kind message --window 2 --json 東京",
 	},
+	values: map[string][]string{"--kind": searchKinds(), "--facet": {facetConversations, store.HoldAgentSessions},
+		"--order": {string(store.SearchByRank), string(store.SearchByTime)}},
+}
+
+// searchKinds are the kinds of searchable items, as --kind takes them.
+func searchKinds() []string {
+	var kinds []string
+	for _, k := range store.SearchKinds() {
+		kinds = append(kinds, string(k))
+	}
+	return kinds
 }
 
 func runSearch(ctx context.Context, g *globals, args []string) error {
@@ -219,7 +230,7 @@ func runReindex(ctx context.Context, g *globals, args []string) error {
 		}
 		p := g.startProgress(true)
 		res, err := st.Reindex(ctx, store.ReindexRequest{Batch: *batch, Progress: func(done int64) {
-			p.show("reindex: %d items", done)
+			p.show("reindex: %d %s", done, plural(int(done), "item", "items"))
 		}})
 		p.clear()
 		if err != nil {

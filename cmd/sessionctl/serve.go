@@ -44,15 +44,23 @@ var serveStarted func(addr string)
 func runServe(ctx context.Context, g *globals, args []string) error {
 	sp := serveSpec
 	fs := g.newFlags(sp)
-	addr := fs.String("addr", "127.0.0.1:7777", "address to listen on (host:port); a non-loopback host needs --basic-auth or --token")
-	prefix := fs.String("prefix", "", "path prefix to serve the console under, e.g. /console")
-	basic := fs.String("basic-auth", os.Getenv("SESSIONCTL_BASIC_AUTH"), "require HTTP basic auth USER:PASSWORD (default $SESSIONCTL_BASIC_AUTH)")
-	token := fs.String("token", os.Getenv("SESSIONCTL_TOKEN"), "require the bearer token TOKEN (default $SESSIONCTL_TOKEN)")
+	addr := fs.String("addr", "127.0.0.1:7777", "address to listen on, `HOST:PORT`; a non-loopback host needs --basic-auth or --token")
+	prefix := fs.String("prefix", "", "path `PREFIX` to serve the console under, e.g. /console")
+	// The defaults from the environment are read after parsing, so that
+	// --help never prints a secret as a default.
+	basic := fs.String("basic-auth", "", "require HTTP basic auth `USER:PASSWORD` (default $SESSIONCTL_BASIC_AUTH)")
+	token := fs.String("token", "", "require the bearer token `TOKEN` (default $SESSIONCTL_TOKEN)")
 	hide := fs.Bool("hide-content", false, "hide message bodies, tool inputs and state values until asked for")
-	refresh := durationFlag(fs, "refresh", 5*time.Second, "live refresh interval of growing pages (0 disables)")
+	refresh := durationFlag(fs, "refresh", 5*time.Second, "live refresh interval of growing pages, `DURATION` (0 disables)")
 	_, err := g.parseArgs(fs, sp, args, 0, 0)
 	if err != nil {
 		return err
+	}
+	if !isSet(fs, "basic-auth") {
+		*basic = os.Getenv("SESSIONCTL_BASIC_AUTH")
+	}
+	if !isSet(fs, "token") {
+		*token = os.Getenv("SESSIONCTL_TOKEN")
 	}
 	auth := console.Auth{Token: *token, Realm: "sessionctl console"}
 	if *basic != "" {

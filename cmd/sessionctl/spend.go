@@ -13,6 +13,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
@@ -96,8 +97,8 @@ func spendDetails(w io.Writer, v view.Spend) error {
 	tw := newTable(w)
 	for _, l := range v.Limits {
 		window := l.Window
-		if l.WindowStart != "" {
-			window += " from " + l.WindowStart
+		if start, err := time.Parse(time.RFC3339Nano, l.WindowStart); err == nil {
+			window += " from " + tableTime(start) // as every table writes a time
 		}
 		fmt.Fprintf(tw, "  %s %s\t%v spent, %v reserved of %v (%v left)\t%s\n", l.Scope, l.Metric,
 			l.Spent, l.Reserved, l.Limit, l.Remaining, window)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -153,6 +155,10 @@ func TestErrorWording(t *testing.T) {
 		t.Errorf("the error names goose's table: %s", r.stderr)
 	}
 	f.run("doctor").want(t, exitNotStore).oneLineErr(t, "is not a session store database")
+	// doctor's help says so (it said only "Exits 1 when any check fails").
+	if r := f.run("doctor", "--help").want(t, 0); !strings.Contains(humanize.OneLine(r.stdout), fmt.Sprintf("(%d when the file is not a session store", exitNotStore)) {
+		t.Errorf("doctor --help does not quote exit status %d:\n%s", exitNotStore, r.stdout)
+	}
 }
 
 // TestToolInputReadsAsItsCharacters: a tool input that json.Marshal
@@ -168,12 +174,63 @@ func TestToolInputReadsAsItsCharacters(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := st.Conversations().AppendMessages(ctx, "c1",
-		store.Message{Role: store.RoleAssistant, Content: []store.ContentBlock{store.ToolUseBlock("call-1", "render", input)}}); err != nil {
+		store.Message{Role: store.RoleAssistant, Content: []store.ContentBlock{store.ToolUseBlock("call-1", "render", input)}},
+		store.UserMessage("is <i>this</i> & that safe?")); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
 	r := e.run("messages", "c1").want(t, 0)
 	if !strings.Contains(r.stdout, `{"html":"<b>x</b> & y"}`) || strings.Contains(r.stdout, `\u003c`) {
 		t.Errorf("messages:\n%s", r.stdout)
+	}
+	// JSON too, a message's text included (it read "is \u003ci\u003ethis..."),
+	// and each line of a followed stream.
+	if r := e.run("messages", "c1", "--json").want(t, 0); !strings.Contains(r.stdout, `"is <i>this</i> & that safe?"`) || strings.Contains(r.stdout, `\u00`) {
+		t.Errorf("messages --json:\n%s", r.stdout)
+	}
+	// An agent event's data and a state value that an application's
+	// json.Marshal wrote read as their characters in the tables.
+	st = e.openStore()
+	key := store.SessionKey{App: "app", User: "u", Session: "s"}
+	escaped := json.RawMessage(`{"html":"\u003cb\u003ex\u003c/b\u003e \u0026 y"}`)
+	if _, err := st.AgentSessions().CreateSession(ctx, store.CreateAgentSessionRequest{Key: key,
+		State: store.ScopedState{Session: map[string]json.RawMessage{"k": escaped}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AgentSessions().AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: store.AgentEvent{ID: "e1", Data: escaped}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	for _, args := range [][]string{{"agents", "events", "app", "u", "s"}, {"agents", "state", "app", "u", "s"}} {
+		if r := e.run(args...).want(t, 0); !strings.Contains(r.stdout, `{"html":"<b>x</b> & y"}`) || strings.Contains(r.stdout, `\u00`) {
+			t.Errorf("%s:\n%s", strings.Join(args, " "), r.stdout)
+		}
+	}
+	f := e.startFollow("messages", "c1", "--json", "--follow", "--from", "0")
+	lines := strings.Join(waitLines(t, f.out.lines, 2, "followed messages"), "\n")
+	f.stop(t)
+	if !strings.Contains(lines, `"is <i>this</i> & that safe?"`) || strings.Contains(lines, `\u00`) {
+		t.Errorf("messages --follow --json:\n%s", lines)
+	}
+}
+
+// TestTextPlurals: counts of one read in the singular ("1 call per 1
+// min", "state (1 key, merged)"; they said "1 calls", "1 keys").
+func TestTextPlurals(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	e.run("create", "--id", "s1", "--agent", "a", "--tool", "x", "--budget", "5", "--rate-limit", "1").want(t, 0)
+	if r := e.run("show", "s1").want(t, 0); !strings.Contains(r.stdout, "1 call per 1 min (") {
+		t.Errorf("show:\n%s", r.stdout)
+	}
+	st := e.openStore()
+	key := store.SessionKey{App: "app", User: "u", Session: "s"}
+	if _, err := st.AgentSessions().CreateSession(context.Background(), store.CreateAgentSessionRequest{Key: key,
+		State: store.ScopedState{Session: map[string]json.RawMessage{"k": json.RawMessage(`1`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if r := e.run("agents", "show", "app", "u", "s").want(t, 0); !strings.Contains(r.stdout, "state (1 key, merged)") {
+		t.Errorf("agents show:\n%s", r.stdout)
 	}
 }
