@@ -40,8 +40,9 @@ import (
 //   - Rows are locked in one order, by session id in byte order (the
 //     column's "C" collation): the batch is sorted by session id (calls of
 //     one session keep their queue order); a batch of several sessions
-//     locks its rows first, in that order (useLockManySQL); in a batch of
-//     one session, or whose calls all name several tools, a refused call,
+//     locks its rows first, in that order (useLockManySQL); in a batch
+//     with fewer than two sessions whose first call names one tool (one
+//     session, or calls of several tools), a refused call,
 //     whose UPDATE locked nothing, is decided on a row locked after the
 //     others only when its id sorts after every row the batch has locked,
 //     otherwise the batch rolls back and reruns with its rows locked first. So two batches, in two
