@@ -339,10 +339,13 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	now := g.s.now()
 	nowMS, nowUS := rowcodec.ToMillis(now), rowcodec.ToMicros(now)
 	// The calls of the statement for many, and the others.
+	// (An UPDATE changes a row once: one call per session in it.)
 	var many, single []*useCall
+	inMany := make(map[string]bool, len(batch))
 	for i, c := range batch {
 		first := i == 0 || batch[i-1].req.SessionID != c.req.SessionID
-		if first && len(c.tools) == 1 && !g.s.cfg.auditOff {
+		if first && !inMany[c.req.SessionID] && len(c.tools) == 1 && !g.s.cfg.auditOff {
+			inMany[c.req.SessionID] = true
 			many = append(many, c)
 		} else {
 			single = append(single, c)
