@@ -38,8 +38,9 @@
 // connection do not (see DefaultMaxConns; BenchmarkGovernedConcurrency
 // measures 1 caller against 32 on one session, on 32 sessions of one
 // agent and on 32 agents). A governed Use writes only its session's row
-// and its event (the audit chain is per session), so the sessions of one
-// agent commit in parallel.
+// and its event (the audit chain is per session); concurrent Use calls of
+// one process share a transaction and its commit, whatever their sessions
+// (usebatch.go).
 //
 // # Turns across processes
 //

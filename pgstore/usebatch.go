@@ -20,13 +20,17 @@ import (
 // Group commit of governed Use calls, PostgreSQL's counterpart of the
 // SQLite writer's batches. Concurrent Use calls (without a request id) of
 // one tenant in one process queue up, whatever their session; a leader
-// runs what is queued in one READ COMMITTED transaction: each call's
-// conditional UPDATE (with its audit event), all sent in one round trip
-// (a pipeline), then the calls they refused, each decided on its session's
-// row as the transaction has locked it (its reason, or its increment,
-// exactly as alone), then one COMMIT. The server's CPU and round trips of
-// a transaction are then paid per batch instead of per call, and callers
-// on one row, which wait for its lock anyway, wait together.
+// runs what is queued in one READ COMMITTED transaction: the calls'
+// conditional UPDATEs (with their audit events), all sent with the BEGIN
+// in one round trip (a pipeline), then the calls they refused, each
+// decided on its session's row as the transaction has locked it (its
+// reason, or its increment, exactly as alone), then one COMMIT. When the
+// batch holds several sessions, their rows are locked first (in id order)
+// and the first call of one tool of each session is decided in one UPDATE
+// over arrays (govUseManySQL), the others each in its own. The server's
+// CPU and round trips of a transaction, and of a statement, are then paid
+// per batch instead of per call, and callers on one row, which wait for
+// its lock anyway, wait together.
 //
 // Decisions stay exact:
 //   - Each call is decided on its own session's row, locked by the
@@ -35,11 +39,13 @@ import (
 //     before the COMMIT.
 //   - Rows are locked in one order, by session id in byte order (the
 //     column's "C" collation): the batch is sorted by session id (calls of
-//     one session keep their queue order), and a refused call, whose
-//     UPDATE locked nothing, is decided on a row locked after the others
-//     only when its id sorts after every row the batch has locked;
-//     otherwise the batch rolls back and reruns with every row locked
-//     first, in that order (useLockManySQL). So two batches, in two
+//     one session keep their queue order); a batch of several sessions
+//     locks its rows first, in that order (useLockManySQL); in a batch
+//     with fewer than two sessions whose first call names one tool (one
+//     session, or calls of several tools), a refused call,
+//     whose UPDATE locked nothing, is decided on a row locked after the
+//     others only when its id sorts after every row the batch has locked,
+//     otherwise the batch rolls back and reruns with its rows locked first. So two batches, in two
 //     processes, cannot deadlock each other; a deadlock with another kind
 //     of transaction (Cleanup removes many rows), or a serialization
 //     failure, reruns the whole batch (Store.retry, bounded): nothing of
@@ -333,10 +339,13 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	now := g.s.now()
 	nowMS, nowUS := rowcodec.ToMillis(now), rowcodec.ToMicros(now)
 	// The calls of the statement for many, and the others.
+	// (An UPDATE changes a row once: one call per session in it.)
 	var many, single []*useCall
+	inMany := make(map[string]bool, len(batch))
 	for i, c := range batch {
 		first := i == 0 || batch[i-1].req.SessionID != c.req.SessionID
-		if first && len(c.tools) == 1 && !g.s.cfg.auditOff {
+		if first && !inMany[c.req.SessionID] && len(c.tools) == 1 && !g.s.cfg.auditOff {
+			inMany[c.req.SessionID] = true
 			many = append(many, c)
 		} else {
 			single = append(single, c)

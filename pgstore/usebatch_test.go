@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -433,5 +434,106 @@ func TestUseBatchConnectionLost(t *testing.T) {
 	checkRefusedBatch(t, st, sessions, errs)
 	if n, _ := st.UseBatchStats(); n != 0 {
 		t.Fatalf("%d batches committed; want none", n)
+	}
+}
+
+// retryCounter is a slog handler that counts the store's retries of
+// transactions the server aborted, by SQLSTATE.
+type retryCounter struct {
+	mu    sync.Mutex
+	codes map[string]int
+}
+
+func (h *retryCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (h *retryCounter) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *retryCounter) WithGroup(string) slog.Handler            { return h }
+func (h *retryCounter) Handle(_ context.Context, r slog.Record) error {
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "sqlstate" {
+			h.mu.Lock()
+			h.codes[a.Value.String()]++
+			h.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+// TestUseBatchesNeverDeadlock: two stores (two processes' stand-ins) decide
+// batches of calls of the same eight sessions at once, each batch's calls
+// in a different order, some refused, each batch holding its locks a few
+// milliseconds before its COMMIT: rows are locked in one order, so no
+// batch is ever aborted as a deadlock, and every session's counter is
+// exactly its granted calls.
+func TestUseBatchesNeverDeadlock(t *testing.T) {
+	loc := newSchema(t)
+	ctx := context.Background()
+	counters := []*retryCounter{{codes: map[string]int{}}, {codes: map[string]int{}}}
+	var stores []*pgstore.Store
+	for _, h := range counters {
+		st, err := pgstore.Open(ctx, loc, pgstore.WithLogger(slog.New(h)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		st.SetUseBatchHook(func(ctx context.Context, tx pgstore.Execer) error {
+			_, err := tx.Exec(ctx, `SELECT pg_sleep(0.003)`)
+			return err
+		})
+		stores = append(stores, st)
+	}
+	var ids []string
+	for i := range 8 {
+		s, err := stores[0].Governance().Create(ctx, store.CreateRequest{
+			AgentID: fmt.Sprintf("a%d", i%3), AuthorizedTools: []string{"read_file"}, CallBudget: 1 << 40, TimeLimit: time.Hour,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+	}
+	var granted [8]atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 8 {
+		st := stores[w%2]
+		wg.Go(func() {
+			for round := range 12 {
+				var reqs []store.UseRequest
+				var which []int
+				for k := range 5 {
+					i := (w*5 + round*3 + k*(1+w%3)) % len(ids)
+					if w%2 == 1 {
+						i = len(ids) - 1 - i
+					}
+					tool := "read_file"
+					if (w+round+k)%4 == 0 {
+						tool = "delete_file"
+					}
+					reqs = append(reqs, store.UseRequest{SessionID: ids[i], Tools: []string{tool}})
+					which = append(which, i)
+				}
+				_, errs := st.DecideUseBatch(ctx, reqs)
+				for k, err := range errs {
+					switch {
+					case err == nil:
+						granted[which[k]].Add(1)
+					case !errors.Is(err, store.ErrToolNotAuthorized):
+						t.Errorf("use: %v", err)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, h := range counters {
+		if n := h.codes["40P01"]; n != 0 {
+			t.Errorf("%d batches aborted as deadlocks", n)
+		}
+	}
+	for i, id := range ids {
+		got, err := stores[1].Governance().Get(ctx, id)
+		if err != nil || got.CallsMade != granted[i].Load() {
+			t.Fatalf("session %d: stored calls made %d, %v; %d granted", i, got.CallsMade, err, granted[i].Load())
+		}
 	}
 }
