@@ -22,9 +22,13 @@ package docs
 //     `<!-- go: DIRECTIVE; DIRECTIVE -->`, says more: "given NAME TYPE,
 //     NAME TYPE" replaces the function's parameters (what the snippet
 //     takes from the text around it); "module adk" compiles it in the adk
-//     module; "run" (whole files only) also runs the program in a
-//     temporary directory, where it must exit 0, and the next block, if
-//     its comment is <!-- go: output -->, is what it must print.
+//     module; "run" also runs the program in a temporary directory,
+//     where it must exit 0, and the next block, if its comment is
+//     <!-- go: output -->, is what it must print. A fragment that runs
+//     (root module only) is called with a background context for ctx, a
+//     store opened on sessions.db in that directory for a
+//     *sqlstore.Store, and the zero value of any other parameter, and
+//     must return nil.
 
 import (
 	"bytes"
@@ -170,13 +174,11 @@ func (s docSnippet) source() (string, error) {
 	if strings.HasPrefix(s.text, "package ") {
 		return s.text, nil
 	}
-	if _, ok := s.directive("run"); ok {
-		return "", fmt.Errorf("only a whole file (package main) can run")
-	}
 	given := defaultGiven
 	if d, ok := s.directive("given "); ok {
 		given = strings.TrimPrefix(d, "given ")
 	}
+	_, run := s.directive("run")
 	wrapped := "package main\n\nfunc main() {}\n\nfunc snippet(" + given + ") error {\n" + s.text + "}\n"
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "snippet.go", wrapped, 0)
@@ -233,13 +235,55 @@ func (s docSnippet) source() (string, error) {
 			imports = append(imports, path)
 		}
 	}
+	main := "func main() {}"
+	if run {
+		var err error
+		if main, err = runMain(f.Decls[len(f.Decls)-1].(*ast.FuncDecl), wrapped, fset); err != nil {
+			return "", err
+		}
+		for _, p := range []string{"context", "log", snippetImports["sqlstore"]} {
+			if !slices.Contains(imports, p) {
+				imports = append(imports, p)
+			}
+		}
+	}
 	slices.Sort(imports)
 	var b strings.Builder
 	b.WriteString("package main\n\nimport (\n")
 	for _, p := range imports {
 		fmt.Fprintf(&b, "\t%q\n", p)
 	}
-	b.WriteString(")\n\nfunc main() {}\n\nfunc snippet(" + given + ") error {\n" + src + uses.String() + end + "}\n")
+	b.WriteString(")\n\n" + main + "\n\nfunc snippet(" + given + ") error {\n" + src + uses.String() + end + "}\n")
+	return b.String(), nil
+}
+
+// runMain is the main function of a fragment marked run: it calls the
+// fragment with a background context for ctx, a store opened on
+// sessions.db in the working directory (a temporary one) for a
+// *sqlstore.Store, and the zero value of any other parameter, and fails
+// when the fragment returns an error.
+func runMain(fn *ast.FuncDecl, src string, fset *token.FileSet) (string, error) {
+	var args []string
+	openStore := false
+	for _, field := range fn.Type.Params.List {
+		typ := src[fset.Position(field.Type.Pos()).Offset:fset.Position(field.Type.End()).Offset]
+		for range field.Names {
+			switch {
+			case typ == "context.Context":
+				args = append(args, "ctx")
+			case typ == "*sqlstore.Store":
+				args, openStore = append(args, "st"), true
+			default:
+				args = append(args, "*new("+typ+")")
+			}
+		}
+	}
+	var b strings.Builder
+	b.WriteString("func main() {\n\tctx := context.Background()\n")
+	if openStore {
+		b.WriteString("\tst, err := sqlstore.Open(ctx, \"sessions.db\")\n\tif err != nil {\n\t\tlog.Fatal(err)\n\t}\n\tdefer st.Close()\n")
+	}
+	b.WriteString("\tif err := snippet(" + strings.Join(args, ", ") + "); err != nil {\n\t\tlog.Fatal(\"the snippet returned \", err)\n\t}\n}")
 	return b.String(), nil
 }
 
@@ -384,6 +428,12 @@ func annotate(out string, where map[string]docSnippet) string {
 // vet on it, returning its output and error.
 func vetOne(t *testing.T, goBin, root string, s docSnippet) (string, error) {
 	t.Helper()
+	return goOne(t, goBin, root, s, "vet")
+}
+
+// goOne runs the go command (vet, run) on the package of one snippet.
+func goOne(t *testing.T, goBin, root string, s docSnippet, verb string) (string, error) {
+	t.Helper()
 	src, err := s.source()
 	if err != nil {
 		return "", err
@@ -403,7 +453,7 @@ func vetOne(t *testing.T, goBin, root string, s docSnippet) (string, error) {
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(goBin, "vet", ".")
+	cmd := exec.Command(goBin, verb, ".")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -444,5 +494,16 @@ func TestGoSnippetsFailOnDrift(t *testing.T) {
 		"n, err := st.Governance().CountActive(ctx, \"a\")\n"
 	if out, err := vetOne(t, goBin, root, docSnippet{doc: "good.md", line: 1, text: good}); err != nil {
 		t.Errorf("go vet of a right snippet: %v\n%s", err, out)
+	}
+	// A fragment marked run runs on a store of its own: it fails when it
+	// returns an error, and passes when it returns nil.
+	run := []string{"run"}
+	if out, err := goOne(t, goBin, root, docSnippet{doc: "fails.md", line: 1, directives: run,
+		text: "_, err := st.Governance().Get(ctx, \"no-such-session\")\nreturn err\n"}, "run"); err == nil || !strings.Contains(out, "the snippet returned") {
+		t.Errorf("a fragment returning an error ran: %v\n%s", err, out)
+	}
+	if out, err := goOne(t, goBin, root, docSnippet{doc: "runs.md", line: 1, directives: run,
+		text: "_, err := st.Governance().Create(ctx, store.CreateRequest{AgentID: \"a\", AuthorizedTools: []string{\"x\"}, CallBudget: 1, TimeLimit: time.Hour})\nreturn err\n"}, "run"); err != nil {
+		t.Errorf("a fragment returning nil failed: %v\n%s", err, out)
 	}
 }

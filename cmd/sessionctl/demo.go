@@ -106,10 +106,32 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 	if err := demoBranches(ctx, out, st, id); err != nil { // demo_branches.go
 		return g.fail(sp.name, err)
 	}
+	if err := demoSearch(ctx, out, st, id); err != nil {
+		return g.fail(sp.name, err)
+	}
 	if err := demoRetention(ctx, out, st, g.dbName()); err != nil { // retention.go
 		return g.fail(sp.name, err)
 	}
 	fmt.Fprintf(out, "\nnext: sessionctl --db %s show %s\n", shellQuote(g.dbName()), id)
+	return nil
+}
+
+// demoSearch finds the demo's answer by what it says. A search first
+// folds into the index what the demo wrote (a command runs no background
+// indexer), so that the console of sessionctl serve, which is read-only
+// and cannot fold, finds it too.
+func demoSearch(ctx context.Context, out io.Writer, st cliStore, id string) error {
+	res, err := st.Search(ctx, store.SearchQuery{Query: "durable", Session: id, Limit: 1})
+	if errors.Is(err, store.ErrSearchDisabled) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("search: %w", err)
+	}
+	for _, h := range res.Hits {
+		fmt.Fprintf(out, "\nsearch: \"durable\" is said in %s #%d of conversation %s (sessionctl search durable, or the console's search box)\n",
+			h.Kind, h.Seq, h.SessionID)
+	}
 	return nil
 }
 

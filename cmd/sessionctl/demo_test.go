@@ -6,10 +6,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
+
+	"github.com/agentstore/sessionstore/sqlstore"
+	"github.com/agentstore/sessionstore/store"
 )
 
 func TestDemoFreshRefusesForeignFiles(t *testing.T) {
@@ -105,4 +110,28 @@ func rawDB(t *testing.T, path string) *sql.DB {
 		t.Fatal(err)
 	}
 	return db
+}
+
+// TestDemoSearchableFromTheConsole: what the demo writes is in the search
+// index when it ends, so that the console of sessionctl serve, read-only
+// and unable to fold the index itself, finds it (its search answered
+// "no matches" for text on its own pages).
+func TestDemoSearchableFromTheConsole(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t)
+	if r := e.run("demo").want(t, 0); !strings.Contains(r.stdout, `search: "durable" is said in message #3 of conversation`) {
+		t.Errorf("demo:\n%s", r.stdout)
+	}
+	ctx := context.Background()
+	ro, err := sqlstore.Open(ctx, e.db, sqlstore.WithReadOnly(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	for _, q := range []string{"durable", "sqlstore"} {
+		res, err := ro.Search(ctx, store.SearchQuery{Query: q})
+		if err != nil || len(res.Hits) == 0 {
+			t.Errorf("a read-only store searching %q after the demo: %d hits, %v", q, len(res.Hits), err)
+		}
+	}
 }
