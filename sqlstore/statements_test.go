@@ -38,6 +38,7 @@ var (
 	runEventsOfRunSQL    = sqlcore.Statements["runEventsOfRun"]
 	stScopesGetSQL       = sqlcore.Statements["stScopesGet"]
 	stSessionPutSQL      = sqlcore.Statements["stSessionPut"]
+	stLogSQL             = sqlcore.Statements["stLog"]
 	asBumpSQL            = sqlcore.Statements["asBump"]
 	evInsertSQL          = sqlcore.Statements["evInsert"]
 	stUserPageSQL        = sqlcore.Statements["stUserPage"]

@@ -48,6 +48,7 @@ var Statements = map[string]string{
 	"runEventsOfRun":  runEventsOfRunSQL,
 	"stScopesGet":     stScopesGetSQL,
 	"stSessionPut":    stSessionPutSQL,
+	"stLog":           stLogSQL,
 	"stUserPage":      userPageScopesSQL,
 	"stale":           staleSQL,
 	"traceLast":       traceLastSQL,
