@@ -59,6 +59,9 @@ var harness = storetest.Harness{
 		if o.SearchEncrypted {
 			opts = append(opts, pgstore.WithSearchEncrypted())
 		}
+		if o.NoIndexer {
+			opts = append(opts, pgstore.WithBackgroundIndexer(false))
+		}
 		return pgstore.Open(ctx, loc, opts...)
 	},
 	Exec: func(ctx context.Context, loc, query string) error {

@@ -41,6 +41,9 @@ var harness = storetest.Harness{
 		if o.SearchEncrypted {
 			opts = append(opts, sqlstore.WithSearchEncrypted())
 		}
+		if o.NoIndexer {
+			opts = append(opts, sqlstore.WithBackgroundIndexer(false))
+		}
 		return sqlstore.Open(ctx, loc, opts...)
 	},
 	Exec: func(ctx context.Context, loc, query string) error {

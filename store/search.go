@@ -278,6 +278,15 @@ type SearchResult struct {
 	// Partial is true when such a scan stopped at SearchQuery.ScanLimit
 	// items: older items were not examined.
 	Partial bool `json:"partial,omitempty"`
+	// Pending is the number of items written, changed or deleted since
+	// the index was last folded, when the store could not fold them
+	// first (a read-only store, a snapshot); 0 otherwise. Such a search
+	// leaves out the documents of those items (a deleted or changed item
+	// is never returned from its stale document), and does not find
+	// their new text until a store that can write folds them (the
+	// application's store, or sessionctl reindex): its answers are not
+	// exact while Pending > 0.
+	Pending int `json:"pending,omitempty"`
 }
 
 // SearchHit is one item that matched.

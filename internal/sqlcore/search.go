@@ -63,7 +63,8 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) (store.SearchRe
 	if err != nil {
 		return store.SearchResult{}, err
 	}
-	if err := s.prepareSearch(ctx); err != nil { // search_fold.go
+	stale, err := s.prepareSearch(ctx) // search_fold.go
+	if err != nil {
 		return store.SearchResult{}, err
 	}
 	terms := store.SearchTerms(q.Query)
@@ -79,9 +80,14 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) (store.SearchRe
 	var rows []searchRow
 	err = s.readTx(ctx, func(tx Tx) error {
 		res, rows = store.SearchResult{}, nil
-		query, args, err := s.searchSQL(q, long, short)
+		query, args, err := s.searchSQL(q, long, short, stale)
 		if err != nil {
 			return err
+		}
+		if stale {
+			if res.Pending, err = s.pendingCount(tx); err != nil {
+				return err
+			}
 		}
 		if len(long) == 0 {
 			res.Scanned = true
@@ -154,8 +160,9 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) (store.SearchRe
 
 // searchSQL returns the query of a search and its arguments. Without long
 // terms the query's first parameter (added by the caller) is the doc floor
-// of the scan.
-func (s *Store) searchSQL(q store.SearchQuery, long, short []string) (string, []any, error) {
+// of the scan. With stale (a store that could not fold), the documents
+// of the queued keys are left out (pendingKeysFilter).
+func (s *Store) searchSQL(q store.SearchQuery, long, short []string, stale bool) (string, []any, error) {
 	var b strings.Builder
 	var args []any
 	score := "0.0"
@@ -212,6 +219,9 @@ FROM search_docs AS d WHERE d.doc > ?`)
 	// are kept in retired rows (lineage, migration 12), not in a session.
 	b.WriteString(liveEventDocs)
 	b.WriteString(notRemovedConvDocs)
+	if stale {
+		b.WriteString(s.pendingKeysFilter())
+	}
 	kinds := searchKinds(q)
 	if len(kinds) > 0 {
 		arg, err := s.d.ListArg(kinds)
@@ -356,13 +366,17 @@ func (s *Store) History(ctx context.Context, req store.HistoryRequest) (store.Pa
 	if err != nil {
 		return store.Page[store.HistoryItem]{}, err
 	}
-	if err := s.prepareSearch(ctx); err != nil { // search_fold.go
+	stale, err := s.prepareSearch(ctx) // search_fold.go
+	if err != nil {
 		return store.Page[store.HistoryItem]{}, err
 	}
 	var b strings.Builder
 	b.WriteString(`SELECT d.doc, d.session_id, d.role, d.at_us, e.seq, e.event_id, e.invocation_id, e.ts_us, e.data, d.session_pk
 FROM search_docs AS d JOIN agent_events AS e ON e.session_pk = d.session_pk AND e.seq = d.pos
 WHERE d.app = ? AND d.user_id = ? AND d.kind = 'event' AND d.tenant = ?` + liveEventDocs)
+	if stale {
+		b.WriteString(s.pendingKeysFilter())
+	}
 	args := []any{req.App, req.User, s.tenant}
 	if !req.Since.IsZero() {
 		b.WriteString(` AND d.at_us >= ?`)

@@ -444,35 +444,77 @@ func (s *Store) FoldOnClose(ctx context.Context) {
 // and otherwise folds every queue row committed before the call (Search,
 // History, CheckSearchIndex), so that the index holds every item
 // acknowledged before it and none deleted before it: one read when the
-// queue is empty. A store that cannot write (read-only, a snapshot) reads
-// the index as folded so far.
-func (s *Store) prepareSearch(ctx context.Context) error {
+// queue is empty. A store that cannot write (read-only, a snapshot)
+// cannot fold: prepareSearch then returns stale true, and the caller
+// leaves out the documents of the keys still queued (pendingKeysFilter)
+// and tells how many items wait (pendingCount).
+func (s *Store) prepareSearch(ctx context.Context) (stale bool, err error) {
 	var on bool
 	var upto int64
 	if err := s.db.Scan(ctx, `SELECT (`+searchStateSQL+`), (`+foldMaxSQL+`)`, nil, &on, &upto); err != nil {
-		return err
+		return false, err
 	}
 	if !on {
-		return store.ErrSearchDisabled
+		return false, store.ErrSearchDisabled
 	}
 	// The events appended after the mark join the queue first (SQLite).
 	if err := s.queueAllTail(ctx, 0); err != nil {
 		if errors.Is(err, store.ErrReadOnly) || errors.Is(err, store.ErrSnapshotWrite) {
-			return nil
+			return true, nil
 		}
-		return err
+		return false, err
 	}
 	if err := s.db.Scan(ctx, foldMaxSQL, nil, &upto); err != nil {
-		return err
+		return false, err
 	}
 	if upto == 0 {
-		return nil
+		return false, nil
 	}
-	_, err := s.foldSearch(ctx, upto, DefaultFoldBatch, "", 0)
+	_, err = s.foldSearch(ctx, upto, DefaultFoldBatch, "", 0)
 	if errors.Is(err, store.ErrReadOnly) || errors.Is(err, store.ErrSnapshotWrite) {
-		return nil
+		return true, nil
 	}
-	return err
+	return false, err
+}
+
+// pendingKeysFilter is the condition, on index row d, that leaves out
+// the documents a fold would rewrite or delete: those of a key in the
+// queue (but a key whose content is sealed: its document is the write
+// path's, and current) and, on SQLite, those of an event after the mark
+// (queueTail would queue it). A store that cannot fold reads the index
+// with it, so that it never returns a deleted or a changed item's stale
+// document. Row-value NOT IN: the backends build the set once.
+func (s *Store) pendingKeysFilter() string {
+	sealed := func(col string) string { return `substr(` + col + `, 1, 7) = 'ssenc1:'` }
+	plain := func(col string) string { return `substr(` + col + `, 1, 7) <> 'ssenc1:'` }
+	if s.postgres() {
+		sealed = func(col string) string { return `left(` + col + `, 7) = 'ssenc1:'` }
+	}
+	f := ` AND (d.kind, d.session_pk, d.owner, d.pos, d.ref) NOT IN (SELECT p.kind, p.session_pk, p.owner, p.pos, p.ref FROM search_pending AS p
+		WHERE NOT (p.kind = 'message' AND EXISTS (SELECT 1 FROM conversation_messages AS c WHERE c.session_id = p.owner AND c.seq = p.pos AND ` + sealed("c.content") + `))
+		AND NOT (p.kind = 'event' AND EXISTS (SELECT 1 FROM agent_events AS c WHERE c.session_pk = p.session_pk AND c.seq = p.pos AND ` + sealed("c.data") + `)))`
+	if !s.postgres() {
+		f += ` AND (d.kind <> 'event' OR (d.session_pk, d.pos) NOT IN (SELECT c.session_pk, c.seq FROM agent_events AS c
+		WHERE c.id > (SELECT events_mark FROM search_state) AND ` + plain("c.data") + `))`
+	}
+	return f
+}
+
+// pendingCount returns the number of keys a fold would write (the queue's
+// rows and, on SQLite, the events after the mark): the items written,
+// changed or deleted since the index was last folded, that a store that
+// cannot fold does not find (store.SearchResult.Pending). On PostgreSQL
+// it counts the rows the store's role sees (its tenant's, under
+// row-level security).
+func (s *Store) pendingCount(tx Tx) (int, error) {
+	var n int
+	if s.postgres() {
+		err := tx.Scan(`SELECT count(*) FROM search_pending WHERE tenant = ?`, []any{s.tenant}, &n)
+		return n, err
+	}
+	err := tx.Scan(`SELECT (SELECT count(*) FROM search_pending) + (SELECT count(*) FROM agent_events
+		WHERE id > (SELECT events_mark FROM search_state) AND substr(data, 1, 7) <> 'ssenc1:')`, nil, &n)
+	return n, err
 }
 
 // SetSearchIndex turns the search index of the whole database on or off

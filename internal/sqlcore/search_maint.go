@@ -44,7 +44,7 @@ var searchSources = []searchSource{
 func (s *Store) CheckSearchIndex(ctx context.Context) (store.SearchIndexReport, error) {
 	// The queue first (search_fold.go): an item written before the call
 	// and not folded yet is neither missing nor an orphan.
-	if err := s.prepareSearch(ctx); err != nil {
+	if _, err := s.prepareSearch(ctx); err != nil {
 		return store.SearchIndexReport{}, err
 	}
 	var rep store.SearchIndexReport
@@ -112,7 +112,7 @@ func (s *Store) Reindex(ctx context.Context, req store.ReindexRequest) (store.Re
 		req.Batch = 1000
 	}
 	var res store.ReindexResult
-	if err := s.prepareSearch(ctx); err != nil { // search_fold.go
+	if _, err := s.prepareSearch(ctx); err != nil { // search_fold.go
 		return res, err
 	}
 	if !s.postgres() {

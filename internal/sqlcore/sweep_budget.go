@@ -46,7 +46,7 @@ func (sw *sweeper) budget(ctx context.Context, p store.Policy, ks *store.KindSwe
 	// key is folded in (the removal only queues it): every measure folds
 	// the queue first, so that it counts what the removals freed.
 	fold := func() error {
-		if err := sw.r.s.prepareSearch(ctx); err != nil && !errors.Is(err, store.ErrSearchDisabled) {
+		if _, err := sw.r.s.prepareSearch(ctx); err != nil && !errors.Is(err, store.ErrSearchDisabled) {
 			return err
 		}
 		return nil

@@ -34,6 +34,7 @@ func RunSearch(t *testing.T, h Harness) {
 		{"CJKAndShortTerms", testSearchCJK},
 		{"SnippetAndWindow", testSearchSnippetWindow},
 		{"DeletedNeverFound", testSearchDeleted},
+		{"UnfoldedUnderSnapshot", testSearchUnfoldedSnapshot},
 		{"History", testSearchHistory},
 		{"BadInput", testSearchBadInput},
 		{"CheckAndReindex", testSearchReindex},
@@ -412,6 +413,80 @@ func testSearchDeleted(t *testing.T, e *env) {
 		t.Fatalf("History after the deletes: %d items, %v", len(h.Items), err)
 	}
 	e.wantIndexOK()
+}
+
+// testSearchUnfoldedSnapshot: a search that cannot fold the queue first
+// (under ReadSnapshot, as in a read-only store) never returns an item
+// deleted or changed since the last fold, and counts the items waiting
+// (SearchResult.Pending) rather than pretend to be exact.
+func testSearchUnfoldedSnapshot(t *testing.T, e *env) {
+	// No background indexer: what is written stays queued until a
+	// search of this store folds it.
+	e.st.Close()
+	e.st = e.openWith(Options{NoIndexer: true})
+	e.newConv("unf-old", text("user", "oldtoken-alpha"), text("user", "keeptoken-kilo"))
+	k := store.SessionKey{App: "unf", User: "u", Session: "s"}
+	e.asCreate(k, store.ScopedState{})
+	e.asAppend(k, store.AgentEvent{Data: adkEvent("user", "oldevent-bravo")}, store.ScopedState{}, 0)
+	for _, q := range []string{"oldtoken-alpha", "keeptoken-kilo", "oldevent-bravo"} {
+		if r := e.search(store.SearchQuery{Query: q}); len(r.Hits) != 1 || r.Pending != 0 {
+			t.Fatalf("%s before the deletes: %d hits, pending %d (want 1, 0)", q, len(r.Hits), r.Pending)
+		}
+	}
+	// Deletes, a change and new items, none folded yet.
+	if _, err := e.conv().PopMessage(e.ctx, "unf-old"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.conv().PopMessage(e.ctx, "unf-old"); err != nil {
+		t.Fatal(err)
+	}
+	e.appendMsgs("unf-old", text("user", "newtoken-charlie"))
+	if err := e.as().DeleteSession(e.ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	k2 := store.SessionKey{App: "unf", User: "u", Session: "s2"}
+	e.asCreate(k2, store.ScopedState{})
+	e.asAppend(k2, store.AgentEvent{Data: adkEvent("user", "newevent-delta")}, store.ScopedState{}, 0)
+	err := e.st.ReadSnapshot(e.ctx, func(ctx context.Context) error {
+		s := e.searcher()
+		for _, q := range []string{"oldtoken-alpha", "keeptoken-kilo", "oldevent-bravo", "token"} {
+			r, err := s.Search(ctx, store.SearchQuery{Query: q})
+			if err != nil {
+				return err
+			}
+			// "token" would find oldtoken-alpha (deleted) or
+			// keeptoken-kilo (now the new message at its seq): both
+			// stale.
+			if len(r.Hits) != 0 {
+				t.Errorf("%s under a snapshot: hits %v, want none (deleted or changed since the fold)", q, hitKeys(r.Hits))
+			}
+			// Since the fold: 2 messages popped, 1 appended (at seq 0
+			// again), 1 session's event deleted, 1 event appended; at
+			// least the 2 new items wait.
+			if r.Pending < 2 {
+				t.Errorf("%s under a snapshot: pending %d, want at least the 2 new items", q, r.Pending)
+			}
+		}
+		h, err := s.History(ctx, store.HistoryRequest{App: "unf", User: "u"})
+		if err != nil {
+			return err
+		}
+		for _, it := range h.Items {
+			if it.Key.Session == "s" {
+				t.Errorf("History under a snapshot returns the deleted session's event %v", it.Key)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A search that can fold finds the new items, exactly.
+	for q, want := range map[string]int{"oldtoken-alpha": 0, "keeptoken-kilo": 0, "oldevent-bravo": 0, "newtoken-charlie": 1, "newevent-delta": 1} {
+		if r := e.search(store.SearchQuery{Query: q}); len(r.Hits) != want || r.Pending != 0 {
+			t.Errorf("%s after the fold: %d hits, pending %d (want %d, 0)", q, len(r.Hits), r.Pending, want)
+		}
+	}
 }
 
 func (e *env) wantIndexOK() store.SearchIndexReport {

@@ -81,6 +81,11 @@ type Options struct {
 	// SearchEncrypted opts in to indexing encrypted content (the
 	// backend's WithSearchEncrypted option).
 	SearchEncrypted bool
+	// NoIndexer opens a store without the background search indexer (the
+	// backend's WithBackgroundIndexer(false)): what it writes stays
+	// queued until a search of a store that can write, or its Close,
+	// folds it.
+	NoIndexer bool
 }
 
 // Run runs the whole conformance suite.
