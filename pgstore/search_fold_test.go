@@ -17,15 +17,11 @@ import (
 func TestSearchFoldAndOff(t *testing.T) {
 	ctx := context.Background()
 	loc := newSchema(t)
+	// A connection of its own, not a store: a store's Close folds.
 	count := func(q string) int64 {
 		t.Helper()
-		st, err := pgstore.Open(ctx, loc, pgstore.WithoutIndexer())
+		n, err := harness.Count(ctx, loc, q)
 		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		var n int64
-		if err := st.Pool().QueryRow(ctx, q).Scan(&n); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 		return n
@@ -126,4 +122,76 @@ func TestLazyWriteSkipsSyncCommit(t *testing.T) {
 	if after != before {
 		t.Errorf("synchronous_commit %q after a lazy write, %q before", after, before)
 	}
+}
+
+// TestCloseFoldsWithoutIndexer: a store without the background indexer
+// (a command-line tool's) folds what it queued when it closes; a
+// read-only store cannot fold: before that Close its search leaves the
+// deleted message out and counts what waits, after it finds the new
+// event and not the deleted message, exactly.
+func TestCloseFoldsWithoutIndexer(t *testing.T) {
+	ctx := context.Background()
+	loc := newSchema(t)
+	count := func(q string) int64 {
+		t.Helper()
+		n, err := harness.Count(ctx, loc, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return n
+	}
+	st, err := pgstore.Open(ctx, loc, pgstore.WithoutIndexer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Conversations().Save(ctx, store.NewConversation("c")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Conversations().AppendMessages(ctx, "c", store.UserMessage("pgclosetoken gone")); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := st.Search(ctx, store.SearchQuery{Query: "pgclosetoken"}); err != nil || len(res.Hits) != 1 { // folds
+		t.Fatalf("before the delete: %d hits, %v; want 1", len(res.Hits), err)
+	}
+	if _, err := st.Conversations().PopMessage(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	key := store.SessionKey{App: "a", User: "u", Session: "s"}
+	if _, err := st.AgentSessions().CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
+		t.Fatal(err)
+	}
+	ev := store.AgentEvent{Data: []byte(`{"author":"user","content":{"parts":[{"text":"pgclosetoken new"}]}}`)}
+	if _, err := st.AgentSessions().AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: ev}); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(`SELECT count(*) FROM search_pending`); n != 2 {
+		t.Fatalf("queued before Close: %d, want 2 (the deleted message, the new event)", n)
+	}
+	search := func(want int, kind store.SearchKind, pending int) {
+		t.Helper()
+		ro, err := pgstore.Open(ctx, loc, pgstore.WithReadOnly(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ro.Close()
+		res, err := ro.Search(ctx, store.SearchQuery{Query: "pgclosetoken"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Hits) != want || (want == 1 && res.Hits[0].Kind != kind) || res.Pending != pending {
+			t.Fatalf("read-only search: %+v; want %d hit(s) of kind %q, pending %d", res, want, kind, pending)
+		}
+	}
+	search(0, "", 2)
+	if n := count(`SELECT count(*) FROM search_pending`); n != 2 {
+		t.Fatalf("queued after the read-only store's Close: %d, want 2", n)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(`SELECT count(*) FROM search_pending`); n != 0 {
+		t.Fatalf("queued after Close: %d, want 0", n)
+	}
+	search(1, store.SearchEvent, 0)
 }

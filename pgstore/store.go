@@ -160,8 +160,11 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg config) (*Store, erro
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.indexer.Stop() // its batch in progress ends, and it gives the lease up
-		if s.indexer != nil {
-			s.core.FoldOnClose(context.Background()) // what is still queued
+		if !s.cfg.readOnly {
+			// What is still queued (a bounded amount), indexer or not:
+			// a store that wrote leaves its items indexed for the
+			// read-only stores (a console) that cannot fold them.
+			s.core.FoldOnClose(context.Background())
 		}
 		s.sweeper.Stop() // its last sweep ends and gives the lease up
 		s.closed.Store(true)

@@ -458,3 +458,103 @@ func TestSearchFoldsCaseInAnyScript(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseFoldsWithoutIndexer: a store without the background indexer
+// (a command-line tool's) folds what it queued when it closes, so that a
+// read-only store opened after it (the console's) finds the new item and
+// not the deleted one, exactly, without folding anything itself.
+func TestCloseFoldsWithoutIndexer(t *testing.T) {
+	ctx := context.Background()
+	path := sqlstore.FreshDBPath(t, "closefold.db")
+	st, err := sqlstore.Open(ctx, path, sqlstore.WithoutIndexer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Conversations().Save(ctx, store.NewConversation("c")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Conversations().AppendMessages(ctx, "c", store.UserMessage("closetoken gone")); err != nil {
+		t.Fatal(err)
+	}
+	if n := hitsOf(t, st, "closetoken"); n != 1 { // folds
+		t.Fatalf("found %d times before the delete, want 1", n)
+	}
+	if _, err := st.Conversations().PopMessage(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	key := store.SessionKey{App: "a", User: "u", Session: "s"}
+	if _, err := st.AgentSessions().CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AgentSessions().AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: lagEvent("closetoken new")}); err != nil {
+		t.Fatal(err)
+	}
+	if n := rawCount(t, path, pendingSQL); n != 2 {
+		t.Fatalf("queued before Close: %d, want 2 (the deleted message, the new event)", n)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := rawCount(t, path, pendingSQL); n != 0 {
+		t.Fatalf("queued after Close: %d, want 0", n)
+	}
+	ro, err := sqlstore.Open(ctx, path, sqlstore.WithReadOnly(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	res, err := ro.Search(ctx, store.SearchQuery{Query: "closetoken"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Hits) != 1 || res.Hits[0].Kind != store.SearchEvent || res.Pending != 0 {
+		t.Fatalf("read-only search after Close: %+v, want the new event only, nothing pending", res)
+	}
+}
+
+// TestReadOnlySearchLeavesOutQueued: a read-only store cannot fold: its
+// search never returns an item deleted since the last fold, and counts
+// the items that wait (SearchResult.Pending); its Close folds nothing.
+func TestReadOnlySearchLeavesOutQueued(t *testing.T) {
+	ctx := context.Background()
+	path := sqlstore.FreshDBPath(t, "rosearch.db")
+	st, err := sqlstore.Open(ctx, path, sqlstore.WithoutIndexer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Conversations().Save(ctx, store.NewConversation("c")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Conversations().AppendMessages(ctx, "c", store.UserMessage("rotoken gone")); err != nil {
+		t.Fatal(err)
+	}
+	if n := hitsOf(t, st, "rotoken"); n != 1 { // folds
+		t.Fatalf("found %d times before the delete, want 1", n)
+	}
+	if _, err := st.Conversations().PopMessage(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	key := store.SessionKey{App: "a", User: "u", Session: "s"}
+	if _, err := st.AgentSessions().CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AgentSessions().AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: lagEvent("rotoken new")}); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := sqlstore.Open(ctx, path, sqlstore.WithReadOnly(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ro.Search(ctx, store.SearchQuery{Query: "rotoken"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Hits) != 0 || res.Pending != 2 {
+		t.Fatalf("read-only search: hits %v, pending %d; want none, 2", res.Hits, res.Pending)
+	}
+	ro.Close()
+	if n := rawCount(t, path, pendingSQL); n != 2 {
+		t.Fatalf("queued after the read-only store's Close: %d, want 2", n)
+	}
+}
