@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentstore/sessionstore/humanize"
+	"github.com/agentstore/sessionstore/store"
 )
 
 // truncateAt is the length (bytes) past which a text is cut on a page,
@@ -66,6 +67,9 @@ func (c *console) funcs() template.FuncMap {
 		"money":  humanize.Money,
 		"text":   func(raw json.RawMessage) string { return string(humanize.AuditDetail(raw)) },
 		"echo":   echo,
+		// pendingNote says that a search could not be exact
+		// (store.SearchResult.Pending).
+		"pendingNote": store.PendingNote,
 	}
 }
 

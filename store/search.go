@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -287,6 +288,19 @@ type SearchResult struct {
 	// application's store, or sessionctl reindex): its answers are not
 	// exact while Pending > 0.
 	Pending int `json:"pending,omitempty"`
+}
+
+// PendingNote is the sentence that tells a person about
+// SearchResult.Pending n (the console, sessionctl); empty when n is 0.
+func PendingNote(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	what := fmt.Sprintf("%d recent changes are", n)
+	if n == 1 {
+		what = "1 recent change is"
+	}
+	return what + " not indexed yet: items written since are not found (and deleted or changed ones are left out) until a store that can write folds them (the application, or sessionctl reindex); this answer is not exact"
 }
 
 // SearchHit is one item that matched.

@@ -90,6 +90,9 @@ func runSearch(ctx context.Context, g *globals, args []string) error {
 			return g.jsonOr(sp.name, res)
 		}
 		w := g.stdout
+		if note := store.PendingNote(res.Pending); note != "" {
+			fmt.Fprintln(w, note)
+		}
 		if res.Scanned {
 			if res.Partial {
 				fmt.Fprintf(w, "every term is shorter than %d characters: scanned the newest items only (--scan-limit); older ones were not searched\n", store.MinIndexedTerm)

@@ -501,18 +501,20 @@ func (s *Store) pendingKeysFilter() string {
 }
 
 // pendingCount returns the number of keys a fold would write (the queue's
-// rows and, on SQLite, the events after the mark): the items written,
+// distinct keys and, on SQLite, the events after the mark): the items written,
 // changed or deleted since the index was last folded, that a store that
 // cannot fold does not find (store.SearchResult.Pending). On PostgreSQL
 // it counts the rows the store's role sees (its tenant's, under
 // row-level security).
 func (s *Store) pendingCount(tx Tx) (int, error) {
+	// A key queued twice (a message popped, then another appended at its
+	// place) is one item.
 	var n int
 	if s.postgres() {
-		err := tx.Scan(`SELECT count(*) FROM search_pending WHERE tenant = ?`, []any{s.tenant}, &n)
+		err := tx.Scan(`SELECT count(*) FROM (SELECT DISTINCT kind, session_pk, owner, pos, ref FROM search_pending WHERE tenant = ?) AS p`, []any{s.tenant}, &n)
 		return n, err
 	}
-	err := tx.Scan(`SELECT (SELECT count(*) FROM search_pending) + (SELECT count(*) FROM agent_events
+	err := tx.Scan(`SELECT (SELECT count(*) FROM (SELECT DISTINCT kind, session_pk, owner, pos, ref FROM search_pending) AS p) + (SELECT count(*) FROM agent_events
 		WHERE id > (SELECT events_mark FROM search_state) AND substr(data, 1, 7) <> 'ssenc1:')`, nil, &n)
 	return n, err
 }
