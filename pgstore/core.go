@@ -92,7 +92,7 @@ func (d coreDB) Write(ctx context.Context, fn func(tx sqlcore.Tx) error) error {
 // for it alone). PostgreSQL may then lose it, whole, at a crash, never a
 // transaction committed after it with synchronous_commit on.
 func (d coreDB) WriteLazy(ctx context.Context, fn func(tx sqlcore.Tx) error) error {
-	return d.s.write(ctx, func(tx *pgTx) error {
+	return d.s.writeDerived(ctx, func(tx *pgTx) error {
 		if _, err := tx.Exec(`SET LOCAL synchronous_commit = off`); err != nil {
 			return err
 		}

@@ -211,6 +211,16 @@ func tagFields(t reflect.Type) map[string][]int {
 // serialization failure or deadlock runs fn again from the start (bounded;
 // see retry): fn must only assign its outputs.
 func (s *Store) write(ctx context.Context, fn func(tx *pgTx) error) error {
+	err := s.writeDerived(ctx, fn)
+	if err == nil {
+		s.wrote.Store(true) // Close folds the search queue (store.go)
+	}
+	return err
+}
+
+// writeDerived is write for derived data (the search index's folds,
+// coreDB.WriteLazy): its commit does not make Close fold.
+func (s *Store) writeDerived(ctx context.Context, fn func(tx *pgTx) error) error {
 	if s.snapshotOf(ctx) != nil {
 		return store.ErrSnapshotWrite
 	}

@@ -40,7 +40,10 @@ type Store struct {
 	// uses batches concurrent governed Use calls per tenant (usebatch.go).
 	uses useBatcher
 
-	closed    atomic.Bool
+	closed atomic.Bool
+	// wrote is set by the first write transaction that committed: Close
+	// folds the search queue only after one.
+	wrote     atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -160,10 +163,12 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg config) (*Store, erro
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.indexer.Stop() // its batch in progress ends, and it gives the lease up
-		if !s.cfg.readOnly {
+		if !s.cfg.readOnly && s.wrote.Load() {
 			// What is still queued (a bounded amount), indexer or not:
 			// a store that wrote leaves its items indexed for the
-			// read-only stores (a console) that cannot fold them.
+			// read-only stores (a console) that cannot fold them. A
+			// store that wrote nothing (a refused command) leaves the
+			// database as it found it.
 			s.core.FoldOnClose(context.Background())
 		}
 		s.sweeper.Stop() // its last sweep ends and gives the lease up
@@ -255,9 +260,13 @@ func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	if s.snapshotOf(ctx) != nil {
 		return store.ErrSnapshotWrite
 	}
-	return s.retry(ctx, func(ctx context.Context) error {
+	err := s.retry(ctx, func(ctx context.Context) error {
 		return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
 	})
+	if err == nil {
+		s.wrote.Store(true)
+	}
+	return err
 }
 
 // backoff is the wait before attempt+1: exponential from 2ms, capped at

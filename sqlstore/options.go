@@ -163,9 +163,9 @@ func WithSearchIndex(on bool) Option {
 // WithBackgroundIndexer runs (the default) or does not run the background
 // search indexer in this store. Without it, what the store writes stays
 // queued until a search (of any store on the database) or another
-// store's indexer folds it in, or until the store's Close. Close folds
-// what is still queued (a bounded amount) with the indexer or without
-// it, so that a short-lived process (a command-line tool) leaves what it
+// store's indexer folds it in, or until the store's Close. Close of a
+// store that wrote folds what is still queued (a bounded amount) with
+// the indexer or without it, so that a short-lived process (a command-line tool) leaves what it
 // wrote indexed for the stores that cannot fold (a read-only console).
 func WithBackgroundIndexer(on bool) Option {
 	return func(c *config) { c.noIndexer = !on }

@@ -48,6 +48,9 @@ type Store struct {
 	sweeper   *sqlcore.Sweeper // WithSweeper; nil without
 	indexer   *sqlcore.Indexer // the background search indexer (search.go)
 	closed    atomic.Bool
+	// wrote is set by the first write of content that committed (not a
+	// fold's): Close folds the search queue only after one.
+	wrote     atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -227,10 +230,12 @@ func (s *Store) startWriter(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.indexer.Stop() // its batch in progress ends, and it gives the lease up
-		if !s.cfg.readOnly {
+		if !s.cfg.readOnly && s.wrote.Load() {
 			// What is still queued (a bounded amount), indexer or not:
 			// a store that wrote leaves its items indexed for the
-			// read-only stores (a console) that cannot fold them.
+			// read-only stores (a console) that cannot fold them. A
+			// store that wrote nothing (a refused command) leaves the
+			// file as it found it.
 			s.core.FoldOnClose(context.Background())
 		}
 		s.sweeper.Stop() // its last sweep ends and gives the lease up
@@ -336,7 +341,11 @@ func (s *Store) write(ctx context.Context, fn writeFunc) error {
 		return err
 	}
 	defer s.core.FeedCommitted() // wake this store's change feeds at once
-	return s.w.do(ctx, fn)
+	err := s.w.do(ctx, fn)
+	if err == nil {
+		s.wrote.Store(true)
+	}
+	return err
 }
 
 // writeLazy is write for derived data (writer.doLazy).
