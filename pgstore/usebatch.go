@@ -91,6 +91,7 @@ type useCall struct {
 	req   store.UseRequest
 	tools []string
 	state atomic.Int32 // callQueued, callTaken, callAbandoned
+	out   bool         // taken out of its batch: its row is held elsewhere
 	v     verdict
 	err   error
 	done  chan struct{}
@@ -107,7 +108,8 @@ type useQueue struct {
 	token chan struct{} // capacity useLeaders: one held by each leader until its COMMIT
 	mu    sync.Mutex
 	calls []*useCall
-	users int // guarded by useBatcher.mu: callers holding the queue
+	users int // guarded by useBatcher.mu: calls in flight
+	pins  int // guarded by useBatcher.mu: holders keeping the queue (tests)
 }
 
 // useBatcher holds the queues of the tenants with calls in flight.
@@ -116,15 +118,29 @@ type useBatcher struct {
 	queues map[string]*useQueue
 	// shared counts the transactions that decided more than one call,
 	// sharedCalls those calls, mixed the transactions that decided calls
-	// of more than one session, and relocked the batches rerun with their
-	// rows locked first (for tests and benchmarks).
-	shared, sharedCalls, mixed, relocked atomic.Int64
+	// of more than one session, apart the calls taken out of a batch and
+	// decided alone, and direct the calls decided without queueing (for
+	// tests and benchmarks).
+	shared, sharedCalls, mixed, apart, direct atomic.Int64
 	// hook, when set (tests only), runs in each batch's transaction after
 	// its decisions, before the COMMIT; its error is the transaction's.
 	hook func(ctx context.Context, q querier) error
+	// directHook, when set (tests only), runs before a call decided
+	// without queueing is decided.
+	directHook func(sessionID string)
 }
 
-func (b *useBatcher) acquire(key string) *useQueue {
+// directUses is the number of calls of a tenant in flight in a process
+// up to which a call is decided at once, by itself, without queueing
+// (useAlone): a few callers gain nothing from sharing a COMMIT, and a
+// lone call that kept the leader's turn through its COMMIT would make the
+// others wait for its WAL flush before they even send their statements.
+// Above it, calls queue and share transactions.
+const directUses = 4
+
+// acquire returns the queue of key, and the calls in flight with the
+// caller's.
+func (b *useBatcher) acquire(key string) (*useQueue, int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.queues == nil {
@@ -136,13 +152,13 @@ func (b *useBatcher) acquire(key string) *useQueue {
 		b.queues[key] = q
 	}
 	q.users++
-	return q
+	return q, q.users
 }
 
 func (b *useBatcher) release(key string, q *useQueue) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if q.users--; q.users == 0 {
+	if q.users--; q.users == 0 && q.pins == 0 {
 		delete(b.queues, key)
 	}
 }
@@ -178,8 +194,15 @@ func (g *Governance) useBatched(ctx context.Context, req store.UseRequest, tools
 	// Queues are per tenant: a batch runs in the leader's facet, so every
 	// call of it must be of the same tenant.
 	key := g.tenant()
-	q := g.s.uses.acquire(key)
+	q, inFlight := g.s.uses.acquire(key)
 	defer g.s.uses.release(key, q)
+	if inFlight <= directUses {
+		g.s.uses.direct.Add(1)
+		if g.s.uses.directHook != nil {
+			g.s.uses.directHook(req.SessionID)
+		}
+		return g.useAlone(ctx, req, tools)
+	}
 	c := &useCall{ctx: ctx, req: req, tools: tools, done: make(chan struct{})}
 	q.mu.Lock()
 	q.calls = append(q.calls, c)
@@ -218,31 +241,39 @@ func (g *Governance) useBatched(ctx context.Context, req store.UseRequest, tools
 	}
 }
 
-// errLockFirst rolls back a batch whose refused call would lock a row out
-// of order; runUses reruns it with every row locked first.
-var errLockFirst = errors.New("pgstore: use batch reruns with its rows locked first")
+// errBusy rolls back a batch whose lock-first step found rows of its
+// sessions locked by other transactions; runUses reruns it without the
+// calls of those sessions, which are decided apart.
+var errBusy = errors.New("pgstore: use batch reruns without the calls of sessions locked elsewhere")
 
-// useLockManySQL locks the rows of sessions $2 of tenant $1, in id order
-// (the locking step sits above the sort).
-const useLockManySQL = `SELECT id FROM governed_sessions
-	WHERE tenant = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE`
+// useLockManySQL locks the rows of sessions $2 of tenant $1 that no other
+// transaction holds, in id order, without waiting for any (SKIP LOCKED),
+// and returns the ids of the others: the rows that exist but are locked by
+// another transaction. (Ids of no row are in neither: their calls are
+// refused on the locked row, which locks nothing.) EXCEPT reads both sides
+// whole, so every row the first can lock is locked.
+const useLockManySQL = `WITH locked AS MATERIALIZED (
+		SELECT id FROM governed_sessions
+		WHERE tenant = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE SKIP LOCKED)
+	SELECT ARRAY(SELECT id FROM governed_sessions WHERE tenant = $1 AND id = ANY($2::text[])
+		EXCEPT SELECT id FROM locked)`
+
+// useLockWaitSQL bounds how long a batch's statements wait for a lock.
+// They touch only rows the batch locked first, so they wait for none,
+// unless the lock-first step found a row held elsewhere: its calls'
+// statements, sent in the same pipeline before that answer is read, then
+// give up after this wait, and the batch reruns without them.
+const useLockWaitSQL = `SET LOCAL lock_timeout = '10ms'`
 
 // runUses decides a batch and answers every call of it. release gives
 // the leader's token back; it is called once the batch's statements have
 // run, before its COMMIT, so that the next batch's statements run while
-// this one's commit waits for its WAL flush.
+// this one's commit waits for its WAL flush (a lone call keeps it through
+// its COMMIT). Calls whose session's row another transaction holds are
+// taken out of the batch and decided apart (decideApart), each waiting
+// only for its own row, after release.
 func (g *Governance) runUses(batch []*useCall, release func()) {
-	defer func() {
-		for _, c := range batch {
-			close(c.done)
-		}
-	}()
-	switch len(batch) {
-	case 0:
-		return
-	case 1:
-		c := batch[0]
-		c.v, c.err = g.useAlone(c.ctx, c.req, c.tools)
+	if len(batch) == 0 {
 		return
 	}
 	// The order rows are locked in (see above); a stable sort keeps the
@@ -251,32 +282,77 @@ func (g *Governance) runUses(batch []*useCall, release func()) {
 	// The transaction serves every caller: it does not end with the
 	// leader's context.
 	ctx := context.WithoutCancel(batch[0].ctx)
-	err := g.s.retry(ctx, func(ctx context.Context) error { return g.batchTx(ctx, batch, false, release) })
-	if errors.Is(err, errLockFirst) {
-		g.s.uses.relocked.Add(1)
-		err = g.s.retry(ctx, func(ctx context.Context) error { return g.batchTx(ctx, batch, true, release) })
+	turn := release
+	if len(batch) == 1 {
+		turn = func() {}
+	}
+	var err error
+	for {
+		in := 0
+		for _, c := range batch {
+			if !c.out {
+				in++
+			}
+		}
+		if in == 0 {
+			break
+		}
+		err = g.s.retry(ctx, func(ctx context.Context) error { return g.batchTx(ctx, batch, turn) })
+		// Each rerun has taken the calls of at least one more session
+		// out: the loop ends.
+		if !errors.Is(err, errBusy) {
+			break
+		}
+		err = nil
+	}
+	release()
+	var in, out []*useCall
+	for _, c := range batch {
+		if c.out {
+			out = append(out, c)
+		} else {
+			in = append(in, c)
+		}
 	}
 	var unknown *commitUnknownError
 	switch {
 	case err == nil:
-		g.s.uses.shared.Add(1)
-		g.s.uses.sharedCalls.Add(int64(len(batch)))
-		if batch[0].req.SessionID != batch[len(batch)-1].req.SessionID {
-			g.s.uses.mixed.Add(1)
+		if len(in) > 1 {
+			g.s.uses.shared.Add(1)
+			g.s.uses.sharedCalls.Add(int64(len(in)))
+			if in[0].req.SessionID != in[len(in)-1].req.SessionID {
+				g.s.uses.mixed.Add(1)
+			}
+		}
+		for _, c := range in {
+			close(c.done)
 		}
 	case errors.As(err, &unknown):
 		// The COMMIT was sent and its answer lost: the batch may have
 		// committed. Deciding its calls again could count them twice, so
 		// each gets the error.
-		for _, c := range batch {
+		for _, c := range in {
 			c.v, c.err = verdict{}, err
+			close(c.done)
 		}
 	default:
 		// Nothing was committed. Decide each call on its own, so that an
 		// error reaches only the calls it belongs to.
-		for _, c := range batch {
+		out = batch
+	}
+	g.s.uses.apart.Add(int64(len(out)))
+	g.decideApart(out)
+}
+
+// decideApart decides each call alone, at once, each in its own
+// goroutine, so that a call waiting for its session's row keeps no other
+// call waiting, and answers it.
+func (g *Governance) decideApart(calls []*useCall) {
+	for _, c := range calls {
+		go func() {
 			c.v, c.err = g.useAlone(c.ctx, c.req, c.tools)
-		}
+			close(c.done)
+		}()
 	}
 }
 
@@ -293,13 +369,13 @@ func (e *commitUnknownError) Unwrap() error { return e.err }
 // pipeline.
 const useBeginSQL = `BEGIN ISOLATION LEVEL READ COMMITTED`
 
-// batchTx decides the calls of batch in one transaction on a connection
-// of its own: BEGIN rides in the pipeline of the calls' statements (one
-// round trip before the COMMIT's, when no call is refused), and nothing is
-// left open on the connection whatever fails. An error before the COMMIT
-// means nothing was committed; a COMMIT without an answer is a
-// commitUnknownError.
-func (g *Governance) batchTx(ctx context.Context, batch []*useCall, lockFirst bool, release func()) error {
+// batchTx decides the calls of batch not taken out in one transaction on
+// a connection of its own: BEGIN rides in the pipeline of the calls'
+// statements (one round trip before the COMMIT's, when no call is
+// refused), and nothing is left open on the connection whatever fails. An
+// error before the COMMIT means nothing was committed; a COMMIT without an
+// answer is a commitUnknownError.
+func (g *Governance) batchTx(ctx context.Context, batch []*useCall, release func()) error {
 	conn, err := g.s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -307,7 +383,7 @@ func (g *Governance) batchTx(ctx context.Context, batch []*useCall, lockFirst bo
 	// A connection left inside a transaction (a failed ROLLBACK) is
 	// destroyed by Release, never reused.
 	defer conn.Release()
-	if err := g.decideBatch(ctx, conn, batch, lockFirst); err != nil {
+	if err := g.decideBatch(ctx, conn, batch); err != nil {
 		if conn.Conn().PgConn().TxStatus() != 'I' {
 			conn.Exec(ctx, `ROLLBACK`)
 		}
@@ -326,24 +402,32 @@ func (g *Governance) batchTx(ctx context.Context, batch []*useCall, lockFirst bo
 	return nil
 }
 
-// decideBatch opens a transaction on conn and decides the calls of batch,
-// sorted by session id, in it, in one round trip with the BEGIN: the first
-// call of one tool of each session in one statement for them all
-// (govUseManySQL, when the batch has two or more sessions; their rows are
-// locked first, in id order), the other calls each in its conditional
-// UPDATE; then the calls these refused, on their locked rows. With
-// lockFirst (or a statement for many), the batch's rows are locked first;
-// without, it returns errLockFirst when a refused call's row would be
-// locked out of id order. The caller commits, or rolls back on error.
-func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch []*useCall, lockFirst bool) error {
+// decideBatch opens a transaction on conn and decides the calls of batch
+// not taken out (sorted by session id) in it, in one round trip with the
+// BEGIN: the rows of their sessions locked first, in id order, skipping
+// those other transactions hold; the first call of one tool of each
+// session in one statement for them all (govUseManySQL, when the batch has
+// two or more sessions), the other calls each in its conditional UPDATE;
+// then the calls these refused, on their locked rows. When the lock-first
+// step found rows held elsewhere, it marks their calls out and returns
+// errBusy. The caller commits, or rolls back on error.
+func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch []*useCall) error {
 	now := g.s.now()
 	nowMS, nowUS := rowcodec.ToMillis(now), rowcodec.ToMicros(now)
 	// The calls of the statement for many, and the others.
 	// (An UPDATE changes a row once: one call per session in it.)
-	var many, single []*useCall
+	var in, many, single []*useCall
+	var ids []string
 	inMany := make(map[string]bool, len(batch))
-	for i, c := range batch {
-		first := i == 0 || batch[i-1].req.SessionID != c.req.SessionID
+	for _, c := range batch {
+		if c.out {
+			continue
+		}
+		first := len(in) == 0 || in[len(in)-1].req.SessionID != c.req.SessionID
+		if first {
+			ids = append(ids, c.req.SessionID)
+		}
+		in = append(in, c)
 		if first && !inMany[c.req.SessionID] && len(c.tools) == 1 && !g.s.cfg.auditOff {
 			inMany[c.req.SessionID] = true
 			many = append(many, c)
@@ -352,9 +436,7 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		}
 	}
 	if len(many) < 2 {
-		many, single = nil, batch
-	} else {
-		lockFirst = true
+		many, single = nil, in
 	}
 	b := &pgx.Batch{}
 	b.Queue(useBeginSQL)
@@ -362,16 +444,9 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	if tenant != "" {
 		b.Queue(govTenantSQL, tenant)
 	}
-	if lockFirst {
-		ids := make([]string, 0, len(batch))
-		for _, c := range batch {
-			if len(ids) == 0 || ids[len(ids)-1] != c.req.SessionID {
-				ids = append(ids, c.req.SessionID)
-			}
-		}
-		b.Queue(useLockManySQL, tenant, ids)
-	}
+	b.Queue(useLockWaitSQL)
 	setup := b.Len()
+	b.Queue(useLockManySQL, tenant, ids)
 	if many != nil {
 		sids, agents, tools := make([]string, len(many)), make([]string, len(many)), make([]string, len(many))
 		payloads, details := make([][]byte, len(many)), make([]string, len(many))
@@ -392,14 +467,33 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		b.Queue(query, args...)
 	}
 	br := conn.SendBatch(ctx, b)
-	for range setup { // BEGIN, the tenant, the locks
+	for range setup { // BEGIN, the tenant, the lock wait
 		if _, err := br.Exec(); err != nil {
 			br.Close()
 			return err
 		}
 	}
+	var busy []string
+	if err := br.QueryRow().Scan(&busy); err != nil {
+		br.Close()
+		return err
+	}
+	if len(busy) > 0 {
+		held := make(map[string]bool, len(busy))
+		for _, id := range busy {
+			held[id] = true
+		}
+		for _, c := range in {
+			if held[c.req.SessionID] {
+				c.out = true
+			}
+		}
+		// The statements on the held rows give up after the lock wait;
+		// their error is the rerun's cause, errBusy.
+		br.Close()
+		return errBusy
+	}
 	var refused []*useCall
-	locked := "" // the greatest session id whose row the batch has locked
 	if many != nil {
 		rows, err := br.Query()
 		if err != nil {
@@ -429,7 +523,6 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		switch {
 		case err == nil:
 			c.v = verdict{sess: sess}
-			locked = c.req.SessionID
 		case errNoRows(err):
 			refused = append(refused, c)
 		default:
@@ -441,14 +534,9 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		return err
 	}
 	// The calls the UPDATEs refused are decided after the others, on the
-	// row the transaction locks: all the calls of a batch were in flight
-	// together, so any order of them is one a caller could have seen, and
-	// this one needs no savepoints. Without lockFirst, their rows are
-	// locked in id order (refused is sorted), after the rows already
-	// locked, or the batch reruns with lockFirst.
-	if !lockFirst && len(refused) > 0 && refused[0].req.SessionID < locked {
-		return errLockFirst
-	}
+	// row the transaction has locked: all the calls of a batch were in
+	// flight together, so any order of them is one a caller could have
+	// seen, and this one needs no savepoints.
 	for _, c := range refused {
 		var err error
 		if c.v, err = g.decideLocked(ctx, conn, c.req, c.tools); err != nil {
