@@ -15,7 +15,7 @@ import (
 )
 
 // BenchmarkGovernedConcurrency measures governed Use throughput with the
-// store's default pool (pgstore.DefaultMaxConns), in four shapes, run in
+// store's default pool (pgstore.DefaultMaxConns), in six shapes, run in
 // rounds that alternate them in one process so that the machine's load
 // weighs on all alike; the medians of the rounds' calls per second are
 // reported, and each shape's ratio to one caller:
@@ -29,6 +29,9 @@ import (
 //	    identity over many sessions. Per-session audit chains let them
 //	    commit in parallel.
 //	  - agents/callers=32: 32 callers on 32 sessions of 32 agents.
+//	  - few/callers=2 and few/callers=4: 2 and 4 callers, each on its own
+//	    session of one agent: few calls in flight, decided at once rather
+//	    than queued (usebatch.go, directUses).
 //
 // Each -benchtime iteration is one round; a round gives every shape the
 // same number of calls, after one unrecorded round that opens the pool's
@@ -82,6 +85,8 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 		{name: "shared/callers=32", reqs: shared},
 		{name: "one-agent/callers=32", reqs: oneAgent},
 		{name: "agents/callers=32", reqs: agents},
+		{name: "few/callers=2", reqs: oneAgent[:2]},
+		{name: "few/callers=4", reqs: oneAgent[:4]},
 	}
 	// PG_BENCH_SHAPE=name runs only the shapes whose names begin with
 	// name, beside caller=1 (the ratios' base), for profiling one shape.

@@ -19,37 +19,33 @@ import (
 
 // Group commit of governed Use calls, PostgreSQL's counterpart of the
 // SQLite writer's batches. Concurrent Use calls (without a request id) of
-// one tenant in one process queue up, whatever their session; a leader
-// runs what is queued in one READ COMMITTED transaction: the calls'
-// conditional UPDATEs (with their audit events), all sent with the BEGIN
-// in one round trip (a pipeline), then the calls they refused, each
-// decided on its session's row as the transaction has locked it (its
-// reason, or its increment, exactly as alone), then one COMMIT. When the
-// batch holds several sessions, their rows are locked first (in id order)
-// and the first call of one tool of each session is decided in one UPDATE
-// over arrays (govUseManySQL), the others each in its own. The server's
-// CPU and round trips of a transaction, and of a statement, are then paid
-// per batch instead of per call, and callers on one row, which wait for
-// its lock anyway, wait together.
+// one tenant in one process queue up, whatever their session, once more
+// than directUses of them are in flight (up to that, each is decided at
+// once by itself, useAlone: a few callers gain nothing from sharing a
+// COMMIT); a leader runs what is queued in one READ COMMITTED
+// transaction: the rows of the calls' sessions locked first, in id order,
+// skipping any another transaction holds (useLockManySQL), then the first
+// call of one tool of each session in one UPDATE over arrays
+// (govUseManySQL, when the batch has two or more sessions) and the other
+// calls each in its conditional UPDATE (with their audit events), all
+// sent with the BEGIN in one round trip (a pipeline), then the calls they
+// refused, each decided on its session's row as the transaction has
+// locked it (its reason, or its increment, exactly as alone), then one
+// COMMIT. The server's CPU and round trips of a transaction, and of a
+// statement, are then paid per batch instead of per call, and callers on
+// one row, which wait for its lock anyway, wait together.
 //
 // Decisions stay exact:
 //   - Each call is decided on its own session's row, locked by the
-//     transaction from the call's statement to the COMMIT; every call sees
+//     transaction from the lock-first step to the COMMIT; every call sees
 //     the counters its predecessors left, and nothing is acknowledged
 //     before the COMMIT.
 //   - Rows are locked in one order, by session id in byte order (the
-//     column's "C" collation): the batch is sorted by session id (calls of
-//     one session keep their queue order); a batch of several sessions
-//     locks its rows first, in that order (useLockManySQL); in a batch
-//     with fewer than two sessions whose first call names one tool (one
-//     session, or calls of several tools), a refused call,
-//     whose UPDATE locked nothing, is decided on a row locked after the
-//     others only when its id sorts after every row the batch has locked,
-//     otherwise the batch rolls back and reruns with its rows locked first. So two batches, in two
-//     processes, cannot deadlock each other; a deadlock with another kind
-//     of transaction (Cleanup removes many rows), or a serialization
-//     failure, reruns the whole batch (Store.retry, bounded): nothing of
-//     it was acknowledged.
+//     column's "C" collation), and the lock-first step waits for no row:
+//     two batches, in two processes, cannot deadlock each other. A
+//     deadlock with another kind of transaction (Cleanup removes many
+//     rows), or a serialization failure, reruns the whole batch
+//     (Store.retry, bounded): nothing of it was acknowledged.
 //   - No statement of a batch fails on a call's refusal: the conditional
 //     UPDATE matches nothing, and the refusal is decided and audited on the
 //     locked row. An error (a statement that fails, or a batch still
@@ -59,24 +55,35 @@ import (
 //     failed) may have committed: its calls get the error, never a second
 //     decision.
 //
-// A batch commits calls of several sessions, and of several agents, in one
-// transaction: a call of one may wait for the COMMIT of another's, and
-// when a row of the batch is locked by another transaction (another
-// process's Close, a Cleanup), the batch and the batches queued behind it
-// wait for that lock (the price of sharing the commit). A decision still
-// reads no row but its own session's, so it commits within one agent's
-// rows. The BEGIN rides in the pipeline of the calls' statements: a batch
-// without refusals is two round trips, the statements and the COMMIT.
+// A call waits on no other session's row (DESIGN.md: a decision commits
+// within one agent's rows, and a Use waits on no other session's rows of
+// its own agent either). When the lock-first step finds a row of the
+// batch held by another transaction (another process's batch or Close, a
+// Cleanup, a sessionctl operation), the calls of that session are taken
+// out of the batch: the statements already sent for them give up after a
+// short lock wait (useLockWaitSQL), the batch rolls back and reruns
+// without them, and each of them is decided alone in its own goroutine
+// (decideApart), waiting only for its own row, once the leader's turn is
+// given back; a call taken out is never in a committed batch, so it is
+// counted once. A batch commits calls of several sessions, and of several
+// agents, in one transaction: a call of one may wait for the COMMIT of
+// another's (a WAL flush, the price of sharing the commit), never for a
+// lock held elsewhere. A decision still reads no row but its own
+// session's, so it commits within one agent's rows. A batch without
+// refusals is two round trips, the statements and the COMMIT.
 // One batch of a tenant runs its statements at a time (useLeaders), and
 // gives its turn to the next one before its COMMIT, so that one batch's
 // WAL flush overlaps the next batch's statements; more batches at once
 // split the callers into smaller batches, which cost more CPU per call
 // (measured: 16 calls per transaction with one, 6 to 10 with two, 32
-// callers on 32 sessions). A lone call
-// takes the one-statement path of old, without BEGIN and COMMIT round
-// trips. Calls with a request id do not queue: they decide on the locked
-// row in a transaction of their own (decideOnce), as the replay record of
-// one id must be read and written under that row's lock.
+// callers on 32 sessions). A leader that took a lone call keeps its turn
+// through the COMMIT (releasing it made every caller a leader of one
+// call: 1.07 calls per transaction at 32 callers), which is why few calls
+// in flight are decided at once instead (directUses): 2 to 4 callers on
+// different sessions would otherwise wait for each other's WAL flush.
+// Calls with a request id do not queue: they decide on the locked row in
+// a transaction of their own (decideOnce), as the replay record of one id
+// must be read and written under that row's lock.
 
 // maxUseBatch bounds the calls of one transaction.
 const maxUseBatch = 64
