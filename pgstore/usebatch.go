@@ -270,7 +270,7 @@ const useLockManySQL = `WITH locked AS MATERIALIZED (
 // unless the lock-first step found a row held elsewhere: its calls'
 // statements, sent in the same pipeline before that answer is read, then
 // give up after this wait, and the batch reruns without them.
-const useLockWaitSQL = `SET LOCAL lock_timeout = '10ms'`
+const useLockWaitSQL = `SET LOCAL lock_timeout = '1ms'`
 
 // runUses decides a batch and answers every call of it. release gives
 // the leader's token back; it is called once the batch's statements have
