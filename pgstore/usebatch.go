@@ -117,6 +117,11 @@ type useQueue struct {
 	calls []*useCall
 	users int // guarded by useBatcher.mu: calls in flight
 	pins  int // guarded by useBatcher.mu: holders keeping the queue (tests)
+	// Guarded by mu: the sessions whose rows a batch of the queue holds
+	// while it commits (closed once it has), and the groups of calls
+	// taken out of batches in flight, by session.
+	committing map[string]chan struct{}
+	groups     map[string]int
 }
 
 // useBatcher holds the queues of the tenants with calls in flight.
@@ -237,7 +242,7 @@ func (g *Governance) useBatched(ctx context.Context, req store.UseRequest, tools
 				}
 			}
 			if c.state.Load() == callQueued {
-				g.runUses(q.take(), release)
+				g.runUses(q, q.take(), release)
 			}
 			release()
 			if c.state.Load() != callQueued {
@@ -279,13 +284,34 @@ const useLockWaitSQL = `SET LOCAL lock_timeout = '1ms'`
 // its COMMIT). Calls whose session's row another transaction holds are
 // taken out of the batch and decided apart (decideApart), each waiting
 // only for its own row, after release.
-func (g *Governance) runUses(batch []*useCall, release func()) {
+func (g *Governance) runUses(q *useQueue, batch []*useCall, release func()) {
 	if len(batch) == 0 {
 		return
 	}
 	// The order rows are locked in (see above); a stable sort keeps the
 	// calls of one session in their queue order.
 	slices.SortStableFunc(batch, func(a, b *useCall) int { return strings.Compare(a.req.SessionID, b.req.SessionID) })
+	// A session with a group of calls in flight apart: its row may be
+	// held elsewhere, so its calls join no batch. A session whose row a
+	// batch of the queue holds while it commits: wait for that COMMIT
+	// (a WAL flush, not a lock held elsewhere) before locking it.
+	var wait []chan struct{}
+	q.mu.Lock()
+	for i, c := range batch {
+		if i > 0 && batch[i-1].req.SessionID == c.req.SessionID {
+			c.out = batch[i-1].out
+			continue
+		}
+		if q.groups[c.req.SessionID] > 0 {
+			c.out = true
+		} else if ch := q.committing[c.req.SessionID]; ch != nil {
+			wait = append(wait, ch)
+		}
+	}
+	q.mu.Unlock()
+	for _, ch := range wait {
+		<-ch
+	}
 	// The transaction serves every caller: it does not end with the
 	// leader's context.
 	ctx := context.WithoutCancel(batch[0].ctx)
@@ -304,7 +330,7 @@ func (g *Governance) runUses(batch []*useCall, release func()) {
 		if in == 0 {
 			break
 		}
-		err = g.s.retry(ctx, func(ctx context.Context) error { return g.batchTx(ctx, batch, turn) })
+		err = g.s.retry(ctx, func(ctx context.Context) error { return g.batchTx(ctx, q, batch, false, turn) })
 		// Each rerun has taken the calls of at least one more session
 		// out: the loop ends.
 		if !errors.Is(err, errBusy) {
@@ -324,13 +350,7 @@ func (g *Governance) runUses(batch []*useCall, release func()) {
 	var unknown *commitUnknownError
 	switch {
 	case err == nil:
-		if len(in) > 1 {
-			g.s.uses.shared.Add(1)
-			g.s.uses.sharedCalls.Add(int64(len(in)))
-			if in[0].req.SessionID != in[len(in)-1].req.SessionID {
-				g.s.uses.mixed.Add(1)
-			}
-		}
+		g.s.uses.count(in)
 		for _, c := range in {
 			close(c.done)
 		}
@@ -345,10 +365,82 @@ func (g *Governance) runUses(batch []*useCall, release func()) {
 	default:
 		// Nothing was committed. Decide each call on its own, so that an
 		// error reaches only the calls it belongs to.
-		out = batch
+		g.s.uses.apart.Add(int64(len(batch)))
+		g.decideApart(batch)
+		return
 	}
+	// The calls taken out: one group per session, decided apart.
 	g.s.uses.apart.Add(int64(len(out)))
-	g.decideApart(out)
+	for i := 0; i < len(out); {
+		j := i + 1
+		for j < len(out) && out[j].req.SessionID == out[i].req.SessionID {
+			j++
+		}
+		g.decideGroup(q, out[i:j])
+		i = j
+	}
+}
+
+// count adds a committed batch's calls to the counters.
+func (b *useBatcher) count(in []*useCall) {
+	if len(in) > 1 {
+		b.shared.Add(1)
+		b.sharedCalls.Add(int64(len(in)))
+		if in[0].req.SessionID != in[len(in)-1].req.SessionID {
+			b.mixed.Add(1)
+		}
+	}
+}
+
+// decideGroup decides, in a goroutine of its own, the calls of one
+// session taken out of a batch: in one transaction, locking the session's
+// row as it goes (it waits for that row and no other), or each alone if
+// it fails; then answers them. While it runs, the session's calls join
+// no batch (q.groups).
+func (g *Governance) decideGroup(q *useQueue, calls []*useCall) {
+	id := calls[0].req.SessionID
+	q.mu.Lock()
+	if q.groups == nil {
+		q.groups = make(map[string]int)
+	}
+	q.groups[id]++
+	q.mu.Unlock()
+	go func() {
+		defer func() {
+			q.mu.Lock()
+			if q.groups[id]--; q.groups[id] == 0 {
+				delete(q.groups, id)
+			}
+			q.mu.Unlock()
+		}()
+		for _, c := range calls {
+			c.out = false
+		}
+		if len(calls) == 1 {
+			c := calls[0]
+			c.v, c.err = g.useAlone(c.ctx, c.req, c.tools)
+			close(c.done)
+			return
+		}
+		ctx := context.WithoutCancel(calls[0].ctx)
+		err := g.s.retry(ctx, func(ctx context.Context) error { return g.batchTx(ctx, nil, calls, true, func() {}) })
+		var unknown *commitUnknownError
+		switch {
+		case err == nil:
+			g.s.uses.count(calls)
+		case errors.As(err, &unknown):
+			for _, c := range calls {
+				c.v, c.err = verdict{}, err
+			}
+		default:
+			for _, c := range calls {
+				c.v, c.err = g.useAlone(c.ctx, c.req, c.tools)
+			}
+		}
+		for _, c := range calls {
+			close(c.done)
+		}
+	}()
 }
 
 // decideApart decides each call alone, at once, each in its own
@@ -382,7 +474,7 @@ const useBeginSQL = `BEGIN ISOLATION LEVEL READ COMMITTED`
 // refused), and nothing is left open on the connection whatever fails. An
 // error before the COMMIT means nothing was committed; a COMMIT without an
 // answer is a commitUnknownError.
-func (g *Governance) batchTx(ctx context.Context, batch []*useCall, release func()) error {
+func (g *Governance) batchTx(ctx context.Context, q *useQueue, batch []*useCall, group bool, release func()) error {
 	conn, err := g.s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -390,11 +482,36 @@ func (g *Governance) batchTx(ctx context.Context, batch []*useCall, release func
 	// A connection left inside a transaction (a failed ROLLBACK) is
 	// destroyed by Release, never reused.
 	defer conn.Release()
-	if err := g.decideBatch(ctx, conn, batch); err != nil {
+	if err := g.decideBatch(ctx, conn, batch, group); err != nil {
 		if conn.Conn().PgConn().TxStatus() != 'I' {
 			conn.Exec(ctx, `ROLLBACK`)
 		}
 		return err
+	}
+	if q != nil {
+		// The next batches of the queue wait for this COMMIT before
+		// locking these rows, rather than finding them held.
+		done := make(chan struct{})
+		q.mu.Lock()
+		if q.committing == nil {
+			q.committing = make(map[string]chan struct{})
+		}
+		for i, c := range batch {
+			if !c.out && (i == 0 || batch[i-1].req.SessionID != c.req.SessionID) {
+				q.committing[c.req.SessionID] = done
+			}
+		}
+		q.mu.Unlock()
+		defer func() {
+			q.mu.Lock()
+			for id, ch := range q.committing {
+				if ch == done {
+					delete(q.committing, id)
+				}
+			}
+			q.mu.Unlock()
+			close(done)
+		}()
 	}
 	release()
 	tag, err := conn.Exec(ctx, `COMMIT`)
@@ -418,7 +535,7 @@ func (g *Governance) batchTx(ctx context.Context, batch []*useCall, release func
 // then the calls these refused, on their locked rows. When the lock-first
 // step found rows held elsewhere, it marks their calls out and returns
 // errBusy. The caller commits, or rolls back on error.
-func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch []*useCall) error {
+func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch []*useCall, group bool) error {
 	now := g.s.now()
 	nowMS, nowUS := rowcodec.ToMillis(now), rowcodec.ToMicros(now)
 	// The calls of the statement for many, and the others.
@@ -451,9 +568,13 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	if tenant != "" {
 		b.Queue(govTenantSQL, tenant)
 	}
-	b.Queue(useLockWaitSQL)
+	if !group {
+		b.Queue(useLockWaitSQL)
+	}
 	setup := b.Len()
-	b.Queue(useLockManySQL, tenant, ids)
+	if !group {
+		b.Queue(useLockManySQL, tenant, ids)
+	}
 	if many != nil {
 		sids, agents, tools := make([]string, len(many)), make([]string, len(many)), make([]string, len(many))
 		payloads, details := make([][]byte, len(many)), make([]string, len(many))
@@ -481,9 +602,11 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		}
 	}
 	var busy []string
-	if err := br.QueryRow().Scan(&busy); err != nil {
-		br.Close()
-		return err
+	if !group {
+		if err := br.QueryRow().Scan(&busy); err != nil {
+			br.Close()
+			return err
+		}
 	}
 	if len(busy) > 0 {
 		held := make(map[string]bool, len(busy))
