@@ -118,10 +118,18 @@ type useQueue struct {
 	users int // guarded by useBatcher.mu: calls in flight
 	pins  int // guarded by useBatcher.mu: holders keeping the queue (tests)
 	// Guarded by mu: the sessions whose rows a batch of the queue holds
-	// while it commits (closed once it has), and the groups of calls
-	// taken out of batches in flight, by session.
+	// while it commits (closed once it has), and the sessions whose calls
+	// are decided apart, on a queue of their own (sideQueue).
 	committing map[string]chan struct{}
-	groups     map[string]int
+	side       map[string]*sideQueue
+}
+
+// sideQueue holds the calls of one session whose row a batch found held
+// by another transaction: its leader decides them in batches of that
+// session alone, each waiting for that row only, until a batch finds the
+// row free, then gives the session back to the tenant's queue.
+type sideQueue struct {
+	calls []*useCall // guarded by useQueue.mu
 }
 
 // useBatcher holds the queues of the tenants with calls in flight.
@@ -291,24 +299,32 @@ func (g *Governance) runUses(q *useQueue, batch []*useCall, release func()) {
 	// The order rows are locked in (see above); a stable sort keeps the
 	// calls of one session in their queue order.
 	slices.SortStableFunc(batch, func(a, b *useCall) int { return strings.Compare(a.req.SessionID, b.req.SessionID) })
-	// A session with a group of calls in flight apart: its row may be
-	// held elsewhere, so its calls join no batch. A session whose row a
-	// batch of the queue holds while it commits: wait for that COMMIT
-	// (a WAL flush, not a lock held elsewhere) before locking it.
+	// A session decided apart (q.side): its calls join its side queue.
+	// A session whose row a batch of the queue holds while it commits:
+	// wait for that COMMIT (a WAL flush, not a lock held elsewhere)
+	// before locking it.
 	var wait []chan struct{}
+	kept := batch[:0:0]
 	q.mu.Lock()
 	for i, c := range batch {
-		if i > 0 && batch[i-1].req.SessionID == c.req.SessionID {
-			c.out = batch[i-1].out
+		if sq := q.side[c.req.SessionID]; sq != nil {
+			sq.calls = append(sq.calls, c)
+			g.s.uses.apart.Add(1)
 			continue
 		}
-		if q.groups[c.req.SessionID] > 0 {
-			c.out = true
-		} else if ch := q.committing[c.req.SessionID]; ch != nil {
+		kept = append(kept, c)
+		if i > 0 && batch[i-1].req.SessionID == c.req.SessionID {
+			continue
+		}
+		if ch := q.committing[c.req.SessionID]; ch != nil {
 			wait = append(wait, ch)
 		}
 	}
 	q.mu.Unlock()
+	if batch = kept; len(batch) == 0 {
+		release()
+		return
+	}
 	for _, ch := range wait {
 		<-ch
 	}
@@ -369,14 +385,14 @@ func (g *Governance) runUses(q *useQueue, batch []*useCall, release func()) {
 		g.decideApart(batch)
 		return
 	}
-	// The calls taken out: one group per session, decided apart.
+	// The calls taken out: to their sessions' side queues.
 	g.s.uses.apart.Add(int64(len(out)))
 	for i := 0; i < len(out); {
 		j := i + 1
 		for j < len(out) && out[j].req.SessionID == out[i].req.SessionID {
 			j++
 		}
-		g.decideGroup(q, out[i:j])
+		g.toSide(q, out[i:j])
 		i = j
 	}
 }
@@ -392,55 +408,82 @@ func (b *useBatcher) count(in []*useCall) {
 	}
 }
 
-// decideGroup decides, in a goroutine of its own, the calls of one
-// session taken out of a batch: in one transaction, locking the session's
-// row as it goes (it waits for that row and no other), or each alone if
-// it fails; then answers them. While it runs, the session's calls join
-// no batch (q.groups).
-func (g *Governance) decideGroup(q *useQueue, calls []*useCall) {
+// toSide queues calls of one session on its side queue, starting its
+// leader if it has none.
+func (g *Governance) toSide(q *useQueue, calls []*useCall) {
 	id := calls[0].req.SessionID
-	q.mu.Lock()
-	if q.groups == nil {
-		q.groups = make(map[string]int)
+	for _, c := range calls {
+		c.out = false
 	}
-	q.groups[id]++
-	q.mu.Unlock()
-	go func() {
-		defer func() {
-			q.mu.Lock()
-			if q.groups[id]--; q.groups[id] == 0 {
-				delete(q.groups, id)
-			}
-			q.mu.Unlock()
-		}()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if sq := q.side[id]; sq != nil {
+		sq.calls = append(sq.calls, calls...)
+		return
+	}
+	if q.side == nil {
+		q.side = make(map[string]*sideQueue)
+	}
+	sq := &sideQueue{calls: slices.Clone(calls)}
+	q.side[id] = sq
+	go g.leadSide(q, id, sq)
+}
+
+// leadSide decides the calls of a session's side queue, in batches of
+// that session alone, until the queue is empty or a batch found the row
+// free: then the session goes back to the tenant's queue, and the calls
+// queued meanwhile are decided as any batch (runUses).
+func (g *Governance) leadSide(q *useQueue, id string, sq *sideQueue) {
+	free := false
+	for {
+		q.mu.Lock()
+		calls := sq.calls
+		sq.calls = nil
+		if len(calls) == 0 || free {
+			delete(q.side, id)
+		}
+		q.mu.Unlock()
+		switch {
+		case len(calls) == 0:
+			return
+		case free:
+			g.runUses(q, calls, func() {})
+			return
+		}
+		free = g.sideBatch(q, calls)
+	}
+}
+
+// sideBatch decides calls of one session in one transaction and answers
+// them: first as a batch that locks the row without waiting (true when it
+// could), else locking it as it goes, waiting for that row only. If that
+// fails, each call is decided alone.
+func (g *Governance) sideBatch(q *useQueue, calls []*useCall) (free bool) {
+	ctx := context.WithoutCancel(calls[0].ctx)
+	err := g.s.retry(ctx, func(ctx context.Context) error { return g.batchTx(ctx, q, calls, false, func() {}) })
+	if free = err == nil; errors.Is(err, errBusy) {
 		for _, c := range calls {
 			c.out = false
 		}
-		if len(calls) == 1 {
-			c := calls[0]
-			c.v, c.err = g.useAlone(c.ctx, c.req, c.tools)
-			close(c.done)
-			return
-		}
-		ctx := context.WithoutCancel(calls[0].ctx)
-		err := g.s.retry(ctx, func(ctx context.Context) error { return g.batchTx(ctx, nil, calls, true, func() {}) })
-		var unknown *commitUnknownError
-		switch {
-		case err == nil:
-			g.s.uses.count(calls)
-		case errors.As(err, &unknown):
-			for _, c := range calls {
-				c.v, c.err = verdict{}, err
-			}
-		default:
-			for _, c := range calls {
-				c.v, c.err = g.useAlone(c.ctx, c.req, c.tools)
-			}
-		}
+		err = g.s.retry(ctx, func(ctx context.Context) error { return g.batchTx(ctx, q, calls, true, func() {}) })
+	}
+	var unknown *commitUnknownError
+	switch {
+	case err == nil:
+		g.s.uses.count(calls)
+	case errors.As(err, &unknown):
 		for _, c := range calls {
-			close(c.done)
+			c.v, c.err = verdict{}, err
 		}
-	}()
+	default:
+		for _, c := range calls {
+			c.v, c.err = g.useAlone(c.ctx, c.req, c.tools)
+		}
+	}
+	for _, c := range calls {
+		close(c.done)
+	}
+	return free
 }
 
 // decideApart decides each call alone, at once, each in its own
