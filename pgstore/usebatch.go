@@ -41,8 +41,9 @@ import (
 //     the counters its predecessors left, and nothing is acknowledged
 //     before the COMMIT.
 //   - Rows are locked in one order, by session id in byte order (the
-//     column's "C" collation), and the lock-first step waits for no row:
-//     two batches, in two processes, cannot deadlock each other. A
+//     column's "C" collation), and the lock-first step waits for no row
+//     (a side queue's batch, which waits, holds one row): two batches, in
+//     two processes, cannot deadlock each other. A
 //     deadlock with another kind of transaction (Cleanup removes many
 //     rows), or a serialization failure, reruns the whole batch
 //     (Store.retry, bounded): nothing of it was acknowledged.
@@ -57,20 +58,27 @@ import (
 //
 // A call waits on no other session's row (DESIGN.md: a decision commits
 // within one agent's rows, and a Use waits on no other session's rows of
-// its own agent either). When the lock-first step finds a row of the
-// batch held by another transaction (another process's batch or Close, a
-// Cleanup, a sessionctl operation), the calls of that session are taken
-// out of the batch: the statements already sent for them give up after a
-// short lock wait (useLockWaitSQL), the batch rolls back and reruns
-// without them, and each of them is decided alone in its own goroutine
-// (decideApart), waiting only for its own row, once the leader's turn is
-// given back; a call taken out is never in a committed batch, so it is
-// counted once. A batch commits calls of several sessions, and of several
-// agents, in one transaction: a call of one may wait for the COMMIT of
-// another's (a WAL flush, the price of sharing the commit), never for a
-// lock held elsewhere. A decision still reads no row but its own
-// session's, so it commits within one agent's rows. A batch without
-// refusals is two round trips, the statements and the COMMIT.
+// its own agent either). A batch does not lock a row that a batch of the
+// same queue holds while it commits: it waits for that COMMIT first (a
+// WAL flush, never a lock held elsewhere; useQueue.committing). When the
+// lock-first step still finds a row of the batch held by another
+// transaction (another process's batch or Close, a Cleanup, a sessionctl
+// operation, a call of this process decided at once), the calls of that
+// session are taken out of the batch: the statements already sent for
+// them give up after a short lock wait (useLockWaitSQL), the batch rolls
+// back and reruns without them, and they go to that session's side queue
+// (sideQueue), whose leader decides them, and the session's calls that
+// come while it runs, in batches of that session alone, locking its row
+// as they go (waiting for that row only), until a batch finds the row
+// free at once; then the session goes back to the tenant's queue. A call
+// taken out is never in a committed batch, so it is counted once. A batch
+// commits calls of several sessions, and of several agents, in one
+// transaction: a call of one may wait for the COMMIT of another's (the
+// price of sharing the commit), never for a lock held elsewhere. A
+// decision still reads no row but its own session's, so it commits
+// within one agent's rows. A batch without refusals is two round trips,
+// the statements and the COMMIT.
+//
 // One batch of a tenant runs its statements at a time (useLeaders), and
 // gives its turn to the next one before its COMMIT, so that one batch's
 // WAL flush overlaps the next batch's statements; more batches at once
