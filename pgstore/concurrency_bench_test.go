@@ -80,6 +80,9 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 		rate []float64
 		cpu  cpuTimes // summed over the rounds
 		txns int64    // the transactions of the rounds' calls
+		// the calls decided at once without queueing, and those taken
+		// out of a batch (their row held by another transaction)
+		direct, apart int64
 	}{
 		{name: "caller=1", reqs: alone},
 		{name: "shared/callers=32", reqs: shared},
@@ -109,6 +112,8 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 			sh := &shapes[i]
 			n := len(sh.reqs)
 			shared0, sharedCalls0 := st.UseBatchStats()
+			direct0 := st.UseDirect()
+			_, apart0 := st.UseBatchMixed()
 			start, cpu0 := time.Now(), readCPU(server)
 			var wg sync.WaitGroup
 			for c := range n {
@@ -129,6 +134,9 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 			// A call decided alone is a transaction of its own.
 			shared1, sharedCalls1 := st.UseBatchStats()
 			sh.txns += shared1 - shared0 + calls/int64(n)*int64(n) - (sharedCalls1 - sharedCalls0)
+			_, apart1 := st.UseBatchMixed()
+			sh.direct += st.UseDirect() - direct0
+			sh.apart += apart1 - apart0
 			cpu1 := readCPU(server)
 			sh.cpu.client += clientSince(cpu0, cpu1)
 			if cpu0.server >= 0 && cpu1.server >= 0 {
@@ -152,6 +160,8 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 		}
 		rounds := float64(len(shapes[i].rate) * calls)
 		b.ReportMetric(rounds/float64(shapes[i].txns), shapes[i].name+"-calls/txn")
+		b.ReportMetric(float64(shapes[i].direct)/rounds, shapes[i].name+"-direct/call")
+		b.ReportMetric(float64(shapes[i].apart)/rounds, shapes[i].name+"-apart/call")
 		b.ReportMetric(float64(shapes[i].cpu.client.Microseconds())/rounds, shapes[i].name+"-client-cpu-µs/call")
 		if shapes[i].cpu.server >= 0 {
 			b.ReportMetric(float64(shapes[i].cpu.server.Microseconds())/rounds, shapes[i].name+"-server-cpu-µs/call")

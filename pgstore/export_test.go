@@ -74,7 +74,7 @@ func (s *Store) DecideUseBatch(ctx context.Context, reqs []store.UseRequest) ([]
 		batch[i] = &useCall{ctx: ctx, req: req, tools: nonNil(req.Tools), done: make(chan struct{})}
 		batch[i].state.Store(callTaken)
 	}
-	g.runUses(&useQueue{}, slices.Clone(batch), func() {})
+	g.runUses(&useQueue{token: make(chan struct{}, useLeaders)}, slices.Clone(batch), func() {})
 	for _, c := range batch {
 		<-c.done
 	}

@@ -107,6 +107,7 @@ type useCall struct {
 	tools []string
 	state atomic.Int32 // callQueued, callTaken, callAbandoned
 	out   bool         // taken out of its batch: its row is held elsewhere
+	after bool         // its row is held by a batch of its queue that commits
 	v     verdict
 	err   error
 	done  chan struct{}
@@ -286,6 +287,12 @@ const useLockManySQL = `WITH locked AS MATERIALIZED (
 	SELECT ARRAY(SELECT id FROM governed_sessions WHERE tenant = $1 AND id = ANY($2::text[])
 		EXCEPT SELECT id FROM locked)`
 
+// useLockAfterSQL locks the rows of sessions $2 of tenant $1 that a batch
+// of the same queue holds while it commits, in id order, waiting for that
+// COMMIT (before useLockWaitSQL bounds the waits).
+const useLockAfterSQL = `SELECT id FROM governed_sessions
+	WHERE tenant = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE`
+
 // useLockWaitSQL bounds how long a batch's statements wait for a lock.
 // They touch only rows the batch locked first, so they wait for none,
 // unless the lock-first step found a row held elsewhere: its calls'
@@ -309,32 +316,28 @@ func (g *Governance) runUses(q *useQueue, batch []*useCall, release func()) {
 	slices.SortStableFunc(batch, func(a, b *useCall) int { return strings.Compare(a.req.SessionID, b.req.SessionID) })
 	// A session decided apart (q.side): its calls join its side queue.
 	// A session whose row a batch of the queue holds while it commits:
-	// wait for that COMMIT (a WAL flush, not a lock held elsewhere)
-	// before locking it.
-	var wait []chan struct{}
+	// its row is locked waiting for that COMMIT (a WAL flush, not a lock
+	// held elsewhere), before the others.
 	kept := batch[:0:0]
 	q.mu.Lock()
 	for i, c := range batch {
 		if sq := q.side[c.req.SessionID]; sq != nil {
+			c.after = false
 			sq.calls = append(sq.calls, c)
 			g.s.uses.apart.Add(1)
 			continue
 		}
 		kept = append(kept, c)
 		if i > 0 && batch[i-1].req.SessionID == c.req.SessionID {
+			c.after = batch[i-1].after
 			continue
 		}
-		if ch := q.committing[c.req.SessionID]; ch != nil {
-			wait = append(wait, ch)
-		}
+		c.after = q.committing[c.req.SessionID] != nil
 	}
 	q.mu.Unlock()
 	if batch = kept; len(batch) == 0 {
 		release()
 		return
-	}
-	for _, ch := range wait {
-		<-ch
 	}
 	// The transaction serves every caller: it does not end with the
 	// leader's context.
@@ -421,7 +424,7 @@ func (b *useBatcher) count(in []*useCall) {
 func (g *Governance) toSide(q *useQueue, calls []*useCall) {
 	id := calls[0].req.SessionID
 	for _, c := range calls {
-		c.out = false
+		c.out, c.after = false, false
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -440,7 +443,8 @@ func (g *Governance) toSide(q *useQueue, calls []*useCall) {
 // leadSide decides the calls of a session's side queue, in batches of
 // that session alone, until the queue is empty or a batch found the row
 // free: then the session goes back to the tenant's queue, and the calls
-// queued meanwhile are decided as any batch (runUses).
+// queued meanwhile are decided as a batch of that queue (runUses, with its
+// turn).
 func (g *Governance) leadSide(q *useQueue, id string, sq *sideQueue) {
 	free := false
 	for {
@@ -455,7 +459,20 @@ func (g *Governance) leadSide(q *useQueue, id string, sq *sideQueue) {
 		case len(calls) == 0:
 			return
 		case free:
-			g.runUses(q, calls, func() {})
+			// As a leader of the tenant's queue, taking its turn, so
+			// that these calls' batch locks the session's row after the
+			// queue's batches, not beside them (which would find it
+			// held, and bring the session back here).
+			q.token <- struct{}{}
+			held := true
+			release := func() {
+				if held {
+					held = false
+					<-q.token
+				}
+			}
+			g.runUses(q, calls, release)
+			release()
 			return
 		}
 		free = g.sideBatch(q, calls)
@@ -592,14 +609,16 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	// The calls of the statement for many, and the others.
 	// (An UPDATE changes a row once: one call per session in it.)
 	var in, many, single []*useCall
-	var ids []string
+	var ids, after []string
 	inMany := make(map[string]bool, len(batch))
 	for _, c := range batch {
 		if c.out {
 			continue
 		}
 		first := len(in) == 0 || in[len(in)-1].req.SessionID != c.req.SessionID
-		if first {
+		if first && c.after && !group {
+			after = append(after, c.req.SessionID)
+		} else if first {
 			ids = append(ids, c.req.SessionID)
 		}
 		in = append(in, c)
@@ -618,6 +637,9 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	tenant := g.tenant()
 	if tenant != "" {
 		b.Queue(govTenantSQL, tenant)
+	}
+	if len(after) > 0 {
+		b.Queue(useLockAfterSQL, tenant, after)
 	}
 	if !group {
 		b.Queue(useLockWaitSQL)
