@@ -58,9 +58,12 @@ import (
 //
 // A call waits on no other session's row (DESIGN.md: a decision commits
 // within one agent's rows, and a Use waits on no other session's rows of
-// its own agent either). A batch does not lock a row that a batch of the
-// same queue holds while it commits: it waits for that COMMIT first (a
-// WAL flush, never a lock held elsewhere; useQueue.committing). When the
+// its own agent either). A row that a batch of the same queue holds while
+// it commits (useQueue.committing) is locked by the next batch first,
+// waiting for that COMMIT, a WAL flush (useLockAfterSQL; a transaction of
+// another process already queued for that row would go first: the one
+// wait of a batch on a lock held elsewhere, behind a commit of its own
+// process). The other rows are locked without waiting. When the
 // lock-first step still finds a row of the batch held by another
 // transaction (another process's batch or Close, a Cleanup, a sessionctl
 // operation, a call of this process decided at once), the calls of that
@@ -74,7 +77,7 @@ import (
 // taken out is never in a committed batch, so it is counted once. A batch
 // commits calls of several sessions, and of several agents, in one
 // transaction: a call of one may wait for the COMMIT of another's (the
-// price of sharing the commit), never for a lock held elsewhere. A
+// price of sharing the commit). A
 // decision still reads no row but its own session's, so it commits
 // within one agent's rows. A batch without refusals is two round trips,
 // the statements and the COMMIT.
