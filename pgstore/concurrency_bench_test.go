@@ -15,7 +15,7 @@ import (
 )
 
 // BenchmarkGovernedConcurrency measures governed Use throughput with the
-// store's default pool (pgstore.DefaultMaxConns), in four shapes, run in
+// store's default pool (pgstore.DefaultMaxConns), in six shapes, run in
 // rounds that alternate them in one process so that the machine's load
 // weighs on all alike; the medians of the rounds' calls per second are
 // reported, and each shape's ratio to one caller:
@@ -29,6 +29,9 @@ import (
 //	    identity over many sessions. Per-session audit chains let them
 //	    commit in parallel.
 //	  - agents/callers=32: 32 callers on 32 sessions of 32 agents.
+//	  - few/callers=2 and few/callers=4: 2 and 4 callers, each on its own
+//	    session of one agent: few calls in flight, decided at once rather
+//	    than queued (usebatch.go, directUses).
 //
 // Each -benchtime iteration is one round; a round gives every shape the
 // same number of calls, after one unrecorded round that opens the pool's
@@ -77,11 +80,16 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 		rate []float64
 		cpu  cpuTimes // summed over the rounds
 		txns int64    // the transactions of the rounds' calls
+		// the calls decided at once without queueing, and those taken
+		// out of a batch (their row held by another transaction)
+		direct, apart int64
 	}{
 		{name: "caller=1", reqs: alone},
 		{name: "shared/callers=32", reqs: shared},
 		{name: "one-agent/callers=32", reqs: oneAgent},
 		{name: "agents/callers=32", reqs: agents},
+		{name: "few/callers=2", reqs: oneAgent[:2]},
+		{name: "few/callers=4", reqs: oneAgent[:4]},
 	}
 	// PG_BENCH_SHAPE=name runs only the shapes whose names begin with
 	// name, beside caller=1 (the ratios' base), for profiling one shape.
@@ -104,6 +112,8 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 			sh := &shapes[i]
 			n := len(sh.reqs)
 			shared0, sharedCalls0 := st.UseBatchStats()
+			direct0 := st.UseDirect()
+			_, apart0 := st.UseBatchMixed()
 			start, cpu0 := time.Now(), readCPU(server)
 			var wg sync.WaitGroup
 			for c := range n {
@@ -124,6 +134,9 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 			// A call decided alone is a transaction of its own.
 			shared1, sharedCalls1 := st.UseBatchStats()
 			sh.txns += shared1 - shared0 + calls/int64(n)*int64(n) - (sharedCalls1 - sharedCalls0)
+			_, apart1 := st.UseBatchMixed()
+			sh.direct += st.UseDirect() - direct0
+			sh.apart += apart1 - apart0
 			cpu1 := readCPU(server)
 			sh.cpu.client += clientSince(cpu0, cpu1)
 			if cpu0.server >= 0 && cpu1.server >= 0 {
@@ -147,6 +160,8 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 		}
 		rounds := float64(len(shapes[i].rate) * calls)
 		b.ReportMetric(rounds/float64(shapes[i].txns), shapes[i].name+"-calls/txn")
+		b.ReportMetric(float64(shapes[i].direct)/rounds, shapes[i].name+"-direct/call")
+		b.ReportMetric(float64(shapes[i].apart)/rounds, shapes[i].name+"-apart/call")
 		b.ReportMetric(float64(shapes[i].cpu.client.Microseconds())/rounds, shapes[i].name+"-client-cpu-µs/call")
 		if shapes[i].cpu.server >= 0 {
 			b.ReportMetric(float64(shapes[i].cpu.server.Microseconds())/rounds, shapes[i].name+"-server-cpu-µs/call")

@@ -19,10 +19,49 @@ func (s *Store) UseBatchStats() (transactions, calls int64) {
 }
 
 // UseBatchMixed returns how many of those transactions decided calls of
-// more than one session, and how many batches were rerun with their rows
-// locked first.
-func (s *Store) UseBatchMixed() (mixed, relocked int64) {
-	return s.uses.mixed.Load(), s.uses.relocked.Load()
+// more than one session, and how many calls were taken out of their batch
+// (their session's row held by another transaction, or their batch rolled
+// back) and decided alone.
+func (s *Store) UseBatchMixed() (mixed, apart int64) {
+	return s.uses.mixed.Load(), s.uses.apart.Load()
+}
+
+// DirectUses is directUses, exported for tests.
+const DirectUses = directUses
+
+// UseDirect returns how many governed Use calls were decided at once,
+// without queueing, as few calls of their tenant were in flight.
+func (s *Store) UseDirect() int64 { return s.uses.direct.Load() }
+
+// SetUseDirectHook sets a function that runs before each call decided
+// without queueing, with its session id (nil: none). Set it before any Use.
+func (s *Store) SetUseDirectHook(fn func(sessionID string)) { s.uses.directHook = fn }
+
+// HoldUseTurn takes the leader's turn of the default tenant's queue, as a
+// batch running its statements holds it, until the returned function is
+// called.
+func (s *Store) HoldUseTurn() (release func()) {
+	b := &s.uses
+	b.mu.Lock()
+	if b.queues == nil {
+		b.queues = make(map[string]*useQueue)
+	}
+	q := b.queues[""]
+	if q == nil {
+		q = &useQueue{token: make(chan struct{}, useLeaders)}
+		b.queues[""] = q
+	}
+	q.pins++
+	b.mu.Unlock()
+	q.token <- struct{}{}
+	return func() {
+		<-q.token
+		b.mu.Lock()
+		if q.pins--; q.pins == 0 && q.users == 0 {
+			delete(b.queues, "")
+		}
+		b.mu.Unlock()
+	}
 }
 
 // DecideUseBatch decides reqs as one batch of concurrent governed Use
@@ -35,7 +74,10 @@ func (s *Store) DecideUseBatch(ctx context.Context, reqs []store.UseRequest) ([]
 		batch[i] = &useCall{ctx: ctx, req: req, tools: nonNil(req.Tools), done: make(chan struct{})}
 		batch[i].state.Store(callTaken)
 	}
-	g.runUses(slices.Clone(batch), func() {})
+	g.runUses(&useQueue{token: make(chan struct{}, useLeaders)}, slices.Clone(batch), func() {})
+	for _, c := range batch {
+		<-c.done
+	}
 	sessions, errs := make([]store.Session, len(reqs)), make([]error, len(reqs))
 	for i, c := range batch {
 		sessions[i], errs[i] = c.v.sess, c.err

@@ -19,37 +19,34 @@ import (
 
 // Group commit of governed Use calls, PostgreSQL's counterpart of the
 // SQLite writer's batches. Concurrent Use calls (without a request id) of
-// one tenant in one process queue up, whatever their session; a leader
-// runs what is queued in one READ COMMITTED transaction: the calls'
-// conditional UPDATEs (with their audit events), all sent with the BEGIN
-// in one round trip (a pipeline), then the calls they refused, each
-// decided on its session's row as the transaction has locked it (its
-// reason, or its increment, exactly as alone), then one COMMIT. When the
-// batch holds several sessions, their rows are locked first (in id order)
-// and the first call of one tool of each session is decided in one UPDATE
-// over arrays (govUseManySQL), the others each in its own. The server's
-// CPU and round trips of a transaction, and of a statement, are then paid
-// per batch instead of per call, and callers on one row, which wait for
-// its lock anyway, wait together.
+// one tenant in one process queue up, whatever their session, once more
+// than directUses of them are in flight (up to that, each is decided at
+// once by itself, useAlone: a few callers gain nothing from sharing a
+// COMMIT); a leader runs what is queued in one READ COMMITTED
+// transaction: the rows of the calls' sessions locked first, in id order,
+// skipping any another transaction holds (useLockManySQL), then the first
+// call of one tool of each session in one UPDATE over arrays
+// (govUseManySQL, when the batch has two or more sessions) and the other
+// calls each in its conditional UPDATE (with their audit events), all
+// sent with the BEGIN in one round trip (a pipeline), then the calls they
+// refused, each decided on its session's row as the transaction has
+// locked it (its reason, or its increment, exactly as alone), then one
+// COMMIT. The server's CPU and round trips of a transaction, and of a
+// statement, are then paid per batch instead of per call, and callers on
+// one row, which wait for its lock anyway, wait together.
 //
 // Decisions stay exact:
 //   - Each call is decided on its own session's row, locked by the
-//     transaction from the call's statement to the COMMIT; every call sees
+//     transaction from the lock-first step to the COMMIT; every call sees
 //     the counters its predecessors left, and nothing is acknowledged
 //     before the COMMIT.
 //   - Rows are locked in one order, by session id in byte order (the
-//     column's "C" collation): the batch is sorted by session id (calls of
-//     one session keep their queue order); a batch of several sessions
-//     locks its rows first, in that order (useLockManySQL); in a batch
-//     with fewer than two sessions whose first call names one tool (one
-//     session, or calls of several tools), a refused call,
-//     whose UPDATE locked nothing, is decided on a row locked after the
-//     others only when its id sorts after every row the batch has locked,
-//     otherwise the batch rolls back and reruns with its rows locked first. So two batches, in two
-//     processes, cannot deadlock each other; a deadlock with another kind
-//     of transaction (Cleanup removes many rows), or a serialization
-//     failure, reruns the whole batch (Store.retry, bounded): nothing of
-//     it was acknowledged.
+//     column's "C" collation), and the lock-first step waits for no row
+//     (a side queue's batch, which waits, holds one row): two batches, in
+//     two processes, cannot deadlock each other. A
+//     deadlock with another kind of transaction (Cleanup removes many
+//     rows), or a serialization failure, reruns the whole batch
+//     (Store.retry, bounded): nothing of it was acknowledged.
 //   - No statement of a batch fails on a call's refusal: the conditional
 //     UPDATE matches nothing, and the refusal is decided and audited on the
 //     locked row. An error (a statement that fails, or a batch still
@@ -59,24 +56,45 @@ import (
 //     failed) may have committed: its calls get the error, never a second
 //     decision.
 //
-// A batch commits calls of several sessions, and of several agents, in one
-// transaction: a call of one may wait for the COMMIT of another's, and
-// when a row of the batch is locked by another transaction (another
-// process's Close, a Cleanup), the batch and the batches queued behind it
-// wait for that lock (the price of sharing the commit). A decision still
-// reads no row but its own session's, so it commits within one agent's
-// rows. The BEGIN rides in the pipeline of the calls' statements: a batch
-// without refusals is two round trips, the statements and the COMMIT.
+// A call waits on no other session's row (DESIGN.md: a decision commits
+// within one agent's rows, and a Use waits on no other session's rows of
+// its own agent either). A row that a batch of the same queue holds while
+// it commits (useQueue.committing) is locked by the next batch first,
+// waiting for that COMMIT, a WAL flush (useLockAfterSQL; a transaction of
+// another process already queued for that row would go first: the one
+// wait of a batch on a lock held elsewhere, behind a commit of its own
+// process). The other rows are locked without waiting. When the
+// lock-first step still finds a row of the batch held by another
+// transaction (another process's batch or Close, a Cleanup, a sessionctl
+// operation, a call of this process decided at once), the calls of that
+// session are taken out of the batch: the statements already sent for
+// them give up after a short lock wait (useLockWaitSQL), the batch rolls
+// back and reruns without them, and they go to that session's side queue
+// (sideQueue), whose leader decides them, and the session's calls that
+// come while it runs, in batches of that session alone, locking its row
+// as they go (waiting for that row only), until a batch finds the row
+// free at once; then the session goes back to the tenant's queue. A call
+// taken out is never in a committed batch, so it is counted once. A batch
+// commits calls of several sessions, and of several agents, in one
+// transaction: a call of one may wait for the COMMIT of another's (the
+// price of sharing the commit). A
+// decision still reads no row but its own session's, so it commits
+// within one agent's rows. A batch without refusals is two round trips,
+// the statements and the COMMIT.
+//
 // One batch of a tenant runs its statements at a time (useLeaders), and
 // gives its turn to the next one before its COMMIT, so that one batch's
 // WAL flush overlaps the next batch's statements; more batches at once
 // split the callers into smaller batches, which cost more CPU per call
 // (measured: 16 calls per transaction with one, 6 to 10 with two, 32
-// callers on 32 sessions). A lone call
-// takes the one-statement path of old, without BEGIN and COMMIT round
-// trips. Calls with a request id do not queue: they decide on the locked
-// row in a transaction of their own (decideOnce), as the replay record of
-// one id must be read and written under that row's lock.
+// callers on 32 sessions). A leader that took a lone call keeps its turn
+// through the COMMIT (releasing it made every caller a leader of one
+// call: 1.07 calls per transaction at 32 callers), which is why few calls
+// in flight are decided at once instead (directUses): 2 to 4 callers on
+// different sessions would otherwise wait for each other's WAL flush.
+// Calls with a request id do not queue: they decide on the locked row in
+// a transaction of their own (decideOnce), as the replay record of one id
+// must be read and written under that row's lock.
 
 // maxUseBatch bounds the calls of one transaction.
 const maxUseBatch = 64
@@ -91,6 +109,8 @@ type useCall struct {
 	req   store.UseRequest
 	tools []string
 	state atomic.Int32 // callQueued, callTaken, callAbandoned
+	out   bool         // taken out of its batch: its row is held elsewhere
+	after bool         // its row is held by a batch of its queue that commits
 	v     verdict
 	err   error
 	done  chan struct{}
@@ -107,7 +127,21 @@ type useQueue struct {
 	token chan struct{} // capacity useLeaders: one held by each leader until its COMMIT
 	mu    sync.Mutex
 	calls []*useCall
-	users int // guarded by useBatcher.mu: callers holding the queue
+	users int // guarded by useBatcher.mu: calls in flight
+	pins  int // guarded by useBatcher.mu: holders keeping the queue (tests)
+	// Guarded by mu: the sessions whose rows a batch of the queue holds
+	// while it commits (closed once it has), and the sessions whose calls
+	// are decided apart, on a queue of their own (sideQueue).
+	committing map[string]chan struct{}
+	side       map[string]*sideQueue
+}
+
+// sideQueue holds the calls of one session whose row a batch found held
+// by another transaction: its leader decides them in batches of that
+// session alone, each waiting for that row only, until a batch finds the
+// row free, then gives the session back to the tenant's queue.
+type sideQueue struct {
+	calls []*useCall // guarded by useQueue.mu
 }
 
 // useBatcher holds the queues of the tenants with calls in flight.
@@ -116,15 +150,29 @@ type useBatcher struct {
 	queues map[string]*useQueue
 	// shared counts the transactions that decided more than one call,
 	// sharedCalls those calls, mixed the transactions that decided calls
-	// of more than one session, and relocked the batches rerun with their
-	// rows locked first (for tests and benchmarks).
-	shared, sharedCalls, mixed, relocked atomic.Int64
+	// of more than one session, apart the calls taken out of a batch and
+	// decided alone, and direct the calls decided without queueing (for
+	// tests and benchmarks).
+	shared, sharedCalls, mixed, apart, direct atomic.Int64
 	// hook, when set (tests only), runs in each batch's transaction after
 	// its decisions, before the COMMIT; its error is the transaction's.
 	hook func(ctx context.Context, q querier) error
+	// directHook, when set (tests only), runs before a call decided
+	// without queueing is decided.
+	directHook func(sessionID string)
 }
 
-func (b *useBatcher) acquire(key string) *useQueue {
+// directUses is the number of calls of a tenant in flight in a process
+// up to which a call is decided at once, by itself, without queueing
+// (useAlone): a few callers gain nothing from sharing a COMMIT, and a
+// lone call that kept the leader's turn through its COMMIT would make the
+// others wait for its WAL flush before they even send their statements.
+// Above it, calls queue and share transactions.
+const directUses = 4
+
+// acquire returns the queue of key, and the calls in flight with the
+// caller's.
+func (b *useBatcher) acquire(key string) (*useQueue, int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.queues == nil {
@@ -136,13 +184,13 @@ func (b *useBatcher) acquire(key string) *useQueue {
 		b.queues[key] = q
 	}
 	q.users++
-	return q
+	return q, q.users
 }
 
 func (b *useBatcher) release(key string, q *useQueue) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if q.users--; q.users == 0 {
+	if q.users--; q.users == 0 && q.pins == 0 {
 		delete(b.queues, key)
 	}
 }
@@ -178,8 +226,15 @@ func (g *Governance) useBatched(ctx context.Context, req store.UseRequest, tools
 	// Queues are per tenant: a batch runs in the leader's facet, so every
 	// call of it must be of the same tenant.
 	key := g.tenant()
-	q := g.s.uses.acquire(key)
+	q, inFlight := g.s.uses.acquire(key)
 	defer g.s.uses.release(key, q)
+	if inFlight <= directUses {
+		g.s.uses.direct.Add(1)
+		if g.s.uses.directHook != nil {
+			g.s.uses.directHook(req.SessionID)
+		}
+		return g.useAlone(ctx, req, tools)
+	}
 	c := &useCall{ctx: ctx, req: req, tools: tools, done: make(chan struct{})}
 	q.mu.Lock()
 	q.calls = append(q.calls, c)
@@ -207,7 +262,7 @@ func (g *Governance) useBatched(ctx context.Context, req store.UseRequest, tools
 				}
 			}
 			if c.state.Load() == callQueued {
-				g.runUses(q.take(), release)
+				g.runUses(q, q.take(), release)
 			}
 			release()
 			if c.state.Load() != callQueued {
@@ -218,65 +273,256 @@ func (g *Governance) useBatched(ctx context.Context, req store.UseRequest, tools
 	}
 }
 
-// errLockFirst rolls back a batch whose refused call would lock a row out
-// of order; runUses reruns it with every row locked first.
-var errLockFirst = errors.New("pgstore: use batch reruns with its rows locked first")
+// errBusy rolls back a batch whose lock-first step found rows of its
+// sessions locked by other transactions; runUses reruns it without the
+// calls of those sessions, which are decided apart.
+var errBusy = errors.New("pgstore: use batch reruns without the calls of sessions locked elsewhere")
 
-// useLockManySQL locks the rows of sessions $2 of tenant $1, in id order
-// (the locking step sits above the sort).
-const useLockManySQL = `SELECT id FROM governed_sessions
+// useLockManySQL locks the rows of sessions $2 of tenant $1 that no other
+// transaction holds, in id order, without waiting for any (SKIP LOCKED),
+// and returns the ids of the others: the rows that exist but are locked by
+// another transaction. (Ids of no row are in neither: their calls are
+// refused on the locked row, which locks nothing.) EXCEPT reads both sides
+// whole, so every row the first can lock is locked.
+const useLockManySQL = `WITH locked AS MATERIALIZED (
+		SELECT id FROM governed_sessions
+		WHERE tenant = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE SKIP LOCKED)
+	SELECT ARRAY(SELECT id FROM governed_sessions WHERE tenant = $1 AND id = ANY($2::text[])
+		EXCEPT SELECT id FROM locked)`
+
+// useLockAfterSQL locks the rows of sessions $2 of tenant $1 that a batch
+// of the same queue holds while it commits, in id order, waiting for that
+// COMMIT (before useLockWaitSQL bounds the waits).
+const useLockAfterSQL = `SELECT id FROM governed_sessions
 	WHERE tenant = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE`
+
+// useLockWaitSQL bounds how long a batch's statements wait for a lock.
+// They touch only rows the batch locked first, so they wait for none,
+// unless the lock-first step found a row held elsewhere: its calls'
+// statements, sent in the same pipeline before that answer is read, then
+// give up after this wait, and the batch reruns without them.
+const useLockWaitSQL = `SET LOCAL lock_timeout = '1ms'`
 
 // runUses decides a batch and answers every call of it. release gives
 // the leader's token back; it is called once the batch's statements have
 // run, before its COMMIT, so that the next batch's statements run while
-// this one's commit waits for its WAL flush.
-func (g *Governance) runUses(batch []*useCall, release func()) {
-	defer func() {
-		for _, c := range batch {
-			close(c.done)
-		}
-	}()
-	switch len(batch) {
-	case 0:
-		return
-	case 1:
-		c := batch[0]
-		c.v, c.err = g.useAlone(c.ctx, c.req, c.tools)
+// this one's commit waits for its WAL flush (a lone call keeps it through
+// its COMMIT). Calls whose session's row another transaction holds are
+// taken out of the batch and decided apart (decideApart), each waiting
+// only for its own row, after release.
+func (g *Governance) runUses(q *useQueue, batch []*useCall, release func()) {
+	if len(batch) == 0 {
 		return
 	}
 	// The order rows are locked in (see above); a stable sort keeps the
 	// calls of one session in their queue order.
 	slices.SortStableFunc(batch, func(a, b *useCall) int { return strings.Compare(a.req.SessionID, b.req.SessionID) })
+	// A session decided apart (q.side): its calls join its side queue.
+	// A session whose row a batch of the queue holds while it commits:
+	// its row is locked waiting for that COMMIT (a WAL flush, not a lock
+	// held elsewhere), before the others.
+	kept := batch[:0:0]
+	q.mu.Lock()
+	for i, c := range batch {
+		if sq := q.side[c.req.SessionID]; sq != nil {
+			c.after = false
+			sq.calls = append(sq.calls, c)
+			g.s.uses.apart.Add(1)
+			continue
+		}
+		kept = append(kept, c)
+		if i > 0 && batch[i-1].req.SessionID == c.req.SessionID {
+			c.after = batch[i-1].after
+			continue
+		}
+		c.after = q.committing[c.req.SessionID] != nil
+	}
+	q.mu.Unlock()
+	if batch = kept; len(batch) == 0 {
+		release()
+		return
+	}
 	// The transaction serves every caller: it does not end with the
 	// leader's context.
 	ctx := context.WithoutCancel(batch[0].ctx)
-	err := g.s.retry(ctx, func(ctx context.Context) error { return g.batchTx(ctx, batch, false, release) })
-	if errors.Is(err, errLockFirst) {
-		g.s.uses.relocked.Add(1)
-		err = g.s.retry(ctx, func(ctx context.Context) error { return g.batchTx(ctx, batch, true, release) })
+	turn := release
+	if len(batch) == 1 {
+		turn = func() {}
+	}
+	var err error
+	for {
+		in := 0
+		for _, c := range batch {
+			if !c.out {
+				in++
+			}
+		}
+		if in == 0 {
+			break
+		}
+		err = g.s.retry(ctx, func(ctx context.Context) error { return g.batchTx(ctx, q, batch, false, turn) })
+		// Each rerun has taken the calls of at least one more session
+		// out: the loop ends.
+		if !errors.Is(err, errBusy) {
+			break
+		}
+		err = nil
+	}
+	release()
+	var in, out []*useCall
+	for _, c := range batch {
+		if c.out {
+			out = append(out, c)
+		} else {
+			in = append(in, c)
+		}
 	}
 	var unknown *commitUnknownError
 	switch {
 	case err == nil:
-		g.s.uses.shared.Add(1)
-		g.s.uses.sharedCalls.Add(int64(len(batch)))
-		if batch[0].req.SessionID != batch[len(batch)-1].req.SessionID {
-			g.s.uses.mixed.Add(1)
+		g.s.uses.count(in)
+		for _, c := range in {
+			close(c.done)
 		}
 	case errors.As(err, &unknown):
 		// The COMMIT was sent and its answer lost: the batch may have
 		// committed. Deciding its calls again could count them twice, so
 		// each gets the error.
-		for _, c := range batch {
+		for _, c := range in {
 			c.v, c.err = verdict{}, err
+			close(c.done)
 		}
 	default:
 		// Nothing was committed. Decide each call on its own, so that an
 		// error reaches only the calls it belongs to.
-		for _, c := range batch {
+		g.s.uses.apart.Add(int64(len(batch)))
+		g.decideApart(batch)
+		return
+	}
+	// The calls taken out: to their sessions' side queues.
+	g.s.uses.apart.Add(int64(len(out)))
+	for i := 0; i < len(out); {
+		j := i + 1
+		for j < len(out) && out[j].req.SessionID == out[i].req.SessionID {
+			j++
+		}
+		g.toSide(q, out[i:j])
+		i = j
+	}
+}
+
+// count adds a committed batch's calls to the counters.
+func (b *useBatcher) count(in []*useCall) {
+	if len(in) > 1 {
+		b.shared.Add(1)
+		b.sharedCalls.Add(int64(len(in)))
+		if in[0].req.SessionID != in[len(in)-1].req.SessionID {
+			b.mixed.Add(1)
+		}
+	}
+}
+
+// toSide queues calls of one session on its side queue, starting its
+// leader if it has none.
+func (g *Governance) toSide(q *useQueue, calls []*useCall) {
+	id := calls[0].req.SessionID
+	for _, c := range calls {
+		c.out, c.after = false, false
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if sq := q.side[id]; sq != nil {
+		sq.calls = append(sq.calls, calls...)
+		return
+	}
+	if q.side == nil {
+		q.side = make(map[string]*sideQueue)
+	}
+	sq := &sideQueue{calls: slices.Clone(calls)}
+	q.side[id] = sq
+	go g.leadSide(q, id, sq)
+}
+
+// leadSide decides the calls of a session's side queue, in batches of
+// that session alone, until the queue is empty or a batch found the row
+// free: then the session goes back to the tenant's queue, and the calls
+// queued meanwhile are decided as a batch of that queue (runUses, with its
+// turn).
+func (g *Governance) leadSide(q *useQueue, id string, sq *sideQueue) {
+	free := false
+	for {
+		q.mu.Lock()
+		calls := sq.calls
+		sq.calls = nil
+		if len(calls) == 0 || free {
+			delete(q.side, id)
+		}
+		q.mu.Unlock()
+		switch {
+		case len(calls) == 0:
+			return
+		case free:
+			// As a leader of the tenant's queue, taking its turn, so
+			// that these calls' batch locks the session's row after the
+			// queue's batches, not beside them (which would find it
+			// held, and bring the session back here).
+			q.token <- struct{}{}
+			held := true
+			release := func() {
+				if held {
+					held = false
+					<-q.token
+				}
+			}
+			g.runUses(q, calls, release)
+			release()
+			return
+		}
+		free = g.sideBatch(q, calls)
+	}
+}
+
+// sideBatch decides calls of one session in one transaction and answers
+// them: first as a batch that locks the row without waiting (true when it
+// could), else locking it as it goes, waiting for that row only. If that
+// fails, each call is decided alone.
+func (g *Governance) sideBatch(q *useQueue, calls []*useCall) (free bool) {
+	ctx := context.WithoutCancel(calls[0].ctx)
+	err := g.s.retry(ctx, func(ctx context.Context) error { return g.batchTx(ctx, q, calls, false, func() {}) })
+	if free = err == nil; errors.Is(err, errBusy) {
+		for _, c := range calls {
+			c.out = false
+		}
+		err = g.s.retry(ctx, func(ctx context.Context) error { return g.batchTx(ctx, q, calls, true, func() {}) })
+	}
+	var unknown *commitUnknownError
+	switch {
+	case err == nil:
+		g.s.uses.count(calls)
+	case errors.As(err, &unknown):
+		for _, c := range calls {
+			c.v, c.err = verdict{}, err
+		}
+	default:
+		for _, c := range calls {
 			c.v, c.err = g.useAlone(c.ctx, c.req, c.tools)
 		}
+	}
+	for _, c := range calls {
+		close(c.done)
+	}
+	return free
+}
+
+// decideApart decides each call alone, at once, each in its own
+// goroutine, so that a call waiting for its session's row keeps no other
+// call waiting, and answers it.
+func (g *Governance) decideApart(calls []*useCall) {
+	for _, c := range calls {
+		go func() {
+			c.v, c.err = g.useAlone(c.ctx, c.req, c.tools)
+			close(c.done)
+		}()
 	}
 }
 
@@ -293,13 +539,13 @@ func (e *commitUnknownError) Unwrap() error { return e.err }
 // pipeline.
 const useBeginSQL = `BEGIN ISOLATION LEVEL READ COMMITTED`
 
-// batchTx decides the calls of batch in one transaction on a connection
-// of its own: BEGIN rides in the pipeline of the calls' statements (one
-// round trip before the COMMIT's, when no call is refused), and nothing is
-// left open on the connection whatever fails. An error before the COMMIT
-// means nothing was committed; a COMMIT without an answer is a
-// commitUnknownError.
-func (g *Governance) batchTx(ctx context.Context, batch []*useCall, lockFirst bool, release func()) error {
+// batchTx decides the calls of batch not taken out in one transaction on
+// a connection of its own: BEGIN rides in the pipeline of the calls'
+// statements (one round trip before the COMMIT's, when no call is
+// refused), and nothing is left open on the connection whatever fails. An
+// error before the COMMIT means nothing was committed; a COMMIT without an
+// answer is a commitUnknownError.
+func (g *Governance) batchTx(ctx context.Context, q *useQueue, batch []*useCall, group bool, release func()) error {
 	conn, err := g.s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -307,11 +553,36 @@ func (g *Governance) batchTx(ctx context.Context, batch []*useCall, lockFirst bo
 	// A connection left inside a transaction (a failed ROLLBACK) is
 	// destroyed by Release, never reused.
 	defer conn.Release()
-	if err := g.decideBatch(ctx, conn, batch, lockFirst); err != nil {
+	if err := g.decideBatch(ctx, conn, batch, group); err != nil {
 		if conn.Conn().PgConn().TxStatus() != 'I' {
 			conn.Exec(ctx, `ROLLBACK`)
 		}
 		return err
+	}
+	if q != nil {
+		// The next batches of the queue wait for this COMMIT before
+		// locking these rows, rather than finding them held.
+		done := make(chan struct{})
+		q.mu.Lock()
+		if q.committing == nil {
+			q.committing = make(map[string]chan struct{})
+		}
+		for i, c := range batch {
+			if !c.out && (i == 0 || batch[i-1].req.SessionID != c.req.SessionID) {
+				q.committing[c.req.SessionID] = done
+			}
+		}
+		q.mu.Unlock()
+		defer func() {
+			q.mu.Lock()
+			for id, ch := range q.committing {
+				if ch == done {
+					delete(q.committing, id)
+				}
+			}
+			q.mu.Unlock()
+			close(done)
+		}()
 	}
 	release()
 	tag, err := conn.Exec(ctx, `COMMIT`)
@@ -326,24 +597,34 @@ func (g *Governance) batchTx(ctx context.Context, batch []*useCall, lockFirst bo
 	return nil
 }
 
-// decideBatch opens a transaction on conn and decides the calls of batch,
-// sorted by session id, in it, in one round trip with the BEGIN: the first
-// call of one tool of each session in one statement for them all
-// (govUseManySQL, when the batch has two or more sessions; their rows are
-// locked first, in id order), the other calls each in its conditional
-// UPDATE; then the calls these refused, on their locked rows. With
-// lockFirst (or a statement for many), the batch's rows are locked first;
-// without, it returns errLockFirst when a refused call's row would be
-// locked out of id order. The caller commits, or rolls back on error.
-func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch []*useCall, lockFirst bool) error {
+// decideBatch opens a transaction on conn and decides the calls of batch
+// not taken out (sorted by session id) in it, in one round trip with the
+// BEGIN: the rows of their sessions locked first, in id order, skipping
+// those other transactions hold; the first call of one tool of each
+// session in one statement for them all (govUseManySQL, when the batch has
+// two or more sessions), the other calls each in its conditional UPDATE;
+// then the calls these refused, on their locked rows. When the lock-first
+// step found rows held elsewhere, it marks their calls out and returns
+// errBusy. The caller commits, or rolls back on error.
+func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch []*useCall, group bool) error {
 	now := g.s.now()
 	nowMS, nowUS := rowcodec.ToMillis(now), rowcodec.ToMicros(now)
 	// The calls of the statement for many, and the others.
 	// (An UPDATE changes a row once: one call per session in it.)
-	var many, single []*useCall
+	var in, many, single []*useCall
+	var ids, after []string
 	inMany := make(map[string]bool, len(batch))
-	for i, c := range batch {
-		first := i == 0 || batch[i-1].req.SessionID != c.req.SessionID
+	for _, c := range batch {
+		if c.out {
+			continue
+		}
+		first := len(in) == 0 || in[len(in)-1].req.SessionID != c.req.SessionID
+		if first && c.after && !group {
+			after = append(after, c.req.SessionID)
+		} else if first {
+			ids = append(ids, c.req.SessionID)
+		}
+		in = append(in, c)
 		if first && !inMany[c.req.SessionID] && len(c.tools) == 1 && !g.s.cfg.auditOff {
 			inMany[c.req.SessionID] = true
 			many = append(many, c)
@@ -352,9 +633,7 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		}
 	}
 	if len(many) < 2 {
-		many, single = nil, batch
-	} else {
-		lockFirst = true
+		many, single = nil, in
 	}
 	b := &pgx.Batch{}
 	b.Queue(useBeginSQL)
@@ -362,16 +641,16 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	if tenant != "" {
 		b.Queue(govTenantSQL, tenant)
 	}
-	if lockFirst {
-		ids := make([]string, 0, len(batch))
-		for _, c := range batch {
-			if len(ids) == 0 || ids[len(ids)-1] != c.req.SessionID {
-				ids = append(ids, c.req.SessionID)
-			}
-		}
-		b.Queue(useLockManySQL, tenant, ids)
+	if len(after) > 0 {
+		b.Queue(useLockAfterSQL, tenant, after)
+	}
+	if !group {
+		b.Queue(useLockWaitSQL)
 	}
 	setup := b.Len()
+	if !group {
+		b.Queue(useLockManySQL, tenant, ids)
+	}
 	if many != nil {
 		sids, agents, tools := make([]string, len(many)), make([]string, len(many)), make([]string, len(many))
 		payloads, details := make([][]byte, len(many)), make([]string, len(many))
@@ -392,14 +671,35 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		b.Queue(query, args...)
 	}
 	br := conn.SendBatch(ctx, b)
-	for range setup { // BEGIN, the tenant, the locks
+	for range setup { // BEGIN, the tenant, the lock wait
 		if _, err := br.Exec(); err != nil {
 			br.Close()
 			return err
 		}
 	}
+	var busy []string
+	if !group {
+		if err := br.QueryRow().Scan(&busy); err != nil {
+			br.Close()
+			return err
+		}
+	}
+	if len(busy) > 0 {
+		held := make(map[string]bool, len(busy))
+		for _, id := range busy {
+			held[id] = true
+		}
+		for _, c := range in {
+			if held[c.req.SessionID] {
+				c.out = true
+			}
+		}
+		// The statements on the held rows give up after the lock wait;
+		// their error is the rerun's cause, errBusy.
+		br.Close()
+		return errBusy
+	}
 	var refused []*useCall
-	locked := "" // the greatest session id whose row the batch has locked
 	if many != nil {
 		rows, err := br.Query()
 		if err != nil {
@@ -429,7 +729,6 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		switch {
 		case err == nil:
 			c.v = verdict{sess: sess}
-			locked = c.req.SessionID
 		case errNoRows(err):
 			refused = append(refused, c)
 		default:
@@ -441,14 +740,9 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		return err
 	}
 	// The calls the UPDATEs refused are decided after the others, on the
-	// row the transaction locks: all the calls of a batch were in flight
-	// together, so any order of them is one a caller could have seen, and
-	// this one needs no savepoints. Without lockFirst, their rows are
-	// locked in id order (refused is sorted), after the rows already
-	// locked, or the batch reruns with lockFirst.
-	if !lockFirst && len(refused) > 0 && refused[0].req.SessionID < locked {
-		return errLockFirst
-	}
+	// row the transaction has locked: all the calls of a batch were in
+	// flight together, so any order of them is one a caller could have
+	// seen, and this one needs no savepoints.
 	for _, c := range refused {
 		var err error
 		if c.v, err = g.decideLocked(ctx, conn, c.req, c.tools); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -306,9 +307,8 @@ func checkRefusedBatch(t *testing.T, st *pgstore.Store, sessions []store.Session
 // once each, the expired session is marked so durably, and the batch
 // commits once, its rows locked first (its calls of one tool are decided
 // in one statement). A batch of calls of two tools decides each call in
-// its own statement, locking rows as they are granted: when a refusal
-// sorts before a granted call, the batch reruns with its rows locked
-// first; when it sorts after them, it is decided without a rerun.
+// its own statement, on rows locked first too, whatever the order of its
+// refusals: no call is taken out of its batch.
 func TestUseBatchRefusalsAmongGranted(t *testing.T) {
 	st, _ := batchFixture(t)
 	ctx := context.Background()
@@ -317,8 +317,8 @@ func TestUseBatchRefusalsAmongGranted(t *testing.T) {
 	if n, calls := st.UseBatchStats(); n != 1 || calls != int64(len(refusedBatch)) {
 		t.Fatalf("%d batches of %d calls; want 1 of %d", n, calls, len(refusedBatch))
 	}
-	if mixed, relocked := st.UseBatchMixed(); mixed != 1 || relocked != 0 {
-		t.Fatalf("%d mixed batches, %d rerun with rows locked first; want 1 and 0", mixed, relocked)
+	if mixed, apart := st.UseBatchMixed(); mixed != 1 || apart != 0 {
+		t.Fatalf("%d mixed batches, %d calls decided apart; want 1 and 0", mixed, apart)
 	}
 
 	two := func(tool string) []string { return []string{"read_file", tool} }
@@ -329,8 +329,8 @@ func TestUseBatchRefusalsAmongGranted(t *testing.T) {
 	if errs[0] != nil || sessions[0].CallsMade != 3 || !errors.Is(errs[1], store.ErrToolNotAuthorized) {
 		t.Fatalf("batch of two tools: %v, %+v", errs, sessions)
 	}
-	if _, relocked := st.UseBatchMixed(); relocked != 1 {
-		t.Fatalf("%d batches rerun with rows locked first; want 1", relocked)
+	if _, apart := st.UseBatchMixed(); apart != 0 {
+		t.Fatalf("%d calls decided apart; want none", apart)
 	}
 
 	sessions, errs = st.DecideUseBatch(ctx, []store.UseRequest{
@@ -341,8 +341,8 @@ func TestUseBatchRefusalsAmongGranted(t *testing.T) {
 	if errs[1] != nil || errs[2] != nil || sessions[1].CallsMade != 3 || sessions[2].CallsMade != 3 || !errors.Is(errs[0], store.ErrToolNotAuthorized) {
 		t.Fatalf("last batch: %v, %+v", errs, sessions)
 	}
-	if _, relocked := st.UseBatchMixed(); relocked != 1 {
-		t.Fatalf("%d batches rerun; the last needed none", relocked)
+	if _, apart := st.UseBatchMixed(); apart != 0 {
+		t.Fatalf("%d calls decided apart; want none", apart)
 	}
 	wantCalls(t, st, map[string]int64{"s-a": 3, "s-b": 3, "s-c": 3})
 	if n, _ := st.UseBatchStats(); n != 3 {
@@ -536,4 +536,174 @@ func TestUseBatchesNeverDeadlock(t *testing.T) {
 			t.Fatalf("session %d: stored calls made %d, %v; %d granted", i, got.CallsMade, err, granted[i].Load())
 		}
 	}
+}
+
+// waitFor fails t unless done is closed within a generous bound (a
+// deadlock guard, not a speed goal: the calls it waits for need no lock
+// held by the test).
+func waitFor(t *testing.T, done <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: still waiting after 30s", what)
+	}
+}
+
+// TestUseBatchLeavesHeldRowsApart: one session's row is held by another
+// transaction (a sessionctl operation's stand-in). With four calls decided
+// at once and blocked (so that every other call queues and batches), the
+// calls on the held session are taken out of their batches, and the calls
+// of 16 other sessions, of the same agent and of others, all complete,
+// exactly, while the row is still held; once it is released, the held
+// session's calls complete, each counted and audited once.
+func TestUseBatchLeavesHeldRowsApart(t *testing.T) {
+	loc := newSchema(t)
+	st := open(t, loc)
+	ctx := context.Background()
+	create := func(id, agent string) {
+		if _, err := st.Governance().Create(ctx, store.CreateRequest{
+			ID: id, AgentID: agent, AuthorizedTools: []string{"read_file"}, CallBudget: 1 << 40, TimeLimit: time.Hour,
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create("held", "A")
+	var others []string
+	for i := range 16 {
+		agent := "A"
+		if i%2 == 1 {
+			agent = fmt.Sprintf("B%d", i)
+		}
+		others = append(others, fmt.Sprintf("s-%02d", i))
+		create(others[i], agent)
+	}
+	for i := range pgstore.DirectUses {
+		create(fmt.Sprintf("direct-%d", i), "C")
+	}
+	conn, err := pgx.Connect(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT id FROM governed_sessions WHERE id = 'held' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	// Four calls decided at once, held before their decision: every
+	// later call sees more than pgstore.DirectUses calls in flight, and queues.
+	gate := make(chan struct{})
+	st.SetUseDirectHook(func(string) { <-gate })
+	var direct sync.WaitGroup
+	for i := range pgstore.DirectUses {
+		direct.Go(func() {
+			if _, err := st.Governance().Use(ctx, store.UseRequest{SessionID: fmt.Sprintf("direct-%d", i), Tools: []string{"read_file"}}); err != nil {
+				t.Errorf("direct use: %v", err)
+			}
+		})
+	}
+	for st.UseDirect() < pgstore.DirectUses {
+		runtime.Gosched()
+	}
+	const heldCalls = 3
+	heldDone := make(chan struct{})
+	var held sync.WaitGroup
+	for range heldCalls {
+		held.Go(func() {
+			if _, err := st.Governance().Use(ctx, store.UseRequest{SessionID: "held", AgentID: "A", Tools: []string{"read_file"}}); err != nil {
+				t.Errorf("held session's use: %v", err)
+			}
+		})
+	}
+	go func() { held.Wait(); close(heldDone) }()
+	const each = 10
+	othersDone := make(chan struct{})
+	var wg sync.WaitGroup
+	for c := range 16 {
+		wg.Go(func() {
+			for i := range each {
+				if _, err := st.Governance().Use(ctx, store.UseRequest{SessionID: others[(c+i)%len(others)], Tools: []string{"read_file"}}); err != nil {
+					t.Errorf("use: %v", err)
+				}
+			}
+		})
+	}
+	go func() { wg.Wait(); close(othersDone) }()
+	waitFor(t, othersDone, "calls of other sessions, with one session's row held")
+	for _, id := range others {
+		wantCalls(t, st, map[string]int64{id: each})
+	}
+	select {
+	case <-heldDone:
+		t.Fatal("the held session's calls completed while its row was held")
+	default:
+	}
+	if _, apart := st.UseBatchMixed(); apart < heldCalls {
+		t.Fatalf("%d calls decided apart; want the held session's %d", apart, heldCalls)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, heldDone, "the held session's calls, its row released")
+	close(gate)
+	direct.Wait()
+	wantCalls(t, st, map[string]int64{"held": heldCalls, "direct-0": 1})
+	events := useEvents(t, st)
+	if n := events["held"][store.OutcomeAllowed]; n != heldCalls || len(events["held"]) != 1 {
+		t.Fatalf("held session's use events %v; want %d allowed", events["held"], heldCalls)
+	}
+	for _, id := range others {
+		if n := events[id][store.OutcomeAllowed]; n != each {
+			t.Fatalf("%s: %d allowed events; want %d", id, n, each)
+		}
+	}
+}
+
+// TestUseFewCallsDoNotQueue: up to pgstore.DirectUses calls of a tenant in flight
+// are each decided at once, without the leader's turn: with the turn held
+// (a batch running its statements), a lone call completes; with
+// pgstore.DirectUses calls in flight (held before their decision), the next call
+// queues, and completes as a batch once the turn is free.
+func TestUseFewCallsDoNotQueue(t *testing.T) {
+	st, _ := batchFixture(t)
+	ctx := context.Background()
+	use := func(id string) <-chan struct{} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if _, err := st.Governance().Use(ctx, store.UseRequest{SessionID: id, Tools: []string{"read_file"}}); err != nil {
+				t.Errorf("use %s: %v", id, err)
+			}
+		}()
+		return done
+	}
+	turn := st.HoldUseTurn()
+	waitFor(t, use("s-a"), "a lone call, the turn held")
+	if n := st.UseDirect(); n != 1 {
+		t.Fatalf("%d calls decided at once; want 1", n)
+	}
+	gate := make(chan struct{})
+	st.SetUseDirectHook(func(string) { <-gate })
+	var held []<-chan struct{}
+	for range pgstore.DirectUses {
+		held = append(held, use("s-c"))
+	}
+	for st.UseDirect() < 1+pgstore.DirectUses {
+		runtime.Gosched()
+	}
+	next := use("s-b")
+	turn()
+	waitFor(t, next, "the queued call, the turn released")
+	close(gate)
+	for _, done := range held {
+		waitFor(t, done, "the calls decided at once")
+	}
+	if n := st.UseDirect(); n != 1+pgstore.DirectUses {
+		t.Fatalf("%d calls decided at once; want %d", n, 1+pgstore.DirectUses)
+	}
+	wantCalls(t, st, map[string]int64{"s-a": 1, "s-b": 1, "s-c": pgstore.DirectUses})
 }

@@ -7,7 +7,8 @@
 #
 # - BenchmarkGovernedConcurrency: governed Use throughput of one caller,
 #   32 callers on one session, on 32 sessions of one agent and on 32
-#   agents (goals ≥ 5×, ≥ 4×, ≥ 5× one caller); PG_BENCH_ROUNDS rounds
+#   agents (goals ≥ 5×, ≥ 4×, ≥ 5× one caller), and 2 and 4 callers on
+#   their own sessions (few/callers=2, few/callers=4); PG_BENCH_ROUNDS rounds
 #   (default 5); PG_BENCH_SHAPE=one-agent (a prefix of a shape's name)
 #   runs only that shape beside one caller.
 # - BenchmarkAgentEncryption and BenchmarkConversationEncryption: plaintext
