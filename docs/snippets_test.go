@@ -44,6 +44,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentstore/sessionstore/internal/pgtest"
 )
 
 // snippetImports are the import paths of the package names a fragment
@@ -166,7 +168,14 @@ func (s docSnippet) directive(prefix string) (string, bool) {
 
 // source returns the snippet as a Go file of package main.
 func (s docSnippet) source() (string, error) {
+	var setup *snippetSetup
 	for _, d := range s.directives {
+		if name, ok := strings.CutPrefix(d, "setup "); ok {
+			if setup = snippetSetups[name]; setup == nil {
+				return "", fmt.Errorf("unknown setup %q (snippetSetups)", name)
+			}
+			continue
+		}
 		if d != "run" && d != "module adk" && !strings.HasPrefix(d, "given ") {
 			return "", fmt.Errorf("unknown go directive %q", d)
 		}
@@ -236,7 +245,14 @@ func (s docSnippet) source() (string, error) {
 		}
 	}
 	main := "func main() {}"
-	if run {
+	if setup != nil {
+		main = setupMain(f.Decls[len(f.Decls)-1].(*ast.FuncDecl), setup)
+		for _, p := range append([]string{"context", "log"}, setup.imports...) {
+			if !slices.Contains(imports, p) {
+				imports = append(imports, p)
+			}
+		}
+	} else if run {
 		var err error
 		if main, err = runMain(f.Decls[len(f.Decls)-1].(*ast.FuncDecl), wrapped, fset); err != nil {
 			return "", err
@@ -371,7 +387,7 @@ func TestGoSnippets(t *testing.T) {
 		rel, _ := filepath.Rel(module, pkg)
 		pkgs[module] = append(pkgs[module], "./"+rel)
 		where[filepath.Base(pkg)] = s
-		if _, ok := s.directive("run"); ok {
+		if s.runs() {
 			runs = append(runs, i)
 		}
 	}
@@ -385,27 +401,57 @@ func TestGoSnippets(t *testing.T) {
 	}
 	for _, i := range runs {
 		s := snippets[i]
-		pkg := filepath.Join(dirs[root], fmt.Sprintf("s%03d", i))
-		bin := filepath.Join(t.TempDir(), "snippet")
-		build := exec.Command(goBin, "build", "-o", bin, ".")
-		build.Dir = pkg
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Errorf("%s line %d: go build: %v\n%s", s.doc, s.line, err, out)
-			continue
+		module := root
+		if _, ok := s.directive("module adk"); ok {
+			module = filepath.Join(root, "adk")
 		}
-		run := exec.Command(bin)
-		run.Dir = t.TempDir()
-		var stdout, stderr bytes.Buffer
-		run.Stdout, run.Stderr = &stdout, &stderr
-		if err := run.Run(); err != nil {
-			t.Errorf("%s line %d: the program failed: %v\n%s%s", s.doc, s.line, err, stdout.String(), stderr.String())
-			continue
-		}
-		if s.output != nil && stdout.String() != *s.output {
-			t.Errorf("%s line %d: the program printed\n%s--- the document shows\n%s", s.doc, s.line, stdout.String(), *s.output)
-		}
+		pkg := filepath.Join(dirs[module], fmt.Sprintf("s%03d", i))
+		t.Run(fmt.Sprintf("%s:%d", s.doc, s.line), func(t *testing.T) {
+			runSnippet(t, goBin, pkg, s)
+		})
 	}
 	t.Logf("%d snippets compiled, %d run", len(snippets), len(runs))
+}
+
+// runs tells whether the snippet runs: marked run, or given by a setup.
+func (s docSnippet) runs() bool {
+	_, run := s.directive("run")
+	_, setup := s.directive("setup ")
+	return run || setup
+}
+
+// runSnippet builds the program of a snippet that runs (in pkg, written
+// by TestGoSnippets or goOne) and runs it in a temporary directory: it
+// must exit 0 and print the snippet's output block, if it has one. A
+// setup that needs PostgreSQL gets a schema of its own on the test
+// server, or skips without one (fails in CI).
+func runSnippet(t *testing.T, goBin, pkg string, s docSnippet) {
+	t.Helper()
+	var env []string
+	if name, ok := s.directive("setup "); ok {
+		if setup := snippetSetups[strings.TrimPrefix(name, "setup ")]; setup != nil && setup.postgres {
+			env = append(env, pgtest.EnvURL+"="+pgtest.NewSchema(t))
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "snippet")
+	build := exec.Command(goBin, "build", "-o", bin, ".")
+	build.Dir = pkg
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Errorf("%s line %d: go build: %v\n%s", s.doc, s.line, err, out)
+		return
+	}
+	run := exec.Command(bin)
+	run.Dir = t.TempDir()
+	run.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	run.Stdout, run.Stderr = &stdout, &stderr
+	if err := run.Run(); err != nil {
+		t.Errorf("%s line %d: the program failed: %v\n%s%s", s.doc, s.line, err, stdout.String(), stderr.String())
+		return
+	}
+	if s.output != nil && stdout.String() != *s.output {
+		t.Errorf("%s line %d: the program printed\n%s--- the document shows\n%s", s.doc, s.line, stdout.String(), *s.output)
+	}
 }
 
 // annotate prefixes go vet's lines about a snippet's package with the
