@@ -53,7 +53,9 @@ CGO_ENABLED=0 go build ./...
 # the command (unix socket in a temp dir, stopped on exit; in CI it installs
 # Debian's postgresql package when missing) and exports its URL, unless
 # SESSIONSTORE_TEST_POSTGRES_URL is already set. Without a server outside CI
-# the pgstore tests skip and say why; in CI (CI=true) they must run.
+# the pgstore tests skip and say why; in CI (CI=true) they must run. The
+# same holds for the guides' fragments that run on PostgreSQL
+# (docs/snippets_test.go: maintenance.md's import into a pgstore).
 with_postgres=(scripts/with-postgres.sh)
 # ----------------------------------------------------------------------------
 

@@ -73,7 +73,8 @@ func setupMain(fn *ast.FuncDecl, s *snippetSetup) string {
 }
 
 // setupHelpers are in every setup's program: must returns v or ends the
-// program on err; failf ends it with a failed check.
+// program on err (setup code), want the same as a failed check (after
+// code); failf ends it with a failed check.
 const setupHelpers = `
 func must[T any](v T, err error) T {
 	if err != nil {
@@ -82,9 +83,16 @@ func must[T any](v T, err error) T {
 	return v
 }
 
-func must2[T, U any](v T, w U, err error) (T, U) {
+func want[T any](v T, err error) T {
 	if err != nil {
-		log.Fatal("setup: ", err)
+		failf("%v", err)
+	}
+	return v
+}
+
+func want2[T, U any](v T, w U, err error) (T, U) {
+	if err != nil {
+		failf("%v", err)
 	}
 	return v, w
 }
@@ -109,7 +117,7 @@ var snippetSetups = map[string]*snippetSetup{
 		body: openStore + `eventJSON := json.RawMessage(` + "`" + `{"author":"model","content":{"parts":[{"text":"hi"}]}}` + "`" + `)
 m, l, x, n := json.RawMessage(` + "`" + `"gemini-2.5"` + "`" + `), json.RawMessage(` + "`" + `"en"` + "`" + `), json.RawMessage(` + "`" + `1` + "`" + `), json.RawMessage(` + "`" + `2` + "`" + `)
 `,
-		after: `got := must(st.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: store.SessionKey{App: "support", User: "ada", Session: "s1"}, IncludeEvents: true, Recent: 10}))
+		after: `got := want(st.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: store.SessionKey{App: "support", User: "ada", Session: "s1"}, IncludeEvents: true, Recent: 10}))
 if got.EventCount != 1 || len(got.Events) != 1 || got.Events[0].ID != "e1" || got.Version != 2 {
 	failf("session after the append: %d events, version %d", got.EventCount, got.Version)
 }
@@ -124,11 +132,11 @@ if string(got.State.App["model"]) != ` + "`" + `"gemini-2.5"` + "`" + ` || strin
 		body: openStore + `key := store.SessionKey{App: "support", User: "ada", Session: "s1"}
 must(st.AgentSessions().CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}))
 `,
-		after: `acme := must(st.Tenant("acme"))
+		after: `acme := want(st.Tenant("acme"))
 if _, err := acme.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: key}); err != nil {
 	failf("the session in tenant acme: %v", err)
 }
-globex := must(st.Tenant("globex"))
+globex := want(st.Tenant("globex"))
 if _, err := globex.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: key}); !errors.Is(err, store.ErrNotFound) {
 	failf("the key in tenant globex: %v, want ErrNotFound", err)
 }
@@ -145,14 +153,14 @@ for i := 1; i <= 45; i++ {
 }
 summaryJSON := json.RawMessage(` + "`" + `{"author":"model","content":{"parts":[{"text":"the first steps, summarized"}]}}` + "`" + `)
 `,
-		after: `retry := must(as.GetSession(ctx, store.GetAgentSessionRequest{Key: store.SessionKey{App: "support", User: "ada", Session: "s1-retry"}}))
+		after: `retry := want(as.GetSession(ctx, store.GetAgentSessionRequest{Key: store.SessionKey{App: "support", User: "ada", Session: "s1-retry"}}))
 if retry.EventCount != 40 {
 	failf("the fork holds %d events, want 40", retry.EventCount)
 }
-if sup := must(as.Superseded(ctx, key)); len(sup) != 1 || len(sup[0].Events) != 33 {
+if sup := want(as.Superseded(ctx, key)); len(sup) != 1 || len(sup[0].Events) != 33 {
 	failf("superseded after the rewind: %+v", sup)
 }
-got := must(as.GetSession(ctx, store.GetAgentSessionRequest{Key: key, IncludeEvents: true, FromLatestSummary: true}))
+got := want(as.GetSession(ctx, store.GetAgentSessionRequest{Key: key, IncludeEvents: true, FromLatestSummary: true}))
 if len(got.Events) == 0 || got.Events[0].Compaction == nil {
 	failf("no compaction record: %d events", len(got.Events))
 }
@@ -168,13 +176,13 @@ for i := 0; i < 45; i++ {
 }
 summaryText := "the first steps, summarized"
 `,
-		after: `if n := must(conv.MessageCount(ctx, "c1-retry")); n != 41 {
+		after: `if n := want(conv.MessageCount(ctx, "c1-retry")); n != 41 {
 	failf("the fork holds %d messages, want 41", n)
 }
-if n := must(conv.MessageCount(ctx, "c1")); n != 14 {
+if n := want(conv.MessageCount(ctx, "c1")); n != 14 {
 	failf("c1 holds %d messages after the rewind and the compaction, want 14", n)
 }
-tail := must(conv.SummaryTail(ctx, "c1", 100))
+tail := want(conv.SummaryTail(ctx, "c1", 100))
 if tail.Summary == nil || tail.Summary.Compaction == nil {
 	failf("no compaction record: %+v", tail)
 }
@@ -192,16 +200,16 @@ sum := sha256.Sum256(pngBytes)
 claimedHex := hex.EncodeToString(sum[:])
 `,
 		args: map[string]string{"png": "pngBytes"},
-		after: `st := must(sqlstore.Open(ctx, "sessions.db"))
+		after: `st := want(sqlstore.Open(ctx, "sessions.db"))
 defer st.Close()
-rs := must(st.Runtime().Get(ctx, "s1"))
+rs := want(st.Runtime().Get(ctx, "s1"))
 if rs.Overrides.Provider == nil || *rs.Overrides.Provider != "ollama.default" || rs.OwnerID != "tui-1" {
 	failf("the session after the snippet: %+v", rs)
 }
 if rs.Turn.Running || rs.Turn.Generation != 1 {
 	failf("the turn after EndTurn: %+v", rs.Turn)
 }
-up, content := must2(st.Runtime().ReadUpload(ctx, "s1", "img-1"))
+up, content := want2(st.Runtime().ReadUpload(ctx, "s1", "img-1"))
 if up.SHA256 != claimedHex || !bytes.Equal(content, pngBytes) {
 	failf("the upload: %+v", up)
 }
@@ -225,8 +233,8 @@ mux := http.NewServeMux()
 		after: `srv := httptest.NewServer(mux)
 defer srv.Close()
 for _, page := range []string{"/console/", "/console/conversations/session%2F42"} {
-	resp := must(http.Get(srv.URL + page))
-	body := must(io.ReadAll(resp.Body))
+	resp := want(http.Get(srv.URL + page))
+	body := want(io.ReadAll(resp.Body))
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		failf("GET %s: %s\n%s", page, resp.Status, body)
@@ -271,12 +279,12 @@ show := func(m store.Message) {
 pg := must(pgstore.Open(ctx, os.Getenv("SESSIONSTORE_TEST_POSTGRES_URL")))
 defer pg.Close()
 `,
-		after: `if n := must(pg.Governance().CountActive(ctx, "agent-42")); n != 1 {
+		after: `if n := want(pg.Governance().CountActive(ctx, "agent-42")); n != 1 {
 	failf("%d active sessions of agent-42 imported into PostgreSQL, want 1", n)
 }
-bak := must(sqlstore.Open(ctx, "sessions.bak", sqlstore.WithReadOnly(true)))
+bak := want(sqlstore.Open(ctx, "sessions.bak", sqlstore.WithReadOnly(true)))
 defer bak.Close()
-if n := must(bak.Governance().CountActive(ctx, "agent-42")); n != 1 {
+if n := want(bak.Governance().CountActive(ctx, "agent-42")); n != 1 {
 	failf("%d active sessions of agent-42 in the backup, want 1", n)
 }
 `,
@@ -323,7 +331,7 @@ decideAgain := func(s session.Session, e *session.Event) *session.Event {
 		after: `if decided != 1 {
 	failf("decideAgain called %d times, want 1 (the first append stale)", decided)
 }
-got := must(svc.Get(ctx, &session.GetRequest{AppName: "app", UserID: "ada", SessionID: "s1"})).Session
+got := want(svc.Get(ctx, &session.GetRequest{AppName: "app", UserID: "ada", SessionID: "s1"})).Session
 if evs := got.Events(); evs.Len() != 2 || evs.At(0).Author != "other" || evs.At(1).Author != "model" {
 	failf("the session holds %d events", evs.Len())
 }

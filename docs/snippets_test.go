@@ -24,11 +24,35 @@ package docs
 //     takes from the text around it); "module adk" compiles it in the adk
 //     module; "run" also runs the program in a temporary directory,
 //     where it must exit 0, and the next block, if its comment is
-//     <!-- go: output -->, is what it must print. A fragment that runs
-//     (root module only) is called with a background context for ctx, a
-//     store opened on sessions.db in that directory for a
-//     *sqlstore.Store, and the zero value of any other parameter, and
-//     must return nil.
+//     <!-- go: output -->, is what it must print. A fragment marked run
+//     is called with a background context for ctx, a store opened on
+//     sessions.db in that directory for a *sqlstore.Store, and the zero
+//     value of any other parameter, and must return nil.
+//   - "setup NAME" runs the fragment too (in its module, root or adk),
+//     with what it is given built by the setup NAME of snippetSetups
+//     (snippet_setups_test.go), so that the guide shows only the
+//     fragment: Go source the harness writes into the program's main
+//     around the call. The setup's body declares a variable for each
+//     parameter but ctx, under the parameter's name, on a real store in
+//     the temporary directory (a session with events for history.md, a
+//     PNG and its real SHA-256 for runtime.md, a second ADK service that
+//     makes the handle stale for the adk module's retry loop, ...); the
+//     fragment must return nil (or what the setup's result accepts: the
+//     change feed's loop ends with context.Canceled once its setup
+//     cancels ctx after the last message shown); then the setup's after
+//     code checks in the store that the fragment did what the guide says,
+//     so a fragment that ignores its calls' errors does not pass by
+//     doing nothing. A setup marked postgres gets a schema of its own on
+//     the server of SESSIONSTORE_TEST_POSTGRES_URL
+//     (scripts/with-postgres.sh, as test.sh runs ./...), and skips
+//     without one (fails in CI). Each fragment that runs is a subtest
+//     named by its document and line; TestGoSnippetsSetupFails shows a
+//     setup's program failing.
+//
+// Fragments that only compile have no setup: today the two that name a
+// fixed place (encryption.md's key file /etc/sessionstore/kek,
+// postgresql.md's server db.internal), where running them would only
+// show the error they ignore.
 
 import (
 	"bytes"
@@ -551,5 +575,45 @@ func TestGoSnippetsFailOnDrift(t *testing.T) {
 	if out, err := goOne(t, goBin, root, docSnippet{doc: "runs.md", line: 1, directives: run,
 		text: "_, err := st.Governance().Create(ctx, store.CreateRequest{AgentID: \"a\", AuthorizedTools: []string{\"x\"}, CallBudget: 1, TimeLimit: time.Hour})\nreturn err\n"}, "run"); err != nil {
 		t.Errorf("a fragment returning nil failed: %v\n%s", err, out)
+	}
+}
+
+// TestGoSnippetsSetupFails: a fragment marked setup NAME fails when it
+// returns an error, and when it returns nil without doing what the
+// setup's checks expect (history.md's agent fragment as it was, with a
+// compaction range past the end of the rewound history, which the
+// fragment's ignored error hid); an unknown setup is refused.
+func TestGoSnippetsSetupFails(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go command")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command: %v", err)
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	history := []string{"given ctx context.Context, as store.AgentSessions, key store.SessionKey, summaryJSON json.RawMessage", "setup agent-history"}
+	for _, c := range []struct {
+		name, text, want string
+	}{
+		{"the fragment returns an error", "_, err := as.Fork(ctx, store.ForkRequest{Key: key, At: 99, Session: \"s1-retry\"})\nreturn err\n", "the snippet returned"},
+		{"the fragment does nothing", "return nil\n", "check after the snippet"},
+		{"the compaction past the end", "retry, _ := as.Fork(ctx, store.ForkRequest{Key: key, At: 40, Session: \"s1-retry\"})\n" +
+			"_, _ = as.Rewind(ctx, store.RewindRequest{Key: key, To: 12})\n" +
+			"_, _ = as.Compact(ctx, store.CompactRequest{Key: key, Range: store.CompactionRange{From: 1, To: 30}, Summary: store.AgentEvent{Data: summaryJSON}})\n",
+			"no compaction record"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := goOne(t, goBin, root, docSnippet{doc: "setup.md", line: 1, directives: history, text: c.text}, "run")
+			if err == nil || !strings.Contains(out, c.want) {
+				t.Errorf("go run: %v, want a failure naming %q:\n%s", err, c.want, out)
+			}
+		})
+	}
+	if _, err := (docSnippet{doc: "setup.md", line: 1, directives: []string{"setup no-such-setup"}, text: "return nil\n"}).source(); err == nil || !strings.Contains(err.Error(), "unknown setup") {
+		t.Errorf("an unknown setup: %v", err)
 	}
 }
