@@ -46,8 +46,9 @@ package docs
 //     the server of SESSIONSTORE_TEST_POSTGRES_URL
 //     (scripts/with-postgres.sh, as test.sh runs ./...), and skips
 //     without one (fails in CI). Each fragment that runs is a subtest
-//     named by its document and line; TestGoSnippetsSetupFails shows a
-//     setup's program failing.
+//     named by its document's file name and line (`go test ./docs -run
+//     'TestGoSnippets$/maintenance.md'`); TestGoSnippetsSetupFails shows
+//     a setup's program failing.
 //
 // Fragments that only compile have no setup: today the two that name a
 // fixed place (encryption.md's key file /etc/sessionstore/kek,
@@ -430,7 +431,7 @@ func TestGoSnippets(t *testing.T) {
 			module = filepath.Join(root, "adk")
 		}
 		pkg := filepath.Join(dirs[module], fmt.Sprintf("s%03d", i))
-		t.Run(fmt.Sprintf("%s:%d", s.doc, s.line), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s:%d", filepath.Base(s.doc), s.line), func(t *testing.T) {
 			runSnippet(t, goBin, pkg, s)
 		})
 	}
