@@ -337,4 +337,31 @@ if evs := got.Events(); evs.Len() != 2 || evs.At(0).Author != "other" || evs.At(
 }
 `,
 	},
+	// docs/encryption.md: a key file written by keys.CreateFile; the
+	// store the fragment opened then seals a new session with it.
+	"encryption-keyfile": {
+		imports: []string{snippetImports["sqlstore"], snippetImports["store"], snippetImports["keys"], "encoding/json", "errors", "os"},
+		body: `kekFile := "kek"
+if err := keys.CreateFile(kekFile, "v1"); err != nil {
+	log.Fatal(err)
+}
+`,
+		after: `if _, err := os.Stat("sessions.db"); err != nil {
+	failf("the store the snippet opened: %v", err)
+}
+kek := want(keys.FromFile(kekFile))
+sealed := want(sqlstore.Open(ctx, "sessions.db", sqlstore.WithKeyProvider(kek)))
+key := store.SessionKey{App: "support", User: "ada", Session: "s1"}
+want(sealed.AgentSessions().CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}))
+want(sealed.AgentSessions().AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: store.AgentEvent{ID: "e1", Data: json.RawMessage(` + "`" + `{"text":"secret"}` + "`" + `)}}))
+if err := sealed.Close(); err != nil {
+	failf("close: %v", err)
+}
+plain := want(sqlstore.Open(ctx, "sessions.db"))
+defer plain.Close()
+if _, err := plain.AgentSessions().GetSession(ctx, store.GetAgentSessionRequest{Key: key, IncludeEvents: true}); !errors.Is(err, store.ErrKeyUnavailable) {
+	failf("a session read without the key provider: %v, want ErrKeyUnavailable", err)
+}
+`,
+	},
 }

@@ -50,10 +50,9 @@ package docs
 //     'TestGoSnippets$/maintenance.md'`); TestGoSnippetsSetupFails shows
 //     a setup's program failing.
 //
-// Fragments that only compile have no setup: today the two that name a
-// fixed place (encryption.md's key file /etc/sessionstore/kek,
-// postgresql.md's server db.internal), where running them would only
-// show the error they ignore.
+// Fragments that only compile have no setup: today postgresql.md's, which
+// names a server of the reader's (db.internal), where running it would
+// only show the error it ignores.
 
 import (
 	"bytes"
