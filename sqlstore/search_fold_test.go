@@ -459,6 +459,33 @@ func TestSearchFoldsCaseInAnyScript(t *testing.T) {
 	}
 }
 
+// queueGoneAndNew leaves two items queued for the search index of st (a
+// store without the indexer): a message holding token, folded in and then
+// deleted, and an agent event holding token, appended after it.
+func queueGoneAndNew(t *testing.T, st *sqlstore.Store, token string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := st.Conversations().Save(ctx, store.NewConversation("c")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Conversations().AppendMessages(ctx, "c", store.UserMessage(token+" gone")); err != nil {
+		t.Fatal(err)
+	}
+	if n := hitsOf(t, st, token); n != 1 { // folds
+		t.Fatalf("found %d times before the delete, want 1", n)
+	}
+	if _, err := st.Conversations().PopMessage(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	key := store.SessionKey{App: "a", User: "u", Session: "s"}
+	if _, err := st.AgentSessions().CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AgentSessions().AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: lagEvent(token + " new")}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestCloseFoldsWithoutIndexer: a store without the background indexer
 // (a command-line tool's) folds what it queued when it closes, so that a
 // read-only store opened after it (the console's) finds the new item and
@@ -470,25 +497,7 @@ func TestCloseFoldsWithoutIndexer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Conversations().Save(ctx, store.NewConversation("c")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Conversations().AppendMessages(ctx, "c", store.UserMessage("closetoken gone")); err != nil {
-		t.Fatal(err)
-	}
-	if n := hitsOf(t, st, "closetoken"); n != 1 { // folds
-		t.Fatalf("found %d times before the delete, want 1", n)
-	}
-	if _, err := st.Conversations().PopMessage(ctx, "c"); err != nil {
-		t.Fatal(err)
-	}
-	key := store.SessionKey{App: "a", User: "u", Session: "s"}
-	if _, err := st.AgentSessions().CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.AgentSessions().AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: lagEvent("closetoken new")}); err != nil {
-		t.Fatal(err)
-	}
+	queueGoneAndNew(t, st, "closetoken")
 	if n := rawCount(t, path, pendingSQL); n != 2 {
 		t.Fatalf("queued before Close: %d, want 2 (the deleted message, the new event)", n)
 	}
@@ -523,25 +532,7 @@ func TestReadOnlySearchLeavesOutQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, err := st.Conversations().Save(ctx, store.NewConversation("c")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Conversations().AppendMessages(ctx, "c", store.UserMessage("rotoken gone")); err != nil {
-		t.Fatal(err)
-	}
-	if n := hitsOf(t, st, "rotoken"); n != 1 { // folds
-		t.Fatalf("found %d times before the delete, want 1", n)
-	}
-	if _, err := st.Conversations().PopMessage(ctx, "c"); err != nil {
-		t.Fatal(err)
-	}
-	key := store.SessionKey{App: "a", User: "u", Session: "s"}
-	if _, err := st.AgentSessions().CreateSession(ctx, store.CreateAgentSessionRequest{Key: key}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.AgentSessions().AppendEvent(ctx, store.AppendEventRequest{Key: key, Event: lagEvent("rotoken new")}); err != nil {
-		t.Fatal(err)
-	}
+	queueGoneAndNew(t, st, "rotoken")
 	ro, err := sqlstore.Open(ctx, path, sqlstore.WithReadOnly(true))
 	if err != nil {
 		t.Fatal(err)
