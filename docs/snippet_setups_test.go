@@ -126,6 +126,22 @@ if string(got.State.App["model"]) != ` + "`" + `"gemini-2.5"` + "`" + ` || strin
 }
 `,
 	},
+	// docs/postgresql.md: the application's DATABASE_URL names the
+	// server (a schema of its own); the schema is there once Open returns.
+	"pg-open": {
+		imports:  []string{snippetImports["pgstore"], "os"},
+		postgres: true,
+		body: `if err := os.Setenv("DATABASE_URL", os.Getenv("SESSIONSTORE_TEST_POSTGRES_URL")); err != nil {
+	failf("DATABASE_URL: %v", err)
+}
+`,
+		after: `pg := want(pgstore.Open(ctx, os.Getenv("DATABASE_URL")))
+defer pg.Close()
+if n := want(pg.Governance().CountActive(ctx, "nobody")); n != 0 {
+	failf("%d active sessions in a new schema, want 0", n)
+}
+`,
+	},
 	// docs/tenants.md: a key that exists in the default tenant.
 	"tenant-key": {
 		imports: []string{snippetImports["sqlstore"], snippetImports["store"], "errors"},
