@@ -327,6 +327,20 @@ func runMain(fn *ast.FuncDecl, src string, fset *token.FileSet) (string, error) 
 	return b.String(), nil
 }
 
+// goCommand returns the go command's path (the test is skipped without
+// one) and the module's root directory.
+func goCommand(t *testing.T) (goBin, root string) {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command: %v", err)
+	}
+	if root, err = filepath.Abs(".."); err != nil {
+		t.Fatal(err)
+	}
+	return goBin, root
+}
+
 // TestGoSnippets: every Go snippet of the README and the guides compiles
 // and passes go vet; those marked run also run and print what the
 // document shows.
@@ -334,14 +348,7 @@ func TestGoSnippets(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles every snippet of the documents with the go command")
 	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go command: %v", err)
-	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	goBin, root := goCommand(t)
 	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -538,14 +545,7 @@ func TestGoSnippetsFailOnDrift(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go command: %v", err)
-	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	goBin, root := goCommand(t)
 	for _, c := range []struct {
 		name, text, want string
 	}{
@@ -587,14 +587,7 @@ func TestGoSnippetsSetupFails(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go command: %v", err)
-	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	goBin, root := goCommand(t)
 	history := []string{"given ctx context.Context, as store.AgentSessions, key store.SessionKey, summaryJSON json.RawMessage", "setup agent-history"}
 	for _, c := range []struct {
 		name, text, want string

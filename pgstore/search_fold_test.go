@@ -9,6 +9,20 @@ import (
 	"github.com/agentstore/sessionstore/store"
 )
 
+// schemaCount returns a function that counts the rows a query selects in
+// the schema at loc, on a connection of its own (not a store's, whose
+// Close would fold the search queue).
+func schemaCount(t *testing.T, loc string) func(q string) int64 {
+	return func(q string) int64 {
+		t.Helper()
+		n, err := harness.Count(context.Background(), loc, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return n
+	}
+}
+
 // TestSearchFoldAndOff: on PostgreSQL an appended event is queued, not
 // indexed, in its transaction, is found once by the next search (which
 // folds the queue), and a deleted one is not found; WithSearchIndex(false)
@@ -17,15 +31,7 @@ import (
 func TestSearchFoldAndOff(t *testing.T) {
 	ctx := context.Background()
 	loc := newSchema(t)
-	// A connection of its own, not a store: a store's Close folds.
-	count := func(q string) int64 {
-		t.Helper()
-		n, err := harness.Count(ctx, loc, q)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		return n
-	}
+	count := schemaCount(t, loc) // a connection of its own, not a store: a store's Close folds
 	st, err := pgstore.Open(ctx, loc, pgstore.WithoutIndexer())
 	if err != nil {
 		t.Fatal(err)
@@ -132,14 +138,7 @@ func TestLazyWriteSkipsSyncCommit(t *testing.T) {
 func TestCloseFoldsWithoutIndexer(t *testing.T) {
 	ctx := context.Background()
 	loc := newSchema(t)
-	count := func(q string) int64 {
-		t.Helper()
-		n, err := harness.Count(ctx, loc, q)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		return n
-	}
+	count := schemaCount(t, loc)
 	st, err := pgstore.Open(ctx, loc, pgstore.WithoutIndexer())
 	if err != nil {
 		t.Fatal(err)

@@ -485,11 +485,9 @@ func (s *Store) prepareSearch(ctx context.Context) (stale bool, err error) {
 // with it, so that it never returns a deleted or a changed item's stale
 // document. Row-value NOT IN: the backends build the set once.
 func (s *Store) pendingKeysFilter() string {
+	// substr is spelled alike by both backends.
 	sealed := func(col string) string { return `substr(` + col + `, 1, 7) = 'ssenc1:'` }
 	plain := func(col string) string { return `substr(` + col + `, 1, 7) <> 'ssenc1:'` }
-	if s.postgres() {
-		sealed = func(col string) string { return `left(` + col + `, 7) = 'ssenc1:'` }
-	}
 	f := ` AND (d.kind, d.session_pk, d.owner, d.pos, d.ref) NOT IN (SELECT p.kind, p.session_pk, p.owner, p.pos, p.ref FROM search_pending AS p
 		WHERE NOT (p.kind = 'message' AND EXISTS (SELECT 1 FROM conversation_messages AS c WHERE c.session_id = p.owner AND c.seq = p.pos AND ` + sealed("c.content") + `))
 		AND NOT (p.kind = 'event' AND EXISTS (SELECT 1 FROM agent_events AS c WHERE c.session_pk = p.session_pk AND c.seq = p.pos AND ` + sealed("c.data") + `)))`
