@@ -14,9 +14,10 @@ var _ store.Tenanter = (*Store)(nil)
 // rows they write belong to it. A name that store.ValidateTenant refuses,
 // also "", is store.ErrInvalidInput.
 //
-// On SQLite, the rows of a tenant's session that the handle does not name
-// (events, session state, its state log and search documents) take the
-// tenant from the session row through triggers (migration 17).
+// On SQLite, a session's events, session state and state log are written
+// with the handle's tenant by every INSERT (the session was found under
+// it); its search documents and a tenant conversation's child rows take
+// the tenant from their parent row through triggers (migrations 17, 18).
 func (s *Store) Tenant(name string) (store.TenantStore, error) {
 	if err := store.ValidateTenant(name); err != nil {
 		return nil, err
