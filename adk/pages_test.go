@@ -130,12 +130,12 @@ func TestPagesPerAppend(t *testing.T) {
 	if _, err := benchkit.PagesPerAppend(ctx, target, db, 10); err != nil { // warm up
 		t.Fatal(err)
 	}
-	pages, err := benchkit.PagesPerAppend(ctx, target, db, 40)
+	pages, by, err := benchkit.PagesPerAppendByObject(ctx, target, db, 40, filepath.Join(dir, "sessions.db-wal"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	const budget = 7.8
-	t.Logf("pages written per append of a runner event: %.2f (budget %.1f)", pages, budget)
+	t.Logf("pages written per append of a runner event: %.2f (budget %.1f), by table or index:\n%s", pages, budget, benchkit.FormatObjects(by))
 	if pages > budget {
 		t.Errorf("an append writes %.2f pages, budget %.1f: a change added pages (raise the budget on purpose, or take them out)", pages, budget)
 	}

@@ -85,11 +85,11 @@ func TestADKPagesPerAppend(t *testing.T) {
 	if _, err := benchkit.PagesPerAppend(ctx, target, db, 10); err != nil {
 		t.Fatal(err)
 	}
-	pages, err := benchkit.PagesPerAppend(ctx, target, db, 40)
+	pages, by, err := benchkit.PagesPerAppendByObject(ctx, target, db, 40, path+"-wal")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("ADK's database service: pages written per append of a runner event: %.2f", pages)
+	t.Logf("ADK's database service: pages written per append of a runner event: %.2f, by table or index:\n%s", pages, benchkit.FormatObjects(by))
 	if pages < 1 {
 		t.Errorf("counted %.2f pages per append: the count is broken", pages)
 	}

@@ -157,34 +157,59 @@ func Turn(ctx context.Context, t Target, id string, first, turn int) (time.Durat
 // session (created first, with a history of 20 events), each from an
 // emptied log.
 func PagesPerAppend(ctx context.Context, t Target, db *sql.DB, n int) (float64, error) {
+	pages, _, err := pagesPerAppend(ctx, t, db, n, "")
+	return pages, err
+}
+
+// PagesPerAppendByObject is PagesPerAppend that also names the table or
+// index each page belongs to (WALObjects, with walPath the database's
+// -wal file): the mean pages per append of each.
+func PagesPerAppendByObject(ctx context.Context, t Target, db *sql.DB, n int, walPath string) (float64, map[string]float64, error) {
+	return pagesPerAppend(ctx, t, db, n, walPath)
+}
+
+func pagesPerAppend(ctx context.Context, t Target, db *sql.DB, n int, walPath string) (float64, map[string]float64, error) {
 	id := fmt.Sprintf("pa%d", createSeq.Add(1))
 	if err := t.Create(ctx, benchApp, "pages", id, nil); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	h, err := t.Handle(ctx, benchApp, "pages", id)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	for i := range 20 {
 		if err := t.Append(ctx, h, TurnEvent(i)); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
 	total := 0
+	var by map[string]float64
+	if walPath != "" {
+		by = map[string]float64{}
+	}
 	for i := range n {
 		if err := emptyLog(ctx, db); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		if err := t.Append(ctx, h, TurnEvent(20+i)); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		frames, err := logFrames(ctx, db)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		total += frames
+		if by != nil {
+			objs, err := WALObjects(ctx, db, walPath)
+			if err != nil {
+				return 0, nil, err
+			}
+			for name, k := range objs {
+				by[name] += float64(k) / float64(n)
+			}
+		}
 	}
-	return float64(total) / float64(n), nil
+	return float64(total) / float64(n), by, nil
 }
 
 // emptyLog checkpoints the write-ahead log through db and checks that it

@@ -1,0 +1,84 @@
+package benchkit
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// WALObjects names the table or index (from SQLite's dbstat table, read
+// through db) of each frame of the write-ahead log at walPath: the frames
+// of the log's current generation (its header's salt), counted per
+// object. A page no object holds (a freelist page) is "(free)"; page 1,
+// the database header, is "sqlite_schema".
+func WALObjects(ctx context.Context, db *sql.DB, walPath string) (map[string]int, error) {
+	b, err := os.ReadFile(walPath)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < 32 {
+		return map[string]int{}, nil
+	}
+	pageSize := int(binary.BigEndian.Uint32(b[8:12]))
+	if pageSize < 512 {
+		return nil, fmt.Errorf("%s: page size %d in the log header", walPath, pageSize)
+	}
+	salt := string(b[16:24])
+	pages := map[int64]int{}
+	for off := 32; off+24+pageSize <= len(b); off += 24 + pageSize {
+		h := b[off : off+24]
+		if string(h[8:16]) != salt {
+			break
+		}
+		pages[int64(binary.BigEndian.Uint32(h[0:4]))]++
+	}
+	owner := map[int64]string{}
+	rows, err := db.QueryContext(ctx, "SELECT name, pageno FROM dbstat")
+	if err != nil {
+		return nil, fmt.Errorf("dbstat: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var pgno int64
+		if err := rows.Scan(&name, &pgno); err != nil {
+			return nil, err
+		}
+		owner[pgno] = name
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	by := map[string]int{}
+	for pgno, k := range pages {
+		name, ok := owner[pgno]
+		if !ok {
+			name = "(free)"
+		}
+		by[name] += k
+	}
+	return by, nil
+}
+
+// FormatObjects lists per-object page counts, most first, one per line.
+func FormatObjects(by map[string]float64) string {
+	names := make([]string, 0, len(by))
+	for n := range by {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if by[names[i]] != by[names[j]] {
+			return by[names[i]] > by[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	var sb strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&sb, "  %-40s %.2f\n", n, by[n])
+	}
+	return sb.String()
+}
