@@ -10,6 +10,7 @@ import (
 	"github.com/agentstore/sessionstore/adk"
 	"github.com/agentstore/sessionstore/adk/internal/benchkit"
 	"github.com/agentstore/sessionstore/internal/sqltest"
+	"github.com/agentstore/sessionstore/internal/walpages"
 	"github.com/agentstore/sessionstore/sqlstore"
 )
 
@@ -135,7 +136,7 @@ func TestPagesPerAppend(t *testing.T) {
 		t.Fatal(err)
 	}
 	const budget = 7.8
-	t.Logf("pages written per append of a runner event: %.2f (budget %.1f), by table or index:\n%s", pages, budget, benchkit.FormatObjects(by))
+	t.Logf("pages written per append of a runner event: %.2f (budget %.1f), by table or index:\n%s", pages, budget, walpages.Format(by, "%.2f"))
 	if pages > budget {
 		t.Errorf("an append writes %.2f pages, budget %.1f: a change added pages (raise the budget on purpose, or take them out)", pages, budget)
 	}

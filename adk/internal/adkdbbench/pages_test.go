@@ -13,6 +13,7 @@ import (
 	"google.golang.org/adk/v2/session/database"
 
 	"github.com/agentstore/sessionstore/adk/internal/benchkit"
+	"github.com/agentstore/sessionstore/internal/walpages"
 )
 
 // TestADKPagesPerCreate counts the pages a session create writes through
@@ -89,7 +90,7 @@ func TestADKPagesPerAppend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("ADK's database service: pages written per append of a runner event: %.2f, by table or index:\n%s", pages, benchkit.FormatObjects(by))
+	t.Logf("ADK's database service: pages written per append of a runner event: %.2f, by table or index:\n%s", pages, walpages.Format(by, "%.2f"))
 	if pages < 1 {
 		t.Errorf("counted %.2f pages per append: the count is broken", pages)
 	}

@@ -9,6 +9,8 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/agentstore/sessionstore/internal/walpages"
+
 	"google.golang.org/adk/v2/session"
 )
 
@@ -162,8 +164,8 @@ func PagesPerAppend(ctx context.Context, t Target, db *sql.DB, n int) (float64, 
 }
 
 // PagesPerAppendByObject is PagesPerAppend that also names the table or
-// index each page belongs to (WALObjects, with walPath the database's
-// -wal file): the mean pages per append of each.
+// index each page belongs to (walpages.Objects, with walPath the
+// database's -wal file): the mean pages per append of each.
 func PagesPerAppendByObject(ctx context.Context, t Target, db *sql.DB, n int, walPath string) (float64, map[string]float64, error) {
 	return pagesPerAppend(ctx, t, db, n, walPath)
 }
@@ -200,7 +202,7 @@ func pagesPerAppend(ctx context.Context, t Target, db *sql.DB, n int, walPath st
 		}
 		total += frames
 		if by != nil {
-			objs, err := WALObjects(ctx, db, walPath)
+			objs, err := walpages.Objects(ctx, db, walPath)
 			if err != nil {
 				return 0, nil, err
 			}
