@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstore/sessionstore/internal/sqlcore"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -522,8 +523,10 @@ func TestCloseFoldsWithoutIndexer(t *testing.T) {
 }
 
 // TestReadOnlySearchLeavesOutQueued: a read-only store cannot fold: its
-// search never returns an item deleted since the last fold, and counts
-// the items that wait (SearchResult.Pending); its Close folds nothing.
+// search matches the items not yet folded directly (the new event is
+// found, the deleted message is not, nothing pending), unless more than
+// a fold batch of them waits: then it leaves them out and counts them
+// (SearchResult.Pending); its Close folds nothing.
 func TestReadOnlySearchLeavesOutQueued(t *testing.T) {
 	ctx := context.Background()
 	path := sqlstore.FreshDBPath(t, "rosearch.db")
@@ -537,15 +540,33 @@ func TestReadOnlySearchLeavesOutQueued(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer ro.Close()
 	res, err := ro.Search(ctx, store.SearchQuery{Query: "rotoken"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Hits) != 0 || res.Pending != 2 {
-		t.Fatalf("read-only search: hits %v, pending %d; want none, 2", res.Hits, res.Pending)
+	if len(res.Hits) != 1 || res.Hits[0].Kind != store.SearchEvent || res.Pending != 0 {
+		t.Fatalf("read-only search: hits %v, pending %d; want the new event, 0", res.Hits, res.Pending)
+	}
+	// More than a fold batch waits: left out, and counted.
+	var many []store.Message
+	for i := range sqlcore.DefaultFoldBatch {
+		many = append(many, store.UserMessage(fmt.Sprintf("bulk %d", i)))
+	}
+	if _, err := st.Conversations().AppendMessages(ctx, "c", many...); err != nil {
+		t.Fatal(err)
+	}
+	res, err = ro.Search(ctx, store.SearchQuery{Query: "rotoken"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The new messages take the seqs from 0 on, the deleted one's too:
+	// one key less than queue rows.
+	if want := sqlcore.DefaultFoldBatch + 1; len(res.Hits) != 0 || res.Pending != want {
+		t.Fatalf("read-only search behind a long queue: hits %v, pending %d; want none, %d", res.Hits, res.Pending, want)
 	}
 	ro.Close()
-	if n := rawCount(t, path, pendingSQL); n != 2 {
-		t.Fatalf("queued after the read-only store's Close: %d, want 2", n)
+	if n := rawCount(t, path, pendingSQL); n != sqlcore.DefaultFoldBatch+2 {
+		t.Fatalf("queued after the read-only store's Close: %d, want %d", n, sqlcore.DefaultFoldBatch+2)
 	}
 }
