@@ -428,11 +428,19 @@ func TestSearchReadsEscapedToolArgs(t *testing.T) {
 // (shorter terms), and the check keeps only items holding the term itself.
 func TestSearchFoldsCaseInAnyScript(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlstore.Open(ctx, sqlstore.FreshDBPath(t, "fold.db"), sqlstore.WithoutIndexer())
+	path := sqlstore.FreshDBPath(t, "fold.db")
+	st, err := sqlstore.Open(ctx, path, sqlstore.WithoutIndexer())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	// A read-only store matches the items not yet folded directly: it
+	// must find what the index finds once they are folded.
+	ro, err := sqlstore.Open(ctx, path, sqlstore.WithReadOnly(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
 	conv := st.Conversations()
 	if _, err := conv.Save(ctx, store.NewConversation("c")); err != nil {
 		t.Fatal(err)
@@ -441,7 +449,7 @@ func TestSearchFoldsCaseInAnyScript(t *testing.T) {
 		store.UserMessage("abcd xbcde")); err != nil {
 		t.Fatal(err)
 	}
-	for q, want := range map[string]int{
+	queries := map[string]int{
 		"äpfel":  1, // indexed: the trigram index folds, and so does the check
 		"Äp":     1, // scanned: SQLite's lower() would fold ASCII only
 		"äp":     1,
@@ -449,13 +457,19 @@ func TestSearchFoldsCaseInAnyScript(t *testing.T) {
 		"abcde":  0, // its trigrams abc, bcd, cde all occur, not the term
 		"bcde":   1,
 		"pfel ä": 2, // the term "pfel" and the short term "ä" (Ä too)
-	} {
-		res, err := st.Search(ctx, store.SearchQuery{Query: q})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(res.Hits) != want {
-			t.Errorf("%q: %d hits, want %d", q, len(res.Hits), want)
+	}
+	for _, s := range []struct {
+		name string
+		st   *sqlstore.Store
+	}{{"not yet folded (read-only)", ro}, {"folded", st}} {
+		for q, want := range queries {
+			res, err := s.st.Search(ctx, store.SearchQuery{Query: q})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Hits) != want || res.Pending != 0 {
+				t.Errorf("%s: %q: %d hits, pending %d; want %d, 0", s.name, q, len(res.Hits), res.Pending, want)
+			}
 		}
 	}
 }
