@@ -85,7 +85,7 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) (store.SearchRe
 		if err != nil {
 			return err
 		}
-		plan, err := s.planPending(tx, stale) // search_pending.go
+		plan, err := s.planPending(tx, stale, len(long) == 0) // search_pending.go
 		if err != nil {
 			return err
 		}
@@ -474,7 +474,7 @@ func (s *Store) History(ctx context.Context, req store.HistoryRequest) (store.Pa
 	}
 	err = s.readTx(ctx, func(tx Tx) error {
 		items = nil
-		plan, err := s.planPending(tx, stale) // search_pending.go
+		plan, err := s.planPending(tx, stale, false) // search_pending.go
 		if err != nil {
 			return err
 		}

@@ -60,7 +60,8 @@ func (s *Store) pendingKeysArgs() []any {
 // the keys not yet folded, as the fold would write them, in a table pd
 // with the columns of search_docs (n in place of doc, tenant included)
 // and, for events, the event's (ev_id, ev_invocation, ev_ts, ev_data;
-// NULL for other kinds). kinds keeps those kinds only (nil: every kind).
+// NULL for other kinds). kinds keeps those kinds only (nil: every kind;
+// at least one kind of store.SearchKinds otherwise).
 // Its arguments are pendingKeysArgs.
 func (s *Store) pendingDocsSQL(kinds []string) string {
 	var b strings.Builder
@@ -86,15 +87,18 @@ func (s *Store) pendingDocsSQL(kinds []string) string {
 		}
 		b.WriteString(` FROM (SELECT * FROM pk WHERE pk.kind = '` + src.kind + `') AS p ` + src.from)
 	}
-	if first { // no kind: an empty table of the same columns
-		b.WriteString(`SELECT 0 AS n, '' AS kind`)
-		for _, n := range names {
-			b.WriteString(`, NULL AS ` + n)
-		}
-		b.WriteString(`, NULL AS ev_id, NULL AS ev_invocation, NULL AS ev_ts, NULL AS ev_data WHERE 1 = 0`)
-	}
 	b.WriteString(`) `)
 	return b.String()
+}
+
+// anyKind reports whether kinds holds a kind of item.
+func anyKind(kinds []string) bool {
+	for _, k := range store.SearchKinds() {
+		if containsString(kinds, string(k)) {
+			return true
+		}
+	}
+	return false
 }
 
 func containsString(list []string, v string) bool {
@@ -130,10 +134,13 @@ type pendingPlan struct {
 
 // planPending decides, in the read's transaction, how a read whose store
 // could not fold (stale) treats the items not yet folded.
-func (s *Store) planPending(tx Tx, stale bool) (pendingPlan, error) {
+// It reads the index's last document number when stale or maxDoc asks.
+func (s *Store) planPending(tx Tx, stale, maxDoc bool) (pendingPlan, error) {
 	p := pendingPlan{stale: stale}
-	if err := tx.Scan(`SELECT coalesce(max(doc), 0) FROM search_docs`, nil, &p.maxDoc); err != nil {
-		return p, err
+	if stale || maxDoc {
+		if err := tx.Scan(`SELECT coalesce(max(doc), 0) FROM search_docs`, nil, &p.maxDoc); err != nil {
+			return p, err
+		}
 	}
 	if !stale {
 		return p, nil
@@ -162,6 +169,9 @@ func (p pendingPlan) left() int {
 // document number or the score (cursor, scan floor) are the caller's.
 func (s *Store) pendingSearch(tx Tx, plan pendingPlan, q store.SearchQuery, long, short []string) ([]searchRow, error) {
 	kinds := searchKinds(q) // nil: every kind
+	if kinds != nil && !anyKind(kinds) {
+		return nil, nil // the filters leave no kind
+	}
 	var b strings.Builder
 	args := s.pendingKeysArgs()
 	b.WriteString(s.pendingDocsSQL(kinds))
@@ -281,11 +291,11 @@ func (s *Store) ftsBM25(tx Tx, long []string) (bm25, error) {
 			}
 			seen[tri] = true
 			var idf float64
-			if err := tx.Scan(`SELECT ln((? - n + 0.5) / (n + 0.5)) FROM (SELECT count(*) AS n FROM search_fts WHERE search_fts MATCH ?) AS h`,
+			if err := tx.Scan(`SELECT coalesce(ln((? - n + 0.5) / (n + 0.5)), 0) FROM (SELECT count(*) AS n FROM search_fts WHERE search_fts MATCH ?) AS h`,
 				[]any{float64(nRow), `"` + strings.ReplaceAll(tri, `"`, `""`) + `"`}, &idf); err != nil {
 				return bm, err
 			}
-			if idf <= 0 || math.IsNaN(idf) {
+			if idf <= 0 || math.IsNaN(idf) { // as bm25()
 				idf = 1e-6
 			}
 			bm.phrases = append(bm.phrases, foldRunes(tri))

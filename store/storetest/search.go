@@ -481,6 +481,7 @@ func testSearchUnfoldedSnapshot(t *testing.T, e *env) {
 		{Query: "pagetoken new", Order: store.SearchByTime, Limit: 100, Since: e.clock.Now().Add(-3 * time.Second)},
 		{Query: "en", Order: store.SearchByTime, Limit: 100}, // short: scanned
 		{Query: "pagetoken", Limit: 100}, {Query: "token", Limit: 100}, {Query: "t", Limit: 100},
+		{Query: "token", Order: store.SearchByTime, Facet: "conversations", App: "unf"}, // no kind left: nothing
 	}
 	histories := []store.HistoryRequest{{App: "unf", User: "u"}, {App: "unf", User: "u", Roles: []string{"model"}}}
 	type answers struct {
