@@ -62,6 +62,9 @@ var harness = storetest.Harness{
 		if o.NoIndexer {
 			opts = append(opts, pgstore.WithBackgroundIndexer(false))
 		}
+		if o.ReadOnly {
+			opts = append(opts, pgstore.WithReadOnly(true))
+		}
 		return pgstore.Open(ctx, loc, opts...)
 	},
 	Exec: func(ctx context.Context, loc, query string) error {

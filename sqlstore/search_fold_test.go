@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstore/sessionstore/internal/sqlcore"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -427,11 +428,19 @@ func TestSearchReadsEscapedToolArgs(t *testing.T) {
 // (shorter terms), and the check keeps only items holding the term itself.
 func TestSearchFoldsCaseInAnyScript(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlstore.Open(ctx, sqlstore.FreshDBPath(t, "fold.db"), sqlstore.WithoutIndexer())
+	path := sqlstore.FreshDBPath(t, "fold.db")
+	st, err := sqlstore.Open(ctx, path, sqlstore.WithoutIndexer())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	// A read-only store matches the items not yet folded directly: it
+	// must find what the index finds once they are folded.
+	ro, err := sqlstore.Open(ctx, path, sqlstore.WithReadOnly(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
 	conv := st.Conversations()
 	if _, err := conv.Save(ctx, store.NewConversation("c")); err != nil {
 		t.Fatal(err)
@@ -440,7 +449,7 @@ func TestSearchFoldsCaseInAnyScript(t *testing.T) {
 		store.UserMessage("abcd xbcde")); err != nil {
 		t.Fatal(err)
 	}
-	for q, want := range map[string]int{
+	queries := map[string]int{
 		"äpfel":  1, // indexed: the trigram index folds, and so does the check
 		"Äp":     1, // scanned: SQLite's lower() would fold ASCII only
 		"äp":     1,
@@ -448,13 +457,19 @@ func TestSearchFoldsCaseInAnyScript(t *testing.T) {
 		"abcde":  0, // its trigrams abc, bcd, cde all occur, not the term
 		"bcde":   1,
 		"pfel ä": 2, // the term "pfel" and the short term "ä" (Ä too)
-	} {
-		res, err := st.Search(ctx, store.SearchQuery{Query: q})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(res.Hits) != want {
-			t.Errorf("%q: %d hits, want %d", q, len(res.Hits), want)
+	}
+	for _, s := range []struct {
+		name string
+		st   *sqlstore.Store
+	}{{"not yet folded (read-only)", ro}, {"folded", st}} {
+		for q, want := range queries {
+			res, err := s.st.Search(ctx, store.SearchQuery{Query: q})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Hits) != want || res.Pending != 0 {
+				t.Errorf("%s: %q: %d hits, pending %d; want %d, 0", s.name, q, len(res.Hits), res.Pending, want)
+			}
 		}
 	}
 }
@@ -522,8 +537,10 @@ func TestCloseFoldsWithoutIndexer(t *testing.T) {
 }
 
 // TestReadOnlySearchLeavesOutQueued: a read-only store cannot fold: its
-// search never returns an item deleted since the last fold, and counts
-// the items that wait (SearchResult.Pending); its Close folds nothing.
+// search matches the items not yet folded directly (the new event is
+// found, the deleted message is not, nothing pending), unless more than
+// a fold batch of them waits: then it leaves them out and counts them
+// (SearchResult.Pending); its Close folds nothing.
 func TestReadOnlySearchLeavesOutQueued(t *testing.T) {
 	ctx := context.Background()
 	path := sqlstore.FreshDBPath(t, "rosearch.db")
@@ -537,15 +554,33 @@ func TestReadOnlySearchLeavesOutQueued(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer ro.Close()
 	res, err := ro.Search(ctx, store.SearchQuery{Query: "rotoken"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Hits) != 0 || res.Pending != 2 {
-		t.Fatalf("read-only search: hits %v, pending %d; want none, 2", res.Hits, res.Pending)
+	if len(res.Hits) != 1 || res.Hits[0].Kind != store.SearchEvent || res.Pending != 0 {
+		t.Fatalf("read-only search: hits %v, pending %d; want the new event, 0", res.Hits, res.Pending)
+	}
+	// More than a fold batch waits: left out, and counted.
+	var many []store.Message
+	for i := range sqlcore.DefaultFoldBatch {
+		many = append(many, store.UserMessage(fmt.Sprintf("bulk %d", i)))
+	}
+	if _, err := st.Conversations().AppendMessages(ctx, "c", many...); err != nil {
+		t.Fatal(err)
+	}
+	res, err = ro.Search(ctx, store.SearchQuery{Query: "rotoken"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The new messages take the seqs from 0 on, the deleted one's too:
+	// one key less than queue rows.
+	if want := sqlcore.DefaultFoldBatch + 1; len(res.Hits) != 0 || res.Pending != want {
+		t.Fatalf("read-only search behind a long queue: hits %v, pending %d; want none, %d", res.Hits, res.Pending, want)
 	}
 	ro.Close()
-	if n := rawCount(t, path, pendingSQL); n != 2 {
-		t.Fatalf("queued after the read-only store's Close: %d, want 2", n)
+	if n := rawCount(t, path, pendingSQL); n != sqlcore.DefaultFoldBatch+2 {
+		t.Fatalf("queued after the read-only store's Close: %d, want %d", n, sqlcore.DefaultFoldBatch+2)
 	}
 }

@@ -44,6 +44,9 @@ var harness = storetest.Harness{
 		if o.NoIndexer {
 			opts = append(opts, sqlstore.WithBackgroundIndexer(false))
 		}
+		if o.ReadOnly {
+			opts = append(opts, sqlstore.WithReadOnly(true))
+		}
 		return sqlstore.Open(ctx, loc, opts...)
 	},
 	Exec: func(ctx context.Context, loc, query string) error {

@@ -24,7 +24,11 @@ import (
 // a crash leaves the queue for the next store to fold. Search, History,
 // CheckSearchIndex and Reindex fold what was queued before the call
 // first, so they find every item acknowledged before it and none deleted
-// before it; a read-only store reads the index as folded so far. The
+// before it. A store that cannot fold (read-only, or a read under
+// ReadSnapshot) reads the index without the documents of the items not
+// yet folded and matches those items directly from their content, the
+// same way, so its answers are exact too; only when more than a fold
+// batch of them waits does it leave them out (SearchResult.Pending). The
 // backends' WithSearchIndex(false) turns the index off for the whole
 // database: writes then pay nothing for search, and these methods return
 // ErrSearchDisabled.
@@ -280,12 +284,14 @@ type SearchResult struct {
 	// items: older items were not examined.
 	Partial bool `json:"partial,omitempty"`
 	// Pending is the number of items written, changed or deleted since
-	// the index was last folded, when the store could not fold them
-	// first (a read-only store, a snapshot); 0 otherwise. Such a search
-	// leaves out the documents of those items (a deleted or changed item
-	// is never returned from its stale document), and does not find
-	// their new text until a store that can write folds them (the
-	// application's store, or sessionctl reindex): its answers are not
+	// the index was last folded that this search left out: a store that
+	// cannot fold first (a read-only store, a snapshot) matches such
+	// items directly from their content, exactly, while at most a fold
+	// batch of them waits (then Pending is 0); beyond that it leaves
+	// them out. Their stale documents are left out too (a deleted or
+	// changed item is never returned from its old text), and their new
+	// text is not found until a store that can write folds them (the
+	// application's store, or sessionctl reindex): the answer is not
 	// exact while Pending > 0.
 	Pending int `json:"pending,omitempty"`
 }

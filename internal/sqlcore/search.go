@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"context"
+	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -84,21 +85,28 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) (store.SearchRe
 		if err != nil {
 			return err
 		}
-		if stale {
-			if res.Pending, err = s.pendingCount(tx); err != nil {
-				return err
-			}
+		plan, err := s.planPending(tx, stale, len(long) == 0) // search_pending.go
+		if err != nil {
+			return err
 		}
+		res.Pending = plan.left()
+		var floor int64
 		if len(long) == 0 {
 			res.Scanned = true
-			var maxDoc, older int64
-			if err := tx.Scan(`SELECT coalesce(max(doc), 0) FROM search_docs`, nil, &maxDoc); err != nil {
-				return err
+			// The newest ScanLimit documents, the items not yet folded
+			// (numbered after the index's) among them.
+			top := plan.maxDoc
+			if plan.match {
+				top += int64(plan.count)
 			}
-			floor := maxDoc - int64(q.ScanLimit)
+			floor = top - int64(q.ScanLimit)
+			var older int64
 			if floor > 0 {
 				if err := tx.Scan(`SELECT count(*) FROM (SELECT 1 FROM search_docs WHERE doc <= ? LIMIT 1) AS o`, []any{floor}, &older); err != nil {
 					return err
+				}
+				if plan.match && plan.count > 0 && floor > plan.maxDoc {
+					older = 1 // items not yet folded are older than the floor
 				}
 			}
 			res.Partial = older > 0
@@ -113,6 +121,23 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) (store.SearchRe
 			return nil
 		}); err != nil {
 			return err
+		}
+		if plan.match && plan.count > 0 {
+			pend, err := s.pendingSearch(tx, plan, q, long, short)
+			if err != nil {
+				return err
+			}
+			var c store.SearchCursor
+			if q.Cursor != "" {
+				c, _ = store.DecodeSearchCursor(q.Cursor) // validated by Normalize
+			}
+			for _, row := range pend {
+				if (len(long) == 0 && row.doc <= floor) || (q.Cursor != "" && !afterSearchCursor(row, q.Order, c)) {
+					continue
+				}
+				rows = append(rows, row)
+			}
+			sortSearchRows(rows, q.Order)
 		}
 		if len(rows) > q.Limit {
 			rows = rows[:q.Limit]
@@ -144,7 +169,7 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) (store.SearchRe
 				}
 			}
 			if q.Window > 0 && (row.kind == string(store.SearchMessage) || row.kind == string(store.SearchEvent)) {
-				if h.Window, err = searchWindow(tx, row, q.Window); err != nil {
+				if h.Window, err = s.searchWindow(tx, plan, row, q.Window); err != nil {
 					return err
 				}
 			}
@@ -206,44 +231,12 @@ FROM search_docs AS d WHERE TRUE`)
 		b.WriteString(`SELECT ` + keys + `, ` + score + ` AS score
 FROM search_docs AS d WHERE d.doc > ?`)
 	}
-	// The store's tenant's documents only (migrations 17 and 18 give
-	// every document its session's or conversation's tenant).
-	b.WriteString(` AND d.tenant = ?`)
-	args = append(args, s.tenant)
-	for _, t := range short {
-		b.WriteString(` AND ` + s.d.Contains("d.body", "?"))
-		args = append(args, t)
+	var err error
+	if args, err = s.searchFilters(&b, args, q, short); err != nil {
+		return "", nil, err
 	}
-	// Only live agent sessions' events are found: the events a rewind
-	// superseded and those of a deleted session that its forks still read
-	// are kept in retired rows (lineage, migration 12), not in a session.
-	b.WriteString(liveEventDocs)
-	b.WriteString(notRemovedConvDocs)
 	if stale {
 		b.WriteString(s.pendingKeysFilter())
-	}
-	kinds := searchKinds(q)
-	if len(kinds) > 0 {
-		arg, err := s.d.ListArg(kinds)
-		if err != nil {
-			return "", nil, err
-		}
-		b.WriteString(` AND ` + s.d.InList("d.kind"))
-		args = append(args, arg)
-	}
-	for _, f := range []struct{ col, v string }{{"d.app", q.App}, {"d.user_id", q.User}, {"d.session_id", q.Session}} {
-		if f.v != "" {
-			b.WriteString(` AND ` + f.col + ` = ?`)
-			args = append(args, f.v)
-		}
-	}
-	if !q.Since.IsZero() {
-		b.WriteString(` AND d.at_us >= ?`)
-		args = append(args, ceilMicros(q.Since))
-	}
-	if !q.Until.IsZero() {
-		b.WriteString(` AND d.at_us < ?`)
-		args = append(args, ceilMicros(q.Until))
 	}
 	inner := b.String()
 	var out strings.Builder
@@ -265,6 +258,50 @@ FROM search_docs AS d WHERE d.doc > ?`)
 	out.WriteString(order + ` LIMIT ?) AS h JOIN search_docs AS d ON d.doc = h.doc` + join + order)
 	args = append(args, q.Limit+1)
 	return out.String(), args, nil
+}
+
+// searchFilters writes the conditions of search q on document d but for
+// its long terms (each backend's index matches those its way): the
+// store's tenant, the short terms, live items only, the kinds and the
+// other filters. It returns args with theirs appended.
+func (s *Store) searchFilters(b *strings.Builder, args []any, q store.SearchQuery, short []string) ([]any, error) {
+	// The store's tenant's documents only (migrations 17 and 18 give
+	// every document its session's or conversation's tenant).
+	b.WriteString(` AND d.tenant = ?`)
+	args = append(args, s.tenant)
+	for _, t := range short {
+		b.WriteString(` AND ` + s.d.Contains("d.body", "?"))
+		args = append(args, t)
+	}
+	// Only live agent sessions' events are found: the events a rewind
+	// superseded and those of a deleted session that its forks still read
+	// are kept in retired rows (lineage, migration 12), not in a session.
+	b.WriteString(liveEventDocs)
+	b.WriteString(notRemovedConvDocs)
+	kinds := searchKinds(q)
+	if len(kinds) > 0 {
+		arg, err := s.d.ListArg(kinds)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString(` AND ` + s.d.InList("d.kind"))
+		args = append(args, arg)
+	}
+	for _, f := range []struct{ col, v string }{{"d.app", q.App}, {"d.user_id", q.User}, {"d.session_id", q.Session}} {
+		if f.v != "" {
+			b.WriteString(` AND ` + f.col + ` = ?`)
+			args = append(args, f.v)
+		}
+	}
+	if !q.Since.IsZero() {
+		b.WriteString(` AND d.at_us >= ?`)
+		args = append(args, ceilMicros(q.Since))
+	}
+	if !q.Until.IsZero() {
+		b.WriteString(` AND d.at_us < ?`)
+		args = append(args, ceilMicros(q.Until))
+	}
+	return args, nil
 }
 
 // searchKinds returns the kinds a query keeps, nil for all.
@@ -335,29 +372,46 @@ func ftsMatch(terms []string) string {
 	return strings.Join(parts, " AND ")
 }
 
-// searchWindow returns the items around a message or event hit.
-func searchWindow(tx Tx, row searchRow, n int) ([]store.SearchItem, error) {
+// searchWindow returns the items around a message or event hit. A read
+// whose store could not fold reads the index without the documents of
+// the items not yet folded, and those items' documents built from their
+// content when it matches them directly (plan).
+func (s *Store) searchWindow(tx Tx, plan pendingPlan, row searchRow, n int) ([]store.SearchItem, error) {
 	var out []store.SearchItem
-	err := tx.Query(`SELECT pos, role, at_us, body FROM search_docs
-WHERE kind = ? AND session_pk = ? AND owner = ? AND ref = '' AND pos BETWEEN ? AND ? ORDER BY pos`,
-		[]any{row.kind, row.sessionPK, row.owner, row.pos - int64(n), row.pos + int64(n)}, func(r Rows) error {
-			var it store.SearchItem
-			var at int64
-			if err := r.Scan(&it.Seq, &it.Role, &at, &it.Text); err != nil {
-				return err
+	keep := func(r Rows) error {
+		var it store.SearchItem
+		var at int64
+		if err := r.Scan(&it.Seq, &it.Role, &at, &it.Text); err != nil {
+			return err
+		}
+		it.At = rowcodec.FromMicros(at)
+		if len(it.Text) > store.MaxWindowText {
+			cut := store.MaxWindowText
+			for cut > 0 && !utf8.RuneStart(it.Text[cut]) {
+				cut--
 			}
-			it.At = rowcodec.FromMicros(at)
-			if len(it.Text) > store.MaxWindowText {
-				cut := store.MaxWindowText
-				for cut > 0 && !utf8.RuneStart(it.Text[cut]) {
-					cut--
-				}
-				it.Text = it.Text[:cut]
-			}
-			out = append(out, it)
-			return nil
-		})
-	return out, err
+			it.Text = it.Text[:cut]
+		}
+		out = append(out, it)
+		return nil
+	}
+	const where = ` WHERE d.kind = ? AND d.session_pk = ? AND d.owner = ? AND d.ref = '' AND d.pos BETWEEN ? AND ?`
+	args := []any{row.kind, row.sessionPK, row.owner, row.pos - int64(n), row.pos + int64(n)}
+	q := `SELECT d.pos, d.role, d.at_us, d.body FROM search_docs AS d` + where
+	if plan.stale {
+		q += s.pendingKeysFilter()
+	}
+	if err := tx.Query(q+` ORDER BY d.pos`, args, keep); err != nil {
+		return nil, err
+	}
+	if plan.match && plan.count > 0 {
+		q := s.pendingDocsSQL([]string{row.kind}) + `SELECT d.pos, d.role, d.at_us, d.body FROM pd AS d` + where
+		if err := tx.Query(q, append(s.pendingKeysArgs(), args...), keep); err != nil {
+			return nil, err
+		}
+		sort.SliceStable(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	}
+	return out, nil
 }
 
 // History returns a user's events across sessions (see store.Searcher).
@@ -370,13 +424,10 @@ func (s *Store) History(ctx context.Context, req store.HistoryRequest) (store.Pa
 	if err != nil {
 		return store.Page[store.HistoryItem]{}, err
 	}
+	// The conditions on document d but for the cursor (whose document
+	// numbers the items not yet folded get in Go).
 	var b strings.Builder
-	b.WriteString(`SELECT d.doc, d.session_id, d.role, d.at_us, e.seq, e.event_id, e.invocation_id, e.ts_us, e.data, d.session_pk
-FROM search_docs AS d JOIN agent_events AS e ON e.session_pk = d.session_pk AND e.seq = d.pos
-WHERE d.app = ? AND d.user_id = ? AND d.kind = 'event' AND d.tenant = ?` + liveEventDocs)
-	if stale {
-		b.WriteString(s.pendingKeysFilter())
-	}
+	b.WriteString(` AND d.app = ? AND d.user_id = ? AND d.kind = 'event' AND d.tenant = ?` + liveEventDocs)
 	args := []any{req.App, req.User, s.tenant}
 	if !req.Since.IsZero() {
 		b.WriteString(` AND d.at_us >= ?`)
@@ -394,37 +445,94 @@ WHERE d.app = ? AND d.user_id = ? AND d.kind = 'event' AND d.tenant = ?` + liveE
 		b.WriteString(` AND ` + s.d.InList("d.role"))
 		args = append(args, arg)
 	}
+	filters := b.String()
+	var c store.SearchCursor
 	if req.Cursor != "" {
-		c, _ := store.DecodeSearchCursor(req.Cursor) // validated by Normalize
-		b.WriteString(` AND (d.at_us < ? OR (d.at_us = ? AND d.doc < ?))`)
-		args = append(args, c.AtMicros, c.AtMicros, c.Doc)
+		c, _ = store.DecodeSearchCursor(req.Cursor) // validated by Normalize
 	}
-	b.WriteString(` ORDER BY d.at_us DESC, d.doc DESC LIMIT ?`)
-	args = append(args, req.Limit+1)
-	var page store.Page[store.HistoryItem]
-	var docs, ats, pks []int64
-	err = s.db.Query(ctx, b.String(), args, func(r Rows) error {
-		var it store.HistoryItem
-		var doc, at, ts, pk int64
-		var data []byte
-		if err := r.Scan(&doc, &it.Key.Session, &it.Role, &at, &it.Event.Seq, &it.Event.ID, &it.Event.InvocationID, &ts, &data, &pk); err != nil {
+	type item struct {
+		it      store.HistoryItem
+		doc, at int64
+		pk      int64
+	}
+	var items []item
+	scan := func(base int64) func(r Rows) error {
+		return func(r Rows) error {
+			var x item
+			var ts int64
+			var data []byte
+			if err := r.Scan(&x.doc, &x.it.Key.Session, &x.it.Role, &x.at, &x.it.Event.Seq, &x.it.Event.ID, &x.it.Event.InvocationID, &ts, &data, &x.pk); err != nil {
+				return err
+			}
+			x.doc += base
+			x.it.Key.App, x.it.Key.User = req.App, req.User
+			x.it.Event.Timestamp = rowcodec.FromMicros(ts)
+			x.it.Event.Data = append([]byte(nil), data...)
+			items = append(items, x)
+			return nil
+		}
+	}
+	err = s.readTx(ctx, func(tx Tx) error {
+		items = nil
+		plan, err := s.planPending(tx, stale, false) // search_pending.go
+		if err != nil {
 			return err
 		}
-		pks = append(pks, pk)
-		it.Key.App, it.Key.User = req.App, req.User
-		it.Event.Timestamp = rowcodec.FromMicros(ts)
-		it.Event.Data = append([]byte(nil), data...)
-		page.Items = append(page.Items, it)
-		docs, ats = append(docs, doc), append(ats, at)
+		q := `SELECT d.doc, d.session_id, d.role, d.at_us, e.seq, e.event_id, e.invocation_id, e.ts_us, e.data, d.session_pk
+FROM search_docs AS d JOIN agent_events AS e ON e.session_pk = d.session_pk AND e.seq = d.pos
+WHERE 1 = 1` + filters
+		if stale {
+			q += s.pendingKeysFilter()
+		}
+		qargs := append([]any(nil), args...)
+		if req.Cursor != "" {
+			q += ` AND (d.at_us < ? OR (d.at_us = ? AND d.doc < ?))`
+			qargs = append(qargs, c.AtMicros, c.AtMicros, c.Doc)
+		}
+		q += ` ORDER BY d.at_us DESC, d.doc DESC LIMIT ?`
+		qargs = append(qargs, req.Limit+1)
+		if err := tx.Query(q, qargs, scan(0)); err != nil {
+			return err
+		}
+		if !plan.match || plan.count == 0 {
+			return nil
+		}
+		// The events not yet folded, their documents built as the fold
+		// builds them.
+		q = s.pendingDocsSQL([]string{string(store.SearchEvent)}) + `SELECT d.n, d.session_id, d.role, d.at_us, d.pos, d.ev_id, coalesce(d.ev_invocation, ''), d.ev_ts, d.ev_data, d.session_pk
+FROM pd AS d WHERE 1 = 1` + filters
+		n := len(items)
+		if err := tx.Query(q, append(s.pendingKeysArgs(), args...), scan(plan.maxDoc)); err != nil {
+			return err
+		}
+		kept := items[:n]
+		for _, x := range items[n:] {
+			if req.Cursor == "" || x.at < c.AtMicros || (x.at == c.AtMicros && x.doc < c.Doc) {
+				kept = append(kept, x)
+			}
+		}
+		items = kept
+		sort.SliceStable(items, func(i, j int) bool {
+			if items[i].at != items[j].at {
+				return items[i].at > items[j].at
+			}
+			return items[i].doc > items[j].doc
+		})
 		return nil
 	})
 	if err != nil {
 		return store.Page[store.HistoryItem]{}, err
 	}
-	if len(page.Items) > req.Limit {
-		page.Items = page.Items[:req.Limit]
-		i := req.Limit - 1
-		page.Next = store.SearchCursor{Order: store.SearchByTime, AtMicros: ats[i], Doc: docs[i]}.Encode()
+	var page store.Page[store.HistoryItem]
+	if len(items) > req.Limit {
+		items = items[:req.Limit]
+		last := items[len(items)-1]
+		page.Next = store.SearchCursor{Order: store.SearchByTime, AtMicros: last.at, Doc: last.doc}.Encode()
+	}
+	pks := make([]int64, len(items))
+	for i, x := range items {
+		page.Items = append(page.Items, x.it)
+		pks[i] = x.pk
 	}
 	for i := range page.Items { // search_sealed.go: indexed by the opt-in
 		if err := s.openSealedEvent(ctx, nil, pks[i], &page.Items[i].Event); err != nil {

@@ -235,12 +235,27 @@ type foldStmt struct {
 	sql  string
 }
 
-// foldStatements returns the statements of a fold batch, in order; every
-// parameter of each is the list of the batch's queue ids. A batch runs
-// the statement of a kind only when it holds a queue row of that kind.
-func (s *Store) foldStatements() []foldStmt {
-	in := s.d.InList("p.id")
-	sealed := func(col string) string { return `substr(` + col + `, 1, 7) = 'ssenc1:'` }
+// docCols are the columns of search_docs a document is written with,
+// in the order of docSource.cols.
+const docCols = `session_pk, owner, pos, ref, session_id, app, user_id, role, at_us, body, tenant`
+
+// docSource is how the document of one kind of item is built from its
+// content: the fold writes it (foldStatements), and a store that cannot
+// fold reads it directly for the items not yet folded (search_pending.go).
+type docSource struct {
+	kind string
+	// cols are the expressions of docCols, over content row c (and, for
+	// events, agent session row s).
+	cols []string
+	// from joins the content to key row p (columns session_pk, owner,
+	// pos, ref) and keeps the rows whose document the fold writes.
+	from string
+}
+
+// docSources returns how each kind's documents are built. A key whose
+// content is gone, or sealed, has no row (sealed content's document is
+// the write path's, search_sealed.go).
+func (s *Store) docSources() []docSource {
 	plain := func(col string) string { return `substr(` + col + `, 1, 7) <> 'ssenc1:'` }
 	eventRole := EventRoleSQL("c.data")
 	eventText := EventTextSQL("c.data")
@@ -262,42 +277,52 @@ func (s *Store) foldStatements() []foldStmt {
                   FROM json_each(CASE WHEN json_valid(c.content) THEN c.content ELSE '[]' END) AS b
                   WHERE b.type = 'object'), '')`
 	if s.postgres() {
-		sealed = func(col string) string { return `left(` + col + `, 7) = 'ssenc1:'` }
 		plain = func(col string) string { return `left(` + col + `, 7) <> 'ssenc1:'` }
 		eventRole = `sessionstore_event_role(c.data)`
 		eventText = `sessionstore_event_text(c.data)`
 		messageText = `sessionstore_message_text(c.content)`
 	}
+	return []docSource{
+		{"message", []string{`0`, `c.session_id`, `c.seq`, `''`, `c.session_id`, `''`, `''`, `c.role`, `c.created_at_ms * 1000`, messageText, `c.tenant`},
+			`JOIN conversation_messages AS c ON c.session_id = p.owner AND c.seq = p.pos WHERE ` + plain("c.content")},
+		{"event", []string{`c.session_pk`, `''`, `c.seq`, `''`, `s.session_id`, `s.app`, `s.user_id`, eventRole, `c.ts_us`, eventText, `s.tenant`},
+			`JOIN agent_events AS c ON c.session_pk = p.session_pk AND c.seq = p.pos
+			JOIN agent_sessions AS s ON s.pk = c.session_pk WHERE ` + plain("c.data")},
+		{"trace", []string{`0`, `c.session_id`, `c.seq`, `''`, `c.session_id`, `''`, `''`, `c.kind`, `c.created_at_ms * 1000`, `concat_ws(' ', c.kind, c.name)`, `c.tenant`},
+			`JOIN conversation_trace_events AS c ON c.session_id = p.owner AND c.seq = p.pos`},
+		{"artifact", []string{`0`, `c.session_id`, `0`, `c.uri`, `c.session_id`, `''`, `''`, `c.tool_name`, `c.updated_at_ms * 1000`, `concat_ws(' ', c.uri, c.artifact_id, c.tool_name)`, `c.tenant`},
+			`JOIN conversation_artifacts AS c ON c.session_id = p.owner AND c.uri = p.ref`},
+		{"run", []string{`0`, `c.session_id`, `0`, `c.run_id`, `c.session_id`, `''`, `''`, `c.status`, `c.created_at_ms * 1000`, `c.run_id`, `c.tenant`},
+			`JOIN conversation_runs AS c ON c.session_id = p.owner AND c.run_id = p.ref`},
+	}
+}
+
+// foldStatements returns the statements of a fold batch, in order; every
+// parameter of each is the list of the batch's queue ids. A batch runs
+// the statement of a kind only when it holds a queue row of that kind.
+func (s *Store) foldStatements() []foldStmt {
+	in := s.d.InList("p.id")
+	sealed := func(col string) string { return `substr(` + col + `, 1, 7) = 'ssenc1:'` }
+	if s.postgres() {
+		sealed = func(col string) string { return `left(` + col + `, 7) = 'ssenc1:'` }
+	}
 	keys := func(kind string) string {
 		return `(SELECT DISTINCT p.session_pk, p.owner, p.pos, p.ref FROM search_pending AS p WHERE p.kind = '` + kind + `' AND ` + in + `) AS p`
 	}
-	return []foldStmt{
+	stmts := []foldStmt{
 		// The documents of the batch's keys, but for those of sealed
 		// content (the write path's, search_sealed.go).
 		{"", `DELETE FROM search_docs WHERE doc IN (SELECT d.doc FROM search_pending AS p JOIN search_docs AS d ON ` + foldPendingKey + `
 			WHERE ` + in + `
 			AND NOT (p.kind = 'message' AND EXISTS (SELECT 1 FROM conversation_messages AS c WHERE c.session_id = p.owner AND c.seq = p.pos AND ` + sealed("c.content") + `))
 			AND NOT (p.kind = 'event' AND EXISTS (SELECT 1 FROM agent_events AS c WHERE c.session_pk = p.session_pk AND c.seq = p.pos AND ` + sealed("c.data") + `)))`},
-		{"message", `INSERT INTO search_docs (kind, owner, pos, session_id, role, at_us, body, tenant)
-			SELECT 'message', c.session_id, c.seq, c.session_id, c.role, c.created_at_ms * 1000, ` + messageText + `, c.tenant
-			FROM ` + keys("message") + ` JOIN conversation_messages AS c ON c.session_id = p.owner AND c.seq = p.pos
-			WHERE ` + plain("c.content")},
-		{"event", `INSERT INTO search_docs (kind, session_pk, pos, session_id, app, user_id, role, at_us, body, tenant)
-			SELECT 'event', c.session_pk, c.seq, s.session_id, s.app, s.user_id, ` + eventRole + `, c.ts_us, ` + eventText + `, s.tenant
-			FROM ` + keys("event") + ` JOIN agent_events AS c ON c.session_pk = p.session_pk AND c.seq = p.pos
-			JOIN agent_sessions AS s ON s.pk = c.session_pk
-			WHERE ` + plain("c.data")},
-		{"trace", `INSERT INTO search_docs (kind, owner, pos, session_id, role, at_us, body, tenant)
-			SELECT 'trace', c.session_id, c.seq, c.session_id, c.kind, c.created_at_ms * 1000, concat_ws(' ', c.kind, c.name), c.tenant
-			FROM ` + keys("trace") + ` JOIN conversation_trace_events AS c ON c.session_id = p.owner AND c.seq = p.pos`},
-		{"artifact", `INSERT INTO search_docs (kind, owner, ref, session_id, role, at_us, body, tenant)
-			SELECT 'artifact', c.session_id, c.uri, c.session_id, c.tool_name, c.updated_at_ms * 1000, concat_ws(' ', c.uri, c.artifact_id, c.tool_name), c.tenant
-			FROM ` + keys("artifact") + ` JOIN conversation_artifacts AS c ON c.session_id = p.owner AND c.uri = p.ref`},
-		{"run", `INSERT INTO search_docs (kind, owner, ref, session_id, role, at_us, body, tenant)
-			SELECT 'run', c.session_id, c.run_id, c.session_id, c.status, c.created_at_ms * 1000, c.run_id, c.tenant
-			FROM ` + keys("run") + ` JOIN conversation_runs AS c ON c.session_id = p.owner AND c.run_id = p.ref`},
-		{"", `DELETE FROM search_pending WHERE ` + s.d.InList("id")},
 	}
+	for _, src := range s.docSources() {
+		stmts = append(stmts, foldStmt{src.kind, `INSERT INTO search_docs (kind, ` + docCols + `)
+			SELECT '` + src.kind + `', ` + strings.Join(src.cols, ", ") + `
+			FROM ` + keys(src.kind) + ` ` + src.from})
+	}
+	return append(stmts, foldStmt{"", `DELETE FROM search_pending WHERE ` + s.d.InList("id")})
 }
 
 // errFoldLeaseHeld: another holder holds the indexer's lease.
@@ -446,8 +471,10 @@ func (s *Store) FoldOnClose(ctx context.Context) {
 // acknowledged before it and none deleted before it: one read when the
 // queue is empty. A store that cannot write (read-only, a snapshot)
 // cannot fold: prepareSearch then returns stale true, and the caller
-// leaves out the documents of the keys still queued (pendingKeysFilter)
-// and tells how many items wait (pendingCount).
+// reads the index without the documents of the keys still queued
+// (pendingKeysFilter) and matches those items directly from their
+// content, or, when too many wait, leaves them out and tells how many
+// (search_pending.go).
 func (s *Store) prepareSearch(ctx context.Context) (stale bool, err error) {
 	var on bool
 	var upto int64
@@ -496,25 +523,6 @@ func (s *Store) pendingKeysFilter() string {
 		WHERE c.id > (SELECT events_mark FROM search_state) AND ` + plain("c.data") + `))`
 	}
 	return f
-}
-
-// pendingCount returns the number of keys a fold would write (the queue's
-// distinct keys and, on SQLite, the events after the mark): the items written,
-// changed or deleted since the index was last folded, that a store that
-// cannot fold does not find (store.SearchResult.Pending). On PostgreSQL
-// it counts the rows the store's role sees (its tenant's, under
-// row-level security).
-func (s *Store) pendingCount(tx Tx) (int, error) {
-	// A key queued twice (a message popped, then another appended at its
-	// place) is one item.
-	var n int
-	if s.postgres() {
-		err := tx.Scan(`SELECT count(*) FROM (SELECT DISTINCT kind, session_pk, owner, pos, ref FROM search_pending WHERE tenant = ?) AS p`, []any{s.tenant}, &n)
-		return n, err
-	}
-	err := tx.Scan(`SELECT (SELECT count(*) FROM (SELECT DISTINCT kind, session_pk, owner, pos, ref FROM search_pending) AS p) + (SELECT count(*) FROM agent_events
-		WHERE id > (SELECT events_mark FROM search_state) AND substr(data, 1, 7) <> 'ssenc1:')`, nil, &n)
-	return n, err
 }
 
 // SetSearchIndex turns the search index of the whole database on or off

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +36,7 @@ func RunSearch(t *testing.T, h Harness) {
 		{"SnippetAndWindow", testSearchSnippetWindow},
 		{"DeletedNeverFound", testSearchDeleted},
 		{"UnfoldedUnderSnapshot", testSearchUnfoldedSnapshot},
+		{"UnfoldedScore", testSearchUnfoldedScore},
 		{"History", testSearchHistory},
 		{"BadInput", testSearchBadInput},
 		{"CheckAndReindex", testSearchReindex},
@@ -416,30 +418,46 @@ func testSearchDeleted(t *testing.T, e *env) {
 }
 
 // testSearchUnfoldedSnapshot: a search that cannot fold the queue first
-// (under ReadSnapshot, as in a read-only store) never returns an item
-// deleted or changed since the last fold, and counts the items waiting
-// (SearchResult.Pending) rather than pretend to be exact.
+// (under ReadSnapshot, and in a read-only store) is exact all the same:
+// it finds an item written since the last fold, never an item deleted
+// since, an item changed since by its new text only, pages without gaps
+// or repeats across indexed items and items not yet folded, and says
+// nothing waits (SearchResult.Pending 0). Every answer is the one the
+// store gives once it has folded (ranked answers: the same hits; their
+// scores depend on the whole index).
 func testSearchUnfoldedSnapshot(t *testing.T, e *env) {
 	// No background indexer: what is written stays queued until a
 	// search of this store folds it.
 	e.st.Close()
 	e.st = e.openWith(Options{NoIndexer: true})
+	step := func() { e.clock.Advance(time.Second) }
 	e.newConv("unf-old", text("user", "oldtoken-alpha"), text("user", "keeptoken-kilo"))
+	step()
 	k := store.SessionKey{App: "unf", User: "u", Session: "s"}
 	e.asCreate(k, store.ScopedState{})
 	e.asAppend(k, store.AgentEvent{Data: adkEvent("user", "oldevent-bravo")}, store.ScopedState{}, 0)
+	k3 := store.SessionKey{App: "unf", User: "u", Session: "s3"}
+	e.asCreate(k3, store.ScopedState{})
+	e.newConv("unf-page")
+	for i := range 6 {
+		step()
+		e.appendMsgs("unf-page", text("user", fmt.Sprintf("pagetoken folded %d", i)))
+		e.asAppend(k3, store.AgentEvent{Data: adkEvent("user", fmt.Sprintf("histtoken folded %d", i))}, store.ScopedState{}, 0)
+	}
 	for _, q := range []string{"oldtoken-alpha", "keeptoken-kilo", "oldevent-bravo"} {
 		if r := e.search(store.SearchQuery{Query: q}); len(r.Hits) != 1 || r.Pending != 0 {
 			t.Fatalf("%s before the deletes: %d hits, pending %d (want 1, 0)", q, len(r.Hits), r.Pending)
 		}
 	}
 	// Deletes, a change and new items, none folded yet.
+	step()
 	if _, err := e.conv().PopMessage(e.ctx, "unf-old"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.conv().PopMessage(e.ctx, "unf-old"); err != nil {
 		t.Fatal(err)
 	}
+	// The changed item: seq 0 of unf-old held oldtoken-alpha.
 	e.appendMsgs("unf-old", text("user", "newtoken-charlie"))
 	if err := e.as().DeleteSession(e.ctx, k); err != nil {
 		t.Fatal(err)
@@ -447,47 +465,222 @@ func testSearchUnfoldedSnapshot(t *testing.T, e *env) {
 	k2 := store.SessionKey{App: "unf", User: "u", Session: "s2"}
 	e.asCreate(k2, store.ScopedState{})
 	e.asAppend(k2, store.AgentEvent{Data: adkEvent("user", "newevent-delta")}, store.ScopedState{}, 0)
-	err := e.st.ReadSnapshot(e.ctx, func(ctx context.Context) error {
-		s := e.searcher()
-		for _, q := range []string{"oldtoken-alpha", "keeptoken-kilo", "oldevent-bravo", "token"} {
-			r, err := s.Search(ctx, store.SearchQuery{Query: q})
+	for i := range 5 {
+		step()
+		e.appendMsgs("unf-page", text("user", fmt.Sprintf("pagetoken new %d", i)))
+		e.asAppend(k2, store.AgentEvent{Data: adkEvent("model", fmt.Sprintf("histtoken new %d", i))}, store.ScopedState{}, 0)
+	}
+
+	queries := []store.SearchQuery{
+		{Query: "oldtoken-alpha"}, {Query: "keeptoken-kilo"}, {Query: "oldevent-bravo"},
+		{Query: "newtoken-charlie", Window: 3}, {Query: "newevent-delta", IncludeEvents: true},
+		{Query: "token", Order: store.SearchByTime, Limit: 100, Window: 1},
+		{Query: "pagetoken", Order: store.SearchByTime, Limit: 100, Window: 2},
+		{Query: "histtoken", Order: store.SearchByTime, Limit: 100, IncludeEvents: true},
+		{Query: "histtoken", Order: store.SearchByTime, Limit: 100, Kinds: []store.SearchKind{store.SearchEvent}, User: "u", App: "unf", Session: "s2"},
+		{Query: "pagetoken new", Order: store.SearchByTime, Limit: 100, Since: e.clock.Now().Add(-3 * time.Second)},
+		{Query: "en", Order: store.SearchByTime, Limit: 100}, // short: scanned
+		{Query: "pagetoken", Limit: 100}, {Query: "token", Limit: 100}, {Query: "t", Limit: 100},
+		{Query: "token", Order: store.SearchByTime, Facet: "conversations", App: "unf"}, // no kind left: nothing
+	}
+	histories := []store.HistoryRequest{{App: "unf", User: "u"}, {App: "unf", User: "u", Roles: []string{"model"}}}
+	type answers struct {
+		search  []store.SearchResult
+		history [][]store.HistoryItem
+	}
+	// all pages through every query, 3 hits (2 items) a page, and checks
+	// that the pages are the query's one page, cut.
+	all := func(ctx context.Context, s store.Searcher, who string) answers {
+		t.Helper()
+		var a answers
+		for _, q := range queries {
+			r, err := s.Search(ctx, q)
 			if err != nil {
-				return err
+				t.Fatalf("%s: Search(%+v): %v", who, q, err)
 			}
-			// "token" would find oldtoken-alpha (deleted) or
-			// keeptoken-kilo (now the new message at its seq): both
-			// stale.
-			if len(r.Hits) != 0 {
-				t.Errorf("%s under a snapshot: hits %v, want none (deleted or changed since the fold)", q, hitKeys(r.Hits))
+			if r.Pending != 0 {
+				t.Errorf("%s: %q: pending %d, want 0 (exact)", who, q.Query, r.Pending)
 			}
-			// Since the fold: 2 messages popped, 1 appended (at seq 0
-			// again), 1 session's event deleted, 1 event appended; at
-			// least the 2 new items wait.
-			if r.Pending < 2 {
-				t.Errorf("%s under a snapshot: pending %d, want at least the 2 new items", q, r.Pending)
+			var paged []store.SearchHit
+			pq := q
+			pq.Limit = 3
+			for range 50 {
+				p, err := s.Search(ctx, pq)
+				if err != nil {
+					t.Fatalf("%s: Search(%+v): %v", who, pq, err)
+				}
+				paged = append(paged, p.Hits...)
+				if p.Next == "" {
+					break
+				}
+				pq.Cursor = p.Next
+			}
+			if fmt.Sprint(hitKeys(paged)) != fmt.Sprint(hitKeys(r.Hits)) {
+				t.Errorf("%s: %q in pages of 3: %v, in one page: %v", who, q.Query, hitKeys(paged), hitKeys(r.Hits))
+			}
+			a.search = append(a.search, r)
+		}
+		for _, req := range histories {
+			var items []store.HistoryItem
+			pr := req
+			pr.Limit = 2
+			for range 50 {
+				p, err := s.History(ctx, pr)
+				if err != nil {
+					t.Fatalf("%s: History(%+v): %v", who, pr, err)
+				}
+				items = append(items, p.Items...)
+				if p.Next == "" {
+					break
+				}
+				pr.Cursor = p.Next
+			}
+			one, err := s.History(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !jsonEqual(items, one.Items) {
+				t.Errorf("%s: History %+v in pages of 2 differs from one page", who, req)
+			}
+			a.history = append(a.history, items)
+		}
+		return a
+	}
+	check := func(who string, got answers) {
+		t.Helper()
+		for i, q := range queries {
+			r := got.search[i]
+			switch q.Query {
+			case "oldtoken-alpha", "keeptoken-kilo", "oldevent-bravo":
+				if len(r.Hits) != 0 {
+					t.Errorf("%s: %s: hits %v, want none (deleted or changed since the fold)", who, q.Query, hitKeys(r.Hits))
+				}
+			case "newtoken-charlie":
+				if len(r.Hits) != 1 || r.Hits[0].Snippet.Text != "newtoken-charlie" || len(r.Hits[0].Window) != 1 || r.Hits[0].Window[0].Text != "newtoken-charlie" {
+					t.Errorf("%s: %s: %+v, want the changed message by its new text", who, q.Query, r.Hits)
+				}
+			case "newevent-delta":
+				if len(r.Hits) != 1 || r.Hits[0].Event == nil || !strings.Contains(string(r.Hits[0].Event.Data), "newevent-delta") {
+					t.Errorf("%s: %s: %+v, want the new event with its data", who, q.Query, r.Hits)
+				}
 			}
 		}
-		h, err := s.History(ctx, store.HistoryRequest{App: "unf", User: "u"})
-		if err != nil {
-			return err
-		}
-		for _, it := range h.Items {
+		for _, it := range got.history[0] {
 			if it.Key.Session == "s" {
-				t.Errorf("History under a snapshot returns the deleted session's event %v", it.Key)
+				t.Errorf("%s: History returns the deleted session's event %v", who, it.Key)
 			}
 		}
+		if n := len(got.history[0]); n != 12 {
+			t.Errorf("%s: History: %d items, want 12 (6 folded, 6 not yet)", who, n)
+		}
+	}
+	var snap answers
+	err := e.st.ReadSnapshot(e.ctx, func(ctx context.Context) error {
+		snap = all(ctx, e.searcher(), "under a snapshot")
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A search that can fold finds the new items, exactly.
-	for q, want := range map[string]int{"oldtoken-alpha": 0, "keeptoken-kilo": 0, "oldevent-bravo": 0, "newtoken-charlie": 1, "newevent-delta": 1} {
-		if r := e.search(store.SearchQuery{Query: q}); len(r.Hits) != want || r.Pending != 0 {
-			t.Errorf("%s after the fold: %d hits, pending %d (want %d, 0)", q, len(r.Hits), r.Pending, want)
+	check("under a snapshot", snap)
+	var ro answers
+	if e.h.OpenWith != nil {
+		ros := e.openWith(Options{ReadOnly: true})
+		ro = all(e.ctx, ros.(store.Searcher), "read-only")
+		check("read-only", ro)
+	}
+	// The store that can write folds, and answers the same.
+	folded := all(e.ctx, e.searcher(), "folded")
+	check("folded", folded)
+	for who, got := range map[string]answers{"under a snapshot": snap, "read-only": ro} {
+		if got.search == nil {
+			continue
+		}
+		for i, q := range queries {
+			want := folded.search[i]
+			if q.Order == store.SearchByTime {
+				// The same hits in the same order, with the same
+				// snippets, windows and events (the scores depend on
+				// the whole index, which the fold changed:
+				// testSearchUnfoldedScore compares them).
+				if !jsonEqual(unscored(got.search[i]), unscored(want)) {
+					t.Errorf("%s: %+v:\n got  %s\n want %s (folded)", who, q, jsonOf(got.search[i]), jsonOf(want))
+				}
+				continue
+			}
+			g, w := hitKeys(got.search[i].Hits), hitKeys(want.Hits)
+			sort.Strings(g)
+			sort.Strings(w)
+			if fmt.Sprint(g) != fmt.Sprint(w) {
+				t.Errorf("%s: %q ranked: hits %v, folded %v", who, q.Query, g, w)
+			}
+		}
+		for i := range histories {
+			if !jsonEqual(got.history[i], folded.history[i]) {
+				t.Errorf("%s: History %+v:\n got  %s\n want %s (folded)", who, histories[i], jsonOf(got.history[i]), jsonOf(folded.history[i]))
+			}
 		}
 	}
 }
+
+// unscored returns r with every hit's score 0.
+func unscored(r store.SearchResult) store.SearchResult {
+	r.Hits = append([]store.SearchHit(nil), r.Hits...)
+	for i := range r.Hits {
+		r.Hits[i].Score = 0
+	}
+	return r
+}
+
+// testSearchUnfoldedScore: an item not yet folded is ranked as the index
+// ranks it once folded: its score, from the same statistics of the whole
+// index, is the one it has after the fold, to the bit. The item changed
+// since the fold keeps its text, so the fold leaves those statistics as
+// they were.
+func testSearchUnfoldedScore(t *testing.T, e *env) {
+	e.st.Close()
+	e.st = e.openWith(Options{NoIndexer: true})
+	e.newConv("sc-conv", text("user", "scoretoken"), text("user", "scoretoken and a much longer text about scoretoken things"),
+		text("user", "nothing here"), text("user", "a scoretoken in the middle of some words"))
+	arts := []store.Artifact{
+		{URI: "a3s://out/scoretoken", ID: "a1", ToolName: "shell", Content: "x"},
+		{URI: "a3s://out/scoretoken-report-with-a-long-name", ID: "a2", ToolName: "scoretoken-tool", Content: "y"},
+		{URI: "a3s://out/other", ID: "a3", ToolName: "shell", Content: "z"},
+	}
+	if err := e.conv().PutArtifacts(e.ctx, "sc-conv", arts...); err != nil {
+		t.Fatal(err)
+	}
+	q := store.SearchQuery{Query: "scoretoken"}
+	if r := e.search(q); len(r.Hits) != 5 { // folds
+		t.Fatalf("before the change: %v, want 5 hits", hitKeys(r.Hits))
+	}
+	e.clock.Advance(time.Second)
+	if err := e.conv().PutArtifacts(e.ctx, "sc-conv", arts[1]); err != nil { // the same text, queued
+		t.Fatal(err)
+	}
+	for _, qq := range []store.SearchQuery{q, {Query: "scoretoken long"}, {Query: "scoretoken", Kinds: []store.SearchKind{store.SearchArtifact}}} {
+		var snap store.SearchResult
+		err := e.st.ReadSnapshot(e.ctx, func(ctx context.Context) error {
+			var err error
+			snap, err = e.searcher().Search(ctx, qq)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		folded := e.search(qq)
+		if !jsonEqual(snap, folded) {
+			t.Errorf("%q not yet folded:\n got  %s\n want %s (folded)", qq.Query, jsonOf(snap), jsonOf(folded))
+		}
+	}
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func jsonEqual(a, b any) bool { return jsonOf(a) == jsonOf(b) }
 
 func (e *env) wantIndexOK() store.SearchIndexReport {
 	e.t.Helper()

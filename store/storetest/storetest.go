@@ -86,6 +86,9 @@ type Options struct {
 	// queued until a search of a store that can write, or its Close,
 	// folds it.
 	NoIndexer bool
+	// ReadOnly opens a store that refuses every write (the backend's
+	// WithReadOnly(true)).
+	ReadOnly bool
 }
 
 // Run runs the whole conformance suite.
