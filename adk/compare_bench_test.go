@@ -56,6 +56,17 @@ import (
 // runner turn alone:
 //
 //	cd adk && go test -run '^$' -bench 'VsADK/turn' -benchtime 1x -timeout 60m
+//
+// The floor (issue 36): the create and append workloads also run on
+// floorTarget (via=floor, floor_bench_test.go), which writes the rows the
+// adapter writes for the operation, with the same statements on the same
+// seeded database at the same synchronous level, and nothing else. They
+// report floor-ops/s, ratio-floor (floor ÷ ADK: the best ratio this
+// schema's own writes allow here), adapter÷floor-time (what the Go code
+// of the adapter and the store adds) and floor-cpu-µs/op. The writes at
+// NORMAL alone ($BENCH_SYNC selects one level):
+//
+//	cd adk && BENCH_SYNC=NORMAL BENCH_ROUNDS=3 go test -run '^$' -bench 'VsADK/^(create|append)$' -benchtime 1x -timeout 60m
 func BenchmarkVsADK(b *testing.B) {
 	ctx := context.Background()
 	dir := benchkit.Dir(b)
@@ -63,16 +74,20 @@ func BenchmarkVsADK(b *testing.B) {
 	ours := benchkit.NewTemplates(dir, openAdapter)
 	rounds, d := benchkit.Rounds(), benchkit.RoundTime()
 	for _, w := range benchkit.Workloads() {
-		for _, sync := range []string{"FULL", "NORMAL"} {
+		for _, sync := range benchSyncs() {
 			b.Run(w.Name+"/sync="+sync, func(b *testing.B) {
 				load := []float64{benchkit.LoadAverage()}
 				// The reads also run through the adapter without its read
 				// cache (via=adapter-nocache): the cost of reading and
 				// decoding what changed, against the facet's.
 				reads := strings.HasPrefix(w.Name, "get/") || strings.HasPrefix(w.Name, "list/")
+				// The writes also run on their floor (via=floor, see
+				// floorTarget): the same rows, written with nothing else.
+				floor := w.Name == "create" || strings.HasPrefix(w.Name, "append/")
 				var ad, fa, ak, an, rAd, rFa, rAn, over, cAd, cAk []float64
+				var fl, rFl, overFl, cFl []float64
 				for r := range rounds {
-					var resA, resF, resK, resN benchkit.Result
+					var resA, resF, resK, resN, resL benchkit.Result
 					var err error
 					steps := []func(){
 						func() {
@@ -98,6 +113,13 @@ func BenchmarkVsADK(b *testing.B) {
 							}
 						})
 					}
+					if floor {
+						steps = append(steps, func() {
+							if err == nil {
+								resL, err = ours.RoundOn(ctx, openFloor, w, sync, d)
+							}
+						})
+					}
 					for i := range steps { // rotate the order round by round
 						steps[(i+r)%len(steps)]()
 					}
@@ -109,6 +131,13 @@ func BenchmarkVsADK(b *testing.B) {
 					cAd, cAk = append(cAd, resA.CPUPerOp()), append(cAk, resK.CPUPerOp())
 					b.Logf("round %d: adapter %.0f/s, facet %.0f/s, adk %.0f/s: ratio %.2f (adapter), %.2f (facet)",
 						r+1, resA.PerSecond(), resF.PerSecond(), resK.PerSecond(), rAd[r], rFa[r])
+					if floor {
+						fl, cFl = append(fl, resL.PerSecond()), append(cFl, resL.CPUPerOp())
+						rFl = append(rFl, resL.PerSecond()/resK.PerSecond())
+						overFl = append(overFl, resL.PerSecond()/resA.PerSecond())
+						b.Logf("round %d: floor %.0f/s: ratio %.2f; the adapter's time ÷ the floor's %.2f; CPU µs/op: adapter %.0f, floor %.0f, adk %.0f",
+							r+1, resL.PerSecond(), rFl[r], overFl[r], resA.CPUPerOp(), resL.CPUPerOp(), resK.CPUPerOp())
+					}
 					if reads {
 						an = append(an, resN.PerSecond())
 						rAn = append(rAn, resN.PerSecond()/resK.PerSecond())
@@ -131,6 +160,14 @@ func BenchmarkVsADK(b *testing.B) {
 					b.ReportMetric(benchkit.Median(cAd), "adapter-cpu-µs/op")
 					b.ReportMetric(benchkit.Median(cAk), "adk-cpu-µs/op")
 				}
+				if floor {
+					b.ReportMetric(benchkit.Median(fl), "floor-ops/s")
+					b.ReportMetric(benchkit.Median(rFl), "ratio-floor")
+					b.ReportMetric(benchkit.Median(overFl), "adapter÷floor-time")
+					if benchkit.Median(cFl) > 0 {
+						b.ReportMetric(benchkit.Median(cFl), "floor-cpu-µs/op")
+					}
+				}
 				if reads {
 					b.ReportMetric(benchkit.Median(an), "nocache-ops/s")
 					b.ReportMetric(benchkit.Median(rAn), "ratio-nocache")
@@ -140,6 +177,16 @@ func BenchmarkVsADK(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchSyncs is the synchronous levels measured: $BENCH_SYNC (FULL or
+// NORMAL) when set, else both.
+func benchSyncs() []string {
+	switch s := strings.ToUpper(os.Getenv("BENCH_SYNC")); s {
+	case "FULL", "NORMAL":
+		return []string{s}
+	}
+	return []string{"FULL", "NORMAL"}
 }
 
 // adkWorker is the worker process that runs ADK's side.
