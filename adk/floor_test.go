@@ -51,7 +51,7 @@ func TestFloorWritesAsAdapter(t *testing.T) {
 	if err := floor.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rowsA, rowsF := floorRows(t, dirA), floorRows(t, dirF)
+	rowsA, rowsF := floorRows(t, dirA, false), floorRows(t, dirF, false)
 	if len(rowsA["agent_events"]) != 2*floorScriptAppends {
 		t.Fatalf("the adapter's database holds %d events, want %d", len(rowsA["agent_events"]), 2*floorScriptAppends)
 	}
@@ -112,20 +112,26 @@ func runFloorScript(t *testing.T, target benchkit.Target, dir string) []string {
 
 // floorRows reads the rows a create and an append write, without the
 // columns that hold the time of the write (and the sessions' random feed
-// epochs), each table in its key order.
-func floorRows(t *testing.T, dir string) map[string][]string {
+// epochs), each table in its key order; concurrent: the events in their
+// sessions' order, without their row ids (the order of concurrent
+// appends to different sessions).
+func floorRows(t *testing.T, dir string, concurrent bool) map[string][]string {
 	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "sessions.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	eventsQuery := `SELECT id, session_pk, seq, event_id, invocation_id, ts_us, ts_ns, data, compact_from, compact_to, tenant, typeof(data) FROM agent_events ORDER BY id`
+	if concurrent {
+		eventsQuery = `SELECT session_pk, seq, event_id, invocation_id, ts_us, ts_ns, data, compact_from, compact_to, tenant, typeof(data) FROM agent_events ORDER BY session_pk, seq`
+	}
 	out := map[string][]string{}
 	for table, query := range map[string]string{
 		"agent_sessions": `SELECT pk, app, user_id, session_id, version, event_count, initial_state, data_key, tenant, retired,
 			lineage_parent IS NULL, fork_seq, last_access_ms, superseded_of IS NULL, superseded_from,
 			updated_min = updated_at_ms / 60000, created_at_ms <= updated_at_ms FROM agent_sessions ORDER BY pk`,
-		"agent_events":        `SELECT id, session_pk, seq, event_id, invocation_id, ts_us, ts_ns, data, compact_from, compact_to, tenant, typeof(data) FROM agent_events ORDER BY id`,
+		"agent_events":        eventsQuery,
 		"agent_session_state": `SELECT session_pk, key, value, tenant, typeof(value) FROM agent_session_state ORDER BY session_pk, key`,
 		"agent_state_log":     `SELECT session_pk, key, seq, value, tenant, typeof(value) FROM agent_state_log ORDER BY session_pk, key, seq`,
 		"agent_app_state":     `SELECT app, key, value, tenant, typeof(value) FROM agent_app_state ORDER BY app, key`,
@@ -160,4 +166,69 @@ func floorRows(t *testing.T, dir string) map[string][]string {
 		rows.Close()
 	}
 	return out
+}
+
+// TestFloorBatchesWriteAsAdapter checks the floor's batches (concurrent
+// appends in one transaction, as in append/writers=4) against the
+// adapter's group commit: four writers, each appending to a session of
+// its own through both, leave the same rows.
+func TestFloorBatchesWriteAsAdapter(t *testing.T) {
+	ctx := context.Background()
+	const writers, appends = 4, 25
+	rows := map[string]map[string][]string{}
+	for _, via := range []struct {
+		name string
+		open benchkit.Opener
+	}{{"adapter", openAdapterNoIndex}, {"floor", openFloor}} {
+		dir := t.TempDir()
+		sqltest.Seed(t, filepath.Join(dir, "sessions.db"))
+		target, err := via.open(ctx, dir, "NORMAL")
+		if err != nil {
+			t.Fatal(err)
+		}
+		handles := make([]any, writers)
+		for w := range handles {
+			id := fmt.Sprint("w", w)
+			if err := target.Create(ctx, "bench", "u", id, nil); err != nil {
+				t.Fatal(err)
+			}
+			if handles[w], err = target.Handle(ctx, "bench", "u", id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		base := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+		errs := make(chan error, writers)
+		for w := range writers {
+			go func() {
+				for i := range appends {
+					ev := benchkit.Event(i)
+					ev.ID = fmt.Sprintf("ev-%d-%d", w, i)
+					ev.Timestamp = base.Add(time.Duration(i)*time.Millisecond + time.Duration(w))
+					if err := target.Append(ctx, handles[w], ev); err != nil {
+						errs <- fmt.Errorf("%s: writer %d, append %d: %w", via.name, w, i, err)
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range writers {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if f, ok := target.(*floorTarget); ok {
+			t.Logf("the floor wrote %d creates and %d appends in %d transactions", writers, writers*appends, f.commits)
+		}
+		if err := target.Close(); err != nil {
+			t.Fatal(err)
+		}
+		rows[via.name] = floorRows(t, dir, true)
+	}
+	if n := len(rows["adapter"]["agent_events"]); n != writers*appends {
+		t.Fatalf("the adapter's database holds %d events, want %d", n, writers*appends)
+	}
+	if diff := cmp.Diff(rows["adapter"], rows["floor"]); diff != "" {
+		t.Errorf("rows differ (-adapter +floor):\n%s", diff)
+	}
 }
