@@ -52,7 +52,7 @@ const DefaultReadCacheEvents = 10_000
 type readCache struct {
 	mu        sync.Mutex
 	maxEvents int
-	events    int // decoded events held by gets
+	events    int // events held by gets (decoded or pending)
 	gets      map[getKey]*cachedSession
 	lists     map[listKey]*cachedList
 	listed    int // sessions held by lists
@@ -92,7 +92,17 @@ type cachedSession struct {
 	// session by an event copies no other.
 	buf   []*session.Event
 	grows bool
+	// pending are the documents (as stored) of events the service
+	// appended after events, not decoded yet: the Get that next uses the
+	// entry decodes them (settle), so that a writer that never reads its
+	// session back decodes nothing. Only the entry of k may write past
+	// its pending documents (appended, under readCache.mu): an entry that
+	// is replaced never is again.
+	pending [][]byte
 }
+
+// size is the number of events e holds, decoded or pending.
+func (e *cachedSession) size() int { return len(e.events) + len(e.pending) }
 
 type cachedList struct {
 	stamp    uint64
@@ -143,7 +153,7 @@ func (c *readCache) dropGet(k getKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old := c.gets[k]; old != nil {
-		c.events -= len(old.events)
+		c.events -= old.size()
 		delete(c.gets, k)
 	}
 }
@@ -152,21 +162,21 @@ func (c *readCache) dropGet(k getKey) {
 // than the whole budget is not kept, and k's older entry goes.
 func (c *readCache) putGetLocked(k getKey, e *cachedSession) {
 	if old := c.gets[k]; old != nil {
-		c.events -= len(old.events)
+		c.events -= old.size()
 		delete(c.gets, k)
 	}
-	if len(e.events) > c.maxEvents {
+	if e.size() > c.maxEvents {
 		return
 	}
 	for k2, old := range c.gets { // make room: any entries
-		if c.events+len(e.events) <= c.maxEvents && len(c.gets) < maxCachedGets {
+		if c.events+e.size() <= c.maxEvents && len(c.gets) < maxCachedGets {
 			break
 		}
-		c.events -= len(old.events)
+		c.events -= old.size()
 		delete(c.gets, k2)
 	}
 	c.gets[k] = e
-	c.events += len(e.events)
+	c.events += e.size()
 }
 
 func (c *readCache) list(k listKey, stamp uint64) *cachedList {
@@ -269,27 +279,64 @@ func (c *readCache) continued(k getKey, prev *cachedSession, got store.AgentSess
 // res.Event.Seq); the first event of a log starts an entry. Otherwise the
 // entry is left as it is: the next Get continues from it, or reads the
 // whole log. The entry is not served without asking the store (its state
-// is not kept: the next Get reads it).
+// is not kept: the next Get reads it). The event is kept as its document,
+// and decoded by the next Get that uses the entry (settle); data must not
+// be written afterwards.
 func (c *readCache) appended(key store.SessionKey, res store.AppendEventResult, data []byte) {
 	if res.Replayed || res.Log.IsZero() || res.Event.Seq < 1 {
 		return
 	}
 	k := getKey{key: key}
-	prev := c.get(k)
-	base := prev
-	if prev == nil || prev.log != res.Log || int64(len(prev.events)) != res.Event.Seq-1 {
-		if res.Event.Seq != 1 {
-			return
+	e := &cachedSession{log: res.Log, key: key, version: res.Version, updatedAt: res.UpdatedAt}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	prev := c.gets[k]
+	switch {
+	case prev != nil && prev.log == res.Log && int64(prev.size()) == res.Event.Seq-1:
+		// prev's events and pending documents, and data after them. prev
+		// is k's entry and is replaced here, under the lock: writing past
+		// its pending documents changes nothing any entry holds, and its
+		// right to grow its events in place passes to e.
+		e.events, e.buf, e.grows = prev.events, prev.buf, prev.grows
+		prev.grows = false
+		e.pending = append(prev.pending, data)
+	case res.Event.Seq == 1: // nothing before it: the first event of a log
+		e.pending = [][]byte{data}
+	default:
+		return
+	}
+	c.putGetLocked(k, e)
+}
+
+// settle returns e, k's entry when it was read, with its pending
+// documents decoded (see cachedSession.pending): e itself when none are
+// pending, else an entry of e's events followed by the decoded ones,
+// which takes e's place if e still holds it. When a document does not
+// decode, it returns nil and drops e: the Get then reads the session from
+// the store, which reports the trouble.
+func (c *readCache) settle(k getKey, e *cachedSession) *cachedSession {
+	if len(e.pending) == 0 {
+		return e
+	}
+	docs := make([]store.AgentEvent, len(e.pending))
+	for i, d := range e.pending {
+		docs[i].Data = d
+	}
+	tail := make([]*session.Event, len(docs))
+	if err := decodeEvents(docs, tail); err != nil {
+		c.mu.Lock()
+		if c.gets[k] == e {
+			c.events -= e.size()
+			delete(c.gets, k)
 		}
-		base = &cachedSession{} // nothing before it: the first event of a log
+		c.mu.Unlock()
+		return nil
 	}
-	tail := make([]*session.Event, 1)
-	if err := readEvents([]store.AgentEvent{{Data: data}}, tail, 0, 1); err != nil {
-		return // not kept: the next Get reads it and reports the trouble
-	}
-	events, buf := c.grow(k, base, tail)
-	c.replaceGet(k, prev, &cachedSession{log: res.Log, key: key, version: res.Version, updatedAt: res.UpdatedAt,
-		events: events, buf: buf, grows: true})
+	events, buf := c.grow(k, e, tail)
+	settled := &cachedSession{stamp: e.stamp, stamped: e.stamped, log: e.log, key: e.key, version: e.version,
+		updatedAt: e.updatedAt, state: e.state, events: events, buf: buf, grows: true}
+	c.replaceGet(k, e, settled)
+	return settled
 }
 
 // handle returns a new handle on a cached session.

@@ -56,6 +56,22 @@ import (
 // runner turn alone:
 //
 //	cd adk && go test -run '^$' -bench 'VsADK/turn' -benchtime 1x -timeout 60m
+//
+// The floor (issue 36): the create and append workloads also run on
+// floorTarget (via=floor, floor_bench_test.go), which writes the rows the
+// adapter writes for the operation, with the same statements on the same
+// seeded database at the same synchronous level, and nothing else. They
+// report floor-ops/s, ratio-floor (floor ÷ ADK: the best ratio this
+// schema's own writes allow here), adapter÷floor-time (what the adapter
+// and the store add: their Go code, and the background search indexer's
+// folds of the new events into the full-text index, which the floor does
+// not write) and floor-cpu-µs/op; and the adapter on the store with its
+// search index off (via=noindex, sqlstore.WithSearchIndex(false):
+// noindex-ops/s, ratio-noindex, noindex-cpu-µs/op), which tells the
+// indexer's share from the Go code's. The writes at
+// NORMAL alone ($BENCH_SYNC selects one level):
+//
+//	cd adk && BENCH_SYNC=NORMAL BENCH_ROUNDS=3 go test -run '^$' -bench 'VsADK/^(create|append)$' -benchtime 1x -timeout 60m
 func BenchmarkVsADK(b *testing.B) {
 	ctx := context.Background()
 	dir := benchkit.Dir(b)
@@ -63,16 +79,20 @@ func BenchmarkVsADK(b *testing.B) {
 	ours := benchkit.NewTemplates(dir, openAdapter)
 	rounds, d := benchkit.Rounds(), benchkit.RoundTime()
 	for _, w := range benchkit.Workloads() {
-		for _, sync := range []string{"FULL", "NORMAL"} {
+		for _, sync := range benchSyncs() {
 			b.Run(w.Name+"/sync="+sync, func(b *testing.B) {
 				load := []float64{benchkit.LoadAverage()}
 				// The reads also run through the adapter without its read
 				// cache (via=adapter-nocache): the cost of reading and
 				// decoding what changed, against the facet's.
 				reads := strings.HasPrefix(w.Name, "get/") || strings.HasPrefix(w.Name, "list/")
+				// The writes also run on their floor (via=floor, see
+				// floorTarget): the same rows, written with nothing else.
+				floor := w.Name == "create" || strings.HasPrefix(w.Name, "append/")
 				var ad, fa, ak, an, rAd, rFa, rAn, over, cAd, cAk []float64
+				var fl, rFl, overFl, cFl, ni, rNi, cNi []float64
 				for r := range rounds {
-					var resA, resF, resK, resN benchkit.Result
+					var resA, resF, resK, resN, resL, resI benchkit.Result
 					var err error
 					steps := []func(){
 						func() {
@@ -98,6 +118,17 @@ func BenchmarkVsADK(b *testing.B) {
 							}
 						})
 					}
+					if floor {
+						steps = append(steps, func() {
+							if err == nil {
+								resL, err = ours.RoundOn(ctx, openFloor, w, sync, d)
+							}
+						}, func() {
+							if err == nil {
+								resI, err = ours.RoundOn(ctx, openAdapterNoIndex, w, sync, d)
+							}
+						})
+					}
 					for i := range steps { // rotate the order round by round
 						steps[(i+r)%len(steps)]()
 					}
@@ -109,6 +140,15 @@ func BenchmarkVsADK(b *testing.B) {
 					cAd, cAk = append(cAd, resA.CPUPerOp()), append(cAk, resK.CPUPerOp())
 					b.Logf("round %d: adapter %.0f/s, facet %.0f/s, adk %.0f/s: ratio %.2f (adapter), %.2f (facet)",
 						r+1, resA.PerSecond(), resF.PerSecond(), resK.PerSecond(), rAd[r], rFa[r])
+					if floor {
+						fl, cFl = append(fl, resL.PerSecond()), append(cFl, resL.CPUPerOp())
+						rFl = append(rFl, resL.PerSecond()/resK.PerSecond())
+						overFl = append(overFl, resL.PerSecond()/resA.PerSecond())
+						ni, cNi = append(ni, resI.PerSecond()), append(cNi, resI.CPUPerOp())
+						rNi = append(rNi, resI.PerSecond()/resK.PerSecond())
+						b.Logf("round %d: floor %.0f/s: ratio %.2f; the adapter's time ÷ the floor's %.2f; adapter without search index %.0f/s: ratio %.2f; CPU µs/op: adapter %.0f, without index %.0f, floor %.0f, adk %.0f",
+							r+1, resL.PerSecond(), rFl[r], overFl[r], resI.PerSecond(), rNi[r], resA.CPUPerOp(), resI.CPUPerOp(), resL.CPUPerOp(), resK.CPUPerOp())
+					}
 					if reads {
 						an = append(an, resN.PerSecond())
 						rAn = append(rAn, resN.PerSecond()/resK.PerSecond())
@@ -131,6 +171,17 @@ func BenchmarkVsADK(b *testing.B) {
 					b.ReportMetric(benchkit.Median(cAd), "adapter-cpu-µs/op")
 					b.ReportMetric(benchkit.Median(cAk), "adk-cpu-µs/op")
 				}
+				if floor {
+					b.ReportMetric(benchkit.Median(fl), "floor-ops/s")
+					b.ReportMetric(benchkit.Median(rFl), "ratio-floor")
+					b.ReportMetric(benchkit.Median(overFl), "adapter÷floor-time")
+					b.ReportMetric(benchkit.Median(ni), "noindex-ops/s")
+					b.ReportMetric(benchkit.Median(rNi), "ratio-noindex")
+					if benchkit.Median(cFl) > 0 {
+						b.ReportMetric(benchkit.Median(cFl), "floor-cpu-µs/op")
+						b.ReportMetric(benchkit.Median(cNi), "noindex-cpu-µs/op")
+					}
+				}
 				if reads {
 					b.ReportMetric(benchkit.Median(an), "nocache-ops/s")
 					b.ReportMetric(benchkit.Median(rAn), "ratio-nocache")
@@ -140,6 +191,16 @@ func BenchmarkVsADK(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchSyncs is the synchronous levels measured: $BENCH_SYNC (FULL or
+// NORMAL) when set, else both.
+func benchSyncs() []string {
+	switch s := strings.ToUpper(os.Getenv("BENCH_SYNC")); s {
+	case "FULL", "NORMAL":
+		return []string{s}
+	}
+	return []string{"FULL", "NORMAL"}
 }
 
 // adkWorker is the worker process that runs ADK's side.
@@ -207,6 +268,17 @@ func syncOption(sync string) sqlstore.Option {
 // openAdapter opens this module's service.
 func openAdapter(ctx context.Context, dir, sync string) (benchkit.Target, error) {
 	svc, err := adk.Open(ctx, filepath.Join(dir, "sessions.db"), syncOption(sync))
+	if err != nil {
+		return nil, err
+	}
+	return &benchkit.ServiceTarget{Svc: svc, Closer: svc.Close}, nil
+}
+
+// openAdapterNoIndex opens this module's service on the store with its
+// search index turned off (sqlstore.WithSearchIndex): nothing is queued
+// or folded into the full-text index.
+func openAdapterNoIndex(ctx context.Context, dir, sync string) (benchkit.Target, error) {
+	svc, err := adk.Open(ctx, filepath.Join(dir, "sessions.db"), syncOption(sync), sqlstore.WithSearchIndex(false))
 	if err != nil {
 		return nil, err
 	}

@@ -201,6 +201,9 @@ func (s *Service) get(ctx context.Context, key store.SessionKey, recent int, aft
 	var prev *cachedSession
 	if s.cache != nil {
 		if prev = s.cache.get(ck); prev != nil {
+			prev = s.cache.settle(ck, prev) // nil: dropped
+		}
+		if prev != nil {
 			if prev.fresh(stamp, stamped) {
 				return prev.handle(), nil
 			}

@@ -32,6 +32,9 @@ func isBusy(err error) bool {
 
 // isUniqueViolation reports whether err is a PRIMARY KEY or UNIQUE failure.
 func isUniqueViolation(err error) bool {
+	if err == nil { // the common case, without the error value errors.As needs
+		return false
+	}
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
 		return false

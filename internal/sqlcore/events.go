@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"maps"
 	"slices"
 	"time"
 
@@ -210,22 +209,38 @@ func (r *asRow) session(key store.SessionKey) store.AgentSession {
 // sorted order, so that concurrent deltas to shared app and user state
 // take their row locks in one order and cannot deadlock.
 func putState(tx Tx, tenant string, key store.SessionKey, pk int64, delta store.ScopedState) error {
-	for _, k := range slices.Sorted(maps.Keys(delta.App)) {
+	for _, k := range sortedKeys(delta.App) {
 		if _, err := tx.Exec(stAppPutSQL, key.App, k, string(delta.App[k]), tenant); err != nil {
 			return err
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(delta.User)) {
+	for _, k := range sortedKeys(delta.User) {
 		if _, err := tx.Exec(stUserPutSQL, key.App, key.User, k, string(delta.User[k]), tenant); err != nil {
 			return err
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(delta.Session)) {
+	for _, k := range sortedKeys(delta.Session) {
 		if _, err := tx.Exec(stSessionPutSQL, pk, k, string(delta.Session[k]), tenant); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// sortedKeys returns m's keys in order: nil, without allocating, for an
+// empty map (most scopes of most deltas), else one slice. (The iterator
+// form, slices.Sorted(maps.Keys(m)), allocated its closures and grew its
+// slice: a dozen allocations per append of a two-key delta.)
+func sortedKeys(m map[string]json.RawMessage) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 func sessionNotFound(key store.SessionKey) error {
@@ -653,7 +668,11 @@ func (a *AgentSessions) appendEvent(ctx context.Context, req store.AppendEventRe
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(evInsertSQL, pk, count, ev.ID, ev.InvocationID, tsUS, tsNS, sealed(dk, ev.Data, adEvent, seqAD(count), ev.ID), from, to, a.s.tenant)
+		var seqText string // the position, in a sealed value's associated data
+		if dk != nil {
+			seqText = seqAD(count)
+		}
+		_, err = tx.Exec(evInsertSQL, pk, count, ev.ID, ev.InvocationID, tsUS, tsNS, sealed(dk, ev.Data, adEvent, seqText, ev.ID), from, to, a.s.tenant)
 		if a.s.isUnique(err) {
 			return errDuplicateEvent
 		}
@@ -666,8 +685,8 @@ func (a *AgentSessions) appendEvent(ctx context.Context, req store.AppendEventRe
 		if err := putState(tx, a.s.tenant, key, pk, sealDelta(dk, req.Delta)); err != nil {
 			return err
 		}
-		for _, k := range slices.Sorted(maps.Keys(req.Delta.Session)) {
-			if _, err := tx.Exec(stLogSQL, pk, k, count, sealed(dk, req.Delta.Session[k], adLog, k, seqAD(count)), a.s.tenant); err != nil {
+		for _, k := range sortedKeys(req.Delta.Session) {
+			if _, err := tx.Exec(stLogSQL, pk, k, count, sealed(dk, req.Delta.Session[k], adLog, k, seqText), a.s.tenant); err != nil {
 				return err
 			}
 		}

@@ -31,3 +31,16 @@ func PagesPerCreate(ctx context.Context, t Target, db *sql.DB, n int, state map[
 	}
 	return float64(total) / float64(n), nil
 }
+
+// PagesOf counts the database pages op writes, as PagesPerCreate counts a
+// create's: it empties the write-ahead log through db, runs op, and
+// returns the frames the log holds then.
+func PagesOf(ctx context.Context, db *sql.DB, op func() error) (int, error) {
+	if err := emptyLog(ctx, db); err != nil {
+		return 0, err
+	}
+	if err := op(); err != nil {
+		return 0, err
+	}
+	return logFrames(ctx, db)
+}
