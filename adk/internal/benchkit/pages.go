@@ -17,13 +17,9 @@ import (
 func PagesPerCreate(ctx context.Context, t Target, db *sql.DB, n int, state map[string]any) (float64, error) {
 	total := 0
 	for i := range n {
-		if err := emptyLog(ctx, db); err != nil {
-			return 0, err
-		}
-		if err := t.Create(ctx, benchApp, "pages", fmt.Sprintf("p%d-%d", createSeq.Add(1), i), state); err != nil {
-			return 0, err
-		}
-		frames, err := logFrames(ctx, db)
+		frames, err := PagesOf(ctx, db, func() error {
+			return t.Create(ctx, benchApp, "pages", fmt.Sprintf("p%d-%d", createSeq.Add(1), i), state)
+		})
 		if err != nil {
 			return 0, err
 		}

@@ -190,13 +190,7 @@ func pagesPerAppend(ctx context.Context, t Target, db *sql.DB, n int, walPath st
 		by = map[string]float64{}
 	}
 	for i := range n {
-		if err := emptyLog(ctx, db); err != nil {
-			return 0, nil, err
-		}
-		if err := t.Append(ctx, h, TurnEvent(20+i)); err != nil {
-			return 0, nil, err
-		}
-		frames, err := logFrames(ctx, db)
+		frames, err := PagesOf(ctx, db, func() error { return t.Append(ctx, h, TurnEvent(20+i)) })
 		if err != nil {
 			return 0, nil, err
 		}
