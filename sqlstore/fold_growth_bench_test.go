@@ -60,17 +60,23 @@ var foldGrowthVariants = flag.String("foldgrowth.variants", "",
 //     merge-pages/doc) and summed with the fold's (total-cpu-µs/doc,
 //     total-pages/doc);
 //   - reports the index's segments and pages after that, and the median
-//     latency of Search (default limit, ranked) over 15 runs of a rare
+//     latency of Search (default limit, ranked) over 9 runs of a rare
 //     term (rare-µs: "xylophone", in one document of every 1,000) and a
-//     common one (common-µs: "session", in most documents).
+//     common one (common-µs: "session", in most documents), in runs of
+//     100 documents or more.
 //
 // The documents are ~1 KiB model answers of words and numbers drawn at
 // random (variedEventJSON: about a thousand distinct trigrams each). The
-// variants: the default (automerge=4), automerge=8 and 16, the indexer's
-// batch of 256 instead of 64, and two deferred ones: automerge=0 with the
-// idle merges (the segments kept as automerge=4 keeps them, the merging
-// moved out of the fold), and automerge=0 alone (only FTS5's crisis
-// merges, at 16 segments of a level, bound the segments).
+// variants: FTS5's defaults (automerge=4, crisismerge=16: the schema's
+// before migration 35), automerge=8 (with crisismerge 16, and with 32:
+// the schema's since migration 35), automerge=16 (with crisismerge 16,
+// where a level's sixteenth segment merges the whole level in one
+// transaction, and with 64), the indexer's batch of 256 instead of 64
+// (the schema's settings), and two deferred ones: automerge=0 with the
+// idle merges (the merging moved out of the fold), and automerge=0 alone
+// (only FTS5's crisis merges, at 16 segments of a level, bound the
+// segments). fold-max-txn-pages and grow-max-txn-pages are the largest
+// transaction's pages: how long one fold can hold the writer.
 //
 // One command (the sizes and variants can be narrowed with the flags):
 //
@@ -83,12 +89,14 @@ func BenchmarkFoldGrowth(b *testing.B) {
 		idle     bool           // run the idle merges after each fold
 	}
 	variants := []variant{
-		{name: "automerge=4"},
-		{name: "automerge=8", settings: map[string]int{"automerge": 8}},
-		{name: "automerge=16", settings: map[string]int{"automerge": 16}},
+		{name: "automerge=4", settings: map[string]int{"automerge": 4, "crisismerge": 16}},
+		{name: "automerge=8", settings: map[string]int{"automerge": 8, "crisismerge": 16}},
+		{name: "automerge=8+crisismerge=32", settings: map[string]int{"automerge": 8, "crisismerge": 32}},
+		{name: "automerge=16", settings: map[string]int{"automerge": 16, "crisismerge": 16}},
+		{name: "automerge=16+crisismerge=64", settings: map[string]int{"automerge": 16, "crisismerge": 64}},
 		{name: "batch=256", batch: 256},
-		{name: "deferred+idle-merge", settings: map[string]int{"automerge": 0}, idle: true},
-		{name: "deferred-crisis-only", settings: map[string]int{"automerge": 0}},
+		{name: "deferred+idle-merge", settings: map[string]int{"automerge": 0, "crisismerge": 16}, idle: true},
+		{name: "deferred-crisis-only", settings: map[string]int{"automerge": 0, "crisismerge": 16}},
 	}
 	var sizes []int
 	for _, f := range strings.Split(*foldGrowthSizes, ",") {
@@ -131,26 +139,25 @@ func BenchmarkFoldGrowth(b *testing.B) {
 			g := &foldGrowth{st: st, path: path, raw: raw, batch: v.batch, idle: v.idle,
 				rng: rand.New(rand.NewPCG(7, 8))}
 			for _, size := range sizes {
+				// Grow the index to size documents, in steps that keep
+				// the log small (once: the sub-benchmark's body runs
+				// more than once).
+				var growCPU time.Duration
+				growPages, growMax, grown := 0, 0, 0
+				for g.docs < size {
+					n := min(2000, size-g.docs)
+					g.append(b, n)
+					g.truncateLog(b)
+					cpu0 := benchCPU()
+					g.fold(b, n)
+					growCPU += benchCPU() - cpu0
+					f, m := g.frames(b)
+					growPages += f
+					growMax = max(growMax, m)
+					grown += n
+					g.truncateLog(b)
+				}
 				b.Run("indexed="+strconv.Itoa(size), func(b *testing.B) {
-					// Grow the index to size documents, in steps that
-					// keep the log small.
-					var growCPU time.Duration
-					growPages, grown := 0, 0
-					for g.docs < size {
-						n := min(2000, size-g.docs)
-						g.append(b, n)
-						g.truncateLog(b)
-						cpu0 := benchCPU()
-						g.fold(b, n)
-						growCPU += benchCPU() - cpu0
-						growPages += g.frames(b)
-						grown += n
-						g.truncateLog(b)
-					}
-					if grown > 0 {
-						b.ReportMetric(float64(growCPU.Microseconds())/float64(grown), "grow-cpu-µs/doc")
-						b.ReportMetric(float64(growPages)/float64(grown), "grow-pages/doc")
-					}
 					indexed := g.docs
 					g.append(b, b.N)
 					g.truncateLog(b)
@@ -158,7 +165,7 @@ func BenchmarkFoldGrowth(b *testing.B) {
 					cpu0 := benchCPU()
 					g.foldOnly(b, b.N)
 					foldCPU := benchCPU() - cpu0
-					foldPages := g.frames(b)
+					foldPages, foldMax := g.frames(b)
 					var mergeCPU time.Duration
 					var mergePages int
 					if g.idle {
@@ -166,14 +173,20 @@ func BenchmarkFoldGrowth(b *testing.B) {
 						cpu0 = benchCPU()
 						g.idleMerge(b)
 						mergeCPU = benchCPU() - cpu0
-						mergePages = g.frames(b)
+						mergePages, _ = g.frames(b)
 					}
 					b.StopTimer()
 					g.truncateLog(b)
 					n := float64(b.N)
 					b.ReportMetric(float64(indexed), "indexed-docs")
+					if grown > 0 {
+						b.ReportMetric(float64(growCPU.Microseconds())/float64(grown), "grow-cpu-µs/doc")
+						b.ReportMetric(float64(growPages)/float64(grown), "grow-pages/doc")
+						b.ReportMetric(float64(growMax), "grow-max-txn-pages")
+					}
 					b.ReportMetric(float64(foldCPU.Microseconds())/n, "fold-cpu-µs/doc")
 					b.ReportMetric(float64(foldPages)/n, "fold-pages/doc")
+					b.ReportMetric(float64(foldMax), "fold-max-txn-pages")
 					if g.idle {
 						b.ReportMetric(float64(mergeCPU.Microseconds())/n, "merge-cpu-µs/doc")
 						b.ReportMetric(float64(mergePages)/n, "merge-pages/doc")
@@ -183,8 +196,10 @@ func BenchmarkFoldGrowth(b *testing.B) {
 					segs, pages := g.structure(b)
 					b.ReportMetric(float64(segs), "segments")
 					b.ReportMetric(float64(pages), "index-pages")
-					b.ReportMetric(g.searchMedian(b, "xylophone"), "rare-µs")
-					b.ReportMetric(g.searchMedian(b, "session"), "common-µs")
+					if b.N >= 100 { // not in the benchmark's first run, of one document
+						b.ReportMetric(g.searchMedian(b, "xylophone"), "rare-µs")
+						b.ReportMetric(g.searchMedian(b, "session"), "common-µs")
+					}
 				})
 			}
 		})
@@ -325,26 +340,31 @@ func (g *foldGrowth) truncateLog(b *testing.B) {
 }
 
 // frames counts the frames (pages written) of the log's current
-// generation.
-func (g *foldGrowth) frames(b *testing.B) int {
+// generation, and the most of them one transaction wrote.
+func (g *foldGrowth) frames(b *testing.B) (frames, maxTxn int) {
 	b.Helper()
 	buf, err := os.ReadFile(g.path + "-wal")
 	if err != nil {
 		b.Fatal(err)
 	}
 	if len(buf) < 32 {
-		return 0
+		return 0, 0
 	}
 	pageSize := int(binary.BigEndian.Uint32(buf[8:12]))
 	salt := string(buf[16:24])
-	n := 0
+	txn := 0
 	for off := 32; off+24+pageSize <= len(buf); off += 24 + pageSize {
 		if string(buf[off+8:off+16]) != salt {
 			break
 		}
-		n++
+		frames++
+		txn++
+		if binary.BigEndian.Uint32(buf[off+4:off+8]) != 0 { // a commit frame
+			maxTxn = max(maxTxn, txn)
+			txn = 0
+		}
 	}
-	return n
+	return frames, maxTxn
 }
 
 // structure returns the number of segments of the index (from its
@@ -365,13 +385,13 @@ func (g *foldGrowth) structure(b *testing.B) (segments, pages int) {
 	return segments, pages
 }
 
-// searchMedian returns the median wall time, in µs, of 15 searches of
+// searchMedian returns the median wall time, in µs, of 9 searches of
 // term.
 func (g *foldGrowth) searchMedian(b *testing.B, term string) float64 {
 	b.Helper()
 	ctx := context.Background()
 	var ds []time.Duration
-	for range 15 {
+	for range 9 {
 		t0 := time.Now()
 		res, err := g.st.Search(ctx, store.SearchQuery{Query: term})
 		if err != nil {
