@@ -30,5 +30,9 @@ INSERT INTO search_fts (search_fts, rank) VALUES ('automerge', 8);
 INSERT INTO search_fts (search_fts, rank) VALUES ('crisismerge', 32);
 
 -- +goose Down
+-- FTS5's defaults through its own commands (they tell the connections
+-- that cached the settings to read them again), then without the rows,
+-- as before this step.
 INSERT INTO search_fts (search_fts, rank) VALUES ('automerge', 4);
 INSERT INTO search_fts (search_fts, rank) VALUES ('crisismerge', 16);
+DELETE FROM search_fts_config WHERE k IN ('automerge', 'crisismerge');

@@ -44,6 +44,39 @@ func schemaOf(t *testing.T, db *sql.DB) string {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
+	rows.Close()
+	// The settings of each FTS5 index (its %_config rows, such as
+	// automerge) are part of its definition: a step may change them alone.
+	var fts []string
+	frows, err := db.Query(`SELECT name FROM sqlite_schema WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5%' ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for frows.Next() {
+		var name string
+		if err := frows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		fts = append(fts, name)
+	}
+	frows.Close()
+	for _, name := range fts {
+		crows, err := db.Query(`SELECT k, v FROM "` + name + `_config" ORDER BY k`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for crows.Next() {
+			var k, v string
+			if err := crows.Scan(&k, &v); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "fts5 config %s: %s = %s\n", name, k, v)
+		}
+		if err := crows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		crows.Close()
+	}
 	return b.String()
 }
 
