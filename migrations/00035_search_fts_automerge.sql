@@ -13,12 +13,14 @@
 --
 -- Measured with BenchmarkFoldGrowth in sqlstore (~1 KiB documents of
 -- varied words, the store's indexer, synchronous=NORMAL; directional, on
--- a loaded machine, see docs/search.md): from 10,000 to 50,000 documents
--- indexed, the fold's CPU per document 3-41% lower and its pages written
--- 9-31% fewer, the index 12-15 segments against 7-12, and a search of a
--- rare or a common term as fast within the noise. automerge=16 saved more
--- CPU (19-30%) but left 32-34 segments and a rare term's search took
--- about twice as long; refused for that.
+-- a loaded machine, see docs/search.md): over the growth from 10,000 to
+-- 50,000 documents indexed, the fold's CPU per document 3-19% lower and
+-- its pages written 5-27% fewer (amortized over every merge of the
+-- growth; one window of a few thousand documents can catch a large merge
+-- or miss it), the index 12-24 segments against 7-12, and a search of a
+-- rare or a common term as fast within the noise. automerge=16 saved
+-- more CPU (19-30%) but left 32-34 segments and a rare term's search
+-- took about twice as long; refused for that.
 --
 -- Both settings live in the index's configuration (search_fts_config),
 -- so a rebuild keeps them. The size budget's compaction runs 'merge'
