@@ -68,8 +68,8 @@ var foldGrowthVariants = flag.String("foldgrowth.variants", "",
 // The documents are ~1 KiB model answers of words and numbers drawn at
 // random (variedEventJSON: about a thousand distinct trigrams each). The
 // variants: FTS5's defaults (automerge=4, crisismerge=16: the schema's
-// before migration 35), automerge=8 (with crisismerge 16, and with 32:
-// the schema's since migration 35), automerge=16 (with crisismerge 16,
+// before migration 35), automerge=8 (with crisismerge 16: the schema's
+// since migration 35; and with 32), automerge=16 (with crisismerge 16,
 // where a level's sixteenth segment merges the whole level in one
 // transaction, and with 64), the indexer's batch of 256 instead of 64
 // (the schema's settings), and two deferred ones: automerge=0 with the

@@ -14,10 +14,11 @@ import (
 // The search index's merge settings (migration 35): FTS5 keeps them in
 // search_fts_config, so they are read back from there, on a fresh
 // database, on one migrated from the schema before them, after the
-// rebuild a reindex runs, and after a step down.
+// rebuild a reindex runs, and after a step down. crisismerge keeps FTS5's
+// default (no row).
 const (
 	wantAutomerge   = 8
-	wantCrisismerge = 32
+	wantCrisismerge = 0
 )
 
 // ftsSettings reads FTS5's automerge and crisismerge from the index's
