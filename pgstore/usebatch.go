@@ -146,6 +146,13 @@ type useBatcher struct {
 	// decided alone, and direct the calls decided without queueing (for
 	// tests and benchmarks).
 	shared, sharedCalls, mixed, apart, direct atomic.Int64
+	// busy counts the batches rolled back and rerun because their
+	// lock-first step found a row of theirs held by another transaction
+	// (each paid a lock wait), for tests.
+	busy atomic.Int64
+	// trace, when set (tests only), is told where the calls of side
+	// queues go (useEvent).
+	trace func(useEvent)
 	// hook, when set (tests only), runs in each batch's transaction after
 	// its decisions, before the COMMIT; its error is the transaction's.
 	hook func(ctx context.Context, q querier) error
@@ -320,6 +327,7 @@ func (g *Governance) runUses(q *useQueue, batch []*useCall, release func()) {
 			c.after = false
 			sq.calls = append(sq.calls, c)
 			g.s.uses.apart.Add(1)
+			g.s.uses.event(useEvent{Kind: "aside", Session: c.req.SessionID, Calls: 1})
 			continue
 		}
 		kept = append(kept, c)
@@ -358,6 +366,7 @@ func (g *Governance) runUses(q *useQueue, batch []*useCall, release func()) {
 		if !errors.Is(err, errBusy) {
 			break
 		}
+		g.s.uses.busy.Add(1)
 		err = nil
 	}
 	release()
@@ -373,6 +382,7 @@ func (g *Governance) runUses(q *useQueue, batch []*useCall, release func()) {
 	switch {
 	case err == nil:
 		g.s.uses.count(in)
+		g.s.uses.committed(in, false)
 		for _, c := range in {
 			close(c.done)
 		}

@@ -27,6 +27,7 @@ func (g *Governance) toSide(q *useQueue, calls []*useCall) {
 	for _, c := range calls {
 		c.out, c.after = false, false
 	}
+	g.s.uses.event(useEvent{Kind: "aside", Session: id, Calls: len(calls)})
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if sq := q.side[id]; sq != nil {
@@ -52,10 +53,14 @@ func (g *Governance) leadSide(q *useQueue, id string, sq *sideQueue) {
 		q.mu.Lock()
 		calls := sq.calls
 		sq.calls = nil
-		if len(calls) == 0 || free {
+		back := len(calls) == 0 || free
+		if back {
 			delete(q.side, id)
 		}
 		q.mu.Unlock()
+		if back {
+			g.s.uses.event(useEvent{Kind: "back", Session: id, Free: free})
+		}
 		switch {
 		case len(calls) == 0:
 			return
@@ -88,6 +93,8 @@ func (g *Governance) sideBatch(q *useQueue, calls []*useCall) (free bool) {
 	ctx := context.WithoutCancel(calls[0].ctx)
 	err := g.s.retry(ctx, func(ctx context.Context) error { return g.batchTx(ctx, q, calls, false, func() {}) })
 	if free = err == nil; errors.Is(err, errBusy) {
+		g.s.uses.busy.Add(1)
+		g.s.uses.event(useEvent{Kind: "wait", Session: calls[0].req.SessionID})
 		for _, c := range calls {
 			c.out = false
 		}
@@ -97,6 +104,7 @@ func (g *Governance) sideBatch(q *useQueue, calls []*useCall) (free bool) {
 	switch {
 	case err == nil:
 		g.s.uses.count(calls)
+		g.s.uses.committed(calls, true)
 	case errors.As(err, &unknown):
 		for _, c := range calls {
 			c.v, c.err = verdict{}, err
@@ -122,4 +130,43 @@ func (g *Governance) decideApart(calls []*useCall) {
 			close(c.done)
 		}()
 	}
+}
+
+// useEvent is one step of the calls of side queues, told to
+// useBatcher.trace (tests only).
+type useEvent struct {
+	// Kind is "aside" (calls of Session moved to its side queue), "wait"
+	// (a batch of Session's side queue found its row held, and waits for
+	// it), "commit" (a batch committed) or "back" (Session's side queue
+	// gave it back to the tenant's queue).
+	Kind    string
+	Session string
+	// Calls is the calls an "aside" moved.
+	Calls int
+	// Sessions holds the session of each call a "commit" decided, and Side
+	// whether that batch was a side queue's.
+	Sessions []string
+	Side     bool
+	// Free reports whether the last batch of a side queue that gave its
+	// session "back" found the row free.
+	Free bool
+}
+
+// event tells ev to the trace, if any.
+func (b *useBatcher) event(ev useEvent) {
+	if b.trace != nil {
+		b.trace(ev)
+	}
+}
+
+// committed tells the trace, if any, of a committed batch of calls.
+func (b *useBatcher) committed(calls []*useCall, side bool) {
+	if b.trace == nil {
+		return
+	}
+	ids := make([]string, len(calls))
+	for i, c := range calls {
+		ids[i] = c.req.SessionID
+	}
+	b.trace(useEvent{Kind: "commit", Sessions: ids, Side: side})
 }
