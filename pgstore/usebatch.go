@@ -68,7 +68,7 @@ import (
 // transaction (another process's batch or Close, a Cleanup, a sessionctl
 // operation, a call of this process decided at once), the calls of that
 // session are taken out of the batch: the statements already sent for
-// them give up after a short lock wait (useLockWaitSQL), the batch rolls
+// them give up after a short lock wait (useLockManySQL), the batch rolls
 // back and reruns without them, and they go to that session's side queue
 // (sideQueue), whose leader decides them, and the session's calls that
 // come while it runs, in batches of that session alone, locking its row
@@ -283,24 +283,29 @@ var errBusy = errors.New("pgstore: use batch reruns without the calls of session
 // another transaction. (Ids of no row are in neither: their calls are
 // refused on the locked row, which locks nothing.) EXCEPT reads both sides
 // whole, so every row the first can lock is locked.
+//
+// It also bounds how long the statements after it in the transaction wait
+// for a lock, to 1 ms (set_config(…, true) is SET LOCAL, and this
+// statement waits for no row itself, so it can set it): the calls'
+// statements touch only rows it locked, so they wait for none, unless it
+// found a row held elsewhere: their statements on that row, sent in the
+// same pipeline before its answer is read, then give up after that wait,
+// and the batch reruns without them. Set here rather than by a statement
+// of its own, it costs a batch no statement; set on the connection rather
+// than the transaction, it would have to be reset before the connection
+// served any other work. useLockAfterSQL, which waits for the COMMIT of a
+// batch of the same queue, runs before it.
 const useLockManySQL = `WITH locked AS MATERIALIZED (
 		SELECT id FROM governed_sessions
 		WHERE tenant = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE SKIP LOCKED)
 	SELECT ARRAY(SELECT id FROM governed_sessions WHERE tenant = $1 AND id = ANY($2::text[])
-		EXCEPT SELECT id FROM locked)`
+		EXCEPT SELECT id FROM locked), set_config('lock_timeout', '1ms', true)`
 
 // useLockAfterSQL locks the rows of sessions $2 of tenant $1 that a batch
 // of the same queue holds while it commits, in id order, waiting for that
-// COMMIT (before useLockWaitSQL bounds the waits).
+// COMMIT (before useLockManySQL bounds the waits).
 const useLockAfterSQL = `SELECT id FROM governed_sessions
 	WHERE tenant = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE`
-
-// useLockWaitSQL bounds how long a batch's statements wait for a lock.
-// They touch only rows the batch locked first, so they wait for none,
-// unless the lock-first step found a row held elsewhere: its calls'
-// statements, sent in the same pipeline before that answer is read, then
-// give up after this wait, and the batch reruns without them.
-const useLockWaitSQL = `SET LOCAL lock_timeout = '1ms'`
 
 // runUses decides a batch and answers every call of it. release gives
 // the leader's token back; it is called once the batch's statements have
@@ -542,9 +547,6 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	if len(after) > 0 {
 		b.Queue(useLockAfterSQL, tenant, after)
 	}
-	if !group {
-		b.Queue(useLockWaitSQL)
-	}
 	setup := b.Len()
 	if !group {
 		b.Queue(useLockManySQL, tenant, ids)
@@ -569,7 +571,7 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		b.Queue(query, args...)
 	}
 	br := conn.SendBatch(ctx, b)
-	for range setup { // BEGIN, the tenant, the lock wait
+	for range setup { // BEGIN, the tenant, the rows after a COMMIT
 		if _, err := br.Exec(); err != nil {
 			br.Close()
 			return err
@@ -577,7 +579,7 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	}
 	var busy []string
 	if !group {
-		if err := br.QueryRow().Scan(&busy); err != nil {
+		if err := br.QueryRow().Scan(&busy, nil); err != nil {
 			br.Close()
 			return err
 		}
