@@ -144,3 +144,6 @@ func (s *Store) SyncCommitSeen(ctx context.Context, lazy bool) (string, error) {
 	}
 	return v, coreDB{s}.Write(ctx, fn)
 }
+
+// UseHeldFor is useHeldFor, exported for tests.
+const UseHeldFor = useHeldFor

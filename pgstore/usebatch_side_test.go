@@ -162,6 +162,39 @@ func holdRow(t *testing.T, conn *pgx.Conn, id string) pgx.Tx {
 	return tx
 }
 
+// waitBlocked waits until a backend waits for a lock that tx holds, as
+// the server shows it (pg_blocking_pids); a deadlock guard bounds it.
+func waitBlocked(t *testing.T, tx pgx.Tx, what string) {
+	t.Helper()
+	ctx := context.Background()
+	pid := int64(tx.Conn().PgConn().PID())
+	guard := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted AND $1::int = ANY(pg_blocking_pids(pid))`, pid).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		if time.Now().After(guard) {
+			t.Fatalf("%s: still waiting after 30s", what)
+		}
+		time.Sleep(time.Millisecond) // a poll of the server's state, not a timing assertion
+	}
+}
+
+// sideCommits returns the committed side batches of session id among events.
+func sideCommits(events []pgstore.UseEvent, id string) []pgstore.UseEvent {
+	var out []pgstore.UseEvent
+	for _, ev := range events {
+		if ev.Kind == "commit" && ev.Side && slices.Contains(ev.Sessions, id) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
 // useAsync runs one Use of session id (read_file) in a goroutine; the
 // channel gets its error.
 func useAsync(st *pgstore.Store, id string) <-chan error {
@@ -227,7 +260,8 @@ func TestUseBatchSideQueueGivesSessionBack(t *testing.T) {
 	for range 3 {
 		heldCalls = append(heldCalls, useAsync(st, "held"))
 	}
-	tr.wait(t, 0, "a side batch waiting for the held row", func(evs []pgstore.UseEvent) bool { return has(evs, "wait", "held") })
+	tr.wait(t, 0, "the held session's calls on its side queue", func(evs []pgstore.UseEvent) bool { return asideCalls(evs, "held") == 3 })
+	waitBlocked(t, tx, "a side batch waiting for the held row")
 	for range 2 {
 		heldCalls = append(heldCalls, useAsync(st, "held"))
 	}
@@ -255,7 +289,7 @@ func TestUseBatchSideQueueGivesSessionBack(t *testing.T) {
 		switch ev.Kind {
 		case "back":
 			back = ev
-		case "wait", "aside":
+		case "aside":
 			t.Errorf("after the release: %+v", ev)
 		}
 	}
@@ -264,6 +298,16 @@ func TestUseBatchSideQueueGivesSessionBack(t *testing.T) {
 	}
 	if n := committedCalls(after, "held", true); n != 5 {
 		t.Fatalf("%d calls committed by the side queue after the release; want 5: %+v", n, after)
+	}
+	// Only the batch that waited at the release found the row held.
+	commits := sideCommits(after, "held")
+	if len(commits) < 2 || !commits[0].Held {
+		t.Fatalf("side batches after the release: %+v; want the waiting one, then a batch that finds the row free", commits)
+	}
+	for _, ev := range commits[1:] {
+		if ev.Held {
+			t.Fatalf("a side batch found the row held after the release: %+v", commits)
+		}
 	}
 	if n := st.UseBusy(); n != busy {
 		t.Fatalf("%d batches paid a lock wait after the release", n-busy)
@@ -283,5 +327,137 @@ func TestUseBatchSideQueueGivesSessionBack(t *testing.T) {
 	}
 	if n := useEvents(t, st)["held"][store.OutcomeAllowed]; n != 8 {
 		t.Fatalf("%d allowed events of the held session; want 8", n)
+	}
+}
+
+// TestUseBatchRemembersHeldRow: a session whose row its side queue's last
+// batch found held is remembered as held for pgstore.UseHeldFor: its next
+// calls skip the shared batches at once (no shared batch pays a lock wait
+// and a rerun for them) and go to its side queue, whose batch waits for
+// the row; the calls of other sessions in the same shared batch complete
+// while the row is still held. A side batch that finds the row free
+// forgets it, and the session's next calls share a batch again; once the
+// clock passes pgstore.UseHeldFor, a row remembered as held is forgotten
+// too. Every call is counted once.
+func TestUseBatchRemembersHeldRow(t *testing.T) {
+	st, clock, conn, letGo := sideFixture(t)
+	ctx := context.Background()
+	tr := traceUses(st)
+	back := func(mark int, what string) pgstore.UseEvent {
+		t.Helper()
+		tr.wait(t, mark, what, func(evs []pgstore.UseEvent) bool { return has(evs, "back", "held") })
+		for _, ev := range tr.since(mark) {
+			if ev.Kind == "back" {
+				return ev
+			}
+		}
+		panic("unreachable")
+	}
+	// heldBatch holds the leader's turn while a call of the held session
+	// and one of other queue, then lets them go as one batch; it returns
+	// once the other call has completed and the held session's call waits
+	// for its row on its side queue.
+	var tx pgx.Tx
+	heldBatch := func(other string) <-chan error {
+		t.Helper()
+		mark := tr.mark()
+		turn := st.HoldUseTurn()
+		held, done := useAsync(st, "held"), useAsync(st, other)
+		for st.UseQueued() < 2 {
+			runtime.Gosched()
+		}
+		turn()
+		waitAll(t, []<-chan error{done}, "the other session's call, a row held")
+		tr.wait(t, mark, "the held session's call on its side queue", func(evs []pgstore.UseEvent) bool { return asideCalls(evs, "held") == 1 })
+		waitBlocked(t, tx, "the held session's side batch waiting")
+		select {
+		case err := <-held:
+			t.Fatalf("the held session's call completed (%v) while its row was held", err)
+		default:
+		}
+		return held
+	}
+
+	// A shared batch finds the row held and pays a lock wait; the side
+	// queue's batch waits; released, the queue gives the session back, its
+	// last batch having found the row held.
+	tx = holdRow(t, conn, "held")
+	mark := tr.mark()
+	first := heldBatch("s-0")
+	tx.Commit(ctx)
+	waitAll(t, []<-chan error{first}, "the held session's call, its row released")
+	if ev := back(mark, "the session given back"); ev.Free {
+		t.Fatalf("given back as free: %+v", tr.since(mark))
+	}
+	if n := st.UseBusy(); n != 1 {
+		t.Fatalf("%d batches paid a lock wait; want the shared batch's 1", n)
+	}
+
+	// Held again: remembered, its call skips the shared batch at once.
+	tx = holdRow(t, conn, "held")
+	mark = tr.mark()
+	second := heldBatch("s-1")
+	if n := st.UseBusy(); n != 1 {
+		t.Fatalf("%d batches paid a lock wait; want none more (the row remembered as held)", n)
+	}
+	evs := tr.since(mark)
+	if committedCalls(evs, "held", false) != 0 || committedCalls(evs, "s-1", false) != 1 || asideCalls(evs, "held") != 1 {
+		t.Fatalf("a batch of a remembered session's call: %+v", evs)
+	}
+	tx.Commit(ctx)
+	waitAll(t, []<-chan error{second}, "the held session's call, its row released")
+	back(mark, "the session given back")
+
+	// Free now, still remembered: its next call goes to its side queue
+	// once, whose batch finds the row free and forgets it; the call after
+	// shares a batch again.
+	mark = tr.mark()
+	waitAll(t, []<-chan error{useAsync(st, "held")}, "a remembered session's call, its row free")
+	if ev := back(mark, "the session given back"); !ev.Free {
+		t.Fatalf("given back after a batch that found the row held: %+v", tr.since(mark))
+	}
+	mark = tr.mark()
+	sharedBatch(t, st, "held", "s-2")
+	if evs := tr.since(mark); len(evs) != 1 || committedCalls(evs, "held", false) != 1 || len(evs[0].Sessions) != 2 {
+		t.Fatalf("a forgotten session's call: %+v; want one shared batch", evs)
+	}
+
+	// Remembered again (a side batch found the row held), then forgotten
+	// once the clock passes UseHeldFor: a shared batch pays a lock wait
+	// for it again.
+	tx = holdRow(t, conn, "held")
+	mark = tr.mark()
+	third := heldBatch("s-0")
+	if n := st.UseBusy(); n != 2 {
+		t.Fatalf("%d batches paid a lock wait; want 2", n)
+	}
+	tx.Commit(ctx)
+	waitAll(t, []<-chan error{third}, "the held session's call, its row released")
+	back(mark, "the session given back")
+	tx = holdRow(t, conn, "held")
+	fourth := heldBatch("s-1")
+	if n := st.UseBusy(); n != 2 {
+		t.Fatalf("%d batches paid a lock wait; want 2 (the row remembered)", n)
+	}
+	tx.Commit(ctx)
+	waitAll(t, []<-chan error{fourth}, "the held session's call, its row released")
+	back(mark, "the session given back")
+	clock.Advance(pgstore.UseHeldFor)
+	tx = holdRow(t, conn, "held")
+	fifth := heldBatch("s-2")
+	if n := st.UseBusy(); n != 3 {
+		t.Fatalf("%d batches paid a lock wait; want 3 (the row forgotten after %v)", n, pgstore.UseHeldFor)
+	}
+	tx.Commit(ctx)
+	waitAll(t, []<-chan error{fifth}, "the held session's call, its row released")
+
+	letGo()
+	wantCalls(t, st, map[string]int64{"held": 7, "s-0": 2, "s-1": 2, "s-2": 2})
+	all := tr.since(0)
+	if n := committedCalls(all, "held", true) + committedCalls(all, "held", false); n != 7 {
+		t.Fatalf("%d calls of the held session in committed batches; want 7", n)
+	}
+	if n := useEvents(t, st)["held"][store.OutcomeAllowed]; n != 7 {
+		t.Fatalf("%d allowed events of the held session; want 7", n)
 	}
 }
