@@ -72,10 +72,14 @@ import (
 // them give up after a short lock wait (useLockManySQL), the batch rolls
 // back and reruns without them, and they go to that session's side queue
 // (sideQueue), whose leader decides them, and the session's calls that
-// come while it runs, in batches of that session alone, locking its row
-// as they go (waiting for that row only), until a batch finds the row
-// free at once; then the session goes back to the tenant's queue. A call
-// taken out is never in a committed batch, so it is counted once. A batch
+// come while it runs, in batches of that session alone, each locking its
+// row first if free and otherwise waiting for it (that row only) in the
+// same pass, until a batch finds the row free at once; then the session
+// goes back to the tenant's queue. A session whose row the last batch of
+// its side queue found held is remembered as held for a while
+// (useHeldFor): its calls go to a side queue at once, without making a
+// shared batch pay the lock wait and the rerun. A call taken out is
+// never in a committed batch, so it is counted once. A batch
 // commits calls of several sessions, and of several agents, in one
 // transaction: a call of one may wait for the COMMIT of another's (the
 // price of sharing the commit). A
