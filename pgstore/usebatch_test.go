@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -810,4 +811,44 @@ func TestUseBatchStatements(t *testing.T) {
 		}
 	}
 	wantCalls(t, st, map[string]int64{"s-a": 4, "s-b": 3, "s-c": 2})
+
+	// s-a's row held elsewhere: the batch sends its statements, finds the
+	// row held and rolls back (its statement on s-a gives up after the
+	// lock wait), reruns without s-a's call (four statements), and s-a's
+	// side queue decides it in one transaction that waits for the row.
+	conn, err := pgx.Connect(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx := holdRow(t, conn, "s-a")
+	defer tx.Rollback(ctx)
+	log.take()
+	done := make(chan []error, 1)
+	go func() {
+		_, errs := st.DecideUseBatch(ctx, []store.UseRequest{use("s-a"), use("s-b")})
+		done <- errs
+	}()
+	waitBlocked(t, tx, "the side batch of s-a waiting for its row")
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range <-done {
+		if err != nil {
+			t.Fatalf("a row held: call %d: %v", i, err)
+		}
+	}
+	var heads []string
+	for _, sql := range log.take() {
+		heads = append(heads, strings.Join(strings.Fields(sql), " ")[:min(20, len(sql))])
+	}
+	want := []string{
+		"BEGIN ISOLATION LEVE", "WITH locked AS MATER", "WITH u AS (UPDATE go", "ROLLBACK",
+		"BEGIN ISOLATION LEVE", "WITH locked AS MATER", "WITH u AS (UPDATE go", "COMMIT",
+		"BEGIN ISOLATION LEVE", "WITH locked AS MATER", "WITH u AS (UPDATE go", "COMMIT",
+	}
+	if !slices.Equal(heads, want) {
+		t.Errorf("a row held: %d statements %q; want %d %q", len(heads), heads, len(want), want)
+	}
+	wantCalls(t, st, map[string]int64{"s-a": 5, "s-b": 4})
 }
