@@ -88,6 +88,33 @@ func (s *Store) DecideUseBatch(ctx context.Context, reqs []store.UseRequest) ([]
 	return sessions, errs
 }
 
+// UseEvent is one step of the calls of side queues (see SetUseTrace).
+type UseEvent = useEvent
+
+// SetUseTrace sets a function told where the calls of side queues go:
+// each call moved to a side queue, each side batch that waits for its
+// row, each committed batch (shared or side) and each session given back
+// to its tenant's queue (nil: none). Set it before any Use.
+func (s *Store) SetUseTrace(fn func(UseEvent)) { s.uses.trace = fn }
+
+// UseBusy returns how many batches were rolled back and rerun because
+// their lock-first step found a row held by another transaction.
+func (s *Store) UseBusy() int64 { return s.uses.busy.Load() }
+
+// UseQueued returns how many calls wait in the default tenant's queue.
+func (s *Store) UseQueued() int {
+	b := &s.uses
+	b.mu.Lock()
+	q := b.queues[""]
+	b.mu.Unlock()
+	if q == nil {
+		return 0
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.calls)
+}
+
 // Execer runs a statement (a batch's connection, inside its transaction).
 type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
@@ -117,3 +144,6 @@ func (s *Store) SyncCommitSeen(ctx context.Context, lazy bool) (string, error) {
 	}
 	return v, coreDB{s}.Write(ctx, fn)
 }
+
+// UseHeldFor is useHeldFor, exported for tests.
+const UseHeldFor = useHeldFor

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -68,13 +69,17 @@ import (
 // transaction (another process's batch or Close, a Cleanup, a sessionctl
 // operation, a call of this process decided at once), the calls of that
 // session are taken out of the batch: the statements already sent for
-// them give up after a short lock wait (useLockWaitSQL), the batch rolls
+// them give up after a short lock wait (useLockManySQL), the batch rolls
 // back and reruns without them, and they go to that session's side queue
 // (sideQueue), whose leader decides them, and the session's calls that
-// come while it runs, in batches of that session alone, locking its row
-// as they go (waiting for that row only), until a batch finds the row
-// free at once; then the session goes back to the tenant's queue. A call
-// taken out is never in a committed batch, so it is counted once. A batch
+// come while it runs, in batches of that session alone, each locking its
+// row first if free and otherwise waiting for it (that row only) in the
+// same pass, until a batch finds the row free at once; then the session
+// goes back to the tenant's queue. A session whose row the last batch of
+// its side queue found held is remembered as held for a while
+// (useHeldFor): its calls go to a side queue at once, without making a
+// shared batch pay the lock wait and the rerun. A call taken out is
+// never in a committed batch, so it is counted once. A batch
 // commits calls of several sessions, and of several agents, in one
 // transaction: a call of one may wait for the COMMIT of another's (the
 // price of sharing the commit). A
@@ -134,6 +139,10 @@ type useQueue struct {
 	// are decided apart, on a queue of their own (sideQueue).
 	committing map[string]chan struct{}
 	side       map[string]*sideQueue
+	// Guarded by mu: the sessions whose row the last batch of their side
+	// queue found held by another transaction, and when (the store's
+	// clock); see useHeldFor.
+	held map[string]time.Time
 }
 
 // useBatcher holds the queues of the tenants with calls in flight.
@@ -146,6 +155,13 @@ type useBatcher struct {
 	// decided alone, and direct the calls decided without queueing (for
 	// tests and benchmarks).
 	shared, sharedCalls, mixed, apart, direct atomic.Int64
+	// busy counts the batches rolled back and rerun because their
+	// lock-first step found a row of theirs held by another transaction
+	// (each paid a lock wait), for tests.
+	busy atomic.Int64
+	// trace, when set (tests only), is told where the calls of side
+	// queues go (useEvent).
+	trace func(useEvent)
 	// hook, when set (tests only), runs in each batch's transaction after
 	// its decisions, before the COMMIT; its error is the transaction's.
 	hook func(ctx context.Context, q querier) error
@@ -276,7 +292,28 @@ var errBusy = errors.New("pgstore: use batch reruns without the calls of session
 // another transaction. (Ids of no row are in neither: their calls are
 // refused on the locked row, which locks nothing.) EXCEPT reads both sides
 // whole, so every row the first can lock is locked.
+//
+// It also bounds how long the statements after it in the transaction wait
+// for a lock, to 1 ms (set_config(…, true) is SET LOCAL, and this
+// statement waits for no row itself, so it can set it): the calls'
+// statements touch only rows it locked, so they wait for none, unless it
+// found a row held elsewhere: their statements on that row, sent in the
+// same pipeline before its answer is read, then give up after that wait,
+// and the batch reruns without them. Set here rather than by a statement
+// of its own, it costs a batch no statement; set on the connection rather
+// than the transaction, it would have to be reset before the connection
+// served any other work. useLockAfterSQL, which waits for the COMMIT of a
+// batch of the same queue, runs before it.
 const useLockManySQL = `WITH locked AS MATERIALIZED (
+		SELECT id FROM governed_sessions
+		WHERE tenant = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE SKIP LOCKED)
+	SELECT ARRAY(SELECT id FROM governed_sessions WHERE tenant = $1 AND id = ANY($2::text[])
+		EXCEPT SELECT id FROM locked), set_config('lock_timeout', '1ms', true)`
+
+// useLockSideSQL is useLockManySQL for a side queue's batch: it sets no
+// lock wait, so that the statements after it wait for the row it found
+// held.
+const useLockSideSQL = `WITH locked AS MATERIALIZED (
 		SELECT id FROM governed_sessions
 		WHERE tenant = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE SKIP LOCKED)
 	SELECT ARRAY(SELECT id FROM governed_sessions WHERE tenant = $1 AND id = ANY($2::text[])
@@ -284,16 +321,9 @@ const useLockManySQL = `WITH locked AS MATERIALIZED (
 
 // useLockAfterSQL locks the rows of sessions $2 of tenant $1 that a batch
 // of the same queue holds while it commits, in id order, waiting for that
-// COMMIT (before useLockWaitSQL bounds the waits).
+// COMMIT (before useLockManySQL bounds the waits).
 const useLockAfterSQL = `SELECT id FROM governed_sessions
 	WHERE tenant = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE`
-
-// useLockWaitSQL bounds how long a batch's statements wait for a lock.
-// They touch only rows the batch locked first, so they wait for none,
-// unless the lock-first step found a row held elsewhere: its calls'
-// statements, sent in the same pipeline before that answer is read, then
-// give up after this wait, and the batch reruns without them.
-const useLockWaitSQL = `SET LOCAL lock_timeout = '1ms'`
 
 // runUses decides a batch and answers every call of it. release gives
 // the leader's token back; it is called once the batch's statements have
@@ -309,17 +339,27 @@ func (g *Governance) runUses(q *useQueue, batch []*useCall, release func()) {
 	// The order rows are locked in (see above); a stable sort keeps the
 	// calls of one session in their queue order.
 	slices.SortStableFunc(batch, func(a, b *useCall) int { return strings.Compare(a.req.SessionID, b.req.SessionID) })
-	// A session decided apart (q.side): its calls join its side queue.
-	// A session whose row a batch of the queue holds while it commits:
-	// its row is locked waiting for that COMMIT (a WAL flush, not a lock
-	// held elsewhere), before the others.
+	// A session decided apart (q.side), or whose row its side queue's
+	// last batch found held a moment ago (q.held, useHeldFor): its calls
+	// join its side queue, and no batch pays a lock wait for them. A
+	// session whose row a batch of the queue holds while it commits: its
+	// row is locked waiting for that COMMIT (a WAL flush, not a lock held
+	// elsewhere), before the others.
 	kept := batch[:0:0]
+	var now time.Time
 	q.mu.Lock()
 	for i, c := range batch {
-		if sq := q.side[c.req.SessionID]; sq != nil {
-			c.after = false
-			sq.calls = append(sq.calls, c)
-			g.s.uses.apart.Add(1)
+		id := c.req.SessionID
+		if at := q.held[id]; !at.IsZero() && q.side[id] == nil {
+			if now.IsZero() {
+				now = g.s.now()
+			}
+			if now.Sub(at) >= useHeldFor {
+				delete(q.held, id)
+			}
+		}
+		if q.side[id] != nil || !q.held[id].IsZero() {
+			g.asideLocked(q, c)
 			continue
 		}
 		kept = append(kept, c)
@@ -352,12 +392,16 @@ func (g *Governance) runUses(q *useQueue, batch []*useCall, release func()) {
 		if in == 0 {
 			break
 		}
-		err = g.s.retry(ctx, func(ctx context.Context) error { return g.batchTx(ctx, q, batch, false, turn) })
+		err = g.s.retry(ctx, func(ctx context.Context) error {
+			_, err := g.batchTx(ctx, q, batch, false, turn)
+			return err
+		})
 		// Each rerun has taken the calls of at least one more session
 		// out: the loop ends.
 		if !errors.Is(err, errBusy) {
 			break
 		}
+		g.s.uses.busy.Add(1)
 		err = nil
 	}
 	release()
@@ -373,6 +417,7 @@ func (g *Governance) runUses(q *useQueue, batch []*useCall, release func()) {
 	switch {
 	case err == nil:
 		g.s.uses.count(in)
+		g.s.uses.committed(in, false, false)
 		for _, c := range in {
 			close(c.done)
 		}
@@ -392,14 +437,12 @@ func (g *Governance) runUses(q *useQueue, batch []*useCall, release func()) {
 		return
 	}
 	// The calls taken out: to their sessions' side queues.
-	g.s.uses.apart.Add(int64(len(out)))
-	for i := 0; i < len(out); {
-		j := i + 1
-		for j < len(out) && out[j].req.SessionID == out[i].req.SessionID {
-			j++
+	if len(out) > 0 {
+		q.mu.Lock()
+		for _, c := range out {
+			g.asideLocked(q, c)
 		}
-		g.toSide(q, out[i:j])
-		i = j
+		q.mu.Unlock()
 	}
 }
 
@@ -432,20 +475,22 @@ const useBeginSQL = `BEGIN ISOLATION LEVEL READ COMMITTED`
 // statements (one round trip before the COMMIT's, when no call is
 // refused), and nothing is left open on the connection whatever fails. An
 // error before the COMMIT means nothing was committed; a COMMIT without an
-// answer is a commitUnknownError.
-func (g *Governance) batchTx(ctx context.Context, q *useQueue, batch []*useCall, group bool, release func()) error {
+// answer is a commitUnknownError. side is a side queue's batch (see
+// decideBatch); held reports that its lock-first step found the row held.
+func (g *Governance) batchTx(ctx context.Context, q *useQueue, batch []*useCall, side bool, release func()) (held bool, err error) {
 	conn, err := g.s.pool.Acquire(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	// A connection left inside a transaction (a failed ROLLBACK) is
 	// destroyed by Release, never reused.
 	defer conn.Release()
-	if err := g.decideBatch(ctx, conn, batch, group); err != nil {
+	held, err = g.decideBatch(ctx, conn, batch, side)
+	if err != nil {
 		if conn.Conn().PgConn().TxStatus() != 'I' {
 			conn.Exec(ctx, `ROLLBACK`)
 		}
-		return err
+		return held, err
 	}
 	if q != nil {
 		// The next batches of the queue wait for this COMMIT before
@@ -476,13 +521,13 @@ func (g *Governance) batchTx(ctx context.Context, q *useQueue, batch []*useCall,
 	tag, err := conn.Exec(ctx, `COMMIT`)
 	switch {
 	case err != nil && pgCode(err) == "":
-		return &commitUnknownError{err: err}
+		return held, &commitUnknownError{err: err}
 	case err != nil:
-		return err // the server refused the COMMIT: rolled back
+		return held, err // the server refused the COMMIT: rolled back
 	case tag.String() != "COMMIT":
-		return fmt.Errorf("pgstore: use batch rolled back at commit (%s)", tag)
+		return held, fmt.Errorf("pgstore: use batch rolled back at commit (%s)", tag)
 	}
-	return nil
+	return held, nil
 }
 
 // decideBatch opens a transaction on conn and decides the calls of batch
@@ -494,7 +539,11 @@ func (g *Governance) batchTx(ctx context.Context, q *useQueue, batch []*useCall,
 // then the calls these refused, on their locked rows. When the lock-first
 // step found rows held elsewhere, it marks their calls out and returns
 // errBusy. The caller commits, or rolls back on error.
-func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch []*useCall, group bool) error {
+//
+// A side queue's batch (side: the calls of one session) sets no lock
+// wait: when its lock-first step finds the row held (held), its
+// statements wait for it, in the same pass, and it returns no errBusy.
+func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch []*useCall, side bool) (held bool, err error) {
 	now := g.s.now()
 	nowMS, nowUS := rowcodec.ToMillis(now), rowcodec.ToMicros(now)
 	// The calls of the statement for many, and the others.
@@ -507,7 +556,7 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 			continue
 		}
 		first := len(in) == 0 || in[len(in)-1].req.SessionID != c.req.SessionID
-		if first && c.after && !group {
+		if first && c.after && !side {
 			after = append(after, c.req.SessionID)
 		} else if first {
 			ids = append(ids, c.req.SessionID)
@@ -532,11 +581,10 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	if len(after) > 0 {
 		b.Queue(useLockAfterSQL, tenant, after)
 	}
-	if !group {
-		b.Queue(useLockWaitSQL)
-	}
 	setup := b.Len()
-	if !group {
+	if side {
+		b.Queue(useLockSideSQL, tenant, ids)
+	} else {
 		b.Queue(useLockManySQL, tenant, ids)
 	}
 	if many != nil {
@@ -545,7 +593,7 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		for i, c := range many {
 			payload, detail, err := sqlcore.AuditPayload(nowUS, sqlcore.UseAudit("", c.req.SessionID, "", c.tools))
 			if err != nil {
-				return err
+				return false, err
 			}
 			sids[i], agents[i], tools[i], payloads[i], details[i] = c.req.SessionID, c.req.AgentID, c.tools[0], payload, detail
 		}
@@ -554,50 +602,51 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	for _, c := range single {
 		query, args, err := g.useStatement(now, c.req, c.tools)
 		if err != nil {
-			return err
+			return false, err
 		}
 		b.Queue(query, args...)
 	}
 	br := conn.SendBatch(ctx, b)
-	for range setup { // BEGIN, the tenant, the lock wait
+	for range setup { // BEGIN, the tenant, the rows after a COMMIT
 		if _, err := br.Exec(); err != nil {
 			br.Close()
-			return err
+			return false, err
 		}
 	}
 	var busy []string
-	if !group {
-		if err := br.QueryRow().Scan(&busy); err != nil {
-			br.Close()
-			return err
-		}
+	if side {
+		err = br.QueryRow().Scan(&busy)
+	} else {
+		err = br.QueryRow().Scan(&busy, nil)
 	}
-	if len(busy) > 0 {
-		held := make(map[string]bool, len(busy))
-		for _, id := range busy {
-			held[id] = true
-		}
+	if err != nil {
+		br.Close()
+		return false, err
+	}
+	// A side batch's statements wait for the row (the server answers
+	// once they have run: it flushes its answers at the pipeline's end).
+	if held = len(busy) > 0; held && !side {
 		for _, c := range in {
-			if held[c.req.SessionID] {
+			if slices.Contains(busy, c.req.SessionID) {
 				c.out = true
 			}
 		}
 		// The statements on the held rows give up after the lock wait;
 		// their error is the rerun's cause, errBusy.
 		br.Close()
-		return errBusy
+		return held, errBusy
 	}
 	var refused []*useCall
 	if many != nil {
 		rows, err := br.Query()
 		if err != nil {
 			br.Close()
-			return err
+			return held, err
 		}
 		granted, err := pgx.CollectRows(rows, pgx.RowToStructByName[govRow])
 		if err != nil {
 			br.Close()
-			return err
+			return held, err
 		}
 		// Rows come back in no set order; a call without one was refused.
 		byID := make(map[string]store.Session, len(granted))
@@ -621,11 +670,11 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 			refused = append(refused, c)
 		default:
 			br.Close()
-			return err
+			return held, err
 		}
 	}
 	if err := br.Close(); err != nil {
-		return err
+		return held, err
 	}
 	// The calls the UPDATEs refused are decided after the others, on the
 	// row the transaction has locked: all the calls of a batch were in
@@ -634,13 +683,13 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	for _, c := range refused {
 		var err error
 		if c.v, err = g.decideLocked(ctx, conn, c.req, c.tools); err != nil {
-			return err
+			return held, err
 		}
 	}
 	if g.s.uses.hook != nil {
-		return g.s.uses.hook(ctx, conn)
+		return held, g.s.uses.hook(ctx, conn)
 	}
-	return nil
+	return held, nil
 }
 
 // useAlone decides one call by itself: one conditional UPDATE … RETURNING

@@ -3,7 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"slices"
+	"time"
 )
 
 // The side queue of a Use batch (see usebatch.go): the calls of one
@@ -11,6 +11,18 @@ import (
 // out of the shared batches and decided here, in batches of that session
 // alone, each waiting for that row only, until a batch finds the row free
 // and the session rejoins the tenant's queue.
+
+// useHeldFor is how long a session whose row its side queue's last batch
+// found held by another transaction is remembered as held (useQueue.held,
+// by the store's clock): its calls skip the shared batches and go to its
+// side queue at once, where a batch finds the row free (and forgets it)
+// or waits for it. A row remembered as held while it is free costs the
+// session's next calls one transaction of their own; a row held while it
+// is thought free costs a shared batch, every call of it, up to a 1 ms
+// lock wait and a rerun. A row held elsewhere again and again (another
+// process's batches on the same session, each holding it through a
+// COMMIT) is held most of the time.
+const useHeldFor = time.Second
 
 // sideQueue holds the calls of one session whose row a batch found held
 // by another transaction: its leader decides them in batches of that
@@ -20,25 +32,24 @@ type sideQueue struct {
 	calls []*useCall // guarded by useQueue.mu
 }
 
-// toSide queues calls of one session on its side queue, starting its
-// leader if it has none.
-func (g *Governance) toSide(q *useQueue, calls []*useCall) {
-	id := calls[0].req.SessionID
-	for _, c := range calls {
-		c.out, c.after = false, false
+// asideLocked queues c on its session's side queue, starting its leader
+// if it has none. q.mu is held.
+func (g *Governance) asideLocked(q *useQueue, c *useCall) {
+	id := c.req.SessionID
+	c.out, c.after = false, false
+	g.s.uses.apart.Add(1)
+	g.s.uses.event(useEvent{Kind: "aside", Session: id, Calls: 1})
+	sq := q.side[id]
+	if sq == nil {
+		if q.side == nil {
+			q.side = make(map[string]*sideQueue)
+		}
+		sq = &sideQueue{}
+		q.side[id] = sq
+		// It takes the calls under q.mu, once the caller has queued them.
+		go g.leadSide(q, id, sq)
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if sq := q.side[id]; sq != nil {
-		sq.calls = append(sq.calls, calls...)
-		return
-	}
-	if q.side == nil {
-		q.side = make(map[string]*sideQueue)
-	}
-	sq := &sideQueue{calls: slices.Clone(calls)}
-	q.side[id] = sq
-	go g.leadSide(q, id, sq)
+	sq.calls = append(sq.calls, c)
 }
 
 // leadSide decides the calls of a session's side queue, in batches of
@@ -52,10 +63,14 @@ func (g *Governance) leadSide(q *useQueue, id string, sq *sideQueue) {
 		q.mu.Lock()
 		calls := sq.calls
 		sq.calls = nil
-		if len(calls) == 0 || free {
+		back := len(calls) == 0 || free
+		if back {
 			delete(q.side, id)
 		}
 		q.mu.Unlock()
+		if back {
+			g.s.uses.event(useEvent{Kind: "back", Session: id, Free: free})
+		}
 		switch {
 		case len(calls) == 0:
 			return
@@ -76,27 +91,29 @@ func (g *Governance) leadSide(q *useQueue, id string, sq *sideQueue) {
 			release()
 			return
 		}
-		free = g.sideBatch(q, calls)
+		free = g.sideBatch(q, id, calls)
 	}
 }
 
-// sideBatch decides calls of one session in one transaction and answers
-// them: first as a batch that locks the row without waiting (true when it
-// could), else locking it as it goes, waiting for that row only. If that
-// fails, each call is decided alone.
-func (g *Governance) sideBatch(q *useQueue, calls []*useCall) (free bool) {
+// sideBatch decides calls of session id in one transaction and answers
+// them: its row locked first if free (free), else waited for by the
+// calls' statements, in the same pass. The queue remembers whether the
+// row was held (useHeldFor). If the transaction fails, each call is
+// decided alone.
+func (g *Governance) sideBatch(q *useQueue, id string, calls []*useCall) (free bool) {
 	ctx := context.WithoutCancel(calls[0].ctx)
-	err := g.s.retry(ctx, func(ctx context.Context) error { return g.batchTx(ctx, q, calls, false, func() {}) })
-	if free = err == nil; errors.Is(err, errBusy) {
-		for _, c := range calls {
-			c.out = false
-		}
-		err = g.s.retry(ctx, func(ctx context.Context) error { return g.batchTx(ctx, q, calls, true, func() {}) })
-	}
+	var held bool
+	err := g.s.retry(ctx, func(ctx context.Context) error {
+		var err error
+		held, err = g.batchTx(ctx, q, calls, true, func() {})
+		return err
+	})
 	var unknown *commitUnknownError
 	switch {
 	case err == nil:
 		g.s.uses.count(calls)
+		g.s.uses.committed(calls, true, held)
+		q.remember(id, held, g.s.now())
 	case errors.As(err, &unknown):
 		for _, c := range calls {
 			c.v, c.err = verdict{}, err
@@ -109,7 +126,27 @@ func (g *Governance) sideBatch(q *useQueue, calls []*useCall) (free bool) {
 	for _, c := range calls {
 		close(c.done)
 	}
-	return free
+	return err == nil && !held
+}
+
+// remember records whether session id's row was found held at now (or
+// forgets it), and forgets the rows found held useHeldFor ago.
+func (q *useQueue) remember(id string, held bool, now time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for other, at := range q.held {
+		if now.Sub(at) >= useHeldFor {
+			delete(q.held, other)
+		}
+	}
+	switch {
+	case !held:
+		delete(q.held, id)
+	case q.held == nil:
+		q.held = map[string]time.Time{id: now}
+	default:
+		q.held[id] = now
+	}
 }
 
 // decideApart decides each call alone, at once, each in its own
@@ -122,4 +159,44 @@ func (g *Governance) decideApart(calls []*useCall) {
 			close(c.done)
 		}()
 	}
+}
+
+// useEvent is one step of the calls of side queues, told to
+// useBatcher.trace (tests only).
+type useEvent struct {
+	// Kind is "aside" (calls of Session moved to its side queue),
+	// "commit" (a batch committed) or "back" (Session's side queue gave it
+	// back to the tenant's queue).
+	Kind    string
+	Session string
+	// Calls is the calls an "aside" moved.
+	Calls int
+	// Sessions holds the session of each call a "commit" decided, Side
+	// whether that batch was a side queue's, and Held whether a side
+	// batch found the row held (and waited for it).
+	Sessions []string
+	Side     bool
+	Held     bool
+	// Free reports whether the last batch of a side queue that gave its
+	// session "back" found the row free.
+	Free bool
+}
+
+// event tells ev to the trace, if any.
+func (b *useBatcher) event(ev useEvent) {
+	if b.trace != nil {
+		b.trace(ev)
+	}
+}
+
+// committed tells the trace, if any, of a committed batch of calls.
+func (b *useBatcher) committed(calls []*useCall, side, held bool) {
+	if b.trace == nil || len(calls) == 0 {
+		return
+	}
+	ids := make([]string, len(calls))
+	for i, c := range calls {
+		ids[i] = c.req.SessionID
+	}
+	b.trace(useEvent{Kind: "commit", Sessions: ids, Side: side, Held: held})
 }

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/store"
@@ -706,4 +709,146 @@ func TestUseFewCallsDoNotQueue(t *testing.T) {
 		t.Fatalf("%d calls decided at once; want %d", n, 1+pgstore.DirectUses)
 	}
 	wantCalls(t, st, map[string]int64{"s-a": 1, "s-b": 1, "s-c": pgstore.DirectUses})
+}
+
+// statementLog records the statements a pool's connections send, each
+// statement of a pipeline too.
+type statementLog struct {
+	mu   sync.Mutex
+	sqls []string
+}
+
+func (l *statementLog) add(sql string) {
+	l.mu.Lock()
+	l.sqls = append(l.sqls, sql)
+	l.mu.Unlock()
+}
+
+func (l *statementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	l.add(data.SQL)
+	return ctx
+}
+func (l *statementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (l *statementLog) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+func (l *statementLog) TraceBatchQuery(_ context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
+	l.add(data.SQL)
+}
+func (l *statementLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// take returns the statements logged since the last take.
+func (l *statementLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.sqls
+	l.sqls = nil
+	return out
+}
+
+// TestUseBatchStatements pins the statements of a batch of governed Use
+// calls, counted as its connection sends them: the BEGIN, the lock-first
+// step (which also bounds the lock waits of the statements after it), the
+// calls' statements (one for the first call of each of several sessions,
+// one for each other call) and the COMMIT; no statement of its own for
+// the lock wait. A later change that adds a statement to every batch must
+// change this count on purpose.
+func TestUseBatchStatements(t *testing.T) {
+	loc := newSchema(t)
+	ctx := context.Background()
+	pc, err := pgxpool.ParseConfig(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &statementLog{}
+	pc.ConnConfig.Tracer = log
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	st, err := pgstore.OpenPool(ctx, pool, pgstore.WithoutIndexer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, id := range []string{"s-a", "s-b", "s-c"} {
+		if _, err := st.Governance().Create(ctx, store.CreateRequest{
+			ID: id, AgentID: "A", AuthorizedTools: []string{"read_file"}, CallBudget: 100, TimeLimit: time.Hour,
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	use := func(id string) store.UseRequest { return store.UseRequest{SessionID: id, Tools: []string{"read_file"}} }
+	for _, c := range []struct {
+		name string
+		reqs []store.UseRequest
+		want int
+	}{
+		{"three sessions", []store.UseRequest{use("s-a"), use("s-b"), use("s-c")}, 4},
+		{"one session", []store.UseRequest{use("s-a"), use("s-a"), use("s-a")}, 6},
+		{"two sessions", []store.UseRequest{use("s-b"), use("s-c"), use("s-b")}, 5},
+	} {
+		log.take()
+		_, errs := st.DecideUseBatch(ctx, c.reqs)
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("%s: call %d: %v", c.name, i, err)
+			}
+		}
+		sqls := log.take()
+		if len(sqls) != c.want {
+			var heads []string
+			for _, sql := range sqls {
+				heads = append(heads, strings.Join(strings.Fields(sql), " ")[:min(40, len(sql))])
+			}
+			t.Errorf("%s: %d statements; want %d: %q", c.name, len(sqls), c.want, heads)
+		}
+		for _, sql := range sqls {
+			if strings.HasPrefix(strings.TrimSpace(sql), "SET") {
+				t.Errorf("%s: a statement of its own for a setting: %q", c.name, sql)
+			}
+		}
+	}
+	wantCalls(t, st, map[string]int64{"s-a": 4, "s-b": 3, "s-c": 2})
+
+	// s-a's row held elsewhere: the batch sends its statements, finds the
+	// row held and rolls back (its statement on s-a gives up after the
+	// lock wait), reruns without s-a's call (four statements), and s-a's
+	// side queue decides it in one transaction that waits for the row.
+	conn, err := pgx.Connect(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx := holdRow(t, conn, "s-a")
+	defer tx.Rollback(ctx)
+	log.take()
+	done := make(chan []error, 1)
+	go func() {
+		_, errs := st.DecideUseBatch(ctx, []store.UseRequest{use("s-a"), use("s-b")})
+		done <- errs
+	}()
+	waitBlocked(t, tx, "the side batch of s-a waiting for its row")
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range <-done {
+		if err != nil {
+			t.Fatalf("a row held: call %d: %v", i, err)
+		}
+	}
+	var heads []string
+	for _, sql := range log.take() {
+		heads = append(heads, strings.Join(strings.Fields(sql), " ")[:min(20, len(sql))])
+	}
+	want := []string{
+		"BEGIN ISOLATION LEVE", "WITH locked AS MATER", "WITH u AS (UPDATE go", "ROLLBACK",
+		"BEGIN ISOLATION LEVE", "WITH locked AS MATER", "WITH u AS (UPDATE go", "COMMIT",
+		"BEGIN ISOLATION LEVE", "WITH locked AS MATER", "WITH u AS (UPDATE go", "COMMIT",
+	}
+	if !slices.Equal(heads, want) {
+		t.Errorf("a row held: %d statements %q; want %d %q", len(heads), heads, len(want), want)
+	}
+	wantCalls(t, st, map[string]int64{"s-a": 5, "s-b": 4})
 }
