@@ -129,21 +129,9 @@ func sideFixture(t *testing.T) (*pgstore.Store, *storetest.Clock, *pgx.Conn, fun
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close(ctx) })
-	gate := make(chan struct{})
-	st.SetUseDirectHook(func(string) { <-gate })
-	var direct sync.WaitGroup
-	for i := range pgstore.DirectUses {
-		direct.Go(func() {
-			if _, err := st.Governance().Use(ctx, store.UseRequest{SessionID: fmt.Sprintf("direct-%d", i), Tools: []string{"read_file"}}); err != nil {
-				t.Errorf("direct use: %v", err)
-			}
-		})
-	}
-	for st.UseDirect() < pgstore.DirectUses {
-		runtime.Gosched()
-	}
+	release := holdDirectUses(t, ctx, st)
 	var once sync.Once
-	letGo := func() { once.Do(func() { close(gate); direct.Wait() }) }
+	letGo := func() { once.Do(release) }
 	t.Cleanup(letGo)
 	return st, clock, conn, letGo
 }

@@ -599,19 +599,7 @@ func TestUseBatchLeavesHeldRowsApart(t *testing.T) {
 	}
 	// Four calls decided at once, held before their decision: every
 	// later call sees more than pgstore.DirectUses calls in flight, and queues.
-	gate := make(chan struct{})
-	st.SetUseDirectHook(func(string) { <-gate })
-	var direct sync.WaitGroup
-	for i := range pgstore.DirectUses {
-		direct.Go(func() {
-			if _, err := st.Governance().Use(ctx, store.UseRequest{SessionID: fmt.Sprintf("direct-%d", i), Tools: []string{"read_file"}}); err != nil {
-				t.Errorf("direct use: %v", err)
-			}
-		})
-	}
-	for st.UseDirect() < pgstore.DirectUses {
-		runtime.Gosched()
-	}
+	releaseDirect := holdDirectUses(t, ctx, st)
 	const heldCalls = 3
 	heldDone := make(chan struct{})
 	var held sync.WaitGroup
@@ -652,8 +640,7 @@ func TestUseBatchLeavesHeldRowsApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, heldDone, "the held session's calls, its row released")
-	close(gate)
-	direct.Wait()
+	releaseDirect()
 	wantCalls(t, st, map[string]int64{"held": heldCalls, "direct-0": 1})
 	events := useEvents(t, st)
 	if n := events["held"][store.OutcomeAllowed]; n != heldCalls || len(events["held"]) != 1 {
@@ -663,6 +650,32 @@ func TestUseBatchLeavesHeldRowsApart(t *testing.T) {
 		if n := events[id][store.OutcomeAllowed]; n != each {
 			t.Fatalf("%s: %d allowed events; want %d", id, n, each)
 		}
+	}
+}
+
+// holdDirectUses starts pgstore.DirectUses calls (sessions direct-0,
+// direct-1, ...) that are decided at once but held before their decision,
+// and returns when all are in flight: every later call of the tenant
+// sees more than pgstore.DirectUses calls in flight, and queues. release
+// lets them finish and waits for them.
+func holdDirectUses(t *testing.T, ctx context.Context, st *pgstore.Store) (release func()) {
+	t.Helper()
+	gate := make(chan struct{})
+	st.SetUseDirectHook(func(string) { <-gate })
+	var direct sync.WaitGroup
+	for i := range pgstore.DirectUses {
+		direct.Go(func() {
+			if _, err := st.Governance().Use(ctx, store.UseRequest{SessionID: fmt.Sprintf("direct-%d", i), Tools: []string{"read_file"}}); err != nil {
+				t.Errorf("direct use: %v", err)
+			}
+		})
+	}
+	for st.UseDirect() < pgstore.DirectUses {
+		runtime.Gosched()
+	}
+	return func() {
+		close(gate)
+		direct.Wait()
 	}
 }
 
