@@ -589,14 +589,8 @@ func TestUseBatchLeavesHeldRowsApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx := holdRow(t, conn, "held")
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT id FROM governed_sessions WHERE id = 'held' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
 	// Four calls decided at once, held before their decision: every
 	// later call sees more than pgstore.DirectUses calls in flight, and queues.
 	releaseDirect := holdDirectUses(t, ctx, st)

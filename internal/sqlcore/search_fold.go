@@ -235,6 +235,20 @@ type foldStmt struct {
 	sql  string
 }
 
+// sealedSQL is the condition that column col holds sealed content (its
+// prefix), plainSQL that it does not; substr is spelled alike by both
+// backends.
+func sealedSQL(col string) string { return `substr(` + col + `, 1, 7) = 'ssenc1:'` }
+
+func plainSQL(col string) string { return `substr(` + col + `, 1, 7) <> 'ssenc1:'` }
+
+// unsealedKey is the condition, on queue row p, that its content is not
+// sealed: a sealed item's document is the write path's, and current
+// (search_sealed.go), so neither a fold nor a read that cannot fold
+// touches it.
+var unsealedKey = `NOT (p.kind = 'message' AND EXISTS (SELECT 1 FROM conversation_messages AS c WHERE c.session_id = p.owner AND c.seq = p.pos AND ` + sealedSQL("c.content") + `))
+	AND NOT (p.kind = 'event' AND EXISTS (SELECT 1 FROM agent_events AS c WHERE c.session_pk = p.session_pk AND c.seq = p.pos AND ` + sealedSQL("c.data") + `))`
+
 // docCols are the columns of search_docs a document is written with,
 // in the order of docSource.cols.
 const docCols = `session_pk, owner, pos, ref, session_id, app, user_id, role, at_us, body, tenant`
@@ -256,7 +270,6 @@ type docSource struct {
 // content is gone, or sealed, has no row (sealed content's document is
 // the write path's, search_sealed.go).
 func (s *Store) docSources() []docSource {
-	plain := func(col string) string { return `substr(` + col + `, 1, 7) <> 'ssenc1:'` }
 	eventRole := EventRoleSQL("c.data")
 	eventText := EventTextSQL("c.data")
 	if s.d.EventDocFuncs {
@@ -277,17 +290,16 @@ func (s *Store) docSources() []docSource {
                   FROM json_each(CASE WHEN json_valid(c.content) THEN c.content ELSE '[]' END) AS b
                   WHERE b.type = 'object'), '')`
 	if s.postgres() {
-		plain = func(col string) string { return `left(` + col + `, 7) <> 'ssenc1:'` }
 		eventRole = `sessionstore_event_role(c.data)`
 		eventText = `sessionstore_event_text(c.data)`
 		messageText = `sessionstore_message_text(c.content)`
 	}
 	return []docSource{
 		{"message", []string{`0`, `c.session_id`, `c.seq`, `''`, `c.session_id`, `''`, `''`, `c.role`, `c.created_at_ms * 1000`, messageText, `c.tenant`},
-			`JOIN conversation_messages AS c ON c.session_id = p.owner AND c.seq = p.pos WHERE ` + plain("c.content")},
+			`JOIN conversation_messages AS c ON c.session_id = p.owner AND c.seq = p.pos WHERE ` + plainSQL("c.content")},
 		{"event", []string{`c.session_pk`, `''`, `c.seq`, `''`, `s.session_id`, `s.app`, `s.user_id`, eventRole, `c.ts_us`, eventText, `s.tenant`},
 			`JOIN agent_events AS c ON c.session_pk = p.session_pk AND c.seq = p.pos
-			JOIN agent_sessions AS s ON s.pk = c.session_pk WHERE ` + plain("c.data")},
+			JOIN agent_sessions AS s ON s.pk = c.session_pk WHERE ` + plainSQL("c.data")},
 		{"trace", []string{`0`, `c.session_id`, `c.seq`, `''`, `c.session_id`, `''`, `''`, `c.kind`, `c.created_at_ms * 1000`, `concat_ws(' ', c.kind, c.name)`, `c.tenant`},
 			`JOIN conversation_trace_events AS c ON c.session_id = p.owner AND c.seq = p.pos`},
 		{"artifact", []string{`0`, `c.session_id`, `0`, `c.uri`, `c.session_id`, `''`, `''`, `c.tool_name`, `c.updated_at_ms * 1000`, `concat_ws(' ', c.uri, c.artifact_id, c.tool_name)`, `c.tenant`},
@@ -302,10 +314,6 @@ func (s *Store) docSources() []docSource {
 // the statement of a kind only when it holds a queue row of that kind.
 func (s *Store) foldStatements() []foldStmt {
 	in := s.d.InList("p.id")
-	sealed := func(col string) string { return `substr(` + col + `, 1, 7) = 'ssenc1:'` }
-	if s.postgres() {
-		sealed = func(col string) string { return `left(` + col + `, 7) = 'ssenc1:'` }
-	}
 	keys := func(kind string) string {
 		return `(SELECT DISTINCT p.session_pk, p.owner, p.pos, p.ref FROM search_pending AS p WHERE p.kind = '` + kind + `' AND ` + in + `) AS p`
 	}
@@ -313,9 +321,7 @@ func (s *Store) foldStatements() []foldStmt {
 		// The documents of the batch's keys, but for those of sealed
 		// content (the write path's, search_sealed.go).
 		{"", `DELETE FROM search_docs WHERE doc IN (SELECT d.doc FROM search_pending AS p JOIN search_docs AS d ON ` + foldPendingKey + `
-			WHERE ` + in + `
-			AND NOT (p.kind = 'message' AND EXISTS (SELECT 1 FROM conversation_messages AS c WHERE c.session_id = p.owner AND c.seq = p.pos AND ` + sealed("c.content") + `))
-			AND NOT (p.kind = 'event' AND EXISTS (SELECT 1 FROM agent_events AS c WHERE c.session_pk = p.session_pk AND c.seq = p.pos AND ` + sealed("c.data") + `)))`},
+			WHERE ` + in + ` AND ` + unsealedKey + `)`},
 	}
 	for _, src := range s.docSources() {
 		stmts = append(stmts, foldStmt{src.kind, `INSERT INTO search_docs (kind, ` + docCols + `)
@@ -512,15 +518,11 @@ func (s *Store) prepareSearch(ctx context.Context) (stale bool, err error) {
 // with it, so that it never returns a deleted or a changed item's stale
 // document. Row-value NOT IN: the backends build the set once.
 func (s *Store) pendingKeysFilter() string {
-	// substr is spelled alike by both backends.
-	sealed := func(col string) string { return `substr(` + col + `, 1, 7) = 'ssenc1:'` }
-	plain := func(col string) string { return `substr(` + col + `, 1, 7) <> 'ssenc1:'` }
 	f := ` AND (d.kind, d.session_pk, d.owner, d.pos, d.ref) NOT IN (SELECT p.kind, p.session_pk, p.owner, p.pos, p.ref FROM search_pending AS p
-		WHERE NOT (p.kind = 'message' AND EXISTS (SELECT 1 FROM conversation_messages AS c WHERE c.session_id = p.owner AND c.seq = p.pos AND ` + sealed("c.content") + `))
-		AND NOT (p.kind = 'event' AND EXISTS (SELECT 1 FROM agent_events AS c WHERE c.session_pk = p.session_pk AND c.seq = p.pos AND ` + sealed("c.data") + `)))`
+		WHERE ` + unsealedKey + `)`
 	if !s.postgres() {
 		f += ` AND (d.kind <> 'event' OR (d.session_pk, d.pos) NOT IN (SELECT c.session_pk, c.seq FROM agent_events AS c
-		WHERE c.id > (SELECT events_mark FROM search_state) AND ` + plain("c.data") + `))`
+		WHERE c.id > (SELECT events_mark FROM search_state) AND ` + plainSQL("c.data") + `))`
 	}
 	return f
 }

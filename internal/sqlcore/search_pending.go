@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -44,7 +45,7 @@ func (s *Store) pendingKeysCTE() string {
 		SELECT kind, session_pk, owner, pos, ref, 0 AS g, id AS o FROM search_pending
 		UNION ALL
 		SELECT 'event', session_pk, '', seq, '', 1, id FROM agent_events
-		WHERE id > (SELECT events_mark FROM search_state) AND substr(data, 1, 7) <> 'ssenc1:'
+		WHERE id > (SELECT events_mark FROM search_state) AND ` + plainSQL("data") + `
 	) AS u GROUP BY kind, session_pk, owner, pos, ref)`
 }
 
@@ -69,7 +70,7 @@ func (s *Store) pendingDocsSQL(kinds []string) string {
 	names := strings.Split(docCols, ", ")
 	first := true
 	for _, src := range s.docSources() {
-		if kinds != nil && !containsString(kinds, src.kind) {
+		if kinds != nil && !slices.Contains(kinds, src.kind) {
 			continue
 		}
 		if !first {
@@ -94,16 +95,7 @@ func (s *Store) pendingDocsSQL(kinds []string) string {
 // anyKind reports whether kinds holds a kind of item.
 func anyKind(kinds []string) bool {
 	for _, k := range store.SearchKinds() {
-		if containsString(kinds, string(k)) {
-			return true
-		}
-	}
-	return false
-}
-
-func containsString(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
+		if slices.Contains(kinds, string(k)) {
 			return true
 		}
 	}
