@@ -304,11 +304,7 @@ var errBusy = errors.New("pgstore: use batch reruns without the calls of session
 // than the transaction, it would have to be reset before the connection
 // served any other work. useLockAfterSQL, which waits for the COMMIT of a
 // batch of the same queue, runs before it.
-const useLockManySQL = `WITH locked AS MATERIALIZED (
-		SELECT id FROM governed_sessions
-		WHERE tenant = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE SKIP LOCKED)
-	SELECT ARRAY(SELECT id FROM governed_sessions WHERE tenant = $1 AND id = ANY($2::text[])
-		EXCEPT SELECT id FROM locked), set_config('lock_timeout', '1ms', true)`
+const useLockManySQL = useLockSideSQL + `, set_config('lock_timeout', '1ms', true)`
 
 // useLockSideSQL is useLockManySQL for a side queue's batch: it sets no
 // lock wait, so that the statements after it wait for the row it found
@@ -350,15 +346,10 @@ func (g *Governance) runUses(q *useQueue, batch []*useCall, release func()) {
 	q.mu.Lock()
 	for i, c := range batch {
 		id := c.req.SessionID
-		if at := q.held[id]; !at.IsZero() && q.side[id] == nil {
-			if now.IsZero() {
-				now = g.s.now()
-			}
-			if now.Sub(at) >= useHeldFor {
-				delete(q.held, id)
-			}
+		if q.side[id] == nil && len(q.held) > 0 && now.IsZero() {
+			now = g.s.now()
 		}
-		if q.side[id] != nil || !q.held[id].IsZero() {
+		if q.side[id] != nil || q.heldLocked(id, now) {
 			g.asideLocked(q, c)
 			continue
 		}

@@ -129,15 +129,24 @@ func (g *Governance) sideBatch(q *useQueue, id string, calls []*useCall) (free b
 	return err == nil && !held
 }
 
+// heldLocked reports whether session id's row is remembered as found held
+// at now, forgetting it once useHeldFor has passed. q.mu is held.
+func (q *useQueue) heldLocked(id string, now time.Time) bool {
+	at, ok := q.held[id]
+	if ok && now.Sub(at) >= useHeldFor {
+		delete(q.held, id)
+		return false
+	}
+	return ok
+}
+
 // remember records whether session id's row was found held at now (or
 // forgets it), and forgets the rows found held useHeldFor ago.
 func (q *useQueue) remember(id string, held bool, now time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for other, at := range q.held {
-		if now.Sub(at) >= useHeldFor {
-			delete(q.held, other)
-		}
+	for other := range q.held {
+		q.heldLocked(other, now)
 	}
 	switch {
 	case !held:
