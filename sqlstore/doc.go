@@ -6,8 +6,9 @@
 // All writes of a Store go through one write connection with its statements
 // prepared once. Callers enqueue a request; the caller that holds the writer
 // token (the leader) takes the first request plus whatever is already queued
-// (up to WithMaxBatch), runs them in order in one BEGIN IMMEDIATE … COMMIT,
-// each in its own savepoint so that a failed request rolls back only itself,
+// (up to WithMaxBatch), runs them in order in one BEGIN IMMEDIATE … COMMIT
+// (should one fail, the batch rolls back and runs again with each request in
+// its own savepoint, so that the failed request rolls back only itself),
 // and answers every caller after the commit has returned: nothing is
 // acknowledged before it is durable, and under concurrency one fsync covers
 // many calls (group commit). Reads use a separate pool of connections.
@@ -46,7 +47,7 @@
 // as one row per key in agent_session_state; app and user state live in
 // agent_app_state and agent_user_state. An append is one request on the
 // writer: a conditional UPDATE of the session row (the version check),
-// the event insert and the state upserts, in one savepoint of the group
+// the event insert and the state upserts, in one request of the group
 // commit. GetSession, ListSessions, ListEvents and GetState read in one
 // read transaction each; their statements are prepared on that
 // transaction's own connection, never on a second one from the pool.

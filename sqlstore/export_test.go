@@ -19,6 +19,14 @@ func WithFaults(f func(query string) error) Option {
 	return func(c *config) { c.faults = f }
 }
 
+// WithGuardedBatches opens a store whose writer runs every batch with a
+// savepoint per request from its first pass, where it otherwise runs them
+// without and reruns a batch guarded only after a request failed: the
+// fault sweeps fault each statement of both layouts.
+func WithGuardedBatches() Option {
+	return func(c *config) { c.guarded = true }
+}
+
 // WithoutAudit opens a store that appends no audit events: the baseline
 // of the audit trail's benchmarks (storetest.Options.NoAudit).
 func WithoutAudit() Option {

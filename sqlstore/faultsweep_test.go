@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -438,16 +439,22 @@ func mixedBatch() (setup func(ctx context.Context, st store.Store) error, reqs [
 func TestFaultSweepGroupCommit(t *testing.T) {
 	skipShort(t)
 	setup, reqs := mixedBatch()
-	sweepBatch(t, setup, reqs)
+	// The writer's batch as it runs first (no savepoints), and as it
+	// reruns after a request failed (a savepoint per request).
+	t.Run("unguarded", func(t *testing.T) { sweepBatch(t, setup, reqs, false) })
+	t.Run("guarded", func(t *testing.T) { sweepBatch(t, setup, reqs, true) })
 }
 
 // sweepBatch commits reqs together in one transaction (the writer is
 // paused while they queue, in order) and sweeps the faults over that
 // transaction. Each caller's outcome must match what is visible: success
-// iff its whole change is there. A fault in one request's own statement
-// fails that request only. Retrying the failed requests then gives the
-// reference state.
-func sweepBatch(t *testing.T, setup func(context.Context, store.Store) error, reqs []batchReq) {
+// iff its whole change is there. Retrying the failed requests then gives
+// the reference state. Guarded (each request in a savepoint, as a batch
+// reruns after a failure), a one-off fault in one request's own statement
+// fails that request only; unguarded (as a batch first runs), it fails no
+// request: the batch rolls back and reruns guarded, where the fault does
+// not recur.
+func sweepBatch(t *testing.T, setup func(context.Context, store.Store) error, reqs []batchReq, guarded bool) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	template := filepath.Join(dir, "template.db")
@@ -461,11 +468,16 @@ func sweepBatch(t *testing.T, setup func(context.Context, store.Store) error, re
 		}
 	}
 	plan := &faultPlan{}
-	open := func(path string) *sqlstore.Store {
+	openAs := func(path string, guarded bool) *sqlstore.Store {
 		copyFile(t, template, path)
-		return openWithClock(t, path, storetest.NewClock(), sqlstore.WithFaults(plan.hook), sqlstore.WithBusyRetry(20*time.Millisecond),
-			sqlstore.WithoutIndexer()) // the faults count the op's statements only
+		opts := []sqlstore.Option{sqlstore.WithFaults(plan.hook), sqlstore.WithBusyRetry(20 * time.Millisecond),
+			sqlstore.WithoutIndexer()} // the faults count the op's statements only
+		if guarded {
+			opts = append(opts, sqlstore.WithGuardedBatches())
+		}
+		return openWithClock(t, path, storetest.NewClock(), opts...)
 	}
+	open := func(path string) *sqlstore.Store { return openAs(path, guarded) }
 	// runBatch queues reqs behind a paused writer, in order, arms the plan
 	// and lets the batch run.
 	runBatch := func(st *sqlstore.Store, k int, persistent bool, ferr error) []error {
@@ -502,24 +514,55 @@ func sweepBatch(t *testing.T, setup func(context.Context, store.Store) error, re
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(stmts[1], "SAVEPOINT") {
-		t.Fatalf("the requests were not batched in one transaction: %q", stmts)
+	// The guarded layout names each statement's request (its savepoint);
+	// without the savepoints it is the unguarded layout, statement for
+	// statement.
+	gstmts := stmts
+	if !guarded {
+		gref := openAs(filepath.Join(dir, "guarded-ref.db"), true)
+		for i, err := range runBatch(gref, 0, false, nil) {
+			if err != nil {
+				t.Fatalf("guarded reference %s: %v", reqs[i].name, err)
+			}
+		}
+		_, gstmts, _ = plan.count()
+		plan.disarm()
+		if err := gref.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.HasPrefix(gstmts[1], "SAVEPOINT") {
+		t.Fatalf("the requests were not batched in one transaction: %q", gstmts)
 	}
 	t.Logf("%d requests in one transaction of %d statements", len(reqs), n)
 	// owner[k] is the request whose own statement k is (1-based), or -1
 	// for the transaction's control statements.
-	owner := make([]int, n+2)
+	owner := []int{-1}
+	var layout []string
 	cur := -1
-	for i, q := range stmts {
+	for _, q := range gstmts {
 		switch {
 		case strings.HasPrefix(q, "SAVEPOINT"):
 			cur++
-			owner[i+1] = -1
-		case strings.HasPrefix(q, "RELEASE"), strings.HasPrefix(q, "ROLLBACK"), q == "BEGIN IMMEDIATE", q == "COMMIT":
-			owner[i+1] = -1
+			if !guarded {
+				continue
+			}
+			owner = append(owner, -1)
+		case strings.HasPrefix(q, "RELEASE"):
+			if !guarded {
+				continue
+			}
+			owner = append(owner, -1)
+		case strings.HasPrefix(q, "ROLLBACK"), q == "BEGIN IMMEDIATE", q == "COMMIT":
+			owner = append(owner, -1)
 		default:
-			owner[i+1] = cur
+			owner = append(owner, cur)
 		}
+		layout = append(layout, q)
+	}
+	owner = append(owner, -1) // k = n+1: no fault fires
+	if !slices.Equal(layout, stmts) {
+		t.Fatalf("the batch's statements are not the guarded layout's without savepoints:\n%q\nwant\n%q", stmts, layout)
 	}
 	cases, fired := 0, 0
 	for _, kind := range faultKinds(t) {
@@ -550,10 +593,13 @@ func sweepBatch(t *testing.T, setup func(context.Context, store.Store) error, re
 						}
 					}
 				}
-				if f > 0 && !persistent && kind.sentinel != store.ErrBusy && k <= n && owner[k] >= 0 {
-					// A fault in one request's statement fails that request only.
+				if f > 0 && !persistent && k <= n && owner[k] >= 0 && (!guarded || kind.sentinel != store.ErrBusy) {
+					// Guarded, a fault in one request's statement fails
+					// that request only; unguarded, the batch reruns
+					// guarded, where the fault does not recur, and no
+					// request fails.
 					for i := range reqs {
-						if (errs[i] != nil) != (i == owner[k]) {
+						if (errs[i] != nil) != (guarded && i == owner[k]) {
 							t.Fatalf("%s: fault in %s's statement %q, but outcomes are %v", name, reqs[owner[k]].name, stmts[k-1], errs)
 						}
 					}

@@ -59,6 +59,10 @@ type config struct {
 	// BEGIN and COMMIT included; a non-nil error is returned in place of
 	// running the statement.
 	faults func(query string) error
+	// guarded (tests only, see export_test.go) runs every batch of two or
+	// more requests with a savepoint per request from the first pass
+	// (writer.runOnce).
+	guarded bool
 	// auditOff (tests only, see export_test.go) appends no audit events:
 	// the baseline of the audit trail's benchmarks.
 	auditOff bool
