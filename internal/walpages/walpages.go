@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -18,8 +19,11 @@ import (
 // Objects counts the frames of the log at walPath per table or index,
 // named from SQLite's dbstat table read through db (a connection to the
 // log's database). Only the frames of the log's current generation (its
-// header's salt) count. A page no object holds (a freelist page) is
-// "(free)"; page 1, the database header, is "sqlite_schema".
+// header's salt) count. Page 1, the database header, is "sqlite_schema";
+// in a database in auto-vacuum mode a pointer-map page (where SQLite
+// records each page's parent, written as pages are added to the file) is
+// "(pointer map)"; another page no object holds (a freelist page) is
+// "(free)".
 func Objects(ctx context.Context, db *sql.DB, walPath string) (map[string]int, error) {
 	b, err := os.ReadFile(walPath)
 	if err != nil {
@@ -58,15 +62,47 @@ func Objects(ctx context.Context, db *sql.DB, walPath string) (map[string]int, e
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	var autoVacuum int
+	if err := db.QueryRowContext(ctx, "PRAGMA auto_vacuum").Scan(&autoVacuum); err != nil {
+		return nil, fmt.Errorf("walpages: auto_vacuum: %w", err)
+	}
+	// A pointer map page follows page 1 and every usable/5 pages after
+	// it (5 bytes an entry); usable is the page less its reserved bytes
+	// (the database header's byte 20).
+	usable := pageSize
+	if head, err := readHeader(strings.TrimSuffix(walPath, "-wal")); err == nil {
+		usable -= int(head[20])
+	}
+	pointerMap := func(pgno int64) bool {
+		return autoVacuum != 0 && pgno >= 2 && (pgno-2)%int64(usable/5+1) == 0
+	}
 	by := map[string]int{}
 	for pgno, n := range frames {
 		name, ok := owner[pgno]
-		if !ok {
+		switch {
+		case ok:
+		case pointerMap(pgno):
+			name = "(pointer map)"
+		default:
 			name = "(free)"
 		}
 		by[name] += n
 	}
 	return by, nil
+}
+
+// readHeader returns the first 100 bytes of the database file at path.
+func readHeader(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	head := make([]byte, 100)
+	if _, err := io.ReadFull(f, head); err != nil {
+		return nil, err
+	}
+	return head, nil
 }
 
 // Format lists counts per object, most first (then by name), one line
