@@ -537,31 +537,44 @@ func (g *Governance) batchTx(ctx context.Context, q *useQueue, batch []*useCall,
 func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch []*useCall, side bool) (held bool, err error) {
 	now := g.s.now()
 	nowMS, nowUS := rowcodec.ToMillis(now), rowcodec.ToMicros(now)
-	// The calls of the statement for many, and the others.
-	// (An UPDATE changes a row once: one call per session in it.)
+	// The calls of sessions with two or more calls in the batch, decided
+	// together on their rows (groups, usebatch_group.go); of the others,
+	// the calls of the statement for many, and the rest.
 	var in, many, single []*useCall
-	var ids, after []string
-	inMany := make(map[string]bool, len(batch))
-	for _, c := range batch {
-		if c.out {
+	var groups [][]*useCall
+	var ids, after, grouped []string
+	for i := 0; i < len(batch); {
+		j := i
+		var run []*useCall
+		for ; j < len(batch) && batch[j].req.SessionID == batch[i].req.SessionID; j++ {
+			if !batch[j].out {
+				run = append(run, batch[j])
+			}
+		}
+		i = j
+		if len(run) == 0 {
 			continue
 		}
-		first := len(in) == 0 || in[len(in)-1].req.SessionID != c.req.SessionID
-		if first && c.after && !side {
-			after = append(after, c.req.SessionID)
-		} else if first {
-			ids = append(ids, c.req.SessionID)
-		}
-		in = append(in, c)
-		if first && !inMany[c.req.SessionID] && len(c.tools) == 1 && !g.s.cfg.auditOff {
-			inMany[c.req.SessionID] = true
-			many = append(many, c)
+		id := run[0].req.SessionID
+		if run[0].after && !side {
+			after = append(after, id)
 		} else {
-			single = append(single, c)
+			ids = append(ids, id)
+		}
+		in = append(in, run...)
+		switch {
+		case len(run) > 1:
+			groups = append(groups, run)
+			grouped = append(grouped, id)
+		case len(run[0].tools) == 1 && !g.s.cfg.auditOff:
+			many = append(many, run[0])
+		default:
+			single = append(single, run[0])
 		}
 	}
 	if len(many) < 2 {
-		many, single = nil, in
+		single = append(single, many...)
+		many = nil
 	}
 	b := &pgx.Batch{}
 	b.Queue(useBeginSQL)
@@ -577,6 +590,9 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		b.Queue(useLockSideSQL, tenant, ids)
 	} else {
 		b.Queue(useLockManySQL, tenant, ids)
+	}
+	if groups != nil {
+		b.Queue(useReadGroupsSQL, tenant, grouped)
 	}
 	if many != nil {
 		sids, agents, tools := make([]string, len(many)), make([]string, len(many)), make([]string, len(many))
@@ -627,6 +643,13 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		br.Close()
 		return held, errBusy
 	}
+	var rows map[string]*govHeadRow
+	if groups != nil {
+		if rows, err = readGroups(br.Query()); err != nil {
+			br.Close()
+			return held, err
+		}
+	}
 	var refused []*useCall
 	if many != nil {
 		rows, err := br.Query()
@@ -667,10 +690,29 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	if err := br.Close(); err != nil {
 		return held, err
 	}
-	// The calls the UPDATEs refused are decided after the others, on the
-	// row the transaction has locked: all the calls of a batch were in
-	// flight together, so any order of them is one a caller could have
-	// seen, and this one needs no savepoints.
+	// The calls of a session with several in the batch: decided in Go on
+	// the row read under the lock, in queue order, and written in one
+	// statement for all those sessions.
+	if groups != nil {
+		w := &groupWrite{}
+		for _, run := range groups {
+			if err := g.decideGroup(now, rows[run[0].req.SessionID], run, w); err != nil {
+				return held, err
+			}
+		}
+		if len(w.ids) > 0 {
+			tag, err := conn.Exec(ctx, useWriteGroupsSQL, w.args(tenant)...)
+			if err != nil {
+				return held, err
+			}
+			if tag.RowsAffected() != int64(len(w.ids)) {
+				return held, fmt.Errorf("pgstore: use batch wrote %d of %d locked sessions", tag.RowsAffected(), len(w.ids))
+			}
+		}
+	}
+	// The calls the UPDATEs refused are decided on the row the
+	// transaction has locked: each is its session's only call in the
+	// batch, so no other call of the batch saw that row.
 	for _, c := range refused {
 		var err error
 		if c.v, err = g.decideLocked(ctx, conn, c.req, c.tools); err != nil {
