@@ -144,3 +144,80 @@ func TestUseBatchOneSessionMatchesAlone(t *testing.T) {
 		t.Fatalf("audit verify: batched %+v, %v; alone %+v, %v", repA, errA, repB, errB)
 	}
 }
+
+// TestUseBatchOneSessionAsTenantRole: a batch of calls of one session of
+// a tenant, through a store connected as a role subject to the row-level
+// security policies: the session's row is read and written, and its audit
+// events appended, as the tenant's (the batch's transaction sets the
+// tenant), with the outcomes of one call at a time.
+func TestUseBatchOneSessionAsTenantRole(t *testing.T) {
+	ctx := context.Background()
+	loc := newSchema(t)
+	st, err := pgstore.Open(ctx, loc, pgstore.WithoutIndexer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	role := newTenantRole(t, ctx, tenantSchemaOf(t, loc), true)
+	roleLoc, err := withParam(loc, "user", role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := pgstore.Open(ctx, roleLoc, pgstore.WithoutIndexer())
+	if err != nil {
+		t.Fatalf("open as %s: %v", role, err)
+	}
+	defer rs.Close()
+	if rs.BypassesRLS() {
+		t.Fatalf("%s bypasses row-level security", role)
+	}
+	ts, err := rs.Tenant("tenant-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gov := ts.Governance()
+	if _, err := gov.Create(ctx, store.CreateRequest{ID: "s", AgentID: "A", AuthorizedTools: []string{"t"}, CallBudget: 2, TimeLimit: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	use := func(tool string) store.UseRequest { return store.UseRequest{SessionID: "s", Tools: []string{tool}} }
+	sessions, errs := pgstore.DecideUseBatchOf(ctx, gov, []store.UseRequest{use("t"), use("x"), use("t"), use("t")})
+	if errs[0] != nil || sessions[0].CallsMade != 1 || !errors.Is(errs[1], store.ErrToolNotAuthorized) ||
+		errs[2] != nil || sessions[2].CallsMade != 2 || !errors.Is(errs[3], store.ErrBudgetExceeded) {
+		t.Fatalf("batch as the tenant role: %v, %+v", errs, sessions)
+	}
+	if got, err := gov.Get(ctx, "s"); err != nil || got.CallsMade != 2 {
+		t.Fatalf("stored: %+v, %v; want 2 calls made", got, err)
+	}
+	// The create (the agent's chain) and the four decisions (the
+	// session's), the tenant's; none of the default tenant's.
+	if rep, err := ts.Audit().Verify(ctx); err != nil || !rep.OK() || rep.Events != 5 {
+		t.Fatalf("tenant's audit: %+v, %v; want 5 events verified", rep, err)
+	}
+	if rep, err := st.Audit().Verify(ctx); err != nil || rep.Events != 0 {
+		t.Fatalf("default tenant's audit: %+v, %v; want none", rep, err)
+	}
+}
+
+// TestUseBatchOneSessionWithoutAudit: on a store that audits nothing (the
+// audit benchmarks' baseline), the calls of one session in a batch are
+// counted as alone, and no event is appended.
+func TestUseBatchOneSessionWithoutAudit(t *testing.T) {
+	ctx := context.Background()
+	st, err := pgstore.Open(ctx, newSchema(t), pgstore.WithoutAudit(), pgstore.WithoutIndexer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Governance().Create(ctx, store.CreateRequest{ID: "s", AgentID: "A", AuthorizedTools: []string{"t"}, CallBudget: 2, TimeLimit: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	use := store.UseRequest{SessionID: "s", Tools: []string{"t"}}
+	sessions, errs := st.DecideUseBatch(ctx, []store.UseRequest{use, use, use})
+	if errs[0] != nil || sessions[0].CallsMade != 1 || errs[1] != nil || sessions[1].CallsMade != 2 || !errors.Is(errs[2], store.ErrBudgetExceeded) {
+		t.Fatalf("batch: %v, %+v", errs, sessions)
+	}
+	wantCalls(t, st, map[string]int64{"s": 2})
+	if evs := allEvents(t, st); len(evs) != 0 {
+		t.Fatalf("%d audit events; want none", len(evs))
+	}
+}
