@@ -25,22 +25,30 @@ import (
 // once by itself, useAlone: a few callers gain nothing from sharing a
 // COMMIT); a leader runs what is queued in one READ COMMITTED
 // transaction: the rows of the calls' sessions locked first, in id order,
-// skipping any another transaction holds (useLockManySQL), then the first
-// call of one tool of each session in one UPDATE over arrays
-// (govUseManySQL, when the batch has two or more sessions) and the other
-// calls each in its conditional UPDATE (with their audit events), all
-// sent with the BEGIN in one round trip (a pipeline), then the calls they
-// refused, each decided on its session's row as the transaction has
-// locked it (its reason, or its increment, exactly as alone), then one
-// COMMIT. The server's CPU and round trips of a transaction, and of a
-// statement, are then paid per batch instead of per call, and callers on
-// one row, which wait for its lock anyway, wait together.
+// skipping any another transaction holds (useLockManySQL); then, of the
+// sessions with one call in the batch, the calls of one tool in one
+// UPDATE over arrays (govUseManySQL, when there are two or more) and the
+// others each in its conditional UPDATE (with their audit events); and
+// the rows of the sessions with several calls read (useReadGroupsSQL);
+// all sent with the BEGIN in one round trip (a pipeline). Then the calls
+// of each session with several are decided in Go, in queue order, on its
+// row as read, and the row and their audit events written in one
+// statement (usebatch_group.go; those of all such sessions in one more
+// round trip); then the calls the UPDATEs refused, each decided on its
+// session's row as the transaction has locked it (its reason, or its
+// increment, exactly as alone); then one COMMIT. The server's CPU and
+// round trips of a transaction, and of a statement, are then paid per
+// batch instead of per call (per session for the calls of one session),
+// and callers on one row, which wait for its lock anyway, wait together.
 //
 // Decisions stay exact:
 //   - Each call is decided on its own session's row, locked by the
 //     transaction from the lock-first step to the COMMIT; every call sees
 //     the counters its predecessors left, and nothing is acknowledged
-//     before the COMMIT.
+//     before the COMMIT. The calls of one session are decided in their
+//     queue order, each as it would be alone after the ones before it,
+//     and its audit chain is the one those calls made one at a time would
+//     leave.
 //   - Rows are locked in one order, by session id in byte order (the
 //     column's "C" collation), and the lock-first step waits for no row
 //     (a side queue's batch, which waits, holds one row): two batches, in
@@ -85,7 +93,8 @@ import (
 // price of sharing the commit). A
 // decision still reads no row but its own session's, so it commits
 // within one agent's rows. A batch without refusals is two round trips,
-// the statements and the COMMIT.
+// the statements and the COMMIT, and one more to write the rows of
+// sessions with several calls.
 //
 // One batch of a tenant runs its statements at a time (useLeaders), and
 // gives its turn to the next one before its COMMIT, so that one batch's
@@ -524,10 +533,12 @@ func (g *Governance) batchTx(ctx context.Context, q *useQueue, batch []*useCall,
 // decideBatch opens a transaction on conn and decides the calls of batch
 // not taken out (sorted by session id) in it, in one round trip with the
 // BEGIN: the rows of their sessions locked first, in id order, skipping
-// those other transactions hold; the first call of one tool of each
-// session in one statement for them all (govUseManySQL, when the batch has
-// two or more sessions), the other calls each in its conditional UPDATE;
-// then the calls these refused, on their locked rows. When the lock-first
+// those other transactions hold; of the sessions with one call, the calls
+// of one tool in one statement for them all (govUseManySQL, when there
+// are two or more), the other calls each in its conditional UPDATE; the
+// rows of the sessions with several calls read, then their calls decided
+// on them (decideGroup) and written, one statement per session; then the
+// calls the UPDATEs refused, on their locked rows. When the lock-first
 // step found rows held elsewhere, it marks their calls out and returns
 // errBusy. The caller commits, or rolls back on error.
 //
@@ -694,19 +705,30 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	// the row read under the lock, in queue order, and written in one
 	// statement for all those sessions.
 	if groups != nil {
-		w := &groupWrite{}
+		wb := &pgx.Batch{}
 		for _, run := range groups {
-			if err := g.decideGroup(now, rows[run[0].req.SessionID], run, w); err != nil {
-				return held, err
-			}
-		}
-		if len(w.ids) > 0 {
-			tag, err := conn.Exec(ctx, useWriteGroupsSQL, w.args(tenant)...)
+			w, err := g.decideGroup(now, rows[run[0].req.SessionID], run)
 			if err != nil {
 				return held, err
 			}
-			if tag.RowsAffected() != int64(len(w.ids)) {
-				return held, fmt.Errorf("pgstore: use batch wrote %d of %d locked sessions", tag.RowsAffected(), len(w.ids))
+			if w != nil {
+				wb.Queue(useWriteGroupSQL, w.args(tenant)...)
+			}
+		}
+		if wb.Len() > 0 {
+			wr := conn.SendBatch(ctx, wb)
+			for range wb.Len() {
+				tag, err := wr.Exec()
+				if err == nil && tag.RowsAffected() != 1 {
+					err = errors.New("pgstore: use batch found no locked session row to write")
+				}
+				if err != nil {
+					wr.Close()
+					return held, err
+				}
+			}
+			if err := wr.Close(); err != nil {
+				return held, err
 			}
 		}
 	}

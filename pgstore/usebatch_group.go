@@ -15,18 +15,22 @@ import (
 
 // The calls of one session that share a batch (see usebatch.go) are
 // decided together, on the session's row as the batch's transaction has
-// locked it: the row is read once (useReadGroupsSQL), every call is
-// decided in Go in queue order exactly as it would be alone (the checks of
+// locked it: the rows of such sessions are read once (useReadGroupsSQL,
+// in the batch's first round trip), every call is decided in Go in queue
+// order exactly as it would be alone (the checks of
 // store.Session.CheckUse, the increments of store.Session.Apply, the
 // durable expired mark, each decision's audit event with its sequence
 // number, previous hash and hash computed as the chain's SQL computes
-// them), and the row and the events are written in one statement
-// (useWriteGroupsSQL) for all such sessions of the batch. One conditional
-// UPDATE per call would instead make each call after the first a
-// statement of its own, a new version of the same row, a statement
-// trigger and a hash computed in SQL: measured on a durable server, the
-// CPU of the batch's backend per call was what bounded 32 callers on one
-// session.
+// them, rowcodec.AuditHash), and each row is written once with all its
+// events in one statement (useWriteGroupSQL), those of all such sessions
+// in one round trip. One conditional UPDATE per call would instead make
+// each call after the first a statement of its own, with a new version of
+// the same row, a statement trigger and a hash computed in SQL: measured
+// on a durable server, the CPU the batch's backend spent per call, one
+// call after the other on one row, was what bounded 32 callers on one
+// session. The row's lock is held from the batch's lock-first step to its
+// COMMIT, so nothing changes the row between its read and its write; the
+// clock is read once per batch, as the batch's statements read it.
 
 // govHeadRow is a governed_sessions row with the head of its audit chain.
 type govHeadRow struct {
@@ -44,38 +48,40 @@ type govHeadRow struct {
 const useReadGroupsSQL = `SELECT ` + govColumns + `, audit_seq, audit_prev, audit_hash FROM governed_sessions
 	WHERE tenant = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE`
 
-// useWriteGroupsSQL writes what a batch decided on the rows it read with
-// useReadGroupsSQL, in one statement: the new counters, status and audit
-// head of each session of tenant $1, one row of the arrays $2 to $9 each
-// (id, calls made, rate window start in milliseconds, rate window calls,
-// status, audit seq, previous hash, hash), and the audit events, one row
-// of the arrays $10 to $18 each (agent, session, seq, time in
-// microseconds, kind, outcome, detail, previous hash, hash).
-const useWriteGroupsSQL = `WITH e AS (
+// useWriteGroupSQL writes what a batch decided on one session's row read
+// with useReadGroupsSQL, in one statement: the row's new counters, status
+// and audit head ($3 to $9: calls made, rate window start in
+// milliseconds, rate window calls, status, audit seq, previous hash,
+// hash) of session $2 of tenant $1, and the audit events of its
+// decisions, one row of the arrays $11 to $17 each (seq, time in
+// microseconds, kind, outcome, detail, previous hash, hash), of agent
+// $10. (One such statement for each session measured cheaper than one
+// statement joining the arrays of several sessions' rows to their rows.)
+const useWriteGroupSQL = `WITH e AS (
 		INSERT INTO audit_events (agent_id, chain, seq, at_us, kind, outcome, session_id, request_id, detail, prev_hash, hash, tenant)
-		SELECT e.agent, e.sid, e.seq, e.at, e.kind, e.outcome, e.sid, '', e.detail, e.prev, e.hash, $1::text
-		FROM unnest($10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[])
-			AS e(agent, sid, seq, at, kind, outcome, detail, prev, hash))
-	UPDATE governed_sessions AS g SET calls_made = r.calls, rate_window_start_ms = r.wstart, rate_window_calls = r.wcalls,
-		status = r.status, audit_seq = r.seq, audit_prev = r.prev, audit_hash = r.hash
-	FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[], $7::bigint[], $8::text[], $9::text[])
-		AS r(id, calls, wstart, wcalls, status, seq, prev, hash)
-	WHERE g.tenant = $1::text AND g.id = r.id`
+		SELECT $10::text, $2::text, e.seq, e.at, e.kind, e.outcome, $2::text, '', e.detail, e.prev, e.hash, $1::text
+		FROM unnest($11::bigint[], $12::bigint[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[])
+			AS e(seq, at, kind, outcome, detail, prev, hash))
+	UPDATE governed_sessions SET calls_made = $3::bigint, rate_window_start_ms = $4::bigint, rate_window_calls = $5::bigint,
+		status = $6::text, audit_seq = $7::bigint, audit_prev = $8::text, audit_hash = $9::text
+	WHERE id = $2::text AND tenant = $1::text`
 
-// groupWrite gathers the rows and events a batch decided in Go, as the
-// arrays of useWriteGroupsSQL.
+// groupWrite is what a batch decided on one session's row, as the
+// arguments of useWriteGroupSQL.
 type groupWrite struct {
-	ids, statuses, prevs, hashes []string
-	calls, wstarts, wcalls, seqs []int64
-
-	evAgents, evSessions, evKinds, evOutcomes, evDetails, evPrevs, evHashes []string
-	evSeqs, evAts                                                           []int64
+	sess                            store.Session
+	seq                             int64
+	prev, hash                      string
+	seqs, ats                       []int64
+	kinds, outcomes, details, prevs []string
+	hashes                          []string
 }
 
-// args returns the arguments of useWriteGroupsSQL.
+// args returns the arguments of useWriteGroupSQL.
 func (w *groupWrite) args(tenant string) []any {
-	return []any{tenant, w.ids, w.calls, w.wstarts, w.wcalls, w.statuses, w.seqs, w.prevs, w.hashes,
-		w.evAgents, w.evSessions, w.evSeqs, w.evAts, w.evKinds, w.evOutcomes, w.evDetails, w.evPrevs, w.evHashes}
+	s := &w.sess
+	return []any{tenant, s.ID, s.CallsMade, rowcodec.ToMillis(s.RateWindowStart), s.RateWindowCalls, string(s.Status),
+		w.seq, w.prev, w.hash, s.AgentID, w.seqs, w.ats, w.kinds, w.outcomes, w.details, w.prevs, w.hashes}
 }
 
 // errAuditHead is a session row whose audit head is not a hash: the
@@ -100,23 +106,23 @@ func readGroups(rows pgx.Rows, err error) (map[string]*govHeadRow, error) {
 
 // decideGroup decides calls, the calls of one session in queue order, on
 // its row as read under the batch's lock (nil: no such session), at now,
-// and adds what they write to w. Each call gets what it would get alone
-// on that row after its predecessors (decideLocked, or the conditional
-// UPDATE that agrees with it): a missing session is refused without an
-// event; a refusal is audited, and the first that finds an active session
-// past its expiry marks it expired and audits that first; an allowed call
-// is counted and audited. Events are at now (in microseconds), as the
-// batch's statements put them; the expired mark's at now in
-// milliseconds, as MarkExpired puts it.
-func (g *Governance) decideGroup(now time.Time, row *govHeadRow, calls []*useCall, w *groupWrite) error {
+// and returns what they write (nil: nothing). Each call gets what it
+// would get alone on that row after its predecessors (decideLocked, or
+// the conditional UPDATE that agrees with it): a missing session is
+// refused without an event; a refusal is audited, and the first that
+// finds an active session past its expiry marks it expired and audits
+// that first; an allowed call is counted and audited. Events are at now
+// (in microseconds), as the batch's statements put them; the expired
+// mark's at now in milliseconds, as MarkExpired puts it.
+func (g *Governance) decideGroup(now time.Time, row *govHeadRow, calls []*useCall) (*groupWrite, error) {
 	if row == nil {
 		for _, c := range calls {
 			c.v = verdict{refusal: &store.NotFoundError{Resource: "session", ID: c.req.SessionID}}
 		}
-		return nil
+		return nil, nil
 	}
-	sess := row.session()
-	seq, prev, hash := row.AuditSeq, row.AuditPrev, row.AuditHash
+	w := &groupWrite{sess: row.session(), seq: row.AuditSeq, prev: row.AuditPrev, hash: row.AuditHash}
+	sess := &w.sess
 	nowUS, nowMS := rowcodec.ToMicros(now), rowcodec.ToMillis(now)
 	audit := func(atUS int64, rec sqlcore.AuditRecord) error {
 		if g.s.cfg.auditOff {
@@ -126,20 +132,18 @@ func (g *Governance) decideGroup(now time.Time, row *govHeadRow, calls []*useCal
 		if err != nil {
 			return err
 		}
-		next, ok := rowcodec.AuditHash(hash, seq+1, sess.AgentID, payload)
+		next, ok := rowcodec.AuditHash(w.hash, w.seq+1, sess.AgentID, payload)
 		if !ok {
 			return fmt.Errorf("%w: session %s", errAuditHead, sess.ID)
 		}
-		w.evAgents = append(w.evAgents, sess.AgentID)
-		w.evSessions = append(w.evSessions, sess.ID)
-		w.evSeqs = append(w.evSeqs, seq+1)
-		w.evAts = append(w.evAts, atUS)
-		w.evKinds = append(w.evKinds, string(rec.Kind))
-		w.evOutcomes = append(w.evOutcomes, rec.Outcome)
-		w.evDetails = append(w.evDetails, detail)
-		w.evPrevs = append(w.evPrevs, hash)
-		w.evHashes = append(w.evHashes, next)
-		seq, prev, hash = seq+1, hash, next
+		w.seqs = append(w.seqs, w.seq+1)
+		w.ats = append(w.ats, atUS)
+		w.kinds = append(w.kinds, string(rec.Kind))
+		w.outcomes = append(w.outcomes, rec.Outcome)
+		w.details = append(w.details, detail)
+		w.prevs = append(w.prevs, w.hash)
+		w.hashes = append(w.hashes, next)
+		w.seq, w.prev, w.hash = w.seq+1, w.hash, next
 		return nil
 	}
 	for _, c := range calls {
@@ -149,12 +153,12 @@ func (g *Governance) decideGroup(now time.Time, row *govHeadRow, calls []*useCal
 				sess.Status = store.StatusExpired
 				if err := audit(nowMS*1000, sqlcore.AuditRecord{AgentID: sess.AgentID, Kind: store.AuditExpire,
 					Outcome: store.OutcomeAllowed, SessionID: sess.ID}); err != nil {
-					return err
+					return nil, err
 				}
 			}
 			if err := audit(nowUS, sqlcore.AuditRecord{AgentID: sess.AgentID, Kind: store.AuditUse,
 				Outcome: store.AuditOutcome(refusal), SessionID: sess.ID, Detail: refusal}); err != nil {
-				return err
+				return nil, err
 			}
 			c.v = verdict{refusal: refusal}
 			continue
@@ -165,21 +169,13 @@ func (g *Governance) decideGroup(now time.Time, row *govHeadRow, calls []*useCal
 			sess.RateWindowStart = rowcodec.FromMillis(rowcodec.ToMillis(sess.RateWindowStart))
 		}
 		if err := audit(nowUS, sqlcore.UseAudit(sess.AgentID, sess.ID, "", c.tools)); err != nil {
-			return err
+			return nil, err
 		}
-		out := sess
+		out := *sess
 		out.DelegationChain = slices.Clone(sess.DelegationChain)
 		out.AuthorizedTools = slices.Clone(sess.AuthorizedTools)
 		out.AuthorizedCredentials = slices.Clone(sess.AuthorizedCredentials)
 		c.v = verdict{sess: out}
 	}
-	w.ids = append(w.ids, sess.ID)
-	w.calls = append(w.calls, sess.CallsMade)
-	w.wstarts = append(w.wstarts, rowcodec.ToMillis(sess.RateWindowStart))
-	w.wcalls = append(w.wcalls, sess.RateWindowCalls)
-	w.statuses = append(w.statuses, string(sess.Status))
-	w.seqs = append(w.seqs, seq)
-	w.prevs = append(w.prevs, prev)
-	w.hashes = append(w.hashes, hash)
-	return nil
+	return w, nil
 }
