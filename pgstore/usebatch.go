@@ -654,9 +654,9 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		br.Close()
 		return held, errBusy
 	}
-	var rows map[string]*govHeadRow
+	var groupRows map[string]*govHeadRow
 	if groups != nil {
-		if rows, err = readGroups(br.Query()); err != nil {
+		if groupRows, err = readGroups(br.Query()); err != nil {
 			br.Close()
 			return held, err
 		}
@@ -702,12 +702,13 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		return held, err
 	}
 	// The calls of a session with several in the batch: decided in Go on
-	// the row read under the lock, in queue order, and written in one
-	// statement for all those sessions.
+	// the row read under the lock, in queue order, and written with their
+	// audit events in one statement per session, those of all such
+	// sessions in one round trip.
 	if groups != nil {
 		wb := &pgx.Batch{}
 		for _, run := range groups {
-			w, err := g.decideGroup(now, rows[run[0].req.SessionID], run)
+			w, err := g.decideGroup(now, groupRows[run[0].req.SessionID], run)
 			if err != nil {
 				return held, err
 			}
