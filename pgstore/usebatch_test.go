@@ -861,4 +861,46 @@ func TestUseBatchStatements(t *testing.T) {
 		t.Errorf("a row held: %d statements %q; want %d %q", len(heads), heads, len(want), want)
 	}
 	wantCalls(t, st, map[string]int64{"s-a": 5, "s-b": 4})
+
+	// The same with two calls of s-a: the first batch's read of s-a's
+	// row gives up after the lock wait (the server skips the statements
+	// after it: s-b's is reported or not, as the error's answer arrives
+	// before or after the batch is closed), and the side batch reads the
+	// row, waiting for it, and writes it once with both calls' events.
+	tx = holdRow(t, conn, "s-a")
+	defer tx.Rollback(ctx)
+	log.take()
+	go func() {
+		_, errs := st.DecideUseBatch(ctx, []store.UseRequest{use("s-a"), use("s-b"), use("s-a")})
+		done <- errs
+	}()
+	waitBlocked(t, tx, "the side batch of s-a's two calls waiting for its row")
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range <-done {
+		if err != nil {
+			t.Fatalf("a row held, two calls: call %d: %v", i, err)
+		}
+	}
+	heads = nil
+	for _, sql := range log.take() {
+		head := strings.Join(strings.Fields(sql), " ")[:min(20, len(sql))]
+		if len(heads) == 3 && head == "WITH u AS (UPDATE go" {
+			continue // skipped by the server after the read gave up
+		}
+		heads = append(heads, head)
+	}
+	want = []string{
+		"BEGIN ISOLATION LEVE", "WITH locked AS MATER", "SELECT id, agent_id,", "ROLLBACK",
+		"BEGIN ISOLATION LEVE", "WITH locked AS MATER", "WITH u AS (UPDATE go", "COMMIT",
+		"BEGIN ISOLATION LEVE", "WITH locked AS MATER", "SELECT id, agent_id,", "WITH e AS ( INSERT I", "COMMIT",
+	}
+	if !slices.Equal(heads, want) {
+		t.Errorf("a row held, two calls: %d statements %q; want %d %q", len(heads), heads, len(want), want)
+	}
+	wantCalls(t, st, map[string]int64{"s-a": 7, "s-b": 5})
+	if rep, err := st.Audit().Verify(ctx); err != nil || !rep.OK() {
+		t.Fatalf("audit verify: %+v, %v", rep, err)
+	}
 }
