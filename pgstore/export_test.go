@@ -68,7 +68,13 @@ func (s *Store) HoldUseTurn() (release func()) {
 // calls (of the default tenant), as a leader does with what it took from
 // the queue, and returns each call's session and error.
 func (s *Store) DecideUseBatch(ctx context.Context, reqs []store.UseRequest) ([]store.Session, []error) {
-	g := &Governance{s: s, core: s.core}
+	return DecideUseBatchOf(ctx, &Governance{s: s, core: s.core}, reqs)
+}
+
+// DecideUseBatchOf is DecideUseBatch on a governance facet of a store (a
+// tenant handle's, for its tenant's sessions).
+func DecideUseBatchOf(ctx context.Context, gov store.Governance, reqs []store.UseRequest) ([]store.Session, []error) {
+	g := gov.(*Governance)
 	batch := make([]*useCall, len(reqs))
 	for i, req := range reqs {
 		batch[i] = &useCall{ctx: ctx, req: req, tools: nonNil(req.Tools), done: make(chan struct{})}

@@ -25,22 +25,30 @@ import (
 // once by itself, useAlone: a few callers gain nothing from sharing a
 // COMMIT); a leader runs what is queued in one READ COMMITTED
 // transaction: the rows of the calls' sessions locked first, in id order,
-// skipping any another transaction holds (useLockManySQL), then the first
-// call of one tool of each session in one UPDATE over arrays
-// (govUseManySQL, when the batch has two or more sessions) and the other
-// calls each in its conditional UPDATE (with their audit events), all
-// sent with the BEGIN in one round trip (a pipeline), then the calls they
-// refused, each decided on its session's row as the transaction has
-// locked it (its reason, or its increment, exactly as alone), then one
-// COMMIT. The server's CPU and round trips of a transaction, and of a
-// statement, are then paid per batch instead of per call, and callers on
-// one row, which wait for its lock anyway, wait together.
+// skipping any another transaction holds (useLockManySQL); then, of the
+// sessions with one call in the batch, the calls of one tool in one
+// UPDATE over arrays (govUseManySQL, when there are two or more) and the
+// others each in its conditional UPDATE (with their audit events); and
+// the rows of the sessions with several calls read (useReadGroupsSQL);
+// all sent with the BEGIN in one round trip (a pipeline). Then the calls
+// of each session with several are decided in Go, in queue order, on its
+// row as read, and the row and their audit events written in one
+// statement (usebatch_group.go; those of all such sessions in one more
+// round trip); then the calls the UPDATEs refused, each decided on its
+// session's row as the transaction has locked it (its reason, or its
+// increment, exactly as alone); then one COMMIT. The server's CPU and
+// round trips of a transaction, and of a statement, are then paid per
+// batch instead of per call (per session for the calls of one session),
+// and callers on one row, which wait for its lock anyway, wait together.
 //
 // Decisions stay exact:
 //   - Each call is decided on its own session's row, locked by the
 //     transaction from the lock-first step to the COMMIT; every call sees
 //     the counters its predecessors left, and nothing is acknowledged
-//     before the COMMIT.
+//     before the COMMIT. The calls of one session are decided in their
+//     queue order, each as it would be alone after the ones before it,
+//     and its audit chain is the one those calls made one at a time would
+//     leave.
 //   - Rows are locked in one order, by session id in byte order (the
 //     column's "C" collation), and the lock-first step waits for no row
 //     (a side queue's batch, which waits, holds one row): two batches, in
@@ -85,7 +93,8 @@ import (
 // price of sharing the commit). A
 // decision still reads no row but its own session's, so it commits
 // within one agent's rows. A batch without refusals is two round trips,
-// the statements and the COMMIT.
+// the statements and the COMMIT, and one more to write the rows of
+// sessions with several calls.
 //
 // One batch of a tenant runs its statements at a time (useLeaders), and
 // gives its turn to the next one before its COMMIT, so that one batch's
@@ -524,10 +533,12 @@ func (g *Governance) batchTx(ctx context.Context, q *useQueue, batch []*useCall,
 // decideBatch opens a transaction on conn and decides the calls of batch
 // not taken out (sorted by session id) in it, in one round trip with the
 // BEGIN: the rows of their sessions locked first, in id order, skipping
-// those other transactions hold; the first call of one tool of each
-// session in one statement for them all (govUseManySQL, when the batch has
-// two or more sessions), the other calls each in its conditional UPDATE;
-// then the calls these refused, on their locked rows. When the lock-first
+// those other transactions hold; of the sessions with one call, the calls
+// of one tool in one statement for them all (govUseManySQL, when there
+// are two or more), the other calls each in its conditional UPDATE; the
+// rows of the sessions with several calls read, then their calls decided
+// on them (decideGroup) and written, one statement per session; then the
+// calls the UPDATEs refused, on their locked rows. When the lock-first
 // step found rows held elsewhere, it marks their calls out and returns
 // errBusy. The caller commits, or rolls back on error.
 //
@@ -537,31 +548,44 @@ func (g *Governance) batchTx(ctx context.Context, q *useQueue, batch []*useCall,
 func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch []*useCall, side bool) (held bool, err error) {
 	now := g.s.now()
 	nowMS, nowUS := rowcodec.ToMillis(now), rowcodec.ToMicros(now)
-	// The calls of the statement for many, and the others.
-	// (An UPDATE changes a row once: one call per session in it.)
+	// The calls of sessions with two or more calls in the batch, decided
+	// together on their rows (groups, usebatch_group.go); of the others,
+	// the calls of the statement for many, and the rest.
 	var in, many, single []*useCall
-	var ids, after []string
-	inMany := make(map[string]bool, len(batch))
-	for _, c := range batch {
-		if c.out {
+	var groups [][]*useCall
+	var ids, after, grouped []string
+	for i := 0; i < len(batch); {
+		j := i
+		var run []*useCall
+		for ; j < len(batch) && batch[j].req.SessionID == batch[i].req.SessionID; j++ {
+			if !batch[j].out {
+				run = append(run, batch[j])
+			}
+		}
+		i = j
+		if len(run) == 0 {
 			continue
 		}
-		first := len(in) == 0 || in[len(in)-1].req.SessionID != c.req.SessionID
-		if first && c.after && !side {
-			after = append(after, c.req.SessionID)
-		} else if first {
-			ids = append(ids, c.req.SessionID)
-		}
-		in = append(in, c)
-		if first && !inMany[c.req.SessionID] && len(c.tools) == 1 && !g.s.cfg.auditOff {
-			inMany[c.req.SessionID] = true
-			many = append(many, c)
+		id := run[0].req.SessionID
+		if run[0].after && !side {
+			after = append(after, id)
 		} else {
-			single = append(single, c)
+			ids = append(ids, id)
+		}
+		in = append(in, run...)
+		switch {
+		case len(run) > 1:
+			groups = append(groups, run)
+			grouped = append(grouped, id)
+		case len(run[0].tools) == 1 && !g.s.cfg.auditOff:
+			many = append(many, run[0])
+		default:
+			single = append(single, run[0])
 		}
 	}
 	if len(many) < 2 {
-		many, single = nil, in
+		single = append(single, many...)
+		many = nil
 	}
 	b := &pgx.Batch{}
 	b.Queue(useBeginSQL)
@@ -577,6 +601,9 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		b.Queue(useLockSideSQL, tenant, ids)
 	} else {
 		b.Queue(useLockManySQL, tenant, ids)
+	}
+	if groups != nil {
+		b.Queue(useReadGroupsSQL, tenant, grouped)
 	}
 	if many != nil {
 		sids, agents, tools := make([]string, len(many)), make([]string, len(many)), make([]string, len(many))
@@ -627,6 +654,13 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		br.Close()
 		return held, errBusy
 	}
+	var groupRows map[string]*govHeadRow
+	if groups != nil {
+		if groupRows, err = readGroups(br.Query()); err != nil {
+			br.Close()
+			return held, err
+		}
+	}
 	var refused []*useCall
 	if many != nil {
 		rows, err := br.Query()
@@ -667,10 +701,41 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	if err := br.Close(); err != nil {
 		return held, err
 	}
-	// The calls the UPDATEs refused are decided after the others, on the
-	// row the transaction has locked: all the calls of a batch were in
-	// flight together, so any order of them is one a caller could have
-	// seen, and this one needs no savepoints.
+	// The calls of a session with several in the batch: decided in Go on
+	// the row read under the lock, in queue order, and written with their
+	// audit events in one statement per session, those of all such
+	// sessions in one round trip.
+	if groups != nil {
+		wb := &pgx.Batch{}
+		for _, run := range groups {
+			w, err := g.decideGroup(now, groupRows[run[0].req.SessionID], run)
+			if err != nil {
+				return held, err
+			}
+			if w != nil {
+				wb.Queue(useWriteGroupSQL, w.args(tenant)...)
+			}
+		}
+		if wb.Len() > 0 {
+			wr := conn.SendBatch(ctx, wb)
+			for range wb.Len() {
+				tag, err := wr.Exec()
+				if err == nil && tag.RowsAffected() != 1 {
+					err = errors.New("pgstore: use batch found no locked session row to write")
+				}
+				if err != nil {
+					wr.Close()
+					return held, err
+				}
+			}
+			if err := wr.Close(); err != nil {
+				return held, err
+			}
+		}
+	}
+	// The calls the UPDATEs refused are decided on the row the
+	// transaction has locked: each is its session's only call in the
+	// batch, so no other call of the batch saw that row.
 	for _, c := range refused {
 		var err error
 		if c.v, err = g.decideLocked(ctx, conn, c.req, c.tools); err != nil {

@@ -756,10 +756,12 @@ func (l *statementLog) take() []string {
 // TestUseBatchStatements pins the statements of a batch of governed Use
 // calls, counted as its connection sends them: the BEGIN, the lock-first
 // step (which also bounds the lock waits of the statements after it), the
-// calls' statements (one for the first call of each of several sessions,
-// one for each other call) and the COMMIT; no statement of its own for
-// the lock wait. A later change that adds a statement to every batch must
-// change this count on purpose.
+// calls' statements and the COMMIT; no statement of its own for the lock
+// wait. The calls of sessions with one call in the batch are one
+// statement for several sessions, one each otherwise; the calls of
+// sessions with several are two statements whatever their number (their
+// rows read, then written with their audit events). A later change that
+// adds a statement to every batch must change this count on purpose.
 func TestUseBatchStatements(t *testing.T) {
 	loc := newSchema(t)
 	ctx := context.Background()
@@ -793,8 +795,9 @@ func TestUseBatchStatements(t *testing.T) {
 		want int
 	}{
 		{"three sessions", []store.UseRequest{use("s-a"), use("s-b"), use("s-c")}, 4},
-		{"one session", []store.UseRequest{use("s-a"), use("s-a"), use("s-a")}, 6},
-		{"two sessions", []store.UseRequest{use("s-b"), use("s-c"), use("s-b")}, 5},
+		{"one session", []store.UseRequest{use("s-a"), use("s-a"), use("s-a")}, 5},
+		{"one session, eight calls", slices.Repeat([]store.UseRequest{use("s-c")}, 8), 5},
+		{"two sessions", []store.UseRequest{use("s-b"), use("s-c"), use("s-b")}, 6},
 	} {
 		log.take()
 		_, errs := st.DecideUseBatch(ctx, c.reqs)
@@ -817,7 +820,7 @@ func TestUseBatchStatements(t *testing.T) {
 			}
 		}
 	}
-	wantCalls(t, st, map[string]int64{"s-a": 4, "s-b": 3, "s-c": 2})
+	wantCalls(t, st, map[string]int64{"s-a": 4, "s-b": 3, "s-c": 10})
 
 	// s-a's row held elsewhere: the batch sends its statements, finds the
 	// row held and rolls back (its statement on s-a gives up after the
@@ -858,4 +861,46 @@ func TestUseBatchStatements(t *testing.T) {
 		t.Errorf("a row held: %d statements %q; want %d %q", len(heads), heads, len(want), want)
 	}
 	wantCalls(t, st, map[string]int64{"s-a": 5, "s-b": 4})
+
+	// The same with two calls of s-a: the first batch's read of s-a's
+	// row gives up after the lock wait (the server skips the statements
+	// after it: s-b's is reported or not, as the error's answer arrives
+	// before or after the batch is closed), and the side batch reads the
+	// row, waiting for it, and writes it once with both calls' events.
+	tx = holdRow(t, conn, "s-a")
+	defer tx.Rollback(ctx)
+	log.take()
+	go func() {
+		_, errs := st.DecideUseBatch(ctx, []store.UseRequest{use("s-a"), use("s-b"), use("s-a")})
+		done <- errs
+	}()
+	waitBlocked(t, tx, "the side batch of s-a's two calls waiting for its row")
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range <-done {
+		if err != nil {
+			t.Fatalf("a row held, two calls: call %d: %v", i, err)
+		}
+	}
+	heads = nil
+	for _, sql := range log.take() {
+		head := strings.Join(strings.Fields(sql), " ")[:min(20, len(sql))]
+		if len(heads) == 3 && head == "WITH u AS (UPDATE go" {
+			continue // skipped by the server after the read gave up
+		}
+		heads = append(heads, head)
+	}
+	want = []string{
+		"BEGIN ISOLATION LEVE", "WITH locked AS MATER", "SELECT id, agent_id,", "ROLLBACK",
+		"BEGIN ISOLATION LEVE", "WITH locked AS MATER", "WITH u AS (UPDATE go", "COMMIT",
+		"BEGIN ISOLATION LEVE", "WITH locked AS MATER", "SELECT id, agent_id,", "WITH e AS ( INSERT I", "COMMIT",
+	}
+	if !slices.Equal(heads, want) {
+		t.Errorf("a row held, two calls: %d statements %q; want %d %q", len(heads), heads, len(want), want)
+	}
+	wantCalls(t, st, map[string]int64{"s-a": 7, "s-b": 5})
+	if rep, err := st.Audit().Verify(ctx); err != nil || !rep.OK() {
+		t.Fatalf("audit verify: %+v, %v", rep, err)
+	}
 }
