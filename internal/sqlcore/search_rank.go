@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"encoding/json"
+	"math/bits"
 	"sync"
 )
 
@@ -50,7 +51,32 @@ func rankArg(bm bm25) (string, bool) {
 // a Rank function called once per hit parses its parameter once.
 var rankCache struct {
 	sync.Mutex
-	m map[string]bm25
+	m map[string]*rankQuery
+}
+
+// rankQuery is a parsed parameter of the Rank function: the statistics,
+// each phrase as three bytes in a uint32 (keys), and for up to 8 phrases
+// a table of the phrases that end in each pair of bytes (pairs: bit i for
+// phrase i), so that most of a body's trigrams are passed over with one
+// look-up.
+type rankQuery struct {
+	bm    bm25
+	keys  []uint32
+	pairs *[1 << 16]uint8
+}
+
+func newRankQuery(bm bm25) *rankQuery {
+	rq := &rankQuery{bm: bm}
+	for _, ph := range bm.phrases {
+		rq.keys = append(rq.keys, uint32(ph[0])<<16|uint32(ph[1])<<8|uint32(ph[2]))
+	}
+	if len(rq.keys) <= 8 {
+		rq.pairs = new([1 << 16]uint8)
+		for i, k := range rq.keys {
+			rq.pairs[k&0xFFFF] |= 1 << i
+		}
+	}
+	return rq
 }
 
 // RankScore is the dialect's Rank function: -bm25(search_fts) of a
@@ -65,44 +91,41 @@ func RankScore(body, param string) (float64, bool) {
 		}
 	}
 	rankCache.Lock()
-	bm, ok := rankCache.m[param]
+	rq, ok := rankCache.m[param]
 	rankCache.Unlock()
 	if !ok {
 		var p rankParams
 		if err := json.Unmarshal([]byte(param), &p); err != nil || len(p.IDF) != len(p.Phrases) {
 			return 0, false
 		}
-		bm = bm25{idf: p.IDF, avgdl: p.AvgDL}
+		bm := bm25{idf: p.IDF, avgdl: p.AvgDL}
 		for _, ph := range p.Phrases {
 			if len(ph) != 3 {
 				return 0, false
 			}
 			bm.phrases = append(bm.phrases, []rune(ph))
 		}
+		rq = newRankQuery(bm)
 		rankCache.Lock()
 		if rankCache.m == nil || len(rankCache.m) >= 64 {
-			rankCache.m = map[string]bm25{}
+			rankCache.m = map[string]*rankQuery{}
 		}
-		rankCache.m[param] = bm
+		rankCache.m[param] = rq
 		rankCache.Unlock()
 	}
-	return bm.scoreASCII(body), true
+	return rq.scoreASCII(body), true
 }
 
-// scoreASCII is score for a body of ASCII characters (its case folded as
-// the trigram tokenizer folds it: A to Z only), in one pass over it: each
-// trigram of the body, as three bytes, is compared with each phrase's.
-func (bm bm25) scoreASCII(body string) float64 {
-	var kbuf [16]uint32
+// scoreASCII is bm25.score for a body of ASCII characters (its case
+// folded as the trigram tokenizer folds it: A to Z only), in one pass over
+// it: each trigram of the body, as three bytes, is compared with the
+// phrases that end in its last two (all of them when there are more than
+// 8).
+func (rq *rankQuery) scoreASCII(body string) float64 {
 	var fbuf [16]float64
-	keys, freq := kbuf[:0], fbuf[:0]
-	for _, ph := range bm.phrases {
-		keys = append(keys, uint32(ph[0])<<16|uint32(ph[1])<<8|uint32(ph[2]))
+	freq := fbuf[:0]
+	for range rq.keys {
 		freq = append(freq, 0)
-	}
-	var last [256]bool // the phrases' last bytes: most trigrams end in none
-	for _, p := range keys {
-		last[byte(p)] = true
 	}
 	var k uint32
 	for j := 0; j < len(body); j++ {
@@ -111,14 +134,22 @@ func (bm bm25) scoreASCII(body string) float64 {
 			c += 'a' - 'A'
 		}
 		k = (k<<8 | uint32(c)) & 0xFFFFFF
-		if j < 2 || !last[c] {
+		if j < 2 {
 			continue
 		}
-		for i, p := range keys {
+		if rq.pairs != nil {
+			for m := rq.pairs[k&0xFFFF]; m != 0; m &= m - 1 {
+				if i := bits.TrailingZeros8(m); rq.keys[i] == k {
+					freq[i]++
+				}
+			}
+			continue
+		}
+		for i, p := range rq.keys {
 			if k == p {
 				freq[i]++
 			}
 		}
 	}
-	return bm.combine(freq, float64(max(len(body)-2, 0)))
+	return rq.bm.combine(freq, float64(max(len(body)-2, 0)))
 }

@@ -11,22 +11,33 @@ import (
 // and repeat, through its parameter (rankArg) as Search passes it; it
 // leaves a body outside ASCII, and a parameter it cannot read, to bm25().
 func TestRankScoreASCII(t *testing.T) {
-	bm := bm25{idf: []float64{0.7, 1e-6, 2.25}, avgdl: 37.5,
-		phrases: [][]rune{[]rune("abc"), []rune("bca"), []rune("c a")}}
-	param, ok := rankArg(bm)
-	if !ok {
-		t.Fatal("rankArg refused ASCII phrases")
+	// Three phrases (the table of pairs; two share their last pair) and
+	// ten (each compared).
+	bms := []bm25{
+		{idf: []float64{0.7, 1e-6, 2.25}, avgdl: 37.5, phrases: [][]rune{[]rune("abc"), []rune("bca"), []rune("bbc")}}, // two end in "bc"
+		{idf: []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.1}, avgdl: 12.25},
+	}
+	for _, ph := range []string{"abc", "bca", "cab", "aaa", "bbb", " ab", "ab ", "bc ", "c c", "acb"} {
+		bms[1].phrases = append(bms[1].phrases, []rune(ph))
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	const alphabet = "abcABC "
-	for range 5000 {
-		b := make([]byte, rng.IntN(90))
-		for i := range b {
-			b[i] = alphabet[rng.IntN(len(alphabet))]
+	var param string
+	for _, bm := range bms {
+		p, ok := rankArg(bm)
+		if !ok {
+			t.Fatal("rankArg refused ASCII phrases")
 		}
-		got, ok := RankScore(string(b), param)
-		if want := bm.score(string(b)); !ok || got != want {
-			t.Fatalf("RankScore(%q) = %v, %v; want %v (score)", b, got, ok, want)
+		param = p
+		for range 5000 {
+			b := make([]byte, rng.IntN(90))
+			for i := range b {
+				b[i] = alphabet[rng.IntN(len(alphabet))]
+			}
+			got, ok := RankScore(string(b), param)
+			if want := bm.score(string(b)); !ok || got != want {
+				t.Fatalf("%d phrases: RankScore(%q) = %v, %v; want %v (score)", len(bm.phrases), b, got, ok, want)
+			}
 		}
 	}
 	if _, ok := RankScore("abc café", param); ok {
