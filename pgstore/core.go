@@ -64,6 +64,8 @@ func (s *Store) newCore() {
 		Keys:     s.cfg.keyRing,
 		// search_sealed.go
 		SearchEncrypted: s.cfg.searchEncrypted,
+		EagerSearch:     s.cfg.eagerSearch,
+		LargeSearchMin:  s.cfg.largeSearchMin,
 	})
 }
 

@@ -153,3 +153,17 @@ func (s *Store) SyncCommitSeen(ctx context.Context, lazy bool) (string, error) {
 
 // UseHeldFor is useHeldFor, exported for tests.
 const UseHeldFor = useHeldFor
+
+// WithEagerSearch opens a store whose Search reads every candidate of the
+// index before it chooses a page (sqlcore.Config.EagerSearch): the
+// reference of the tests of the search that stops early.
+func WithEagerSearch() Option {
+	return func(c *config) { c.eagerSearch = true }
+}
+
+// WithLargeSearchMin opens a store whose Search stops early from n
+// candidates of the index (sqlcore.Config.LargeSearchMin), so that a
+// small store's tests take that path.
+func WithLargeSearchMin(n int) Option {
+	return func(c *config) { c.largeSearchMin = n }
+}

@@ -30,6 +30,10 @@ type config struct {
 	keyProvider store.KeyProvider
 	keyDir      string
 
+	// eagerSearch: a test-only option (export_test.go), sqlcore.Config.EagerSearch.
+	eagerSearch bool
+	// largeSearchMin: a test-only option, sqlcore.Config.LargeSearchMin.
+	largeSearchMin int
 	// searchEncrypted: WithSearchEncrypted (keys.go).
 	searchEncrypted bool
 	// searchIndex: WithSearchIndex; nil leaves the database's setting.

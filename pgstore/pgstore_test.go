@@ -65,6 +65,12 @@ var harness = storetest.Harness{
 		if o.ReadOnly {
 			opts = append(opts, pgstore.WithReadOnly(true))
 		}
+		if o.EagerSearch {
+			opts = append(opts, pgstore.WithEagerSearch())
+		}
+		if o.LargeSearchMin > 0 {
+			opts = append(opts, pgstore.WithLargeSearchMin(o.LargeSearchMin))
+		}
 		return pgstore.Open(ctx, loc, opts...)
 	},
 	Exec: func(ctx context.Context, loc, query string) error {

@@ -25,6 +25,8 @@ var dialect = &sqlcore.Dialect{
 	AuditChain: auditChainSQL,
 	// So is the search's term check (search_contains.go).
 	Contains: containsSQL,
+	// And the score of a hit of a common term (search_contains.go).
+	Rank: rankSQL,
 	// A BLOB column is handed over as a []byte the driver allocated for
 	// the row, which the hot reads keep (hotread.go).
 	BytesColumn: func(col string) string { return "CAST(" + col + " AS BLOB)" },
@@ -58,6 +60,8 @@ func (s *Store) newCore() {
 		CompactIndexes:    s.compactIndexes,
 		Keys:              s.cfg.keyRing,
 		SearchEncrypted:   s.cfg.searchEncrypted,
+		EagerSearch:       s.cfg.eagerSearch,
+		LargeSearchMin:    s.cfg.largeSearchMin,
 	})
 }
 

@@ -127,3 +127,17 @@ func WithIndexerHook(interval time.Duration, onFold func(n int64)) Option {
 		c.indexer.OnFold = onFold
 	}
 }
+
+// WithEagerSearch opens a store whose Search reads every candidate of the
+// index before it chooses a page (sqlcore.Config.EagerSearch): the
+// reference of the tests of the search that stops early.
+func WithEagerSearch() Option {
+	return func(c *config) { c.eagerSearch = true }
+}
+
+// WithLargeSearchMin opens a store whose Search stops early from n
+// candidates of the index (sqlcore.Config.LargeSearchMin), so that a
+// small store's tests take that path.
+func WithLargeSearchMin(n int) Option {
+	return func(c *config) { c.largeSearchMin = n }
+}

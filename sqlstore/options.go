@@ -42,6 +42,10 @@ type config struct {
 	keyRing     store.KeyRing        // WithKeyRing (keys.go)
 	keyProvider store.KeyProvider    // WithKeyProvider (keys.go)
 
+	// eagerSearch: a test-only option (export_test.go), sqlcore.Config.EagerSearch.
+	eagerSearch bool
+	// largeSearchMin: a test-only option, sqlcore.Config.LargeSearchMin.
+	largeSearchMin int
 	// searchEncrypted: WithSearchEncrypted (keys.go).
 	searchEncrypted bool
 	// searchIndex: WithSearchIndex; nil leaves the file's setting.

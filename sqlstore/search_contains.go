@@ -5,6 +5,8 @@ import (
 
 	"modernc.org/sqlite"
 
+	"github.com/agentstore/sessionstore/internal/sqlcore"
+
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -17,6 +19,32 @@ const containsFunc = "sessionstore_contains"
 
 func init() {
 	sqlite.MustRegisterDeterministicScalarFunction(containsFunc, 2, searchContains)
+	sqlite.MustRegisterDeterministicScalarFunction(rankFunc, 2, searchRank)
+}
+
+// rankFunc is the SQL function that scores a search hit as
+// -bm25(search_fts) does, from the index's statistics passed by the
+// search, without FTS5's second reading of the body (sqlcore.RankScore).
+const rankFunc = "sessionstore_rank"
+
+// rankSQL is the dialect's Rank: a call of rankFunc.
+func rankSQL(body, param string) string {
+	return rankFunc + "(" + body + ", " + param + ")"
+}
+
+// searchRank is sessionstore_rank(body, param): the score of a document
+// of text body for the search of param; NULL when sqlcore.RankScore
+// leaves the document to bm25().
+func searchRank(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+	body, ok1 := textArg(args[0])
+	param, ok2 := textArg(args[1])
+	if !ok1 || !ok2 {
+		return nil, nil
+	}
+	if v, ok := sqlcore.RankScore(body, param); ok {
+		return v, nil
+	}
+	return nil, nil
 }
 
 // containsSQL is the dialect's Contains: a call of containsFunc.

@@ -47,6 +47,12 @@ var harness = storetest.Harness{
 		if o.ReadOnly {
 			opts = append(opts, sqlstore.WithReadOnly(true))
 		}
+		if o.EagerSearch {
+			opts = append(opts, sqlstore.WithEagerSearch())
+		}
+		if o.LargeSearchMin > 0 {
+			opts = append(opts, sqlstore.WithLargeSearchMin(o.LargeSearchMin))
+		}
 		return sqlstore.Open(ctx, loc, opts...)
 	},
 	Exec: func(ctx context.Context, loc, query string) error {

@@ -123,6 +123,9 @@ func prefixFold(s, term string) int {
 
 // ContainsFold reports whether term occurs in text, ignoring case.
 func ContainsFold(text, term string) bool {
+	if isASCII(text) && isASCII(term) {
+		return containsFoldASCII(text, term)
+	}
 	for i := 0; i < len(text); {
 		if prefixFold(text[i:], term) > 0 {
 			return true
@@ -131,6 +134,46 @@ func ContainsFold(text, term string) bool {
 		i += n
 	}
 	return false
+}
+
+// isASCII reports whether s holds ASCII characters only.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// containsFoldASCII is ContainsFold of an ASCII text and term: where both
+// are ASCII, unicode.ToLower folds A to Z only (a character outside ASCII
+// can fold to an ASCII letter, so both must be).
+func containsFoldASCII(text, term string) bool {
+	if term == "" {
+		return false // as prefixFold: the empty term occurs nowhere
+	}
+	first := lowerByte(term[0])
+	for i := 0; i+len(term) <= len(text); i++ {
+		if lowerByte(text[i]) != first {
+			continue
+		}
+		j := 1
+		for j < len(term) && lowerByte(text[i+j]) == lowerByte(term[j]) {
+			j++
+		}
+		if j == len(term) {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerByte(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + ('a' - 'A')
+	}
+	return c
 }
 
 // SnippetPiece is a run of a snippet's text: an occurrence of a term

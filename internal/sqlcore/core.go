@@ -122,6 +122,17 @@ type Config struct {
 	// content for search (search_sealed.go); by default encrypted content
 	// is never indexed.
 	SearchEncrypted bool
+	// EagerSearch makes Search read every candidate of the index for a
+	// term before it chooses a page, as it did before it stopped early
+	// (search_large.go): the reference its tests compare with. The
+	// backends set it from a test-only option.
+	EagerSearch bool
+	// LargeSearchMin replaces largeSearchMin, the number of the index's
+	// candidates from which Search stops early (0: largeSearchMin), and
+	// largeSearchBatch, its first batch of candidates; the backends set
+	// it from a test-only option, so that a small store's tests take that
+	// path and cross batches.
+	LargeSearchMin int
 	// TenantSQL, when set, is run first in every transaction of a
 	// tenant's Store (WithTenant) with the tenant as its one parameter:
 	// PostgreSQL sets sessionstore.tenant for the transaction, which the

@@ -48,6 +48,12 @@ type Dialect struct {
 	// term bound to the parameter term, ignoring case (the search's check
 	// of a term on a document's body).
 	Contains func(text, term string) string
+	// Rank returns the expression of a search hit's score computed from
+	// the text expression body and the parameter param (a value of
+	// rankArg), or NULL where the database's own rank is to be used
+	// (SQLite: a call of a function that calls RankScore, search_rank.go);
+	// nil where the database has no such function.
+	Rank func(body, param string) string
 	// BytesColumn returns the expression that selects the text column col
 	// as bytes, where the driver hands bytes over without a copy that text
 	// would need (SQLite: CAST(col AS BLOB)); nil selects col as it is.

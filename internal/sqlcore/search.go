@@ -81,7 +81,7 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) (store.SearchRe
 	var rows []searchRow
 	err = s.readTx(ctx, func(tx Tx) error {
 		res, rows = store.SearchResult{}, nil
-		query, args, err := s.searchSQL(q, long, short, stale)
+		query, args, err := s.searchSQL(q, long, short, stale, "")
 		if err != nil {
 			return err
 		}
@@ -112,15 +112,25 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) (store.SearchRe
 			res.Partial = older > 0
 			args = append([]any{floor}, args...)
 		}
-		if err := tx.Query(query, args, func(r Rows) error {
-			var row searchRow
-			if err := row.scan(r, q.IncludeEvents); err != nil {
+		large := false
+		if len(long) > 0 && !s.cfg.EagerSearch {
+			// A term in many documents: the page without reading every
+			// candidate (search_large.go).
+			if rows, large, err = s.searchLarge(tx, q, long, short, stale); err != nil {
 				return err
 			}
-			rows = append(rows, row)
-			return nil
-		}); err != nil {
-			return err
+		}
+		if !large {
+			if err := tx.Query(query, args, func(r Rows) error {
+				var row searchRow
+				if err := row.scan(r, q.IncludeEvents); err != nil {
+					return err
+				}
+				rows = append(rows, row)
+				return nil
+			}); err != nil {
+				return err
+			}
 		}
 		if plan.match && plan.count > 0 {
 			pend, err := s.pendingSearch(tx, plan, q, long, short)
@@ -186,8 +196,10 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) (store.SearchRe
 // searchSQL returns the query of a search and its arguments. Without long
 // terms the query's first parameter (added by the caller) is the doc floor
 // of the scan. With stale (a store that could not fold), the documents
-// of the queued keys are left out (pendingKeysFilter).
-func (s *Store) searchSQL(q store.SearchQuery, long, short []string, stale bool) (string, []any, error) {
+// of the queued keys are left out (pendingKeysFilter). With a rank
+// parameter (rankArg, SQLite only) a hit's score is the dialect's Rank,
+// bm25() where Rank leaves the hit to it.
+func (s *Store) searchSQL(q store.SearchQuery, long, short []string, stale bool, rank string) (string, []any, error) {
 	var b strings.Builder
 	var args []any
 	score := "0.0"
@@ -202,16 +214,14 @@ func (s *Store) searchSQL(q store.SearchQuery, long, short []string, stale bool)
 	switch {
 	case len(long) > 0 && !s.postgres():
 		score = "-bm25(search_fts)"
+		if rank != "" {
+			score = `coalesce(` + s.d.Rank("d.body", "?") + `, ` + score + `)`
+			args = append(args, rank)
+		}
 		b.WriteString(`SELECT ` + keys + `, ` + score + ` AS score
 FROM search_fts JOIN search_docs AS d ON d.doc = search_fts.rowid
 WHERE search_fts MATCH ?`)
 		args = append(args, ftsMatch(long))
-		// The index knows which documents hold each trigram, not where
-		// (migration 32): keep those that hold the terms themselves.
-		for _, t := range long {
-			b.WriteString(` AND ` + s.d.Contains("d.body", "?"))
-			args = append(args, t)
-		}
 	case len(long) > 0:
 		var rank []string
 		for range long {
@@ -234,6 +244,14 @@ FROM search_docs AS d WHERE d.doc > ?`)
 	var err error
 	if args, err = s.searchFilters(&b, args, q, short); err != nil {
 		return "", nil, err
+	}
+	if len(long) > 0 && !s.postgres() {
+		// The index knows which documents hold each trigram, not where
+		// (migration 32): keep those that hold the terms themselves.
+		for _, t := range long {
+			b.WriteString(` AND ` + s.d.Contains("d.body", "?"))
+			args = append(args, t)
+		}
 	}
 	if stale {
 		b.WriteString(s.pendingKeysFilter())
@@ -264,20 +282,34 @@ FROM search_docs AS d WHERE d.doc > ?`)
 // its long terms (each backend's index matches those its way): the
 // store's tenant, the short terms, live items only, the kinds and the
 // other filters. It returns args with theirs appended.
+// The conditions on the document's columns come first, the body's last:
+// SQLite tests them in that order, and a filter that rejects a document
+// spares the reading of its body.
 func (s *Store) searchFilters(b *strings.Builder, args []any, q store.SearchQuery, short []string) ([]any, error) {
-	// The store's tenant's documents only (migrations 17 and 18 give
-	// every document its session's or conversation's tenant).
-	b.WriteString(` AND d.tenant = ?`)
-	args = append(args, s.tenant)
-	for _, t := range short {
-		b.WriteString(` AND ` + s.d.Contains("d.body", "?"))
-		args = append(args, t)
+	args, err := s.searchColumnFilters(b, args, q)
+	if err != nil {
+		return nil, err
 	}
 	// Only live agent sessions' events are found: the events a rewind
 	// superseded and those of a deleted session that its forks still read
 	// are kept in retired rows (lineage, migration 12), not in a session.
 	b.WriteString(liveEventDocs)
 	b.WriteString(notRemovedConvDocs)
+	for _, t := range short {
+		b.WriteString(` AND ` + s.d.Contains("d.body", "?"))
+		args = append(args, t)
+	}
+	return args, nil
+}
+
+// searchColumnFilters writes the conditions of searchFilters that read
+// document d's own columns but its body: the store's tenant, the kinds
+// and the other filters.
+func (s *Store) searchColumnFilters(b *strings.Builder, args []any, q store.SearchQuery) ([]any, error) {
+	// The store's tenant's documents only (migrations 17 and 18 give
+	// every document its session's or conversation's tenant).
+	b.WriteString(` AND d.tenant = ?`)
+	args = append(args, s.tenant)
 	kinds := searchKinds(q)
 	if len(kinds) > 0 {
 		arg, err := s.d.ListArg(kinds)

@@ -330,17 +330,27 @@ func foldRunes(s string) []rune {
 // number of trigrams. Each product is rounded on its own (float64), as C
 // rounds it.
 func (bm bm25) score(body string) float64 {
-	const k1, b = 1.2, 0.75
 	text := foldRunes(body)
-	d := float64(max(utf8.RuneCountInString(body)-2, 0))
-	var sum float64
-	for i, ph := range bm.phrases {
+	freq := make([]float64, 0, len(bm.phrases))
+	for _, ph := range bm.phrases {
 		f := 0.0
 		for j := 0; j+3 <= len(text); j++ {
 			if text[j] == ph[0] && text[j+1] == ph[1] && text[j+2] == ph[2] {
 				f++
 			}
 		}
+		freq = append(freq, f)
+	}
+	return bm.combine(freq, float64(max(utf8.RuneCountInString(body)-2, 0)))
+}
+
+// combine is the score of a document of d trigrams in which phrase i
+// occurs freq[i] times, with FTS5's constants (k1 1.2, b 0.75) and
+// operations in its order.
+func (bm bm25) combine(freq []float64, d float64) float64 {
+	const k1, b = 1.2, 0.75
+	var sum float64
+	for i, f := range freq {
 		num := float64(f * (k1 + 1.0))
 		den := f + float64(k1*float64(float64(1-b)+float64(float64(b*d)/bm.avgdl)))
 		sum += float64(bm.idf[i] * float64(num/den))

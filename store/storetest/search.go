@@ -37,6 +37,7 @@ func RunSearch(t *testing.T, h Harness) {
 		{"DeletedNeverFound", testSearchDeleted},
 		{"UnfoldedUnderSnapshot", testSearchUnfoldedSnapshot},
 		{"UnfoldedScore", testSearchUnfoldedScore},
+		{"LargeTermPages", testSearchLargeTermPages},
 		{"History", testSearchHistory},
 		{"BadInput", testSearchBadInput},
 		{"CheckAndReindex", testSearchReindex},

@@ -89,6 +89,14 @@ type Options struct {
 	// ReadOnly opens a store that refuses every write (the backend's
 	// WithReadOnly(true)).
 	ReadOnly bool
+	// EagerSearch opens a store whose Search reads every candidate of the
+	// index before it chooses a page, as it did before it stopped early
+	// (a backend's test-only option): the reference of LargeTermPages.
+	EagerSearch bool
+	// LargeSearchMin, when positive, opens a store whose Search stops
+	// early from that many candidates of the index on (a backend's
+	// test-only option), so that a small store takes that path.
+	LargeSearchMin int
 }
 
 // Run runs the whole conformance suite.

@@ -1,0 +1,299 @@
+package sqlcore
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// A search of a term found in many documents. The index finds the
+// documents that hold all of a term's trigrams (the candidates: on a
+// common word, most of the index); the search's own query then reads each
+// candidate's row, checks the term on its body, applies the filters and
+// scores it before it sorts and keeps a page. Measured on 10,000 and
+// 50,000 documents of ~1 KiB (BenchmarkSearchCommonTerm), FTS5's bm25()
+// was most of that time and the body check and the row reads most of the
+// rest; the match alone was a few milliseconds. So, once the index has
+// largeSearchMin candidates or more:
+//
+//   - newest first, the search reads only the candidates' times (and the
+//     columns of the filters, but not the body), sorts them in Go, and
+//     checks the bodies and the other filters in that order, a batch at a
+//     time, until it has the page and one more hit; then it scores those
+//     hits alone. The same hits in the same order, with the same scores:
+//     each batch is the search's own conditions on a run of candidates in
+//     the final order, and the score is the same expression over the same
+//     index in the same transaction.
+//   - by rank on SQLite, every candidate's score is needed (the index has
+//     no positions, migration 32, so a document's frequency of a trigram
+//     is only in its body): the search's own query runs, scoring with the
+//     dialect's Rank (search_rank.go), which gives bm25()'s value without
+//     its second reading of the body.
+//   - on PostgreSQL the search's own query runs as it is (postgresLarge).
+//
+// postgresLarge: PostgreSQL's search is its own query, whatever the
+// number of candidates. Ranked, ts_rank needs every candidate's tsvector.
+// Newest first, the same steps as SQLite's work (LargeTermPages passes
+// with them) and took 17 against 47 ms on 10,000 documents, but only
+// while the table had no statistics: once ANALYZE had run, the planner
+// answered the candidates' keys (the GIN index's condition and the
+// filters, no ORDER BY) with a sequential scan that computes
+// sessionstore_trigrams of every row (about 6 ms each on ~1 KiB: 18 s on
+// 3,000 documents), where it kept the index for the search's own query
+// (25 ms). The function's cost as the planner sees it (the default, 100)
+// is far below what it costs; raising it is a schema step of its own.
+//
+// Below largeSearchMin candidates the search's own query is as cheap, and
+// the extra statements would cost more than they save.
+const largeSearchMin = 1000
+
+// largeSearchBatch is the first batch of candidates a search newest first
+// checks; each next batch is twice as large (up to largeSearchBatchMax),
+// so that a filter that rejects most candidates costs few statements.
+const (
+	largeSearchBatch    = 64
+	largeSearchBatchMax = 4096
+)
+
+// searchLarge returns the first q.Limit+1 hits of the index for search q
+// (long terms, the cursor applied, the items not yet folded left to the
+// caller), and true, when the index has largeSearchMin candidates or
+// more and the search can stop early or score faster; otherwise false,
+// and the caller runs searchSQL's query.
+func (s *Store) searchLarge(tx Tx, q store.SearchQuery, long, short []string, stale bool) ([]searchRow, bool, error) {
+	if s.postgres() {
+		return nil, false, nil // see postgresLarge
+	}
+	rankByGo := q.Order == store.SearchByRank && s.d.Rank != nil
+	if q.Order != store.SearchByTime && !rankByGo {
+		return nil, false, nil
+	}
+	most := largeSearchMin
+	if s.cfg.LargeSearchMin > 0 {
+		most = s.cfg.LargeSearchMin
+	}
+	n, err := s.countCandidates(tx, long, most)
+	if err != nil || n < most {
+		return nil, false, err
+	}
+	scan := func(rows *[]searchRow) func(r Rows) error {
+		return func(r Rows) error {
+			var row searchRow
+			if err := row.scan(r, q.IncludeEvents); err != nil {
+				return err
+			}
+			*rows = append(*rows, row)
+			return nil
+		}
+	}
+	if rankByGo {
+		bm, err := s.ftsBM25(tx, long)
+		if err != nil {
+			return nil, false, err
+		}
+		arg, ok := rankArg(bm)
+		if !ok {
+			return nil, false, nil
+		}
+		query, args, err := s.searchSQL(q, long, short, stale, arg)
+		if err != nil {
+			return nil, false, err
+		}
+		var rows []searchRow
+		if err := tx.Query(query, args, scan(&rows)); err != nil {
+			return nil, false, err
+		}
+		return rows, true, nil
+	}
+
+	// Newest first: the candidates' keys, in the search's order.
+	type key struct{ doc, at int64 }
+	var keys []key
+	query, args, err := s.candidateKeysSQL(q, long)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := tx.Query(query, args, func(r Rows) error {
+		var k key
+		if err := r.Scan(&k.doc, &k.at); err != nil {
+			return err
+		}
+		keys = append(keys, k)
+		return nil
+	}); err != nil {
+		return nil, false, err
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if a.at != b.at {
+			return compareDesc(a.at, b.at)
+		}
+		return compareDesc(a.doc, b.doc)
+	})
+	// The candidates' other conditions, a batch at a time in that order.
+	var rows []searchRow
+	batch := largeSearchBatch
+	if s.cfg.LargeSearchMin > 0 {
+		batch = s.cfg.LargeSearchMin // tests: a small store crosses batches
+	}
+	for start := 0; start < len(keys) && len(rows) <= q.Limit; start += batch {
+		if start > 0 {
+			batch = min(2*batch, largeSearchBatchMax)
+		}
+		docs := make([]int64, 0, batch)
+		for _, k := range keys[start:min(start+batch, len(keys))] {
+			docs = append(docs, k.doc)
+		}
+		query, args, err := s.checkBatchSQL(q, long, short, stale, docs, q.Limit+1-len(rows))
+		if err != nil {
+			return nil, false, err
+		}
+		if err := tx.Query(query, args, scan(&rows)); err != nil {
+			return nil, false, err
+		}
+	}
+	if len(rows) == 0 {
+		return rows, true, nil
+	}
+	// The hits' scores, from the same index in the same transaction.
+	docs := make([]int64, len(rows))
+	for i, r := range rows {
+		docs[i] = r.doc
+	}
+	query, args, err = s.scoresSQL(long, docs)
+	if err != nil {
+		return nil, false, err
+	}
+	scores := make(map[int64]float64, len(rows))
+	if err := tx.Query(query, args, func(r Rows) error {
+		var doc int64
+		var score float64
+		if err := r.Scan(&doc, &score); err != nil {
+			return err
+		}
+		scores[doc] = score
+		return nil
+	}); err != nil {
+		return nil, false, err
+	}
+	for i := range rows {
+		rows[i].score = scores[rows[i].doc]
+	}
+	return rows, true, nil
+}
+
+func compareDesc(a, b int64) int {
+	switch {
+	case a > b:
+		return -1
+	case a < b:
+		return 1
+	}
+	return 0
+}
+
+// countCandidates returns the number of documents the index finds for
+// long terms (all of their trigrams), counting up to most.
+func (s *Store) countCandidates(tx Tx, long []string, most int) (int, error) {
+	var n int
+	if s.postgres() {
+		var b strings.Builder
+		var args []any
+		b.WriteString(`SELECT count(*) FROM (SELECT 1 FROM search_docs AS d WHERE TRUE`)
+		for _, t := range long {
+			b.WriteString(` AND sessionstore_trigrams(d.body) @> sessionstore_trigrams(?)`)
+			args = append(args, t)
+		}
+		b.WriteString(` AND d.tenant = ? LIMIT ?) AS c`)
+		args = append(args, s.tenant, most)
+		err := tx.Scan(b.String(), args, &n)
+		return n, err
+	}
+	err := tx.Scan(`SELECT count(*) FROM (SELECT 1 FROM search_fts WHERE search_fts MATCH ? LIMIT ?) AS c`,
+		[]any{ftsMatch(long), most}, &n)
+	return n, err
+}
+
+// candidateKeysSQL returns the query of the documents (doc, at_us) that
+// the index finds for search q's long terms and that pass its conditions
+// on the documents' columns (searchColumnFilters) and its cursor (newest
+// first), without reading their bodies.
+func (s *Store) candidateKeysSQL(q store.SearchQuery, long []string) (string, []any, error) {
+	var b strings.Builder
+	var args []any
+	if s.postgres() {
+		b.WriteString(`SELECT d.doc, d.at_us FROM search_docs AS d WHERE TRUE`)
+		for _, t := range long {
+			b.WriteString(` AND sessionstore_trigrams(d.body) @> sessionstore_trigrams(?)`)
+			args = append(args, t)
+		}
+	} else {
+		b.WriteString(`SELECT d.doc, d.at_us FROM search_fts JOIN search_docs AS d ON d.doc = search_fts.rowid WHERE search_fts MATCH ?`)
+		args = append(args, ftsMatch(long))
+	}
+	args, err := s.searchColumnFilters(&b, args, q)
+	if err != nil {
+		return "", nil, err
+	}
+	if q.Cursor != "" {
+		c, _ := store.DecodeSearchCursor(q.Cursor) // validated by Normalize
+		b.WriteString(` AND (d.at_us < ? OR (d.at_us = ? AND d.doc < ?))`)
+		args = append(args, c.AtMicros, c.AtMicros, c.Doc)
+	}
+	return b.String(), args, nil
+}
+
+// checkBatchSQL returns the query of the rows of search q (newest first,
+// at most limit) among documents docs: searchSQL's conditions but the
+// index's match (docs are the index's candidates) and the cursor (applied
+// to docs already), the score left at 0 (scoresSQL's).
+func (s *Store) checkBatchSQL(q store.SearchQuery, long, short []string, stale bool, docs []int64, limit int) (string, []any, error) {
+	var b strings.Builder
+	cols, join := searchColumns, ""
+	if q.IncludeEvents {
+		cols += searchEventColumns
+		join = searchEventJoin
+	}
+	list, err := s.d.ListArg(docs)
+	if err != nil {
+		return "", nil, err
+	}
+	b.WriteString(`SELECT ` + cols + `, 0.0 AS score FROM search_docs AS d` + join + ` WHERE ` + s.d.InList("d.doc"))
+	args := []any{list}
+	if args, err = s.searchFilters(&b, args, q, short); err != nil {
+		return "", nil, err
+	}
+	for _, t := range long {
+		b.WriteString(` AND ` + s.d.Contains("d.body", "?"))
+		args = append(args, t)
+	}
+	if stale {
+		b.WriteString(s.pendingKeysFilter())
+	}
+	b.WriteString(` ORDER BY d.at_us DESC, d.doc DESC LIMIT ?`)
+	args = append(args, limit)
+	return b.String(), args, nil
+}
+
+// scoresSQL returns the query of (doc, score) of documents docs, each
+// found by the index for long terms, scored as searchSQL scores them.
+func (s *Store) scoresSQL(long []string, docs []int64) (string, []any, error) {
+	list, err := s.d.ListArg(docs)
+	if err != nil {
+		return "", nil, err
+	}
+	if s.postgres() {
+		var rank []string
+		var args []any
+		for _, t := range long {
+			rank = append(rank, `plainto_tsquery('simple', ?)`)
+			args = append(args, t)
+		}
+		return `SELECT d.doc, ts_rank(to_tsvector('simple', d.body), ` + strings.Join(rank, " || ") + `)::float8 FROM search_docs AS d WHERE ` + s.d.InList("d.doc"),
+			append(args, list), nil
+	}
+	// The unary + keeps the list from FTS5, which would run the match
+	// (and bm25()'s statistics) again for each of its rows.
+	return `SELECT search_fts.rowid, -bm25(search_fts) FROM search_fts WHERE search_fts MATCH ? AND ` + s.d.InList("+search_fts.rowid"),
+		[]any{ftsMatch(long), list}, nil
+}

@@ -1,0 +1,178 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentstore/sessionstore/store"
+)
+
+// testSearchLargeTermPages: a search of a term in many documents, which
+// stops reading the index's candidates once it has its page (ranked: a
+// faster score; newest first: the candidates checked in order, a batch at
+// a time), gives every page exactly as the search that reads every
+// candidate first (Options.EagerSearch, on the same database): the same
+// hits, order, scores, snippets and cursors, walking the cursors to the
+// end at limits 1, 7 and 20, ranked and newest first, with filters (kind,
+// session, app and user, since and until, a filter that rejects most
+// candidates, short terms), on documents of equal scores and equal times
+// (ties across page boundaries), after deletes, with items not yet folded
+// (a read-only store and a snapshot, which match them directly), and on
+// the store that folds them. The store under test takes the early path
+// from one candidate on (Options.LargeSearchMin).
+func testSearchLargeTermPages(t *testing.T, e *env) {
+	e.st.Close()
+	e.st = e.openWith(Options{NoIndexer: true})
+	rng := rand.New(rand.NewPCG(5, 6))
+	words := []string{"lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit"}
+	body := func() string {
+		var b strings.Builder
+		for range 3 + rng.IntN(12) {
+			b.WriteString(words[rng.IntN(len(words))] + " ")
+		}
+		switch r := rng.IntN(10); {
+		case r < 7:
+			b.WriteString("commonword " + strings.Repeat("commonword ", rng.IntN(3)))
+		case r == 7:
+			b.WriteString("rareword commonword ")
+		case r == 8:
+			b.WriteString("commonwor d") // every trigram of the term but one: a candidate in neither
+		}
+		if rng.IntN(8) == 0 {
+			b.WriteString("naïve café commonword ") // a body outside ASCII: bm25() scores it
+		}
+		if rng.IntN(10) == 0 {
+			b.WriteString("zq") // a short term: checked on the body, a batch at a time
+		}
+		return b.String()
+	}
+	// Conversations: messages appended a few at a time, so that many share
+	// their time; some texts repeat, so that many share their score.
+	fixed := []string{"commonword", "lorem commonword ipsum", "commonword commonword"}
+	for c := range 3 {
+		id := fmt.Sprintf("lt-conv-%d", c)
+		e.newConv(id)
+		for range 3 {
+			e.clock.Advance(time.Second)
+			var msgs []store.Message
+			for range 5 + rng.IntN(20) {
+				txt := body()
+				if rng.IntN(4) == 0 {
+					txt = fixed[rng.IntN(len(fixed))]
+				}
+				msgs = append(msgs, text([]string{"user", "assistant"}[rng.IntN(2)], txt))
+			}
+			e.appendMsgs(id, msgs...)
+		}
+	}
+	// Agent events at times out of their order (and some equal).
+	t0 := e.clock.Now()
+	keys := []store.SessionKey{{App: "lt", User: "u1", Session: "s1"}, {App: "lt", User: "u1", Session: "s2"}, {App: "lt", User: "u2", Session: "s3"}}
+	for _, k := range keys {
+		e.asCreate(k, store.ScopedState{})
+	}
+	for range 60 {
+		k := keys[rng.IntN(len(keys))]
+		ts := t0.Add(time.Duration(rng.IntN(8)-4) * time.Second)
+		txt := body()
+		if rng.IntN(4) == 0 {
+			txt = fixed[rng.IntN(len(fixed))]
+		}
+		e.asAppend(k, store.AgentEvent{Timestamp: ts, Data: adkEvent("model", txt)}, store.ScopedState{}, 0)
+	}
+	e.search(store.SearchQuery{Query: "commonword"}) // folds
+	// Deleted items: a message popped, a conversation and an agent
+	// session deleted (folded by the next search).
+	if _, err := e.conv().PopMessage(e.ctx, "lt-conv-0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.conv().Delete(e.ctx, "lt-conv-2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.as().DeleteSession(e.ctx, keys[2]); err != nil {
+		t.Fatal(err)
+	}
+	e.search(store.SearchQuery{Query: "commonword"}) // folds
+	// Items not yet folded (no indexer, no search of this store): new
+	// messages and events, a message popped.
+	if _, err := e.conv().PopMessage(e.ctx, "lt-conv-1"); err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		e.clock.Advance(time.Second)
+		e.appendMsgs("lt-conv-0", text("user", body()))
+		e.asAppend(keys[0], store.AgentEvent{Timestamp: t0.Add(time.Duration(rng.IntN(8)-4) * time.Second), Data: adkEvent("model", body())}, store.ScopedState{}, 0)
+	}
+	mid := t0.Add(-2 * time.Second)
+	queries := []store.SearchQuery{
+		{Query: "commonword"},
+		{Query: "commonword lorem"},
+		{Query: "rareword"},
+		{Query: "commonword", Kinds: []store.SearchKind{store.SearchMessage}},
+		{Query: "commonword", Session: "s2"}, // rejects most candidates
+		{Query: "commonword", App: "lt", User: "u1", Since: mid, IncludeEvents: true},
+		{Query: "commonword", Until: mid},
+		{Query: "commonword ip", Window: 1}, // a short term with a long one
+		{Query: "commonword zq"},            // one that rejects most candidates
+	}
+	compare := func(name string, got, want store.Searcher, gctx, wctx context.Context) {
+		t.Helper()
+		pages := 0
+		for i, q := range queries {
+			for _, o := range []store.SearchOrder{store.SearchByRank, store.SearchByTime} {
+				for _, limit := range []int{1, 7, 20} {
+					q := q
+					q.Order, q.Limit = o, limit
+					hits := 0
+					for page := 0; ; page++ {
+						g, err := got.Search(gctx, q)
+						if err != nil {
+							t.Fatalf("%s: %+v: %v", name, q, err)
+						}
+						w, err := want.Search(wctx, q)
+						if err != nil {
+							t.Fatalf("%s: %+v (eager): %v", name, q, err)
+						}
+						pages++
+						if !jsonEqual(g, w) {
+							t.Fatalf("%s: %q %s limit %d page %d:\n got  %s\n want %s", name, q.Query, o, limit, page, jsonOf(g), jsonOf(w))
+						}
+						hits += len(g.Hits)
+						// Limit 1 walks the first pages only (the
+						// others cross every boundary).
+						if g.Next == "" || (limit == 1 && page == 4) {
+							break
+						}
+						q.Cursor = g.Next
+					}
+					if i == 0 && limit == 20 && hits < 60 {
+						t.Fatalf("%s: %q %s: %d hits; the test wants many", name, q.Query, o, hits)
+					}
+				}
+			}
+		}
+		t.Logf("%s: %d pages compared", name, pages)
+	}
+	// A read-only store matches the items not yet folded directly.
+	ro := e.openWith(Options{ReadOnly: true, LargeSearchMin: 1})
+	roEager := e.openWith(Options{ReadOnly: true, EagerSearch: true})
+	compare("read-only", ro.(store.Searcher), roEager.(store.Searcher), e.ctx, e.ctx)
+	// So does a read under a snapshot of a store that can write.
+	lazy := e.openWith(Options{NoIndexer: true, LargeSearchMin: 1})
+	eager := e.openWith(Options{NoIndexer: true, EagerSearch: true})
+	err := lazy.ReadSnapshot(e.ctx, func(gctx context.Context) error {
+		return eager.ReadSnapshot(e.ctx, func(wctx context.Context) error {
+			compare("snapshot", lazy.(store.Searcher), eager.(store.Searcher), gctx, wctx)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The store that folds them.
+	compare("folded", lazy.(store.Searcher), eager.(store.Searcher), e.ctx, e.ctx)
+}
