@@ -62,6 +62,7 @@ func (s *Store) newCore() {
 		SearchEncrypted:   s.cfg.searchEncrypted,
 		EagerSearch:       s.cfg.eagerSearch,
 		LargeSearchMin:    s.cfg.largeSearchMin,
+		SearchTimeWalk:    s.cfg.searchTimeWalk,
 	})
 }
 

@@ -141,3 +141,10 @@ func WithEagerSearch() Option {
 func WithLargeSearchMin(n int) Option {
 	return func(c *config) { c.largeSearchMin = n }
 }
+
+// WithSearchTimeWalk opens a store whose Search newest first of a term in
+// many documents always walks the index of documents by time (mode 1) or
+// never (-1) (sqlcore.Config.SearchTimeWalk); 0 chooses by cost.
+func WithSearchTimeWalk(mode int) Option {
+	return func(c *config) { c.searchTimeWalk = mode }
+}

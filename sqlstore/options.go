@@ -46,6 +46,8 @@ type config struct {
 	eagerSearch bool
 	// largeSearchMin: a test-only option, sqlcore.Config.LargeSearchMin.
 	largeSearchMin int
+	// searchTimeWalk: a test-only option, sqlcore.Config.SearchTimeWalk.
+	searchTimeWalk int
 	// searchEncrypted: WithSearchEncrypted (keys.go).
 	searchEncrypted bool
 	// searchIndex: WithSearchIndex; nil leaves the file's setting.

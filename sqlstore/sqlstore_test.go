@@ -53,6 +53,9 @@ var harness = storetest.Harness{
 		if o.LargeSearchMin > 0 {
 			opts = append(opts, sqlstore.WithLargeSearchMin(o.LargeSearchMin))
 		}
+		if o.SearchTimeWalk != 0 {
+			opts = append(opts, sqlstore.WithSearchTimeWalk(o.SearchTimeWalk))
+		}
 		return sqlstore.Open(ctx, loc, opts...)
 	},
 	Exec: func(ctx context.Context, loc, query string) error {

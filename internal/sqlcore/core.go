@@ -133,6 +133,13 @@ type Config struct {
 	// it from a test-only option, so that a small store's tests take that
 	// path and cross batches.
 	LargeSearchMin int
+	// SearchTimeWalk chooses how a search newest first of a term in many
+	// documents finds its page on SQLite (search_large.go): 0 by the
+	// estimated cost (timeWalkFrom), 1 always by walking the index of
+	// documents by time, -1 always from the match's candidates, read and
+	// sorted. The backends set it from a test-only option, so that the
+	// tests cover both ways on a small store.
+	SearchTimeWalk int
 	// TenantSQL, when set, is run first in every transaction of a
 	// tenant's Store (WithTenant) with the tenant as its one parameter:
 	// PostgreSQL sets sessionstore.tenant for the transaction, which the

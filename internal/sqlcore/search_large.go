@@ -1,8 +1,11 @@
 package sqlcore
 
 import (
+	"errors"
+	"math"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentstore/sessionstore/store"
 )
@@ -73,7 +76,21 @@ func (s *Store) searchLarge(tx Tx, q store.SearchQuery, long, short []string, st
 	if s.cfg.LargeSearchMin > 0 {
 		most = s.cfg.LargeSearchMin
 	}
-	n, err := s.countCandidates(tx, long, most)
+	// Newest first, the index of documents by time is walked when the
+	// match holds enough of them (timeWalkFrom).
+	walkFrom := 0
+	var err error
+	if q.Order == store.SearchByTime {
+		switch {
+		case s.cfg.SearchTimeWalk > 0:
+			walkFrom = 1
+		case s.cfg.SearchTimeWalk == 0:
+			if walkFrom, err = s.timeWalkFrom(tx, q.Limit); err != nil {
+				return nil, false, err
+			}
+		}
+	}
+	n, err := s.countCandidates(tx, long, max(most, walkFrom))
 	if err != nil || n < most {
 		return nil, false, err
 	}
@@ -107,12 +124,60 @@ func (s *Store) searchLarge(tx Tx, q store.SearchQuery, long, short []string, st
 		return rows, true, nil
 	}
 
-	// Newest first: the candidates' keys, in the search's order.
+	var rows []searchRow
+	if walkFrom > 0 && n >= walkFrom {
+		// The tenant's documents newest first, each tested against the
+		// match, until the page and one more hit.
+		query, args, err := s.timeWalkSQL(q, long, short, stale)
+		if err != nil {
+			return nil, false, err
+		}
+		if err := tx.Query(query, args, scan(&rows)); err != nil {
+			return nil, false, err
+		}
+	} else if rows, err = s.candidatesByTime(tx, q, long, short, stale, scan); err != nil {
+		return nil, false, err
+	}
+	if len(rows) == 0 {
+		return rows, true, nil
+	}
+	// The hits' scores, from the same index in the same transaction.
+	docs := make([]int64, len(rows))
+	for i, r := range rows {
+		docs[i] = r.doc
+	}
+	query, args, err := s.scoresSQL(long, docs)
+	if err != nil {
+		return nil, false, err
+	}
+	scores := make(map[int64]float64, len(rows))
+	if err := tx.Query(query, args, func(r Rows) error {
+		var doc int64
+		var score float64
+		if err := r.Scan(&doc, &score); err != nil {
+			return err
+		}
+		scores[doc] = score
+		return nil
+	}); err != nil {
+		return nil, false, err
+	}
+	for i := range rows {
+		rows[i].score = scores[rows[i].doc]
+	}
+	return rows, true, nil
+}
+
+// candidatesByTime returns the first q.Limit+1 hits of search q newest
+// first from the match's candidates: their keys read and sorted, then
+// checked a batch at a time in that order.
+func (s *Store) candidatesByTime(tx Tx, q store.SearchQuery, long, short []string, stale bool, scan func(*[]searchRow) func(Rows) error) ([]searchRow, error) {
+	// The candidates' keys, in the search's order.
 	type key struct{ doc, at int64 }
 	var keys []key
 	query, args, err := s.candidateKeysSQL(q, long)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if err := tx.Query(query, args, func(r Rows) error {
 		var k key
@@ -122,7 +187,7 @@ func (s *Store) searchLarge(tx Tx, q store.SearchQuery, long, short []string, st
 		keys = append(keys, k)
 		return nil
 	}); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	slices.SortFunc(keys, func(a, b key) int {
 		if a.at != b.at {
@@ -146,40 +211,79 @@ func (s *Store) searchLarge(tx Tx, q store.SearchQuery, long, short []string, st
 		}
 		query, args, err := s.checkBatchSQL(q, long, short, stale, docs, q.Limit+1-len(rows))
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		if err := tx.Query(query, args, scan(&rows)); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 	}
-	if len(rows) == 0 {
-		return rows, true, nil
+	return rows, nil
+}
+
+// timeWalkStep is how many entries of the index of documents by time
+// (migration 36) a walk reads for the cost of reading one candidate's row
+// on the candidates' path: an entry is the next one of the same pages
+// plus a look-up in the match's rowids; a candidate's row is a seek in
+// search_docs and a row handed to Go and sorted.
+const timeWalkStep = 8
+
+// timeWalkFrom returns the number of the match's candidates from which a
+// search newest first for limit hits walks the index of documents by
+// time rather than read and sort every candidate. With the term in n of
+// the tenant's N documents spread over time, the walk reads about
+// (limit+1)·N/n entries before it has its page; the candidates' path
+// reads n rows. The walk is cheaper from n² ≥ (limit+1)·N/timeWalkStep.
+// N is taken as the largest doc (every tenant's, documents removed
+// included): a bound that errs towards the candidates' path. A filter
+// that rejects most documents lengthens the walk, but never past the
+// tenant's entries and the candidates' rows (the candidates' path reads
+// those rows too).
+func (s *Store) timeWalkFrom(tx Tx, limit int) (int, error) {
+	var top int64
+	if err := tx.Scan(`SELECT coalesce(max(doc), 0) FROM search_docs`, nil, &top); err != nil {
+		return 0, err
 	}
-	// The hits' scores, from the same index in the same transaction.
-	docs := make([]int64, len(rows))
-	for i, r := range rows {
-		docs[i] = r.doc
+	return max(1, int(math.Ceil(math.Sqrt(float64(limit+1)*float64(top)/timeWalkStep)))), nil
+}
+
+// timeWalkSQL returns the query of the first q.Limit+1 rows of search q
+// newest first (SQLite): the tenant's documents walked newest first on
+// search_docs_time (migration 36; its entries end with the rowid, so the
+// walk is in at_us DESC, doc DESC order with no sort), from the cursor,
+// each tested against the match's rowids (which SQLite gathers once in a
+// b-tree of its own), then searchSQL's other conditions, the body's
+// last; the score is left at 0 (scoresSQL's).
+func (s *Store) timeWalkSQL(q store.SearchQuery, long, short []string, stale bool) (string, []any, error) {
+	var b strings.Builder
+	cols, join := searchColumns, ""
+	if q.IncludeEvents {
+		cols += searchEventColumns
+		join = searchEventJoin
 	}
-	query, args, err = s.scoresSQL(long, docs)
+	b.WriteString(`SELECT ` + cols + `, 0.0 AS score FROM search_docs AS d INDEXED BY search_docs_time` + join +
+		` WHERE d.doc IN (SELECT rowid FROM search_fts WHERE search_fts MATCH ?)`)
+	args := []any{ftsMatch(long)}
+	if q.Cursor != "" {
+		c, _ := store.DecodeSearchCursor(q.Cursor) // validated by Normalize
+		// at_us <= ? bounds the walk; the rest of the cursor is tested on
+		// the entries of its own time.
+		b.WriteString(` AND d.at_us <= ? AND (d.at_us < ? OR d.doc < ?)`)
+		args = append(args, c.AtMicros, c.AtMicros, c.Doc)
+	}
+	args, err := s.searchFilters(&b, args, q, short)
 	if err != nil {
-		return nil, false, err
+		return "", nil, err
 	}
-	scores := make(map[int64]float64, len(rows))
-	if err := tx.Query(query, args, func(r Rows) error {
-		var doc int64
-		var score float64
-		if err := r.Scan(&doc, &score); err != nil {
-			return err
-		}
-		scores[doc] = score
-		return nil
-	}); err != nil {
-		return nil, false, err
+	for _, t := range long {
+		b.WriteString(` AND ` + s.d.Contains("d.body", "?"))
+		args = append(args, t)
 	}
-	for i := range rows {
-		rows[i].score = scores[rows[i].doc]
+	if stale {
+		b.WriteString(s.pendingKeysFilter())
 	}
-	return rows, true, nil
+	b.WriteString(` ORDER BY d.at_us DESC, d.doc DESC LIMIT ?`)
+	args = append(args, q.Limit+1)
+	return b.String(), args, nil
 }
 
 func compareDesc(a, b int64) int {
@@ -296,4 +400,28 @@ func (s *Store) scoresSQL(long []string, docs []int64) (string, []any, error) {
 	// (and bm25()'s statistics) again for each of its rows.
 	return `SELECT search_fts.rowid, -bm25(search_fts) FROM search_fts WHERE search_fts MATCH ? AND ` + s.d.InList("+search_fts.rowid"),
 		[]any{ftsMatch(long), list}, nil
+}
+
+// SearchTimeWalkSQL returns the query (and its arguments) with which a
+// search q newest first of a term in many documents walks the index of
+// documents by time (timeWalkSQL), on SQLite, for the backend's query
+// plan tests; q is normalized first, and its terms must include one long
+// enough for the index.
+func (s *Store) SearchTimeWalkSQL(q store.SearchQuery) (string, []any, error) {
+	q, err := q.Normalize()
+	if err != nil {
+		return "", nil, err
+	}
+	var long, short []string
+	for _, t := range store.SearchTerms(q.Query) {
+		if utf8.RuneCountInString(t) >= store.MinIndexedTerm {
+			long = append(long, t)
+		} else {
+			short = append(short, t)
+		}
+	}
+	if len(long) == 0 || s.postgres() {
+		return "", nil, errors.New("sqlcore: no walk of the index by time for this search")
+	}
+	return s.timeWalkSQL(q, long, short, true)
 }

@@ -23,7 +23,10 @@ import (
 // (ties across page boundaries), after deletes, with items not yet folded
 // (a read-only store and a snapshot, which match them directly), and on
 // the store that folds them. The store under test takes the early path
-// from one candidate on (Options.LargeSearchMin).
+// from one candidate on (Options.LargeSearchMin), newest first each way:
+// chosen by its estimate, walking the documents by time, and reading and
+// sorting the candidates (Options.SearchTimeWalk), with a cursor in the
+// middle of documents of one time and since and until together.
 func testSearchLargeTermPages(t *testing.T, e *env) {
 	e.st.Close()
 	e.st = e.openWith(Options{NoIndexer: true})
@@ -116,14 +119,15 @@ func testSearchLargeTermPages(t *testing.T, e *env) {
 		{Query: "commonword", Session: "s2"}, // rejects most candidates
 		{Query: "commonword", App: "lt", User: "u1", Since: mid, IncludeEvents: true},
 		{Query: "commonword", Until: mid},
+		{Query: "commonword", Since: mid, Until: t0.Add(2 * time.Second), Session: "s1"},
 		{Query: "commonword ip", Window: 1}, // a short term with a long one
 		{Query: "commonword zq"},            // one that rejects most candidates
 	}
-	compare := func(name string, got, want store.Searcher, gctx, wctx context.Context) {
+	compare := func(name string, got, want store.Searcher, gctx, wctx context.Context, orders ...store.SearchOrder) {
 		t.Helper()
 		pages := 0
 		for i, q := range queries {
-			for _, o := range []store.SearchOrder{store.SearchByRank, store.SearchByTime} {
+			for _, o := range orders {
 				for _, limit := range []int{1, 7, 20} {
 					q := q
 					q.Order, q.Limit = o, limit
@@ -157,22 +161,43 @@ func testSearchLargeTermPages(t *testing.T, e *env) {
 		}
 		t.Logf("%s: %d pages compared", name, pages)
 	}
-	// A read-only store matches the items not yet folded directly.
-	ro := e.openWith(Options{ReadOnly: true, LargeSearchMin: 1})
-	roEager := e.openWith(Options{ReadOnly: true, EagerSearch: true})
-	compare("read-only", ro.(store.Searcher), roEager.(store.Searcher), e.ctx, e.ctx)
-	// So does a read under a snapshot of a store that can write.
-	lazy := e.openWith(Options{NoIndexer: true, LargeSearchMin: 1})
-	eager := e.openWith(Options{NoIndexer: true, EagerSearch: true})
-	err := lazy.ReadSnapshot(e.ctx, func(gctx context.Context) error {
-		return eager.ReadSnapshot(e.ctx, func(wctx context.Context) error {
-			compare("snapshot", lazy.(store.Searcher), eager.(store.Searcher), gctx, wctx)
-			return nil
+	both := []store.SearchOrder{store.SearchByRank, store.SearchByTime}
+	// Newest first, each way of the search: chosen by the store's
+	// estimate, always walking the documents by time, never (on a
+	// backend with such an index).
+	for _, walk := range []struct {
+		name string
+		mode int
+	}{{"", 0}, {"walk/", 1}, {"candidates/", -1}} {
+		orders := both
+		if walk.mode != 0 {
+			orders = []store.SearchOrder{store.SearchByTime}
+		}
+		// A read-only store matches the items not yet folded directly.
+		ro := e.openWith(Options{ReadOnly: true, LargeSearchMin: 1, SearchTimeWalk: walk.mode})
+		roEager := e.openWith(Options{ReadOnly: true, EagerSearch: true})
+		compare(walk.name+"read-only", ro.(store.Searcher), roEager.(store.Searcher), e.ctx, e.ctx, orders...)
+		// So does a read under a snapshot of a store that can write.
+		lazy := e.openWith(Options{NoIndexer: true, LargeSearchMin: 1, SearchTimeWalk: walk.mode})
+		eager := e.openWith(Options{NoIndexer: true, EagerSearch: true})
+		err := lazy.ReadSnapshot(e.ctx, func(gctx context.Context) error {
+			return eager.ReadSnapshot(e.ctx, func(wctx context.Context) error {
+				compare(walk.name+"snapshot", lazy.(store.Searcher), eager.(store.Searcher), gctx, wctx, orders...)
+				return nil
+			})
 		})
-	})
-	if err != nil {
-		t.Fatal(err)
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
-	// The store that folds them.
-	compare("folded", lazy.(store.Searcher), eager.(store.Searcher), e.ctx, e.ctx)
+	// The store that folds them (the first search folds them).
+	for _, mode := range []int{1, -1, 0} {
+		lazy := e.openWith(Options{NoIndexer: true, LargeSearchMin: 1, SearchTimeWalk: mode})
+		eager := e.openWith(Options{NoIndexer: true, EagerSearch: true})
+		orders := both
+		if mode != 0 {
+			orders = []store.SearchOrder{store.SearchByTime}
+		}
+		compare(fmt.Sprintf("folded/%d", mode), lazy.(store.Searcher), eager.(store.Searcher), e.ctx, e.ctx, orders...)
+	}
 }

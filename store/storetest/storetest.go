@@ -97,6 +97,12 @@ type Options struct {
 	// early from that many candidates of the index on (a backend's
 	// test-only option), so that a small store takes that path.
 	LargeSearchMin int
+	// SearchTimeWalk, when not 0, opens a store whose Search newest first
+	// of a term in many documents always (1) or never (-1) walks an index
+	// of the documents by time (a backend's test-only option; a backend
+	// without such an index ignores it), so that a small store's tests
+	// cover both ways; 0 leaves the choice to the store.
+	SearchTimeWalk int
 }
 
 // Run runs the whole conformance suite.
