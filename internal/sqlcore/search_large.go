@@ -20,14 +20,19 @@ import (
 // rest; the match alone was a few milliseconds. So, once the index has
 // largeSearchMin candidates or more:
 //
-//   - newest first, the search reads only the candidates' times (and the
-//     columns of the filters, but not the body), sorts them in Go, and
-//     checks the bodies and the other filters in that order, a batch at a
-//     time, until it has the page and one more hit; then it scores those
-//     hits alone. The same hits in the same order, with the same scores:
-//     each batch is the search's own conditions on a run of candidates in
-//     the final order, and the score is the same expression over the same
-//     index in the same transaction.
+//   - newest first, when the match holds enough candidates
+//     (timeWalkFrom), the search walks the tenant's documents newest
+//     first on the index by time (migration 36) and tests each against
+//     the match's rowids, the filters and the body, until it has the page
+//     and one more hit (timeWalkSQL); otherwise it reads only the
+//     candidates' times (and the columns of the filters, but not the
+//     body), sorts them in Go, and checks the bodies and the other filters
+//     in that order, a batch at a time, until it has the page and one more
+//     hit (candidatesByTime). Either way it then scores those hits alone.
+//     The same hits in the same order, with the same scores: each is the
+//     search's own conditions on documents in the final order, and the
+//     score is the same expression over the same index in the same
+//     transaction.
 //   - by rank on SQLite, every candidate's score is needed (the index has
 //     no positions, migration 32, so a document's frequency of a trigram
 //     is only in its body): the search's own query runs, scoring with the
