@@ -30,19 +30,16 @@ import (
 //     is only in its body): the search's own query runs, scoring with the
 //     dialect's Rank (search_rank.go), which gives bm25()'s value without
 //     its second reading of the body.
-//   - on PostgreSQL the search's own query runs as it is (postgresLarge).
+//   - by rank on PostgreSQL, ts_rank needs every candidate's tsvector: the
+//     search's own query runs as it is.
 //
-// postgresLarge: PostgreSQL's search is its own query, whatever the
-// number of candidates. Ranked, ts_rank needs every candidate's tsvector.
-// Newest first, the same steps as SQLite's work (LargeTermPages passes
-// with them) and took 17 against 47 ms on 10,000 documents, but only
-// while the table had no statistics: once ANALYZE had run, the planner
-// answered the candidates' keys (the GIN index's condition and the
-// filters, no ORDER BY) with a sequential scan that computes
-// sessionstore_trigrams of every row (about 6 ms each on ~1 KiB: 18 s on
-// 3,000 documents), where it kept the index for the search's own query
-// (25 ms). The function's cost as the planner sees it (the default, 100)
-// is far below what it costs; raising it is a schema step of its own.
+// PostgreSQL newest first: these steps were turned off once (the
+// candidates' keys, the GIN index's condition and the filters without an
+// ORDER BY, were answered after ANALYZE by a sequential scan computing
+// sessionstore_trigrams of every row: 18 s on 3,000 documents) and came
+// back with migration 37, which gives the function its cost, so that
+// the planner keeps the trigram index for every statement of a search
+// (TestSearchPlansAfterAnalyze in pgstore checks each plan).
 //
 // Below largeSearchMin candidates the search's own query is as cheap, and
 // the extra statements would cost more than they save.
@@ -62,10 +59,7 @@ const (
 // more and the search can stop early or score faster; otherwise false,
 // and the caller runs searchSQL's query.
 func (s *Store) searchLarge(tx Tx, q store.SearchQuery, long, short []string, stale bool) ([]searchRow, bool, error) {
-	if s.postgres() {
-		return nil, false, nil // see postgresLarge
-	}
-	rankByGo := q.Order == store.SearchByRank && s.d.Rank != nil
+	rankByGo := q.Order == store.SearchByRank && !s.postgres() && s.d.Rank != nil
 	if q.Order != store.SearchByTime && !rankByGo {
 		return nil, false, nil
 	}
