@@ -30,16 +30,23 @@ import (
 //     is only in its body): the search's own query runs, scoring with the
 //     dialect's Rank (search_rank.go), which gives bm25()'s value without
 //     its second reading of the body.
-//   - by rank on PostgreSQL, ts_rank needs every candidate's tsvector: the
-//     search's own query runs as it is.
+//   - on PostgreSQL the search's own query runs as it is (postgresLarge).
 //
-// PostgreSQL newest first: these steps were turned off once (the
-// candidates' keys, the GIN index's condition and the filters without an
-// ORDER BY, were answered after ANALYZE by a sequential scan computing
-// sessionstore_trigrams of every row: 18 s on 3,000 documents) and came
-// back with migration 37, which gives the function its cost, so that
-// the planner keeps the trigram index for every statement of a search
-// (TestSearchPlansAfterAnalyze in pgstore checks each plan).
+// postgresLarge: PostgreSQL's search is its own query, whatever the
+// number of candidates. Ranked, ts_rank needs every candidate's tsvector.
+// Newest first, the same steps as SQLite's work (LargeTermPages passes
+// with them). They were turned off (c88f222) because once ANALYZE had
+// run the planner answered the candidates' keys with a sequential scan
+// computing sessionstore_trigrams of every row (18 s on 3,000
+// documents). Since migration 37 gives the function its cost, every
+// statement of theirs keeps the trigram index after ANALYZE
+// (TestSearchPlansAfterAnalyze with them turned on), but they were not
+// faster than the search's own query, which the same step made faster
+// too: on 10,000 documents after ANALYZE (BenchmarkSearchCommonTerm,
+// load 3.5-4.4, directional) 68 against 63 ms for the common term, 37
+// against 13 ms filtered to one session, 12 against 40 ms for messages
+// only, and 15 against 2 ms for a rare term (the count of candidates
+// that chooses the path). They stay off.
 //
 // Below largeSearchMin candidates the search's own query is as cheap, and
 // the extra statements would cost more than they save.
@@ -59,7 +66,10 @@ const (
 // more and the search can stop early or score faster; otherwise false,
 // and the caller runs searchSQL's query.
 func (s *Store) searchLarge(tx Tx, q store.SearchQuery, long, short []string, stale bool) ([]searchRow, bool, error) {
-	rankByGo := q.Order == store.SearchByRank && !s.postgres() && s.d.Rank != nil
+	if s.postgres() {
+		return nil, false, nil // see postgresLarge
+	}
+	rankByGo := q.Order == store.SearchByRank && s.d.Rank != nil
 	if q.Order != store.SearchByTime && !rankByGo {
 		return nil, false, nil
 	}
