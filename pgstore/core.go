@@ -25,6 +25,12 @@ var dialect = &sqlcore.Dialect{
 	ListArg:     func(values any) (any, error) { return values, nil }, // pgx binds slices as arrays
 	AuditChain:  auditChainSQL,                                        // audit.go
 	Contains:    func(text, term string) string { return `strpos(lower(` + text + `), lower(` + term + `)) > 0` },
+	// A search's plan counts sessionstore_trigrams at its cost (migration
+	// 37) for every candidate of the trigram index, as if each were
+	// checked again: on a large index a search's estimate passes
+	// jit_above_cost, and JIT compilation (hundreds of milliseconds)
+	// would cost more than it saves on a query that computes no trigram.
+	SearchSetup: `SET LOCAL jit = off`,
 	PollTurnsSQL: `SELECT
 		j.id AS id,
 		j.gen AS gen,
@@ -66,6 +72,7 @@ func (s *Store) newCore() {
 		SearchEncrypted: s.cfg.searchEncrypted,
 		EagerSearch:     s.cfg.eagerSearch,
 		LargeSearchMin:  s.cfg.largeSearchMin,
+		SearchTrace:     s.cfg.searchTrace,
 	})
 }
 

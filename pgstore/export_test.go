@@ -167,3 +167,20 @@ func WithEagerSearch() Option {
 func WithLargeSearchMin(n int) Option {
 	return func(c *config) { c.largeSearchMin = n }
 }
+
+// WithSearchExplain opens a store whose Search gives fn the plan
+// (EXPLAIN (FORMAT JSON), in the search's own transaction, with the same
+// arguments) of each statement it runs on search_docs, before it runs it
+// (sqlcore.Config.SearchTrace); an error from fn fails the search before
+// the statement runs.
+func WithSearchExplain(fn func(query string, plan []byte) error) Option {
+	return func(c *config) {
+		c.searchTrace = func(tx sqlcore.Tx, query string, args []any) error {
+			var plan string
+			if err := tx.Scan(`EXPLAIN (FORMAT JSON) `+query, args, &plan); err != nil {
+				return err
+			}
+			return fn(query, []byte(plan))
+		}
+	}
+}

@@ -34,6 +34,8 @@ type config struct {
 	eagerSearch bool
 	// largeSearchMin: a test-only option, sqlcore.Config.LargeSearchMin.
 	largeSearchMin int
+	// searchTrace: a test-only option, sqlcore.Config.SearchTrace.
+	searchTrace func(tx sqlcore.Tx, query string, args []any) error
 	// searchEncrypted: WithSearchEncrypted (keys.go).
 	searchEncrypted bool
 	// searchIndex: WithSearchIndex; nil leaves the database's setting.

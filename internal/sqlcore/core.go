@@ -140,6 +140,12 @@ type Config struct {
 	// sorted. The backends set it from a test-only option, so that the
 	// tests cover both ways on a small store.
 	SearchTimeWalk int
+	// SearchTrace, when set, runs in Search's read transaction before
+	// each statement that reads search_docs, with that statement and its
+	// arguments; an error from it fails the search. The backends set it
+	// from a test-only option, so that a test can look at the plans of
+	// the statements a search runs (EXPLAIN in the same transaction).
+	SearchTrace func(tx Tx, query string, args []any) error
 	// TenantSQL, when set, is run first in every transaction of a
 	// tenant's Store (WithTenant) with the tenant as its one parameter:
 	// PostgreSQL sets sessionstore.tenant for the transaction, which the

@@ -48,6 +48,10 @@ type Dialect struct {
 	// term bound to the parameter term, ignoring case (the search's check
 	// of a term on a document's body).
 	Contains func(text, term string) string
+	// SearchSetup, when not empty, is run first in a search's read
+	// transaction (PostgreSQL: SET LOCAL jit = off, see
+	// migrations/postgres/00037).
+	SearchSetup string
 	// Rank returns the expression of a search hit's score computed from
 	// the text expression body and the parameter param (a value of
 	// rankArg), or NULL where the database's own rank is to be used

@@ -80,6 +80,14 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) (store.SearchRe
 	var res store.SearchResult
 	var rows []searchRow
 	err = s.readTx(ctx, func(tx Tx) error {
+		if s.d.SearchSetup != "" {
+			if _, err := tx.Exec(s.d.SearchSetup); err != nil {
+				return err
+			}
+		}
+		if s.cfg.SearchTrace != nil {
+			tx = tracedTx{Tx: tx, trace: s.cfg.SearchTrace}
+		}
 		res, rows = store.SearchResult{}, nil
 		query, args, err := s.searchSQL(q, long, short, stale, "")
 		if err != nil {
@@ -586,4 +594,25 @@ func ceilMicros(t time.Time) int64 {
 		us++
 	}
 	return us
+}
+
+// tracedTx is a search's read transaction with Config.SearchTrace: the
+// hook sees each statement that reads rows before it runs.
+type tracedTx struct {
+	Tx
+	trace func(tx Tx, query string, args []any) error
+}
+
+func (t tracedTx) Scan(query string, args []any, dest ...any) error {
+	if err := t.trace(t.Tx, query, args); err != nil {
+		return err
+	}
+	return t.Tx.Scan(query, args, dest...)
+}
+
+func (t tracedTx) Query(query string, args []any, fn func(Rows) error) error {
+	if err := t.trace(t.Tx, query, args); err != nil {
+		return err
+	}
+	return t.Tx.Query(query, args, fn)
 }

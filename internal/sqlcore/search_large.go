@@ -43,14 +43,18 @@ import (
 // postgresLarge: PostgreSQL's search is its own query, whatever the
 // number of candidates. Ranked, ts_rank needs every candidate's tsvector.
 // Newest first, the same steps as SQLite's work (LargeTermPages passes
-// with them) and took 17 against 47 ms on 10,000 documents, but only
-// while the table had no statistics: once ANALYZE had run, the planner
-// answered the candidates' keys (the GIN index's condition and the
-// filters, no ORDER BY) with a sequential scan that computes
-// sessionstore_trigrams of every row (about 6 ms each on ~1 KiB: 18 s on
-// 3,000 documents), where it kept the index for the search's own query
-// (25 ms). The function's cost as the planner sees it (the default, 100)
-// is far below what it costs; raising it is a schema step of its own.
+// with them). They were turned off (c88f222) because once ANALYZE had
+// run the planner answered the candidates' keys with a sequential scan
+// computing sessionstore_trigrams of every row (18 s on 3,000
+// documents). Since migration 37 gives the function its cost, every
+// statement of theirs keeps the trigram index after ANALYZE
+// (TestSearchPlansAfterAnalyze with them turned on), but they were not
+// faster than the search's own query, which the same step made faster
+// too: on 10,000 documents after ANALYZE (BenchmarkSearchCommonTerm,
+// load 3.5-4.4, directional) 68 against 63 ms for the common term, 37
+// against 13 ms filtered to one session, 12 against 40 ms for messages
+// only, and 15 against 2 ms for a rare term (the count of candidates
+// that chooses the path). They stay off.
 //
 // Below largeSearchMin candidates the search's own query is as cheap, and
 // the extra statements would cost more than they save.

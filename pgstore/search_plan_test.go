@@ -1,0 +1,150 @@
+package pgstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentstore/sessionstore/pgstore"
+	"github.com/agentstore/sessionstore/store"
+	"github.com/agentstore/sessionstore/store/storetest"
+)
+
+// planNode is a node of EXPLAIN (FORMAT JSON)'s plan.
+type planNode struct {
+	NodeType  string     `json:"Node Type"`
+	Relation  string     `json:"Relation Name"`
+	IndexName string     `json:"Index Name"`
+	Filter    string     `json:"Filter"`
+	TotalCost float64    `json:"Total Cost"`
+	Plans     []planNode `json:"Plans"`
+}
+
+func (n planNode) walk(fn func(planNode)) {
+	fn(n)
+	for _, c := range n.Plans {
+		c.walk(fn)
+	}
+}
+
+// searchPlanProblem returns what is wrong with the plan of a statement a
+// search runs on search_docs, "" when nothing is: a statement that
+// matches the trigram index must use it (a sequential scan, or another
+// index with a filter, computes sessionstore_trigrams of every row it
+// reads: milliseconds per ~1 KiB body), and no plan may use JIT
+// (compilation: hundreds of milliseconds).
+func searchPlanProblem(query string, plan []byte) string {
+	var out []struct {
+		Plan planNode         `json:"Plan"`
+		JIT  *json.RawMessage `json:"JIT"`
+	}
+	if err := json.Unmarshal(plan, &out); err != nil || len(out) != 1 {
+		return fmt.Sprintf("plan not read (%v): %s", err, plan)
+	}
+	var problems []string
+	usesIndex := false
+	out[0].Plan.walk(func(n planNode) {
+		if n.IndexName == "search_docs_trigrams" {
+			usesIndex = true
+		}
+		if n.Relation == "search_docs" && strings.Contains(n.Filter, "sessionstore_trigrams") {
+			problems = append(problems, fmt.Sprintf("%s on search_docs computes the trigrams of every row it reads (filter %s)", n.NodeType, n.Filter))
+		}
+	})
+	if strings.Contains(query, "sessionstore_trigrams(d.body) @>") && !usesIndex {
+		problems = append(problems, "the trigram index search_docs_trigrams is not used")
+	}
+	if out[0].JIT != nil {
+		problems = append(problems, fmt.Sprintf("the plan (cost %.0f) uses JIT", out[0].Plan.TotalCost))
+	}
+	return strings.Join(problems, "; ")
+}
+
+// After ANALYZE (which autovacuum runs on a production server), every
+// statement of a search by a term, ranked or newest first, common, rare
+// or filtered, first page and next, uses the trigram index and stays
+// below JIT's threshold: the plans are taken by EXPLAIN in the search's
+// own transaction with the search's arguments, before each statement
+// runs (a bad plan fails the test before it takes its seconds). The
+// store's connections lower jit_above_cost to 1,000, so that a search
+// of this small corpus costs as much to the planner as one of a large
+// corpus would with the default threshold (100,000).
+func TestSearchPlansAfterAnalyze(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a corpus of 3,000 documents")
+	}
+	ctx := context.Background()
+	loc := newSchema(t)
+	st, err := pgstore.Open(ctx, loc, pgstore.WithBackgroundIndexer(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := storetest.BuildCommonTermCorpus(ctx, st, 3000); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Search(ctx, store.SearchQuery{Query: "xylophone"}); err != nil { // folds
+		t.Fatal(err)
+	}
+	st.Close()
+	conn, err := pgx.Connect(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "ANALYZE search_docs"); err != nil {
+		t.Fatal(err)
+	}
+	lowJIT, err := withParam(loc, "jit_above_cost", "1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var statements int
+	st, err = pgstore.Open(ctx, lowJIT, pgstore.WithBackgroundIndexer(false),
+		pgstore.WithSearchExplain(func(query string, plan []byte) error {
+			if !strings.Contains(query, "search_docs") {
+				return nil
+			}
+			statements++
+			if p := searchPlanProblem(query, plan); p != "" {
+				return fmt.Errorf("%s\nstatement: %s", p, query)
+			}
+			return nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, qc := range []store.SearchQuery{
+		{Query: "session"},
+		{Query: "xylophone"},
+		{Query: "session", Session: "s-07"},
+		{Query: "session", Kinds: []store.SearchKind{store.SearchMessage}},
+		{Query: "session agent"},
+	} {
+		for _, o := range []store.SearchOrder{store.SearchByRank, store.SearchByTime} {
+			q := qc
+			q.Limit, q.Order = 20, o
+			for page := 0; page < 2; page++ {
+				r, err := st.Search(ctx, q)
+				if err != nil {
+					t.Fatalf("%+v page %d: %v", q, page, err)
+				}
+				if len(r.Hits) == 0 {
+					t.Fatalf("%+v page %d: no hit", q, page)
+				}
+				if r.Next == "" {
+					break
+				}
+				q.Cursor = r.Next
+			}
+		}
+	}
+	if statements == 0 {
+		t.Fatal("no statement of the searches was explained")
+	}
+}
