@@ -279,9 +279,21 @@ func (s *Store) timeWalkSQL(q store.SearchQuery, long, short []string, stale boo
 		b.WriteString(` AND d.at_us <= ? AND (d.at_us < ? OR d.doc < ?)`)
 		args = append(args, c.AtMicros, c.AtMicros, c.Doc)
 	}
-	args, err := s.searchFilters(&b, args, q, short)
+	args, err := s.timeOrderedHits(&b, args, q, long, short, stale, q.Limit+1)
 	if err != nil {
 		return "", nil, err
+	}
+	return b.String(), args, nil
+}
+
+// timeOrderedHits writes the rest of a query of documents d newest first
+// for search q: its filters, each long term checked on the body, the
+// documents of queued keys left out when stale, and the order, limited
+// to limit rows. It returns args with theirs appended.
+func (s *Store) timeOrderedHits(b *strings.Builder, args []any, q store.SearchQuery, long, short []string, stale bool, limit int) ([]any, error) {
+	args, err := s.searchFilters(b, args, q, short)
+	if err != nil {
+		return nil, err
 	}
 	for _, t := range long {
 		b.WriteString(` AND ` + s.d.Contains("d.body", "?"))
@@ -291,8 +303,7 @@ func (s *Store) timeWalkSQL(q store.SearchQuery, long, short []string, stale boo
 		b.WriteString(s.pendingKeysFilter())
 	}
 	b.WriteString(` ORDER BY d.at_us DESC, d.doc DESC LIMIT ?`)
-	args = append(args, q.Limit+1)
-	return b.String(), args, nil
+	return append(args, limit), nil
 }
 
 func compareDesc(a, b int64) int {
@@ -372,19 +383,10 @@ func (s *Store) checkBatchSQL(q store.SearchQuery, long, short []string, stale b
 		return "", nil, err
 	}
 	b.WriteString(`SELECT ` + cols + `, 0.0 AS score FROM search_docs AS d` + join + ` WHERE ` + s.d.InList("d.doc"))
-	args := []any{list}
-	if args, err = s.searchFilters(&b, args, q, short); err != nil {
+	args, err := s.timeOrderedHits(&b, []any{list}, q, long, short, stale, limit)
+	if err != nil {
 		return "", nil, err
 	}
-	for _, t := range long {
-		b.WriteString(` AND ` + s.d.Contains("d.body", "?"))
-		args = append(args, t)
-	}
-	if stale {
-		b.WriteString(s.pendingKeysFilter())
-	}
-	b.WriteString(` ORDER BY d.at_us DESC, d.doc DESC LIMIT ?`)
-	args = append(args, limit)
 	return b.String(), args, nil
 }
 
