@@ -450,6 +450,15 @@ func searchCorpus(b *testing.B, n int) string {
 	if err := st.Close(); err != nil {
 		b.Fatal(err)
 	}
+	keepCorpus(b, tmp, path, start)
+	return path
+}
+
+// keepCorpus moves a benchmark corpus built at tmp (its store closed)
+// into place at path: its log written into the file, the file renamed,
+// its side files removed; start is when its building began.
+func keepCorpus(b *testing.B, tmp, path string, start time.Time) {
+	b.Helper()
 	db, err := sql.Open("sqlite", "file:"+tmp)
 	if err != nil {
 		b.Fatal(err)
@@ -465,5 +474,4 @@ func searchCorpus(b *testing.B, n int) string {
 		os.Remove(tmp + suffix)
 	}
 	b.Logf("built in %v", time.Since(start).Round(time.Second))
-	return path
 }

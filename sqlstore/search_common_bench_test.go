@@ -115,20 +115,6 @@ func commonTermCorpus(b *testing.B, n int) string {
 	if err := st.Close(); err != nil {
 		b.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", "file:"+tmp)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := db.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
-		b.Fatal(err)
-	}
-	db.Close()
-	if err := os.Rename(tmp, path); err != nil {
-		b.Fatal(err)
-	}
-	for _, suffix := range []string{"-wal", "-shm", "-writer.lock"} {
-		os.Remove(tmp + suffix)
-	}
-	b.Logf("built in %v", time.Since(start).Round(time.Second))
+	keepCorpus(b, tmp, path, start)
 	return path
 }

@@ -384,8 +384,9 @@ var errGuardedRerun = errors.New("sqlstore: rerun the batch with savepoints")
 // committed); per-request errors are left in each request.
 //
 // Unguarded, the requests run one after the other with no savepoint
-// between them (two statements less per request, ~4% of a batched
-// append's CPU): requests rarely fail, and when one does, the whole
+// between them (two statements less per request; an A/B of 4 writers'
+// CPU per append showed no gain beyond its noise): requests rarely
+// fail, and when one does, the whole
 // transaction rolls back and runOnce returns errGuardedRerun, so that run
 // reruns the batch guarded, each request in a savepoint of its own, and
 // the failure undoes that request's writes only. A request's function may
