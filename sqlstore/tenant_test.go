@@ -12,13 +12,12 @@ import (
 	"github.com/agentstore/sessionstore/store/storetest"
 )
 
-// TestTenantChildRows: the rows a tenant's session owns carry its tenant:
-// events, session state and the state log because every INSERT names it
-// (migration 34 dropped the triggers that copied it), search documents
-// from the session row (migration 17's trigger); so do the rows of a
-// tenant's conversation (migration 18's triggers; retired histories and
-// runtime rows the library names the tenant of); the default tenant's
-// stay the empty name. Read with raw SQL.
+// TestTenantChildRows: the rows a tenant's session owns carry its tenant,
+// and so do the rows of a tenant's conversation, its retired histories,
+// its runtime rows and the search documents of all of them, because every
+// INSERT names it (migrations 34 and 38 dropped the triggers that copied
+// it from the session or conversation row); the default tenant's stay the
+// empty name. Read with raw SQL.
 func TestTenantChildRows(t *testing.T) {
 	ctx := context.Background()
 	path := sqlstore.FreshDBPath(t, "sessions.db")

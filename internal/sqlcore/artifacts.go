@@ -14,8 +14,8 @@ const (
 	artifactColumns = `uri, artifact_id, tool_name, content, original_bytes, shown_bytes, created_at_ms, updated_at_ms`
 	// artifactPutSQL replaces the artifact with the same URI, keeping its
 	// creation time.
-	artifactPutSQL = `INSERT INTO conversation_artifacts (session_id, ` + artifactColumns + `)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	artifactPutSQL = `INSERT INTO conversation_artifacts (session_id, ` + artifactColumns + `, tenant)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (session_id, uri) DO UPDATE SET artifact_id = excluded.artifact_id,
 		tool_name = excluded.tool_name, content = excluded.content, original_bytes = excluded.original_bytes,
 		shown_bytes = excluded.shown_bytes, updated_at_ms = excluded.updated_at_ms`
@@ -81,7 +81,7 @@ func (c *Conversations) PutArtifacts(ctx context.Context, id string, artifacts .
 		now := rowcodec.ToMillis(c.s.now())
 		for _, a := range artifacts {
 			if _, err := tx.Exec(artifactPutSQL, id, a.URI, a.ID, a.ToolName, sealedText(dk, a.Content, adArtifact, a.URI),
-				a.OriginalBytes, a.ShownBytes, now, now); err != nil {
+				a.OriginalBytes, a.ShownBytes, now, now, c.s.tenant); err != nil {
 				return err
 			}
 		}

@@ -241,11 +241,11 @@ const (
 	convTouchSQL = `UPDATE conversations SET version = version + 1, updated_at_ms = ? WHERE id = ? AND tenant = ?`
 
 	msgDeleteAllSQL  = `DELETE FROM conversation_messages WHERE session_id = ?`
-	msgInsertSQL     = `INSERT INTO conversation_messages (session_id, seq, role, content, created_at_ms, compact_from, compact_to) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	msgInsertSQL     = `INSERT INTO conversation_messages (session_id, seq, role, content, created_at_ms, compact_from, compact_to, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 	msgAllSQL        = `SELECT ` + msgColumns + ` FROM conversation_messages WHERE session_id = ? ORDER BY seq`
 	costDeleteAllSQL = `DELETE FROM conversation_cost_records WHERE session_id = ?`
 	costInsertSQL    = `INSERT INTO conversation_cost_records (session_id, seq, model, provider, prompt_tokens,
-		completion_tokens, total_tokens, cost_usd, at_ms, record_session_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		completion_tokens, total_tokens, cost_usd, at_ms, record_session_id, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	costAllSQL = `SELECT seq, model, provider, prompt_tokens, completion_tokens, total_tokens, cost_usd, at_ms,
 		record_session_id FROM conversation_cost_records WHERE session_id = ? ORDER BY seq`
 	costLastSQL = `SELECT seq FROM conversation_cost_records WHERE session_id = ? ORDER BY seq DESC LIMIT 1`
@@ -435,14 +435,14 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 				at = rowcodec.ToMillis(m.CreatedAt)
 			}
 			from, to := compactArgs(m.Compaction)
-			if _, err := tx.Exec(msgInsertSQL, conv.ID, int64(i), m.Role, sealMsg(dk, contents[i], int64(i)), at, from, to); err != nil {
+			if _, err := tx.Exec(msgInsertSQL, conv.ID, int64(i), m.Role, sealMsg(dk, contents[i], int64(i)), at, from, to, c.s.tenant); err != nil {
 				return err
 			}
 			if err := c.s.indexSealedMessage(tx, dk, conv.ID, int64(i), m.Role, at, contents[i]); err != nil { // search_sealed.go
 				return err
 			}
 		}
-		if err := insertCostRecords(tx, conv.ID, 0, conv.CostRecords, now); err != nil {
+		if err := insertCostRecords(tx, conv.ID, 0, conv.CostRecords, now, c.s.tenant); err != nil {
 			return err
 		}
 		version = v
@@ -460,7 +460,7 @@ func (c *Conversations) Save(ctx context.Context, conv store.Conversation) (int6
 	return version, nil
 }
 
-func insertCostRecords(tx Tx, id string, first int64, recs []store.CostRecord, now int64) error {
+func insertCostRecords(tx Tx, id string, first int64, recs []store.CostRecord, now int64, tenant string) error {
 	for i, r := range recs {
 		at := now
 		if !r.Timestamp.IsZero() {
@@ -471,7 +471,7 @@ func insertCostRecords(tx Tx, id string, first int64, recs []store.CostRecord, n
 			cost = *r.CostUSD
 		}
 		if _, err := tx.Exec(costInsertSQL, id, first+int64(i), r.Model, r.Provider, r.PromptTokens,
-			r.CompletionTokens, r.TotalTokens, cost, at, r.SessionID); err != nil {
+			r.CompletionTokens, r.TotalTokens, cost, at, r.SessionID, tenant); err != nil {
 			return err
 		}
 	}

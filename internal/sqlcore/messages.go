@@ -116,7 +116,7 @@ func (c *Conversations) appendTx(tx Tx, req store.AppendRequest, contents [][]by
 			at = rowcodec.ToMillis(m.CreatedAt)
 		}
 		seq := next + int64(i)
-		if _, err := tx.Exec(msgInsertSQL, req.ID, seq, m.Role, sealMsg(dk, contents[i], seq), at, nil, nil); err != nil {
+		if _, err := tx.Exec(msgInsertSQL, req.ID, seq, m.Role, sealMsg(dk, contents[i], seq), at, nil, nil, c.s.tenant); err != nil {
 			return none, err
 		}
 		if err := c.s.indexSealedMessage(tx, dk, req.ID, seq, m.Role, at, contents[i]); err != nil { // search_sealed.go
@@ -128,7 +128,7 @@ func (c *Conversations) appendTx(tx Tx, req store.AppendRequest, contents [][]by
 		if err != nil {
 			return none, err
 		}
-		if err := insertCostRecords(tx, req.ID, first, req.CostRecords, now); err != nil {
+		if err := insertCostRecords(tx, req.ID, first, req.CostRecords, now, c.s.tenant); err != nil {
 			return none, err
 		}
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 const (
-	reportInsertSQL    = `INSERT INTO conversation_reports (session_id, seq, subject, status, report, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)`
+	reportInsertSQL    = `INSERT INTO conversation_reports (session_id, seq, subject, status, report, created_at_ms, tenant) VALUES (?, ?, ?, ?, ?, ?, ?)`
 	reportLastSQL      = `SELECT seq FROM conversation_reports WHERE session_id = ? ORDER BY seq DESC LIMIT 1`
 	reportDeleteAllSQL = `DELETE FROM conversation_reports WHERE session_id = ?`
 	reportAllSQL       = `SELECT seq, report, created_at_ms FROM conversation_reports WHERE session_id = ? AND tenant = ? ORDER BY seq`
@@ -45,7 +45,7 @@ func (c *Conversations) insertReports(tx Tx, dk *keys.DataKey, id string, first 
 	now := rowcodec.ToMillis(c.s.now())
 	for i, r := range reports {
 		seq := first + int64(i)
-		if _, err := tx.Exec(reportInsertSQL, id, seq, r.Subject, r.Status, sealed(dk, docs[i], adReport, seqAD(seq)), now); err != nil {
+		if _, err := tx.Exec(reportInsertSQL, id, seq, r.Subject, r.Status, sealed(dk, docs[i], adReport, seqAD(seq)), now, c.s.tenant); err != nil {
 			return err
 		}
 	}

@@ -24,15 +24,15 @@ import (
 )
 
 const (
-	// The rows a record writer inserts are its tenant's (the last
-	// parameter); the children of a conversation take their tenant from
-	// it (triggers on SQLite, the transaction's setting on PostgreSQL).
+	// The rows a record writer inserts are its tenant's, and every
+	// INSERT names it (the last parameter), a conversation's children's
+	// too (migration 38 dropped SQLite's triggers that copied it).
 	convRestoreSQL = `INSERT INTO conversations (` + convColumns + `, tenant, content_sealed)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO NOTHING`
-	artifactRestoreSQL = `INSERT INTO conversation_artifacts (session_id, ` + artifactColumns + `)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	runRestoreSQL = `INSERT INTO conversation_runs (session_id, ` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	artifactRestoreSQL = `INSERT INTO conversation_artifacts (session_id, ` + artifactColumns + `, tenant)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	runRestoreSQL = `INSERT INTO conversation_runs (session_id, ` + runColumns + `, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 
 	rtRestoreSQL = `INSERT INTO runtime_sessions (id, agent_alias, workspace_dir, chat_mode, owner_id,
 		model, model_provider, temperature, created_at_ms, last_active_ms, turn_gen, turn_started_ms, turn_owner, tenant)
@@ -309,14 +309,14 @@ func (w *recordWriter) PutConversation(rec store.ConversationRecord) (bool, erro
 			continue
 		}
 		from, to := compactArgs(m.Compaction)
-		if _, err := w.tx.Exec(msgInsertSQL, id, seqs[i], m.Role, sealMsg(dk, contents[i], seqs[i]), w.or(m.CreatedAt), from, to); err != nil {
+		if _, err := w.tx.Exec(msgInsertSQL, id, seqs[i], m.Role, sealMsg(dk, contents[i], seqs[i]), w.or(m.CreatedAt), from, to, w.s.tenant); err != nil {
 			return false, err
 		}
 		if err := w.s.indexSealedMessage(w.tx, dk, id, seqs[i], m.Role, w.or(m.CreatedAt), contents[i]); err != nil { // search_sealed.go
 			return false, err
 		}
 	}
-	if err := insertCostRecords(w.tx, id, 0, conv.CostRecords, rowcodec.ToMillis(w.now)); err != nil {
+	if err := insertCostRecords(w.tx, id, 0, conv.CostRecords, rowcodec.ToMillis(w.now), w.s.tenant); err != nil {
 		return false, err
 	}
 	for _, a := range rec.Artifacts {
@@ -326,13 +326,13 @@ func (w *recordWriter) PutConversation(rec store.ConversationRecord) (bool, erro
 			up = rowcodec.ToMillis(a.UpdatedAt)
 		}
 		if _, err := w.tx.Exec(artifactRestoreSQL, id, a.URI, a.ID, a.ToolName, sealedText(dk, a.Content, adArtifact, a.URI),
-			a.OriginalBytes, a.ShownBytes, at, up); err != nil {
+			a.OriginalBytes, a.ShownBytes, at, up, w.s.tenant); err != nil {
 			return false, err
 		}
 	}
 	tseq := positions(len(rec.Traces), func(i int) int64 { return rec.Traces[i].Seq })
 	for i, ev := range rec.Traces {
-		if _, err := w.tx.Exec(traceInsertSQL, id, tseq[i], ev.Kind, ev.Name, sealed(dk, traces[i], adTrace, seqAD(tseq[i])), w.or(ev.CreatedAt)); err != nil {
+		if _, err := w.tx.Exec(traceInsertSQL, id, tseq[i], ev.Kind, ev.Name, sealed(dk, traces[i], adTrace, seqAD(tseq[i])), w.or(ev.CreatedAt), w.s.tenant); err != nil {
 			return false, err
 		}
 	}
@@ -343,18 +343,18 @@ func (w *recordWriter) PutConversation(rec store.ConversationRecord) (bool, erro
 		}
 		s := norm.Snapshot
 		if _, err := w.tx.Exec(runRestoreSQL, id, s.ID, s.Status, s.EventCount, sealed(dk, snap, adRun, s.ID),
-			rowcodec.ToMillis(s.CreatedAt), rowcodec.ToMillis(s.UpdatedAt)); err != nil {
+			rowcodec.ToMillis(s.CreatedAt), rowcodec.ToMillis(s.UpdatedAt), w.s.tenant); err != nil {
 			return false, err
 		}
 		for j, ev := range norm.Events {
-			if _, err := w.tx.Exec(runEventInsertSQL, id, s.ID, ev.Seq, rowcodec.ToMillis(ev.Timestamp), sealRunEvent(dk, events[j], s.ID, ev.Seq)); err != nil {
+			if _, err := w.tx.Exec(runEventInsertSQL, id, s.ID, ev.Seq, rowcodec.ToMillis(ev.Timestamp), sealRunEvent(dk, events[j], s.ID, ev.Seq), w.s.tenant); err != nil {
 				return false, err
 			}
 		}
 	}
 	rseq := positions(len(rec.Reports), func(i int) int64 { return rec.Reports[i].Seq })
 	for i, r := range rec.Reports {
-		if _, err := w.tx.Exec(reportInsertSQL, id, rseq[i], r.Subject, r.Status, sealed(dk, reports[i], adReport, seqAD(rseq[i])), w.or(r.CreatedAt)); err != nil {
+		if _, err := w.tx.Exec(reportInsertSQL, id, rseq[i], r.Subject, r.Status, sealed(dk, reports[i], adReport, seqAD(rseq[i])), w.or(r.CreatedAt), w.s.tenant); err != nil {
 			return false, err
 		}
 	}

@@ -14,7 +14,7 @@ import (
 
 const (
 	runColumns = `run_id, status, event_count, snapshot, created_at_ms, updated_at_ms`
-	runPutSQL  = `INSERT INTO conversation_runs (session_id, ` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)
+	runPutSQL  = `INSERT INTO conversation_runs (session_id, ` + runColumns + `, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (session_id, run_id) DO UPDATE SET status = excluded.status,
 		event_count = excluded.event_count, snapshot = excluded.snapshot,
 		created_at_ms = excluded.created_at_ms, updated_at_ms = excluded.updated_at_ms`
@@ -22,7 +22,7 @@ const (
 	runAllSQL          = `SELECT ` + runColumns + ` FROM conversation_runs WHERE session_id = ? AND tenant = ? ORDER BY created_at_ms, run_id`
 	runAdvanceSQL      = `UPDATE conversation_runs SET event_count = ?, updated_at_ms = ? WHERE session_id = ? AND run_id = ?`
 	runEventDeleteSQL  = `DELETE FROM conversation_run_events WHERE session_id = ? AND run_id = ?`
-	runEventInsertSQL  = `INSERT INTO conversation_run_events (session_id, run_id, seq, at_ms, event) VALUES (?, ?, ?, ?, ?)`
+	runEventInsertSQL  = `INSERT INTO conversation_run_events (session_id, run_id, seq, at_ms, event, tenant) VALUES (?, ?, ?, ?, ?, ?)`
 	runEventLastSQL    = `SELECT seq FROM conversation_run_events WHERE session_id = ? AND run_id = ? ORDER BY seq DESC LIMIT 1`
 	runEventsOfRunSQL  = `SELECT run_id, seq, at_ms, event FROM conversation_run_events WHERE session_id = ? AND run_id = ? ORDER BY seq`
 	runEventsOfConvSQL = `SELECT run_id, seq, at_ms, event FROM conversation_run_events WHERE session_id = ? ORDER BY run_id, seq`
@@ -113,14 +113,14 @@ func (c *Conversations) PutRuns(ctx context.Context, id string, runs ...store.Ru
 		for _, p := range all {
 			s := p.rec.Snapshot
 			if _, err := tx.Exec(runPutSQL, id, s.ID, s.Status, s.EventCount, sealed(dk, p.snap, adRun, s.ID),
-				rowcodec.ToMillis(s.CreatedAt), rowcodec.ToMillis(s.UpdatedAt)); err != nil {
+				rowcodec.ToMillis(s.CreatedAt), rowcodec.ToMillis(s.UpdatedAt), c.s.tenant); err != nil {
 				return err
 			}
 			if _, err := tx.Exec(runEventDeleteSQL, id, s.ID); err != nil {
 				return err
 			}
 			for j, ev := range p.rec.Events {
-				if _, err := tx.Exec(runEventInsertSQL, id, s.ID, ev.Seq, rowcodec.ToMillis(ev.Timestamp), sealRunEvent(dk, p.events[j], s.ID, ev.Seq)); err != nil {
+				if _, err := tx.Exec(runEventInsertSQL, id, s.ID, ev.Seq, rowcodec.ToMillis(ev.Timestamp), sealRunEvent(dk, p.events[j], s.ID, ev.Seq), c.s.tenant); err != nil {
 					return err
 				}
 			}
@@ -167,7 +167,7 @@ func (c *Conversations) AppendRunEvents(ctx context.Context, id, runID string, e
 		next = max(next, run.EventCount)
 		for i, ev := range events {
 			seq := next + int64(i)
-			if _, err := tx.Exec(runEventInsertSQL, id, runID, seq, rowcodec.ToMillis(ev.Timestamp), sealRunEvent(dk, docs[i], runID, seq)); err != nil {
+			if _, err := tx.Exec(runEventInsertSQL, id, runID, seq, rowcodec.ToMillis(ev.Timestamp), sealRunEvent(dk, docs[i], runID, seq), c.s.tenant); err != nil {
 				return err
 			}
 		}

@@ -10,7 +10,7 @@ import (
 )
 
 const (
-	traceInsertSQL    = `INSERT INTO conversation_trace_events (session_id, seq, kind, name, event, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)`
+	traceInsertSQL    = `INSERT INTO conversation_trace_events (session_id, seq, kind, name, event, created_at_ms, tenant) VALUES (?, ?, ?, ?, ?, ?, ?)`
 	traceLastSQL      = `SELECT seq FROM conversation_trace_events WHERE session_id = ? ORDER BY seq DESC LIMIT 1`
 	traceDeleteAllSQL = `DELETE FROM conversation_trace_events WHERE session_id = ?`
 	traceRangeSQL     = `SELECT seq, event, created_at_ms FROM conversation_trace_events WHERE session_id = ? AND tenant = ? AND seq >= ? ORDER BY seq LIMIT ?`
@@ -45,7 +45,7 @@ func (c *Conversations) insertTraces(tx Tx, dk *keys.DataKey, id string, first i
 	now := rowcodec.ToMillis(c.s.now())
 	for i, ev := range events {
 		seq := first + int64(i)
-		if _, err := tx.Exec(traceInsertSQL, id, seq, ev.Kind, ev.Name, sealed(dk, docs[i], adTrace, seqAD(seq)), now); err != nil {
+		if _, err := tx.Exec(traceInsertSQL, id, seq, ev.Kind, ev.Name, sealed(dk, docs[i], adTrace, seqAD(seq)), now, c.s.tenant); err != nil {
 			return err
 		}
 	}
