@@ -30,7 +30,13 @@ var dialect = &sqlcore.Dialect{
 	// checked again: on a large index a search's estimate passes
 	// jit_above_cost, and JIT compilation (hundreds of milliseconds)
 	// would cost more than it saves on a query that computes no trigram.
-	SearchSetup: `SET LOCAL jit = off`,
+	// And the search's statements are planned for their arguments each
+	// time they run: pgx prepares them on the connection, and after five
+	// runs PostgreSQL may switch a prepared statement to a generic plan,
+	// made without the term's trigrams or the filters' values, which no
+	// plan test sees (TestSearchPlansForTheirArguments). Planning costs
+	// well under a millisecond; a bad plan of a search costs seconds.
+	SearchSetup: `SELECT set_config('jit', 'off', true), set_config('plan_cache_mode', 'force_custom_plan', true)`,
 	PollTurnsSQL: `SELECT
 		j.id AS id,
 		j.gen AS gen,
