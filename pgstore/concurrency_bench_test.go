@@ -47,7 +47,8 @@ import (
 // SESSIONSTORE_PG_DURABLE=1 before the command above.
 func BenchmarkGovernedConcurrency(b *testing.B) {
 	ctx := context.Background()
-	st, err := pgstore.Open(ctx, newSchema(b))
+	loc := newSchema(b)
+	st, err := pgstore.Open(ctx, loc)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -74,6 +75,9 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 		oneAgent[i] = create("fleet", fmt.Sprintf("fleet-%02d", i))
 		agents[i] = create(fmt.Sprintf("agent-%02d", i), fmt.Sprintf("agent-%02d", i))
 	}
+	// The shapes' floors, each run right after its shape in every round
+	// (concurrency_floor_bench_test.go; PG_BENCH_FLOOR=0: none).
+	floors := newGovFloors(b, ctx, loc, server, create)
 	shapes := []struct {
 		name string
 		reqs []store.UseRequest
@@ -127,17 +131,19 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 				})
 			}
 			wg.Wait()
+			elapsed, cpu1 := time.Since(start), readCPU(server)
+			// A call decided alone is a transaction of its own.
+			shared1, sharedCalls1 := st.UseBatchStats()
+			txns := shared1 - shared0 + calls/int64(n)*int64(n) - (sharedCalls1 - sharedCalls0)
+			floors.run(b, ctx, sh.name, float64(calls/n*n)/float64(txns), record)
 			if !record {
 				continue
 			}
-			sh.rate = append(sh.rate, float64(calls)/time.Since(start).Seconds())
-			// A call decided alone is a transaction of its own.
-			shared1, sharedCalls1 := st.UseBatchStats()
-			sh.txns += shared1 - shared0 + calls/int64(n)*int64(n) - (sharedCalls1 - sharedCalls0)
+			sh.rate = append(sh.rate, float64(calls)/elapsed.Seconds())
+			sh.txns += txns
 			_, apart1 := st.UseBatchMixed()
 			sh.direct += st.UseDirect() - direct0
 			sh.apart += apart1 - apart0
-			cpu1 := readCPU(server)
 			sh.cpu.client += clientSince(cpu0, cpu1)
 			if cpu0.server >= 0 && cpu1.server >= 0 {
 				sh.cpu.server += cpu1.server - cpu0.server
@@ -167,4 +173,5 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 			b.ReportMetric(float64(shapes[i].cpu.server.Microseconds())/rounds, shapes[i].name+"-server-cpu-µs/call")
 		}
 	}
+	floors.report(b, med[0])
 }

@@ -74,13 +74,17 @@ func (s *Store) DecideUseBatch(ctx context.Context, reqs []store.UseRequest) ([]
 // DecideUseBatchOf is DecideUseBatch on a governance facet of a store (a
 // tenant handle's, for its tenant's sessions).
 func DecideUseBatchOf(ctx context.Context, gov store.Governance, reqs []store.UseRequest) ([]store.Session, []error) {
-	g := gov.(*Governance)
+	return decideUseBatchIn(ctx, gov.(*Governance), &useQueue{token: make(chan struct{}, useLeaders)}, reqs)
+}
+
+// decideUseBatchIn is DecideUseBatchOf with the batch taken from queue q.
+func decideUseBatchIn(ctx context.Context, g *Governance, q *useQueue, reqs []store.UseRequest) ([]store.Session, []error) {
 	batch := make([]*useCall, len(reqs))
 	for i, req := range reqs {
 		batch[i] = &useCall{ctx: ctx, req: req, tools: nonNil(req.Tools), done: make(chan struct{})}
 		batch[i].state.Store(callTaken)
 	}
-	g.runUses(&useQueue{token: make(chan struct{}, useLeaders)}, slices.Clone(batch), func() {})
+	g.runUses(q, slices.Clone(batch), func() {})
 	for _, c := range batch {
 		<-c.done
 	}
