@@ -36,7 +36,11 @@ import (
 // Each -benchtime iteration is one round; a round gives every shape the
 // same number of calls, after one unrecorded round that opens the pool's
 // connections. PG_BENCH_SHAPE=one-agent (a prefix of a shape's name) runs
-// only that shape beside caller=1. Each shape also reports the CPU one call costs in
+// only that shape beside caller=1. Each of caller=1 and the three shapes
+// of 32 callers is followed, in every round, by its floors
+// (concurrency_floor_bench_test.go: the store's statements replayed
+// without the store, and the schema's least write), reported beside it;
+// PG_BENCH_FLOOR=0 leaves them out. Each shape also reports the CPU one call costs in
 // this process (client) and in the server's processes (server, when the
 // server runs on this machine): the cores divided by their sum bound the
 // calls per second, whatever the concurrency. The goals (issue 36): shared ≥ 5×, one-agent ≥ 4×

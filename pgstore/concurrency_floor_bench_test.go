@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentstore/sessionstore/internal/rowcodec"
@@ -36,20 +37,19 @@ import (
 //     statement by statement and argument by argument, round trip by
 //     round trip, from the store itself deciding the same batches on a
 //     schema of its own that holds copies of the contenders' session rows
-//     (floorGen; outside the timed part, at synchronous_commit=off), so
-//     they follow any change of the store's statements. Each round takes
-//     the calls per transaction its shape reached in that round: 640
-//     calls in batches of that mean size, each a batch of 32 callers'
-//     batcher: one session's calls for shared (recorded with
-//     DecideUseBatchAfter, as a batch behind the previous batch's COMMIT
-//     sends them), one call of each of that many sessions otherwise
-//     (DecideUseBatch); as many leaders, each on a connection of its own
-//     and replaying transaction after transaction, as 32 callers fill
-//     with batches of that size (for the many-session shapes each leader
+//     (floorGen, outside the timed part), so they follow any change of the
+//     store's statements. Each round takes the calls per transaction its
+//     shape reached in that round: 640 calls in batches of that mean
+//     size, each what a batch of the store sends: for shared, one
+//     session's calls behind the previous batch's COMMIT
+//     (DecideUseBatchAfter), otherwise one call of each of that many
+//     sessions (DecideUseBatch). As many leaders as 32 callers fill with
+//     batches of that size replay them, transaction after transaction,
+//     each on a connection of its own (for the many-session shapes, each
 //     on sessions of its own). No queue, no decision, no hashing in Go:
-//     the calls per second it reaches divided by caller=1's bound what
-//     the store's shape can reach. floor:caller=1 replays the one
-//     statement a lone call sends.
+//     its calls per second divided by caller=1's bound what the store's
+//     shape can reach with these statements. floor:caller=1 replays the
+//     one statement a lone call sends.
 //   - raw:<shape>: the least a durable governed call can write, whatever
 //     the statements: per transaction one UPDATE of the session rows
 //     (calls made and audit head) and one INSERT of one audit event per
@@ -59,12 +59,17 @@ import (
 //     transaction per call: the bound of one caller's commits.
 //
 // Each contender reports its calls per second (median of the rounds),
-// that ÷ caller=1's (×1), the calls per transaction it ran, its leaders,
-// and its client and server CPU per call (cpu_bench_test.go). Replayed
-// batches of one session by several leaders may commit in another order
-// than recorded (each writes the head it was recorded with); their rows
-// are the same size, and TestGovernedFloorWritesAsStore checks that, in
-// order, the replay and the raw contender write what the store writes.
+// that ÷ caller=1's (×1: the bound of the goal's ratio), that ÷ the
+// median of its own kind's one caller (×own1: how the statements scale
+// by themselves), the calls per transaction it ran, its leaders, the
+// transactions it reran after a lock timeout (reruns/txn: a lock wait
+// past useLockManySQL's 1 ms though no two leaders share a row, which the
+// store reruns too) and its client and server CPU per call
+// (cpu_bench_test.go). Batches of one session replayed by several
+// leaders may commit in another order than recorded (each writes the
+// head it was recorded with): the same rows, in another order.
+// TestGovernedFloorWritesAsStore checks that, in order, the replay and the
+// raw contender write what the store writes.
 
 // floorCalls is the calls of a contender per round (the shapes' calls).
 const floorCalls = 640
@@ -106,7 +111,7 @@ func (t floorTxn) replay(ctx context.Context, conn *pgx.Conn) error {
 		}
 		return nil
 	}
-	for _, st := range t {
+	for i, st := range t {
 		if !st.pipeline {
 			s := st.stmts[0]
 			tag, err := conn.Exec(ctx, s.sql, s.args...)
@@ -114,7 +119,7 @@ func (t floorTxn) replay(ctx context.Context, conn *pgx.Conn) error {
 				err = check(s.sql, tag.String())
 			}
 			if err != nil {
-				return err
+				return fmt.Errorf("round trip %d (%.30q): %w", i, s.sql, err)
 			}
 			continue
 		}
@@ -130,7 +135,7 @@ func (t floorTxn) replay(ctx context.Context, conn *pgx.Conn) error {
 			}
 			if err != nil {
 				br.Close()
-				return err
+				return fmt.Errorf("round trip %d (%.30q): %w", i, s.sql, err)
 			}
 		}
 		if err := br.Close(); err != nil {
@@ -212,10 +217,12 @@ func (r *floorRecorder) record(fn func() error) (floorTxn, error) {
 }
 
 // floorGen records the transactions the store sends for given batches:
-// a store of its own (no background indexer) on a schema of its own
-// (synchronous_commit=off: only the statements matter), which holds
-// copies of the contenders' session rows, so that each batch it decides
-// sends the statements and arguments that batch would send on them.
+// a store of its own (no background indexer) on a schema of its own,
+// which holds copies of the contenders' session rows, so that each batch
+// it decides sends the statements and arguments that batch would send on
+// them. Its commits are durable like the benchmark's: asynchronous ones
+// would leave WAL for the WAL writer to flush while the contender they
+// prepared is timed.
 type floorGen struct {
 	st   *pgstore.Store
 	pool *pgxpool.Pool
@@ -224,11 +231,7 @@ type floorGen struct {
 
 func newFloorGen(tb testing.TB, ctx context.Context, opts ...pgstore.Option) *floorGen {
 	tb.Helper()
-	loc, err := withParam(newSchema(tb), "synchronous_commit", "off")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	pc, err := pgxpool.ParseConfig(loc)
+	pc, err := pgxpool.ParseConfig(newSchema(tb))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -401,13 +404,16 @@ type floorPlan struct {
 // floorContender is one contender: how it plans a round whose shape
 // reached k calls per transaction, and what its rounds measured.
 type floorContender struct {
-	name  string
-	plan  func(ctx context.Context, k float64) (floorPlan, error)
-	rate  []float64
-	ks    []float64
-	lead  []float64
-	cpu   cpuTimes
-	calls int64
+	name string
+	base *floorContender // the one caller of its kind (nil: it is one)
+	plan func(ctx context.Context, k float64) (floorPlan, error)
+	rate []float64
+	ks   []float64
+	lead []float64
+	cpu  cpuTimes
+	// the calls and transactions of the recorded rounds, and the
+	// transactions rerun after a lock timeout
+	calls, txns, reruns int64
 }
 
 // govFloors runs the contenders after their shapes, round by round.
@@ -469,10 +475,12 @@ func newGovFloors(b *testing.B, ctx context.Context, loc string, server int, cre
 	if err != nil {
 		b.Fatal(err)
 	}
-	add("caller=1", &floorContender{name: "floor:caller=1", plan: func(context.Context, float64) (floorPlan, error) {
+	floor1 := &floorContender{name: "floor:caller=1", plan: func(context.Context, float64) (floorPlan, error) {
 		return floorPlan{queues: [][]floorTxn{slices.Repeat([]floorTxn{aloneTxn}, floorCalls)}, leaders: 1, calls: floorCalls, txns: floorCalls}, nil
-	}})
-	add("caller=1", fl.raw(ctx, b, "raw:caller=1", []store.UseRequest{rawAlone}, true))
+	}}
+	raw1 := fl.raw(ctx, b, "raw:caller=1", []store.UseRequest{rawAlone}, true)
+	add("caller=1", floor1)
+	add("caller=1", raw1)
 	// The shapes of 32 callers.
 	for _, sh := range []struct {
 		shape, name string
@@ -485,12 +493,14 @@ func newGovFloors(b *testing.B, ctx context.Context, loc string, server int, cre
 		if err := gen.copySessions(ctx, fl.pool, ids(sh.floor)); err != nil {
 			b.Fatal(err)
 		}
-		add(sh.shape, &floorContender{name: "floor:" + sh.name, plan: func(ctx context.Context, k float64) (floorPlan, error) {
+		add(sh.shape, &floorContender{name: "floor:" + sh.name, base: floor1, plan: func(ctx context.Context, k float64) (floorPlan, error) {
 			return plan(k, 32, sh.floor, func(reqs []store.UseRequest) (floorTxn, error) {
 				return gen.batch(ctx, reqs, len(sh.floor) == 1)
 			})
 		}})
-		add(sh.shape, fl.raw(ctx, b, "raw:"+sh.name, sh.raw, false))
+		raw := fl.raw(ctx, b, "raw:"+sh.name, sh.raw, false)
+		raw.base = raw1
+		add(sh.shape, raw)
 	}
 	return fl
 }
@@ -568,7 +578,7 @@ func (fl *govFloors) run(b *testing.B, ctx context.Context, shape string, k floa
 		if err != nil {
 			b.Fatalf("%s: %v", c.name, err)
 		}
-		elapsed, cpu, err := fl.runPlan(ctx, p)
+		elapsed, cpu, reruns, err := fl.runPlan(ctx, p)
 		if err != nil {
 			b.Fatalf("%s: %v", c.name, err)
 		}
@@ -579,6 +589,8 @@ func (fl *govFloors) run(b *testing.B, ctx context.Context, shape string, k floa
 		c.ks = append(c.ks, float64(p.calls)/float64(p.txns))
 		c.lead = append(c.lead, float64(p.leaders))
 		c.calls += int64(p.calls)
+		c.txns += int64(p.txns)
+		c.reruns += reruns
 		c.cpu.client += cpu.client
 		if cpu.server >= 0 && c.cpu.server >= 0 {
 			c.cpu.server += cpu.server
@@ -588,19 +600,20 @@ func (fl *govFloors) run(b *testing.B, ctx context.Context, shape string, k floa
 	}
 }
 
-// runPlan replays p and returns how long it took and the CPU it cost the
-// client and the server.
-func (fl *govFloors) runPlan(ctx context.Context, p floorPlan) (time.Duration, cpuTimes, error) {
+// runPlan replays p and returns how long it took, the CPU it cost the
+// client and the server, and how many transactions it reran.
+func (fl *govFloors) runPlan(ctx context.Context, p floorPlan) (time.Duration, cpuTimes, int64, error) {
 	conns := make([]*pgxpool.Conn, p.leaders)
 	for i := range conns {
 		c, err := fl.pool.Acquire(ctx)
 		if err != nil {
-			return 0, cpuTimes{}, err
+			return 0, cpuTimes{}, 0, err
 		}
 		defer c.Release()
 		conns[i] = c
 	}
 	next := make([]atomic.Int64, len(p.queues))
+	var reruns atomic.Int64
 	errs := make([]error, p.leaders)
 	start, cpu0 := time.Now(), readCPU(fl.server)
 	var wg sync.WaitGroup
@@ -612,7 +625,25 @@ func (fl *govFloors) runPlan(ctx context.Context, p floorPlan) (time.Duration, c
 				if i >= len(p.queues[q]) {
 					return
 				}
-				if errs[j] = p.queues[q][i].replay(ctx, conns[j].Conn()); errs[j] != nil {
+				conn := conns[j].Conn()
+				for attempt := 1; ; attempt++ {
+					errs[j] = p.queues[q][i].replay(ctx, conn)
+					var pe *pgconn.PgError
+					if errs[j] == nil || !errors.As(errs[j], &pe) || pe.Code != "55P03" || attempt == 20 {
+						break
+					}
+					// A lock wait past the batch's lock_timeout (1 ms,
+					// useLockManySQL) though no two leaders share a
+					// row: the store reruns such a batch (Store.retry);
+					// so does the floor, and counts it.
+					reruns.Add(1)
+					if conn.PgConn().TxStatus() != 'I' {
+						if _, errs[j] = conn.Exec(ctx, `ROLLBACK`); errs[j] != nil {
+							break
+						}
+					}
+				}
+				if errs[j] != nil {
 					return
 				}
 			}
@@ -624,7 +655,7 @@ func (fl *govFloors) runPlan(ctx context.Context, p floorPlan) (time.Duration, c
 	if cpu0.server >= 0 && cpu1.server >= 0 {
 		cpu.server = cpu1.server - cpu0.server
 	}
-	return elapsed, cpu, errors.Join(errs...)
+	return elapsed, cpu, reruns.Load(), errors.Join(errs...)
 }
 
 // report reports each contender's median calls per second, that ÷ one
@@ -649,8 +680,13 @@ func (fl *govFloors) report(b *testing.B, one float64) {
 		med := r[len(r)/2]
 		b.ReportMetric(med, c.name+"-calls/s")
 		b.ReportMetric(med/one, c.name+"-×1")
+		if c.base != nil && len(c.base.rate) > 0 {
+			rb := slices.Sorted(slices.Values(c.base.rate))
+			b.ReportMetric(med/rb[len(rb)/2], c.name+"-×own1")
+		}
 		b.ReportMetric(mean(c.ks), c.name+"-calls/txn")
 		b.ReportMetric(mean(c.lead), c.name+"-leaders")
+		b.ReportMetric(float64(c.reruns)/float64(c.txns), c.name+"-reruns/txn")
 		b.ReportMetric(float64(c.cpu.client.Microseconds())/float64(c.calls), c.name+"-client-cpu-µs/call")
 		if c.cpu.server >= 0 {
 			b.ReportMetric(float64(c.cpu.server.Microseconds())/float64(c.calls), c.name+"-server-cpu-µs/call")
