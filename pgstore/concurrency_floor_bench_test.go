@@ -285,7 +285,9 @@ func (g *floorGen) batch(ctx context.Context, reqs []store.UseRequest, after boo
 	if err != nil {
 		return nil, err
 	}
-	if sqls := txn.sqls(); !strings.HasPrefix(sqls[0], "BEGIN") || strings.TrimSpace(sqls[len(sqls)-1]) != "COMMIT" {
+	// One transaction: BEGIN … COMMIT, or one round trip (a pipeline is
+	// an implicit transaction).
+	if sqls := txn.sqls(); len(txn) > 1 && (!strings.HasPrefix(sqls[0], "BEGIN") || strings.TrimSpace(sqls[len(sqls)-1]) != "COMMIT") {
 		return nil, fmt.Errorf("floor: a batch recorded as %d statements from %.20q to %.20q, not one transaction", len(sqls), sqls[0], sqls[len(sqls)-1])
 	}
 	return txn, nil
