@@ -42,7 +42,7 @@ import (
 //     shape reached in that round: 640 calls in batches of that mean
 //     size, each what a batch of the store sends: for shared, one
 //     session's calls behind the previous batch's COMMIT
-//     (DecideUseBatchAfter), otherwise one call of each of that many
+//     (DecideUseBatchAfterCommit), otherwise one call of each of that many
 //     sessions (DecideUseBatch). As many leaders as 32 callers fill with
 //     batches of that size replay them, transaction after transaction,
 //     each on a connection of its own (for the many-session shapes, each
@@ -270,14 +270,15 @@ func (g *floorGen) copySessions(ctx context.Context, from *pgxpool.Pool, ids []s
 	return nil
 }
 
-// batch records the transaction of one batch of reqs: DecideUseBatchAfter
-// when after (the calls of one session behind the previous batch's
-// COMMIT), else DecideUseBatch. Every call must be allowed.
+// batch records the transaction of one batch of reqs:
+// DecideUseBatchAfterCommit when after (the calls of one session behind
+// the previous batch's COMMIT), else DecideUseBatch. Every call must be
+// allowed.
 func (g *floorGen) batch(ctx context.Context, reqs []store.UseRequest, after bool) (floorTxn, error) {
 	txn, err := g.rec.record(func() error {
 		decide := g.st.DecideUseBatch
 		if after {
-			decide = g.st.DecideUseBatchAfter
+			decide = g.st.DecideUseBatchAfterCommit
 		}
 		_, errs := decide(ctx, reqs)
 		return errors.Join(errs...)

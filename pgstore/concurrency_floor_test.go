@@ -126,7 +126,7 @@ func TestGovernedFloorWritesAsStore(t *testing.T) {
 				_, err := stS.Governance().Use(ctx, s.reqs[0])
 				return err
 			case s.after:
-				_, errs := stS.DecideUseBatchAfter(ctx, s.reqs)
+				_, errs := stS.DecideUseBatchAfterCommit(ctx, s.reqs)
 				return errors.Join(errs...)
 			default:
 				_, errs := stS.DecideUseBatch(ctx, s.reqs)
