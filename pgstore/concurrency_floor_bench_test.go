@@ -536,9 +536,9 @@ func (fl *govFloors) raw(ctx context.Context, b *testing.B, name string, reqs []
 }
 
 // plan builds a round of batches of k calls on average, of callers
-// callers, on the sessions of reqs (one session: all its calls; many: one call of each of a batch's
-// sessions, each leader on sessions of its own), each made a transaction
-// by txn, in order.
+// callers, on the sessions of reqs (one session: all its calls; many: one
+// call of each of a batch's sessions, each leader on sessions of its
+// own), each made a transaction by txn, in order.
 func plan(k float64, callers int, reqs []store.UseRequest, txn func([]store.UseRequest) (floorTxn, error)) (floorPlan, error) {
 	sizes := floorSizes(k)
 	p := floorPlan{leaders: floorLeaders(sizes, callers), calls: floorCalls, txns: len(sizes)}
