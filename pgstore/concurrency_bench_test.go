@@ -36,7 +36,11 @@ import (
 // Each -benchtime iteration is one round; a round gives every shape the
 // same number of calls, after one unrecorded round that opens the pool's
 // connections. PG_BENCH_SHAPE=one-agent (a prefix of a shape's name) runs
-// only that shape beside caller=1. Each shape also reports the CPU one call costs in
+// only that shape beside caller=1. Each of caller=1 and the three shapes
+// of 32 callers is followed, in every round, by its floors
+// (concurrency_floor_bench_test.go: the store's statements replayed
+// without the store, and the schema's least write), reported beside it;
+// PG_BENCH_FLOOR=0 leaves them out. Each shape also reports the CPU one call costs in
 // this process (client) and in the server's processes (server, when the
 // server runs on this machine): the cores divided by their sum bound the
 // calls per second, whatever the concurrency. The goals (issue 36): shared ≥ 5×, one-agent ≥ 4×
@@ -47,7 +51,8 @@ import (
 // SESSIONSTORE_PG_DURABLE=1 before the command above.
 func BenchmarkGovernedConcurrency(b *testing.B) {
 	ctx := context.Background()
-	st, err := pgstore.Open(ctx, newSchema(b))
+	loc := newSchema(b)
+	st, err := pgstore.Open(ctx, loc)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -74,6 +79,9 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 		oneAgent[i] = create("fleet", fmt.Sprintf("fleet-%02d", i))
 		agents[i] = create(fmt.Sprintf("agent-%02d", i), fmt.Sprintf("agent-%02d", i))
 	}
+	// The shapes' floors, each run right after its shape in every round
+	// (concurrency_floor_bench_test.go; PG_BENCH_FLOOR=0: none).
+	floors := newGovFloors(b, ctx, loc, server, create)
 	shapes := []struct {
 		name string
 		reqs []store.UseRequest
@@ -127,17 +135,19 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 				})
 			}
 			wg.Wait()
+			elapsed, cpu1 := time.Since(start), readCPU(server)
+			// A call decided alone is a transaction of its own.
+			shared1, sharedCalls1 := st.UseBatchStats()
+			txns := shared1 - shared0 + calls/int64(n)*int64(n) - (sharedCalls1 - sharedCalls0)
+			floors.run(b, ctx, sh.name, float64(calls/n*n)/float64(txns), record)
 			if !record {
 				continue
 			}
-			sh.rate = append(sh.rate, float64(calls)/time.Since(start).Seconds())
-			// A call decided alone is a transaction of its own.
-			shared1, sharedCalls1 := st.UseBatchStats()
-			sh.txns += shared1 - shared0 + calls/int64(n)*int64(n) - (sharedCalls1 - sharedCalls0)
+			sh.rate = append(sh.rate, float64(calls)/elapsed.Seconds())
+			sh.txns += txns
 			_, apart1 := st.UseBatchMixed()
 			sh.direct += st.UseDirect() - direct0
 			sh.apart += apart1 - apart0
-			cpu1 := readCPU(server)
 			sh.cpu.client += clientSince(cpu0, cpu1)
 			if cpu0.server >= 0 && cpu1.server >= 0 {
 				sh.cpu.server += cpu1.server - cpu0.server
@@ -167,4 +177,5 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 			b.ReportMetric(float64(shapes[i].cpu.server.Microseconds())/rounds, shapes[i].name+"-server-cpu-µs/call")
 		}
 	}
+	floors.report(b, med[0])
 }
