@@ -74,13 +74,33 @@ func (s *Store) DecideUseBatch(ctx context.Context, reqs []store.UseRequest) ([]
 // DecideUseBatchOf is DecideUseBatch on a governance facet of a store (a
 // tenant handle's, for its tenant's sessions).
 func DecideUseBatchOf(ctx context.Context, gov store.Governance, reqs []store.UseRequest) ([]store.Session, []error) {
-	g := gov.(*Governance)
+	return decideUseBatch(ctx, gov.(*Governance), reqs, false)
+}
+
+// DecideUseBatchAfterCommit is DecideUseBatch as the batch that follows
+// one holding every session of reqs while it commits (a COMMIT already
+// answered): the batch locks their rows waiting for that COMMIT
+// (useQueue.committing), as the next batch of one session's callers does.
+func (s *Store) DecideUseBatchAfterCommit(ctx context.Context, reqs []store.UseRequest) ([]store.Session, []error) {
+	return decideUseBatch(ctx, &Governance{s: s, core: s.core}, reqs, true)
+}
+
+func decideUseBatch(ctx context.Context, g *Governance, reqs []store.UseRequest, afterCommit bool) ([]store.Session, []error) {
 	batch := make([]*useCall, len(reqs))
+	q := &useQueue{token: make(chan struct{}, useLeaders)}
+	if afterCommit {
+		done := make(chan struct{})
+		close(done)
+		q.committing = make(map[string]chan struct{})
+		for _, req := range reqs {
+			q.committing[req.SessionID] = done
+		}
+	}
 	for i, req := range reqs {
 		batch[i] = &useCall{ctx: ctx, req: req, tools: nonNil(req.Tools), done: make(chan struct{})}
 		batch[i].state.Store(callTaken)
 	}
-	g.runUses(&useQueue{token: make(chan struct{}, useLeaders)}, slices.Clone(batch), func() {})
+	g.runUses(q, slices.Clone(batch), func() {})
 	for _, c := range batch {
 		<-c.done
 	}

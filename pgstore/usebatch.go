@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentstore/sessionstore/internal/rowcodec"
@@ -31,12 +32,12 @@ import (
 // others each in its conditional UPDATE (with their audit events); and
 // the rows of the sessions with several calls read (useReadGroupsSQL);
 // all sent with the BEGIN in one round trip (a pipeline). Then the calls
-// of each session with several are decided in Go, in queue order, on its
-// row as read, and the row and their audit events written in one
-// statement (usebatch_group.go; those of all such sessions in one more
-// round trip); then the calls the UPDATEs refused, each decided on its
-// session's row as the transaction has locked it (its reason, or its
-// increment, exactly as alone); then one COMMIT. The server's CPU and
+// the UPDATEs refused, each decided on its session's row as the
+// transaction has locked it (its reason, or its increment, exactly as
+// alone); then the calls of each session with several are decided in Go,
+// in queue order, on its row as read, and the row and their audit events
+// written in one statement (usebatch_group.go), those of all such
+// sessions sent in one pipeline with the COMMIT. The server's CPU and
 // round trips of a transaction, and of a statement, are then paid per
 // batch instead of per call (per session for the calls of one session),
 // and callers on one row, which wait for its lock anyway, wait together.
@@ -92,9 +93,15 @@ import (
 // transaction: a call of one may wait for the COMMIT of another's (the
 // price of sharing the commit). A
 // decision still reads no row but its own session's, so it commits
-// within one agent's rows. A batch without refusals is two round trips,
-// the statements and the COMMIT, and one more to write the rows of
-// sessions with several calls.
+// within one agent's rows. A batch without refusals is two round trips:
+// the statements, and the COMMIT with the writes of the rows of sessions
+// with several calls before it in its pipeline (commitWrites: a write the
+// server refuses makes it skip the COMMIT). When every row of a batch is
+// held by the queue's batch that commits, no lock-first step runs: the
+// rows are locked waiting for that COMMIT, by useLockAfterSQL, or by the
+// read of their rows when all are of sessions with several calls (the
+// steady state of one session's callers: BEGIN and that read, then the
+// write and the COMMIT).
 //
 // One batch of a tenant runs its statements at a time (useLeaders), and
 // gives its turn to the next one before its COMMIT, so that one batch's
@@ -472,10 +479,13 @@ const useBeginSQL = `BEGIN ISOLATION LEVEL READ COMMITTED`
 
 // batchTx decides the calls of batch not taken out in one transaction on
 // a connection of its own: BEGIN rides in the pipeline of the calls'
-// statements (one round trip before the COMMIT's, when no call is
-// refused), and nothing is left open on the connection whatever fails. An
-// error before the COMMIT means nothing was committed; a COMMIT without an
-// answer is a commitUnknownError. side is a side queue's batch (see
+// statements, and the rows of the sessions with several calls are
+// written in the COMMIT's (two round trips, when no call is refused), and
+// nothing is left open on the connection whatever fails. An error before
+// the COMMIT's pipeline is sent means nothing was committed, as does an
+// error the server reports for a statement of that pipeline (the server
+// skips the COMMIT after it); a pipeline sent without an answer to its
+// COMMIT is a commitUnknownError. side is a side queue's batch (see
 // decideBatch); held reports that its lock-first step found the row held.
 func (g *Governance) batchTx(ctx context.Context, q *useQueue, batch []*useCall, side bool, release func()) (held bool, err error) {
 	conn, err := g.s.pool.Acquire(ctx)
@@ -485,11 +495,14 @@ func (g *Governance) batchTx(ctx context.Context, q *useQueue, batch []*useCall,
 	// A connection left inside a transaction (a failed ROLLBACK) is
 	// destroyed by Release, never reused.
 	defer conn.Release()
-	held, err = g.decideBatch(ctx, conn, batch, side)
-	if err != nil {
+	rollback := func() {
 		if conn.Conn().PgConn().TxStatus() != 'I' {
 			conn.Exec(ctx, `ROLLBACK`)
 		}
+	}
+	held, writes, err := g.decideBatch(ctx, conn, batch, side)
+	if err != nil {
+		rollback()
 		return held, err
 	}
 	if q != nil {
@@ -518,16 +531,76 @@ func (g *Governance) batchTx(ctx context.Context, q *useQueue, batch []*useCall,
 		}()
 	}
 	release()
-	tag, err := conn.Exec(ctx, `COMMIT`)
+	var tag pgconn.CommandTag
+	var refused bool
+	if writes == nil {
+		tag, err = conn.Exec(ctx, `COMMIT`)
+	} else {
+		tag, refused, err = commitWrites(ctx, conn, writes)
+	}
 	switch {
-	case err != nil && pgCode(err) == "":
+	case err != nil && refused:
+		// The server answered a write with an error, and skipped the
+		// COMMIT after it (or its session ended there): nothing
+		// committed.
+		rollback()
+		return held, err
+	case err != nil && (pgCode(err) == "" || sessionEnded(err)):
+		// No answer to the COMMIT, or the server's session ended in
+		// it (a COMMIT may have committed locally before such an end):
+		// the outcome is unknown.
 		return held, &commitUnknownError{err: err}
 	case err != nil:
-		return held, err // the server refused the COMMIT: rolled back
+		// The server refused the COMMIT: rolled back.
+		rollback()
+		return held, err
 	case tag.String() != "COMMIT":
 		return held, fmt.Errorf("pgstore: use batch rolled back at commit (%s)", tag)
 	}
 	return held, nil
+}
+
+// commitWrites sends the rows a batch writes (useWriteGroupSQL, one
+// statement per session) and the COMMIT in one pipeline, and returns the
+// COMMIT's tag, or the first error; refused reports an error the server
+// answered to a write. The pipeline ends in one Sync, so a write the
+// server refuses makes it skip every message up to that Sync, the COMMIT
+// too: the transaction is then left failed, never committed. A write
+// that finds no row fails in the server (useWriteGroupSQL), for the same
+// reason: its COMMIT must not run. An error without the server's answer
+// (the connection failed) is the COMMIT's: it was sent.
+func commitWrites(ctx context.Context, conn *pgxpool.Conn, writes *pgx.Batch) (tag pgconn.CommandTag, refused bool, err error) {
+	n := writes.Len()
+	writes.Queue(`COMMIT`)
+	br := conn.SendBatch(ctx, writes)
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			if pgCode(err) == codeDivisionByZero {
+				err = fmt.Errorf("%w: %w", errNoGroupRow, err)
+			}
+			return pgconn.CommandTag{}, pgCode(err) != "", err
+		}
+	}
+	tag, err = br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, false, err
+}
+
+// sessionEnded reports whether err is the server ending its session (an
+// error of severity FATAL or PANIC: a terminated backend, a shutdown).
+func sessionEnded(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	sev := pe.SeverityUnlocalized
+	if sev == "" {
+		sev = pe.Severity
+	}
+	return sev == "FATAL" || sev == "PANIC"
 }
 
 // decideBatch opens a transaction on conn and decides the calls of batch
@@ -536,16 +609,18 @@ func (g *Governance) batchTx(ctx context.Context, q *useQueue, batch []*useCall,
 // those other transactions hold; of the sessions with one call, the calls
 // of one tool in one statement for them all (govUseManySQL, when there
 // are two or more), the other calls each in its conditional UPDATE; the
-// rows of the sessions with several calls read, then their calls decided
-// on them (decideGroup) and written, one statement per session; then the
-// calls the UPDATEs refused, on their locked rows. When the lock-first
-// step found rows held elsewhere, it marks their calls out and returns
+// rows of the sessions with several calls read; then the calls the
+// UPDATEs refused, on their locked rows; then the calls of the sessions
+// with several decided on their rows (decideGroup). It returns the writes
+// of those rows, one statement per session (nil: none), which the caller
+// sends in the COMMIT's pipeline (commitWrites). When the lock-first step
+// found rows held elsewhere, it marks their calls out and returns
 // errBusy. The caller commits, or rolls back on error.
 //
 // A side queue's batch (side: the calls of one session) sets no lock
 // wait: when its lock-first step finds the row held (held), its
 // statements wait for it, in the same pass, and it returns no errBusy.
-func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch []*useCall, side bool) (held bool, err error) {
+func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch []*useCall, side bool) (held bool, writes *pgx.Batch, err error) {
 	now := g.s.now()
 	nowMS, nowUS := rowcodec.ToMillis(now), rowcodec.ToMicros(now)
 	// The calls of sessions with two or more calls in the batch, decided
@@ -587,19 +662,28 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		single = append(single, many...)
 		many = nil
 	}
+	// The lock-first step, when a row of the batch is not held by a
+	// batch of the queue that commits (ids; a side batch's one row is
+	// always there). When every row is, and each is of a session with
+	// several calls (one session's callers, batch after batch), the read
+	// of their rows locks them, in id order, waiting for that COMMIT as
+	// useLockAfterSQL would: no lock-first step bounds its wait.
+	lockFirst := len(ids) > 0
+	lockAfter := len(after) > 0 && (lockFirst || len(many)+len(single) > 0)
 	b := &pgx.Batch{}
 	b.Queue(useBeginSQL)
 	tenant := g.tenant()
 	if tenant != "" {
 		b.Queue(govTenantSQL, tenant)
 	}
-	if len(after) > 0 {
+	if lockAfter {
 		b.Queue(useLockAfterSQL, tenant, after)
 	}
 	setup := b.Len()
-	if side {
+	switch {
+	case side:
 		b.Queue(useLockSideSQL, tenant, ids)
-	} else {
+	case lockFirst:
 		b.Queue(useLockManySQL, tenant, ids)
 	}
 	if groups != nil {
@@ -611,7 +695,7 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		for i, c := range many {
 			payload, detail, err := sqlcore.AuditPayload(nowUS, sqlcore.UseAudit("", c.req.SessionID, "", c.tools))
 			if err != nil {
-				return false, err
+				return false, nil, err
 			}
 			sids[i], agents[i], tools[i], payloads[i], details[i] = c.req.SessionID, c.req.AgentID, c.tools[0], payload, detail
 		}
@@ -620,7 +704,7 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	for _, c := range single {
 		query, args, err := g.useStatement(now, c.req, c.tools)
 		if err != nil {
-			return false, err
+			return false, nil, err
 		}
 		b.Queue(query, args...)
 	}
@@ -628,18 +712,19 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	for range setup { // BEGIN, the tenant, the rows after a COMMIT
 		if _, err := br.Exec(); err != nil {
 			br.Close()
-			return false, err
+			return false, nil, err
 		}
 	}
 	var busy []string
-	if side {
+	switch {
+	case side:
 		err = br.QueryRow().Scan(&busy)
-	} else {
+	case lockFirst:
 		err = br.QueryRow().Scan(&busy, nil)
 	}
 	if err != nil {
 		br.Close()
-		return false, err
+		return false, nil, err
 	}
 	// A side batch's statements wait for the row (the server answers
 	// once they have run: it flushes its answers at the pipeline's end).
@@ -652,13 +737,13 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		// The statements on the held rows give up after the lock wait;
 		// their error is the rerun's cause, errBusy.
 		br.Close()
-		return held, errBusy
+		return held, nil, errBusy
 	}
 	var groupRows map[string]*govHeadRow
 	if groups != nil {
 		if groupRows, err = readGroups(br.Query()); err != nil {
 			br.Close()
-			return held, err
+			return held, nil, err
 		}
 	}
 	var refused []*useCall
@@ -666,12 +751,12 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		rows, err := br.Query()
 		if err != nil {
 			br.Close()
-			return held, err
+			return held, nil, err
 		}
 		granted, err := pgx.CollectRows(rows, pgx.RowToStructByName[govRow])
 		if err != nil {
 			br.Close()
-			return held, err
+			return held, nil, err
 		}
 		// Rows come back in no set order; a call without one was refused.
 		byID := make(map[string]store.Session, len(granted))
@@ -695,43 +780,11 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 			refused = append(refused, c)
 		default:
 			br.Close()
-			return held, err
+			return held, nil, err
 		}
 	}
 	if err := br.Close(); err != nil {
-		return held, err
-	}
-	// The calls of a session with several in the batch: decided in Go on
-	// the row read under the lock, in queue order, and written with their
-	// audit events in one statement per session, those of all such
-	// sessions in one round trip.
-	if groups != nil {
-		wb := &pgx.Batch{}
-		for _, run := range groups {
-			w, err := g.decideGroup(now, groupRows[run[0].req.SessionID], run)
-			if err != nil {
-				return held, err
-			}
-			if w != nil {
-				wb.Queue(useWriteGroupSQL, w.args(tenant)...)
-			}
-		}
-		if wb.Len() > 0 {
-			wr := conn.SendBatch(ctx, wb)
-			for range wb.Len() {
-				tag, err := wr.Exec()
-				if err == nil && tag.RowsAffected() != 1 {
-					err = errors.New("pgstore: use batch found no locked session row to write")
-				}
-				if err != nil {
-					wr.Close()
-					return held, err
-				}
-			}
-			if err := wr.Close(); err != nil {
-				return held, err
-			}
-		}
+		return held, nil, err
 	}
 	// The calls the UPDATEs refused are decided on the row the
 	// transaction has locked: each is its session's only call in the
@@ -739,13 +792,29 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	for _, c := range refused {
 		var err error
 		if c.v, err = g.decideLocked(ctx, conn, c.req, c.tools); err != nil {
-			return held, err
+			return held, nil, err
+		}
+	}
+	// The calls of a session with several in the batch: decided in Go on
+	// the row read under the lock, in queue order, and written with their
+	// audit events in one statement per session, sent with the COMMIT
+	// (batchTx).
+	for _, run := range groups {
+		w, err := g.decideGroup(now, groupRows[run[0].req.SessionID], run)
+		if err != nil {
+			return held, nil, err
+		}
+		if w != nil {
+			if writes == nil {
+				writes = &pgx.Batch{}
+			}
+			writes.Queue(useWriteGroupSQL, w.args(tenant)...)
 		}
 	}
 	if g.s.uses.hook != nil {
-		return held, g.s.uses.hook(ctx, conn)
+		return held, writes, g.s.uses.hook(ctx, conn)
 	}
-	return held, nil
+	return held, writes, nil
 }
 
 // useAlone decides one call by itself: one conditional UPDATE … RETURNING
