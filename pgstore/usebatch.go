@@ -887,7 +887,7 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		if err != nil {
 			return held, nil, false, fail(err)
 		}
-		granted, err := pgx.CollectRows(rows, pgx.RowToStructByName[govRow])
+		granted, err := pgx.CollectRows(rows, govRowByPos)
 		if err != nil {
 			return held, nil, false, fail(err)
 		}
@@ -905,7 +905,7 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		}
 	}
 	for _, c := range single {
-		sess, err := scanGov(br.Query())
+		sess, err := scanGovUse(br.Query())
 		switch {
 		case err == nil:
 			c.v = verdict{sess: sess}
@@ -980,7 +980,7 @@ func (g *Governance) useAlone(ctx context.Context, req store.UseRequest, tools [
 			if err != nil {
 				return err
 			}
-			sess, err = scanGov(g.s.pool.Query(ctx, query, args...))
+			sess, err = scanGovUse(g.s.pool.Query(ctx, query, args...))
 			return err
 		})
 	} else {
@@ -1001,7 +1001,7 @@ func (g *Governance) useAlone(ctx context.Context, req store.UseRequest, tools [
 				br.Close()
 				return err
 			}
-			sess, err = scanGov(br.Query())
+			sess, err = scanGovUse(br.Query())
 			if cerr := br.Close(); err == nil {
 				err = cerr
 			}
