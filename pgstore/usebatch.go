@@ -37,13 +37,14 @@ import (
 // alone); then the calls of each session with several are decided in Go,
 // in queue order, on its row as read, and the row and their audit events
 // written in one statement (usebatch_group.go), those of all such
-// sessions sent in one pipeline with the COMMIT. A batch without sessions
-// of several calls sends its COMMIT in the pipeline of its statements
-// (one round trip), and the calls its UPDATEs refused are decided after
-// it, on their rows locked by one more transaction (decideLate). The server's CPU and
-// round trips of a transaction, and of a statement, are then paid per
-// batch instead of per call (per session for the calls of one session),
-// and callers on one row, which wait for its lock anyway, wait together.
+// sessions sent in one pipeline with the COMMIT. A batch without
+// sessions of several calls sends its COMMIT in the pipeline of its
+// statements (one round trip), and the calls its UPDATEs refused are
+// decided after it, on their rows locked by one more transaction
+// (decideLate). The server's CPU and round trips of a transaction, and of
+// a statement, are then paid per batch instead of per call (per session
+// for the calls of one session), and callers on one row, which wait for
+// its lock anyway, wait together.
 //
 // Decisions stay exact:
 //   - Each call is decided on its own session's row, locked by the
