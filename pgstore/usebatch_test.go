@@ -467,8 +467,18 @@ func (h *retryCounter) Handle(_ context.Context, r slog.Record) error {
 // in a different order, some refused, each batch holding its locks a few
 // milliseconds before its COMMIT: rows are locked in one order, so no
 // batch is ever aborted as a deadlock, and every session's counter is
-// exactly its granted calls.
+// exactly its granted calls. It runs again without the wait before the
+// COMMIT: the batches without sessions of several calls then send their
+// COMMIT with their statements, and decide their refused calls after it.
 func TestUseBatchesNeverDeadlock(t *testing.T) {
+	for _, wait := range []bool{true, false} {
+		t.Run(map[bool]string{true: "a wait before the commit", false: "commit with the statements"}[wait], func(t *testing.T) {
+			testUseBatchesNeverDeadlock(t, wait)
+		})
+	}
+}
+
+func testUseBatchesNeverDeadlock(t *testing.T, wait bool) {
 	loc := newSchema(t)
 	ctx := context.Background()
 	counters := []*retryCounter{{codes: map[string]int{}}, {codes: map[string]int{}}}
@@ -479,10 +489,12 @@ func TestUseBatchesNeverDeadlock(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		st.SetUseBatchHook(func(ctx context.Context, tx pgstore.Execer) error {
-			_, err := tx.Exec(ctx, `SELECT pg_sleep(0.003)`)
-			return err
-		})
+		if wait {
+			st.SetUseBatchHook(func(ctx context.Context, tx pgstore.Execer) error {
+				_, err := tx.Exec(ctx, `SELECT pg_sleep(0.003)`)
+				return err
+			})
+		}
 		stores = append(stores, st)
 	}
 	var ids []string
