@@ -20,6 +20,7 @@ const (
 	codeSerializationFailure = "40001"
 	codeDeadlockDetected     = "40P01"
 	codeLockNotAvailable     = "55P03"
+	codeDivisionByZero       = "22012" // useWriteGroupSQL's signal of a row not found
 	codeDiskFull             = "53100"
 	codeOutOfMemory          = "53200"
 	codeTooManyConnections   = "53300"

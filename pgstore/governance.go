@@ -134,6 +134,34 @@ func scanGov(rows pgx.Rows, err error) (store.Session, error) {
 	return row.session(), nil
 }
 
+// scanGovUse is scanGov for the UPDATEs of a governed Use (govUseSQL,
+// govUseAuditedSQL), which return govColumns in their order: it scans
+// them by position (govRowByPos).
+func scanGovUse(rows pgx.Rows, err error) (store.Session, error) {
+	if err != nil {
+		return store.Session{}, err
+	}
+	row, err := pgx.CollectExactlyOneRow(rows, govRowByPos)
+	if err != nil {
+		return store.Session{}, err
+	}
+	return row.session(), nil
+}
+
+// govRowByPos scans a row of govColumns, in their order, into a govRow,
+// for the hot statements of a governed Use: matching the columns to the
+// fields by name, per row (pgx.RowToStructByName), cost a batch's client
+// more than decoding them. TestGovColumnsOrder keeps govColumns and the
+// order of the fields here the same.
+func govRowByPos(row pgx.CollectableRow) (govRow, error) {
+	var r govRow
+	err := row.Scan(&r.ID, &r.AgentID, &r.DelegationChain, &r.DeclaredIntent, &r.AuthorizedTools,
+		&r.AuthorizedCredentials, &r.TimeLimitMS, &r.CallBudget, &r.CallsMade, &r.RateLimit,
+		&r.RateWindowMS, &r.RateWindowStartMS, &r.RateWindowCalls, &r.Sensitivity, &r.Status,
+		&r.CreatedAtMS, &r.ExpiresAtMS)
+	return r, err
+}
+
 const (
 	// govLockAgentSQL takes the transaction advisory lock that serializes
 	// capped creates of one agent. Its first key is 0x474F5653 ("GOVS"),

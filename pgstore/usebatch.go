@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentstore/sessionstore/internal/rowcodec"
@@ -31,15 +32,19 @@ import (
 // others each in its conditional UPDATE (with their audit events); and
 // the rows of the sessions with several calls read (useReadGroupsSQL);
 // all sent with the BEGIN in one round trip (a pipeline). Then the calls
-// of each session with several are decided in Go, in queue order, on its
-// row as read, and the row and their audit events written in one
-// statement (usebatch_group.go; those of all such sessions in one more
-// round trip); then the calls the UPDATEs refused, each decided on its
-// session's row as the transaction has locked it (its reason, or its
-// increment, exactly as alone); then one COMMIT. The server's CPU and
-// round trips of a transaction, and of a statement, are then paid per
-// batch instead of per call (per session for the calls of one session),
-// and callers on one row, which wait for its lock anyway, wait together.
+// the UPDATEs refused, each decided on its session's row as the
+// transaction has locked it (its reason, or its increment, exactly as
+// alone); then the calls of each session with several are decided in Go,
+// in queue order, on its row as read, and the row and their audit events
+// written in one statement (usebatch_group.go), those of all such
+// sessions sent in one pipeline with the COMMIT. A batch without
+// sessions of several calls sends its COMMIT in the pipeline of its
+// statements (one round trip), and the calls its UPDATEs refused are
+// decided after it, on their rows locked by one more transaction
+// (decideLate). The server's CPU and round trips of a transaction, and of
+// a statement, are then paid per batch instead of per call (per session
+// for the calls of one session), and callers on one row, which wait for
+// its lock anyway, wait together.
 //
 // Decisions stay exact:
 //   - Each call is decided on its own session's row, locked by the
@@ -58,11 +63,16 @@ import (
 //     (Store.retry, bounded): nothing of it was acknowledged.
 //   - No statement of a batch fails on a call's refusal: the conditional
 //     UPDATE matches nothing, and the refusal is decided and audited on the
-//     locked row. An error (a statement that fails, or a batch still
+//     locked row (in the batch's transaction, or in one after it when the
+//     COMMIT rode with the statements: each such call is its session's
+//     only call in the batch, so it is decided as alone, just after the
+//     batch). An error (a statement that fails, or a batch still
 //     failing after its reruns) rolls the batch back, and each of its calls
 //     is then decided alone, so that an error reaches only the call it
-//     belongs to. A COMMIT that was sent but not answered (the connection
-//     failed) may have committed: its calls get the error, never a second
+//     belongs to; a statement that fails before a COMMIT in its pipeline
+//     makes the server skip that COMMIT. A COMMIT that was sent but not
+//     answered (the connection failed, or the server's session ended in
+//     it) may have committed: its calls get the error, never a second
 //     decision.
 //
 // A call waits on no other session's row (DESIGN.md: a decision commits
@@ -92,9 +102,16 @@ import (
 // transaction: a call of one may wait for the COMMIT of another's (the
 // price of sharing the commit). A
 // decision still reads no row but its own session's, so it commits
-// within one agent's rows. A batch without refusals is two round trips,
-// the statements and the COMMIT, and one more to write the rows of
-// sessions with several calls.
+// within one agent's rows. A batch without sessions of several calls is
+// one round trip: its statements and the COMMIT. A batch with such
+// sessions is two: the statements, and the COMMIT with the writes of
+// their rows before it in its pipeline (commitWrites: a write the server
+// refuses makes it skip the COMMIT). When every row of a batch is
+// held by the queue's batch that commits, no lock-first step runs: the
+// rows are locked waiting for that COMMIT, by useLockAfterSQL, or by the
+// read of their rows when all are of sessions with several calls (the
+// steady state of one session's callers: BEGIN and that read, then the
+// write and the COMMIT).
 //
 // One batch of a tenant runs its statements at a time (useLeaders), and
 // gives its turn to the next one before its COMMIT, so that one batch's
@@ -125,6 +142,7 @@ type useCall struct {
 	state atomic.Int32 // callQueued, callTaken, callAbandoned
 	out   bool         // taken out of its batch: its row is held elsewhere
 	after bool         // its row is held by a batch of its queue that commits
+	late  bool         // refused by its UPDATE in a batch whose COMMIT rode with it: decided after it
 	v     verdict
 	err   error
 	done  chan struct{}
@@ -418,8 +436,19 @@ func (g *Governance) runUses(q *useQueue, batch []*useCall, release func()) {
 	case err == nil:
 		g.s.uses.count(in)
 		g.s.uses.committed(in, false, false)
+		var late []*useCall
 		for _, c := range in {
-			close(c.done)
+			if c.late {
+				late = append(late, c)
+			} else {
+				close(c.done)
+			}
+		}
+		if late != nil {
+			g.decideLate(ctx, late)
+			for _, c := range late {
+				close(c.done)
+			}
 		}
 	case errors.As(err, &unknown):
 		// The COMMIT was sent and its answer lost: the batch may have
@@ -443,6 +472,39 @@ func (g *Governance) runUses(q *useQueue, batch []*useCall, release func()) {
 			g.asideLocked(q, c)
 		}
 		q.mu.Unlock()
+	}
+}
+
+// decideLate decides the calls that the UPDATEs of a committed batch
+// refused, when its COMMIT rode in its statements' pipeline (decideBatch):
+// each on its session's row locked by one transaction for them all, in
+// id order (its reason, or its increment if the row changed meanwhile,
+// exactly as alone; each was its session's only call in the batch). When
+// that transaction fails, each call is decided alone, unless its COMMIT
+// may have committed (an error the server did not answer, or its session
+// ended): then each gets the error, never a second decision.
+func (g *Governance) decideLate(ctx context.Context, late []*useCall) {
+	err := g.inTx(ctx, func(tx pgx.Tx) error {
+		for _, c := range late {
+			var err error
+			if c.v, err = g.decideLocked(ctx, tx, c.req, c.tools); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		return
+	}
+	var unknown *commitUnknownError
+	if errors.As(commitErr(err), &unknown) {
+		for _, c := range late {
+			c.v, c.err = verdict{}, err
+		}
+		return
+	}
+	for _, c := range late {
+		c.v, c.err = g.useAlone(c.ctx, c.req, c.tools)
 	}
 }
 
@@ -472,11 +534,17 @@ const useBeginSQL = `BEGIN ISOLATION LEVEL READ COMMITTED`
 
 // batchTx decides the calls of batch not taken out in one transaction on
 // a connection of its own: BEGIN rides in the pipeline of the calls'
-// statements (one round trip before the COMMIT's, when no call is
-// refused), and nothing is left open on the connection whatever fails. An
-// error before the COMMIT means nothing was committed; a COMMIT without an
-// answer is a commitUnknownError. side is a side queue's batch (see
-// decideBatch); held reports that its lock-first step found the row held.
+// statements, and so does the COMMIT when no session has several calls
+// (decideBatch: one round trip); otherwise the rows of the sessions with
+// several calls are written in the COMMIT's pipeline (two round trips,
+// when no call is refused). Nothing is left open on the connection
+// whatever fails. An error before a pipeline with the COMMIT is sent
+// means nothing was committed, as does an error the server reports for a
+// statement before the COMMIT in it (the server skips the COMMIT); a
+// pipeline sent without an answer to its COMMIT is a commitUnknownError.
+// side is a side queue's batch (see decideBatch); held reports that its
+// lock-first step found the row held. release is called once the
+// statements have run, before the COMMIT's answer (handover).
 func (g *Governance) batchTx(ctx context.Context, q *useQueue, batch []*useCall, side bool, release func()) (held bool, err error) {
 	conn, err := g.s.pool.Acquire(ctx)
 	if err != nil {
@@ -485,28 +553,40 @@ func (g *Governance) batchTx(ctx context.Context, q *useQueue, batch []*useCall,
 	// A connection left inside a transaction (a failed ROLLBACK) is
 	// destroyed by Release, never reused.
 	defer conn.Release()
-	held, err = g.decideBatch(ctx, conn, batch, side)
-	if err != nil {
+	rollback := func() {
 		if conn.Conn().PgConn().TxStatus() != 'I' {
 			conn.Exec(ctx, `ROLLBACK`)
 		}
-		return held, err
 	}
-	if q != nil {
-		// The next batches of the queue wait for this COMMIT before
-		// locking these rows, rather than finding them held.
-		done := make(chan struct{})
-		q.mu.Lock()
-		if q.committing == nil {
-			q.committing = make(map[string]chan struct{})
+	// handover runs once the batch's statements have run, before the
+	// answer to its COMMIT: the next batches of the queue wait for this
+	// COMMIT before locking these rows, rather than finding them held,
+	// and the leader's turn is given back.
+	var done chan struct{}
+	handover := func() {
+		if done != nil {
+			return
 		}
-		for i, c := range batch {
-			if !c.out && (i == 0 || batch[i-1].req.SessionID != c.req.SessionID) {
-				q.committing[c.req.SessionID] = done
+		done = make(chan struct{})
+		if q != nil {
+			q.mu.Lock()
+			if q.committing == nil {
+				q.committing = make(map[string]chan struct{})
 			}
+			for i, c := range batch {
+				if !c.out && (i == 0 || batch[i-1].req.SessionID != c.req.SessionID) {
+					q.committing[c.req.SessionID] = done
+				}
+			}
+			q.mu.Unlock()
 		}
-		q.mu.Unlock()
-		defer func() {
+		release()
+	}
+	defer func() {
+		if done == nil {
+			return
+		}
+		if q != nil {
 			q.mu.Lock()
 			for id, ch := range q.committing {
 				if ch == done {
@@ -514,20 +594,112 @@ func (g *Governance) batchTx(ctx context.Context, q *useQueue, batch []*useCall,
 				}
 			}
 			q.mu.Unlock()
-			close(done)
-		}()
+		}
+		close(done)
+	}()
+	held, writes, committed, err := g.decideBatch(ctx, conn, batch, side, handover)
+	if err != nil {
+		rollback()
+		return held, err
 	}
-	release()
-	tag, err := conn.Exec(ctx, `COMMIT`)
+	if committed {
+		return held, nil
+	}
+	handover()
+	var tag pgconn.CommandTag
+	var refused bool
+	if writes == nil {
+		tag, err = conn.Exec(ctx, `COMMIT`)
+	} else {
+		tag, refused, err = commitWrites(ctx, conn, writes)
+	}
 	switch {
-	case err != nil && pgCode(err) == "":
-		return held, &commitUnknownError{err: err}
+	case err != nil && refused:
+		// The server answered a write with an error, and skipped the
+		// COMMIT after it (or its session ended there): nothing
+		// committed.
+		rollback()
+		return held, err
 	case err != nil:
-		return held, err // the server refused the COMMIT: rolled back
+		var unknown *commitUnknownError
+		if err = commitErr(err); !errors.As(err, &unknown) {
+			rollback()
+		}
+		return held, err
 	case tag.String() != "COMMIT":
 		return held, fmt.Errorf("pgstore: use batch rolled back at commit (%s)", tag)
 	}
 	return held, nil
+}
+
+// commitErr is the error of a COMMIT that failed: the server's refusal
+// (rolled back), or, when no answer came or the server's session ended in
+// it (a COMMIT may have committed locally before such an end), a
+// commitUnknownError.
+func commitErr(err error) error {
+	if pgCode(err) == "" || sessionEnded(err) {
+		return &commitUnknownError{err: err}
+	}
+	return err
+}
+
+// pipelineErr is the error met reading the answer to a statement of a
+// pipeline that holds the COMMIT after it, once the pipeline is closed:
+// an error the server answered makes it skip the COMMIT (nothing
+// committed), as does any error that leaves the connection in a failed
+// transaction; otherwise the COMMIT may have run, and its outcome is
+// unknown.
+func pipelineErr(conn *pgxpool.Conn, err error) error {
+	if pgCode(err) != "" {
+		return err
+	}
+	if st := conn.Conn().PgConn().TxStatus(); st == 'E' || st == 'T' {
+		return err
+	}
+	return &commitUnknownError{err: err}
+}
+
+// commitWrites sends the rows a batch writes (useWriteGroupSQL, one
+// statement per session) and the COMMIT in one pipeline, and returns the
+// COMMIT's tag, or the first error; refused reports an error the server
+// answered to a write. The pipeline ends in one Sync, so a write the
+// server refuses makes it skip every message up to that Sync, the COMMIT
+// too: the transaction is then left failed, never committed. A write
+// that finds no row fails in the server (useWriteGroupSQL), for the same
+// reason: its COMMIT must not run. An error without the server's answer
+// (the connection failed) is the COMMIT's: it was sent.
+func commitWrites(ctx context.Context, conn *pgxpool.Conn, writes *pgx.Batch) (tag pgconn.CommandTag, refused bool, err error) {
+	n := writes.Len()
+	writes.Queue(`COMMIT`)
+	br := conn.SendBatch(ctx, writes)
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			if pgCode(err) == codeDivisionByZero {
+				err = fmt.Errorf("%w: %w", errNoGroupRow, err)
+			}
+			return pgconn.CommandTag{}, pgCode(err) != "", err
+		}
+	}
+	tag, err = br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, false, err
+}
+
+// sessionEnded reports whether err is the server ending its session (an
+// error of severity FATAL or PANIC: a terminated backend, a shutdown).
+func sessionEnded(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	sev := pe.SeverityUnlocalized
+	if sev == "" {
+		sev = pe.Severity
+	}
+	return sev == "FATAL" || sev == "PANIC"
 }
 
 // decideBatch opens a transaction on conn and decides the calls of batch
@@ -536,16 +708,27 @@ func (g *Governance) batchTx(ctx context.Context, q *useQueue, batch []*useCall,
 // those other transactions hold; of the sessions with one call, the calls
 // of one tool in one statement for them all (govUseManySQL, when there
 // are two or more), the other calls each in its conditional UPDATE; the
-// rows of the sessions with several calls read, then their calls decided
-// on them (decideGroup) and written, one statement per session; then the
-// calls the UPDATEs refused, on their locked rows. When the lock-first
-// step found rows held elsewhere, it marks their calls out and returns
-// errBusy. The caller commits, or rolls back on error.
+// rows of the sessions with several calls read; then the calls the
+// UPDATEs refused, on their locked rows; then the calls of the sessions
+// with several decided on their rows (decideGroup). It returns the writes
+// of those rows, one statement per session (nil: none), which the caller
+// sends in the COMMIT's pipeline (commitWrites). When the lock-first step
+// found rows held elsewhere, and a statement gave up on them, it marks
+// their calls out and returns errBusy. The caller commits, or rolls back
+// on error.
+//
+// A batch without sessions of several calls, of a tenant's queue, sends
+// the COMMIT in the statements' pipeline, calls handover once their
+// answers are read, and returns committed once the COMMIT's answer is;
+// the calls its UPDATEs refused are marked late, to be decided after it
+// (decideLate). An error the server did not answer, in that pipeline, is
+// a commitUnknownError unless the connection is left in a failed
+// transaction (pipelineErr).
 //
 // A side queue's batch (side: the calls of one session) sets no lock
 // wait: when its lock-first step finds the row held (held), its
 // statements wait for it, in the same pass, and it returns no errBusy.
-func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch []*useCall, side bool) (held bool, err error) {
+func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch []*useCall, side bool, handover func()) (held bool, writes *pgx.Batch, committed bool, err error) {
 	now := g.s.now()
 	nowMS, nowUS := rowcodec.ToMillis(now), rowcodec.ToMicros(now)
 	// The calls of sessions with two or more calls in the batch, decided
@@ -587,19 +770,37 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		single = append(single, many...)
 		many = nil
 	}
+	// The lock-first step, when a row of the batch is not held by a
+	// batch of the queue that commits (ids; a side batch's one row is
+	// always there). When every row is, and each is of a session with
+	// several calls (one session's callers, batch after batch), the read
+	// of their rows locks them, in id order, waiting for that COMMIT as
+	// useLockAfterSQL would: no lock-first step bounds its wait.
+	lockFirst := len(ids) > 0
+	lockAfter := len(after) > 0 && (lockFirst || len(many)+len(single) > 0)
+	// A batch without sessions of several calls (nothing to write after
+	// its statements) sends its COMMIT in their pipeline: one round trip.
+	// The server skips the COMMIT when a statement before it fails. The
+	// calls its UPDATEs refuse are then decided after it (late, see
+	// decideLate).
+	early := !side && groups == nil && g.s.uses.hook == nil
+	for _, c := range in {
+		c.late = false
+	}
 	b := &pgx.Batch{}
 	b.Queue(useBeginSQL)
 	tenant := g.tenant()
 	if tenant != "" {
 		b.Queue(govTenantSQL, tenant)
 	}
-	if len(after) > 0 {
+	if lockAfter {
 		b.Queue(useLockAfterSQL, tenant, after)
 	}
 	setup := b.Len()
-	if side {
+	switch {
+	case side:
 		b.Queue(useLockSideSQL, tenant, ids)
-	} else {
+	case lockFirst:
 		b.Queue(useLockManySQL, tenant, ids)
 	}
 	if groups != nil {
@@ -611,7 +812,7 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		for i, c := range many {
 			payload, detail, err := sqlcore.AuditPayload(nowUS, sqlcore.UseAudit("", c.req.SessionID, "", c.tools))
 			if err != nil {
-				return false, err
+				return false, nil, false, err
 			}
 			sids[i], agents[i], tools[i], payloads[i], details[i] = c.req.SessionID, c.req.AgentID, c.tools[0], payload, detail
 		}
@@ -620,58 +821,76 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	for _, c := range single {
 		query, args, err := g.useStatement(now, c.req, c.tools)
 		if err != nil {
-			return false, err
+			return false, nil, false, err
 		}
 		b.Queue(query, args...)
 	}
+	if early {
+		b.Queue(`COMMIT`)
+	}
 	br := conn.SendBatch(ctx, b)
+	var busy []string
+	// fail closes the pipeline after err. With the COMMIT in it, an
+	// error the server did not answer leaves its outcome unknown
+	// (pipelineErr). When the lock-first step found rows held, the
+	// statements on them gave up after the lock wait: the batch reruns
+	// without their calls (errBusy).
+	fail := func(err error) error {
+		br.Close()
+		if early {
+			err = pipelineErr(conn, err)
+		}
+		var unknown *commitUnknownError
+		if len(busy) > 0 && !side && !errors.As(err, &unknown) {
+			for _, c := range in {
+				if slices.Contains(busy, c.req.SessionID) {
+					c.out = true
+				}
+			}
+			return errBusy
+		}
+		return err
+	}
 	for range setup { // BEGIN, the tenant, the rows after a COMMIT
 		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return false, err
+			return false, nil, false, fail(err)
 		}
 	}
-	var busy []string
-	if side {
+	switch {
+	case side:
 		err = br.QueryRow().Scan(&busy)
-	} else {
+	case lockFirst:
 		err = br.QueryRow().Scan(&busy, nil)
 	}
 	if err != nil {
-		br.Close()
-		return false, err
+		busy = nil
+		return false, nil, false, fail(err)
 	}
 	// A side batch's statements wait for the row (the server answers
 	// once they have run: it flushes its answers at the pipeline's end).
-	if held = len(busy) > 0; held && !side {
-		for _, c := range in {
-			if slices.Contains(busy, c.req.SessionID) {
-				c.out = true
-			}
-		}
-		// The statements on the held rows give up after the lock wait;
-		// their error is the rerun's cause, errBusy.
-		br.Close()
-		return held, errBusy
+	// Other statements on a held row give up after the lock wait, and
+	// their error is the rerun's cause, errBusy; without the COMMIT in
+	// the pipeline, the batch need not read their answers. (With it, the
+	// answers tell whether it committed: a row held by a lock that its
+	// UPDATE does not wait for, a foreign key's, lets it commit.)
+	if held = len(busy) > 0; held && !side && !early {
+		return held, nil, false, fail(errBusy)
 	}
 	var groupRows map[string]*govHeadRow
 	if groups != nil {
 		if groupRows, err = readGroups(br.Query()); err != nil {
-			br.Close()
-			return held, err
+			return held, nil, false, fail(err)
 		}
 	}
 	var refused []*useCall
 	if many != nil {
 		rows, err := br.Query()
 		if err != nil {
-			br.Close()
-			return held, err
+			return held, nil, false, fail(err)
 		}
-		granted, err := pgx.CollectRows(rows, pgx.RowToStructByName[govRow])
+		granted, err := pgx.CollectRows(rows, govRowByPos)
 		if err != nil {
-			br.Close()
-			return held, err
+			return held, nil, false, fail(err)
 		}
 		// Rows come back in no set order; a call without one was refused.
 		byID := make(map[string]store.Session, len(granted))
@@ -687,51 +906,36 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		}
 	}
 	for _, c := range single {
-		sess, err := scanGov(br.Query())
+		sess, err := scanGovUse(br.Query())
 		switch {
 		case err == nil:
 			c.v = verdict{sess: sess}
 		case errNoRows(err):
 			refused = append(refused, c)
 		default:
-			br.Close()
-			return held, err
+			return held, nil, false, fail(err)
 		}
+	}
+	if early {
+		// The statements have run, and the server commits.
+		handover()
+		tag, err := br.Exec()
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		switch {
+		case err != nil:
+			return held, nil, false, commitErr(err)
+		case tag.String() != "COMMIT":
+			return held, nil, false, fmt.Errorf("pgstore: use batch rolled back at commit (%s)", tag)
+		}
+		for _, c := range refused {
+			c.late = true
+		}
+		return held, nil, true, nil
 	}
 	if err := br.Close(); err != nil {
-		return held, err
-	}
-	// The calls of a session with several in the batch: decided in Go on
-	// the row read under the lock, in queue order, and written with their
-	// audit events in one statement per session, those of all such
-	// sessions in one round trip.
-	if groups != nil {
-		wb := &pgx.Batch{}
-		for _, run := range groups {
-			w, err := g.decideGroup(now, groupRows[run[0].req.SessionID], run)
-			if err != nil {
-				return held, err
-			}
-			if w != nil {
-				wb.Queue(useWriteGroupSQL, w.args(tenant)...)
-			}
-		}
-		if wb.Len() > 0 {
-			wr := conn.SendBatch(ctx, wb)
-			for range wb.Len() {
-				tag, err := wr.Exec()
-				if err == nil && tag.RowsAffected() != 1 {
-					err = errors.New("pgstore: use batch found no locked session row to write")
-				}
-				if err != nil {
-					wr.Close()
-					return held, err
-				}
-			}
-			if err := wr.Close(); err != nil {
-				return held, err
-			}
-		}
+		return held, nil, false, err
 	}
 	// The calls the UPDATEs refused are decided on the row the
 	// transaction has locked: each is its session's only call in the
@@ -739,13 +943,29 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	for _, c := range refused {
 		var err error
 		if c.v, err = g.decideLocked(ctx, conn, c.req, c.tools); err != nil {
-			return held, err
+			return held, nil, false, err
+		}
+	}
+	// The calls of a session with several in the batch: decided in Go on
+	// the row read under the lock, in queue order, and written with their
+	// audit events in one statement per session, sent with the COMMIT
+	// (batchTx).
+	for _, run := range groups {
+		w, err := g.decideGroup(now, groupRows[run[0].req.SessionID], run)
+		if err != nil {
+			return held, nil, false, err
+		}
+		if w != nil {
+			if writes == nil {
+				writes = &pgx.Batch{}
+			}
+			writes.Queue(useWriteGroupSQL, w.args(tenant)...)
 		}
 	}
 	if g.s.uses.hook != nil {
-		return held, g.s.uses.hook(ctx, conn)
+		return held, writes, false, g.s.uses.hook(ctx, conn)
 	}
-	return held, nil
+	return held, writes, false, nil
 }
 
 // useAlone decides one call by itself: one conditional UPDATE … RETURNING
@@ -761,7 +981,7 @@ func (g *Governance) useAlone(ctx context.Context, req store.UseRequest, tools [
 			if err != nil {
 				return err
 			}
-			sess, err = scanGov(g.s.pool.Query(ctx, query, args...))
+			sess, err = scanGovUse(g.s.pool.Query(ctx, query, args...))
 			return err
 		})
 	} else {
@@ -782,7 +1002,7 @@ func (g *Governance) useAlone(ctx context.Context, req store.UseRequest, tools [
 				br.Close()
 				return err
 			}
-			sess, err = scanGov(br.Query())
+			sess, err = scanGovUse(br.Query())
 			if cerr := br.Close(); err == nil {
 				err = cerr
 			}

@@ -57,14 +57,24 @@ const useReadGroupsSQL = `SELECT ` + govColumns + `, audit_seq, audit_prev, audi
 // microseconds, kind, outcome, detail, previous hash, hash), of agent
 // $10. (One such statement for each session measured cheaper than one
 // statement joining the arrays of several sessions' rows to their rows.)
+// It runs in the COMMIT's pipeline (commitWrites), so it fails in the
+// server, with a division by zero (errNoGroupRow), when it finds no row
+// to update: the server then skips the COMMIT. (The batch holds the row's
+// lock from its read, so that is never expected.)
 const useWriteGroupSQL = `WITH e AS (
 		INSERT INTO audit_events (agent_id, chain, seq, at_us, kind, outcome, session_id, request_id, detail, prev_hash, hash, tenant)
 		SELECT $10::text, $2::text, e.seq, e.at, e.kind, e.outcome, $2::text, '', e.detail, e.prev, e.hash, $1::text
 		FROM unnest($11::bigint[], $12::bigint[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[])
-			AS e(seq, at, kind, outcome, detail, prev, hash))
-	UPDATE governed_sessions SET calls_made = $3::bigint, rate_window_start_ms = $4::bigint, rate_window_calls = $5::bigint,
-		status = $6::text, audit_seq = $7::bigint, audit_prev = $8::text, audit_hash = $9::text
-	WHERE id = $2::text AND tenant = $1::text`
+			AS e(seq, at, kind, outcome, detail, prev, hash)),
+	u AS (
+		UPDATE governed_sessions SET calls_made = $3::bigint, rate_window_start_ms = $4::bigint, rate_window_calls = $5::bigint,
+			status = $6::text, audit_seq = $7::bigint, audit_prev = $8::text, audit_hash = $9::text
+		WHERE id = $2::text AND tenant = $1::text RETURNING 1)
+	SELECT 1 / count(*)::int FROM u`
+
+// errNoGroupRow is a batch's write that found no row of its session (see
+// useWriteGroupSQL): the batch fails, and its calls are decided alone.
+var errNoGroupRow = errors.New("pgstore: use batch found no locked session row to write")
 
 // groupWrite is what a batch decided on one session's row, as the
 // arguments of useWriteGroupSQL.

@@ -40,8 +40,19 @@ func allEvents(t *testing.T, st *pgstore.Store) []store.AuditEvent {
 // verifying with the same digest. The steps refuse calls in the middle of
 // a batch for every reason: a tool not allowed, another agent, the rate
 // limit (and a new window after the clock moves), the budget, an expired
-// session (marked expired by the first of its calls), a missing one.
+// session (marked expired by the first of its calls), a missing one. It
+// runs twice: each batch finding its rows free, and each following a
+// batch that held them while it committed (then its read of the rows
+// locks them, with no lock-first step).
 func TestUseBatchOneSessionMatchesAlone(t *testing.T) {
+	for _, afterCommit := range []bool{false, true} {
+		t.Run(map[bool]string{false: "rows free", true: "after a commit"}[afterCommit], func(t *testing.T) {
+			testUseBatchOneSessionMatchesAlone(t, afterCommit)
+		})
+	}
+}
+
+func testUseBatchOneSessionMatchesAlone(t *testing.T, afterCommit bool) {
 	ctx := context.Background()
 	type side struct {
 		st    *pgstore.Store
@@ -93,7 +104,11 @@ func TestUseBatchOneSessionMatchesAlone(t *testing.T) {
 		for i := range sides {
 			sides[i].clock.Advance(step.advance)
 		}
-		batched, errsBatched := sides[0].st.DecideUseBatch(ctx, step.reqs)
+		decide := sides[0].st.DecideUseBatch
+		if afterCommit {
+			decide = sides[0].st.DecideUseBatchAfterCommit
+		}
+		batched, errsBatched := decide(ctx, step.reqs)
 		for i, req := range step.reqs {
 			alone, err := sides[1].st.Governance().Use(ctx, req)
 			if !reflect.DeepEqual(err, errsBatched[i]) {

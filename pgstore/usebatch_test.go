@@ -467,8 +467,18 @@ func (h *retryCounter) Handle(_ context.Context, r slog.Record) error {
 // in a different order, some refused, each batch holding its locks a few
 // milliseconds before its COMMIT: rows are locked in one order, so no
 // batch is ever aborted as a deadlock, and every session's counter is
-// exactly its granted calls.
+// exactly its granted calls. It runs again without the wait before the
+// COMMIT: the batches without sessions of several calls then send their
+// COMMIT with their statements, and decide their refused calls after it.
 func TestUseBatchesNeverDeadlock(t *testing.T) {
+	for _, wait := range []bool{true, false} {
+		t.Run(map[bool]string{true: "a wait before the commit", false: "commit with the statements"}[wait], func(t *testing.T) {
+			testUseBatchesNeverDeadlock(t, wait)
+		})
+	}
+}
+
+func testUseBatchesNeverDeadlock(t *testing.T, wait bool) {
 	loc := newSchema(t)
 	ctx := context.Background()
 	counters := []*retryCounter{{codes: map[string]int{}}, {codes: map[string]int{}}}
@@ -479,10 +489,12 @@ func TestUseBatchesNeverDeadlock(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		st.SetUseBatchHook(func(ctx context.Context, tx pgstore.Execer) error {
-			_, err := tx.Exec(ctx, `SELECT pg_sleep(0.003)`)
-			return err
-		})
+		if wait {
+			st.SetUseBatchHook(func(ctx context.Context, tx pgstore.Execer) error {
+				_, err := tx.Exec(ctx, `SELECT pg_sleep(0.003)`)
+				return err
+			})
+		}
 		stores = append(stores, st)
 	}
 	var ids []string
@@ -719,10 +731,12 @@ func TestUseFewCallsDoNotQueue(t *testing.T) {
 }
 
 // statementLog records the statements a pool's connections send, each
-// statement of a pipeline too.
+// statement of a pipeline too, and counts the round trips: each statement
+// sent by itself, and each pipeline (a pgx batch).
 type statementLog struct {
-	mu   sync.Mutex
-	sqls []string
+	mu    sync.Mutex
+	sqls  []string
+	trips int
 }
 
 func (l *statementLog) add(sql string) {
@@ -732,11 +746,17 @@ func (l *statementLog) add(sql string) {
 }
 
 func (l *statementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	l.mu.Lock()
+	l.trips++
+	l.mu.Unlock()
 	l.add(data.SQL)
 	return ctx
 }
 func (l *statementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 func (l *statementLog) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	l.mu.Lock()
+	l.trips++
+	l.mu.Unlock()
 	return ctx
 }
 func (l *statementLog) TraceBatchQuery(_ context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
@@ -746,22 +766,34 @@ func (l *statementLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchE
 
 // take returns the statements logged since the last take.
 func (l *statementLog) take() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := l.sqls
-	l.sqls = nil
+	out, _ := l.takeTrips()
 	return out
 }
 
+// takeTrips returns the statements logged since the last take, and the
+// round trips that sent them.
+func (l *statementLog) takeTrips() ([]string, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out, trips := l.sqls, l.trips
+	l.sqls, l.trips = nil, 0
+	return out, trips
+}
+
 // TestUseBatchStatements pins the statements of a batch of governed Use
-// calls, counted as its connection sends them: the BEGIN, the lock-first
-// step (which also bounds the lock waits of the statements after it), the
-// calls' statements and the COMMIT; no statement of its own for the lock
-// wait. The calls of sessions with one call in the batch are one
-// statement for several sessions, one each otherwise; the calls of
-// sessions with several are two statements whatever their number (their
-// rows read, then written with their audit events). A later change that
-// adds a statement to every batch must change this count on purpose.
+// calls, counted as its connection sends them, and its round trips: the
+// BEGIN, the lock-first step (which also bounds the lock waits of the
+// statements after it), the calls' statements and the COMMIT in one
+// round trip; no statement of its own for the lock wait. The calls of
+// sessions with one call in the batch are one statement for several
+// sessions, one each otherwise; the calls of sessions with several are
+// two statements whatever their number (their rows read, then written
+// with their audit events in the COMMIT's round trip, a second one). A batch that follows one holding
+// all its rows while it commits (the steady state of one session's
+// callers) locks them waiting for that COMMIT instead, with no lock-first
+// step, and by the read of its rows when all are of sessions with several
+// calls. A later change that adds a statement or a round trip to every
+// batch must change these counts on purpose.
 func TestUseBatchStatements(t *testing.T) {
 	loc := newSchema(t)
 	ctx := context.Background()
@@ -790,29 +822,37 @@ func TestUseBatchStatements(t *testing.T) {
 	}
 	use := func(id string) store.UseRequest { return store.UseRequest{SessionID: id, Tools: []string{"read_file"}} }
 	for _, c := range []struct {
-		name string
-		reqs []store.UseRequest
-		want int
+		name        string
+		reqs        []store.UseRequest
+		afterCommit bool // the batch follows one holding its rows while it commits
+		want, trips int
 	}{
-		{"three sessions", []store.UseRequest{use("s-a"), use("s-b"), use("s-c")}, 4},
-		{"one session", []store.UseRequest{use("s-a"), use("s-a"), use("s-a")}, 5},
-		{"one session, eight calls", slices.Repeat([]store.UseRequest{use("s-c")}, 8), 5},
-		{"two sessions", []store.UseRequest{use("s-b"), use("s-c"), use("s-b")}, 6},
+		{"three sessions", []store.UseRequest{use("s-a"), use("s-b"), use("s-c")}, false, 4, 1},
+		{"one session", []store.UseRequest{use("s-a"), use("s-a"), use("s-a")}, false, 5, 2},
+		{"one session, eight calls", slices.Repeat([]store.UseRequest{use("s-c")}, 8), false, 5, 2},
+		{"two sessions", []store.UseRequest{use("s-b"), use("s-c"), use("s-b")}, false, 6, 2},
+		{"after a commit, one session", []store.UseRequest{use("s-a"), use("s-a"), use("s-a")}, true, 4, 2},
+		{"after a commit, three sessions", []store.UseRequest{use("s-a"), use("s-b"), use("s-c")}, true, 4, 1},
+		{"after a commit, two sessions", []store.UseRequest{use("s-b"), use("s-c"), use("s-b")}, true, 6, 2},
 	} {
 		log.take()
-		_, errs := st.DecideUseBatch(ctx, c.reqs)
+		decide := st.DecideUseBatch
+		if c.afterCommit {
+			decide = st.DecideUseBatchAfterCommit
+		}
+		_, errs := decide(ctx, c.reqs)
 		for i, err := range errs {
 			if err != nil {
 				t.Fatalf("%s: call %d: %v", c.name, i, err)
 			}
 		}
-		sqls := log.take()
-		if len(sqls) != c.want {
+		sqls, trips := log.takeTrips()
+		if len(sqls) != c.want || trips != c.trips {
 			var heads []string
 			for _, sql := range sqls {
 				heads = append(heads, strings.Join(strings.Fields(sql), " ")[:min(40, len(sql))])
 			}
-			t.Errorf("%s: %d statements; want %d: %q", c.name, len(sqls), c.want, heads)
+			t.Errorf("%s: %d statements in %d round trips; want %d in %d: %q", c.name, len(sqls), trips, c.want, c.trips, heads)
 		}
 		for _, sql := range sqls {
 			if strings.HasPrefix(strings.TrimSpace(sql), "SET") {
@@ -820,12 +860,14 @@ func TestUseBatchStatements(t *testing.T) {
 			}
 		}
 	}
-	wantCalls(t, st, map[string]int64{"s-a": 4, "s-b": 3, "s-c": 10})
+	wantCalls(t, st, map[string]int64{"s-a": 8, "s-b": 6, "s-c": 12})
 
 	// s-a's row held elsewhere: the batch sends its statements, finds the
 	// row held and rolls back (its statement on s-a gives up after the
-	// lock wait), reruns without s-a's call (four statements), and s-a's
-	// side queue decides it in one transaction that waits for the row.
+	// lock wait, and the server skips the COMMIT after it, unanswered and
+	// so not logged), reruns without s-a's call (four statements), and
+	// s-a's side queue decides it in one transaction that waits for the
+	// row.
 	conn, err := pgx.Connect(ctx, loc)
 	if err != nil {
 		t.Fatal(err)
@@ -860,7 +902,7 @@ func TestUseBatchStatements(t *testing.T) {
 	if !slices.Equal(heads, want) {
 		t.Errorf("a row held: %d statements %q; want %d %q", len(heads), heads, len(want), want)
 	}
-	wantCalls(t, st, map[string]int64{"s-a": 5, "s-b": 4})
+	wantCalls(t, st, map[string]int64{"s-a": 9, "s-b": 7})
 
 	// The same with two calls of s-a: the first batch's read of s-a's
 	// row gives up after the lock wait (the server skips the statements
@@ -899,7 +941,7 @@ func TestUseBatchStatements(t *testing.T) {
 	if !slices.Equal(heads, want) {
 		t.Errorf("a row held, two calls: %d statements %q; want %d %q", len(heads), heads, len(want), want)
 	}
-	wantCalls(t, st, map[string]int64{"s-a": 7, "s-b": 5})
+	wantCalls(t, st, map[string]int64{"s-a": 11, "s-b": 8})
 	if rep, err := st.Audit().Verify(ctx); err != nil || !rep.OK() {
 		t.Fatalf("audit verify: %+v, %v", rep, err)
 	}
