@@ -69,7 +69,8 @@ func searchPlanProblem(query string, plan []byte) string {
 // or filtered, first page and next, uses the trigram index and stays
 // below JIT's threshold: the plans are taken by EXPLAIN in the search's
 // own transaction with the search's arguments, before each statement
-// runs (a bad plan fails the test before it takes its seconds). The
+// runs (a bad plan fails the test before it takes its seconds); each
+// search matches the index in one statement. The
 // store's connections lower jit_above_cost to 1,000, so that a search
 // of this small corpus costs as much to the planner as one of a large
 // corpus would with the default threshold (100,000).
@@ -103,13 +104,16 @@ func TestSearchPlansAfterAnalyze(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var statements int
+	var statements, matches int
 	st, err = pgstore.Open(ctx, lowJIT, pgstore.WithBackgroundIndexer(false),
 		pgstore.WithSearchExplain(func(query string, plan []byte) error {
 			if !strings.Contains(query, "search_docs") {
 				return nil
 			}
 			statements++
+			if strings.Contains(query, "sessionstore_trigrams(d.body) @>") {
+				matches++
+			}
 			if p := searchPlanProblem(query, plan); p != "" {
 				return fmt.Errorf("%s\nstatement: %s", p, query)
 			}
@@ -130,9 +134,15 @@ func TestSearchPlansAfterAnalyze(t *testing.T) {
 			q := qc
 			q.Limit, q.Order = 20, o
 			for page := 0; page < 2; page++ {
+				matches = 0
 				r, err := st.Search(ctx, q)
 				if err != nil {
 					t.Fatalf("%+v page %d: %v", q, page, err)
+				}
+				// The index's match runs once (no count of the
+				// candidates before the search's own query).
+				if matches != 1 {
+					t.Errorf("%+v page %d: %d statements match the trigram index, want 1", q, page, matches)
 				}
 				if len(r.Hits) == 0 {
 					t.Fatalf("%+v page %d: no hit", q, page)

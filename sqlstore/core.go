@@ -63,6 +63,7 @@ func (s *Store) newCore() {
 		EagerSearch:       s.cfg.eagerSearch,
 		LargeSearchMin:    s.cfg.largeSearchMin,
 		SearchTimeWalk:    s.cfg.searchTimeWalk,
+		SearchTrace:       s.cfg.searchTrace,
 	})
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"time"
+
+	"github.com/agentstore/sessionstore/internal/sqlcore"
 )
 
 // Test-only access to internals, for the reliability tests in package
@@ -147,4 +149,14 @@ func WithLargeSearchMin(n int) Option {
 // never (-1) (sqlcore.Config.SearchTimeWalk); 0 chooses by cost.
 func WithSearchTimeWalk(mode int) Option {
 	return func(c *config) { c.searchTimeWalk = mode }
+}
+
+// WithSearchTrace opens a store whose Search gives fn each statement it
+// runs on the search index, with its arguments, before it runs it
+// (sqlcore.Config.SearchTrace); an error from fn fails the search before
+// the statement runs.
+func WithSearchTrace(fn func(query string, args []any) error) Option {
+	return func(c *config) {
+		c.searchTrace = func(_ sqlcore.Tx, query string, args []any) error { return fn(query, args) }
+	}
 }

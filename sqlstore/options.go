@@ -48,6 +48,8 @@ type config struct {
 	largeSearchMin int
 	// searchTimeWalk: a test-only option, sqlcore.Config.SearchTimeWalk.
 	searchTimeWalk int
+	// searchTrace: a test-only option, sqlcore.Config.SearchTrace.
+	searchTrace func(tx sqlcore.Tx, query string, args []any) error
 	// searchEncrypted: WithSearchEncrypted (keys.go).
 	searchEncrypted bool
 	// searchIndex: WithSearchIndex; nil leaves the file's setting.

@@ -17,47 +17,54 @@ import (
 // scores it before it sorts and keeps a page. Measured on 10,000 and
 // 50,000 documents of ~1 KiB (BenchmarkSearchCommonTerm), FTS5's bm25()
 // was most of that time and the body check and the row reads most of the
-// rest; the match alone was a few milliseconds. So, once the index has
-// largeSearchMin candidates or more:
+// rest; the match alone was a few milliseconds. So, on SQLite:
 //
-//   - newest first, when the match holds enough candidates
-//     (timeWalkFrom), the search walks the tenant's documents newest
-//     first on the index by time (migration 36) and tests each against
-//     the match's rowids, the filters and the body, until it has the page
-//     and one more hit (timeWalkSQL); otherwise it reads only the
-//     candidates' times (and the columns of the filters, but not the
-//     body), sorts them in Go, and checks the bodies and the other filters
-//     in that order, a batch at a time, until it has the page and one more
-//     hit (candidatesByTime). Either way it then scores those hits alone.
-//     The same hits in the same order, with the same scores: each is the
-//     search's own conditions on documents in the final order, and the
-//     score is the same expression over the same index in the same
-//     transaction.
-//   - by rank on SQLite, every candidate's score is needed (the index has
-//     no positions, migration 32, so a document's frequency of a trigram
-//     is only in its body): the search's own query runs, scoring with the
+//   - newest first, the search reads the match's document numbers until
+//     it has enough to choose its way (searchByTime): with fewer than
+//     largeSearchMin it has them all, and reads those documents in one
+//     query; when the match holds enough candidates (timeWalkFrom), it
+//     walks the tenant's documents newest first on the index by time
+//     (migration 36) and tests each against the match's rowids, the
+//     filters and the body, until it has the page and one more hit
+//     (timeWalkSQL); otherwise it reads only the candidates' times (and
+//     the columns of the filters, but not the body), sorts them in Go,
+//     and checks the bodies and the other filters in that order, a batch
+//     at a time, until it has the page and one more hit
+//     (candidatesByTime). Each way then scores those hits alone
+//     (scorePage). The same hits in the same order, with the same
+//     scores: each is the search's own conditions on documents in the
+//     final order, and the score is bm25()'s over the same index in the
+//     same transaction.
+//   - by rank, every candidate's score is needed (the index has no
+//     positions, migration 32, so a document's frequency of a trigram is
+//     only in its body): the search's own query runs, scoring with the
 //     dialect's Rank (search_rank.go), which gives bm25()'s value without
 //     its second reading of the body.
-//   - on PostgreSQL the search's own query runs as it is (postgresLarge).
+//
+// A term in few documents runs the match once either way: its cost is
+// the match, bm25()'s statistics and its few rows. (A separate count of
+// the candidates, which chose the way before, ran the match a second
+// time and made such a search up to twice as slow.)
 //
 // postgresLarge: PostgreSQL's search is its own query, whatever the
-// number of candidates. Ranked, ts_rank needs every candidate's tsvector.
-// Newest first, the same steps as SQLite's work (LargeTermPages passes
-// with them). They were turned off (c88f222) because once ANALYZE had
-// run the planner answered the candidates' keys with a sequential scan
-// computing sessionstore_trigrams of every row (18 s on 3,000
-// documents). Since migration 37 gives the function its cost, every
-// statement of theirs keeps the trigram index after ANALYZE
-// (TestSearchPlansAfterAnalyze with them turned on), but they were not
-// faster than the search's own query, which the same step made faster
-// too: on 10,000 documents after ANALYZE (BenchmarkSearchCommonTerm,
-// load 3.5-4.4, directional) 68 against 63 ms for the common term, 37
-// against 13 ms filtered to one session, 12 against 40 ms for messages
-// only, and 15 against 2 ms for a rare term (the count of candidates
-// that chooses the path). They stay off.
-//
-// Below largeSearchMin candidates the search's own query is as cheap, and
-// the extra statements would cost more than they save.
+// number of candidates (searchLarge returns at once: no count, no second
+// match). Ranked, ts_rank needs every candidate's tsvector. Newest first,
+// SQLite's steps of reading the candidates' keys and checking them a
+// batch at a time (candidateKeysSQL and checkBatchSQL keep PostgreSQL's
+// form) were turned off (c88f222) because once ANALYZE had run the
+// planner answered the candidates' keys with a sequential scan computing
+// sessionstore_trigrams of every row (18 s on 3,000 documents). Since
+// migration 37 gives the function its cost, every statement of theirs
+// keeps the trigram index after ANALYZE, but they were not faster than
+// the search's own query, which the same step made faster too: on 10,000
+// documents after ANALYZE (BenchmarkSearchCommonTerm, load 3.5-4.4,
+// directional) 68 against 63 ms for the common term, 37 against 13 ms
+// filtered to one session, 12 against 40 ms for messages only, and 15
+// against 2 ms for a rare term. They stay off.
+
+// largeSearchMin is the number of the match's candidates from which a
+// search newest first checks them in the order of their times (or walks
+// the index by time); below it, it reads them all in one query.
 const largeSearchMin = 1000
 
 // largeSearchBatch is the first batch of candidates a search newest first
@@ -70,50 +77,25 @@ const (
 
 // searchLarge returns the first q.Limit+1 hits of the index for search q
 // (long terms, the cursor applied, the items not yet folded left to the
-// caller), and true, when the index has largeSearchMin candidates or
-// more and the search can stop early or score faster; otherwise false,
-// and the caller runs searchSQL's query.
+// caller), and true, when it has a faster way than searchSQL's query to
+// them; otherwise false, and the caller runs that query. Each way runs
+// the index's match of the terms (all of their trigrams) once but for the
+// walk by time (two passes, the first one stopped at timeWalkFrom's
+// number; see searchByTime), and scores with the index's statistics
+// (ftsBM25: each phrase's document count, which bm25() reads too).
 func (s *Store) searchLarge(tx Tx, q store.SearchQuery, long, short []string, stale bool) ([]searchRow, bool, error) {
 	if s.postgres() {
 		return nil, false, nil // see postgresLarge
 	}
-	rankByGo := q.Order == store.SearchByRank && s.d.Rank != nil
-	if q.Order != store.SearchByTime && !rankByGo {
-		return nil, false, nil
-	}
-	most := largeSearchMin
-	if s.cfg.LargeSearchMin > 0 {
-		most = s.cfg.LargeSearchMin
-	}
-	// Newest first, the index of documents by time is walked when the
-	// match holds enough of them (timeWalkFrom).
-	walkFrom := 0
-	var err error
-	if q.Order == store.SearchByTime {
-		switch {
-		case s.cfg.SearchTimeWalk > 0:
-			walkFrom = 1
-		case s.cfg.SearchTimeWalk == 0:
-			if walkFrom, err = s.timeWalkFrom(tx, q.Limit); err != nil {
-				return nil, false, err
-			}
+	switch q.Order {
+	case store.SearchByRank:
+		if s.d.Rank == nil || !asciiTerms(long) {
+			return nil, false, nil
 		}
-	}
-	n, err := s.countCandidates(tx, long, max(most, walkFrom))
-	if err != nil || n < most {
-		return nil, false, err
-	}
-	scan := func(rows *[]searchRow) func(r Rows) error {
-		return func(r Rows) error {
-			var row searchRow
-			if err := row.scan(r, q.IncludeEvents); err != nil {
-				return err
-			}
-			*rows = append(*rows, row)
-			return nil
-		}
-	}
-	if rankByGo {
+		// Every candidate's score is needed: searchSQL's query, scoring
+		// with the dialect's Rank (search_rank.go) from the index's
+		// statistics, whatever the number of candidates: on a few it
+		// spares bm25()'s reading of each hit's body as it does on many.
 		bm, err := s.ftsBM25(tx, long)
 		if err != nil {
 			return nil, false, err
@@ -127,39 +109,165 @@ func (s *Store) searchLarge(tx Tx, q store.SearchQuery, long, short []string, st
 			return nil, false, err
 		}
 		var rows []searchRow
-		if err := tx.Query(query, args, scan(&rows)); err != nil {
+		if err := tx.Query(query, args, scanSearchRows(&rows, q.IncludeEvents)); err != nil {
 			return nil, false, err
 		}
 		return rows, true, nil
+	case store.SearchByTime:
+		rows, err := s.searchByTime(tx, q, long, short, stale)
+		if err != nil {
+			return nil, false, err
+		}
+		return rows, true, s.scorePage(tx, long, rows)
 	}
+	return nil, false, nil
+}
 
+// scanSearchRows returns a Query callback that appends each row of
+// searchColumns (with the events' when events) and a score to rows.
+func scanSearchRows(rows *[]searchRow, events bool) func(r Rows) error {
+	return func(r Rows) error {
+		var row searchRow
+		if err := row.scan(r, events); err != nil {
+			return err
+		}
+		*rows = append(*rows, row)
+		return nil
+	}
+}
+
+// searchByTime returns the first q.Limit+1 hits of search q newest first
+// (SQLite), their scores left at 0. The match's document numbers are read
+// first, up to the number of them that chooses the way (matchDocs), in
+// the same statement that counts them:
+//
+//   - fewer than largeSearchMin: a term in few documents. Those
+//     documents are all of the candidates; one query reads them
+//     (checkBatchSQL, with the cursor), with no second match.
+//   - timeWalkFrom's number or more: the walk by time (timeWalkSQL).
+//   - otherwise the candidates' keys, read from the documents found
+//     (candidatesByTime), again with no second match.
+func (s *Store) searchByTime(tx Tx, q store.SearchQuery, long, short []string, stale bool) ([]searchRow, error) {
+	most := largeSearchMin
+	if s.cfg.LargeSearchMin > 0 {
+		most = s.cfg.LargeSearchMin
+	}
+	// The index of documents by time is walked when the match holds
+	// enough of them (timeWalkFrom).
+	walkFrom := 0
+	var err error
+	switch {
+	case s.cfg.SearchTimeWalk > 0:
+		walkFrom = 1
+	case s.cfg.SearchTimeWalk == 0:
+		if walkFrom, err = s.timeWalkFrom(tx, q.Limit); err != nil {
+			return nil, err
+		}
+	}
+	docs, err := s.matchDocs(tx, long, max(most, walkFrom))
+	if err != nil {
+		return nil, err
+	}
+	n := len(docs) // every candidate when n < max(most, walkFrom)
 	var rows []searchRow
-	if walkFrom > 0 && n >= walkFrom {
+	switch {
+	case n < most:
+		if n == 0 {
+			return nil, nil
+		}
+		query, args, err := s.checkBatchSQL(q, long, short, stale, docs, q.Limit+1, true)
+		if err != nil {
+			return nil, err
+		}
+		if err := tx.Query(query, args, scanSearchRows(&rows, q.IncludeEvents)); err != nil {
+			return nil, err
+		}
+	case walkFrom > 0 && n >= walkFrom:
 		// The tenant's documents newest first, each tested against the
 		// match, until the page and one more hit.
 		query, args, err := s.timeWalkSQL(q, long, short, stale)
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
-		if err := tx.Query(query, args, scan(&rows)); err != nil {
-			return nil, false, err
+		if err := tx.Query(query, args, scanSearchRows(&rows, q.IncludeEvents)); err != nil {
+			return nil, err
 		}
-	} else if rows, err = s.candidatesByTime(tx, q, long, short, stale, scan); err != nil {
-		return nil, false, err
+	default:
+		if n >= max(most, walkFrom) {
+			docs = nil // not all of them: the keys from the match
+		}
+		if rows, err = s.candidatesByTime(tx, q, long, short, stale, docs); err != nil {
+			return nil, err
+		}
 	}
+	return rows, nil
+}
+
+// errEnoughDocs stops matchDocs's reading of the match.
+var errEnoughDocs = errors.New("sqlcore: enough documents")
+
+// matchDocs returns the documents the index finds for long terms (all of
+// their trigrams), in the index's order, stopping at most (SQLite): all
+// of them when it returns fewer. Rows are read until most rather than
+// cut by a LIMIT, so that the statement's text and plan hold for every
+// most.
+func (s *Store) matchDocs(tx Tx, long []string, most int) ([]int64, error) {
+	var docs []int64
+	err := tx.Query(`SELECT rowid FROM search_fts WHERE search_fts MATCH ?`, []any{ftsMatch(long)}, func(r Rows) error {
+		var doc int64
+		if err := r.Scan(&doc); err != nil {
+			return err
+		}
+		docs = append(docs, doc)
+		if len(docs) >= most {
+			return errEnoughDocs
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnoughDocs) {
+		return nil, err
+	}
+	return docs, nil
+}
+
+// scorePage sets the score of each of rows (hits of the index for long
+// terms, SQLite) as searchSQL scores them: from the index's statistics
+// (ftsBM25) and each body, in Go (RankScore), for the bodies and terms of
+// ASCII characters; with bm25() (scoresSQL) for the others.
+func (s *Store) scorePage(tx Tx, long []string, rows []searchRow) error {
 	if len(rows) == 0 {
-		return rows, true, nil
+		return nil
 	}
-	// The hits' scores, from the same index in the same transaction.
-	docs := make([]int64, len(rows))
-	for i, r := range rows {
-		docs[i] = r.doc
+	var left []int64
+	if s.d.Rank != nil && asciiTerms(long) {
+		bm, err := s.ftsBM25(tx, long)
+		if err != nil {
+			return err
+		}
+		arg, ok := rankArg(bm)
+		for i := range rows {
+			if ok {
+				if v, ok := RankScore(rows[i].body, arg); ok {
+					rows[i].score = v
+					continue
+				}
+			}
+			left = append(left, rows[i].doc)
+		}
+	} else {
+		for _, r := range rows {
+			left = append(left, r.doc)
+		}
 	}
-	query, args, err := s.scoresSQL(long, docs)
+	if len(left) == 0 {
+		return nil
+	}
+	// The others' scores, from the same index in the same transaction.
+	query, args, err := s.scoresSQL(long, left)
 	if err != nil {
-		return nil, false, err
+		return err
 	}
-	scores := make(map[int64]float64, len(rows))
+	scores := make(map[int64]float64, len(left))
 	if err := tx.Query(query, args, func(r Rows) error {
 		var doc int64
 		var score float64
@@ -169,22 +277,38 @@ func (s *Store) searchLarge(tx Tx, q store.SearchQuery, long, short []string, st
 		scores[doc] = score
 		return nil
 	}); err != nil {
-		return nil, false, err
+		return err
 	}
 	for i := range rows {
-		rows[i].score = scores[rows[i].doc]
+		if v, ok := scores[rows[i].doc]; ok {
+			rows[i].score = v
+		}
 	}
-	return rows, true, nil
+	return nil
+}
+
+// asciiTerms reports whether every term is of ASCII characters, those
+// whose trigrams the dialect's Rank scores (rankArg).
+func asciiTerms(terms []string) bool {
+	for _, t := range terms {
+		for i := 0; i < len(t); i++ {
+			if t[i] >= 0x80 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // candidatesByTime returns the first q.Limit+1 hits of search q newest
-// first from the match's candidates: their keys read and sorted, then
-// checked a batch at a time in that order.
-func (s *Store) candidatesByTime(tx Tx, q store.SearchQuery, long, short []string, stale bool, scan func(*[]searchRow) func(Rows) error) ([]searchRow, error) {
+// first from the match's candidates (docs when not nil: every one of
+// them): their keys read and sorted, then checked a batch at a time in
+// that order.
+func (s *Store) candidatesByTime(tx Tx, q store.SearchQuery, long, short []string, stale bool, docs []int64) ([]searchRow, error) {
 	// The candidates' keys, in the search's order.
 	type key struct{ doc, at int64 }
 	var keys []key
-	query, args, err := s.candidateKeysSQL(q, long)
+	query, args, err := s.candidateKeysSQL(q, long, docs)
 	if err != nil {
 		return nil, err
 	}
@@ -214,15 +338,15 @@ func (s *Store) candidatesByTime(tx Tx, q store.SearchQuery, long, short []strin
 		if start > 0 {
 			batch = min(2*batch, largeSearchBatchMax)
 		}
-		docs := make([]int64, 0, batch)
+		part := make([]int64, 0, batch)
 		for _, k := range keys[start:min(start+batch, len(keys))] {
-			docs = append(docs, k.doc)
+			part = append(part, k.doc)
 		}
-		query, args, err := s.checkBatchSQL(q, long, short, stale, docs, q.Limit+1-len(rows))
+		query, args, err := s.checkBatchSQL(q, long, short, stale, part, q.Limit+1-len(rows), false)
 		if err != nil {
 			return nil, err
 		}
-		if err := tx.Query(query, args, scan(&rows)); err != nil {
+		if err := tx.Query(query, args, scanSearchRows(&rows, q.IncludeEvents)); err != nil {
 			return nil, err
 		}
 	}
@@ -316,36 +440,22 @@ func compareDesc(a, b int64) int {
 	return 0
 }
 
-// countCandidates returns the number of documents the index finds for
-// long terms (all of their trigrams), counting up to most.
-func (s *Store) countCandidates(tx Tx, long []string, most int) (int, error) {
-	var n int
-	if s.postgres() {
-		var b strings.Builder
-		var args []any
-		b.WriteString(`SELECT count(*) FROM (SELECT 1 FROM search_docs AS d WHERE TRUE`)
-		for _, t := range long {
-			b.WriteString(` AND sessionstore_trigrams(d.body) @> sessionstore_trigrams(?)`)
-			args = append(args, t)
-		}
-		b.WriteString(` AND d.tenant = ? LIMIT ?) AS c`)
-		args = append(args, s.tenant, most)
-		err := tx.Scan(b.String(), args, &n)
-		return n, err
-	}
-	err := tx.Scan(`SELECT count(*) FROM (SELECT 1 FROM search_fts WHERE search_fts MATCH ? LIMIT ?) AS c`,
-		[]any{ftsMatch(long), most}, &n)
-	return n, err
-}
-
 // candidateKeysSQL returns the query of the documents (doc, at_us) that
-// the index finds for search q's long terms and that pass its conditions
-// on the documents' columns (searchColumnFilters) and its cursor (newest
+// the index finds for search q's long terms (docs when not nil: every one
+// of them, so the match is not run again) and that pass its conditions on
+// the documents' columns (searchColumnFilters) and its cursor (newest
 // first), without reading their bodies.
-func (s *Store) candidateKeysSQL(q store.SearchQuery, long []string) (string, []any, error) {
+func (s *Store) candidateKeysSQL(q store.SearchQuery, long []string, docs []int64) (string, []any, error) {
 	var b strings.Builder
 	var args []any
-	if s.postgres() {
+	if docs != nil {
+		list, err := s.d.ListArg(docs)
+		if err != nil {
+			return "", nil, err
+		}
+		b.WriteString(`SELECT d.doc, d.at_us FROM search_docs AS d WHERE ` + s.d.InList("d.doc"))
+		args = append(args, list)
+	} else if s.postgres() {
 		b.WriteString(`SELECT d.doc, d.at_us FROM search_docs AS d WHERE TRUE`)
 		for _, t := range long {
 			b.WriteString(` AND sessionstore_trigrams(d.body) @> sessionstore_trigrams(?)`)
@@ -369,9 +479,14 @@ func (s *Store) candidateKeysSQL(q store.SearchQuery, long []string) (string, []
 
 // checkBatchSQL returns the query of the rows of search q (newest first,
 // at most limit) among documents docs: searchSQL's conditions but the
-// index's match (docs are the index's candidates) and the cursor (applied
-// to docs already), the score left at 0 (scoresSQL's).
-func (s *Store) checkBatchSQL(q store.SearchQuery, long, short []string, stale bool, docs []int64, limit int) (string, []any, error) {
+// index's match (docs are the index's candidates), the score left at 0
+// (scoresSQL's). With all (docs are every candidate of a term in few
+// documents, in no order), the cursor is applied too and each document
+// is read by its number (NOT INDEXED, SQLite: else the planner may walk
+// the tenant's documents by time, testing each against the list, to
+// spare a sort of a few rows); without, docs are a batch of keys already
+// past the cursor.
+func (s *Store) checkBatchSQL(q store.SearchQuery, long, short []string, stale bool, docs []int64, limit int, all bool) (string, []any, error) {
 	var b strings.Builder
 	cols, join := searchColumns, ""
 	if q.IncludeEvents {
@@ -382,8 +497,18 @@ func (s *Store) checkBatchSQL(q store.SearchQuery, long, short []string, stale b
 	if err != nil {
 		return "", nil, err
 	}
-	b.WriteString(`SELECT ` + cols + `, 0.0 AS score FROM search_docs AS d` + join + ` WHERE ` + s.d.InList("d.doc"))
-	args, err := s.timeOrderedHits(&b, []any{list}, q, long, short, stale, limit)
+	from := `search_docs AS d`
+	if all && !s.postgres() {
+		from += ` NOT INDEXED`
+	}
+	b.WriteString(`SELECT ` + cols + `, 0.0 AS score FROM ` + from + join + ` WHERE ` + s.d.InList("d.doc"))
+	args := []any{list}
+	if all && q.Cursor != "" {
+		c, _ := store.DecodeSearchCursor(q.Cursor) // validated by Normalize
+		b.WriteString(` AND (d.at_us < ? OR (d.at_us = ? AND d.doc < ?))`)
+		args = append(args, c.AtMicros, c.AtMicros, c.Doc)
+	}
+	args, err = s.timeOrderedHits(&b, args, q, long, short, stale, limit)
 	if err != nil {
 		return "", nil, err
 	}

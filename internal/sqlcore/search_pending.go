@@ -1,6 +1,8 @@
 package sqlcore
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -259,7 +261,9 @@ type bm25 struct {
 // that holds the same text: the row count and the total size from the
 // index's averages record (FTS5's record 1 of search_fts_data: varints),
 // each phrase's document count from the index, and the logarithm from
-// SQLite (ln, the C library's log, as bm25's).
+// SQLite (ln, the C library's log, as bm25's). Two statements whatever
+// the number of phrases: the record, then every phrase's count and
+// logarithm (ftsIDFSQL).
 func (s *Store) ftsBM25(tx Tx, long []string) (bm25, error) {
 	var bm bm25
 	var rec []byte
@@ -274,6 +278,7 @@ func (s *Store) ftsBM25(tx Tx, long []string) (bm25, error) {
 		bm.avgdl = float64(total) / float64(nRow)
 	}
 	seen := map[string]bool{}
+	var phrases []string
 	for _, t := range long {
 		r := []rune(t)
 		for i := 0; i+3 <= len(r); i++ {
@@ -282,20 +287,43 @@ func (s *Store) ftsBM25(tx Tx, long []string) (bm25, error) {
 				continue
 			}
 			seen[tri] = true
-			var idf float64
-			if err := tx.Scan(`SELECT coalesce(ln((? - n + 0.5) / (n + 0.5)), 0) FROM (SELECT count(*) AS n FROM search_fts WHERE search_fts MATCH ?) AS h`,
-				[]any{float64(nRow), `"` + strings.ReplaceAll(tri, `"`, `""`) + `"`}, &idf); err != nil {
-				return bm, err
-			}
-			if idf <= 0 || math.IsNaN(idf) { // as bm25()
-				idf = 1e-6
-			}
+			phrases = append(phrases, `"`+strings.ReplaceAll(tri, `"`, `""`)+`"`)
 			bm.phrases = append(bm.phrases, foldRunes(tri))
-			bm.idf = append(bm.idf, idf)
 		}
+	}
+	if len(phrases) == 0 {
+		return bm, nil
+	}
+	list, err := json.Marshal(phrases)
+	if err != nil {
+		return bm, err
+	}
+	if err := tx.Query(ftsIDFSQL, []any{string(list), float64(nRow)}, func(r Rows) error {
+		var idf float64
+		if err := r.Scan(&idf); err != nil {
+			return err
+		}
+		if idf <= 0 || math.IsNaN(idf) { // as bm25()
+			idf = 1e-6
+		}
+		bm.idf = append(bm.idf, idf)
+		return nil
+	}); err != nil {
+		return bm, err
+	}
+	if len(bm.idf) != len(bm.phrases) {
+		return bm, fmt.Errorf("sqlcore: %d statistics for %d phrases of the search index", len(bm.idf), len(bm.phrases))
 	}
 	return bm, nil
 }
+
+// ftsIDFSQL is the query of each phrase's inverse document frequency, as
+// bm25() computes it, in the order of a JSON array of FTS5 phrases (the
+// first parameter), the index's row count the second: each phrase's
+// document count once (MATERIALIZED: the formula reads it twice), then
+// ln((N - n + 0.5) / (n + 0.5)), 0 where that has no logarithm.
+const ftsIDFSQL = `WITH h AS MATERIALIZED (SELECT j.key AS k, (SELECT count(*) FROM search_fts WHERE search_fts MATCH j.value) AS n FROM json_each(?) AS j)
+SELECT coalesce(ln((? - h.n + 0.5) / (h.n + 0.5)), 0) FROM h ORDER BY h.k`
 
 // ftsVarint decodes an SQLite varint (FTS5's records use them); 0, 0
 // when b holds none.

@@ -26,7 +26,9 @@ import (
 // from one candidate on (Options.LargeSearchMin), newest first each way:
 // chosen by its estimate, walking the documents by time, and reading and
 // sorting the candidates (Options.SearchTimeWalk), with a cursor in the
-// middle of documents of one time and since and until together.
+// middle of documents of one time and since and until together; and with
+// every term taken as one in few documents (a LargeSearchMin above the
+// number of documents).
 func testSearchLargeTermPages(t *testing.T, e *env) {
 	e.st.Close()
 	e.st = e.openWith(Options{NoIndexer: true})
@@ -205,4 +207,11 @@ func testSearchLargeTermPages(t *testing.T, e *env) {
 		}
 		compare(fmt.Sprintf("folded/%d", mode), lazy.(store.Searcher), eager.(store.Searcher), e.ctx, e.ctx, limits, orders...)
 	}
+	// Every term taken as one in few documents (newest first: every
+	// candidate read in one query, by its number), on the store that
+	// folds and on a read-only one.
+	few := e.openWith(Options{NoIndexer: true, LargeSearchMin: 1 << 30})
+	compare("few", few.(store.Searcher), e.openWith(Options{NoIndexer: true, EagerSearch: true}).(store.Searcher), e.ctx, e.ctx, all, both...)
+	roFew := e.openWith(Options{ReadOnly: true, LargeSearchMin: 1 << 30})
+	compare("read-only/few", roFew.(store.Searcher), e.openWith(Options{ReadOnly: true, EagerSearch: true}).(store.Searcher), e.ctx, e.ctx, all, store.SearchByTime)
 }
