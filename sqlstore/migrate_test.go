@@ -105,6 +105,7 @@ var postgresOnlySteps = map[int64]bool{
 	22: true, // the upload-content collector runs with its owner's rights
 	26: true, // the search-index triggers file documents under the row's tenant
 	37: true, // the planner's cost of the trigram function
+	39: true, // the trigram function in linear time
 	// Not PostgreSQL-only: a no-op on both engines that holds version 23
 	// for issue 29g's migration, written on another branch; goes with
 	// that placeholder when 29g's 00023 lands.
