@@ -127,20 +127,6 @@ func scanGov(rows pgx.Rows, err error) (store.Session, error) {
 	if err != nil {
 		return store.Session{}, err
 	}
-	row, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[govRow])
-	if err != nil {
-		return store.Session{}, err
-	}
-	return row.session(), nil
-}
-
-// scanGovUse is scanGov for the UPDATEs of a governed Use (govUseSQL,
-// govUseAuditedSQL), which return govColumns in their order: it scans
-// them by position (govRowByPos).
-func scanGovUse(rows pgx.Rows, err error) (store.Session, error) {
-	if err != nil {
-		return store.Session{}, err
-	}
 	row, err := pgx.CollectExactlyOneRow(rows, govRowByPos)
 	if err != nil {
 		return store.Session{}, err
@@ -148,10 +134,11 @@ func scanGovUse(rows pgx.Rows, err error) (store.Session, error) {
 	return row.session(), nil
 }
 
-// govRowByPos scans a row of govColumns, in their order, into a govRow,
-// for the hot statements of a governed Use: matching the columns to the
-// fields by name, per row (pgx.RowToStructByName), cost a batch's client
-// more than decoding them. TestGovColumnsOrder keeps govColumns and the
+// govRowByPos scans a row of govColumns, in their order, into a govRow
+// (every statement that reads or returns a governed session selects
+// govColumns): matching the columns to the fields by name, per row
+// (pgx.RowToStructByName), cost a governed Use batch's client more than
+// decoding them. TestGovColumnsOrder keeps govColumns and the
 // order of the fields here the same.
 func govRowByPos(row pgx.CollectableRow) (govRow, error) {
 	var r govRow
@@ -546,7 +533,7 @@ func (g *Governance) List(ctx context.Context, f store.ListFilter) (store.Page[s
 			if err != nil {
 				return err
 			}
-			rows, err = pgx.CollectRows(r, pgx.RowToStructByName[govRow])
+			rows, err = pgx.CollectRows(r, govRowByPos)
 			return err
 		})
 	})

@@ -906,7 +906,7 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		}
 	}
 	for _, c := range single {
-		sess, err := scanGovUse(br.Query())
+		sess, err := scanGov(br.Query())
 		switch {
 		case err == nil:
 			c.v = verdict{sess: sess}
@@ -981,7 +981,7 @@ func (g *Governance) useAlone(ctx context.Context, req store.UseRequest, tools [
 			if err != nil {
 				return err
 			}
-			sess, err = scanGovUse(g.s.pool.Query(ctx, query, args...))
+			sess, err = scanGov(g.s.pool.Query(ctx, query, args...))
 			return err
 		})
 	} else {
@@ -1002,7 +1002,7 @@ func (g *Governance) useAlone(ctx context.Context, req store.UseRequest, tools [
 				br.Close()
 				return err
 			}
-			sess, err = scanGovUse(br.Query())
+			sess, err = scanGov(br.Query())
 			if cerr := br.Close(); err == nil {
 				err = cerr
 			}

@@ -469,12 +469,20 @@ func (s *Store) candidateKeysSQL(q store.SearchQuery, long []string, docs []int6
 	if err != nil {
 		return "", nil, err
 	}
-	if q.Cursor != "" {
-		c, _ := store.DecodeSearchCursor(q.Cursor) // validated by Normalize
-		b.WriteString(` AND (d.at_us < ? OR (d.at_us = ? AND d.doc < ?))`)
-		args = append(args, c.AtMicros, c.AtMicros, c.Doc)
-	}
+	args = afterTimeCursor(&b, args, q.Cursor)
 	return b.String(), args, nil
+}
+
+// afterTimeCursor appends to b the condition of a newest-first cursor on
+// the documents d (those after it in the order at_us DESC, doc DESC), and
+// its arguments to args; nothing without a cursor.
+func afterTimeCursor(b *strings.Builder, args []any, cursor string) []any {
+	if cursor == "" {
+		return args
+	}
+	c, _ := store.DecodeSearchCursor(cursor) // validated by Normalize
+	b.WriteString(` AND (d.at_us < ? OR (d.at_us = ? AND d.doc < ?))`)
+	return append(args, c.AtMicros, c.AtMicros, c.Doc)
 }
 
 // checkBatchSQL returns the query of the rows of search q (newest first,
@@ -503,10 +511,8 @@ func (s *Store) checkBatchSQL(q store.SearchQuery, long, short []string, stale b
 	}
 	b.WriteString(`SELECT ` + cols + `, 0.0 AS score FROM ` + from + join + ` WHERE ` + s.d.InList("d.doc"))
 	args := []any{list}
-	if all && q.Cursor != "" {
-		c, _ := store.DecodeSearchCursor(q.Cursor) // validated by Normalize
-		b.WriteString(` AND (d.at_us < ? OR (d.at_us = ? AND d.doc < ?))`)
-		args = append(args, c.AtMicros, c.AtMicros, c.Doc)
+	if all {
+		args = afterTimeCursor(&b, args, q.Cursor)
 	}
 	args, err = s.timeOrderedHits(&b, args, q, long, short, stale, limit)
 	if err != nil {
