@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -40,7 +41,9 @@ import (
 // of 32 callers is followed, in every round, by its floors
 // (concurrency_floor_bench_test.go: the store's statements replayed
 // without the store, and the schema's least write), reported beside it;
-// PG_BENCH_FLOOR=0 leaves them out. Each shape also reports the CPU one call costs in
+// PG_BENCH_FLOOR=0 leaves them out. Each shape also reports the heap
+// objects one call allocates in this process (allocs/call: the whole
+// process's, the pool's and the benchmark's callers' too), and the CPU one call costs in
 // this process (client) and in the server's processes (server, when the
 // server runs on this machine): the cores divided by their sum bound the
 // calls per second, whatever the concurrency. The goals (issue 36): shared ≥ 5×, one-agent ≥ 4×
@@ -83,11 +86,12 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 	// (concurrency_floor_bench_test.go; PG_BENCH_FLOOR=0: none).
 	floors := newGovFloors(b, ctx, loc, server, create)
 	shapes := []struct {
-		name string
-		reqs []store.UseRequest
-		rate []float64
-		cpu  cpuTimes // summed over the rounds
-		txns int64    // the transactions of the rounds' calls
+		name   string
+		reqs   []store.UseRequest
+		rate   []float64
+		cpu    cpuTimes // summed over the rounds
+		txns   int64    // the transactions of the rounds' calls
+		allocs uint64   // the heap objects allocated by the rounds' calls
 		// the calls decided at once without queueing, and those taken
 		// out of a batch (their row held by another transaction)
 		direct, apart int64
@@ -123,6 +127,7 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 			direct0 := st.UseDirect()
 			_, apart0 := st.UseBatchMixed()
 			start, cpu0 := time.Now(), readCPU(server)
+			allocs0 := heapAllocs()
 			var wg sync.WaitGroup
 			for c := range n {
 				wg.Go(func() {
@@ -135,6 +140,7 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 				})
 			}
 			wg.Wait()
+			allocs1 := heapAllocs()
 			elapsed, cpu1 := time.Since(start), readCPU(server)
 			// A call decided alone is a transaction of its own.
 			shared1, sharedCalls1 := st.UseBatchStats()
@@ -145,6 +151,7 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 			}
 			sh.rate = append(sh.rate, float64(calls)/elapsed.Seconds())
 			sh.txns += txns
+			sh.allocs += allocs1 - allocs0
 			_, apart1 := st.UseBatchMixed()
 			sh.direct += st.UseDirect() - direct0
 			sh.apart += apart1 - apart0
@@ -173,9 +180,19 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 		b.ReportMetric(float64(shapes[i].direct)/rounds, shapes[i].name+"-direct/call")
 		b.ReportMetric(float64(shapes[i].apart)/rounds, shapes[i].name+"-apart/call")
 		b.ReportMetric(float64(shapes[i].cpu.client.Microseconds())/rounds, shapes[i].name+"-client-cpu-µs/call")
+		b.ReportMetric(float64(shapes[i].allocs)/rounds, shapes[i].name+"-allocs/call")
 		if shapes[i].cpu.server >= 0 {
 			b.ReportMetric(float64(shapes[i].cpu.server.Microseconds())/rounds, shapes[i].name+"-server-cpu-µs/call")
 		}
 	}
 	floors.report(b, med[0])
+}
+
+// heapAllocs is the number of heap objects this process has allocated so
+// far (runtime/metrics, which does not stop the world as
+// runtime.ReadMemStats does).
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
