@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,9 +42,14 @@ import (
 // of 32 callers is followed, in every round, by its floors
 // (concurrency_floor_bench_test.go: the store's statements replayed
 // without the store, and the schema's least write), reported beside it;
-// PG_BENCH_FLOOR=0 leaves them out. Each shape also reports the heap
-// objects one call allocates in this process (allocs/call: the whole
-// process's, the pool's and the benchmark's callers' too), and the CPU one call costs in
+// PG_BENCH_FLOOR=0 leaves them out. Each shape also reports what one call
+// costs this process in counts that depend little on the machine's load
+// (runStats: the whole process's, the pool's and the benchmark's callers'
+// too): the heap objects it allocates (allocs/call), the goroutines it
+// starts (goroutines/call), the times a goroutine is scheduled to run
+// (scheds/call, sampled: the wakeups of parked goroutines, mostly) and
+// the voluntary context switches of its threads (csw/call: threads put
+// to sleep); and the CPU one call costs in
 // this process (client) and in the server's processes (server, when the
 // server runs on this machine): the cores divided by their sum bound the
 // calls per second, whatever the concurrency. The goals (issue 36): shared ≥ 5×, one-agent ≥ 4×
@@ -92,6 +98,10 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 		cpu    cpuTimes // summed over the rounds
 		txns   int64    // the transactions of the rounds' calls
 		allocs uint64   // the heap objects allocated by the rounds' calls
+		// the goroutines those calls started, the times goroutines were
+		// scheduled to run (sampled, see runStats), and the process's
+		// threads' voluntary context switches
+		goroutines, scheds, csw uint64
 		// the calls decided at once without queueing, and those taken
 		// out of a batch (their row held by another transaction)
 		direct, apart int64
@@ -128,6 +138,7 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 			_, apart0 := st.UseBatchMixed()
 			start, cpu0 := time.Now(), readCPU(server)
 			allocs0 := heapAllocs()
+			rs0 := readRunStats()
 			var wg sync.WaitGroup
 			for c := range n {
 				wg.Go(func() {
@@ -141,6 +152,7 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 			}
 			wg.Wait()
 			allocs1 := heapAllocs()
+			rs1 := readRunStats()
 			elapsed, cpu1 := time.Since(start), readCPU(server)
 			// A call decided alone is a transaction of its own.
 			shared1, sharedCalls1 := st.UseBatchStats()
@@ -152,6 +164,9 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 			sh.rate = append(sh.rate, float64(calls)/elapsed.Seconds())
 			sh.txns += txns
 			sh.allocs += allocs1 - allocs0
+			sh.goroutines += rs1.goroutines - rs0.goroutines
+			sh.scheds += rs1.scheds - rs0.scheds
+			sh.csw += rs1.csw - rs0.csw
 			_, apart1 := st.UseBatchMixed()
 			sh.direct += st.UseDirect() - direct0
 			sh.apart += apart1 - apart0
@@ -181,6 +196,9 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 		b.ReportMetric(float64(shapes[i].apart)/rounds, shapes[i].name+"-apart/call")
 		b.ReportMetric(float64(shapes[i].cpu.client.Microseconds())/rounds, shapes[i].name+"-client-cpu-µs/call")
 		b.ReportMetric(float64(shapes[i].allocs)/rounds, shapes[i].name+"-allocs/call")
+		b.ReportMetric(float64(shapes[i].goroutines)/rounds, shapes[i].name+"-goroutines/call")
+		b.ReportMetric(float64(shapes[i].scheds)/rounds, shapes[i].name+"-scheds/call")
+		b.ReportMetric(float64(shapes[i].csw)/rounds, shapes[i].name+"-csw/call")
 		if shapes[i].cpu.server >= 0 {
 			b.ReportMetric(float64(shapes[i].cpu.server.Microseconds())/rounds, shapes[i].name+"-server-cpu-µs/call")
 		}
@@ -195,4 +213,26 @@ func heapAllocs() uint64 {
 	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64()
+}
+
+// runStats counts, so far in this process, the goroutines started, the
+// times a goroutine went from runnable to running as the runtime samples
+// them for /sched/latencies (every 8th transition of a goroutine, so the
+// count is proportional to the wakeups of parked goroutines and to
+// preemptions), and the voluntary context switches of its threads
+// (getrusage).
+type runStats struct{ goroutines, scheds, csw uint64 }
+
+func readRunStats() (r runStats) {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}, {Name: "/sched/latencies:seconds"}}
+	metrics.Read(s)
+	r.goroutines = s[0].Value.Uint64()
+	for _, n := range s[1].Value.Float64Histogram().Counts {
+		r.scheds += n
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		r.csw = uint64(ru.Nvcsw)
+	}
+	return r
 }

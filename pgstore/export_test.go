@@ -48,14 +48,14 @@ func (s *Store) HoldUseTurn() (release func()) {
 	}
 	q := b.queues[""]
 	if q == nil {
-		q = &useQueue{token: make(chan struct{}, useLeaders)}
+		q = &useQueue{}
 		b.queues[""] = q
 	}
 	q.pins++
 	b.mu.Unlock()
-	q.token <- struct{}{}
+	q.acquireTurn()
 	return func() {
-		<-q.token
+		q.releaseTurn()
 		b.mu.Lock()
 		if q.pins--; q.pins == 0 && q.users == 0 {
 			delete(b.queues, "")
@@ -87,7 +87,7 @@ func (s *Store) DecideUseBatchAfterCommit(ctx context.Context, reqs []store.UseR
 
 func decideUseBatch(ctx context.Context, g *Governance, reqs []store.UseRequest, afterCommit bool) ([]store.Session, []error) {
 	batch := make([]*useCall, len(reqs))
-	q := &useQueue{token: make(chan struct{}, useLeaders)}
+	q := &useQueue{}
 	if afterCommit {
 		done := make(chan struct{})
 		close(done)
@@ -97,12 +97,12 @@ func decideUseBatch(ctx context.Context, g *Governance, reqs []store.UseRequest,
 		}
 	}
 	for i, req := range reqs {
-		batch[i] = &useCall{ctx: ctx, req: req, tools: nonNil(req.Tools), done: make(chan struct{})}
+		batch[i] = newUseCall(ctx, req, nonNil(req.Tools))
 		batch[i].state.Store(callTaken)
 	}
 	g.runUses(q, slices.Clone(batch), func() {})
 	for _, c := range batch {
-		<-c.done
+		<-c.wake
 	}
 	sessions, errs := make([]store.Session, len(reqs)), make([]error, len(reqs))
 	for i, c := range batch {

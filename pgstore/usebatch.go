@@ -145,8 +145,24 @@ type useCall struct {
 	late  bool         // refused by its UPDATE in a batch whose COMMIT rode with it: decided after it
 	v     verdict
 	err   error
-	done  chan struct{}
+	// lead is set, under useQueue.mu, when a turn is passed to this
+	// call's caller (passTurnLocked); its caller clears it when it takes
+	// the turn.
+	lead atomic.Bool
+	// wake is sent to (never closed) when the call is answered (answer)
+	// and when a turn is passed to its caller: its capacity, 2, holds
+	// both, so neither send ever blocks (a turn goes only to a queued
+	// call, and to none that holds one not yet taken).
+	wake chan struct{}
 }
+
+// newUseCall returns a queued call.
+func newUseCall(ctx context.Context, req store.UseRequest, tools []string) *useCall {
+	return &useCall{ctx: ctx, req: req, tools: tools, wake: make(chan struct{}, 2)}
+}
+
+// answer wakes c's caller with its outcome (c.v, c.err, set before).
+func (c *useCall) answer() { c.wake <- struct{}{} }
 
 const (
 	callQueued int32 = iota
@@ -156,11 +172,15 @@ const (
 
 // useQueue is the queue of one tenant.
 type useQueue struct {
-	token chan struct{} // capacity useLeaders: one held by each leader until its COMMIT
 	mu    sync.Mutex
 	calls []*useCall
-	users int // guarded by useBatcher.mu: calls in flight
-	pins  int // guarded by useBatcher.mu: holders keeping the queue (tests)
+	// Guarded by mu: the leaders' turns held (at most useLeaders; a
+	// leader holds one until its COMMIT), and the goroutines without a
+	// queued call waiting for one (acquireTurn), first served.
+	turns   int
+	waiting []chan struct{}
+	users   int // guarded by useBatcher.mu: calls in flight
+	pins    int // guarded by useBatcher.mu: holders keeping the queue (tests)
 	// Guarded by mu: the sessions whose rows a batch of the queue holds
 	// while it commits (closed once it has), and the sessions whose calls
 	// are decided apart, on a queue of their own (sideQueue).
@@ -215,7 +235,7 @@ func (b *useBatcher) acquire(key string) (*useQueue, int) {
 	}
 	q := b.queues[key]
 	if q == nil {
-		q = &useQueue{token: make(chan struct{}, useLeaders)}
+		q = &useQueue{}
 		b.queues[key] = q
 	}
 	q.users++
@@ -228,6 +248,65 @@ func (b *useBatcher) release(key string, q *useQueue) {
 	if q.users--; q.users == 0 && q.pins == 0 {
 		delete(b.queues, key)
 	}
+}
+
+// acquireTurn waits for a leader's turn of q, for a goroutine without a
+// queued call (a side queue's leader giving its session back; tests).
+func (q *useQueue) acquireTurn() {
+	q.mu.Lock()
+	if q.turns < useLeaders {
+		q.turns++
+		q.mu.Unlock()
+		return
+	}
+	ch := make(chan struct{})
+	q.waiting = append(q.waiting, ch)
+	q.mu.Unlock()
+	<-ch
+}
+
+// releaseTurn gives a leader's turn back (passTurnLocked).
+func (q *useQueue) releaseTurn() {
+	q.mu.Lock()
+	q.passTurnLocked()
+	q.mu.Unlock()
+}
+
+// passTurnLocked passes a turn that its leader gives back to the first
+// goroutine waiting for one (acquireTurn), else to the caller of the
+// first queued call, woken (it leads the next batch), else to no one:
+// one goroutine is woken per turn, and a caller whose call is in a batch
+// waits only for its answer. A queue with queued calls thus always has a
+// leader running or woken. q.mu is held.
+func (q *useQueue) passTurnLocked() {
+	if len(q.waiting) > 0 {
+		close(q.waiting[0])
+		q.waiting = q.waiting[1:]
+		return
+	}
+	for _, c := range q.calls {
+		if c.state.Load() == callQueued && !c.lead.Load() {
+			c.lead.Store(true)
+			c.wake <- struct{}{}
+			return
+		}
+	}
+	q.turns--
+}
+
+// lead runs one batch of q with a turn its caller holds: what is queued,
+// up to maxUseBatch calls, then gives the turn back (runUses gives it
+// back before the batch's COMMIT).
+func (g *Governance) lead(q *useQueue) {
+	held := true
+	release := func() {
+		if held {
+			held = false
+			q.releaseTurn()
+		}
+	}
+	g.runUses(q, q.take(), release)
+	release()
 }
 
 // take moves up to maxUseBatch queued calls out of q.
@@ -270,41 +349,59 @@ func (g *Governance) useBatched(ctx context.Context, req store.UseRequest, tools
 		}
 		return g.useAlone(ctx, req, tools)
 	}
-	c := &useCall{ctx: ctx, req: req, tools: tools, done: make(chan struct{})}
+	c := newUseCall(ctx, req, tools)
 	q.mu.Lock()
 	q.calls = append(q.calls, c)
+	lead := q.turns < useLeaders
+	if lead {
+		q.turns++
+	}
 	q.mu.Unlock()
+	// The caller leads when it finds a turn free, or when a leader
+	// passes it one (passTurnLocked); otherwise it waits for its answer,
+	// or, while its call is queued, for its context's end.
+	done := ctx.Done()
 	for {
+		if lead {
+			lead = false
+			g.lead(q)
+		}
+		if done == nil {
+			return c.waitOrLead(g, q)
+		}
 		select {
-		case <-c.done:
+		case <-c.wake:
+			if c.lead.Swap(false) {
+				lead = true
+				continue
+			}
 			return c.v, c.err
-		case <-ctx.Done():
+		case <-done:
+			// Withdrawn while queued (under q.mu, so that no turn is
+			// passed to it meanwhile; one passed before goes on).
+			q.mu.Lock()
 			if c.state.CompareAndSwap(callQueued, callAbandoned) {
+				if c.lead.Swap(false) {
+					q.passTurnLocked()
+				}
+				q.mu.Unlock()
 				return verdict{}, ctx.Err()
 			}
-			<-c.done
-			return c.v, c.err
-		case q.token <- struct{}{}:
-			// Lead only while our call is queued: once another leader
-			// has taken it, wait for its answer, not for a token again
-			// (with several tokens, that would spin on an empty queue).
-			// A batch gives its token back before its COMMIT (release).
-			held := true
-			release := func() {
-				if held {
-					held = false
-					<-q.token
-				}
-			}
-			if c.state.Load() == callQueued {
-				g.runUses(q, q.take(), release)
-			}
-			release()
-			if c.state.Load() != callQueued {
-				<-c.done
-				return c.v, c.err
-			}
+			q.mu.Unlock()
+			return c.waitOrLead(g, q)
 		}
+	}
+}
+
+// waitOrLead waits for c's answer, leading a batch whenever a turn is
+// passed to its caller (c queued, or taken by another leader after).
+func (c *useCall) waitOrLead(g *Governance, q *useQueue) (verdict, error) {
+	for {
+		<-c.wake
+		if !c.lead.Swap(false) {
+			return c.v, c.err
+		}
+		g.lead(q)
 	}
 }
 
@@ -349,7 +446,7 @@ const useLockAfterSQL = `SELECT id FROM governed_sessions
 	WHERE tenant = $1 AND id = ANY($2::text[]) ORDER BY id FOR UPDATE`
 
 // runUses decides a batch and answers every call of it. release gives
-// the leader's token back; it is called once the batch's statements have
+// the leader's turn back; it is called once the batch's statements have
 // run, before its COMMIT, so that the next batch's statements run while
 // this one's commit waits for its WAL flush (a lone call keeps it through
 // its COMMIT). Calls whose session's row another transaction holds are
@@ -441,13 +538,13 @@ func (g *Governance) runUses(q *useQueue, batch []*useCall, release func()) {
 			if c.late {
 				late = append(late, c)
 			} else {
-				close(c.done)
+				c.answer()
 			}
 		}
 		if late != nil {
 			g.decideLate(ctx, late)
 			for _, c := range late {
-				close(c.done)
+				c.answer()
 			}
 		}
 	case errors.As(err, &unknown):
@@ -456,7 +553,7 @@ func (g *Governance) runUses(q *useQueue, batch []*useCall, release func()) {
 		// each gets the error.
 		for _, c := range in {
 			c.v, c.err = verdict{}, err
-			close(c.done)
+			c.answer()
 		}
 	default:
 		// Nothing was committed. Decide each call on its own, so that an

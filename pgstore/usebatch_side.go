@@ -79,12 +79,12 @@ func (g *Governance) leadSide(q *useQueue, id string, sq *sideQueue) {
 			// that these calls' batch locks the session's row after the
 			// queue's batches, not beside them (which would find it
 			// held, and bring the session back here).
-			q.token <- struct{}{}
+			q.acquireTurn()
 			held := true
 			release := func() {
 				if held {
 					held = false
-					<-q.token
+					q.releaseTurn()
 				}
 			}
 			g.runUses(q, calls, release)
@@ -124,7 +124,7 @@ func (g *Governance) sideBatch(q *useQueue, id string, calls []*useCall) (free b
 		}
 	}
 	for _, c := range calls {
-		close(c.done)
+		c.answer()
 	}
 	return err == nil && !held
 }
@@ -165,7 +165,7 @@ func (g *Governance) decideApart(calls []*useCall) {
 	for _, c := range calls {
 		go func() {
 			c.v, c.err = g.useAlone(c.ctx, c.req, c.tools)
-			close(c.done)
+			c.answer()
 		}()
 	}
 }
