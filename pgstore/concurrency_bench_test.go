@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -46,10 +48,12 @@ import (
 // costs this process in counts that depend little on the machine's load
 // (runStats: the whole process's, the pool's and the benchmark's callers'
 // too): the heap objects it allocates (allocs/call), the goroutines it
-// starts (goroutines/call), the times a goroutine is scheduled to run
-// (scheds/call, sampled: the wakeups of parked goroutines, mostly) and
-// the voluntary context switches of its threads (csw/call: threads put
-// to sleep); and the CPU one call costs in
+// starts (goroutines/call), the voluntary context switches of its
+// threads (csw/call: threads put to sleep, waiting for work or the
+// network), its read and write system calls (sysrw/call: the sockets'
+// reads and writes, mostly), the heap bytes it allocates (B/call) and
+// the CPU the garbage collector spends meanwhile (gc-cpu-µs/call, the
+// runtime's estimate); and the CPU one call costs in
 // this process (client) and in the server's processes (server, when the
 // server runs on this machine): the cores divided by their sum bound the
 // calls per second, whatever the concurrency. The goals (issue 36): shared ≥ 5×, one-agent ≥ 4×
@@ -98,10 +102,11 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 		cpu    cpuTimes // summed over the rounds
 		txns   int64    // the transactions of the rounds' calls
 		allocs uint64   // the heap objects allocated by the rounds' calls
-		// the goroutines those calls started, the times goroutines were
-		// scheduled to run (sampled, see runStats), and the process's
-		// threads' voluntary context switches
-		goroutines, scheds, csw uint64
+		// the goroutines those calls started, the process's threads'
+		// voluntary context switches, and its read and write system calls
+		goroutines, csw, sysrw uint64
+		bytes                  uint64        // the heap bytes they allocated
+		gc                     time.Duration // the CPU the garbage collector spent meanwhile
 		// the calls decided at once without queueing, and those taken
 		// out of a batch (their row held by another transaction)
 		direct, apart int64
@@ -140,16 +145,20 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 			allocs0 := heapAllocs()
 			rs0 := readRunStats()
 			var wg sync.WaitGroup
-			for c := range n {
-				wg.Go(func() {
-					for range calls / n {
-						if _, err := gov.Use(ctx, sh.reqs[c]); err != nil {
-							b.Error(err)
-							return
+			// The callers carry the shape's name as a profiler label
+			// (go tool pprof -tagfocus shape=one-agent/callers=32).
+			pprof.Do(ctx, pprof.Labels("shape", sh.name), func(context.Context) {
+				for c := range n {
+					wg.Go(func() {
+						for range calls / n {
+							if _, err := gov.Use(ctx, sh.reqs[c]); err != nil {
+								b.Error(err)
+								return
+							}
 						}
-					}
-				})
-			}
+					})
+				}
+			})
 			wg.Wait()
 			allocs1 := heapAllocs()
 			rs1 := readRunStats()
@@ -165,8 +174,10 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 			sh.txns += txns
 			sh.allocs += allocs1 - allocs0
 			sh.goroutines += rs1.goroutines - rs0.goroutines
-			sh.scheds += rs1.scheds - rs0.scheds
 			sh.csw += rs1.csw - rs0.csw
+			sh.sysrw += rs1.sysrw - rs0.sysrw
+			sh.bytes += rs1.bytes - rs0.bytes
+			sh.gc += rs1.gc - rs0.gc
 			_, apart1 := st.UseBatchMixed()
 			sh.direct += st.UseDirect() - direct0
 			sh.apart += apart1 - apart0
@@ -197,8 +208,10 @@ func BenchmarkGovernedConcurrency(b *testing.B) {
 		b.ReportMetric(float64(shapes[i].cpu.client.Microseconds())/rounds, shapes[i].name+"-client-cpu-µs/call")
 		b.ReportMetric(float64(shapes[i].allocs)/rounds, shapes[i].name+"-allocs/call")
 		b.ReportMetric(float64(shapes[i].goroutines)/rounds, shapes[i].name+"-goroutines/call")
-		b.ReportMetric(float64(shapes[i].scheds)/rounds, shapes[i].name+"-scheds/call")
 		b.ReportMetric(float64(shapes[i].csw)/rounds, shapes[i].name+"-csw/call")
+		b.ReportMetric(float64(shapes[i].sysrw)/rounds, shapes[i].name+"-sysrw/call")
+		b.ReportMetric(float64(shapes[i].bytes)/rounds, shapes[i].name+"-B/call")
+		b.ReportMetric(float64(shapes[i].gc.Nanoseconds())/1e3/rounds, shapes[i].name+"-gc-cpu-µs/call")
 		if shapes[i].cpu.server >= 0 {
 			b.ReportMetric(float64(shapes[i].cpu.server.Microseconds())/rounds, shapes[i].name+"-server-cpu-µs/call")
 		}
@@ -216,23 +229,29 @@ func heapAllocs() uint64 {
 }
 
 // runStats counts, so far in this process, the goroutines started, the
-// times a goroutine went from runnable to running as the runtime samples
-// them for /sched/latencies (every 8th transition of a goroutine, so the
-// count is proportional to the wakeups of parked goroutines and to
-// preemptions), and the voluntary context switches of its threads
-// (getrusage).
-type runStats struct{ goroutines, scheds, csw uint64 }
+// voluntary context switches of its threads (getrusage), and its read and
+// write system calls (syscr and syscw of /proc/self/io; 0 where none).
+type runStats struct {
+	goroutines, csw, sysrw uint64
+	bytes                  uint64        // heap bytes allocated
+	gc                     time.Duration // the runtime's estimate of its garbage collector's CPU
+}
 
 func readRunStats() (r runStats) {
-	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}, {Name: "/sched/latencies:seconds"}}
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}, {Name: "/gc/heap/allocs:bytes"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
 	metrics.Read(s)
-	r.goroutines = s[0].Value.Uint64()
-	for _, n := range s[1].Value.Float64Histogram().Counts {
-		r.scheds += n
-	}
+	r.goroutines, r.bytes = s[0].Value.Uint64(), s[1].Value.Uint64()
+	r.gc = time.Duration(s[2].Value.Float64() * 1e9)
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		r.csw = uint64(ru.Nvcsw)
+	}
+	io, _ := os.ReadFile("/proc/self/io")
+	for _, line := range strings.Split(string(io), "\n") {
+		if k, v, ok := strings.Cut(line, ": "); ok && (k == "syscr" || k == "syscw") {
+			n, _ := strconv.ParseUint(v, 10, 64)
+			r.sysrw += n
+		}
 	}
 	return r
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -414,6 +415,7 @@ type floorContender struct {
 	ks   []float64
 	lead []float64
 	cpu  cpuTimes
+	rs   runStats // summed over the recorded rounds
 	// the calls and transactions of the recorded rounds, and the
 	// transactions rerun after a lock timeout
 	calls, txns, reruns int64
@@ -581,7 +583,16 @@ func (fl *govFloors) run(b *testing.B, ctx context.Context, shape string, k floa
 		if err != nil {
 			b.Fatalf("%s: %v", c.name, err)
 		}
-		elapsed, cpu, reruns, err := fl.runPlan(ctx, p)
+		rs0 := readRunStats()
+		var elapsed time.Duration
+		var cpu cpuTimes
+		var reruns int64
+		// Its leaders carry its name as a profiler label, as the shapes'
+		// callers carry theirs.
+		pprof.Do(ctx, pprof.Labels("shape", c.name), func(ctx context.Context) {
+			elapsed, cpu, reruns, err = fl.runPlan(ctx, p)
+		})
+		rs1 := readRunStats()
 		if err != nil {
 			b.Fatalf("%s: %v", c.name, err)
 		}
@@ -594,6 +605,10 @@ func (fl *govFloors) run(b *testing.B, ctx context.Context, shape string, k floa
 		c.calls += int64(p.calls)
 		c.txns += int64(p.txns)
 		c.reruns += reruns
+		c.rs.csw += rs1.csw - rs0.csw
+		c.rs.sysrw += rs1.sysrw - rs0.sysrw
+		c.rs.bytes += rs1.bytes - rs0.bytes
+		c.rs.gc += rs1.gc - rs0.gc
 		c.cpu.client += cpu.client
 		if cpu.server >= 0 && c.cpu.server >= 0 {
 			c.cpu.server += cpu.server
@@ -663,7 +678,8 @@ func (fl *govFloors) runPlan(ctx context.Context, p floorPlan) (time.Duration, c
 
 // report reports each contender's median calls per second, that ÷ one
 // (caller=1's median), its mean calls per transaction and leaders, and
-// its CPU per call.
+// its CPU, voluntary context switches and read and write system calls
+// per call (runStats: of the whole process while it replays).
 func (fl *govFloors) report(b *testing.B, one float64) {
 	if fl == nil {
 		return
@@ -691,6 +707,10 @@ func (fl *govFloors) report(b *testing.B, one float64) {
 		b.ReportMetric(mean(c.lead), c.name+"-leaders")
 		b.ReportMetric(float64(c.reruns)/float64(c.txns), c.name+"-reruns/txn")
 		b.ReportMetric(float64(c.cpu.client.Microseconds())/float64(c.calls), c.name+"-client-cpu-µs/call")
+		b.ReportMetric(float64(c.rs.csw)/float64(c.calls), c.name+"-csw/call")
+		b.ReportMetric(float64(c.rs.sysrw)/float64(c.calls), c.name+"-sysrw/call")
+		b.ReportMetric(float64(c.rs.bytes)/float64(c.calls), c.name+"-B/call")
+		b.ReportMetric(float64(c.rs.gc.Nanoseconds())/1e3/float64(c.calls), c.name+"-gc-cpu-µs/call")
 		if c.cpu.server >= 0 {
 			b.ReportMetric(float64(c.cpu.server.Microseconds())/float64(c.calls), c.name+"-server-cpu-µs/call")
 		}

@@ -723,10 +723,18 @@ func (g *Governance) batchTx(ctx context.Context, q *useQueue, batch []*useCall,
 			rollback()
 		}
 		return held, err
-	case tag.String() != "COMMIT":
-		return held, fmt.Errorf("pgstore: use batch rolled back at commit (%s)", tag)
 	}
-	return held, nil
+	return held, committedTag(tag)
+}
+
+// committedTag is the error of a COMMIT the server answered with tag:
+// none when it committed; a transaction that had failed is rolled back
+// by its COMMIT, whose tag then says ROLLBACK.
+func committedTag(tag pgconn.CommandTag) error {
+	if tag.String() != "COMMIT" {
+		return fmt.Errorf("pgstore: use batch rolled back at commit (%s)", tag)
+	}
+	return nil
 }
 
 // commitErr is the error of a COMMIT that failed: the server's refusal
@@ -1020,11 +1028,11 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		if cerr := br.Close(); err == nil {
 			err = cerr
 		}
-		switch {
-		case err != nil:
+		if err != nil {
 			return held, nil, false, commitErr(err)
-		case tag.String() != "COMMIT":
-			return held, nil, false, fmt.Errorf("pgstore: use batch rolled back at commit (%s)", tag)
+		}
+		if err := committedTag(tag); err != nil {
+			return held, nil, false, err
 		}
 		for _, c := range refused {
 			c.late = true
