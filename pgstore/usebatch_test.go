@@ -946,3 +946,69 @@ func TestUseBatchStatements(t *testing.T) {
 		t.Fatalf("audit verify: %+v, %v", rep, err)
 	}
 }
+
+// TestUseBatchWithdrawnCallerPassesNoTurn: with more than
+// pgstore.DirectUses calls in flight (those decided at once held), two
+// calls queue while the leader's turn is held; the first one's context
+// ends while it waits. It is withdrawn (context.Canceled, nothing
+// consumed), and the turn given back goes to the caller of the call
+// queued after it, which leads its batch: the queue does not stall on a
+// withdrawn call. A caller that took the turn from a leader and was
+// withdrawn before leading would leave the other call waiting for ever.
+func TestUseBatchWithdrawnCallerPassesNoTurn(t *testing.T) {
+	st, _ := batchFixture(t)
+	ctx := context.Background()
+	gate := make(chan struct{})
+	st.SetUseDirectHook(func(string) { <-gate })
+	use := func(ctx context.Context, id string) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := st.Governance().Use(ctx, store.UseRequest{SessionID: id, Tools: []string{"read_file"}})
+			done <- err
+		}()
+		return done
+	}
+	var held []<-chan error
+	for range pgstore.DirectUses {
+		held = append(held, use(ctx, "s-c"))
+	}
+	for st.UseDirect() < pgstore.DirectUses {
+		runtime.Gosched()
+	}
+	turn := st.HoldUseTurn()
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	first := use(cctx, "s-a")
+	for st.UseQueued() < 1 {
+		runtime.Gosched()
+	}
+	second := use(ctx, "s-b")
+	for st.UseQueued() < 2 {
+		runtime.Gosched()
+	}
+	cancel()
+	select {
+	case err := <-first:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the withdrawn call: %v; want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the withdrawn call: still waiting after 30s")
+	}
+	turn()
+	select {
+	case err := <-second:
+		if err != nil {
+			t.Fatalf("the call queued after it: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call queued after the withdrawn one: still waiting after 30s, the turn given back")
+	}
+	close(gate)
+	for i, done := range held {
+		if err := <-done; err != nil {
+			t.Fatalf("call %d decided at once: %v", i, err)
+		}
+	}
+	wantCalls(t, st, map[string]int64{"s-a": 0, "s-b": 1, "s-c": pgstore.DirectUses})
+}
