@@ -914,8 +914,9 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	if many != nil {
 		sids, agents, tools := make([]string, len(many)), make([]string, len(many)), make([]string, len(many))
 		payloads, details := make([][]byte, len(many)), make([]string, len(many))
+		var audits useAudits
 		for i, c := range many {
-			payload, detail, err := sqlcore.AuditPayload(nowUS, sqlcore.UseAudit("", c.req.SessionID, "", c.tools))
+			_, payload, detail, err := audits.payload(nowUS, "", c.req.SessionID, c.tools)
 			if err != nil {
 				return false, nil, false, err
 			}
@@ -1127,4 +1128,30 @@ func (g *Governance) useAlone(ctx context.Context, req store.UseRequest, tools [
 		return err
 	})
 	return v, err
+}
+
+// useAudits gives the payloads and details of the audit events of allowed
+// uses (sqlcore.AuditPayload of sqlcore.UseAudit), for the calls of one
+// batch: a call's detail depends only on its tools, and is encoded (as
+// JSON) once for the calls of one tool in a row, rather than once per
+// call; the payload, which holds the session's id, is built per call from
+// the same record.
+type useAudits struct {
+	tool, detail string
+	ok           bool
+}
+
+// payload returns the record of the event of an allowed use of tools by
+// agent (which the payload does not hold) on session id, at atUS, with
+// its payload and detail.
+func (m *useAudits) payload(atUS int64, agent, id string, tools []string) (rec sqlcore.AuditRecord, payload []byte, detail string, err error) {
+	rec = sqlcore.UseAudit(agent, id, "", tools)
+	if len(tools) == 1 && m.ok && tools[0] == m.tool {
+		return rec, rowcodec.AuditPayload(atUS, string(rec.Kind), rec.Outcome, rec.SessionID, rec.RequestID, m.detail), m.detail, nil
+	}
+	payload, detail, err = sqlcore.AuditPayload(atUS, rec)
+	if err == nil && len(tools) == 1 {
+		m.tool, m.detail, m.ok = tools[0], detail, true
+	}
+	return rec, payload, detail, err
 }

@@ -134,11 +134,23 @@ func (g *Governance) decideGroup(now time.Time, row *govHeadRow, calls []*useCal
 	w := &groupWrite{sess: row.session(), seq: row.AuditSeq, prev: row.AuditPrev, hash: row.AuditHash}
 	sess := &w.sess
 	nowUS, nowMS := rowcodec.ToMicros(now), rowcodec.ToMillis(now)
-	audit := func(atUS int64, rec sqlcore.AuditRecord) error {
+	var uses useAudits
+	// audit appends the event of rec, or, when rec is nil, of the allowed
+	// use of tools.
+	audit := func(atUS int64, rec *sqlcore.AuditRecord, tools []string) error {
 		if g.s.cfg.auditOff {
 			return nil
 		}
-		payload, detail, err := sqlcore.AuditPayload(atUS, rec)
+		var payload []byte
+		var detail string
+		var err error
+		if rec != nil {
+			payload, detail, err = sqlcore.AuditPayload(atUS, *rec)
+		} else {
+			var use sqlcore.AuditRecord
+			use, payload, detail, err = uses.payload(atUS, sess.AgentID, sess.ID, tools)
+			rec = &use
+		}
 		if err != nil {
 			return err
 		}
@@ -161,13 +173,13 @@ func (g *Governance) decideGroup(now time.Time, row *govHeadRow, calls []*useCal
 		if refusal != nil {
 			if errors.Is(refusal, store.ErrExpired) && sess.Status == store.StatusActive {
 				sess.Status = store.StatusExpired
-				if err := audit(nowMS*1000, sqlcore.AuditRecord{AgentID: sess.AgentID, Kind: store.AuditExpire,
-					Outcome: store.OutcomeAllowed, SessionID: sess.ID}); err != nil {
+				if err := audit(nowMS*1000, &sqlcore.AuditRecord{AgentID: sess.AgentID, Kind: store.AuditExpire,
+					Outcome: store.OutcomeAllowed, SessionID: sess.ID}, nil); err != nil {
 					return nil, err
 				}
 			}
-			if err := audit(nowUS, sqlcore.AuditRecord{AgentID: sess.AgentID, Kind: store.AuditUse,
-				Outcome: store.AuditOutcome(refusal), SessionID: sess.ID, Detail: refusal}); err != nil {
+			if err := audit(nowUS, &sqlcore.AuditRecord{AgentID: sess.AgentID, Kind: store.AuditUse,
+				Outcome: store.AuditOutcome(refusal), SessionID: sess.ID, Detail: refusal}, nil); err != nil {
 				return nil, err
 			}
 			c.v = verdict{refusal: refusal}
@@ -178,7 +190,7 @@ func (g *Governance) decideGroup(now time.Time, row *govHeadRow, calls []*useCal
 			// As stored, and as the conditional UPDATE returns it.
 			sess.RateWindowStart = rowcodec.FromMillis(rowcodec.ToMillis(sess.RateWindowStart))
 		}
-		if err := audit(nowUS, sqlcore.UseAudit(sess.AgentID, sess.ID, "", c.tools)); err != nil {
+		if err := audit(nowUS, nil, c.tools); err != nil {
 			return nil, err
 		}
 		out := *sess
