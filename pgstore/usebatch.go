@@ -465,7 +465,7 @@ func (g *Governance) runUses(q *useQueue, batch []*useCall, release func()) {
 	// session whose row a batch of the queue holds while it commits: its
 	// row is locked waiting for that COMMIT (a WAL flush, not a lock held
 	// elsewhere), before the others.
-	kept := batch[:0:0]
+	kept := make([]*useCall, 0, len(batch))
 	var now time.Time
 	q.mu.Lock()
 	for i, c := range batch {
@@ -520,7 +520,8 @@ func (g *Governance) runUses(q *useQueue, batch []*useCall, release func()) {
 		err = nil
 	}
 	release()
-	var in, out []*useCall
+	in := make([]*useCall, 0, len(batch))
+	var out []*useCall
 	for _, c := range batch {
 		if c.out {
 			out = append(out, c)
@@ -839,18 +840,21 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	// The calls of sessions with two or more calls in the batch, decided
 	// together on their rows (groups, usebatch_group.go); of the others,
 	// the calls of the statement for many, and the rest.
-	var in, many, single []*useCall
+	in, many := make([]*useCall, 0, len(batch)), make([]*useCall, 0, len(batch))
+	var single []*useCall
 	var groups [][]*useCall
-	var ids, after, grouped []string
+	ids := make([]string, 0, len(batch))
+	var after, grouped []string
 	for i := 0; i < len(batch); {
-		j := i
-		var run []*useCall
+		// The calls of one session not taken out: a run of in.
+		start, j := len(in), i
 		for ; j < len(batch) && batch[j].req.SessionID == batch[i].req.SessionID; j++ {
 			if !batch[j].out {
-				run = append(run, batch[j])
+				in = append(in, batch[j])
 			}
 		}
 		i = j
+		run := in[start:len(in):len(in)]
 		if len(run) == 0 {
 			continue
 		}
@@ -860,7 +864,6 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		} else {
 			ids = append(ids, id)
 		}
-		in = append(in, run...)
 		switch {
 		case len(run) > 1:
 			groups = append(groups, run)
@@ -994,7 +997,7 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 		if err != nil {
 			return held, nil, false, fail(err)
 		}
-		granted, err := pgx.CollectRows(rows, govRowByPos)
+		granted, err := pgx.AppendRows(make([]govRow, 0, len(many)), rows, govRowByPos)
 		if err != nil {
 			return held, nil, false, fail(err)
 		}
