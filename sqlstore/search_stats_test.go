@@ -1,0 +1,121 @@
+package sqlstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentstore/sessionstore/sqlstore"
+	"github.com/agentstore/sessionstore/store"
+)
+
+// isStatsRead reports whether a statement of a search reads phrases
+// document counts from the index (ftsIDFSQL: json_each over the
+// phrases).
+func isStatsRead(query string) bool { return strings.Contains(query, "json_each") }
+
+// TestSearchStatsCached: a ranked search of a term reads the index's
+// phrase statistics once per state of the index; the next search of the
+// same term in the same state takes them from the store's cache (one
+// statement reads the index's state), and gives the same page as a store
+// that scores with bm25() (WithEagerSearch). A fold between two searches
+// changes the state: the next search reads the statistics again, and its
+// scores, which the new documents change, are again bm25()'s. Before,
+// every ranked search read them (two statements, one FTS5 match per
+// trigram).
+func TestSearchStatsCached(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	reads := 0
+	trace := func(query string, args []any) error {
+		if isStatsRead(query) {
+			reads++
+		}
+		return nil
+	}
+	st, err := sqlstore.Open(ctx, path, sqlstore.WithBackgroundIndexer(false), sqlstore.WithSearchTrace(trace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	eager, err := sqlstore.Open(ctx, path, sqlstore.WithBackgroundIndexer(false), sqlstore.WithEagerSearch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eager.Close()
+	if _, err := st.Conversations().Save(ctx, store.NewConversation("c1")); err != nil {
+		t.Fatal(err)
+	}
+	add := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			txt := fmt.Sprintf("lorem ipsum commonword %d", i)
+			switch {
+			case i%7 == 3:
+				txt = fmt.Sprintf("a zebrafish, %d zebrafish", i)
+			case i%7 == 5:
+				txt = fmt.Sprintf("zebra fish %d", i) // some of the term's trigrams
+			}
+			msg := store.Message{Role: store.RoleUser, Content: []store.ContentBlock{store.TextBlock(txt)}}
+			if _, err := st.Conversations().AppendMessages(ctx, "c1", msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	add(0, 40)
+	q := store.SearchQuery{Query: "zebrafish", Order: store.SearchByRank, Limit: 3}
+	search := func(name string, wantReads int) store.SearchResult {
+		t.Helper()
+		reads = 0
+		got, err := st.Search(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reads != wantReads {
+			t.Errorf("%s: %d reads of the phrases' statistics, want %d", name, reads, wantReads)
+		}
+		want, err := eager.Search(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(want)
+		if string(g) != string(w) {
+			t.Fatalf("%s:\n got  %s\n want %s", name, g, w)
+		}
+		if len(got.Hits) != 3 {
+			t.Fatalf("%s: %d hits, want 3", name, len(got.Hits))
+		}
+		return got
+	}
+	search("first search (folds)", 1)
+	first := search("same state", 0)
+	search("same state again", 0)
+	add(40, 80) // more documents of the term's trigrams: other scores
+	second := search("after a fold", 1)
+	if first.Hits[0].Score == second.Hits[0].Score {
+		t.Errorf("the fold left the score at %v; the test wants it changed", first.Hits[0].Score)
+	}
+	search("same state after the fold", 0)
+	// A fold by another store of the same file (another process): the
+	// state's records change, and the cache is not used.
+	other, err := sqlstore.Open(ctx, path, sqlstore.WithBackgroundIndexer(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	msg := store.Message{Role: store.RoleUser, Content: []store.ContentBlock{store.TextBlock("zebrafish fish bra")}}
+	if _, err := other.Conversations().AppendMessages(ctx, "c1", msg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Search(ctx, store.SearchQuery{Query: "commonword"}); err != nil { // folds
+		t.Fatal(err)
+	}
+	third := search("after another store's fold", 1)
+	if third.Hits[0].Score == second.Hits[0].Score {
+		t.Errorf("the other store's fold left the score at %v; the test wants it changed", second.Hits[0].Score)
+	}
+}
