@@ -12,10 +12,10 @@ import (
 	"github.com/agentstore/sessionstore/store"
 )
 
-// isStatsRead reports whether a statement of a search reads phrases
-// document counts from the index (ftsIDFSQL: json_each over the
-// phrases).
-func isStatsRead(query string) bool { return strings.Contains(query, "json_each") }
+// isStatsRead reports whether a statement of a search reads phrases'
+// document counts from the index (ftsIDFSQL: a match of each phrase of a
+// list).
+func isStatsRead(query string) bool { return strings.Contains(query, "MATCH j.value") }
 
 // TestSearchStatsCached: a ranked search of a term reads the index's
 // phrase statistics once per state of the index; the next search of the

@@ -37,9 +37,12 @@ import (
 //     same transaction.
 //   - by rank, every candidate's score is needed (the index has no
 //     positions, migration 32, so a document's frequency of a trigram is
-//     only in its body): the search's own query runs, scoring with the
-//     dialect's Rank (search_rank.go), which gives bm25()'s value without
-//     its second reading of the body.
+//     only in its body). The match's document numbers are read first, up
+//     to largeSearchMin: none, and the search ends there (without the
+//     index's statistics); fewer, and those documents are read by their
+//     numbers and scored in Go (rankFew); otherwise the search's own
+//     query runs, scoring with the dialect's Rank (search_rank.go), which
+//     gives bm25()'s value without its second reading of the body.
 //
 // A term in few documents runs the match once either way: its cost is
 // the match, bm25()'s statistics and its few rows. (A separate count of
@@ -92,6 +95,25 @@ func (s *Store) searchLarge(tx Tx, q store.SearchQuery, long, short []string, st
 		if s.d.Rank == nil || !asciiTerms(long) {
 			return nil, false, nil
 		}
+		// The match's documents first, up to the number from which the
+		// term is one in many documents (matchDocs): none, and the
+		// search has no hit in the index (nor reads its statistics);
+		// fewer, and they are every candidate (rankFew).
+		most := largeSearchMin
+		if s.cfg.LargeSearchMin > 0 {
+			most = s.cfg.LargeSearchMin
+		}
+		docs, err := s.matchDocs(tx, long, most)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(docs) == 0 {
+			return nil, true, nil
+		}
+		if len(docs) < most {
+			rows, err := s.rankFew(tx, q, long, short, stale, docs)
+			return rows, true, err
+		}
 		// Every candidate's score is needed: searchSQL's query, scoring
 		// with the dialect's Rank (search_rank.go) from the index's
 		// statistics, whatever the number of candidates: on a few it
@@ -121,6 +143,36 @@ func (s *Store) searchLarge(tx Tx, q store.SearchQuery, long, short []string, st
 		return rows, true, s.scorePage(tx, long, rows)
 	}
 	return nil, false, nil
+}
+
+// rankFew returns the first q.Limit+1 hits of search q by rank among
+// docs, every candidate of the index's match (a term in few documents):
+// their rows read by their numbers with the search's other conditions
+// (checkBatchSQL), scored as searchSQL scores them (scorePage), sorted,
+// and cut after the cursor. The match is not run again.
+func (s *Store) rankFew(tx Tx, q store.SearchQuery, long, short []string, stale bool, docs []int64) ([]searchRow, error) {
+	all := q
+	all.Cursor = "" // a cursor of scores: applied below
+	query, args, err := s.checkBatchSQL(all, long, short, stale, docs, len(docs), true)
+	if err != nil {
+		return nil, err
+	}
+	var rows []searchRow
+	if err := tx.Query(query, args, scanSearchRows(&rows, q.IncludeEvents)); err != nil {
+		return nil, err
+	}
+	if err := s.scorePage(tx, long, rows); err != nil {
+		return nil, err
+	}
+	if q.Cursor != "" {
+		c, _ := store.DecodeSearchCursor(q.Cursor) // validated by Normalize
+		rows = slices.DeleteFunc(rows, func(r searchRow) bool { return !afterSearchCursor(r, store.SearchByRank, c) })
+	}
+	sortSearchRows(rows, store.SearchByRank)
+	if len(rows) > q.Limit+1 {
+		rows = rows[:q.Limit+1]
+	}
+	return rows, nil
 }
 
 // scanSearchRows returns a Query callback that appends each row of
