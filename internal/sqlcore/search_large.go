@@ -540,12 +540,13 @@ func afterTimeCursor(b *strings.Builder, args []any, cursor string) []any {
 // checkBatchSQL returns the query of the rows of search q (newest first,
 // at most limit) among documents docs: searchSQL's conditions but the
 // index's match (docs are the index's candidates), the score left at 0
-// (scoresSQL's). With all (docs are every candidate of a term in few
-// documents, in no order), the cursor is applied too and each document
-// is read by its number (NOT INDEXED, SQLite: else the planner may walk
-// the tenant's documents by time, testing each against the list, to
-// spare a sort of a few rows); without, docs are a batch of keys already
-// past the cursor.
+// (scoresSQL's). Each document is read by its number (NOT INDEXED,
+// SQLite: else the planner walks the tenant's documents by time, testing
+// each against the list, to spare a sort of a few rows; on a batch of
+// old documents that walk read every newer entry of the index first,
+// TestSearchCheckBatchPlan). With all (docs are every candidate of a
+// term in few documents, in no order), the cursor is applied too;
+// without, docs are a batch of keys already past the cursor.
 func (s *Store) checkBatchSQL(q store.SearchQuery, long, short []string, stale bool, docs []int64, limit int, all bool) (string, []any, error) {
 	var b strings.Builder
 	cols, join := searchColumns, ""
@@ -558,7 +559,7 @@ func (s *Store) checkBatchSQL(q store.SearchQuery, long, short []string, stale b
 		return "", nil, err
 	}
 	from := `search_docs AS d`
-	if all && !s.postgres() {
+	if !s.postgres() {
 		from += ` NOT INDEXED`
 	}
 	b.WriteString(`SELECT ` + cols + `, 0.0 AS score FROM ` + from + join + ` WHERE ` + s.d.InList("d.doc"))
@@ -618,4 +619,28 @@ func (s *Store) SearchTimeWalkSQL(q store.SearchQuery) (string, []any, error) {
 		return "", nil, errors.New("sqlcore: no walk of the index by time for this search")
 	}
 	return s.timeWalkSQL(q, long, short, true)
+}
+
+// SearchCheckBatchSQL returns the query (and its arguments) with which a
+// search q newest first checks a batch of the match's candidates docs,
+// already sorted newest first (candidatesByTime's checkBatchSQL), on
+// SQLite, for the backend's query plan tests; q is normalized first, and
+// its terms must include one long enough for the index.
+func (s *Store) SearchCheckBatchSQL(q store.SearchQuery, docs []int64) (string, []any, error) {
+	q, err := q.Normalize()
+	if err != nil {
+		return "", nil, err
+	}
+	var long, short []string
+	for _, t := range store.SearchTerms(q.Query) {
+		if utf8.RuneCountInString(t) >= store.MinIndexedTerm {
+			long = append(long, t)
+		} else {
+			short = append(short, t)
+		}
+	}
+	if len(long) == 0 || s.postgres() {
+		return "", nil, errors.New("sqlcore: no batch of candidates for this search")
+	}
+	return s.checkBatchSQL(q, long, short, true, docs, q.Limit+1, false)
 }
