@@ -38,7 +38,7 @@ import (
 //   - by rank, every candidate's score is needed (the index has no
 //     positions, migration 32, so a document's frequency of a trigram is
 //     only in its body). The match's document numbers are read first, up
-//     to largeSearchMin: none, and the search ends there (without the
+//     to rankFewMax: none, and the search ends there (without the
 //     index's statistics); fewer, and those documents are read by their
 //     numbers and scored in Go (rankFew); otherwise the search's own
 //     query runs, scoring with the dialect's Rank (search_rank.go), which
@@ -70,6 +70,16 @@ import (
 // the index by time); below it, it reads them all in one query.
 const largeSearchMin = 1000
 
+// rankFewMax is the number of the match's candidates below which a
+// search by rank reads them by their numbers and scores them in Go
+// (rankFew) rather than run the match again in its own query. Per
+// candidate the two cost about the same (a row read, a body scored); the
+// second match costs its fixed part again (a seek of each trigram in each
+// segment of the index), which is most of a search of a term in few
+// documents, while reading every candidate's number first costs a row
+// handed to Go each, which a term in many documents pays for nothing.
+const rankFewMax = 128
+
 // largeSearchBatch is the first batch of candidates a search newest first
 // checks; each next batch is twice as large (up to largeSearchBatchMax),
 // so that a filter that rejects most candidates costs few statements.
@@ -95,11 +105,10 @@ func (s *Store) searchLarge(tx Tx, q store.SearchQuery, long, short []string, st
 		if s.d.Rank == nil || !asciiTerms(long) {
 			return nil, false, nil
 		}
-		// The match's documents first, up to the number from which the
-		// term is one in many documents (matchDocs): none, and the
-		// search has no hit in the index (nor reads its statistics);
-		// fewer, and they are every candidate (rankFew).
-		most := largeSearchMin
+		// The match's documents first, up to rankFewMax (matchDocs):
+		// none, and the search has no hit in the index (nor reads its
+		// statistics); fewer, and they are every candidate (rankFew).
+		most := rankFewMax
 		if s.cfg.LargeSearchMin > 0 {
 			most = s.cfg.LargeSearchMin
 		}
@@ -146,33 +155,105 @@ func (s *Store) searchLarge(tx Tx, q store.SearchQuery, long, short []string, st
 }
 
 // rankFew returns the first q.Limit+1 hits of search q by rank among
-// docs, every candidate of the index's match (a term in few documents):
-// their rows read by their numbers with the search's other conditions
-// (checkBatchSQL), scored as searchSQL scores them (scorePage), sorted,
-// and cut after the cursor. The match is not run again.
+// docs, every candidate of the index's match (a term in few documents),
+// without running the match again: the candidates that pass the search's
+// other conditions are read by their numbers, scored as searchSQL scores
+// them (scorePage), sorted and cut after the cursor. With no more
+// candidates than twice the page, their rows are read whole in one
+// statement (checkBatchSQL); with more, their keys and bodies only, and
+// then the page's rows.
 func (s *Store) rankFew(tx Tx, q store.SearchQuery, long, short []string, stale bool, docs []int64) ([]searchRow, error) {
-	all := q
-	all.Cursor = "" // a cursor of scores: applied below
-	query, args, err := s.checkBatchSQL(all, long, short, stale, docs, len(docs), true)
+	if len(docs) <= 2*(q.Limit+1) {
+		all := q
+		all.Cursor = "" // a cursor of scores: applied below
+		query, args, err := s.checkBatchSQL(all, long, short, stale, docs, len(docs), true)
+		if err != nil {
+			return nil, err
+		}
+		var rows []searchRow
+		if err := tx.Query(query, args, scanSearchRows(&rows, q.IncludeEvents)); err != nil {
+			return nil, err
+		}
+		if err := s.scorePage(tx, long, rows); err != nil {
+			return nil, err
+		}
+		return rankPage(rows, q), nil
+	}
+	list, err := s.d.ListArg(docs)
 	if err != nil {
 		return nil, err
 	}
-	var rows []searchRow
-	if err := tx.Query(query, args, scanSearchRows(&rows, q.IncludeEvents)); err != nil {
+	var b strings.Builder
+	b.WriteString(`SELECT d.doc, d.at_us, d.body FROM search_docs AS d NOT INDEXED WHERE ` + s.d.InList("d.doc"))
+	args, err := s.searchFilters(&b, []any{list}, q, short)
+	if err != nil {
 		return nil, err
 	}
-	if err := s.scorePage(tx, long, rows); err != nil {
+	for _, t := range long {
+		b.WriteString(` AND ` + s.d.Contains("d.body", "?"))
+		args = append(args, t)
+	}
+	if stale {
+		b.WriteString(s.pendingKeysFilter())
+	}
+	var hits []searchRow
+	if err := tx.Query(b.String(), args, func(r Rows) error {
+		var h searchRow
+		if err := r.Scan(&h.doc, &h.atUS, &h.body); err != nil {
+			return err
+		}
+		hits = append(hits, h)
+		return nil
+	}); err != nil {
 		return nil, err
 	}
+	if err := s.scorePage(tx, long, hits); err != nil {
+		return nil, err
+	}
+	hits = rankPage(hits, q)
+	if len(hits) == 0 {
+		return nil, nil
+	}
+	// The page's rows, in the order of their scores.
+	page := make([]int64, len(hits))
+	for i, h := range hits {
+		page[i] = h.doc
+	}
+	all := q
+	all.Cursor = "" // the page is past it
+	query, args, err := s.checkBatchSQL(all, long, short, stale, page, len(page), true)
+	if err != nil {
+		return nil, err
+	}
+	var read []searchRow
+	if err := tx.Query(query, args, scanSearchRows(&read, q.IncludeEvents)); err != nil {
+		return nil, err
+	}
+	byDoc := make(map[int64]searchRow, len(read))
+	for _, r := range read {
+		byDoc[r.doc] = r
+	}
+	rows := make([]searchRow, 0, len(hits))
+	for _, h := range hits {
+		r, ok := byDoc[h.doc]
+		if !ok {
+			continue // not possible in one snapshot: the same conditions
+		}
+		r.score = h.score
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// rankPage returns the first q.Limit+1 of rows (scored) by rank after
+// q's cursor.
+func rankPage(rows []searchRow, q store.SearchQuery) []searchRow {
 	if q.Cursor != "" {
 		c, _ := store.DecodeSearchCursor(q.Cursor) // validated by Normalize
 		rows = slices.DeleteFunc(rows, func(r searchRow) bool { return !afterSearchCursor(r, store.SearchByRank, c) })
 	}
 	sortSearchRows(rows, store.SearchByRank)
-	if len(rows) > q.Limit+1 {
-		rows = rows[:q.Limit+1]
-	}
-	return rows, nil
+	return rows[:min(len(rows), q.Limit+1)]
 }
 
 // scanSearchRows returns a Query callback that appends each row of

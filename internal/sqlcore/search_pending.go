@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -231,18 +230,21 @@ func afterSearchCursor(row searchRow, o store.SearchOrder, c store.SearchCursor)
 	return row.score < c.Score || (row.score == c.Score && row.doc < c.Doc)
 }
 
-// sortSearchRows sorts rows as the search's ORDER BY does.
+// sortSearchRows sorts rows as the search's ORDER BY does (the document
+// number last: a total order, so that the sort needs no stability).
 func sortSearchRows(rows []searchRow, o store.SearchOrder) {
-	sort.SliceStable(rows, func(i, j int) bool {
-		a, b := rows[i], rows[j]
+	slices.SortFunc(rows, func(a, b searchRow) int {
 		if o == store.SearchByTime {
 			if a.atUS != b.atUS {
-				return a.atUS > b.atUS
+				return compareDesc(a.atUS, b.atUS)
 			}
 		} else if a.score != b.score {
-			return a.score > b.score
+			if a.score > b.score {
+				return -1
+			}
+			return 1
 		}
-		return a.doc > b.doc
+		return compareDesc(a.doc, b.doc)
 	})
 }
 
