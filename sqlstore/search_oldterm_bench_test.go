@@ -19,16 +19,17 @@ import (
 var oldTermDocs = flag.Int("oldterm.docs", 20000, "BenchmarkSearchOldTerm: corpus size (documents)")
 
 // BenchmarkSearchOldTerm measures the first page (Limit 20) of a search
-// newest first of a term in a few percent of the documents, all of them
-// among the oldest quarter ("quokka": one in every 10 of the first
-// quarter, 500 of 20,000 documents): the case in which walking the
-// documents by time meets every newer entry before the first hit. Each
+// newest first of a term in several percent of the documents, all of
+// them among the oldest (quokka: one in every 4 of the first 30%, 1,500
+// of 20,000 documents, more than largeSearchMin): the case in which
+// walking the documents by time meets every newer entry before the first
+// hit, and in which the candidates' path checks batches of old ones. Each
 // way of the search is a sub-benchmark: the store's choice (choice),
 // always the walk by time (walk), the candidates read, sorted and
 // checked a batch at a time (candidates), with the ranked search beside
 // them. The corpus (conversation messages of ~300 bytes, appended 500
 // at a time) is built once and kept in os.TempDir
-// (sessionstore-oldterm-N-v1.db):
+// (sessionstore-oldterm-N-v2.db):
 //
 //	go test ./sqlstore -run '^$' -bench SearchOldTerm -benchtime 20x
 func BenchmarkSearchOldTerm(b *testing.B) {
@@ -75,7 +76,7 @@ func oldTermCorpus(b *testing.B, n int) string {
 	if n < 1000 {
 		b.Fatalf("-oldterm.docs %d: 1000 or more", n)
 	}
-	path := filepath.Join(os.TempDir(), fmt.Sprintf("sessionstore-oldterm-%d-v1.db", n))
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("sessionstore-oldterm-%d-v2.db", n))
 	if _, err := os.Stat(path); err == nil {
 		return path
 	}
@@ -105,7 +106,7 @@ func oldTermCorpus(b *testing.B, n int) string {
 			for sb.Len() < 300 {
 				sb.WriteString(words[rng.IntN(len(words))] + " ")
 			}
-			if i < n/4 && i%10 == 0 {
+			if i < n*3/10 && i%4 == 0 {
 				sb.WriteString("quokka")
 			}
 			msgs = append(msgs, store.Message{Role: store.RoleAssistant, Content: []store.ContentBlock{store.TextBlock(sb.String())}})
