@@ -19,7 +19,8 @@ import (
 // that starts the write counter again is a rebuild (or a delete of
 // everything), and Reindex's rebuild (search_maint.go) also sets the
 // automerge setting again, which moves the cookie, so that no state after
-// it has the bytes of a state before. The statistics are a pure function
+// it has the bytes of a state before (a migration that rebuilds
+// search_fts must do the same). The statistics are a pure function
 // of the index's content in the reader's snapshot, so scores are those of
 // bm25() to the bit whether they come from the cache or from the index.
 
