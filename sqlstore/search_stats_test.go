@@ -2,6 +2,8 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -117,5 +119,87 @@ func TestSearchStatsCached(t *testing.T) {
 	third := search("after another store's fold", 1)
 	if third.Hits[0].Score == second.Hits[0].Score {
 		t.Errorf("the other store's fold left the score at %v; the test wants it changed", second.Hits[0].Score)
+	}
+}
+
+// TestSearchStatsAfterRebuild: Reindex's rebuild of the full-text index
+// (when it does not hold exactly the rows of search_docs) starts FTS5's
+// write counter again, so it also moves the cookie of the index's
+// structure record, which names the index's state for the store's cache
+// of statistics: no state after the rebuild has the bytes of a state
+// before it. The scores after it are bm25()'s. Before, the cookie stayed.
+func TestSearchStatsAfterRebuild(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	st, err := sqlstore.Open(ctx, path, sqlstore.WithBackgroundIndexer(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Conversations().Save(ctx, store.NewConversation("c1")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		txt := fmt.Sprintf("lorem ipsum %d", i)
+		if i%3 == 0 {
+			txt = fmt.Sprintf("a zebrafish %d", i)
+		}
+		msg := store.Message{Role: store.RoleUser, Content: []store.ContentBlock{store.TextBlock(txt)}}
+		if _, err := st.Conversations().AppendMessages(ctx, "c1", msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := store.SearchQuery{Query: "zebrafish", Order: store.SearchByRank}
+	if _, err := st.Search(ctx, q); err != nil { // folds, and caches the statistics
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	cookie := func() uint32 {
+		t.Helper()
+		var b []byte
+		if err := raw.QueryRow(`SELECT block FROM search_fts_data WHERE id = 10`).Scan(&b); err != nil {
+			t.Fatal(err)
+		}
+		if len(b) < 4 {
+			t.Fatalf("a structure record of %d bytes", len(b))
+		}
+		return binary.BigEndian.Uint32(b)
+	}
+	// An entry of the full-text index with no row of search_docs: the
+	// index no longer holds exactly its rows, and Reindex rebuilds it.
+	if _, err := raw.Exec(`INSERT INTO search_fts (rowid, body) VALUES (999999, 'zebrafish zebrafish zebrafish')`); err != nil {
+		t.Fatal(err)
+	}
+	before := cookie()
+	if _, err := st.Reindex(ctx, store.ReindexRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := st.CheckSearchIndex(ctx); err != nil || !rep.IndexOK {
+		t.Fatalf("after Reindex: %+v, %v", rep, err)
+	}
+	if after := cookie(); after <= before {
+		t.Errorf("the structure record's cookie went from %d to %d over the rebuild; want it moved forward", before, after)
+	}
+	eager, err := sqlstore.Open(ctx, path, sqlstore.WithBackgroundIndexer(false), sqlstore.WithEagerSearch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eager.Close()
+	got, err := st.Search(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := eager.Search(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	if string(g) != string(w) || len(got.Hits) != 7 {
+		t.Fatalf("after the rebuild (%d hits, want 7):\n got  %s\n want %s", len(got.Hits), g, w)
 	}
 }
