@@ -80,6 +80,12 @@ const largeSearchMin = 1000
 // handed to Go each, which a term in many documents pays for nothing.
 const rankFewMax = 128
 
+// rankFewWhole is the number of candidates up to which rankFew reads
+// them whole in one statement rather than their keys and bodies first
+// and then the page's rows (a second statement, and the page's rows read
+// twice).
+const rankFewWhole = 64
+
 // largeSearchBatch is the first batch of candidates a search newest first
 // checks; each next batch is twice as large (up to largeSearchBatchMax),
 // so that a filter that rejects most candidates costs few statements.
@@ -159,11 +165,11 @@ func (s *Store) searchLarge(tx Tx, q store.SearchQuery, long, short []string, st
 // without running the match again: the candidates that pass the search's
 // other conditions are read by their numbers, scored as searchSQL scores
 // them (scorePage), sorted and cut after the cursor. With no more
-// candidates than twice the page, their rows are read whole in one
-// statement (checkBatchSQL); with more, their keys and bodies only, and
-// then the page's rows.
+// candidates than twice the page or rankFewWhole, their rows are read
+// whole in one statement (checkBatchSQL); with more, their keys and
+// bodies only, and then the page's rows.
 func (s *Store) rankFew(tx Tx, q store.SearchQuery, long, short []string, stale bool, docs []int64) ([]searchRow, error) {
-	if len(docs) <= 2*(q.Limit+1) {
+	if len(docs) <= max(2*(q.Limit+1), rankFewWhole) {
 		all := q
 		all.Cursor = "" // a cursor of scores: applied below
 		query, args, err := s.checkBatchSQL(all, long, short, stale, docs, len(docs), true)
