@@ -203,3 +203,94 @@ func TestSearchStatsAfterRebuild(t *testing.T) {
 		t.Fatalf("after the rebuild (%d hits, want 7):\n got  %s\n want %s", len(got.Hits), g, w)
 	}
 }
+
+// TestSearchStatsConcurrent: searches of several terms at once, while
+// another goroutine appends and folds, share the store's cache of the
+// index's statistics (run with -race): each search gives its hits
+// ranked, without error, and once the writes stop every term's page is
+// the one a store that scores with bm25() gives.
+func TestSearchStatsConcurrent(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	st, err := sqlstore.Open(ctx, path, sqlstore.WithBackgroundIndexer(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Conversations().Save(ctx, store.NewConversation("c1")); err != nil {
+		t.Fatal(err)
+	}
+	terms := []string{"zebrafish", "lorem", "ipsum dolor", "fish"}
+	appendOne := func(i int) error {
+		txt := fmt.Sprintf("lorem ipsum %d dolor", i)
+		if i%3 == 0 {
+			txt = fmt.Sprintf("a zebrafish %d, fish", i)
+		}
+		msg := store.Message{Role: store.RoleUser, Content: []store.ContentBlock{store.TextBlock(txt)}}
+		_, err := st.Conversations().AppendMessages(ctx, "c1", msg)
+		return err
+	}
+	for i := range 30 {
+		if err := appendOne(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, 8)
+	done := make(chan struct{})
+	for g := range 4 {
+		go func() {
+			for i := range 15 {
+				q := store.SearchQuery{Query: terms[(g+i)%len(terms)], Order: store.SearchByRank}
+				res, err := st.Search(ctx, q)
+				if err == nil {
+					for j := 1; j < len(res.Hits); j++ {
+						if res.Hits[j].Score > res.Hits[j-1].Score {
+							err = fmt.Errorf("%q: hits out of rank order", q.Query)
+						}
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	go func() {
+		defer close(done)
+		for i := 30; i < 60; i++ {
+			if err := appendOne(i); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-done
+	eager, err := sqlstore.Open(ctx, path, sqlstore.WithBackgroundIndexer(false), sqlstore.WithEagerSearch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eager.Close()
+	for _, term := range terms {
+		q := store.SearchQuery{Query: term, Order: store.SearchByRank, Limit: 5}
+		got, err := st.Search(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := eager.Search(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(want)
+		if string(g) != string(w) || len(got.Hits) == 0 {
+			t.Fatalf("%q:\n got  %s\n want %s", term, g, w)
+		}
+	}
+}
