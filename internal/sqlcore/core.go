@@ -178,6 +178,8 @@ type Store struct {
 	// (SetRLSBypass, tenant.go).
 	rlsBypass bool
 	dks       *dataKeys // crypt.go
+	// stats caches the search index's statistics (search_stats.go).
+	stats *ftsStats
 }
 
 // New returns the facets over db.
@@ -187,7 +189,7 @@ func New(db DB, cfg Config) *Store {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Store{db: db, d: cfg.Dialect, q: newStatements(cfg.Dialect), cfg: cfg, log: log,
-		turns: &turnRegistry{}, feeds: &feedHub{}, reads: &readsCache{}, dks: &dataKeys{}}
+		turns: &turnRegistry{}, feeds: &feedHub{}, reads: &readsCache{}, dks: &dataKeys{}, stats: &ftsStats{}}
 }
 
 // Close cancels the contexts of the turns this Store began (with

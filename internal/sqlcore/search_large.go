@@ -37,9 +37,12 @@ import (
 //     same transaction.
 //   - by rank, every candidate's score is needed (the index has no
 //     positions, migration 32, so a document's frequency of a trigram is
-//     only in its body): the search's own query runs, scoring with the
-//     dialect's Rank (search_rank.go), which gives bm25()'s value without
-//     its second reading of the body.
+//     only in its body). The match's document numbers are read first, up
+//     to rankFewMax: none, and the search ends there (without the
+//     index's statistics); fewer, and those documents are read by their
+//     numbers and scored in Go (rankFew); otherwise the search's own
+//     query runs, scoring with the dialect's Rank (search_rank.go), which
+//     gives bm25()'s value without its second reading of the body.
 //
 // A term in few documents runs the match once either way: its cost is
 // the match, bm25()'s statistics and its few rows. (A separate count of
@@ -67,6 +70,22 @@ import (
 // the index by time); below it, it reads them all in one query.
 const largeSearchMin = 1000
 
+// rankFewMax is the number of the match's candidates below which a
+// search by rank reads them by their numbers and scores them in Go
+// (rankFew) rather than run the match again in its own query. Per
+// candidate the two cost about the same (a row read, a body scored); the
+// second match costs its fixed part again (a seek of each trigram in each
+// segment of the index), which is most of a search of a term in few
+// documents, while reading every candidate's number first costs a row
+// handed to Go each, which a term in many documents pays for nothing.
+const rankFewMax = 128
+
+// rankFewWhole is the number of candidates up to which rankFew reads
+// them whole in one statement rather than their keys and bodies first
+// and then the page's rows (a second statement, and the page's rows read
+// twice).
+const rankFewWhole = 64
+
 // largeSearchBatch is the first batch of candidates a search newest first
 // checks; each next batch is twice as large (up to largeSearchBatchMax),
 // so that a filter that rejects most candidates costs few statements.
@@ -91,6 +110,24 @@ func (s *Store) searchLarge(tx Tx, q store.SearchQuery, long, short []string, st
 	case store.SearchByRank:
 		if s.d.Rank == nil || !asciiTerms(long) {
 			return nil, false, nil
+		}
+		// The match's documents first, up to rankFewMax (matchDocs):
+		// none, and the search has no hit in the index (nor reads its
+		// statistics); fewer, and they are every candidate (rankFew).
+		most := rankFewMax
+		if s.cfg.LargeSearchMin > 0 {
+			most = s.cfg.LargeSearchMin
+		}
+		docs, err := s.matchDocs(tx, long, most)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(docs) == 0 {
+			return nil, true, nil
+		}
+		if len(docs) < most {
+			rows, err := s.rankFew(tx, q, long, short, stale, docs)
+			return rows, true, err
 		}
 		// Every candidate's score is needed: searchSQL's query, scoring
 		// with the dialect's Rank (search_rank.go) from the index's
@@ -121,6 +158,108 @@ func (s *Store) searchLarge(tx Tx, q store.SearchQuery, long, short []string, st
 		return rows, true, s.scorePage(tx, long, rows)
 	}
 	return nil, false, nil
+}
+
+// rankFew returns the first q.Limit+1 hits of search q by rank among
+// docs, every candidate of the index's match (a term in few documents),
+// without running the match again: the candidates that pass the search's
+// other conditions are read by their numbers, scored as searchSQL scores
+// them (scorePage), sorted and cut after the cursor. With no more
+// candidates than twice the page or rankFewWhole, their rows are read
+// whole in one statement (checkBatchSQL); with more, their keys and
+// bodies only, and then the page's rows.
+func (s *Store) rankFew(tx Tx, q store.SearchQuery, long, short []string, stale bool, docs []int64) ([]searchRow, error) {
+	if len(docs) <= max(2*(q.Limit+1), rankFewWhole) {
+		all := q
+		all.Cursor = "" // a cursor of scores: applied below
+		query, args, err := s.checkBatchSQL(all, long, short, stale, docs, len(docs), true)
+		if err != nil {
+			return nil, err
+		}
+		var rows []searchRow
+		if err := tx.Query(query, args, scanSearchRows(&rows, q.IncludeEvents)); err != nil {
+			return nil, err
+		}
+		if err := s.scorePage(tx, long, rows); err != nil {
+			return nil, err
+		}
+		return rankPage(rows, q), nil
+	}
+	list, err := s.d.ListArg(docs)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	b.WriteString(`SELECT d.doc, d.at_us, d.body FROM search_docs AS d NOT INDEXED WHERE ` + s.d.InList("d.doc"))
+	args, err := s.searchFilters(&b, []any{list}, q, short)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range long {
+		b.WriteString(` AND ` + s.d.Contains("d.body", "?"))
+		args = append(args, t)
+	}
+	if stale {
+		b.WriteString(s.pendingKeysFilter())
+	}
+	var hits []searchRow
+	if err := tx.Query(b.String(), args, func(r Rows) error {
+		var h searchRow
+		if err := r.Scan(&h.doc, &h.atUS, &h.body); err != nil {
+			return err
+		}
+		hits = append(hits, h)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := s.scorePage(tx, long, hits); err != nil {
+		return nil, err
+	}
+	hits = rankPage(hits, q)
+	if len(hits) == 0 {
+		return nil, nil
+	}
+	// The page's rows, in the order of their scores.
+	page := make([]int64, len(hits))
+	for i, h := range hits {
+		page[i] = h.doc
+	}
+	all := q
+	all.Cursor = "" // the page is past it
+	query, args, err := s.checkBatchSQL(all, long, short, stale, page, len(page), true)
+	if err != nil {
+		return nil, err
+	}
+	var read []searchRow
+	if err := tx.Query(query, args, scanSearchRows(&read, q.IncludeEvents)); err != nil {
+		return nil, err
+	}
+	byDoc := make(map[int64]searchRow, len(read))
+	for _, r := range read {
+		byDoc[r.doc] = r
+	}
+	rows := make([]searchRow, 0, len(hits))
+	for _, h := range hits {
+		r, ok := byDoc[h.doc]
+		if !ok {
+			continue // not possible in one snapshot: the same conditions
+		}
+		r.score = h.score
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// rankPage returns the first q.Limit+1 of rows (scored) by rank after
+// q's cursor.
+func rankPage(rows []searchRow, q store.SearchQuery) []searchRow {
+	if q.Cursor != "" {
+		c, _ := store.DecodeSearchCursor(q.Cursor) // validated by Normalize
+		rows = slices.DeleteFunc(rows, func(r searchRow) bool { return !afterSearchCursor(r, store.SearchByRank, c) })
+	}
+	sortSearchRows(rows, store.SearchByRank)
+	return rows[:min(len(rows), q.Limit+1)]
 }
 
 // scanSearchRows returns a Query callback that appends each row of
@@ -488,12 +627,13 @@ func afterTimeCursor(b *strings.Builder, args []any, cursor string) []any {
 // checkBatchSQL returns the query of the rows of search q (newest first,
 // at most limit) among documents docs: searchSQL's conditions but the
 // index's match (docs are the index's candidates), the score left at 0
-// (scoresSQL's). With all (docs are every candidate of a term in few
-// documents, in no order), the cursor is applied too and each document
-// is read by its number (NOT INDEXED, SQLite: else the planner may walk
-// the tenant's documents by time, testing each against the list, to
-// spare a sort of a few rows); without, docs are a batch of keys already
-// past the cursor.
+// (scoresSQL's). Each document is read by its number (NOT INDEXED,
+// SQLite: else the planner walks the tenant's documents by time, testing
+// each against the list, to spare a sort of a few rows; on a batch of
+// old documents that walk read every newer entry of the index first,
+// TestSearchCheckBatchPlan). With all (docs are every candidate of a
+// term in few documents, in no order), the cursor is applied too;
+// without, docs are a batch of keys already past the cursor.
 func (s *Store) checkBatchSQL(q store.SearchQuery, long, short []string, stale bool, docs []int64, limit int, all bool) (string, []any, error) {
 	var b strings.Builder
 	cols, join := searchColumns, ""
@@ -506,7 +646,7 @@ func (s *Store) checkBatchSQL(q store.SearchQuery, long, short []string, stale b
 		return "", nil, err
 	}
 	from := `search_docs AS d`
-	if all && !s.postgres() {
+	if !s.postgres() {
 		from += ` NOT INDEXED`
 	}
 	b.WriteString(`SELECT ` + cols + `, 0.0 AS score FROM ` + from + join + ` WHERE ` + s.d.InList("d.doc"))
@@ -566,4 +706,28 @@ func (s *Store) SearchTimeWalkSQL(q store.SearchQuery) (string, []any, error) {
 		return "", nil, errors.New("sqlcore: no walk of the index by time for this search")
 	}
 	return s.timeWalkSQL(q, long, short, true)
+}
+
+// SearchCheckBatchSQL returns the query (and its arguments) with which a
+// search q newest first checks a batch of the match's candidates docs,
+// already sorted newest first (candidatesByTime's checkBatchSQL), on
+// SQLite, for the backend's query plan tests; q is normalized first, and
+// its terms must include one long enough for the index.
+func (s *Store) SearchCheckBatchSQL(q store.SearchQuery, docs []int64) (string, []any, error) {
+	q, err := q.Normalize()
+	if err != nil {
+		return "", nil, err
+	}
+	var long, short []string
+	for _, t := range store.SearchTerms(q.Query) {
+		if utf8.RuneCountInString(t) >= store.MinIndexedTerm {
+			long = append(long, t)
+		} else {
+			short = append(short, t)
+		}
+	}
+	if len(long) == 0 || s.postgres() {
+		return "", nil, errors.New("sqlcore: no batch of candidates for this search")
+	}
+	return s.checkBatchSQL(q, long, short, true, docs, q.Limit+1, false)
 }

@@ -122,11 +122,24 @@ func (s *Store) Reindex(ctx context.Context, req store.ReindexRequest) (store.Re
 		}
 		if !rep.IndexOK {
 			if err := s.write(ctx, func(tx Tx) error {
-				_, err := tx.Exec(`INSERT INTO search_fts (search_fts) VALUES ('rebuild')`)
+				if _, err := tx.Exec(`INSERT INTO search_fts (search_fts) VALUES ('rebuild')`); err != nil {
+					return err
+				}
+				// A rebuild starts the structure record's write counter
+				// again; setting automerge to its value moves the
+				// record's cookie, so that the index's state after the
+				// rebuild is named by bytes no state before it had
+				// (search_stats.go).
+				var merge int64
+				if err := tx.Scan(`SELECT coalesce((SELECT v FROM search_fts_config WHERE k = 'automerge'), 4)`, nil, &merge); err != nil {
+					return err
+				}
+				_, err := tx.Exec(`INSERT INTO search_fts (search_fts, rank) VALUES ('automerge', ?)`, merge)
 				return err
 			}); err != nil {
 				return res, err
 			}
+			s.stats.clear()
 			res.Batches++
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -231,18 +230,21 @@ func afterSearchCursor(row searchRow, o store.SearchOrder, c store.SearchCursor)
 	return row.score < c.Score || (row.score == c.Score && row.doc < c.Doc)
 }
 
-// sortSearchRows sorts rows as the search's ORDER BY does.
+// sortSearchRows sorts rows as the search's ORDER BY does (the document
+// number last: a total order, so that the sort needs no stability).
 func sortSearchRows(rows []searchRow, o store.SearchOrder) {
-	sort.SliceStable(rows, func(i, j int) bool {
-		a, b := rows[i], rows[j]
+	slices.SortFunc(rows, func(a, b searchRow) int {
 		if o == store.SearchByTime {
 			if a.atUS != b.atUS {
-				return a.atUS > b.atUS
+				return compareDesc(a.atUS, b.atUS)
 			}
 		} else if a.score != b.score {
-			return a.score > b.score
+			if a.score > b.score {
+				return -1
+			}
+			return 1
 		}
-		return a.doc > b.doc
+		return compareDesc(a.doc, b.doc)
 	})
 }
 
@@ -261,16 +263,18 @@ type bm25 struct {
 // that holds the same text: the row count and the total size from the
 // index's averages record (FTS5's record 1 of search_fts_data: varints),
 // each phrase's document count from the index, and the logarithm from
-// SQLite (ln, the C library's log, as bm25's). Two statements whatever
-// the number of phrases: the record, then every phrase's count and
-// logarithm (ftsIDFSQL).
+// SQLite (ln, the C library's log, as bm25's). The records are read with
+// the structure record, which names the index's state (ftsStateSQL); the
+// phrases' inverse document frequencies come from the store's cache for
+// that state (search_stats.go) or, for those it does not hold, from one
+// statement (ftsIDFSQL).
 func (s *Store) ftsBM25(tx Tx, long []string) (bm25, error) {
 	var bm bm25
-	var rec []byte
-	err := tx.Scan(`SELECT coalesce((SELECT block FROM search_fts_data WHERE id = 1), x'')`, nil, &rec)
-	if err != nil {
+	var rec, structure []byte
+	if err := tx.Scan(ftsStateSQL, nil, &rec, &structure); err != nil {
 		return bm, err
 	}
+	key := stateKey(rec, structure)
 	nRow, n := ftsVarint(rec)
 	total, _ := ftsVarint(rec[n:])
 	bm.avgdl = 1 // an empty index: no average to compare with
@@ -294,26 +298,45 @@ func (s *Store) ftsBM25(tx Tx, long []string) (bm25, error) {
 	if len(phrases) == 0 {
 		return bm, nil
 	}
-	list, err := json.Marshal(phrases)
-	if err != nil {
-		return bm, err
-	}
-	if err := tx.Query(ftsIDFSQL, []any{string(list), float64(nRow)}, func(r Rows) error {
-		var idf float64
-		if err := r.Scan(&idf); err != nil {
-			return err
+	idf, ok := s.stats.lookup(key, phrases)
+	var missing []string
+	for i, p := range phrases {
+		if !ok[i] {
+			missing = append(missing, p)
 		}
-		if idf <= 0 || math.IsNaN(idf) { // as bm25()
-			idf = 1e-6
+	}
+	if len(missing) > 0 {
+		list, err := json.Marshal(missing)
+		if err != nil {
+			return bm, err
 		}
-		bm.idf = append(bm.idf, idf)
-		return nil
-	}); err != nil {
-		return bm, err
+		var read []float64
+		if err := tx.Query(ftsIDFSQL, []any{string(list), float64(nRow)}, func(r Rows) error {
+			var v float64
+			if err := r.Scan(&v); err != nil {
+				return err
+			}
+			if v <= 0 || math.IsNaN(v) { // as bm25()
+				v = 1e-6
+			}
+			read = append(read, v)
+			return nil
+		}); err != nil {
+			return bm, err
+		}
+		if len(read) != len(missing) {
+			return bm, fmt.Errorf("sqlcore: %d statistics for %d phrases of the search index", len(read), len(missing))
+		}
+		s.stats.store(key, missing, read)
+		j := 0
+		for i := range phrases {
+			if !ok[i] {
+				idf[i] = read[j]
+				j++
+			}
+		}
 	}
-	if len(bm.idf) != len(bm.phrases) {
-		return bm, fmt.Errorf("sqlcore: %d statistics for %d phrases of the search index", len(bm.idf), len(bm.phrases))
-	}
+	bm.idf = idf
 	return bm, nil
 }
 
