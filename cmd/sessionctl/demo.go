@@ -206,7 +206,7 @@ func printDemoConversationFork(out io.Writer, f *demo.ConversationFork) {
 	fmt.Fprintf(out, "  compaction record at message %d summarises messages 0-1 (the originals stay); a summary read returns %s\n",
 		f.Compaction.FirstSeq, strings.Join(read, ", "))
 	fmt.Fprintf(out, "  the tree (sessionctl history %s):\n", f.ID)
-	depths := treeDepths(f.History, convNodeIDs)
+	depths := store.ConversationDepths(f.History)
 	for i, n := range f.History {
 		fmt.Fprintf(out, "    %s%s: %d messages, %s\n", strings.Repeat("  ", depths[i]), n.ID, n.Messages, n.Status)
 	}
@@ -223,7 +223,7 @@ func printDemoAgentSession(out io.Writer, a *demo.AgentSession) {
 	fmt.Fprintf(out, "  forked at event 5 as %s (no events copied; its state then: step %s), which went on: %s\n",
 		retry.Session, a.ForkState.State.Session["step"], eventIDList(a.ForkEvents))
 	fmt.Fprintf(out, "  the tree (sessionctl history %s %s %s):\n", retry.App, retry.User, retry.Session)
-	depths := treeDepths(a.History, func(n store.LineageNode) (int64, int64) { return n.ID, n.Parent })
+	depths := store.LineageDepths(a.History)
 	for i, n := range a.History {
 		fmt.Fprintf(out, "    %*s%s: %d events, %s\n", 2*depths[i], "", n.Key.Session, n.EventCount, n.Status)
 	}
