@@ -38,7 +38,7 @@ type summarised struct {
 // fork points it reads).
 func (c *console) agentTree(nodes []store.LineageNode) ([]treeRow, []summarised) {
 	byID := make(map[int64]store.LineageNode, len(nodes))
-	depth := make(map[int64]int, len(nodes))
+	depths := store.LineageDepths(nodes)
 	rows := make([]treeRow, 0, len(nodes))
 	var cur store.LineageNode
 	live := map[int64]bool{}
@@ -47,14 +47,9 @@ func (c *console) agentTree(nodes []store.LineageNode) ([]treeRow, []summarised)
 			live[n.ID] = true
 		}
 	}
-	for _, n := range nodes {
+	for i, n := range nodes {
 		byID[n.ID] = n
-		d := 0
-		if n.Parent != 0 {
-			d = depth[n.Parent] + 1
-		}
-		depth[n.ID] = d
-		row := treeRow{Depth: d, Node: n, Range: "no events of its own"}
+		row := treeRow{Depth: depths[i], Node: n, Range: "no events of its own"}
 		if n.EventCount > n.ForkSeq {
 			row.Range = fmt.Sprintf("events %d–%d", n.ForkSeq+1, n.EventCount)
 		}
@@ -109,7 +104,7 @@ type convTreeRow struct {
 
 // convTree lays the nodes of a conversation's tree out for the page.
 func (c *console) convTree(nodes []store.ConversationNode) []convTreeRow {
-	depth := make(map[string]int, len(nodes))
+	depths := store.ConversationDepths(nodes)
 	rows := make([]convTreeRow, 0, len(nodes))
 	live := map[string]bool{}
 	for _, n := range nodes {
@@ -117,13 +112,8 @@ func (c *console) convTree(nodes []store.ConversationNode) []convTreeRow {
 			live[n.ID] = true
 		}
 	}
-	for _, n := range nodes {
-		d := 0
-		if n.Parent != "" {
-			d = depth[n.Parent] + 1
-		}
-		depth[n.ID] = d
-		row := convTreeRow{Depth: d, Node: n, Name: n.ID, ForkedAt: n.ForkNext - 1}
+	for i, n := range nodes {
+		row := convTreeRow{Depth: depths[i], Node: n, Name: n.ID, ForkedAt: n.ForkNext - 1}
 		if n.Parent == "" {
 			row.ForkedAt = -1
 		}

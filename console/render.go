@@ -192,43 +192,10 @@ func execute(t *template.Template, name string, data any) ([]byte, error) {
 // none of these, so only the store's text changes; the JSON twins need no
 // such step (encoding/json escapes the controls itself).
 func escapeControls(html []byte) []byte {
-	clean := true
-	for i := 0; i < len(html); {
-		c := html[i]
-		if c >= 0x20 && c < 0x7f || c == '\t' || c == '\n' || c == '\r' {
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRune(html[i:])
-		if r == utf8.RuneError && n == 1 || humanize.UnsafeRune(r) {
-			clean = false
-			break
-		}
-		i += n
-	}
-	if clean {
+	unsafe := func(r rune) bool { return r != '\t' && r != '\n' && r != '\r' && humanize.UnsafeRune(r) }
+	if !bytes.ContainsFunc(html, unsafe) && utf8.Valid(html) {
 		return html
 	}
-	out := make([]byte, 0, len(html)+64)
-	for i := 0; i < len(html); {
-		c := html[i]
-		if c >= 0x20 && c < 0x7f || c == '\t' || c == '\n' || c == '\r' {
-			out = append(out, c)
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRune(html[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			out = fmt.Appendf(out, `\x%02x`, c)
-		case r < 0x80 && humanize.UnsafeRune(r):
-			out = fmt.Appendf(out, `\x%02x`, r)
-		case humanize.UnsafeRune(r):
-			out = fmt.Appendf(out, `\u%04x`, r)
-		default:
-			out = append(out, html[i:i+n]...)
-		}
-		i += n
-	}
+	out, _ := humanize.AppendEscape(make([]byte, 0, len(html)+64), html, "\t\n\r", false)
 	return out
 }

@@ -61,28 +61,46 @@ func Escape(s string) string {
 	if !strings.ContainsFunc(s, UnsafeRune) && utf8.ValidString(s) {
 		return s
 	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
+	out, _ := AppendEscape(make([]byte, 0, len(s)+16), []byte(s), "", false)
+	return string(out)
+}
+
+// AppendEscape appends src to dst escaped as Escape escapes it, except the
+// runes of keep, which are appended as they are (a terminal's writer keeps
+// "\t\n", which lay out tables and lines). With hold, an incomplete UTF-8
+// sequence that ends src is left out and returned as rest, for a writer
+// that escapes a stream to put before its next write; without it, such
+// bytes are escaped as \xNN and rest is empty.
+func AppendEscape(dst, src []byte, keep string, hold bool) (out, rest []byte) {
+	for i := 0; i < len(src); {
+		c := src[i]
+		if c >= 0x20 && c < 0x7f {
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(src[i:])
 		switch {
+		case hold && r == utf8.RuneError && n <= 1 && !utf8.FullRune(src[i:]):
+			return dst, src[i:]
 		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
+			dst = fmt.Appendf(dst, `\x%02x`, c)
+		case strings.ContainsRune(keep, r) || !UnsafeRune(r):
+			dst = append(dst, src[i:i+n]...)
 		case r == '\t':
-			b.WriteString(`\t`)
+			dst = append(dst, `\t`...)
 		case r == '\n':
-			b.WriteString(`\n`)
+			dst = append(dst, `\n`...)
 		case r == '\r':
-			b.WriteString(`\r`)
-		case r < 0x80 && UnsafeRune(r):
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case UnsafeRune(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
+			dst = append(dst, `\r`...)
+		case r < 0x80:
+			dst = fmt.Appendf(dst, `\x%02x`, r)
 		default:
-			b.WriteString(s[i : i+n])
+			dst = fmt.Appendf(dst, `\u%04x`, r)
 		}
 		i += n
 	}
-	return b.String()
+	return dst, nil
 }
 
 // Quote is s as it is, or escaped and in double quotes when it holds an

@@ -130,17 +130,10 @@ func (g *globals) openOrCreateUndo(ctx context.Context) (st cliStore, undo func(
 	}
 	newRing := ring != "" && !pathExists(ring)
 	remove := func() {
-		if newDB {
-			if how, err := sqlstore.InUse(g.db); err != nil || how != "" {
-				return
-			}
-			for _, f := range sqlstore.Files(g.db) {
-				if f != sqlstore.WriterLockPath(g.db) {
-					_ = os.Remove(f)
-				}
-			}
-			// The lock file goes last, once nothing it guards is left.
-			_ = os.Remove(sqlstore.WriterLockPath(g.db))
+		// sqlstore.Remove removes nothing while another process holds
+		// the database, and the writer lock last.
+		if newDB && sqlstore.Remove(g.db) != nil {
+			return
 		}
 		if !newRing {
 			return

@@ -231,7 +231,7 @@ func runHistory(ctx context.Context, g *globals, args []string) error {
 		}
 		tw := newTable(g.stdout)
 		fmt.Fprintln(tw, "SESSION\tSTATUS\tFORKED AT\tEVENTS\tCOMPACTED\tCREATED")
-		depths := treeDepths(nodes, func(n store.LineageNode) (int64, int64) { return n.ID, n.Parent })
+		depths := store.LineageDepths(nodes)
 		for i, n := range nodes {
 			name := strings.Repeat("  ", depths[i]) + n.Key.Session
 			if n.Current {
@@ -245,23 +245,6 @@ func runHistory(ctx context.Context, g *globals, args []string) error {
 		}
 		return tw.Flush()
 	}))
-}
-
-// treeDepths returns the depth of each node of a history (an agent
-// session's or a conversation's, parents before children as History lists
-// them); ids gives a node's id and its parent's (the zero value: none).
-func treeDepths[N any, K comparable](nodes []N, ids func(N) (id, parent K)) []int {
-	var none K
-	depth := make(map[K]int, len(nodes))
-	out := make([]int, len(nodes))
-	for i, n := range nodes {
-		id, parent := ids(n)
-		if parent != none {
-			out[i] = depth[parent] + 1
-		}
-		depth[id] = out[i]
-	}
-	return out
 }
 
 // compactedText lists the ranges a node's compaction records summarise

@@ -120,7 +120,7 @@ func historyConversation(ctx context.Context, g *globals, sp spec, id string, as
 		}
 		tw := newTable(g.stdout)
 		fmt.Fprintln(tw, "CONVERSATION\tSTATUS\tFORKED AT\tMESSAGES\tCOMPACTED\tCREATED")
-		depths := treeDepths(nodes, convNodeIDs)
+		depths := store.ConversationDepths(nodes)
 		for i, n := range nodes {
 			name := n.ID
 			if n.Status != store.NodeLive {
@@ -139,6 +139,3 @@ func historyConversation(ctx context.Context, g *globals, sp spec, id string, as
 		return tw.Flush()
 	}))
 }
-
-// convNodeIDs is a conversation node's id and its parent's (treeDepths).
-func convNodeIDs(n store.ConversationNode) (string, string) { return n.ID, n.Parent }

@@ -12,10 +12,7 @@ package main
 // controls itself, and a JSON consumer gets the data exactly.
 
 import (
-	"bytes"
-	"fmt"
 	"io"
-	"unicode/utf8"
 
 	"github.com/agentstore/sessionstore/humanize"
 )
@@ -31,13 +28,13 @@ func unsafeRune(r rune) bool { return humanize.UnsafeRune(r) }
 func esc(s string) string { return humanize.Escape(s) }
 
 // termWriter is the writer of human output: it escapes every unsafe rune
-// but tab and newline (which lay out tables and lines) as esc does. A
-// UTF-8 sequence split between two writes is held until the next one (or
-// flush).
+// but tab and newline (which lay out tables and lines) as esc does
+// (humanize.AppendEscape). A UTF-8 sequence split between two writes is
+// held until the next one (or flush).
 type termWriter struct {
 	w       io.Writer
 	pending []byte
-	buf     bytes.Buffer
+	buf     []byte
 }
 
 func newTermWriter(w io.Writer) *termWriter { return &termWriter{w: w} }
@@ -50,31 +47,12 @@ func (t *termWriter) Write(p []byte) (int, error) {
 		data = append(t.pending, p...)
 		t.pending = nil
 	}
-	t.buf.Reset()
-	for i := 0; i < len(data); {
-		c := data[i]
-		if c >= 0x20 && c < 0x7f || c == '\t' || c == '\n' {
-			t.buf.WriteByte(c)
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRune(data[i:])
-		switch {
-		case r == utf8.RuneError && n <= 1 && !utf8.FullRune(data[i:]):
-			// A sequence cut by the end of this write.
-			t.pending = append([]byte(nil), data[i:]...)
-			i = len(data)
-			continue
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&t.buf, `\x%02x`, c)
-		case unsafeRune(r):
-			t.buf.WriteString(esc(string(r)))
-		default:
-			t.buf.Write(data[i : i+n])
-		}
-		i += n
+	var rest []byte
+	t.buf, rest = humanize.AppendEscape(t.buf[:0], data, "\t\n", true)
+	if len(rest) > 0 {
+		t.pending = append([]byte(nil), rest...)
 	}
-	if _, err := t.w.Write(t.buf.Bytes()); err != nil {
+	if _, err := t.w.Write(t.buf); err != nil {
 		return 0, err
 	}
 	return len(p), nil

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstore/sessionstore/demo"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -20,7 +21,7 @@ func TestSweepDryRunOnDemo(t *testing.T) {
 	r := e.run("sweep", "--dry-run").want(t, 0)
 	sameFiles(t, before, fileState(t, e.db))
 	golden(t, "sweep_dry_run_demo", e.normalize(r.stdout))
-	for _, p := range demoPolicies {
+	for _, p := range demo.Policies() {
 		if !strings.Contains(r.stdout, string(p.Kind)) {
 			t.Errorf("the dry run does not show %s:\n%s", p.Kind, r.stdout)
 		}
