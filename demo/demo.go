@@ -201,21 +201,6 @@ func Seed(ctx context.Context, st Store) (Result, error) {
 	return r, nil
 }
 
-// refused reports whether err is a refusal of a governed session's use
-// (the demo goes on) rather than a failure (it stops).
-func refused(err error) bool {
-	if errors.Is(err, store.ErrInvalidInput) {
-		return false
-	}
-	for _, k := range []error{store.ErrNotFound, store.ErrAgentMismatch, store.ErrClosed, store.ErrExpired,
-		store.ErrBudgetExceeded, store.ErrToolNotAuthorized, store.ErrRateLimited, store.ErrConflict, store.ErrTooManySessions} {
-		if errors.Is(err, k) {
-			return true
-		}
-	}
-	return false
-}
-
 func seedGoverned(ctx context.Context, st Store) (*Governed, error) {
 	gov := st.Governance()
 	sess, err := gov.Create(ctx, store.CreateRequest{
@@ -231,7 +216,7 @@ func seedGoverned(ctx context.Context, st Store) (*Governed, error) {
 	g := &Governed{Session: sess}
 	for _, tool := range []string{"list_dir", "read_file", "delete_file", "read_file", "read_file"} {
 		s, err := gov.Use(ctx, store.UseRequest{SessionID: sess.ID, AgentID: Agent, Tools: []string{tool}})
-		if err != nil && !refused(err) {
+		if err != nil && !store.IsUseRefusal(err) { // a refusal is shown; a failure stops the demo
 			return nil, fmt.Errorf("use: %w", err)
 		}
 		g.Uses = append(g.Uses, Use{Tool: tool, Refused: err, Session: s})

@@ -95,6 +95,29 @@ func StorageSentinels() []error {
 	return []error{ErrStorage, ErrStorageFull, ErrReadOnly, ErrCorrupt, ErrIO}
 }
 
+// UseRefusals returns the sentinels of a governed Use's refusals: the
+// call was decided and refused (nothing was consumed), as opposed to
+// invalid input or a failure of the store.
+func UseRefusals() []error {
+	return []error{ErrNotFound, ErrAgentMismatch, ErrClosed, ErrExpired, ErrBudgetExceeded,
+		ErrToolNotAuthorized, ErrRateLimited, ErrConflict, ErrTooManySessions}
+}
+
+// IsUseRefusal reports whether err, returned by Governance.Use, is a
+// refusal of the call (it matches one of UseRefusals and not
+// ErrInvalidInput).
+func IsUseRefusal(err error) bool {
+	if err == nil || errors.Is(err, ErrInvalidInput) {
+		return false
+	}
+	for _, k := range UseRefusals() {
+		if errors.Is(err, k) {
+			return true
+		}
+	}
+	return false
+}
+
 // NotFoundError reports a missing object. Resource is a fixed word such as
 // "session" or "upload".
 type NotFoundError struct {

@@ -62,3 +62,36 @@ func TestStorageSentinels(t *testing.T) {
 		}
 	}
 }
+
+// TestIsUseRefusal: a Use's refusals, bare, typed or wrapped, are
+// refusals; invalid input, storage failures, contention, a closed store and
+// nil are not.
+func TestIsUseRefusal(t *testing.T) {
+	refusals := []error{
+		store.ErrBudgetExceeded, &store.BudgetError{}, &store.ToolError{}, &store.RateLimitError{},
+		fmt.Errorf("use: %w", &store.ExpiredError{}), &store.ClosedError{}, &store.AgentMismatchError{},
+		&store.TooManySessionsError{}, &store.NotFoundError{Resource: "session"}, &store.ConflictError{},
+	}
+	for _, err := range refusals {
+		if !store.IsUseRefusal(err) {
+			t.Errorf("IsUseRefusal(%#v) = false, want true", err)
+		}
+	}
+	others := []error{
+		nil, errors.New("other"), store.ErrInvalidInput, &store.InvalidInputError{Field: "session_id"},
+		store.ErrStorage, store.ErrIO, store.ErrBusy, store.ErrStoreClosed, store.ErrSchemaTooNew,
+		store.ErrNotSessionStore, store.ErrSpendLimitExceeded,
+		// invalid input wins over a refusal kind it also matches
+		errors.Join(store.ErrInvalidInput, store.ErrConflict),
+	}
+	for _, err := range others {
+		if store.IsUseRefusal(err) {
+			t.Errorf("IsUseRefusal(%#v) = true, want false", err)
+		}
+	}
+	for _, k := range store.UseRefusals() {
+		if !store.IsUseRefusal(k) {
+			t.Errorf("IsUseRefusal(%v) = false for a sentinel of UseRefusals", k)
+		}
+	}
+}

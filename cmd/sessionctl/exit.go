@@ -113,7 +113,7 @@ var errorKinds = []struct {
 // useRefusal maps a Use error to its refusal kind; ok is false for errors
 // that are not refusals (storage failures, invalid input).
 func useRefusal(err error) (r refusal, ok bool) {
-	if errors.Is(err, store.ErrInvalidInput) {
+	if !store.IsUseRefusal(err) {
 		return refusal{}, false
 	}
 	for _, k := range errorKinds {

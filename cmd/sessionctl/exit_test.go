@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentstore/sessionstore/sqlstore"
+	"github.com/agentstore/sessionstore/store"
 )
 
 // TestCleanupDryRun: cleanup --dry-run lists exactly what cleanup then
@@ -171,4 +173,28 @@ func TestBusyIsExit16(t *testing.T) {
 		t.Errorf("the busy use changed the session:\n%s\nwas\n%s", after, before)
 	}
 	e.runWith(impatient, "", create...).want(t, 0)
+}
+
+// TestUseRefusalKinds: the kinds use prints as "refused (kind)" are
+// exactly the store's Use refusals (store.UseRefusals), each with a kind
+// word of its own.
+func TestUseRefusalKinds(t *testing.T) {
+	t.Parallel()
+	words := map[string]bool{}
+	for _, k := range store.UseRefusals() {
+		r, ok := useRefusal(fmt.Errorf("use: %w", k))
+		if !ok {
+			t.Errorf("%v: not a refusal of use", k)
+			continue
+		}
+		if words[r.kind] {
+			t.Errorf("%v: kind %q printed for two refusals", k, r.kind)
+		}
+		words[r.kind] = true
+	}
+	for _, k := range errorKinds {
+		if _, ok := useRefusal(k.target); ok != store.IsUseRefusal(k.target) {
+			t.Errorf("%s: useRefusal says %v, store.IsUseRefusal %v", k.r.kind, ok, !ok)
+		}
+	}
 }
