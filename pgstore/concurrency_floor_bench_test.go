@@ -661,9 +661,6 @@ func (fl *govFloors) runPlan(ctx context.Context, p floorPlan) (time.Duration, c
 		defer c.Release()
 		conns[i] = c
 	}
-	if p.callers > 0 && p.calls%p.callers != 0 {
-		return 0, cpuTimes{}, 0, fmt.Errorf("floor: %d calls for %d callers", p.calls, p.callers)
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The calls the callers hand to the leaders: each its caller's
@@ -677,10 +674,15 @@ func (fl *govFloors) runPlan(ctx context.Context, p floorPlan) (time.Duration, c
 	errs := make([]error, p.leaders+p.callers)
 	start, cpu0 := time.Now(), readCPU(fl.server)
 	var wg sync.WaitGroup
+	// Each caller makes calls until p's are made, not a share of its own:
+	// a leader takes as many calls as its transaction holds, so callers
+	// with calls left must be free to hand them while others wait in the
+	// leaders' transactions (at most 32 calls are in them at once).
+	var made atomic.Int64
 	for c := range p.callers {
 		wg.Go(func() {
 			answer := make(chan error, 1)
-			for range p.calls / p.callers {
+			for made.Add(1) <= int64(p.calls) {
 				select {
 				case calls <- answer:
 				case <-ctx.Done():
