@@ -29,7 +29,7 @@ import (
 // Go code, measured in the same rounds as the shapes they bound, each
 // right after its shape (so that the disk's drift weighs on both), and
 // reported as metrics of the same benchmark (PG_BENCH_FLOOR=0 leaves them
-// out). Two contenders follow each of caller=1, shared/callers=32,
+// out). Two contenders follow caller=1, three each of shared/callers=32,
 // one-agent/callers=32 and agents/callers=32, on sessions of their own
 // created as the shape's are, in the benchmark's schema:
 //
@@ -51,6 +51,14 @@ import (
 //     its calls per second divided by caller=1's bound what the store's
 //     shape can reach with these statements. floor:caller=1 replays the
 //     one statement a lone call sends.
+//   - callers-floor:<shape> (shapes of 32 callers): the floor's
+//     statements, recorded the same way on sessions of their own, and
+//     replayed by the same leaders, but each call made by one of 32
+//     caller goroutines that hands it to the leaders and waits on a
+//     channel of its own for the answer, as a caller of the store's
+//     blocking Use does (one park and one wakeup per call). What it costs
+//     beyond floor:<shape> is what any Go API with blocking calls pays
+//     for them; what the store costs beyond it is its own code's.
 //   - raw:<shape>: the least a durable governed call can write, whatever
 //     the statements: per transaction one UPDATE of the session rows
 //     (calls made and audit head) and one INSERT of one audit event per
@@ -69,8 +77,9 @@ import (
 // (cpu_bench_test.go). Batches of one session replayed by several
 // leaders may commit in another order than recorded (each writes the
 // head it was recorded with): the same rows, in another order.
-// TestGovernedFloorWritesAsStore checks that, in order, the replay and the
-// raw contender write what the store writes.
+// TestGovernedFloorWritesAsStore checks that, in order, the replay (by
+// leaders alone and through callers) and the raw contender write what the
+// store writes.
 
 // floorCalls is the calls of a contender per round (the shapes' calls).
 const floorCalls = 640
@@ -397,12 +406,18 @@ func floorLeaders(sizes []int, callers int) int { return max(1, callers/slices.M
 
 // floorPlan is a round of a contender: its transactions in queues, taken
 // in order by leaders (leader j from queue j mod len(queues)), each on a
-// connection of its own.
+// connection of its own. With callers, the calls are made by that many
+// goroutines of their own, each handing its call to the leaders and
+// waiting on a channel of its own for the answer (callers-floor:); a
+// leader takes as many calls as its transaction holds (sizes, parallel to
+// queues) before it sends it, and answers each when it has been sent.
 type floorPlan struct {
 	queues  [][]floorTxn
+	sizes   [][]int // the calls of each transaction of queues
 	leaders int
 	calls   int
 	txns    int
+	callers int // 0: no callers, the leaders replay the calls by themselves
 }
 
 // floorContender is one contender: how it plans a round whose shape
@@ -416,6 +431,8 @@ type floorContender struct {
 	lead []float64
 	cpu  cpuTimes
 	rs   runStats // summed over the recorded rounds
+	// the heap objects allocated while the recorded rounds ran
+	allocs uint64
 	// the calls and transactions of the recorded rounds, and the
 	// transactions rerun after a lock timeout
 	calls, txns, reruns int64
@@ -488,20 +505,31 @@ func newGovFloors(b *testing.B, ctx context.Context, loc string, server int, cre
 	add("caller=1", raw1)
 	// The shapes of 32 callers.
 	for _, sh := range []struct {
-		shape, name string
-		floor, raw  []store.UseRequest
+		shape, name         string
+		floor, callers, raw []store.UseRequest
 	}{
-		{"shared/callers=32", "shared", []store.UseRequest{create("floor-shared", "floor-shared")}, []store.UseRequest{create("raw-shared", "raw-shared")}},
-		{"one-agent/callers=32", "one-agent", sessions("floor", false), sessions("raw", false)},
-		{"agents/callers=32", "agents", sessions("floor", true), sessions("raw", true)},
+		{"shared/callers=32", "shared", []store.UseRequest{create("floor-shared", "floor-shared")},
+			[]store.UseRequest{create("callers-shared", "callers-shared")}, []store.UseRequest{create("raw-shared", "raw-shared")}},
+		{"one-agent/callers=32", "one-agent", sessions("floor", false), sessions("callers", false), sessions("raw", false)},
+		{"agents/callers=32", "agents", sessions("floor", true), sessions("callers", true), sessions("raw", true)},
 	} {
-		if err := gen.copySessions(ctx, fl.pool, ids(sh.floor)); err != nil {
+		if err := gen.copySessions(ctx, fl.pool, append(ids(sh.floor), ids(sh.callers)...)); err != nil {
 			b.Fatal(err)
 		}
 		add(sh.shape, &floorContender{name: "floor:" + sh.name, base: floor1, plan: func(ctx context.Context, k float64) (floorPlan, error) {
 			return plan(k, 32, sh.floor, func(reqs []store.UseRequest) (floorTxn, error) {
 				return gen.batch(ctx, reqs, len(sh.floor) == 1)
 			})
+		}})
+		// The floor's statements, on sessions of their own, with 32
+		// callers that hand their calls to its leaders and wait for them
+		// as the store's callers do.
+		add(sh.shape, &floorContender{name: "callers-floor:" + sh.name, base: floor1, plan: func(ctx context.Context, k float64) (floorPlan, error) {
+			p, err := plan(k, 32, sh.callers, func(reqs []store.UseRequest) (floorTxn, error) {
+				return gen.batch(ctx, reqs, len(sh.callers) == 1)
+			})
+			p.callers = 32
+			return p, err
 		}})
 		raw := fl.raw(ctx, b, "raw:"+sh.name, sh.raw, false)
 		raw.base = raw1
@@ -549,6 +577,7 @@ func plan(k float64, callers int, reqs []store.UseRequest, txn func([]store.UseR
 	} else {
 		p.queues = make([][]floorTxn, p.leaders)
 	}
+	p.sizes = make([][]int, len(p.queues))
 	next := make([]int, len(p.queues))
 	for i, m := range sizes {
 		q := i % len(p.queues)
@@ -568,6 +597,7 @@ func plan(k float64, callers int, reqs []store.UseRequest, txn func([]store.UseR
 			return floorPlan{}, err
 		}
 		p.queues[q] = append(p.queues[q], t)
+		p.sizes[q] = append(p.sizes[q], m)
 	}
 	return p, nil
 }
@@ -583,7 +613,7 @@ func (fl *govFloors) run(b *testing.B, ctx context.Context, shape string, k floa
 		if err != nil {
 			b.Fatalf("%s: %v", c.name, err)
 		}
-		rs0 := readRunStats()
+		rs0, allocs0 := readRunStats(), heapAllocs()
 		var elapsed time.Duration
 		var cpu cpuTimes
 		var reruns int64
@@ -592,7 +622,7 @@ func (fl *govFloors) run(b *testing.B, ctx context.Context, shape string, k floa
 		pprof.Do(ctx, pprof.Labels("shape", c.name), func(ctx context.Context) {
 			elapsed, cpu, reruns, err = fl.runPlan(ctx, p)
 		})
-		rs1 := readRunStats()
+		rs1, allocs1 := readRunStats(), heapAllocs()
 		if err != nil {
 			b.Fatalf("%s: %v", c.name, err)
 		}
@@ -605,6 +635,7 @@ func (fl *govFloors) run(b *testing.B, ctx context.Context, shape string, k floa
 		c.calls += int64(p.calls)
 		c.txns += int64(p.txns)
 		c.reruns += reruns
+		c.allocs += allocs1 - allocs0
 		c.rs.csw += rs1.csw - rs0.csw
 		c.rs.sysrw += rs1.sysrw - rs0.sysrw
 		c.rs.bytes += rs1.bytes - rs0.bytes
@@ -630,18 +661,64 @@ func (fl *govFloors) runPlan(ctx context.Context, p floorPlan) (time.Duration, c
 		defer c.Release()
 		conns[i] = c
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// The calls the callers hand to the leaders: each its caller's
+	// channel for the answer.
+	var calls chan chan error
+	if p.callers > 0 {
+		calls = make(chan chan error, p.callers)
+	}
 	next := make([]atomic.Int64, len(p.queues))
 	var reruns atomic.Int64
-	errs := make([]error, p.leaders)
+	errs := make([]error, p.leaders+p.callers)
 	start, cpu0 := time.Now(), readCPU(fl.server)
 	var wg sync.WaitGroup
+	// Each caller makes calls until p's are made, not a share of its own:
+	// a leader takes as many calls as its transaction holds, so callers
+	// with calls left must be free to hand them while others wait in the
+	// leaders' transactions (at most 32 calls are in them at once).
+	var made atomic.Int64
+	for c := range p.callers {
+		wg.Go(func() {
+			answer := make(chan error, 1)
+			for made.Add(1) <= int64(p.calls) {
+				select {
+				case calls <- answer:
+				case <-ctx.Done():
+					return
+				}
+				select {
+				case errs[p.leaders+c] = <-answer:
+				case <-ctx.Done():
+					return
+				}
+				if errs[p.leaders+c] != nil {
+					cancel()
+					return
+				}
+			}
+		})
+	}
 	for j := range p.leaders {
 		wg.Go(func() {
 			q := j % len(p.queues)
+			var waiting []chan error
 			for {
 				i := int(next[q].Add(1)) - 1
 				if i >= len(p.queues[q]) {
 					return
+				}
+				if calls != nil {
+					waiting = waiting[:0]
+					for range p.sizes[q][i] {
+						select {
+						case c := <-calls:
+							waiting = append(waiting, c)
+						case <-ctx.Done():
+							return
+						}
+					}
 				}
 				conn := conns[j].Conn()
 				for attempt := 1; ; attempt++ {
@@ -661,7 +738,11 @@ func (fl *govFloors) runPlan(ctx context.Context, p floorPlan) (time.Duration, c
 						}
 					}
 				}
+				for _, c := range waiting {
+					c <- errs[j]
+				}
 				if errs[j] != nil {
+					cancel()
 					return
 				}
 			}
@@ -707,6 +788,7 @@ func (fl *govFloors) report(b *testing.B, one float64) {
 		b.ReportMetric(mean(c.lead), c.name+"-leaders")
 		b.ReportMetric(float64(c.reruns)/float64(c.txns), c.name+"-reruns/txn")
 		b.ReportMetric(float64(c.cpu.client.Microseconds())/float64(c.calls), c.name+"-client-cpu-µs/call")
+		b.ReportMetric(float64(c.allocs)/float64(c.calls), c.name+"-allocs/call")
 		b.ReportMetric(float64(c.rs.csw)/float64(c.calls), c.name+"-csw/call")
 		b.ReportMetric(float64(c.rs.sysrw)/float64(c.calls), c.name+"-sysrw/call")
 		b.ReportMetric(float64(c.rs.bytes)/float64(c.calls), c.name+"-B/call")

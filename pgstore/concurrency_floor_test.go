@@ -23,11 +23,13 @@ import (
 // same clock), the same governed Use calls (a lone call, batches of one
 // session's calls behind a COMMIT, batches of one call of each of several
 // sessions of one agent and of several agents) are decided by the store
-// on the first, replayed by the floor on the second and written by the raw
-// contender on the third: the floor sends, round trip by round trip, the
-// statements and arguments the store sends, every transaction of each
-// commits, and all three leave the same rows in the tables a governed Use
-// writes (but the sessions' random feed epochs).
+// on the first, replayed by the floor on the second, replayed again by the
+// floor's leaders through callers (callers-floor:, runPlan with callers)
+// on the fourth, and written by the raw contender on the third: the floor
+// sends, round trip by round trip, the statements and arguments the store
+// sends, every transaction of each commits, and all four leave the same
+// rows in the tables a governed Use writes (but the sessions' random feed
+// epochs).
 func TestGovernedFloorWritesAsStore(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
@@ -57,13 +59,14 @@ func TestGovernedFloorWritesAsStore(t *testing.T) {
 	stS, poolS := open(rec) // the store's
 	stF, poolF := open(nil) // the floor's
 	stR, poolR := open(nil) // the raw contender's
+	stC, poolC := open(nil) // the floor's through callers
 	gen := newFloorGen(t, ctx, clock)
 
 	agents := map[string]string{"alone": "A", "shared": "A", "m-0": "A", "m-1": "A", "m-2": "B", "m-3": "C"}
 	var ids []string
 	reqs := map[string]store.UseRequest{}
 	for id, agent := range agents {
-		for _, st := range []*pgstore.Store{stS, stF, stR} {
+		for _, st := range []*pgstore.Store{stS, stF, stR, stC} {
 			if _, err := st.Governance().Create(ctx, store.CreateRequest{
 				ID: id, AgentID: agent, AuthorizedTools: []string{"*"}, CallBudget: 1000, TimeLimit: time.Hour,
 			}); err != nil {
@@ -152,6 +155,12 @@ func TestGovernedFloorWritesAsStore(t *testing.T) {
 		if err := floor.replay(ctx, connF.Conn()); err != nil {
 			t.Fatalf("%s: the floor's replay: %v", s.name, err)
 		}
+		// The same transaction, through one caller per call.
+		fl := &govFloors{pool: poolC}
+		if _, _, _, err := fl.runPlan(ctx, floorPlan{queues: [][]floorTxn{{floor}}, sizes: [][]int{{len(s.reqs)}},
+			leaders: 1, calls: len(s.reqs), txns: 1, callers: len(s.reqs)}); err != nil {
+			t.Fatalf("%s: the floor through callers: %v", s.name, err)
+		}
 		// The raw contender.
 		calls := make([]*rawSession, len(s.reqs))
 		for i, r := range s.reqs {
@@ -174,6 +183,9 @@ func TestGovernedFloorWritesAsStore(t *testing.T) {
 	}
 	if d := diffRows(rowsS, governedRows(t, poolR)); d != "" {
 		t.Errorf("rows differ (-store +raw):\n%s", d)
+	}
+	if d := diffRows(rowsS, governedRows(t, poolC)); d != "" {
+		t.Errorf("rows differ (-store +floor through callers):\n%s", d)
 	}
 }
 

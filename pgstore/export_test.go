@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentstore/sessionstore/internal/sqlcore"
@@ -203,4 +204,17 @@ func WithSearchExplain(fn func(query string, plan []byte) error) Option {
 			return fn(query, []byte(plan))
 		}
 	}
+}
+
+// GovColumns is govColumns, for tests.
+const GovColumns = govColumns
+
+// GovRowDecodings decodes the current row of rows, a row of govColumns,
+// with govRowRaw and with govRowScan, and returns both as sessions (raw
+// is meaningful only when rawOK), with the rows as decoded (govRow
+// values, to compare field by field).
+func GovRowDecodings(rows pgx.Rows) (raw, scanned store.Session, rawRow, scannedRow any, rawOK bool, err error) {
+	r, rawOK := govRowRaw(rows.FieldDescriptions(), rows.RawValues())
+	s, err := govRowScan(rows)
+	return r.session(), s.session(), r, s, rawOK, err
 }

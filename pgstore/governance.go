@@ -138,9 +138,20 @@ func scanGov(rows pgx.Rows, err error) (store.Session, error) {
 // (every statement that reads or returns a governed session selects
 // govColumns): matching the columns to the fields by name, per row
 // (pgx.RowToStructByName), cost a governed Use batch's client more than
-// decoding them. TestGovColumnsOrder keeps govColumns and the
-// order of the fields here the same.
+// decoding them. It decodes the wire values itself (govRowRaw) when they
+// are as the schema stores them, and scans them with pgx otherwise.
+// TestGovColumnsOrder keeps govColumns and the order of the fields here
+// the same, TestGovRowRawAsScan govRowRaw and govRowScan.
 func govRowByPos(row pgx.CollectableRow) (govRow, error) {
+	if r, ok := govRowRaw(row.FieldDescriptions(), row.RawValues()); ok {
+		return r, nil
+	}
+	return govRowScan(row)
+}
+
+// govRowScan is govRowByPos with pgx's Scan, for any row govRowRaw does
+// not decode.
+func govRowScan(row pgx.CollectableRow) (govRow, error) {
 	var r govRow
 	err := row.Scan(&r.ID, &r.AgentID, &r.DelegationChain, &r.DeclaredIntent, &r.AuthorizedTools,
 		&r.AuthorizedCredentials, &r.TimeLimitMS, &r.CallBudget, &r.CallsMade, &r.RateLimit,

@@ -3,7 +3,6 @@ package pgstore
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -133,6 +132,14 @@ func (g *Governance) decideGroup(now time.Time, row *govHeadRow, calls []*useCal
 	}
 	w := &groupWrite{sess: row.session(), seq: row.AuditSeq, prev: row.AuditPrev, hash: row.AuditHash}
 	sess := &w.sess
+	if !g.s.cfg.auditOff {
+		// The events' columns, sized once: each call appends at most one
+		// event, and the first that finds the session expired one more.
+		n := len(calls) + 1
+		ints, strs := make([]int64, 2*n), make([]string, 5*n)
+		w.seqs, w.ats = ints[:0:n], ints[n:n:2*n]
+		w.kinds, w.outcomes, w.details, w.prevs, w.hashes = strs[:0:n], strs[n:n:2*n], strs[2*n:2*n:3*n], strs[3*n:3*n:4*n], strs[4*n:4*n:5*n]
+	}
 	nowUS, nowMS := rowcodec.ToMicros(now), rowcodec.ToMillis(now)
 	var uses useAudits
 	// audit appends the event of rec, or, when rec is nil, of the allowed
@@ -194,10 +201,28 @@ func (g *Governance) decideGroup(now time.Time, row *govHeadRow, calls []*useCal
 			return nil, err
 		}
 		out := *sess
-		out.DelegationChain = slices.Clone(sess.DelegationChain)
-		out.AuthorizedTools = slices.Clone(sess.AuthorizedTools)
-		out.AuthorizedCredentials = slices.Clone(sess.AuthorizedCredentials)
+		out.DelegationChain, out.AuthorizedTools, out.AuthorizedCredentials = clone3(sess.DelegationChain, sess.AuthorizedTools, sess.AuthorizedCredentials)
 		c.v = verdict{sess: out}
 	}
 	return w, nil
+}
+
+// clone3 returns copies of a, b and c, as slices.Clone would (nil for
+// nil), in one allocation: each is a part of one slice, its capacity cut
+// at its length, so that an append to one copies rather than overwrites
+// the next. Each caller of a batch gets a session of its own whose slices
+// it may change.
+func clone3(a, b, c []string) ([]string, []string, []string) {
+	all := make([]string, len(a)+len(b)+len(c))
+	part := func(s []string, at int) ([]string, int) {
+		if s == nil {
+			return nil, at
+		}
+		end := at + copy(all[at:], s)
+		return all[at:end:end], end
+	}
+	a2, at := part(a, 0)
+	b2, at := part(b, at)
+	c2, _ := part(c, at)
+	return a2, b2, c2
 }
