@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentstore/sessionstore/internal/pgtest"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/store/storetest"
@@ -86,7 +87,7 @@ func TestSearchPlansAfterAnalyze(t *testing.T) {
 		t.Skip("builds a corpus of 1,500 documents")
 	}
 	ctx := context.Background()
-	loc := newSchema(t)
+	loc := pgtest.NewStore(t)
 	st, err := pgstore.Open(ctx, loc, pgstore.WithBackgroundIndexer(false))
 	if err != nil {
 		t.Fatal(err)
