@@ -100,25 +100,47 @@ block "adk module"
 # (SQLSTORE_CRASH_TRIALS=1000 for more), the 4-process soak
 # (SQLSTORE_SOAK=60s for longer), the concurrent-migration rounds and the
 # creation of a store on a disk that fills up at each of its steps.
-block "reliability runs and what the race run leaves out"
+#
+# The run is mostly one test at a time (TestFaultSweep alone is about 60 of
+# its 100 s) and used 118 s of CPU in 98 s, 1.2 of the 2 cores, so it runs
+# in the background beside the tests the race run leaves out and the
+# volume tests, which take the other core and more (94 s of CPU in 51 s,
+# 71 of them the PostgreSQL server's; and 63 s in 42 s). One after the
+# other they took 173 + 35 s of the last quiet test.sh; their 280 s of CPU
+# fit in about 140 s of two cores. The background run's output is printed
+# when it ends, and a failure of any of them fails the script once all
+# have ended.
+block "reliability runs beside what the race run leaves out and the volume tests"
+reliability_out=$(mktemp)
 SQLSTORE_RELIABILITY=full go test -count=1 -shuffle=on -timeout 10m \
-	-run '^(TestFaultSweep|TestCrashTrials|TestSoak|TestMigrateConcurrentProcesses|TestCreateOnFullDisk)' ./sqlstore
-# What the race run leaves out (each test says so where it skips): the
-# encryption conformance tests on both backends, among them the suites
-# again on an encrypted store, and the long tests of sealed conversations
-# (issue 29), which have no concurrency of their own.
-"${with_postgres[@]}" go test -count=1 -shuffle=on -timeout 10m -run '^TestConformance$/^Encryption$' ./sqlstore ./pgstore
-"${with_postgres[@]}" go test -count=1 -shuffle=on -timeout 10m \
-	-run '^(TestEncryptionSearchOptInImport|TestSealedConversationSessionData)$' ./sqlstore ./archive
-
-# --- Volume tests without the race detector --------------------------------
-# sessionctl bench's tests run every standard load scenario, whose seeding
-# took minutes under the race detector; the race run above skips them
-# (package loadtest's own tests run the scenarios under it) and they run
-# here in full, on SQLite and on PostgreSQL.
-block "volume tests"
-"${with_postgres[@]}" go test -count=1 -timeout 10m \
-	-run '^(TestBenchJSON|TestBenchPostgres)$' ./cmd/sessionctl
+	-run '^(TestFaultSweep|TestCrashTrials|TestSoak|TestMigrateConcurrentProcesses|TestCreateOnFullDisk)' ./sqlstore >"$reliability_out" 2>&1 &
+reliability_pid=$!
+beside_status=0
+{
+	# What the race run leaves out (each test says so where it skips): the
+	# encryption conformance tests on both backends, among them the suites
+	# again on an encrypted store, and the long tests of sealed
+	# conversations (issue 29), which have no concurrency of their own.
+	"${with_postgres[@]}" go test -count=1 -shuffle=on -timeout 10m -run '^TestConformance$/^Encryption$' ./sqlstore ./pgstore &&
+		"${with_postgres[@]}" go test -count=1 -shuffle=on -timeout 10m \
+			-run '^(TestEncryptionSearchOptInImport|TestSealedConversationSessionData)$' ./sqlstore ./archive &&
+		# --- Volume tests without the race detector ---------------------
+		# sessionctl bench's tests run every standard load scenario, whose
+		# seeding took minutes under the race detector; the race run above
+		# skips them (package loadtest's own tests run the scenarios under
+		# it) and they run here in full, on SQLite and on PostgreSQL.
+		"${with_postgres[@]}" go test -count=1 -timeout 10m \
+			-run '^(TestBenchJSON|TestBenchPostgres)$' ./cmd/sessionctl
+} || beside_status=$?
+reliability_status=0
+wait "$reliability_pid" || reliability_status=$?
+echo "reliability runs (SQLSTORE_RELIABILITY=full, in the background):"
+cat "$reliability_out"
+rm -f "$reliability_out"
+if [ "$reliability_status" -ne 0 ] || [ "$beside_status" -ne 0 ]; then
+	echo "FAIL: the reliability runs (status $reliability_status) or the tests beside them (status $beside_status)"
+	exit 1
+fi
 
 # --- Fuzzing (issue 7) -------------------------------------------------------
 # Each native fuzz target runs briefly on top of its seed corpus (the seeds

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstore/sessionstore/internal/pgtest"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -17,7 +18,7 @@ import (
 // write would. On a writable store HealthCheck is nil and changes nothing.
 func TestHealthCheckReadOnly(t *testing.T) {
 	ctx := context.Background()
-	loc := newSchema(t)
+	loc := pgtest.NewStore(t)
 	rw, err := pgstore.Open(ctx, loc)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstore/sessionstore/internal/pgtest"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -35,7 +36,7 @@ func startTurn(t *testing.T, loc string, poll time.Duration) (*pgstore.Store, st
 // A cancel made through another store (another process, another host)
 // reaches the turn by NOTIFY, long before the poll interval.
 func TestCancelArrivesByNotify(t *testing.T) {
-	loc := newSchema(t)
+	loc := pgtest.NewStore(t)
 	_, id, gen, turnCtx := startTurn(t, loc, 10*time.Second)
 	other := open(t, loc)
 	time.Sleep(200 * time.Millisecond) // let the listener connect (the poll would take 10s)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/agentstore/sessionstore/internal/pgtest"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -30,7 +31,7 @@ func schemaCount(t *testing.T, loc string) func(q string) int64 {
 // store.ErrSearchDisabled; WithSearchIndex(true) indexes what is stored.
 func TestSearchFoldAndOff(t *testing.T) {
 	ctx := context.Background()
-	loc := newSchema(t)
+	loc := pgtest.NewStore(t)
 	count := schemaCount(t, loc) // a connection of its own, not a store: a store's Close folds
 	st, err := pgstore.Open(ctx, loc, pgstore.WithoutIndexer())
 	if err != nil {
@@ -105,7 +106,7 @@ func TestSearchFoldAndOff(t *testing.T) {
 // setting again.
 func TestLazyWriteSkipsSyncCommit(t *testing.T) {
 	ctx := context.Background()
-	st, err := pgstore.Open(ctx, newSchema(t), pgstore.WithoutIndexer())
+	st, err := pgstore.Open(ctx, pgtest.NewStore(t), pgstore.WithoutIndexer())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestLazyWriteSkipsSyncCommit(t *testing.T) {
 // exactly.
 func TestCloseFoldsWithoutIndexer(t *testing.T) {
 	ctx := context.Background()
-	loc := newSchema(t)
+	loc := pgtest.NewStore(t)
 	count := schemaCount(t, loc)
 	st, err := pgstore.Open(ctx, loc, pgstore.WithoutIndexer())
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentstore/sessionstore/internal/pgtest"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/store/storetest"
@@ -24,7 +25,7 @@ import (
 // one connection).
 func TestSearchPlansForTheirArguments(t *testing.T) {
 	ctx := context.Background()
-	pc, err := pgxpool.ParseConfig(newSchema(t))
+	pc, err := pgxpool.ParseConfig(pgtest.NewStore(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,12 @@
 #   benchmarks of commits (scripts/pg-bench.sh sets it). Without it the
 #   server flushes nothing to disk (see below), which is right for tests
 #   and wrong for any figure of commits per second.
+# - SESSIONSTORE_PG_OPTS adds server options (postgres -c name=value ...),
+#   for looking at what a test run costs the server, e.g.
+#   SESSIONSTORE_PG_OPTS="-c log_min_duration_statement=100" or
+#   "-c shared_preload_libraries=pg_stat_statements"; and
+#   SESSIONSTORE_PG_LOG=file keeps a copy of the server's log when the
+#   command ends.
 set -euo pipefail
 
 if [ "$#" -eq 0 ]; then
@@ -78,6 +84,9 @@ fi
 
 cleanup() {
 	"${as_owner[@]}" "$bindir/pg_ctl" -D "$tmp/data" -m fast -w stop >/dev/null 2>&1 || true
+	if [ -n "${SESSIONSTORE_PG_LOG:-}" ]; then
+		cp "$tmp/server.log" "$SESSIONSTORE_PG_LOG" || true
+	fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -103,7 +112,7 @@ if [ "${SESSIONSTORE_PG_DURABLE:-}" = "1" ]; then
 	durability="-c fsync=on -c full_page_writes=on -c synchronous_commit=on"
 fi
 "${as_owner[@]}" "$bindir/pg_ctl" -D "$tmp/data" -l "$tmp/server.log" -w -t 60 \
-	-o "-c listen_addresses='' -c unix_socket_directories='$tmp' -c max_connections=300 $durability" start >/dev/null || {
+	-o "-c listen_addresses='' -c unix_socket_directories='$tmp' -c max_connections=300 $durability ${SESSIONSTORE_PG_OPTS:-}" start >/dev/null || {
 	cat "$tmp/server.log" >&2
 	exit 1
 }
