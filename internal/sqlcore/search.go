@@ -58,6 +58,19 @@ const notRemovedConvDocs = ` AND (d.kind = 'event' OR NOT EXISTS (SELECT 1 FROM 
 
 func (s *Store) postgres() bool { return s.d.Name == "postgres" }
 
+// splitTerms splits a query's terms into those long enough for the
+// index (long) and the others (short), each in the query's order.
+func splitTerms(terms []string) (long, short []string) {
+	for _, t := range terms {
+		if utf8.RuneCountInString(t) >= store.MinIndexedTerm {
+			long = append(long, t)
+		} else {
+			short = append(short, t)
+		}
+	}
+	return long, short
+}
+
 // Search runs a search query (see store.Searcher).
 func (s *Store) Search(ctx context.Context, q store.SearchQuery) (store.SearchResult, error) {
 	q, err := q.Normalize()
@@ -69,14 +82,7 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) (store.SearchRe
 		return store.SearchResult{}, err
 	}
 	terms := store.SearchTerms(q.Query)
-	var long, short []string
-	for _, t := range terms {
-		if utf8.RuneCountInString(t) >= store.MinIndexedTerm {
-			long = append(long, t)
-		} else {
-			short = append(short, t)
-		}
-	}
+	long, short := splitTerms(terms)
 	var res store.SearchResult
 	var rows []searchRow
 	err = s.readTx(ctx, func(tx Tx) error {

@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/agentstore/sessionstore/store"
 )
@@ -694,14 +693,7 @@ func (s *Store) SearchTimeWalkSQL(q store.SearchQuery) (string, []any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	var long, short []string
-	for _, t := range store.SearchTerms(q.Query) {
-		if utf8.RuneCountInString(t) >= store.MinIndexedTerm {
-			long = append(long, t)
-		} else {
-			short = append(short, t)
-		}
-	}
+	long, short := splitTerms(store.SearchTerms(q.Query))
 	if len(long) == 0 || s.postgres() {
 		return "", nil, errors.New("sqlcore: no walk of the index by time for this search")
 	}
@@ -718,14 +710,7 @@ func (s *Store) SearchCheckBatchSQL(q store.SearchQuery, docs []int64) (string, 
 	if err != nil {
 		return "", nil, err
 	}
-	var long, short []string
-	for _, t := range store.SearchTerms(q.Query) {
-		if utf8.RuneCountInString(t) >= store.MinIndexedTerm {
-			long = append(long, t)
-		} else {
-			short = append(short, t)
-		}
-	}
+	long, short := splitTerms(store.SearchTerms(q.Query))
 	if len(long) == 0 || s.postgres() {
 		return "", nil, errors.New("sqlcore: no batch of candidates for this search")
 	}
