@@ -190,16 +190,9 @@ func (s *Store) rankFew(tx Tx, q store.SearchQuery, long, short []string, stale 
 	}
 	var b strings.Builder
 	b.WriteString(`SELECT d.doc, d.at_us, d.body FROM search_docs AS d NOT INDEXED WHERE ` + s.d.InList("d.doc"))
-	args, err := s.searchFilters(&b, []any{list}, q, short)
+	args, err := s.docConditions(&b, []any{list}, q, long, short, stale)
 	if err != nil {
 		return nil, err
-	}
-	for _, t := range long {
-		b.WriteString(` AND ` + s.d.Contains("d.body", "?"))
-		args = append(args, t)
-	}
-	if stale {
-		b.WriteString(s.pendingKeysFilter())
 	}
 	var hits []searchRow
 	if err := tx.Query(b.String(), args, func(r Rows) error {
@@ -549,10 +542,22 @@ func (s *Store) timeWalkSQL(q store.SearchQuery, long, short []string, stale boo
 }
 
 // timeOrderedHits writes the rest of a query of documents d newest first
-// for search q: its filters, each long term checked on the body, the
-// documents of queued keys left out when stale, and the order, limited
-// to limit rows. It returns args with theirs appended.
+// for search q: its conditions (docConditions) and the order, limited to
+// limit rows. It returns args with theirs appended.
 func (s *Store) timeOrderedHits(b *strings.Builder, args []any, q store.SearchQuery, long, short []string, stale bool, limit int) ([]any, error) {
+	args, err := s.docConditions(b, args, q, long, short, stale)
+	if err != nil {
+		return nil, err
+	}
+	b.WriteString(` ORDER BY d.at_us DESC, d.doc DESC LIMIT ?`)
+	return append(args, limit), nil
+}
+
+// docConditions writes the conditions of search q on a document d after
+// the index's match: its filters, each long term checked on the body, and
+// the documents of queued keys left out when stale. It returns args with
+// theirs appended.
+func (s *Store) docConditions(b *strings.Builder, args []any, q store.SearchQuery, long, short []string, stale bool) ([]any, error) {
 	args, err := s.searchFilters(b, args, q, short)
 	if err != nil {
 		return nil, err
@@ -564,8 +569,7 @@ func (s *Store) timeOrderedHits(b *strings.Builder, args []any, q store.SearchQu
 	if stale {
 		b.WriteString(s.pendingKeysFilter())
 	}
-	b.WriteString(` ORDER BY d.at_us DESC, d.doc DESC LIMIT ?`)
-	return append(args, limit), nil
+	return args, nil
 }
 
 func compareDesc(a, b int64) int {
