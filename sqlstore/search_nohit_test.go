@@ -33,8 +33,7 @@ func TestSearchRankedNoHitReadsNoStatistics(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 30 {
-		msg := store.Message{Role: store.RoleUser, Content: []store.ContentBlock{store.TextBlock(fmt.Sprintf("zebra fish %d commonword", i))}}
-		if _, err := st.Conversations().AppendMessages(ctx, "c1", msg); err != nil {
+		if err := appendText(ctx, st, "c1", fmt.Sprintf("zebra fish %d commonword", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -70,4 +69,11 @@ func TestSearchRankedNoHitReadsNoStatistics(t *testing.T) {
 	if !read {
 		t.Errorf("a ranked search with hits read no statistics; statements:\n%q", statements)
 	}
+}
+
+// appendText appends a user message of text txt to conversation conv of st.
+func appendText(ctx context.Context, st store.Store, conv, txt string) error {
+	msg := store.Message{Role: store.RoleUser, Content: []store.ContentBlock{store.TextBlock(txt)}}
+	_, err := st.Conversations().AppendMessages(ctx, conv, msg)
+	return err
 }

@@ -51,8 +51,7 @@ func TestSearchRareTermOneMatch(t *testing.T) {
 				txt = fmt.Sprintf("zebrafish %d", i)
 			}
 		}
-		msg := store.Message{Role: store.RoleUser, Content: []store.ContentBlock{store.TextBlock(txt)}}
-		if _, err := st.Conversations().AppendMessages(ctx, "c1", msg); err != nil {
+		if err := appendText(ctx, st, "c1", txt); err != nil {
 			t.Fatal(err)
 		}
 	}

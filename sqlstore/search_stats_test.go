@@ -61,8 +61,7 @@ func TestSearchStatsCached(t *testing.T) {
 			case i%7 == 5:
 				txt = fmt.Sprintf("zebra fish %d", i) // some of the term's trigrams
 			}
-			msg := store.Message{Role: store.RoleUser, Content: []store.ContentBlock{store.TextBlock(txt)}}
-			if _, err := st.Conversations().AppendMessages(ctx, "c1", msg); err != nil {
+			if err := appendText(ctx, st, "c1", txt); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -109,8 +108,7 @@ func TestSearchStatsCached(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	msg := store.Message{Role: store.RoleUser, Content: []store.ContentBlock{store.TextBlock("zebrafish fish bra")}}
-	if _, err := other.Conversations().AppendMessages(ctx, "c1", msg); err != nil {
+	if err := appendText(ctx, other, "c1", "zebrafish fish bra"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := other.Search(ctx, store.SearchQuery{Query: "commonword"}); err != nil { // folds
@@ -144,8 +142,7 @@ func TestSearchStatsAfterRebuild(t *testing.T) {
 		if i%3 == 0 {
 			txt = fmt.Sprintf("a zebrafish %d", i)
 		}
-		msg := store.Message{Role: store.RoleUser, Content: []store.ContentBlock{store.TextBlock(txt)}}
-		if _, err := st.Conversations().AppendMessages(ctx, "c1", msg); err != nil {
+		if err := appendText(ctx, st, "c1", txt); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -226,9 +223,7 @@ func TestSearchStatsConcurrent(t *testing.T) {
 		if i%3 == 0 {
 			txt = fmt.Sprintf("a zebrafish %d, fish", i)
 		}
-		msg := store.Message{Role: store.RoleUser, Content: []store.ContentBlock{store.TextBlock(txt)}}
-		_, err := st.Conversations().AppendMessages(ctx, "c1", msg)
-		return err
+		return appendText(ctx, st, "c1", txt)
 	}
 	for i := range 30 {
 		if err := appendOne(i); err != nil {
