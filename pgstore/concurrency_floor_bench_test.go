@@ -40,7 +40,7 @@ import (
 //     schema of its own that holds copies of the contenders' session rows
 //     (floorGen, outside the timed part), so they follow any change of the
 //     store's statements. Each round takes the calls per transaction its
-//     shape reached in that round: 640 calls in batches of that mean
+//     shape reached in that round: floorCalls calls in batches of that mean
 //     size, each what a batch of the store sends: for shared, one
 //     session's calls behind the previous batch's COMMIT
 //     (DecideUseBatchAfterCommit), otherwise one call of each of that many
@@ -81,8 +81,12 @@ import (
 // leaders alone and through callers) and the raw contender write what the
 // store writes.
 
-// floorCalls is the calls of a contender per round (the shapes' calls).
-const floorCalls = 640
+// floorCalls is the calls of a contender per round, the shapes' as the
+// floors': 1,920, a few hundred milliseconds of each on this machine's
+// durable server. (With 640, a round of a shape of 32 callers lasted
+// 60–100 ms, and one slow WAL flush moved its figure by tens of
+// percent.)
+const floorCalls = 1920
 
 // floorStmt is one statement of a recorded round trip, with its
 // arguments.

@@ -39,6 +39,8 @@ type Store struct {
 	rlsBypassFound bool
 	// uses batches concurrent governed Use calls per tenant (usebatch.go).
 	uses useBatcher
+	// flush sends a batch's pipeline with its COMMIT (pipeline_flush.go).
+	flush flushPlan
 
 	closed atomic.Bool
 	// wrote is set by the first write transaction that committed: Close
@@ -122,7 +124,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg config) (*Store, erro
 	if err := cfg.openKeyRing(); err != nil { // keys.go
 		return nil, err
 	}
-	s := &Store{cfg: cfg, pool: pool}
+	s := &Store{cfg: cfg, pool: pool, flush: newFlushPlan(pool)}
 	s.newCore()
 	if err := pool.Ping(ctx); err != nil {
 		return nil, mapErr(err)

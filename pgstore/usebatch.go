@@ -824,8 +824,10 @@ func sessionEnded(err error) bool {
 // on error.
 //
 // A batch without sessions of several calls, of a tenant's queue, sends
-// the COMMIT in the statements' pipeline, calls handover once their
-// answers are read, and returns committed once the COMMIT's answer is;
+// the COMMIT in the statements' pipeline, with a Flush message before it
+// (pipeline_flush.go: the server answers the statements before it runs
+// the COMMIT), calls handover once their answers are read, and returns
+// committed once the COMMIT's answer is;
 // the calls its UPDATEs refused are marked late, to be decided after it
 // (decideLate). An error the server did not answer, in that pipeline, is
 // a commitUnknownError unless the connection is left in a failed
@@ -937,7 +939,19 @@ func (g *Governance) decideBatch(ctx context.Context, conn *pgxpool.Conn, batch 
 	if early {
 		b.Queue(`COMMIT`)
 	}
-	br := conn.SendBatch(ctx, b)
+	// With the COMMIT in the pipeline, the statements' answers are asked
+	// for before it (pipeline_flush.go), so that handover runs while the
+	// COMMIT waits for its WAL flush.
+	var br pipelineResults
+	if early && g.s.flush.on {
+		fb, err := g.s.flush.sendFlushed(ctx, conn.Conn(), b)
+		if err != nil { // nothing sent
+			return false, nil, false, err
+		}
+		br = fb
+	} else {
+		br = conn.SendBatch(ctx, b)
+	}
 	var busy []string
 	// fail closes the pipeline after err. With the COMMIT in it, an
 	// error the server did not answer leaves its outcome unknown
