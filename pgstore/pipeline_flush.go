@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -207,10 +208,26 @@ func (fb *flushedBatch) Close() error {
 	if err := fb.pipe.Close(); fb.err == nil {
 		fb.err = err
 	}
+	if stalePlan(fb.err) {
+		// The statements are prepared on this connection for good: after
+		// a change of a table's columns (a newer binary's migration) one
+		// of them can no longer run, and would fail every batch sent on
+		// the connection. Closed, the connection is dropped by the pool
+		// when released (pgx's own statement cache forgets a statement
+		// on the same error).
+		fb.conn.Close(context.WithoutCancel(fb.ctx))
+	}
 	if fb.tracer != nil {
 		fb.tracer.TraceBatchEnd(fb.ctx, fb.conn, pgx.TraceBatchEndData{Err: fb.err})
 	}
 	return fb.err
+}
+
+// stalePlan reports the server's refusal to run a prepared statement
+// whose result's columns changed since it was prepared.
+func stalePlan(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "0A000" && strings.Contains(pe.Message, "cached plan")
 }
 
 // flushedRow is QueryRow's row: the first row of a statement's answer.

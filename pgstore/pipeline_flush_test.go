@@ -137,6 +137,65 @@ func TestSendFlushedRefusalSkipsCommit(t *testing.T) {
 	}
 }
 
+// TestSendFlushedStalePlanClosesConnection: SendFlushed prepares its
+// statements on the connection for good. When a table's column changes
+// type under one of them, the server refuses to run it ("cached plan
+// must not change result type"): the batch fails, and the connection is
+// closed, so that the pool drops it rather than fail every later batch
+// sent on it. A new connection runs the same pipeline.
+func TestSendFlushedStalePlanClosesConnection(t *testing.T) {
+	ctx := context.Background()
+	run := func(conn *pgx.Conn) error {
+		b := &pgx.Batch{}
+		b.Queue(`SELECT v FROM flushed_stale WHERE v >= $1`, 0)
+		b.Queue(`SELECT 1`)
+		br, err := pgstore.SendFlushed(ctx, conn, b, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return err
+		}
+		return br.Close()
+	}
+	loc := newSchema(t)
+	ddl, err := pgx.Connect(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ddl.Close(ctx)
+	if _, err := ddl.Exec(ctx, `CREATE TABLE flushed_stale (v int)`); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := run(conn); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ddl.Exec(ctx, `ALTER TABLE flushed_stale ALTER COLUMN v TYPE bigint`); err != nil {
+		t.Fatal(err)
+	}
+	var pe *pgconn.PgError
+	if err := run(conn); !errors.As(err, &pe) || pe.Code != "0A000" {
+		t.Fatalf("after the column's change: %v, want the server's refusal of the stale statement", err)
+	}
+	if !conn.IsClosed() {
+		t.Fatal("the connection holding the stale statement is still open")
+	}
+	fresh, err := pgx.Connect(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close(ctx)
+	if err := run(fresh); err != nil {
+		t.Fatalf("a new connection: %v", err)
+	}
+}
+
 // batchTrace is a pgx.BatchTracer that keeps what it is told.
 type batchTrace struct {
 	starts, ends int
