@@ -87,7 +87,11 @@ func (p flushPlan) sendFlushed(ctx context.Context, conn *pgx.Conn, b *pgx.Batch
 			// it unsynced closes the connection, which the pool then
 			// drops.
 			fb.pipe.Close()
-			return nil, fmt.Errorf("pgstore: encode the arguments of %.40q: %w", q.SQL, err)
+			err = fmt.Errorf("pgstore: encode the arguments of %.40q: %w", q.SQL, err)
+			if fb.tracer != nil {
+				fb.tracer.TraceBatchEnd(fb.ctx, conn, pgx.TraceBatchEndData{Err: err})
+			}
+			return nil, err
 		}
 		// The result formats are kept by the pipeline until the answer
 		// is read; the builder reuses its slice.

@@ -71,7 +71,9 @@ func TestCompletionScripts(t *testing.T) {
 	e := newTestEnv(t)
 	e.run("completion").want(t, exitUsage)
 	env, dir := asSessionctl(t)
-	run := func(shell, flag, script string) []string {
+	// run and check take the subtest's t: a shell missing here skips
+	// (or, in CI, fails) that shell's subtest alone.
+	run := func(t *testing.T, shell, flag, script string) []string {
 		t.Helper()
 		cmd := exec.Command(shellFor(t, shell), flag, "-c", script)
 		cmd.Env, cmd.Dir = env, dir
@@ -81,7 +83,7 @@ func TestCompletionScripts(t *testing.T) {
 		}
 		return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
 	}
-	check := func(shell string, out []string) {
+	check := func(t *testing.T, shell string, out []string) {
 		t.Helper()
 		if len(out) != len(completionCases) {
 			t.Fatalf("%s: %d lines for %d cases:\n%s", shell, len(out), len(completionCases), strings.Join(out, "\n"))
@@ -106,7 +108,7 @@ func TestCompletionScripts(t *testing.T) {
 			}
 			b.WriteString("); COMP_CWORD=" + strconv.Itoa(len(c.words)) + "; COMPREPLY=(); _sessionctl; echo \"${COMPREPLY[*]}\"\n")
 		}
-		check("bash", run("bash", "--norc", b.String()))
+		check(t, "bash", run(t, "bash", "--norc", b.String()))
 	})
 	t.Run("zsh", func(t *testing.T) {
 		var b strings.Builder
@@ -119,7 +121,7 @@ func TestCompletionScripts(t *testing.T) {
 			}
 			b.WriteString("); CURRENT=" + strconv.Itoa(len(c.words)+1) + "; _sessionctl\n")
 		}
-		check("zsh", run("zsh", "-f", b.String()))
+		check(t, "zsh", run(t, "zsh", "-f", b.String()))
 	})
 	t.Run("fish", func(t *testing.T) {
 		var b strings.Builder
@@ -131,7 +133,7 @@ func TestCompletionScripts(t *testing.T) {
 			}
 			b.WriteString("echo (complete -C" + shellQuote(line) + " | string replace -r '\\t.*' '')\n")
 		}
-		check("fish", run("fish", "--no-config", b.String()))
+		check(t, "fish", run(t, "fish", "--no-config", b.String()))
 	})
 }
 
