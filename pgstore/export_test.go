@@ -222,9 +222,9 @@ func GovRowDecodings(rows pgx.Rows) (raw, scanned store.Session, rawRow, scanned
 // FlushedResults is what SendFlushed returns (pipeline_flush.go).
 type FlushedResults = pipelineResults
 
-// SendFlushed sends b as a store whose pool's connections prepare their
-// statements sends a pipeline that ends with its COMMIT: one Sync, and a
-// Flush message before b's last statement (pipeline_flush.go).
+// SendFlushed sends b as a store on a pool in pgx's default exec mode
+// sends a batch that ends with its COMMIT: one Sync, and a Flush message
+// before b's last statement (pipeline_flush.go).
 func SendFlushed(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, tracer pgx.BatchTracer) (FlushedResults, error) {
 	return flushPlan{on: true, tracer: tracer}.sendFlushed(ctx, conn, b)
 }
