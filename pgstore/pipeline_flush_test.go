@@ -23,16 +23,8 @@ import (
 // Flush is no longer needed.
 func TestSendFlushedAnswersBeforeLastStatement(t *testing.T) {
 	ctx := context.Background()
-	holder, err := pgx.Connect(ctx, serverURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close(ctx)
-	conn, err := pgx.Connect(ctx, serverURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	holder := connect(t, serverURL(t))
+	conn := connect(t, serverURL(t))
 	const key = 736104
 	for _, flushed := range []bool{true, false} {
 		if _, err := holder.Exec(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
@@ -43,6 +35,7 @@ func TestSendFlushedAnswersBeforeLastStatement(t *testing.T) {
 		b.Queue(`SELECT pg_advisory_xact_lock($1)`, key) // waits for the holder
 		var br pgstore.FlushedResults
 		if flushed {
+			var err error
 			if br, err = pgstore.SendFlushed(ctx, conn, b, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -89,11 +82,7 @@ func TestSendFlushedAnswersBeforeLastStatement(t *testing.T) {
 // of a batch's.
 func TestSendFlushedRefusalSkipsCommit(t *testing.T) {
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, serverURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, serverURL(t))
 	if _, err := conn.Exec(ctx, `CREATE TEMPORARY TABLE flushed (v int)`); err != nil {
 		t.Fatal(err)
 	}
@@ -160,19 +149,11 @@ func TestSendFlushedStalePlanClosesConnection(t *testing.T) {
 		return br.Close()
 	}
 	loc := newSchema(t)
-	ddl, err := pgx.Connect(ctx, loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ddl.Close(ctx)
+	ddl := connect(t, loc)
 	if _, err := ddl.Exec(ctx, `CREATE TABLE flushed_stale (v int)`); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, loc)
 	if err := run(conn); err != nil {
 		t.Fatal(err)
 	}
@@ -186,14 +167,21 @@ func TestSendFlushedStalePlanClosesConnection(t *testing.T) {
 	if !conn.IsClosed() {
 		t.Fatal("the connection holding the stale statement is still open")
 	}
-	fresh, err := pgx.Connect(ctx, loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fresh.Close(ctx)
+	fresh := connect(t, loc)
 	if err := run(fresh); err != nil {
 		t.Fatalf("a new connection: %v", err)
 	}
+}
+
+// connect opens a connection to url, closed when t ends.
+func connect(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
 }
 
 // batchTrace is a pgx.BatchTracer that keeps what it is told.
