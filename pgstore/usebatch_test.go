@@ -877,10 +877,15 @@ func TestUseBatchStatements(t *testing.T) {
 	defer tx.Rollback(ctx)
 	log.take()
 	done := make(chan []error, 1)
+	busy := st.UseBusy()
 	go func() {
 		_, errs := st.DecideUseBatch(ctx, []store.UseRequest{use("s-a"), use("s-b")})
 		done <- errs
 	}()
+	// The first batch's statement on s-a waits for the row too, for its
+	// lock wait (1 ms): the row is given back only once that batch has
+	// given up, so that the waiter found is the side batch.
+	waitBusy(t, st, busy+1)
 	waitBlocked(t, tx, "the side batch of s-a waiting for its row")
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
@@ -912,10 +917,12 @@ func TestUseBatchStatements(t *testing.T) {
 	tx = holdRow(t, conn, "s-a")
 	defer tx.Rollback(ctx)
 	log.take()
+	busy = st.UseBusy()
 	go func() {
 		_, errs := st.DecideUseBatch(ctx, []store.UseRequest{use("s-a"), use("s-b"), use("s-a")})
 		done <- errs
 	}()
+	waitBusy(t, st, busy+1)
 	waitBlocked(t, tx, "the side batch of s-a's two calls waiting for its row")
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
@@ -944,6 +951,17 @@ func TestUseBatchStatements(t *testing.T) {
 	wantCalls(t, st, map[string]int64{"s-a": 11, "s-b": 8})
 	if rep, err := st.Audit().Verify(ctx); err != nil || !rep.OK() {
 		t.Fatalf("audit verify: %+v, %v", rep, err)
+	}
+}
+
+// waitBusy waits until st has rerun n batches after their lock-first step
+// found a row held (UseBusy); a deadlock guard bounds it.
+func waitBusy(t *testing.T, st *pgstore.Store, n int64) {
+	t.Helper()
+	for guard := time.Now().Add(30 * time.Second); st.UseBusy() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(guard) {
+			t.Fatalf("no batch gave up on a held row in 30s (%d reruns, want %d)", st.UseBusy(), n)
+		}
 	}
 }
 
