@@ -52,8 +52,8 @@ var govUseAuditedSQL = sqlcore.AuditedUpdateSQL(
 // whatever plan it gets: a generic plan made while the table looked small
 // (no statistics yet, or few sessions) joined by hashing every session of
 // the tenant, read through the tenant's index, at every batch (263 rows
-// a batch of 15 in BenchmarkGovernedConcurrency with its floors' sessions
-// beside; TestUseManyReadsOnlyItsRows).
+// for a batch of 15 in BenchmarkGovernedConcurrency with its floors'
+// sessions beside; TestUseManyReadsOnlyItsRows).
 var govUseManySQL = sqlcore.AuditedUpdateSQL(
 	strings.NewReplacer(
 		"$2::bigint", "1::bigint",

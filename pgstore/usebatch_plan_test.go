@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/agentstore/sessionstore/internal/pgtest"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -24,22 +21,7 @@ import (
 // joined by hashing the tenant's sessions read all 300 at every batch.
 func TestUseManyReadsOnlyItsRows(t *testing.T) {
 	ctx := context.Background()
-	pc, err := pgxpool.ParseConfig(pgtest.NewStore(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc.MaxConns = 1
-	pc.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	st, err := pgstore.OpenPool(ctx, pool, pgstore.WithBackgroundIndexer(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	pool, st := genericPlanStore(t)
 	// No ANALYZE behind the test's back: the table stays without
 	// statistics, as the plan under test needs.
 	if _, err := pool.Exec(ctx, `ALTER TABLE governed_sessions SET (autovacuum_enabled = false)`); err != nil {
