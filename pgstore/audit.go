@@ -47,13 +47,7 @@ var govUseAuditedSQL = sqlcore.AuditedUpdateSQL(
 // appends their audit events; a call it refuses returns no row. The
 // sessions must be distinct (an UPDATE changes a row once), and their rows
 // locked by the transaction beforehand, in id order (useLockManySQL): the
-// join's order is then no lock order. The rows are also looked up by
-// id = ANY($2) on their own, so that the join reads only the batch's rows
-// whatever plan it gets: a generic plan made while the table looked small
-// (no statistics yet, or few sessions) joined by hashing every session of
-// the tenant, read through the tenant's index, at every batch (263 rows
-// for a batch of 15 in BenchmarkGovernedConcurrency with its floors'
-// sessions beside; TestUseManyReadsOnlyItsRows).
+// join's order is then no lock order.
 var govUseManySQL = sqlcore.AuditedUpdateSQL(
 	strings.NewReplacer(
 		"$2::bigint", "1::bigint",
@@ -62,7 +56,7 @@ var govUseManySQL = sqlcore.AuditedUpdateSQL(
 		"$5::text[]", "ARRAY[r.tool]",
 		"\n\t\tWHERE id = ", ",\n\t\t"+sqlcore.AuditHeadSet(dialect, "r.payload")+
 			"\n\t\tFROM unnest($2::text[], $3::text[], $4::text[], $5::bytea[], $7::text[]) AS r(sid, agent, tool, payload, detail)"+
-			"\n\t\tWHERE id = ANY($2::text[]) AND id = ",
+			"\n\t\tWHERE id = ",
 		"RETURNING "+govColumns, "RETURNING "+govColumns+", "+sqlcore.AuditHeadColumns+", r.detail AS use_detail",
 	).Replace(govUseSQL),
 	govColumns, store.AuditUse, "$8::bigint", "u.id", "u.use_detail", "$6::text")

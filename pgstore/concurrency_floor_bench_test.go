@@ -320,14 +320,12 @@ func (g *floorGen) alone(ctx context.Context, req store.UseRequest) (floorTxn, e
 // each session's calls ($2) to its row and sets its audit head ($3 to
 // $5: seq, previous hash, hash); rawInsertSQL appends the events, one
 // row of its arrays each (agent, session, seq, time in microseconds,
-// detail, previous hash, hash); both of the default tenant. The UPDATE
-// looks the rows up by id = ANY($1) as well, as the store's does
-// (govUseManySQL), so that it reads only its own whatever its plan.
+// detail, previous hash, hash); both of the default tenant.
 const (
 	rawUpdateSQL = `UPDATE governed_sessions AS g SET calls_made = g.calls_made + r.n,
 		audit_seq = r.seq, audit_prev = r.prev, audit_hash = r.hash
 		FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[]) AS r(id, n, seq, prev, hash)
-		WHERE g.tenant = '' AND g.id = ANY($1::text[]) AND g.id = r.id`
+		WHERE g.tenant = '' AND g.id = r.id`
 	rawInsertSQL = `INSERT INTO audit_events (agent_id, chain, seq, at_us, kind, outcome, session_id, request_id, detail, prev_hash, hash, tenant)
 		SELECT e.agent, e.sid, e.seq, e.at, '` + string(store.AuditUse) + `', '` + store.OutcomeAllowed + `', e.sid, '', e.detail, e.prev, e.hash, ''
 		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[]) AS e(agent, sid, seq, at, detail, prev, hash)`

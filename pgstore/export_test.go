@@ -228,7 +228,3 @@ type FlushedResults = pipelineResults
 func SendFlushed(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, tracer pgx.BatchTracer) (FlushedResults, error) {
 	return flushPlan{on: true, tracer: tracer}.sendFlushed(ctx, conn, b)
 }
-
-// GovUseManySQL is the statement that decides the calls of many sessions,
-// one each, of a batch.
-var GovUseManySQL = govUseManySQL

@@ -25,7 +25,22 @@ import (
 // one connection).
 func TestSearchPlansForTheirArguments(t *testing.T) {
 	ctx := context.Background()
-	pool, st := genericPlanStore(t)
+	pc, err := pgxpool.ParseConfig(pgtest.NewStore(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.MaxConns = 1
+	pc.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	st, err := pgstore.OpenPool(ctx, pool, pgstore.WithBackgroundIndexer(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
 	if err := storetest.BuildCommonTermCorpus(ctx, st, 200); err != nil {
 		t.Fatal(err)
 	}
@@ -74,30 +89,4 @@ func TestSearchPlansForTheirArguments(t *testing.T) {
 	if statements == 0 {
 		t.Fatal("no prepared search statement on the connection: the check saw nothing")
 	}
-}
-
-// genericPlanStore opens a store, without a background indexer, on a new
-// schema, through a pool of one connection that prefers generic plans
-// (plan_cache_mode force_generic_plan, as a server's or role's setting
-// could, and as PostgreSQL may choose after five runs of a prepared
-// statement). Both are closed when t ends.
-func genericPlanStore(t *testing.T) (*pgxpool.Pool, *pgstore.Store) {
-	t.Helper()
-	pc, err := pgxpool.ParseConfig(pgtest.NewStore(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc.MaxConns = 1
-	pc.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
-	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	st, err := pgstore.OpenPool(context.Background(), pool, pgstore.WithBackgroundIndexer(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return pool, st
 }

@@ -17,16 +17,12 @@ import (
 
 // planNode is a node of EXPLAIN (FORMAT JSON)'s plan.
 type planNode struct {
-	NodeType  string  `json:"Node Type"`
-	Operation string  `json:"Operation"` // of a ModifyTable node
-	Relation  string  `json:"Relation Name"`
-	IndexName string  `json:"Index Name"`
-	Filter    string  `json:"Filter"`
-	TotalCost float64 `json:"Total Cost"`
-	// With ANALYZE: the rows a node returned per loop, and its loops.
-	ActualRows  float64    `json:"Actual Rows"`
-	ActualLoops float64    `json:"Actual Loops"`
-	Plans       []planNode `json:"Plans"`
+	NodeType  string     `json:"Node Type"`
+	Relation  string     `json:"Relation Name"`
+	IndexName string     `json:"Index Name"`
+	Filter    string     `json:"Filter"`
+	TotalCost float64    `json:"Total Cost"`
+	Plans     []planNode `json:"Plans"`
 }
 
 func (n planNode) walk(fn func(planNode)) {
