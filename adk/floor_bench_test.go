@@ -41,8 +41,8 @@ import (
 //	BEGIN IMMEDIATE
 //	UPDATE agent_sessions SET version = version + 1, ... RETURNING pk, ...
 //	INSERT INTO agent_events (...)            (the event's JSON document)
-//	INSERT INTO agent_session_state ... ON CONFLICT DO UPDATE   (per key)
-//	INSERT INTO agent_state_log (...)                            (per key)
+//	INSERT INTO agent_state_log ... ON CONFLICT DO UPDATE   (the key's head, per key)
+//	INSERT INTO agent_state_log (...)                      (its value at the event, per key)
 //	COMMIT
 //
 // The schema's triggers (the session row's feed epoch, the tenant checks)

@@ -131,11 +131,10 @@ func floorRows(t *testing.T, dir string, concurrent bool) map[string][]string {
 		"agent_sessions": `SELECT pk, app, user_id, session_id, version, event_count, initial_state, data_key, tenant, retired,
 			lineage_parent IS NULL, fork_seq, last_access_ms, superseded_of IS NULL, superseded_from,
 			updated_min = updated_at_ms / 60000, created_at_ms <= updated_at_ms FROM agent_sessions ORDER BY pk`,
-		"agent_events":        eventsQuery,
-		"agent_session_state": `SELECT session_pk, key, value, tenant, typeof(value) FROM agent_session_state ORDER BY session_pk, key`,
-		"agent_state_log":     `SELECT session_pk, key, seq, value, tenant, typeof(value) FROM agent_state_log ORDER BY session_pk, key, seq`,
-		"agent_app_state":     `SELECT app, key, value, tenant, typeof(value) FROM agent_app_state ORDER BY app, key`,
-		"agent_user_state":    `SELECT app, user_id, key, value, tenant, typeof(value) FROM agent_user_state ORDER BY app, user_id, key`,
+		"agent_events":     eventsQuery,
+		"agent_state_log":  `SELECT session_pk, key, seq, value, tenant, typeof(value) FROM agent_state_log ORDER BY session_pk, key, seq`,
+		"agent_app_state":  `SELECT app, key, value, tenant, typeof(value) FROM agent_app_state ORDER BY app, key`,
+		"agent_user_state": `SELECT app, user_id, key, value, tenant, typeof(value) FROM agent_user_state ORDER BY app, user_id, key`,
 	} {
 		rows, err := db.Query(query)
 		if err != nil {

@@ -198,9 +198,17 @@ var documentChecks = map[facet.Name][]docCheck{
 			query: `SELECT app || '/' || user_id || '/' || session_id || ' row ' || CAST(pk AS TEXT), initial_state
 				FROM agent_sessions`,
 			decode: sealedOr(decodeJSON[map[string]json.RawMessage]())},
+		// Since migration 40 a key's current value is its head in the
+		// log, at the largest position (before, agent_session_state's).
 		{table: "agent_state_log", what: "logged session state value",
 			query: `SELECT s.app || '/' || s.user_id || '/' || s.session_id || ' key ' || t.key || ' at ' || CAST(t.seq AS TEXT), t.value
-				FROM agent_state_log AS t JOIN agent_sessions AS s ON s.pk = t.session_pk`,
+				FROM agent_state_log AS t JOIN agent_sessions AS s ON s.pk = t.session_pk
+				WHERE t.seq < 9223372036854775807`,
+			decode: sealedOr(validJSON)},
+		{table: "agent_state_log", what: "session state value",
+			query: `SELECT s.app || '/' || s.user_id || '/' || s.session_id || ' key ' || t.key, t.value
+				FROM agent_state_log AS t JOIN agent_sessions AS s ON s.pk = t.session_pk
+				WHERE t.seq = 9223372036854775807`,
 			decode: sealedOr(validJSON)},
 	},
 	facet.Audit: {

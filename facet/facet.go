@@ -53,6 +53,10 @@ type Facet struct {
 	// facet to the schema version that created them; the others date from
 	// Since.
 	Added map[string]int64
+	// Dropped maps the tables of Tables that later migrations removed to
+	// the schema version that removed them: a store at that version or a
+	// later one has none of them.
+	Dropped map[string]int64
 }
 
 // TablesAt returns the facet's tables that a store at schema version has,
@@ -63,6 +67,9 @@ func (f Facet) TablesAt(version int64) []string {
 		since, ok := f.Added[t]
 		if !ok {
 			since = f.Since
+		}
+		if dropped, ok := f.Dropped[t]; ok && version >= dropped {
+			continue
 		}
 		if since <= version {
 			out = append(out, t)
@@ -110,6 +117,9 @@ var registry = []Facet{
 		Tables: []string{"agent_sessions", "agent_events", "agent_app_state",
 			"agent_user_state", "agent_session_state", "agent_state_log"},
 		Added: map[string]int64{"agent_state_log": 12},
+		// Migration 40 keeps a session's current state as the heads of
+		// its state log.
+		Dropped: map[string]int64{"agent_session_state": 40},
 	},
 	{
 		Name:   Audit,
@@ -128,6 +138,7 @@ func All() []Facet {
 	for i, f := range registry {
 		f.Tables = slices.Clone(f.Tables)
 		f.Added = maps.Clone(f.Added)
+		f.Dropped = maps.Clone(f.Dropped)
 		out[i] = f
 	}
 	return out

@@ -51,7 +51,16 @@ func TestRegistryIsWellFormed(t *testing.T) {
 	if _, ok := Owner(migrations.TableName); ok {
 		t.Errorf("the migration table has an owner")
 	}
-	if got := TablesAt(latest); len(got) != len(tables)+len(SchemaTables())+len(MaintenanceTables())+len(IndexTables())+len(KeyringTables()) {
+	droppedTables := 0
+	for _, f := range All() {
+		for tb, v := range f.Dropped {
+			if !slices.Contains(f.Tables, tb) || v > latest {
+				t.Errorf("facet %s: dropped table %s (at %d) is not one of its tables of a known version", f.Name, tb, v)
+			}
+			droppedTables++
+		}
+	}
+	if got := TablesAt(latest); len(got) != len(tables)-droppedTables+len(SchemaTables())+len(MaintenanceTables())+len(IndexTables())+len(KeyringTables()) {
 		t.Errorf("TablesAt(%d) = %v", latest, got)
 	}
 	if got := TablesAt(0); !slices.Equal(got, SchemaTables()) {
@@ -92,6 +101,9 @@ func TestAllReturnsACopy(t *testing.T) {
 
 var createTableRE = regexp.MustCompile(`(?im)^\s*CREATE TABLE\s+(?:IF NOT EXISTS\s+)?"?([a-z_0-9]+)"?`)
 
+// dropTableRE finds the tables a migration drops.
+var dropTableRE = regexp.MustCompile(`(?im)^\s*DROP TABLE\s+(?:IF EXISTS\s+)?"?([a-z_0-9]+)"?`)
+
 // Without a database: every table a migration of either dialect creates
 // belongs to exactly one facet, the facet whose Since is that migration's
 // version, and every registered table is created by some migration. (The
@@ -107,6 +119,7 @@ func TestMigrationsCreateTheRegisteredTables(t *testing.T) {
 			t.Fatalf("%s migrations: %v %v", dialect.name, names, err)
 		}
 		created := map[string]bool{}
+		dropped := map[string]int64{}
 		for _, name := range names {
 			version, err := goose.NumericComponent(name)
 			if err != nil {
@@ -115,6 +128,15 @@ func TestMigrationsCreateTheRegisteredTables(t *testing.T) {
 			b, err := fs.ReadFile(dialect.files, name)
 			if err != nil {
 				t.Fatal(err)
+			}
+			up, _, _ := strings.Cut(string(b), "-- +goose Down")
+			for _, m := range dropTableRE.FindAllStringSubmatch(up, -1) {
+				if f, ok := Owner(m[1]); ok && !createTableRE.MatchString(up) {
+					dropped[m[1]] = version
+					if f.Dropped[m[1]] != version {
+						t.Errorf("%s %s drops table %s of facet %s, dropped (Dropped) at %d", dialect.name, name, m[1], f.Name, f.Dropped[m[1]])
+					}
+				}
 			}
 			for _, m := range createTableRE.FindAllStringSubmatch(string(b), -1) {
 				tb := m[1]
@@ -156,6 +178,11 @@ func TestMigrationsCreateTheRegisteredTables(t *testing.T) {
 			for _, tb := range f.Tables {
 				if !created[tb] {
 					t.Errorf("%s: no migration creates table %s of facet %s", dialect.name, tb, f.Name)
+				}
+			}
+			for tb, v := range f.Dropped {
+				if dropped[tb] != v {
+					t.Errorf("%s: facet %s has table %s dropped at %d; no migration of that version drops it", dialect.name, f.Name, tb, v)
 				}
 			}
 		}

@@ -23,7 +23,8 @@ var dialect = &sqlcore.Dialect{
 	LockKeySQL:  `SELECT pg_advisory_xact_lock(CAST(? AS integer), hashtext(CAST(? AS text)))`,
 	InList:      func(expr string) string { return expr + ` = ANY(?)` },
 	ListArg:     func(values any) (any, error) { return values, nil }, // pgx binds slices as arrays
-	AuditChain:  auditChainSQL,                                        // audit.go
+	IntListRows: func(col string) string { return `SELECT unnest(CAST(? AS BIGINT[])) AS ` + col },
+	AuditChain:  auditChainSQL, // audit.go
 	Contains:    func(text, term string) string { return `strpos(lower(` + text + `), lower(` + term + `)) > 0` },
 	// A search's plan counts sessionstore_trigrams at its cost (migration
 	// 37) for every candidate of the trigram index, as if each were

@@ -62,7 +62,7 @@ func TestRegistryCoversSchema(t *testing.T) {
 		}
 	}
 	for _, f := range facet.All() {
-		for _, tb := range f.Tables {
+		for _, tb := range f.TablesAt(latest) {
 			if !slices.Contains(tables, tb) {
 				t.Errorf("table %s of facet %s does not exist in a fresh store", tb, f.Name)
 			}

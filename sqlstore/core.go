@@ -13,11 +13,12 @@ import (
 // database's only write lock, so reads inside it need no row locks and no
 // key locks.
 var dialect = &sqlcore.Dialect{
-	Name:     "sqlite",
-	Greatest: "max",
-	NoLimit:  int64(-1),
-	InList:   sqlcore.JSONInList,
-	ListArg:  sqlcore.JSONListArg,
+	Name:        "sqlite",
+	Greatest:    "max",
+	NoLimit:     int64(-1),
+	InList:      sqlcore.JSONInList,
+	ListArg:     sqlcore.JSONListArg,
+	IntListRows: sqlcore.JSONIntListRows,
 	// So are the search documents of agent events (search_eventdoc.go).
 	EventDocFuncs: true,
 	// The audit chain's hash is a Go function registered with the driver

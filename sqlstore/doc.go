@@ -44,7 +44,10 @@
 // An agent session (AgentSessions) is one agent_sessions row with a version
 // and an event count, its events in agent_events (JSON text plus indexed
 // session, seq, event id, timestamp and invocation columns) and its state
-// as one row per key in agent_session_state; app and user state live in
+// in agent_state_log: each value a delta gave a key, at the event's
+// position (forks and rewinds read the state at a position), and each
+// key's current value at the largest position (its head, right after its
+// newest value: one leaf page for both); app and user state live in
 // agent_app_state and agent_user_state. An append is one request on the
 // writer: a conditional UPDATE of the session row (the version check),
 // the event insert and the state upserts, in one request of the group

@@ -65,7 +65,7 @@ func TestTenantChildRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for _, table := range []string{"agent_sessions", "agent_events", "agent_session_state", "agent_state_log",
+	for _, table := range []string{"agent_sessions", "agent_events", "agent_state_log",
 		"agent_app_state", "agent_user_state", "search_docs",
 		"conversations", "conversation_messages", "conversation_cost_records", "conversation_artifacts",
 		"conversation_trace_events", "conversation_runs", "conversation_run_events", "conversation_reports",

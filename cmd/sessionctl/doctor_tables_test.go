@@ -16,7 +16,7 @@ func testDoctorTables(t *testing.T, newTestEnv envMaker) {
 	e := newTestEnv(t)
 	e.run("create", "--id", "s", "--agent", "a", "--budget", "1").want(t, 0)
 	r := e.run("doctor").want(t, 0)
-	if !strings.Contains(r.stdout, "tables        ok      27 tables of 5 facets (governance 4, runtime 5, conversations 10, agent_sessions 6, audit 2) and the migration table\n") {
+	if !strings.Contains(r.stdout, "tables        ok      26 tables of 5 facets (governance 4, runtime 5, conversations 10, agent_sessions 5, audit 2) and the migration table\n") {
 		t.Errorf("doctor:\n%s", r.stdout)
 	}
 	exec := func(q string) {
@@ -35,9 +35,9 @@ func testDoctorTables(t *testing.T, newTestEnv envMaker) {
 	if !strings.Contains(r.stdout, "tables        warn    1 table of no facet: notes\n") {
 		t.Errorf("doctor with an extra table:\n%s", r.stdout)
 	}
-	exec("DROP TABLE agent_session_state")
+	exec("DROP TABLE agent_user_state")
 	r = e.run("doctor").want(t, exitError)
-	if !strings.Contains(r.stdout, "tables        fail    1 table missing: agent_session_state (agent_sessions)\n") || strings.Contains(r.stdout, "store ") {
+	if !strings.Contains(r.stdout, "tables        fail    1 table missing: agent_user_state (agent_sessions)\n") || strings.Contains(r.stdout, "store ") {
 		t.Errorf("doctor with a missing table:\n%s", r.stdout)
 	}
 }

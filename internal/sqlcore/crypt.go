@@ -23,7 +23,7 @@ import (
 // Associated-data tags of the sealed columns.
 const (
 	adEvent   = "agent_events.data"
-	adState   = "agent_session_state.value"
+	adState   = "agent_session_state.value" // a head of agent_state_log since migration 40; the tag stays, so stored values open
 	adLog     = "agent_state_log.value"
 	adInitial = "agent_sessions.initial_state"
 )

@@ -36,6 +36,9 @@ type Dialect struct {
 	// from a []string or []int64.
 	InList  func(expr string) string
 	ListArg func(values any) (any, error)
+	// IntListRows returns a query of one column, named col, with a row
+	// for each of the int64 values ListArg bound to a single parameter.
+	IntListRows func(col string) string
 	// EventDocFuncs: the database has the functions EventRoleFunc and
 	// EventTextFunc (search_fold.go), which a fold then calls before the
 	// SQL extraction of an event's document.
@@ -72,6 +75,9 @@ type Dialect struct {
 // JSONInList is InList for databases with json_each (SQLite): the list is
 // bound as a JSON array.
 func JSONInList(expr string) string { return expr + ` IN (SELECT value FROM json_each(?))` }
+
+// JSONIntListRows is IntListRows for databases with json_each (SQLite).
+func JSONIntListRows(col string) string { return `SELECT value AS ` + col + ` FROM json_each(?)` }
 
 // JSONListArg is ListArg for JSONInList.
 func JSONListArg(values any) (any, error) {

@@ -72,17 +72,46 @@ const (
 		ON CONFLICT (tenant, app, key) DO UPDATE SET value = excluded.value`
 	stUserPutSQL = `INSERT INTO agent_user_state (app, user_id, key, value, tenant) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, app, user_id, key) DO UPDATE SET value = excluded.value`
-	stSessionPutSQL = `INSERT INTO agent_session_state (session_pk, key, value, tenant) VALUES (?, ?, ?, ?)
-		ON CONFLICT (session_pk, key) DO UPDATE SET value = excluded.value`
-
-	// stScopesGetSQL reads the three scopes of one session in one
-	// statement, each row tagged with its scope (scopeApp, scopeUser,
-	// scopeSession). Parameters: 1 app, 2 user, 3 the session's pk (no
-	// user and no session match "" and 0), 4 the tenant.
-	stScopesGetSQL = `SELECT 0, key, value FROM agent_app_state WHERE app = ?1 AND tenant = ?4
-		UNION ALL SELECT 1, key, value FROM agent_user_state WHERE app = ?1 AND user_id = ?2 AND tenant = ?4
-		UNION ALL SELECT 2, key, value FROM agent_session_state WHERE session_pk = ?3`
+	// stSessionPutSQL writes a session-scope key's current value: its head
+	// in the state log (stateHead).
+	stSessionPutSQL = `INSERT INTO agent_state_log (session_pk, key, seq, value, tenant) VALUES (?, ?, ` + stateHead + `, ?, ?)
+		ON CONFLICT (session_pk, key, seq) DO UPDATE SET value = excluded.value`
 )
+
+// stScopesGetSQL reads the three scopes of one session in one
+// statement, each row tagged with its scope (scopeApp, scopeUser,
+// scopeSession). Parameters: 1 app, 2 user, 3 the session's pk (no
+// user and no session match "" and 0), 4 the tenant. The session scope is
+// the session's heads in its state log (headsOfSQL).
+var stScopesGetSQL = `SELECT 0, key, value FROM agent_app_state WHERE app = ?1 AND tenant = ?4
+	UNION ALL SELECT 1, key, value FROM agent_user_state WHERE app = ?1 AND user_id = ?2 AND tenant = ?4
+	UNION ALL SELECT 2, key, value FROM (` + headsOfSQL("SELECT CAST(?3 AS BIGINT) AS pk") + `) AS h`
+
+// stateHead is the position of a session-scope key's current value in
+// agent_state_log (migration 40): the largest 64-bit integer, which no
+// event's position reaches, so that the head sorts right after the key's
+// newest logged value (an append writes both on one leaf page) and every
+// read of the state at a position (seq <= it) passes it by.
+const stateHead = "9223372036854775807"
+
+// headsOfSQL reads the current session state of the sessions whose pks
+// the query pks returns (one column, named pk): rows of (pk, key, value). It skips
+// from key to key on the log's primary key, two lookups per key whatever
+// the length of the log, instead of reading every logged value. The
+// recursion starts at each session's first key and moves to the next
+// greater one until there is none; a key logged but never given a head
+// (a superseded run's row has none) has no row. CROSS JOIN keeps the
+// keys the outer loop on SQLite, whose planner otherwise may scan the
+// whole log for the join (PostgreSQL reads it as an inner join).
+func headsOfSQL(pks string) string {
+	return `WITH RECURSIVE k(pk, key) AS (
+			SELECT p.pk, (SELECT min(l.key) FROM agent_state_log AS l WHERE l.session_pk = p.pk) FROM (` + pks + `) AS p
+			UNION ALL
+			SELECT k.pk, (SELECT min(l.key) FROM agent_state_log AS l WHERE l.session_pk = k.pk AND l.key > k.key)
+			FROM k WHERE k.key IS NOT NULL)
+		SELECT h.session_pk AS pk, h.key AS key, h.value AS value FROM k
+		CROSS JOIN agent_state_log AS h WHERE h.session_pk = k.pk AND h.key = k.key AND h.seq = ` + stateHead
+}
 
 // userPageScopesSQL reads the state of a page of one user's sessions in
 // one statement, as pageScopesSQL does but without lists: the page is
@@ -90,11 +119,10 @@ const (
 // same snapshot listed them), so its session scopes are a range of the
 // (app, user, session) index joined to their state. Parameters: 1 app, 2
 // user, 3 the page's first session id, 4 its last, 5 the tenant.
-const userPageScopesSQL = `SELECT 0, '', 0, key, value FROM agent_app_state WHERE app = ?1 AND tenant = ?5
+var userPageScopesSQL = `SELECT 0, '', 0, key, value FROM agent_app_state WHERE app = ?1 AND tenant = ?5
 		UNION ALL SELECT 1, user_id, 0, key, value FROM agent_user_state WHERE app = ?1 AND user_id = ?2 AND tenant = ?5
-		UNION ALL SELECT 2, '', st.session_pk, st.key, st.value FROM agent_sessions s
-			JOIN agent_session_state st ON st.session_pk = s.pk
-			WHERE s.app = ?1 AND s.user_id = ?2 AND s.session_id >= ?3 AND s.session_id <= ?4 AND s.retired = 0 AND s.tenant = ?5`
+		UNION ALL SELECT 2, '', pk, key, value FROM (` + headsOfSQL(`SELECT s.pk FROM agent_sessions s
+			WHERE s.app = ?1 AND s.user_id = ?2 AND s.session_id >= ?3 AND s.session_id <= ?4 AND s.retired = 0 AND s.tenant = ?5`) + `) AS h`
 
 // The scope tags of stScopesGetSQL, pageScopesSQL and userPageScopesSQL.
 const (
@@ -111,7 +139,7 @@ const (
 func pageScopesSQL(d *Dialect) string {
 	return `SELECT 0, '', 0, key, value FROM agent_app_state WHERE app = ? AND tenant = ?
 		UNION ALL SELECT 1, user_id, 0, key, value FROM agent_user_state WHERE app = ? AND tenant = ? AND ` + d.InList("user_id") + `
-		UNION ALL SELECT 2, '', session_pk, key, value FROM agent_session_state WHERE ` + d.InList("session_pk")
+		UNION ALL SELECT 2, '', pk, key, value FROM (` + headsOfSQL(d.IntListRows("pk")) + `) AS h`
 }
 
 // eventStatements read the event log. Its data column is selected through

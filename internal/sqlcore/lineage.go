@@ -48,7 +48,9 @@ const (
 	lnNextKeySQL = `SELECT min(key) FROM agent_state_log WHERE session_pk = ? AND key > ?`
 	lnKeyAtSQL   = `SELECT seq, value FROM agent_state_log WHERE session_pk = ? AND key = ? AND seq <= ?
 		ORDER BY seq DESC LIMIT 1`
-	lnMoveLogSQL = `UPDATE agent_state_log SET session_pk = ? WHERE session_pk = ? AND seq > ?`
+	// lnMoveLogSQL moves a row's logged values after a position to
+	// another row; its heads (its current state, stateHead) stay.
+	lnMoveLogSQL = `UPDATE agent_state_log SET session_pk = ? WHERE session_pk = ? AND seq > ? AND seq < ` + stateHead
 
 	lnSummarySQL = `SELECT ` + evColumns + ` FROM agent_events WHERE session_pk = ? AND compact_to > 0 AND seq <= ?
 		ORDER BY seq DESC LIMIT 1`
@@ -58,7 +60,9 @@ const (
 	lnRepointSQL    = `UPDATE agent_sessions SET lineage_parent = ? WHERE lineage_parent = ? AND fork_seq > ? AND pk <> ?`
 	lnRewoundSQL    = `UPDATE agent_sessions SET event_count = ?, version = version + 1, updated_at_ms = ?,
 		epoch = ?, fork_seq = ?, lineage_parent = ?, initial_state = ? WHERE pk = ?`
-	lnClearStateSQL = `DELETE FROM agent_session_state WHERE session_pk = ?`
+	// lnClearStateSQL deletes a row's current state: its heads in the
+	// state log (stateHead), not its logged values.
+	lnClearStateSQL = `DELETE FROM agent_state_log WHERE session_pk = ? AND seq = ` + stateHead
 
 	lnChildrenSQL = `SELECT pk FROM agent_sessions WHERE lineage_parent = ? ORDER BY pk`
 	lnHasChildSQL = `SELECT count(*) FROM agent_sessions WHERE lineage_parent = ?`
