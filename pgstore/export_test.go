@@ -27,6 +27,10 @@ func (s *Store) UseBatchMixed() (mixed, apart int64) {
 	return s.uses.mixed.Load(), s.uses.apart.Load()
 }
 
+// Rebind is rebind: a statement of package sqlcore with PostgreSQL's
+// placeholders, for EXPLAIN in tests.
+func Rebind(query string) string { return rebind(query) }
+
 // DirectUses is directUses, exported for tests.
 const DirectUses = directUses
 

@@ -100,17 +100,22 @@ const stateHead = "9223372036854775807"
 // the length of the log, instead of reading every logged value. The
 // recursion starts at each session's first key and moves to the next
 // greater one until there is none; a key logged but never given a head
-// (a superseded run's row has none) has no row. CROSS JOIN keeps the
-// keys the outer loop on SQLite, whose planner otherwise may scan the
-// whole log for the join (PostgreSQL reads it as an inner join).
+// (a superseded run's row has none) has no row. Each head is read by a
+// subquery of its key, a lookup of the primary key: as a join, SQLite's
+// planner scanned the whole log, and PostgreSQL's hashed every head of
+// the table (a sequential scan), with statistics or without; the
+// MATERIALIZED step evaluates each subquery once.
 func headsOfSQL(pks string) string {
 	return `WITH RECURSIVE k(pk, key) AS (
 			SELECT p.pk, (SELECT min(l.key) FROM agent_state_log AS l WHERE l.session_pk = p.pk) FROM (` + pks + `) AS p
 			UNION ALL
 			SELECT k.pk, (SELECT min(l.key) FROM agent_state_log AS l WHERE l.session_pk = k.pk AND l.key > k.key)
+			FROM k WHERE k.key IS NOT NULL),
+		hv AS MATERIALIZED (
+			SELECT k.pk AS pk, k.key AS key, (SELECT h.value FROM agent_state_log AS h
+				WHERE h.session_pk = k.pk AND h.key = k.key AND h.seq = ` + stateHead + `) AS value
 			FROM k WHERE k.key IS NOT NULL)
-		SELECT h.session_pk AS pk, h.key AS key, h.value AS value FROM k
-		CROSS JOIN agent_state_log AS h WHERE h.session_pk = k.pk AND h.key = k.key AND h.seq = ` + stateHead
+		SELECT pk, key, value FROM hv WHERE value IS NOT NULL`
 }
 
 // userPageScopesSQL reads the state of a page of one user's sessions in
