@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
 	"github.com/agentstore/sessionstore/loadtest"
 	"github.com/agentstore/sessionstore/sqlstore"
 )
@@ -22,8 +24,8 @@ type benchReport = loadtest.Report
 func benchScenarios() []loadtest.Scenario { return loadtest.Scenarios() }
 
 var benchSpec = spec{
-	name: "bench",
-	about: `Measures the fsync rate F of DIR, then Use (1 and N callers), a message
+	Name: "bench",
+	About: `Measures the fsync rate F of DIR, then Use (1 and N callers), a message
 append at 10 and at 10,000 messages of history, get by id and a list page
 (100 of 10,000) of governed sessions, and agent sessions (ADK's model):
 create, event append (1 caller, and 4 callers on sessions of their own: group
@@ -35,9 +37,9 @@ each scenario runs in a temporary schema of that database, dropped at the
 end (--sync FULL is synchronous_commit=on, NORMAL is off), and F is the
 fsync rate of DIR (default: the system's temporary directory), meaningful
 when the server's data is on that disk.`,
-	examples: []string{"sessionctl bench --dir /var/lib/agent --duration 5s",
+	Examples: []string{"sessionctl bench --dir /var/lib/agent --duration 5s",
 		"sessionctl --db postgres://localhost/agents bench --duration 5s"},
-	values: map[string][]string{"--sync": {"FULL", "NORMAL"}},
+	Values: map[string][]string{"--sync": {"FULL", "NORMAL"}},
 }
 
 // runBench measures the store on the user's disk, like pgbench or
@@ -49,7 +51,7 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 	sp := benchSpec
 	fs := g.newFlags(sp)
 	fs.StringVar(&o.Dir, "dir", "", "measure the disk of directory `DIR` (default: the directory of --db)")
-	durationVar(fs, &o.Duration, "duration", 2*time.Second, "time per scenario, `DURATION`")
+	cliflags.DurationVar(fs, &o.Duration, "duration", 2*time.Second, "time per scenario, `DURATION`")
 	fs.IntVar(&o.Callers, "callers", 32, "concurrent callers for the contended scenarios, `N`")
 	fs.StringVar(&syncLevel, "sync", "FULL", "synchronous `LEVEL`: FULL or NORMAL")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON document")
@@ -57,11 +59,11 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	if o.Duration <= 0 || o.Callers < 1 {
-		return g.usageErr(sp.name, "want a positive --duration and --callers")
+		return g.usageErr(sp.Name, "want a positive --duration and --callers")
 	}
 	o.Synchronous = sqlstore.Synchronous(strings.ToUpper(syncLevel))
 	if o.Synchronous != sqlstore.SyncFull && o.Synchronous != sqlstore.SyncNormal {
-		return g.usageErr(sp.name, "--sync must be FULL or NORMAL")
+		return g.usageErr(sp.Name, "--sync must be FULL or NORMAL")
 	}
 	switch {
 	case g.isPG():
@@ -80,7 +82,7 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 		return exitStatus(exitError)
 	}
 	if asJSON {
-		if err := writeJSON(g.stdout, rep); err != nil {
+		if err := jsonout.Write(g.stdout, rep); err != nil {
 			return exitStatus(exitError)
 		}
 		return nil

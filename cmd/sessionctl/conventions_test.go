@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/suggest"
 )
 
 // runBare runs sessionctl with exactly args (no --db put in front).
@@ -75,7 +77,7 @@ func TestDidYouMean(t *testing.T) {
 	if r := e.run("frobnicate").want(t, exitUsage); strings.Contains(r.stderr, "did you mean") {
 		t.Errorf("a suggestion for an unrelated word: %q", r.stderr)
 	}
-	if suggest("x", []string{"list", "show"}) != "" || suggest("sho", []string{"list", "show"}) != "show" || editDistance("kitten", "sitting") != 3 {
+	if suggest.Closest("x", []string{"list", "show"}) != "" || suggest.Closest("sho", []string{"list", "show"}) != "show" || suggest.EditDistance("kitten", "sitting") != 3 {
 		t.Error("suggest or editDistance")
 	}
 }

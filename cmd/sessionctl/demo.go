@@ -7,15 +7,19 @@ import (
 	"io"
 	"strings"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/demo"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/migrations"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
 
 var demoSpec = spec{
-	name: "demo",
-	about: `Shows what the store does, on the database of --db (default ./sessions.db):
+	Name: "demo",
+	About: `Shows what the store does, on the database of --db (default ./sessions.db):
 creates a governed session with a budget of 3 calls and spends it (an
 unauthorized tool and the call past the budget are refused); records the
 same session's conversation (messages with a tool call, usage and cost);
@@ -37,7 +41,7 @@ file that is not a session store is never removed. Inspect the result with
 "sessionctl list" and "sessionctl show ID". On PostgreSQL the store's
 tables are created in the schema when missing; --fresh is refused (drop
 the schema yourself).`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl demo",
 		"sessionctl --db /tmp/demo.db demo --fresh && sessionctl --db /tmp/demo.db list",
 	},
@@ -52,7 +56,7 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	if *fresh && g.isPG() {
-		return g.fail(sp.name, errNotOnPostgres("demo --fresh", "drop and recreate the schema yourself"))
+		return g.fail(sp.Name, errNotOnPostgres("demo --fresh", "drop and recreate the schema yourself"))
 	}
 	var existed bool
 	switch err := g.mustExist(ctx); {
@@ -61,21 +65,21 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 	case g.isPG():
 		var none *errNoStore
 		if !errors.As(err, &none) {
-			return g.fail(sp.name, err)
+			return g.fail(sp.Name, err)
 		}
 	}
 	if *yes && !*fresh {
-		return g.usageErr(sp.name, "--yes goes with --fresh")
+		return g.usageErr(sp.Name, "--yes goes with --fresh")
 	}
 	if *fresh && existed {
 		if err := removeForDemo(ctx, g.db, *yes); err != nil {
-			return g.fail(sp.name, err)
+			return g.fail(sp.Name, err)
 		}
 		existed = false
 	}
 	st, err := g.openOrCreate(ctx)
 	if err != nil {
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
 	defer st.Close()
 	out := g.stdout
@@ -87,10 +91,10 @@ func runDemo(ctx context.Context, g *globals, args []string) error {
 	res, err := demo.Seed(ctx, st)
 	printDemo(out, res)
 	if err != nil {
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
 	id := res.Governed.Session.ID
-	fmt.Fprintf(out, "\nnext: sessionctl --db %s show %s\n", shellQuote(g.dbName()), id)
+	fmt.Fprintf(out, "\nnext: sessionctl --db %s show %s\n", clitext.ShellQuote(g.dbName()), id)
 	return nil
 }
 
@@ -132,7 +136,7 @@ func printDemo(out io.Writer, r demo.Result) {
 func printDemoGoverned(out io.Writer, g *demo.Governed) {
 	sess := g.Session
 	fmt.Fprintf(out, "\ngoverned session %s\n  agent %s, tools %v, budget %d calls, expires in %s\n",
-		sess.ID, sess.AgentID, sess.AuthorizedTools, sess.CallBudget, durationText(sess.TimeLimit))
+		sess.ID, sess.AgentID, sess.AuthorizedTools, sess.CallBudget, humanize.Duration(sess.TimeLimit))
 	for _, u := range g.Uses {
 		if u.Refused != nil {
 			r, _ := useRefusal(u.Refused)
@@ -150,11 +154,11 @@ func printDemoConversation(out io.Writer, id string, c *demo.Conversation) {
 	fmt.Fprintf(out, "\nconversation %s\n  appended %d messages in one transaction (positions %d to %d)\n",
 		id, c.Appended.MessageCount, c.Appended.FirstSeq, c.Appended.MessageCount-1)
 	for _, m := range c.Last {
-		fmt.Fprintf(out, "  #%d %-9s %s\n", m.Seq, m.Role, clip(messageText(m), 70))
+		fmt.Fprintf(out, "  #%d %-9s %s\n", m.Seq, m.Role, tablefmt.Clip(render.MessageText(m), 70))
 	}
 	// The spend section below settles its calls into this conversation
 	// too: these are its totals so far.
-	fmt.Fprintf(out, "  stored durably: %d messages; usage so far %d tokens, %s\n", c.Info.MessageCount, c.Info.TotalUsage.TotalTokens, usd(c.Info.TotalCost))
+	fmt.Fprintf(out, "  stored durably: %d messages; usage so far %d tokens, %s\n", c.Info.MessageCount, c.Info.TotalUsage.TotalTokens, render.USD(c.Info.TotalCost))
 }
 
 // printDemoRuntime: the runtime session, its upload and the turn a
@@ -162,12 +166,12 @@ func printDemoConversation(out io.Writer, id string, c *demo.Conversation) {
 func printDemoRuntime(out io.Writer, r *demo.Runtime) {
 	s := r.Session
 	fmt.Fprintf(out, "\nruntime session %s\n  agent %s, mode %s, owner %s, overrides: %s, history %d messages\n",
-		s.ID, s.AgentAlias, s.ChatMode, s.OwnerID, overridesText(r.Overrides), r.HistoryLen)
+		s.ID, s.AgentAlias, s.ChatMode, s.OwnerID, render.Overrides(r.Overrides), r.HistoryLen)
 	fmt.Fprintf(out, "  upload %s: %d bytes, sha256 %s...\n", r.Upload.RefID, r.Upload.SizeBytes, r.Upload.SHA256[:16])
 	fmt.Fprintf(out, "  turn %d started\n", r.Generation)
 	fmt.Fprintf(out, "  turn %d cancelled by the client: the turn's context reports %s\n", r.Generation, r.ContextCause)
 	fmt.Fprintf(out, "  recorded cause read back: %s (%v), a second read finds it taken (%v)\n", r.Cause, r.Taken, r.TakenAgain)
-	fmt.Fprintf(out, "  stored durably: turn %s, 1 upload\n", turnText(r.Final.Turn))
+	fmt.Fprintf(out, "  stored durably: turn %s, 1 upload\n", render.Turn(r.Final.Turn))
 }
 
 // printDemoSpend: a cost limit stopping the agent, and the audit trail
@@ -175,24 +179,24 @@ func printDemoRuntime(out io.Writer, r *demo.Runtime) {
 func printDemoSpend(out io.Writer, id string, s *demo.Spend) {
 	fmt.Fprintf(out, "\nspend-limited session %s\n  agent %s, at most 0.05 USD and 100000 tokens per hour\n", s.Session.ID, s.Session.AgentID)
 	for call := 1; call <= s.Settled; call++ {
-		fmt.Fprintf(out, "  call %d: reserved %s, settled %s (%d tokens)\n", call, moneyText(s.Bound.CostMicros, demo.Currency),
-			moneyText(s.Actual.CostMicros, demo.Currency), s.Actual.TotalTokens())
+		fmt.Fprintf(out, "  call %d: reserved %s, settled %s (%d tokens)\n", call, humanize.Money(s.Bound.CostMicros, demo.Currency),
+			humanize.Money(s.Actual.CostMicros, demo.Currency), s.Actual.TotalTokens())
 	}
 	if se := s.Limit; se != nil {
-		fmt.Fprintf(out, "  call %d: reserve %s refused (%v): %s spent, %s reserved of %s\n", s.Settled+1, moneyText(s.Bound.CostMicros, demo.Currency),
-			s.Refusal, moneyText(se.Spent, se.Currency), moneyText(se.Reserved, se.Currency), moneyText(se.Limit, se.Currency))
+		fmt.Fprintf(out, "  call %d: reserve %s refused (%v): %s spent, %s reserved of %s\n", s.Settled+1, humanize.Money(s.Bound.CostMicros, demo.Currency),
+			s.Refusal, humanize.Money(se.Spent, se.Currency), humanize.Money(se.Reserved, se.Currency), humanize.Money(se.Limit, se.Currency))
 	}
 	fmt.Fprintf(out, "  conversation %s now: %d tokens, %s (the settled calls' usage added)\n",
-		id, s.Conversation.TotalUsage.TotalTokens, usd(s.Conversation.TotalCost))
+		id, s.Conversation.TotalUsage.TotalTokens, render.USD(s.Conversation.TotalCost))
 	cost := s.Status.Limits[0]
 	fmt.Fprintf(out, "  stored durably: %s spent of %s, nothing reserved; the agent is stopped\n",
-		moneyText(cost.Spent, cost.Currency), moneyText(cost.Limit, cost.Currency))
+		humanize.Money(cost.Spent, cost.Currency), humanize.Money(cost.Limit, cost.Currency))
 	verdict := "verify"
 	if !s.Audit.OK() {
 		verdict = "DO NOT verify"
 	}
 	fmt.Fprintf(out, "  audit: %d decisions of this session recorded; %d %s with %d %s %s\n", s.AuditEvents,
-		s.Audit.Chains, plural(int(s.Audit.Chains), "chain", "chains"), s.Audit.Events, plural(int(s.Audit.Events), "event", "events"), verdict)
+		s.Audit.Chains, clitext.Plural(int(s.Audit.Chains), "chain", "chains"), s.Audit.Events, clitext.Plural(int(s.Audit.Events), "event", "events"), verdict)
 }
 
 // printDemoConversationFork: the conversation forked after its tool call,

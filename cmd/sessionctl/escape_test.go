@@ -8,6 +8,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -25,7 +27,7 @@ func safeForTerminal(s string) (bad rune, ok bool) {
 		if r == utf8.RuneError && n == 1 {
 			return rune(s[i]), false
 		}
-		if r != '\t' && r != '\n' && unsafeRune(r) {
+		if r != '\t' && r != '\n' && humanize.UnsafeRune(r) {
 			return r, false
 		}
 		i += n
@@ -126,14 +128,14 @@ func testHumanOutputEscapesControls(t *testing.T, newTestEnv envMaker) {
 func TestTermWriter(t *testing.T) {
 	t.Parallel()
 	var b bytes.Buffer
-	w := newTermWriter(&b)
+	w := termout.NewWriter(&b)
 	c1 := []byte("\u009b")
 	for _, p := range [][]byte{[]byte("ok\tx\n\x1b[2J"), c1[:1], c1[1:], []byte("é\u202e"), {0xff}, []byte("end\n"), c1[:1]} {
 		if _, err := w.Write(p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := w.flush(); err != nil {
+	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if want := "ok\tx\n\\x1b[2J\\u009bé\\u202e\\xffend\n\\xc2"; b.String() != want {

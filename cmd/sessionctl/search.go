@@ -9,13 +9,17 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
 var searchSpec = spec{
-	name: "search",
-	args: "QUERY...",
-	about: `Finds messages, agent events, trace events, artifacts and runs by what
+	Name: "search",
+	Args: "QUERY...",
+	About: `Finds messages, agent events, trace events, artifacts and runs by what
 was said in them. Every term of QUERY must occur in an item's text, as a
 substring, ignoring case; terms of one or two characters (a CJK word, say)
 are found too, but a query of only such terms scans the newest items
@@ -24,12 +28,12 @@ are found too, but a query of only such terms scans the newest items
 (--order time), with a snippet whose matches are marked «like this».
 --window N also prints the N items before and after each message or event
 hit. --limit per page, --after the cursor printed after a page.`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl search kafka lag",
 		"sessionctl search --app shop --user alice --order time refund",
 		"sessionctl search --kind message --window 2 --json 東京",
 	},
-	values: map[string][]string{"--kind": searchKinds(), "--facet": {facetConversations, store.HoldAgentSessions},
+	Values: map[string][]string{"--kind": searchKinds(), "--facet": {facetConversations, store.HoldAgentSessions},
 		"--order": {string(store.SearchByRank), string(store.SearchByTime)}},
 }
 
@@ -70,15 +74,15 @@ func runSearch(ctx context.Context, g *globals, args []string) error {
 		}
 	}
 	if q.Since, err = optTime("since", *since); err != nil {
-		return g.usageErr(sp.name, "%v", err)
+		return g.usageErr(sp.Name, "%v", err)
 	}
 	if q.Until, err = optTime("until", *until); err != nil {
-		return g.usageErr(sp.name, "%v", err)
+		return g.usageErr(sp.Name, "%v", err)
 	}
 	if _, err := q.Normalize(); err != nil {
-		return g.usageErr(sp.name, "%v", err)
+		return g.usageErr(sp.Name, "%v", err)
 	}
-	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+	return g.result(sp.Name, g.withStore(ctx, func(st cliStore) error {
 		res, err := st.Search(ctx, q)
 		if err != nil {
 			return err
@@ -87,7 +91,7 @@ func runSearch(ctx context.Context, g *globals, args []string) error {
 			if res.Hits == nil {
 				res.Hits = []store.SearchHit{}
 			}
-			return g.jsonOr(sp.name, res)
+			return g.jsonOr(sp.Name, res)
 		}
 		w := g.stdout
 		if note := store.PendingNote(res.Pending); note != "" {
@@ -104,24 +108,24 @@ func runSearch(ctx context.Context, g *globals, args []string) error {
 			fmt.Fprintln(w, "no matches")
 			return nil
 		}
-		tw := newTable(w)
+		tw := tablefmt.NewWriter(w)
 		fmt.Fprintln(tw, "KIND\tSESSION\tPOS\tAT\tROLE\tSNIPPET")
 		for _, h := range res.Hits {
-			where := cell(h.SessionID)
+			where := tablefmt.Cell(h.SessionID)
 			if h.App != "" {
-				where = cell(h.App) + "/" + cell(h.User) + "/" + where
+				where = tablefmt.Cell(h.App) + "/" + tablefmt.Cell(h.User) + "/" + where
 			}
 			at := fmt.Sprint(h.Seq)
 			if h.Ref != "" {
-				at = clip(h.Ref, 40)
+				at = tablefmt.Clip(h.Ref, 40)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", h.Kind, where, at, tableTime(h.At), orDash(clip(h.Role, 20)), markSnippet(h.Snippet, 100))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", h.Kind, where, at, tablefmt.Time(h.At), tablefmt.OrDash(tablefmt.Clip(h.Role, 20)), markSnippet(h.Snippet, 100))
 			for _, it := range h.Window {
 				mark := " "
 				if it.Seq == h.Seq {
 					mark = ">"
 				}
-				fmt.Fprintf(tw, "\t\t%s %d\t%s\t%s\t%s\n", mark, it.Seq, tableTime(it.At), orDash(clip(it.Role, 20)), clip(it.Text, 100))
+				fmt.Fprintf(tw, "\t\t%s %d\t%s\t%s\t%s\n", mark, it.Seq, tablefmt.Time(it.At), tablefmt.OrDash(tablefmt.Clip(it.Role, 20)), tablefmt.Clip(it.Text, 100))
 			}
 		}
 		if err := tw.Flush(); err != nil {
@@ -143,7 +147,7 @@ func markSnippet(s store.Snippet, n int) string {
 		b.WriteString("…")
 	}
 	for _, p := range s.Pieces() {
-		text := esc(fold(p.Text))
+		text := humanize.Escape(fold(p.Text))
 		if p.Match {
 			text = "«" + text + "»"
 		}
@@ -170,13 +174,13 @@ func fold(s string) string {
 }
 
 var reindexSpec = spec{
-	name: "reindex",
-	about: `Rebuilds the search index from the content, online: in batches of
+	Name: "reindex",
+	About: `Rebuilds the search index from the content, online: in batches of
 --batch items, one short write transaction each, while other processes keep
 reading and writing. Index rows whose content is gone are removed. Without
 changes, --check only compares the index with the content (doctor does the
 same) and exits 1 when they differ.`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl reindex --check",
 		"sessionctl reindex --batch 5000",
 	},
@@ -192,9 +196,9 @@ func runReindex(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	if *batch < 1 {
-		return g.usageErr(sp.name, "--batch must be at least 1")
+		return g.usageErr(sp.Name, "--batch must be at least 1")
 	}
-	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+	return g.result(sp.Name, g.withStore(ctx, func(st cliStore) error {
 		if *checkOnly {
 			rep, err := st.CheckSearchIndex(ctx)
 			if err != nil {
@@ -205,7 +209,7 @@ func runReindex(ctx context.Context, g *globals, args []string) error {
 				code = exitStatus(exitError)
 			}
 			if *asJSON {
-				if err := writeJSON(g.stdout, struct {
+				if err := jsonout.Write(g.stdout, struct {
 					OK bool `json:"ok"`
 					store.SearchIndexReport
 				}{rep.OK(), rep}); err != nil {
@@ -213,7 +217,7 @@ func runReindex(ctx context.Context, g *globals, args []string) error {
 				}
 				return code
 			}
-			tw := newTable(g.stdout)
+			tw := tablefmt.NewWriter(g.stdout)
 			fmt.Fprintln(tw, "KIND\tITEMS\tINDEXED\tMISSING\tORPHANS")
 			for _, k := range rep.Kinds {
 				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", k.Kind, k.Items, k.Indexed, k.Missing, k.Orphans)
@@ -233,18 +237,18 @@ func runReindex(ctx context.Context, g *globals, args []string) error {
 		}
 		p := g.startProgress(true)
 		res, err := st.Reindex(ctx, store.ReindexRequest{Batch: *batch, Progress: func(done int64) {
-			p.show("reindex: %d %s", done, plural(int(done), "item", "items"))
+			p.Show("reindex: %d %s", done, clitext.Plural(int(done), "item", "items"))
 		}})
-		p.clear()
+		p.Clear()
 		if err != nil {
 			return err
 		}
 		if *asJSON {
-			return g.jsonOr(sp.name, res)
+			return g.jsonOr(sp.Name, res)
 		}
 		fmt.Fprintf(g.stdout, "reindexed %d %s in %d %s, removed %d index %s without content\n",
-			res.Items, plural(int(res.Items), "item", "items"), res.Batches, plural(int(res.Batches), "batch", "batches"),
-			res.Orphans, plural(int(res.Orphans), "row", "rows"))
+			res.Items, clitext.Plural(int(res.Items), "item", "items"), res.Batches, clitext.Plural(int(res.Batches), "batch", "batches"),
+			res.Orphans, clitext.Plural(int(res.Orphans), "row", "rows"))
 		return nil
 	}))
 }
