@@ -9,14 +9,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
-	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/view"
 )
@@ -185,23 +184,7 @@ func (g *globals) auditList(ctx context.Context, name string, f store.AuditFilte
 			}{Events: view.AuditEvents(events), Next: next}
 			return g.jsonOr(name, doc)
 		}
-		tw := tablefmt.NewWriter(g.stdout)
-		fmt.Fprintln(tw, "AGENT\tCHAIN\tSEQ\tAT\tKIND\tOUTCOME\tSESSION\tREQUEST\tDETAIL")
-		for _, e := range events {
-			chain := "agent"
-			if e.Chain != "" {
-				chain = "session"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", tablefmt.Cell(e.AgentID), chain, e.Seq, tablefmt.Time(e.At), e.Kind, tablefmt.Cell(e.Outcome),
-				tablefmt.OrDash(tablefmt.Cell(e.SessionID)), tablefmt.OrDash(tablefmt.Cell(e.RequestID)), tablefmt.Cell(tablefmt.Clip(string(humanize.AuditDetail(e.Detail)), 60)))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		if next != "" {
-			fmt.Fprintf(g.stdout, "more: --after %s\n", next)
-		}
-		return nil
+		return render.AuditEvents(g.stdout, events, next)
 	}))
 }
 
@@ -224,26 +207,9 @@ func (g *globals) auditVerify(ctx context.Context, name string, asJSON bool) err
 			}
 			return code
 		}
-		writeAuditReport(g.stdout, rep)
+		render.AuditReport(g.stdout, rep)
 		return code
 	}))
-}
-
-// writeAuditReport prints what verify found.
-func writeAuditReport(w io.Writer, rep store.AuditReport) {
-	for _, p := range rep.Problems {
-		chain := "agent " + tablefmt.Cell(p.AgentID)
-		if p.Chain != "" {
-			chain += " session " + tablefmt.Cell(p.Chain)
-		}
-		fmt.Fprintf(w, "%s: event %d %s: %s\n", chain, p.Seq, p.Problem, tablefmt.Cell(p.Reason))
-	}
-	verdict := "verified"
-	if !rep.OK() {
-		verdict = fmt.Sprintf("checked, %d did not verify", len(rep.Problems))
-	}
-	fmt.Fprintf(w, "%d %s with %d %s %s\ndigest %s\n", rep.Chains, clitext.Plural(int(rep.Chains), "chain", "chains"),
-		rep.Events, clitext.Plural(int(rep.Events), "event", "events"), verdict, rep.Digest)
 }
 
 // Maintenance of the audit facet.

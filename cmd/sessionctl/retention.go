@@ -16,8 +16,8 @@ import (
 
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/suggest"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/view"
@@ -150,7 +150,7 @@ func runRetention(ctx context.Context, g *globals, args []string) error {
 		if err := st.Retention().SetPolicy(ctx, p); err != nil {
 			return err
 		}
-		return g.result(name, g.say(*asJSON, view.NewPolicy(p), "set %s: %s\n", p.Kind, policySetting(p)))
+		return g.result(name, g.say(*asJSON, view.NewPolicy(p), "set %s: %s\n", p.Kind, render.PolicySetting(p)))
 	}))
 }
 
@@ -208,26 +208,6 @@ func policyErr(err error, pos []string) error {
 	return err
 }
 
-// policySetting says what a policy is set to, for people.
-func policySetting(p store.Policy) string {
-	k, _ := store.KindInfo(p.Kind)
-	var s string
-	switch k.Param {
-	case store.ParamMaxAge:
-		s = "after " + humanize.Duration(p.MaxAge)
-	case store.ParamKeepLast:
-		s = fmt.Sprintf("keep the last %d", p.KeepLast)
-	case store.ParamMaxBytes:
-		s = "at most " + humanize.Bytes(p.MaxBytes)
-	default:
-		s = "on"
-	}
-	if p.ReadsCount {
-		s += ", reads count"
-	}
-	return s
-}
-
 func (g *globals) retentionShow(ctx context.Context, last int, asJSON bool) error {
 	return g.withStore(ctx, func(st cliStore) error {
 		r := st.Retention()
@@ -249,60 +229,8 @@ func (g *globals) retentionShow(ctx context.Context, last int, asJSON bool) erro
 		if asJSON {
 			return jsonout.Write(g.stdout, doc)
 		}
-		w := g.stdout
-		if len(doc.Policies) == 0 {
-			fmt.Fprintln(w, "no retention policy is set: sweeps remove nothing (see sessionctl retention --help)")
-		} else {
-			tw := tablefmt.NewWriter(w)
-			fmt.Fprintln(tw, "POLICY\tFACET\tSETTING\tSET AT")
-			for _, p := range policies {
-				k, _ := store.KindInfo(p.Kind)
-				f := k.Facet
-				if f == "" {
-					f = "(all)"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Kind, f, policySetting(p), tablefmt.Time(p.UpdatedAt))
-			}
-			tw.Flush()
-		}
-		fmt.Fprintln(w)
-		if err := printHolds(g, doc.Holds); err != nil {
-			return err
-		}
-		if last > 0 {
-			fmt.Fprintf(w, "\nlast sweeps: %d\n", len(doc.Sweeps))
-			if len(doc.Sweeps) > 0 {
-				tw := tablefmt.NewWriter(w)
-				fmt.Fprintln(tw, "STARTED\tHOLDER\tSESSIONS\tROWS\tBATCHES\tFREED\tERROR")
-				for _, s := range doc.Sweeps {
-					n, rows := s.Report.Total()
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", tablefmt.Time(s.Report.StartedAt), humanize.Escape(s.Holder), n, rows,
-						s.Report.Batches, humanize.Bytes(s.Report.BytesFreed), humanize.Escape(s.Error))
-				}
-				tw.Flush()
-			}
-		}
-		return nil
+		return render.Retention(g.stdout, policies, doc.Holds, doc.Sweeps, last > 0)
 	})
-}
-
-// printHolds prints how many holds there are, then (when there are any)
-// a table of them.
-func printHolds(g *globals, holds []store.Hold) error {
-	fmt.Fprintf(g.stdout, "%d %s\n", len(holds), clitext.Plural(len(holds), "hold", "holds"))
-	if len(holds) == 0 {
-		return nil
-	}
-	tw := tablefmt.NewWriter(g.stdout)
-	fmt.Fprintln(tw, "FACET\tSESSION\tSINCE\tREASON")
-	for _, h := range holds {
-		id := h.ID
-		if h.Facet == store.HoldAgentSessions {
-			id = h.App + "/" + h.UserID + "/" + h.ID
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", h.Facet, humanize.Escape(id), tablefmt.Time(h.CreatedAt), humanize.Escape(h.Reason))
-	}
-	return tw.Flush()
 }
 
 var sweepSpec = spec{
@@ -354,53 +282,9 @@ func runSweep(ctx context.Context, g *globals, args []string) error {
 		if *asJSON {
 			return g.jsonOr(sp.Name, rep)
 		}
-		printSweep(g, rep)
+		render.Sweep(g.stdout, rep)
 		return nil
 	}))
-}
-
-// printSweep prints a sweep's report: one row per facet and policy.
-func printSweep(g *globals, rep store.SweepReport) {
-	w := g.stdout
-	verb := "removed"
-	if rep.DryRun {
-		verb = "would remove"
-	}
-	tw := tablefmt.NewWriter(w)
-	fmt.Fprintf(tw, "FACET\tPOLICY\t%s\tROWS\tHELD\n", strings.ToUpper(verb))
-	any := false
-	for _, f := range rep.Facets {
-		if len(f.Kinds) == 0 {
-			why := "no policy set"
-			if f.Note != "" {
-				why = f.Note
-			}
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t(%s)\n", f.Facet, why)
-			continue
-		}
-		for _, k := range f.Kinds {
-			any = true
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", f.Facet, k.Kind, k.Sessions, k.Rows, k.Held)
-		}
-	}
-	if rep.Budget != nil {
-		any = true
-		fmt.Fprintf(tw, "(all)\t%s\t%d\t%d\t-\n", store.PolicySizeBudget, rep.Budget.Sessions, rep.Budget.Rows)
-	}
-	tw.Flush()
-	if !any {
-		fmt.Fprintln(w, "no retention policy is set (see sessionctl retention --help)")
-	}
-	n, rows := rep.Total()
-	if rep.DryRun {
-		fmt.Fprintf(w, "%s %d %s (%d %s); data: %s\n", verb, n, clitext.Plural(int(n), "session", "sessions"), rows,
-			clitext.Plural(int(rows), "row", "rows"), humanize.Bytes(rep.SizeBefore))
-		return
-	}
-	fmt.Fprintf(w, "%s %d %s (%d %s) in %d %s\n", verb, n, clitext.Plural(int(n), "session", "sessions"), rows,
-		clitext.Plural(int(rows), "row", "rows"), rep.Batches, clitext.Plural(rep.Batches, "transaction", "transactions"))
-	fmt.Fprintf(w, "data: %s -> %s; given back to the file system: %s; still free inside: %s\n",
-		humanize.Bytes(rep.SizeBefore), humanize.Bytes(rep.SizeAfter), humanize.Bytes(rep.BytesFreed), humanize.Bytes(rep.Reclaimable))
 }
 
 var holdSpec = spec{
@@ -459,7 +343,7 @@ func runHold(ctx context.Context, g *globals, args []string) error {
 			if *asJSON {
 				return jsonout.Write(g.stdout, map[string][]store.Hold{"holds": holds})
 			}
-			return printHolds(g, holds)
+			return render.Holds(g.stdout, holds)
 		}))
 	}
 	refs, err := parseRefs(pos)

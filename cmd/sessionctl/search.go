@@ -11,8 +11,7 @@ import (
 
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
-	"github.com/agentstore/sessionstore/humanize"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -93,84 +92,8 @@ func runSearch(ctx context.Context, g *globals, args []string) error {
 			}
 			return g.jsonOr(sp.Name, res)
 		}
-		w := g.stdout
-		if note := store.PendingNote(res.Pending); note != "" {
-			fmt.Fprintln(w, note)
-		}
-		if res.Scanned {
-			if res.Partial {
-				fmt.Fprintf(w, "every term is shorter than %d characters: scanned the newest items only (--scan-limit); older ones were not searched\n", store.MinIndexedTerm)
-			} else {
-				fmt.Fprintf(w, "every term is shorter than %d characters: scanned every item\n", store.MinIndexedTerm)
-			}
-		}
-		if len(res.Hits) == 0 {
-			fmt.Fprintln(w, "no matches")
-			return nil
-		}
-		tw := tablefmt.NewWriter(w)
-		fmt.Fprintln(tw, "KIND\tSESSION\tPOS\tAT\tROLE\tSNIPPET")
-		for _, h := range res.Hits {
-			where := tablefmt.Cell(h.SessionID)
-			if h.App != "" {
-				where = tablefmt.Cell(h.App) + "/" + tablefmt.Cell(h.User) + "/" + where
-			}
-			at := fmt.Sprint(h.Seq)
-			if h.Ref != "" {
-				at = tablefmt.Clip(h.Ref, 40)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", h.Kind, where, at, tablefmt.Time(h.At), tablefmt.OrDash(tablefmt.Clip(h.Role, 20)), markSnippet(h.Snippet, 100))
-			for _, it := range h.Window {
-				mark := " "
-				if it.Seq == h.Seq {
-					mark = ">"
-				}
-				fmt.Fprintf(tw, "\t\t%s %d\t%s\t%s\t%s\n", mark, it.Seq, tablefmt.Time(it.At), tablefmt.OrDash(tablefmt.Clip(it.Role, 20)), tablefmt.Clip(it.Text, 100))
-			}
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		if res.Next != "" {
-			fmt.Fprintf(w, "more: --after %s\n", res.Next)
-		}
-		return nil
+		return render.SearchResult(g.stdout, res)
 	}))
-}
-
-// markSnippet renders a snippet on one line for a table: white space
-// folded, unsafe characters escaped, matches between « and », at most
-// about n characters, "…" where the item's text goes on.
-func markSnippet(s store.Snippet, n int) string {
-	var b strings.Builder
-	if s.Before {
-		b.WriteString("…")
-	}
-	for _, p := range s.Pieces() {
-		text := humanize.Escape(fold(p.Text))
-		if p.Match {
-			text = "«" + text + "»"
-		}
-		b.WriteString(text)
-	}
-	out := b.String()
-	if r := []rune(out); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	if s.After {
-		out += "…"
-	}
-	return out
-}
-
-// fold turns line breaks and tabs into spaces (same byte offsets).
-func fold(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\t' || r == '\n' || r == '\r' {
-			return ' '
-		}
-		return r
-	}, s)
 }
 
 var reindexSpec = spec{
@@ -217,21 +140,8 @@ func runReindex(ctx context.Context, g *globals, args []string) error {
 				}
 				return code
 			}
-			tw := tablefmt.NewWriter(g.stdout)
-			fmt.Fprintln(tw, "KIND\tITEMS\tINDEXED\tMISSING\tORPHANS")
-			for _, k := range rep.Kinds {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", k.Kind, k.Items, k.Indexed, k.Missing, k.Orphans)
-			}
-			if err := tw.Flush(); err != nil {
+			if err := render.SearchIndexReport(g.stdout, rep); err != nil {
 				return err
-			}
-			switch {
-			case !rep.IndexOK:
-				fmt.Fprintf(g.stdout, "the full-text index differs: %s; run sessionctl reindex\n", rep.IndexDetail)
-			case !rep.OK():
-				fmt.Fprintln(g.stdout, "the index differs from the content: run sessionctl reindex")
-			default:
-				fmt.Fprintln(g.stdout, "the index agrees with the content")
 			}
 			return code
 		}

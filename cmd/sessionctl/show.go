@@ -80,7 +80,7 @@ func runShow(ctx context.Context, g *globals, args []string) error {
 		}
 		if doc.Spend != nil {
 			fmt.Fprintln(w, "\nspend:")
-			if err := spendDetails(w, *doc.Spend); err != nil {
+			if err := render.SpendDetails(w, *doc.Spend); err != nil {
 				return g.fail(sp.Name, err)
 			}
 		}

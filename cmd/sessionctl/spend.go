@@ -10,15 +10,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/view"
@@ -93,24 +90,6 @@ func (f amountFlags) amount() (store.SpendAmount, string, error) {
 	return a, cur, nil
 }
 
-// spendDetails writes the spend block as aligned lines.
-func spendDetails(w io.Writer, v view.Spend) error {
-	tw := tablefmt.NewWriter(w)
-	for _, l := range v.Limits {
-		window := l.Window
-		if start, err := time.Parse(time.RFC3339Nano, l.WindowStart); err == nil {
-			window += " from " + tablefmt.Time(start) // as every table writes a time
-		}
-		fmt.Fprintf(tw, "  %s %s\t%v spent, %v reserved of %v (%v left)\t%s\n", l.Scope, l.Metric,
-			l.Spent, l.Reserved, l.Limit, l.Remaining, window)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(w, "  %d live %s\n", v.Live, clitext.Plural(int(v.Live), "reservation", "reservations"))
-	return err
-}
-
 // loadSpend reads the spend of a governed session; nil when it has no
 // limits, its agent has none and nothing is reserved.
 func loadSpend(ctx context.Context, st cliStore, id string) (*view.Spend, error) {
@@ -135,42 +114,6 @@ func spendRefusal(err error) (refusal, bool) {
 		return refusal{exitSpend, "spend"}, true
 	}
 	return useRefusal(err)
-}
-
-// spendRefusalDetail explains a refusal to the operator (the store's
-// Error() strings are opaque on purpose).
-func spendRefusalDetail(err error, session, request string) string {
-	var se *store.SpendLimitError
-	var exp *store.ExpiredError
-	var agent *store.AgentMismatchError
-	var conf *store.ConflictError
-	var missing *store.NotFoundError
-	switch {
-	case errors.As(err, &se):
-		amount := func(n int64) string {
-			if se.Metric == store.MetricCost {
-				return humanize.Money(n, se.Currency)
-			}
-			return strconv.FormatInt(n, 10)
-		}
-		window := string(se.Window)
-		if se.Window != store.WindowLifetime {
-			window += " from " + tablefmt.Time(se.WindowStart)
-		}
-		return fmt.Sprintf("%v: the %s %s limit (%s) is %s, %s spent and %s reserved; %s requested",
-			err, se.Scope, se.Metric, window, amount(se.Limit), amount(se.Spent), amount(se.Reserved), amount(se.Requested))
-	case errors.As(err, &exp):
-		return fmt.Sprintf("%v at %s", err, tablefmt.Time(exp.ExpiresAt))
-	case errors.As(err, &agent):
-		return fmt.Sprintf("the session belongs to %s, not %s", agent.Expected, agent.Actual)
-	case errors.As(err, &conf):
-		return fmt.Sprintf("reservation %s: %s", request, conf.Reason)
-	case errors.As(err, &missing) && missing.Resource == "conversation":
-		return fmt.Sprintf("%v: %s", err, missing.ID)
-	case errors.Is(err, store.ErrNotFound):
-		return fmt.Sprintf("%v: %s %s", err, session, request)
-	}
-	return err.Error()
 }
 
 var reserveSpec = spec{
@@ -215,7 +158,7 @@ func runReserve(ctx context.Context, g *globals, args []string) error {
 		r, err := st.Spend().Reserve(ctx, req)
 		if err != nil {
 			if ref, ok := spendRefusal(err); ok {
-				fmt.Fprintf(g.stderr, "sessionctl reserve: refused (%s): %s\n", ref.kind, spendRefusalDetail(err, req.SessionID, req.RequestID))
+				fmt.Fprintf(g.stderr, "sessionctl reserve: refused (%s): %s\n", ref.kind, render.SpendRefusal(err, req.SessionID, req.RequestID))
 				return exitStatus(ref.code)
 			}
 			return err
@@ -304,7 +247,7 @@ func (g *globals) finishReservation(ctx context.Context, name string, asJSON boo
 		r, err := fn(st)
 		if err != nil {
 			if ref, ok := spendRefusal(err); ok {
-				fmt.Fprintf(g.stderr, "sessionctl %s: refused (%s): %s\n", name, ref.kind, spendRefusalDetail(err, pos[0], pos[1]))
+				fmt.Fprintf(g.stderr, "sessionctl %s: refused (%s): %s\n", name, ref.kind, render.SpendRefusal(err, pos[0], pos[1]))
 				return exitStatus(ref.code)
 			}
 			return err
@@ -385,7 +328,7 @@ func runLimits(ctx context.Context, g *globals, args []string) error {
 			return nil
 		}
 		fmt.Fprintf(g.stdout, "agent %s:\n", pos[0])
-		if err := spendDetails(g.stdout, v); err != nil {
+		if err := render.SpendDetails(g.stdout, v); err != nil {
 			return err
 		}
 		return nil

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
-	"github.com/agentstore/sessionstore/humanize"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -50,7 +48,7 @@ func runUse(ctx context.Context, g *globals, args []string) error {
 		sess, err := st.Governance().Use(ctx, req)
 		if err != nil {
 			if r, ok := useRefusal(err); ok {
-				fmt.Fprintf(g.stderr, "sessionctl use: refused (%s): %s\n", r.kind, refusalDetail(err, req))
+				fmt.Fprintf(g.stderr, "sessionctl use: refused (%s): %s\n", r.kind, render.UseRefusal(err, req))
 				return exitStatus(r.code)
 			}
 			return err
@@ -58,36 +56,4 @@ func runUse(ctx context.Context, g *globals, args []string) error {
 		return g.say(*asJSON, archive.NewGovernedSession(sess), "allowed %d %s: %d of %d calls made, %d remaining\n",
 			len(req.Tools), clitext.Plural(len(req.Tools), "call", "calls"), sess.CallsMade, sess.CallBudget, sess.RemainingBudget())
 	}))
-}
-
-// refusalDetail explains a refusal to the operator. The store's Error()
-// strings are deliberately opaque (they may go back to an untrusted
-// agent); the operator running sessionctl sees the typed details.
-func refusalDetail(err error, req store.UseRequest) string {
-	var (
-		budget *store.BudgetError
-		tool   *store.ToolError
-		rate   *store.RateLimitError
-		exp    *store.ExpiredError
-		agent  *store.AgentMismatchError
-		conf   *store.ConflictError
-	)
-	switch {
-	case errors.As(err, &budget):
-		return fmt.Sprintf("%v: %d of %d calls made, %d requested", err, budget.Used, budget.Limit, budget.Requested)
-	case errors.As(err, &tool):
-		return fmt.Sprintf("%v: %s", err, tool.Tool)
-	case errors.As(err, &rate):
-		return fmt.Sprintf("%v: %d of %d calls made in the current %s window, %d requested",
-			err, rate.WindowCalls, rate.Limit, humanize.Duration(rate.Window), rate.Requested)
-	case errors.As(err, &exp):
-		return fmt.Sprintf("%v at %s", err, tablefmt.Time(exp.ExpiresAt))
-	case errors.As(err, &agent):
-		return fmt.Sprintf("the session belongs to %s, not %s", agent.Expected, agent.Actual)
-	case errors.As(err, &conf):
-		return fmt.Sprintf("request id %s was used with different tools", req.RequestID)
-	case errors.Is(err, store.ErrNotFound):
-		return fmt.Sprintf("%v: %s", err, req.SessionID)
-	}
-	return err.Error()
 }
