@@ -6,12 +6,10 @@ package main
 // its event log, prints state and deletes one.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
@@ -192,9 +190,9 @@ func (g *globals) agentsList(ctx context.Context, req store.AgentSessionsPageReq
 			return err
 		}
 		doc := agentListJSON{Items: views(items, view.NewAgentSession), Next: next}
-		return printListing(g, asJSON, listing[view.AgentSession]{doc: doc, items: doc.Items, none: "no agent sessions",
-			header: "APP\tUSER\tSESSION\tVERSION\tEVENTS\tSTATE KEYS\tUPDATED", more: "more agent sessions follow", next: doc.Next,
-			row: func(v view.AgentSession) string {
+		return render.PrintListing(g.stdout, g.stderr, asJSON, render.Listing[view.AgentSession]{Doc: doc, Items: doc.Items, None: "no agent sessions",
+			Header: "APP\tUSER\tSESSION\tVERSION\tEVENTS\tSTATE KEYS\tUPDATED", More: "more agent sessions follow", Next: doc.Next,
+			Row: func(v view.AgentSession) string {
 				up, _ := jsonout.ParseTime("updated_at", v.UpdatedAt)
 				return fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%d\t%s", humanize.Escape(v.App), humanize.Escape(v.User), humanize.Escape(v.Session), v.Version, v.EventCount, v.StateKeys, tablefmt.Time(up))
 			}})
@@ -231,14 +229,14 @@ func (g *globals) agentsShow(ctx context.Context, k store.SessionKey, last int, 
 			return err
 		}
 		fmt.Fprintf(w, "\nstate (%d %s, merged):\n", len(doc.State), clitext.Plural(len(doc.State), "key", "keys"))
-		if err := stateTable(g, doc.State, ""); err != nil {
+		if err := render.StateTable(g.stdout, doc.State, ""); err != nil {
 			return err
 		}
 		if last == 0 {
 			return nil
 		}
 		fmt.Fprintf(w, "\nlast %d %s:\n", len(s.Events), clitext.Plural(len(s.Events), "event", "events"))
-		if err := eventTable(g, s.Events); err != nil {
+		if err := render.EventTable(g.stdout, s.Events); err != nil {
 			return err
 		}
 		if s.EventCount > int64(len(s.Events)) {
@@ -247,52 +245,6 @@ func (g *globals) agentsShow(ctx context.Context, k store.SessionKey, last int, 
 		return nil
 	})
 }
-
-// stateTable prints keys and values, sorted by key; scope is the column
-// of the scope, or "" to leave it out.
-func stateTable(g *globals, m map[string]json.RawMessage, scope string) error {
-	if len(m) == 0 {
-		_, err := fmt.Fprintln(g.stdout, "  (none)")
-		return err
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	tw := tablefmt.NewWriter(g.stdout)
-	for _, k := range keys {
-		if scope != "" {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", scope, humanize.Escape(k), tablefmt.Clip(jsonText(m[k]), 80))
-		} else {
-			fmt.Fprintf(tw, "  %s\t%s\n", humanize.Escape(k), tablefmt.Clip(jsonText(m[k]), 80))
-		}
-	}
-	return tw.Flush()
-}
-
-// eventTable prints events as a table.
-func eventTable(g *globals, events []store.AgentEvent) error {
-	return printListing(g, false, listing[store.AgentEvent]{items: events, none: "no events", header: "SEQ\tID\tINVOCATION\tTIMESTAMP\tDATA",
-		row: func(e store.AgentEvent) string {
-			return fmt.Sprintf("%d\t%s\t%s\t%s\t%s", e.Seq, humanize.Escape(e.ID), tablefmt.OrDash(humanize.Escape(e.InvocationID)), e.Timestamp.UTC().Format(eventTimeLayout), tablefmt.Clip(jsonText(e.Data), 60))
-		}})
-}
-
-// jsonText is a stored JSON value on one line, without insignificant
-// white space, its HTML escapes read as the characters they stand for
-// (an application's json.Marshal writes <b> as \u003cb\u003e).
-func jsonText(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return render.CompactJSON(raw)
-	}
-	return string(humanize.JSONChars(b.Bytes()))
-}
-
-// eventTimeLayout shows an agent event's time to the microsecond, the
-// precision the store keeps.
-const eventTimeLayout = "2006-01-02 15:04:05.000000Z"
 
 // agentKeyErr names the session in a not-found error.
 func agentKeyErr(k store.SessionKey, err error) error {
@@ -359,7 +311,7 @@ func (g *globals) agentsEvents(ctx context.Context, req agentEventsReq, asJSON b
 			_, err := fmt.Fprintf(g.stdout, "no events (the session has %d)\n", doc.EventCount)
 			return err
 		}
-		if err := eventTable(g, doc.Events); err != nil {
+		if err := render.EventTable(g.stdout, doc.Events); err != nil {
 			return err
 		}
 		if doc.NextFrom != nil {
@@ -384,7 +336,7 @@ func (g *globals) agentsFollow(ctx context.Context, req agentEventsReq, asJSON b
 		w := []int{5, 20, 12, 27}
 		feed := st.Feed().Events(ctx, store.EventFeed{Key: req.key, From: store.Position{Seq: from}, Limit: followLimit})
 		err = follow(ctx, g, feed, asJSON, tablefmt.Cols(w, "SEQ", "ID", "INVOCATION", "TIMESTAMP", "DATA"), func(e store.AgentEvent) string {
-			return tablefmt.Cols(w, fmt.Sprint(e.Seq), humanize.Escape(e.ID), tablefmt.OrDash(humanize.Escape(e.InvocationID)), e.Timestamp.UTC().Format(eventTimeLayout), tablefmt.Clip(jsonText(e.Data), 80))
+			return tablefmt.Cols(w, fmt.Sprint(e.Seq), humanize.Escape(e.ID), tablefmt.OrDash(humanize.Escape(e.InvocationID)), e.Timestamp.UTC().Format(render.EventTimeLayout), tablefmt.Clip(render.JSONText(e.Data), 80))
 		})
 		return agentKeyErr(req.key, followErr("agent session "+keyText(req.key), err))
 	})
@@ -425,7 +377,7 @@ func (g *globals) agentsState(ctx context.Context, k store.SessionKey, asJSON bo
 				fmt.Fprintln(g.stdout)
 			}
 			fmt.Fprintf(g.stdout, "%s state (%d %s):\n", sc.name, len(sc.m), clitext.Plural(len(sc.m), "key", "keys"))
-			if err := stateTable(g, sc.m, ""); err != nil {
+			if err := render.StateTable(g.stdout, sc.m, ""); err != nil {
 				return err
 			}
 		}

@@ -3,16 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/statusline"
 	"github.com/agentstore/sessionstore/loadtest"
 	"github.com/agentstore/sessionstore/sqlstore"
 )
@@ -75,7 +74,7 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 		o.Dir = filepath.Dir(g.db)
 	}
 	o.Scenarios = benchScenarios()
-	o.Progress = progressFor(g.stderr, asJSON)
+	o.Progress = statusline.Bar(g.stderr, asJSON)
 	rep, err := loadtest.Run(ctx, o)
 	if err != nil {
 		fmt.Fprintf(g.stderr, "sessionctl bench: %v\n", err)
@@ -87,44 +86,6 @@ func runBench(ctx context.Context, g *globals, args []string) error {
 		}
 		return nil
 	}
-	printBench(g.stdout, &rep)
+	render.Bench(g.stdout, &rep)
 	return nil
-}
-
-func printBench(w io.Writer, rep *benchReport) {
-	fmt.Fprintf(w, "%s, directory %s, synchronous=%s\n", rep.Backend, rep.Dir, rep.Synchronous)
-	fmt.Fprintf(w, "fsync probe (4 KiB write + fsync): F = %.0f/s, p50 %.0f µs, p99 %.0f µs\n\n",
-		rep.FsyncPerSec, rep.FsyncP50, rep.FsyncP99)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tCALLERS\tOPS/S\tP50 µs\tP99 µs\tOPS/F\t")
-	for _, r := range rep.Results {
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.2f\t\n", r.Name, r.Callers, r.OpsPerSec, r.P50Micros, r.P99Micros, r.RatioToF)
-	}
-	tw.Flush()
-}
-
-// progressFor returns a progress reporter: a one-line bar on w when w is a
-// terminal and the output is for people, otherwise nothing.
-func progressFor(w io.Writer, quiet bool) func(string, float64) {
-	f, ok := w.(*os.File)
-	if quiet || !ok {
-		return func(string, float64) {}
-	}
-	fi, err := f.Stat()
-	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
-		return func(string, float64) {}
-	}
-	var mu sync.Mutex
-	return func(name string, frac float64) {
-		mu.Lock()
-		defer mu.Unlock()
-		if name == "" {
-			fmt.Fprint(w, "\r\033[K")
-			return
-		}
-		frac = min(max(frac, 0), 1)
-		const width = 30
-		n := int(frac * width)
-		fmt.Fprintf(w, "\r\033[K%-28s [%s%s] %3.0f%%", name, strings.Repeat("#", n), strings.Repeat(".", width-n), frac*100)
-	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -190,8 +191,8 @@ func runRewind(ctx context.Context, g *globals, args []string) error {
 					rows = append(rows, fmt.Sprintf("%s\t%d\t%s\t%s\t%s", tablefmt.Time(r.RewoundAt), ev.Seq, ev.ID, ev.InvocationID, jsonout.Time(ev.Timestamp)))
 				}
 			}
-			return g.result(sp.Name, printListing(g, *asJSON, listing[string]{doc: runs, items: rows, row: same,
-				none: "no superseded events in " + key.Session, header: "REWOUND\tSEQ\tEVENT\tINVOCATION\tTIMESTAMP"}))
+			return g.result(sp.Name, render.PrintListing(g.stdout, g.stderr, *asJSON, render.Listing[string]{Doc: runs, Items: rows, Row: render.Same,
+				None: "no superseded events in " + key.Session, Header: "REWOUND\tSEQ\tEVENT\tINVOCATION\tTIMESTAMP"}))
 		}
 		before, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: key})
 		if err != nil {

@@ -98,8 +98,8 @@ func rewindConversation(ctx context.Context, g *globals, sp spec, fs *flag.FlagS
 					rows = append(rows, fmt.Sprintf("%s\t%d\t%s\t%s", tablefmt.Time(r.RewoundAt), m.Seq, humanize.Escape(m.Role), tablefmt.Clip(render.MessageText(m), 60)))
 				}
 			}
-			return g.result(sp.Name, printListing(g, asJSON, listing[string]{doc: runs, items: rows, row: same,
-				none: "no superseded messages in " + id, header: "REWOUND\tSEQ\tROLE\tTEXT"}))
+			return g.result(sp.Name, render.PrintListing(g.stdout, g.stderr, asJSON, render.Listing[string]{Doc: runs, Items: rows, Row: render.Same,
+				None: "no superseded messages in " + id, Header: "REWOUND\tSEQ\tROLE\tTEXT"}))
 		}
 		before, err := c.Info(ctx, id)
 		if err != nil {

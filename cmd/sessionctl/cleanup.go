@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
 	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
@@ -92,21 +92,9 @@ func runCleanup(ctx context.Context, g *globals, args []string) error {
 	}
 	fmt.Fprintf(g.stdout, "removed %d closed or expired governed %s\n", n, clitext.Plural(int(n), "session", "sessions"))
 	if doc.WALResult != nil {
-		printWAL(g.stdout, *doc.WALResult)
+		render.WAL(g.stdout, *doc.WALResult)
 	}
 	return nil
-}
-
-// printWAL reports a checkpoint (and vacuum) in one or two lines.
-func printWAL(w io.Writer, r WALResult) {
-	state := "truncated"
-	if !r.Complete {
-		state = "partly checkpointed (readers were active)"
-	}
-	fmt.Fprintf(w, "wal: %s -> %s, %s\n", humanize.Bytes(r.WALBytesBefore), humanize.Bytes(r.WALBytesAfter), state)
-	if r.Vacuumed {
-		fmt.Fprintf(w, "vacuum: database file %s smaller\n", humanize.Bytes(r.VacuumedBytes))
-	}
 }
 
 // cleanupDryRunJSON is the JSON document of cleanup --dry-run.

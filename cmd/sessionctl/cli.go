@@ -18,7 +18,6 @@ import (
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cmdspec"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -291,45 +290,6 @@ func (e *missingError) Error() string { return e.what + " not found" }
 
 // Unwrap makes errors.Is(err, store.ErrNotFound) true.
 func (e *missingError) Unwrap() error { return store.ErrNotFound }
-
-// listing is what a listing command prints: with --json its document;
-// else a line saying there is none, or a header and one row an item as an
-// aligned table, then (on stderr) how to read the next page.
-type listing[T any] struct {
-	doc    any            // the --json document
-	items  []T            // the rows
-	none   string         // the line printed when there are no items
-	header string         // the column names, tab-separated
-	row    func(T) string // an item's cells, tab-separated (lines under it may follow)
-	more   string         // "more sessions follow", said when next is set
-	next   string         // the cursor of the next page (quoted for a shell)
-}
-
-// printListing prints l, as JSON when asJSON.
-func printListing[T any](g *globals, asJSON bool, l listing[T]) error {
-	if asJSON {
-		return jsonout.Write(g.stdout, l.doc)
-	}
-	if len(l.items) == 0 {
-		_, err := fmt.Fprintln(g.stdout, l.none)
-		return err
-	}
-	tw := tablefmt.NewWriter(g.stdout)
-	fmt.Fprintln(tw, l.header)
-	for _, it := range l.items {
-		fmt.Fprintln(tw, l.row(it))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if l.next != "" {
-		fmt.Fprintf(g.stderr, "%s: add --after %s for the next page\n", l.more, clitext.ShellQuote(l.next))
-	}
-	return nil
-}
-
-// same is a listing's row of a row already written.
-func same(row string) string { return row }
 
 // say prints a command's outcome: doc as one JSON document with --json,
 // else the line format makes of args; a failure to write is returned.

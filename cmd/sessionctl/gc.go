@@ -9,6 +9,7 @@ import (
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/facet"
 
@@ -181,7 +182,7 @@ func runGC(ctx context.Context, g *globals, args []string) error {
 		}
 	}
 	if doc.WALResult != nil {
-		printWAL(w, *doc.WALResult)
+		render.WAL(w, *doc.WALResult)
 	}
 	return nil
 }

@@ -147,8 +147,8 @@ func runList(ctx context.Context, g *globals, args []string) error {
 			return err
 		}
 
-		return g.result(sp.Name, printListing(g, *asJSON, listing[store.Session]{doc: listJSON{Items: views(items, archive.NewGovernedSession), Next: next},
-			items: items, none: "no governed sessions", header: render.GovHeader, row: render.GovRow, more: "more sessions follow", next: next}))
+		return g.result(sp.Name, render.PrintListing(g.stdout, g.stderr, *asJSON, render.Listing[store.Session]{Doc: listJSON{Items: views(items, archive.NewGovernedSession), Next: next},
+			Items: items, None: "no governed sessions", Header: render.GovHeader, Row: render.GovRow, More: "more sessions follow", Next: next}))
 	}))
 }
 
@@ -160,8 +160,8 @@ func listConversations(ctx context.Context, g *globals, st cliStore, f store.Con
 	if err != nil {
 		return g.fail("list", err)
 	}
-	return g.result("list", printListing(g, asJSON, listing[store.ConversationSummary]{doc: convListJSON{Items: views(items, view.NewConversation), Next: next},
-		items: items, none: "no conversations", header: render.ConvHeader, row: render.ConvRow, more: "more conversations follow", next: next}))
+	return g.result("list", render.PrintListing(g.stdout, g.stderr, asJSON, render.Listing[store.ConversationSummary]{Doc: convListJSON{Items: views(items, view.NewConversation), Next: next},
+		Items: items, None: "no conversations", Header: render.ConvHeader, Row: render.ConvRow, More: "more conversations follow", Next: next}))
 }
 
 // listRuntime lists the runtime sessions of owner (all when empty), one
@@ -173,6 +173,6 @@ func listRuntime(ctx context.Context, g *globals, st cliStore, owner, after stri
 	if err != nil {
 		return g.fail("list", err)
 	}
-	return g.result("list", printListing(g, asJSON, listing[store.RuntimeSession]{doc: rtListJSON{Items: views(items, view.NewRuntimeSession), Next: next},
-		items: items, none: "no runtime sessions", header: render.RuntimeHeader, row: render.RuntimeRow, more: "more runtime sessions may follow", next: next}))
+	return g.result("list", render.PrintListing(g.stdout, g.stderr, asJSON, render.Listing[store.RuntimeSession]{Doc: rtListJSON{Items: views(items, view.NewRuntimeSession), Next: next},
+		Items: items, None: "no runtime sessions", Header: render.RuntimeHeader, Row: render.RuntimeRow, More: "more runtime sessions may follow", Next: next}))
 }

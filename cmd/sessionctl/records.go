@@ -78,9 +78,9 @@ func runArtifacts(ctx context.Context, g *globals, args []string) error {
 			if err != nil {
 				return err
 			}
-			return printListing(g, asJSON, listing[store.Artifact]{doc: artifactsJSON{ID: id, Artifacts: nonNilSlice(list)},
-				items: list, none: "no artifacts", header: "URI\tTOOL\tBYTES\tSHOWN\tUPDATED",
-				row: func(a store.Artifact) string {
+			return render.PrintListing(g.stdout, g.stderr, asJSON, render.Listing[store.Artifact]{Doc: artifactsJSON{ID: id, Artifacts: nonNilSlice(list)},
+				Items: list, None: "no artifacts", Header: "URI\tTOOL\tBYTES\tSHOWN\tUPDATED",
+				Row: func(a store.Artifact) string {
 					return fmt.Sprintf("%s\t%s\t%d\t%d\t%s", humanize.Escape(a.URI), tablefmt.OrDash(humanize.Escape(a.ToolName)), a.OriginalBytes, a.ShownBytes, tablefmt.Time(a.UpdatedAt))
 				}})
 		})
@@ -130,9 +130,9 @@ func runTraces(ctx context.Context, g *globals, args []string) error {
 			if err != nil {
 				return err
 			}
-			return printListing(g, asJSON, listing[store.TraceEvent]{doc: tracesJSON{ID: id, Traces: nonNilSlice(events)},
-				items: events, none: "no trace events", header: "SEQ\tKIND\tNAME\tOK\tEXIT\tDURATION\tOUTPUT\tCREATED",
-				row: func(e store.TraceEvent) string {
+			return render.PrintListing(g.stdout, g.stderr, asJSON, render.Listing[store.TraceEvent]{Doc: tracesJSON{ID: id, Traces: nonNilSlice(events)},
+				Items: events, None: "no trace events", Header: "SEQ\tKIND\tNAME\tOK\tEXIT\tDURATION\tOUTPUT\tCREATED",
+				Row: func(e store.TraceEvent) string {
 					return fmt.Sprintf("%d\t%s\t%s\t%s\t%d\t%dms\t%d\t%s", e.Seq, humanize.Escape(string(e.Kind)), humanize.Escape(e.Name), tablefmt.YesNo(e.Success),
 						e.ExitCode, e.DurationMS, e.OutputBytes, tablefmt.Time(e.CreatedAt))
 				}})
@@ -187,9 +187,9 @@ func runRuns(ctx context.Context, g *globals, args []string) error {
 			if err != nil {
 				return err
 			}
-			return printListing(g, asJSON, listing[store.RunRecord]{doc: runsJSON{ID: id, Runs: nonNilSlice(runs)},
-				items: runs, none: "no runs", header: "RUN\tSTATUS\tEVENTS\tCREATED\tUPDATED\tPROMPT",
-				row: func(r store.RunRecord) string {
+			return render.PrintListing(g.stdout, g.stderr, asJSON, render.Listing[store.RunRecord]{Doc: runsJSON{ID: id, Runs: nonNilSlice(runs)},
+				Items: runs, None: "no runs", Header: "RUN\tSTATUS\tEVENTS\tCREATED\tUPDATED\tPROMPT",
+				Row: func(r store.RunRecord) string {
 					s := r.Snapshot
 					row := fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%s", humanize.Escape(s.ID), humanize.Escape(string(s.Status)), s.EventCount,
 						tablefmt.Time(s.CreatedAt), tablefmt.Time(s.UpdatedAt), tablefmt.Clip(s.Prompt, 60))
@@ -228,9 +228,9 @@ func runReports(ctx context.Context, g *globals, args []string) error {
 			if err != nil {
 				return err
 			}
-			return printListing(g, asJSON, listing[store.VerificationReport]{doc: reportsJSON{ID: id, Reports: nonNilSlice(reports)},
-				items: reports, none: "no verification reports", header: "SEQ\tSUBJECT\tSTATUS\tCHECKS PASSED\tRISKS\tCREATED",
-				row: func(r store.VerificationReport) string {
+			return render.PrintListing(g.stdout, g.stderr, asJSON, render.Listing[store.VerificationReport]{Doc: reportsJSON{ID: id, Reports: nonNilSlice(reports)},
+				Items: reports, None: "no verification reports", Header: "SEQ\tSUBJECT\tSTATUS\tCHECKS PASSED\tRISKS\tCREATED",
+				Row: func(r store.VerificationReport) string {
 					passed := 0
 					for _, c := range r.Checks {
 						if c.Status == store.VerificationPassed {
