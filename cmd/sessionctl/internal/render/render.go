@@ -6,5 +6,7 @@
 // sequence (package termout).
 package render
 
+import "github.com/agentstore/sessionstore/humanize"
+
 // esc escapes s for one cell or line (humanize.Escape).
-func esc(s string) string { return esc(s) }
+func esc(s string) string { return humanize.Escape(s) }
