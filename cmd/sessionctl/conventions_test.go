@@ -7,8 +7,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/suggest"
 )
 
 // runBare runs sessionctl with exactly args (no --db put in front).
@@ -76,9 +74,6 @@ func TestDidYouMean(t *testing.T) {
 	}
 	if r := e.run("frobnicate").want(t, exitUsage); strings.Contains(r.stderr, "did you mean") {
 		t.Errorf("a suggestion for an unrelated word: %q", r.stderr)
-	}
-	if suggest.Closest("x", []string{"list", "show"}) != "" || suggest.Closest("sho", []string{"list", "show"}) != "show" || suggest.EditDistance("kitten", "sitting") != 3 {
-		t.Error("suggest or editDistance")
 	}
 }
 

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -120,25 +118,5 @@ func testHumanOutputEscapesControls(t *testing.T, newTestEnv envMaker) {
 	// Content printed "as it is" into a pipe or file stays exact.
 	if r := e.run("artifacts", id, "--uri", "u\u009b1m").want(t, 0); r.stdout != hostile {
 		t.Errorf("artifacts --uri: %q", r.stdout)
-	}
-}
-
-// TestTermWriter: the safety net escapes controls but tab and newline,
-// also when a UTF-8 sequence is split between two writes.
-func TestTermWriter(t *testing.T) {
-	t.Parallel()
-	var b bytes.Buffer
-	w := termout.NewWriter(&b)
-	c1 := []byte("\u009b")
-	for _, p := range [][]byte{[]byte("ok\tx\n\x1b[2J"), c1[:1], c1[1:], []byte("é\u202e"), {0xff}, []byte("end\n"), c1[:1]} {
-		if _, err := w.Write(p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if want := "ok\tx\n\\x1b[2J\\u009bé\\u202e\\xffend\n\\xc2"; b.String() != want {
-		t.Errorf("got %q, want %q", b.String(), want)
 	}
 }
