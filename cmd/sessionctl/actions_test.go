@@ -33,17 +33,17 @@ func TestActionFlags(t *testing.T) {
 		for _, m := range helpFlagArgRE.FindAllStringSubmatch(help.String(), -1) {
 			flags[m[1]] = m[2]
 		}
-		acts := describe(c).sp.actions
+		acts := describe(c).Spec.Actions
 		for _, a := range acts {
-			for _, f := range a.flags {
+			for _, f := range a.Flags {
 				if _, ok := flags[f]; !ok {
-					t.Errorf("%s %s declares --%s, which %s does not have", c.name, a.name, f, c.name)
+					t.Errorf("%s %s declares --%s, which %s does not have", c.name, a.Name, f, c.name)
 				}
 			}
 			for f, arg := range flags {
 				args := []string{"--db", db, c.name}
-				if !a.bare {
-					args = append(args, a.name)
+				if !a.Bare {
+					args = append(args, a.Name)
 				} else {
 					args = append(args, "x")
 				}
@@ -58,8 +58,8 @@ func TestActionFlags(t *testing.T) {
 					args = append(args, "x")
 				}
 				code, _, errs := sctl(t, args...)
-				want := "--" + f + " does not apply to " + c.name + " " + a.name
-				if slices.Contains(a.flags, f) {
+				want := "--" + f + " does not apply to " + c.name + " " + a.Name
+				if slices.Contains(a.Flags, f) {
 					if strings.Contains(errs, "does not apply") {
 						t.Errorf("%v: %s", args, errs)
 					}

@@ -6,22 +6,25 @@ package main
 // its event log, prints state and deletes one.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/view"
 )
 
 var agentsSpec = spec{
-	name: "agents",
-	args: "[list | show | events | state | delete] [APP USER SESSION]",
-	about: `Agent sessions (the sessions of an ADK-style runtime, keyed by application,
+	Name: "agents",
+	Args: "[list | show | events | state | delete] [APP USER SESSION]",
+	About: `Agent sessions (the sessions of an ADK-style runtime, keyed by application,
 user and session id): their state in three scopes and their event log.
 
   agents [list]                   lists sessions ordered by application, user
@@ -43,29 +46,29 @@ user and session id): their state in three scopes and their event log.
   agents delete APP USER SESSION  deletes the session with its events and
                                   session state (app and user state stay);
                                   asks on a terminal, else needs --yes`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl agents --app support --user ada",
 		"sessionctl agents show support ada s1",
 		"sessionctl agents events support ada s1 --last 5 --follow",
 		"sessionctl agents state support ada --json",
 		"sessionctl agents delete support ada s1 --yes",
 	},
-	actions: []action{
-		{name: "list", flags: []string{"app", "user", "idle", "limit", "after", "all", "json"}},
-		{name: "show", flags: []string{"last", "json"}},
-		{name: "events", flags: []string{"limit", "last", "from", "invocation", "follow", "json"}},
-		{name: "state", flags: []string{"json"}},
-		{name: "delete", flags: []string{"yes", "json"}},
+	Actions: []action{
+		{Name: "list", Flags: []string{"app", "user", "idle", "limit", "after", "all", "json"}},
+		{Name: "show", Flags: []string{"last", "json"}},
+		{Name: "events", Flags: []string{"limit", "last", "from", "invocation", "follow", "json"}},
+		{Name: "state", Flags: []string{"json"}},
+		{Name: "delete", Flags: []string{"yes", "json"}},
 	},
 }
 
 func runAgents(ctx context.Context, g *globals, args []string) error {
 	sp := agentsSpec
-	sub, args := sp.action(args)
+	sub, args := sp.Action(args)
 	fs := g.newFlags(sp)
 	app := fs.String("app", "", "list: only the sessions of application `APP`")
 	user := fs.String("user", "", "list: only the sessions of user `USER`")
-	idle := durationFlag(fs, "idle", 0, "list: only sessions not updated for `DURATION`")
+	idle := cliflags.DurationFlag(fs, "idle", 0, "list: only sessions not updated for `DURATION`")
 	limit := fs.Int("limit", 50, fmt.Sprintf("list, events: at most `N` per page (1 to %d)", store.MaxPageSize))
 	after := fs.String("after", "", "list: continue after `CURSOR` (printed after a page)")
 	all := fs.Bool("all", false, "list: every page")
@@ -79,7 +82,7 @@ func runAgents(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	name := sp.name + " " + sub
+	name := sp.Name + " " + sub
 	key := func(min int) (store.SessionKey, error) {
 		if len(pos) < min || len(pos) > 3 || (min == 3 && len(pos) != 3) {
 			return store.SessionKey{}, g.usageErr(name, "expected %s", map[int]string{1: "APP [USER [SESSION]]", 3: "APP USER SESSION"}[min])
@@ -132,13 +135,13 @@ func runAgents(ctx context.Context, g *globals, args []string) error {
 		if err != nil {
 			return err
 		}
-		useLast := isSet(fs, "last")
+		useLast := cliflags.IsSet(fs, "last")
 		switch {
-		case useLast && (isSet(fs, "from") || isSet(fs, "limit")):
+		case useLast && (cliflags.IsSet(fs, "from") || cliflags.IsSet(fs, "limit")):
 			return g.usageErr(name, "--last does not go with --from or --limit")
 		case *from < 1:
 			return g.usageErr(name, "--from must be at least 1 (events are numbered from 1)")
-		case *followFlag && (isSet(fs, "limit") || *invocation != ""):
+		case *followFlag && (cliflags.IsSet(fs, "limit") || *invocation != ""):
 			return g.usageErr(name, "--follow does not go with --limit or --invocation")
 		case useLast && *invocation != "":
 			return g.usageErr(name, "--last does not go with --invocation")
@@ -187,11 +190,11 @@ func (g *globals) agentsList(ctx context.Context, req store.AgentSessionsPageReq
 			return err
 		}
 		doc := agentListJSON{Items: views(items, view.NewAgentSession), Next: next}
-		return printListing(g, asJSON, listing[view.AgentSession]{doc: doc, items: doc.Items, none: "no agent sessions",
-			header: "APP\tUSER\tSESSION\tVERSION\tEVENTS\tSTATE KEYS\tUPDATED", more: "more agent sessions follow", next: doc.Next,
-			row: func(v view.AgentSession) string {
-				up, _ := parseJSONTime("updated_at", v.UpdatedAt)
-				return fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%d\t%s", esc(v.App), esc(v.User), esc(v.Session), v.Version, v.EventCount, v.StateKeys, tableTime(up))
+		return render.PrintListing(g.stdout, g.stderr, asJSON, render.Listing[view.AgentSession]{Doc: doc, Items: doc.Items, None: "no agent sessions",
+			Header: "APP\tUSER\tSESSION\tVERSION\tEVENTS\tSTATE KEYS\tUPDATED", More: "more agent sessions follow", Next: doc.Next,
+			Row: func(v view.AgentSession) string {
+				up, _ := jsonout.ParseTime("updated_at", v.UpdatedAt)
+				return fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%d\t%s", humanize.Escape(v.App), humanize.Escape(v.User), humanize.Escape(v.Session), v.Version, v.EventCount, v.StateKeys, tablefmt.Time(up))
 			}})
 	})
 }
@@ -213,81 +216,35 @@ func (g *globals) agentsShow(ctx context.Context, k store.SessionKey, last int, 
 		}
 		doc := agentShowJSON{AgentSession: view.NewAgentSession(s), State: store.DefaultStatePrefixes.Merge(s.State), Events: nonNilSlice(s.Events)}
 		if asJSON {
-			return writeJSON(g.stdout, doc)
+			return jsonout.Write(g.stdout, doc)
 		}
 		w := g.stdout
-		fmt.Fprintf(w, "agent session %s\n", esc(keyText(k)))
-		tw := newTable(w)
+		fmt.Fprintf(w, "agent session %s\n", humanize.Escape(keyText(k)))
+		tw := tablefmt.NewWriter(w)
 		fmt.Fprintf(tw, "  version\t%d\n", s.Version)
 		fmt.Fprintf(tw, "  events\t%d\n", s.EventCount)
-		fmt.Fprintf(tw, "  created\t%s\n", tableTime(s.CreatedAt))
-		fmt.Fprintf(tw, "  updated\t%s\n", tableTime(s.UpdatedAt))
+		fmt.Fprintf(tw, "  created\t%s\n", tablefmt.Time(s.CreatedAt))
+		fmt.Fprintf(tw, "  updated\t%s\n", tablefmt.Time(s.UpdatedAt))
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "\nstate (%d %s, merged):\n", len(doc.State), plural(len(doc.State), "key", "keys"))
-		if err := stateTable(g, doc.State, ""); err != nil {
+		fmt.Fprintf(w, "\nstate (%d %s, merged):\n", len(doc.State), clitext.Plural(len(doc.State), "key", "keys"))
+		if err := render.StateTable(g.stdout, doc.State, ""); err != nil {
 			return err
 		}
 		if last == 0 {
 			return nil
 		}
-		fmt.Fprintf(w, "\nlast %d %s:\n", len(s.Events), plural(len(s.Events), "event", "events"))
-		if err := eventTable(g, s.Events); err != nil {
+		fmt.Fprintf(w, "\nlast %d %s:\n", len(s.Events), clitext.Plural(len(s.Events), "event", "events"))
+		if err := render.EventTable(g.stdout, s.Events); err != nil {
 			return err
 		}
 		if s.EventCount > int64(len(s.Events)) {
-			fmt.Fprintf(w, "(sessionctl agents events %s %s %s --from 1 for the whole log)\n", shellQuote(k.App), shellQuote(k.User), shellQuote(k.Session))
+			fmt.Fprintf(w, "(sessionctl agents events %s %s %s --from 1 for the whole log)\n", clitext.ShellQuote(k.App), clitext.ShellQuote(k.User), clitext.ShellQuote(k.Session))
 		}
 		return nil
 	})
 }
-
-// stateTable prints keys and values, sorted by key; scope is the column
-// of the scope, or "" to leave it out.
-func stateTable(g *globals, m map[string]json.RawMessage, scope string) error {
-	if len(m) == 0 {
-		_, err := fmt.Fprintln(g.stdout, "  (none)")
-		return err
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	tw := newTable(g.stdout)
-	for _, k := range keys {
-		if scope != "" {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", scope, esc(k), clip(jsonText(m[k]), 80))
-		} else {
-			fmt.Fprintf(tw, "  %s\t%s\n", esc(k), clip(jsonText(m[k]), 80))
-		}
-	}
-	return tw.Flush()
-}
-
-// eventTable prints events as a table.
-func eventTable(g *globals, events []store.AgentEvent) error {
-	return printListing(g, false, listing[store.AgentEvent]{items: events, none: "no events", header: "SEQ\tID\tINVOCATION\tTIMESTAMP\tDATA",
-		row: func(e store.AgentEvent) string {
-			return fmt.Sprintf("%d\t%s\t%s\t%s\t%s", e.Seq, esc(e.ID), orDash(esc(e.InvocationID)), e.Timestamp.UTC().Format(eventTimeLayout), clip(jsonText(e.Data), 60))
-		}})
-}
-
-// jsonText is a stored JSON value on one line, without insignificant
-// white space, its HTML escapes read as the characters they stand for
-// (an application's json.Marshal writes <b> as \u003cb\u003e).
-func jsonText(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return compactJSON(raw)
-	}
-	return string(humanize.JSONChars(b.Bytes()))
-}
-
-// eventTimeLayout shows an agent event's time to the microsecond, the
-// precision the store keeps.
-const eventTimeLayout = "2006-01-02 15:04:05.000000Z"
 
 // agentKeyErr names the session in a not-found error.
 func agentKeyErr(k store.SessionKey, err error) error {
@@ -348,13 +305,13 @@ func (g *globals) agentsEvents(ctx context.Context, req agentEventsReq, asJSON b
 			doc.EventCount = s.EventCount
 		}
 		if asJSON {
-			return writeJSON(g.stdout, doc)
+			return jsonout.Write(g.stdout, doc)
 		}
 		if len(doc.Events) == 0 {
 			_, err := fmt.Fprintf(g.stdout, "no events (the session has %d)\n", doc.EventCount)
 			return err
 		}
-		if err := eventTable(g, doc.Events); err != nil {
+		if err := render.EventTable(g.stdout, doc.Events); err != nil {
 			return err
 		}
 		if doc.NextFrom != nil {
@@ -378,8 +335,8 @@ func (g *globals) agentsFollow(ctx context.Context, req agentEventsReq, asJSON b
 		}
 		w := []int{5, 20, 12, 27}
 		feed := st.Feed().Events(ctx, store.EventFeed{Key: req.key, From: store.Position{Seq: from}, Limit: followLimit})
-		err = follow(ctx, g, feed, asJSON, cols(w, "SEQ", "ID", "INVOCATION", "TIMESTAMP", "DATA"), func(e store.AgentEvent) string {
-			return cols(w, fmt.Sprint(e.Seq), esc(e.ID), orDash(esc(e.InvocationID)), e.Timestamp.UTC().Format(eventTimeLayout), clip(jsonText(e.Data), 80))
+		err = follow(ctx, g, feed, asJSON, tablefmt.Cols(w, "SEQ", "ID", "INVOCATION", "TIMESTAMP", "DATA"), func(e store.AgentEvent) string {
+			return tablefmt.Cols(w, fmt.Sprint(e.Seq), humanize.Escape(e.ID), tablefmt.OrDash(humanize.Escape(e.InvocationID)), e.Timestamp.UTC().Format(render.EventTimeLayout), tablefmt.Clip(render.JSONText(e.Data), 80))
 		})
 		return agentKeyErr(req.key, followErr("agent session "+keyText(req.key), err))
 	})
@@ -405,7 +362,7 @@ func (g *globals) agentsState(ctx context.Context, k store.SessionKey, asJSON bo
 			if k.Session != "" {
 				doc.Session = nonNilMap(s.Session)
 			}
-			return writeJSON(g.stdout, doc)
+			return jsonout.Write(g.stdout, doc)
 		}
 		scopes := []struct {
 			name string
@@ -419,8 +376,8 @@ func (g *globals) agentsState(ctx context.Context, k store.SessionKey, asJSON bo
 			if i > 0 {
 				fmt.Fprintln(g.stdout)
 			}
-			fmt.Fprintf(g.stdout, "%s state (%d %s):\n", sc.name, len(sc.m), plural(len(sc.m), "key", "keys"))
-			if err := stateTable(g, sc.m, ""); err != nil {
+			fmt.Fprintf(g.stdout, "%s state (%d %s):\n", sc.name, len(sc.m), clitext.Plural(len(sc.m), "key", "keys"))
+			if err := render.StateTable(g.stdout, sc.m, ""); err != nil {
 				return err
 			}
 		}
@@ -445,14 +402,14 @@ func (g *globals) agentsDelete(ctx context.Context, name string, k store.Session
 			return agentKeyErr(k, err)
 		}
 		what := fmt.Sprintf("agent session %s with %d %s and %d session state %s", keyText(k), s.EventCount,
-			plural(int(s.EventCount), "event", "events"), len(s.State.Session), plural(len(s.State.Session), "key", "keys"))
+			clitext.Plural(int(s.EventCount), "event", "events"), len(s.State.Session), clitext.Plural(len(s.State.Session), "key", "keys"))
 		if err := g.confirm(name, what, yes); err != nil {
 			return err
 		}
 		if err := as.DeleteSession(ctx, k); err != nil {
 			return agentKeyErr(k, err)
 		}
-		return g.say(asJSON, map[string]any{"deleted": view.NewAgentSession(s)}, "deleted %s\n", esc(what))
+		return g.say(asJSON, map[string]any{"deleted": view.NewAgentSession(s)}, "deleted %s\n", humanize.Escape(what))
 	})
 }
 

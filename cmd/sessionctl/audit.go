@@ -9,18 +9,21 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
 
-	"github.com/agentstore/sessionstore/humanize"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/view"
 )
 
 var auditSpec = spec{
-	name: "audit",
-	args: "[list | verify | checkpoint | prune]",
-	about: `The audit trail: every governance decision (a create, each use or
+	Name: "audit",
+	Args: "[list | verify | checkpoint | prune]",
+	About: `The audit trail: every governance decision (a create, each use or
 reservation allowed or refused, a settle, a release, a close, an expiry, a
 lapse, a cleanup, a change of limits), appended in the decision's own
 transaction to its agent's hash chain.
@@ -43,19 +46,19 @@ transaction to its agent's hash chain.
                     --older-than 0s: the newest checkpoint made so far),
                     after checking that they verify; a chain that does not
                     verify is not cut (exit 1)`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl audit --agent agent-42 --since 2026-01-02T00:00:00Z",
 		"sessionctl audit --outcome spend_limit_exceeded --json",
 		"sessionctl audit verify",
 		"sessionctl audit checkpoint && sessionctl audit prune --older-than 90d",
 	},
-	actions: []action{
-		{name: "list", flags: []string{"agent", "session", "kind", "outcome", "since", "until", "limit", "after", "all", "json"}},
-		{name: "verify", flags: []string{"json"}},
-		{name: "checkpoint", flags: []string{"agent", "json"}},
-		{name: "prune", flags: []string{"agent", "before", "older-than", "json"}},
+	Actions: []action{
+		{Name: "list", Flags: []string{"agent", "session", "kind", "outcome", "since", "until", "limit", "after", "all", "json"}},
+		{Name: "verify", Flags: []string{"json"}},
+		{Name: "checkpoint", Flags: []string{"agent", "json"}},
+		{Name: "prune", Flags: []string{"agent", "before", "older-than", "json"}},
 	},
-	values: map[string][]string{"--kind": auditKinds()},
+	Values: map[string][]string{"--kind": auditKinds()},
 }
 
 // auditKinds are the kinds audit --kind takes.
@@ -71,7 +74,7 @@ func auditKinds() []string {
 
 func runAudit(ctx context.Context, g *globals, args []string) error {
 	sp := auditSpec
-	sub, args := sp.action(args)
+	sub, args := sp.Action(args)
 	fs := g.newFlags(sp)
 	agent := fs.String("agent", "", "only the chain of agent `ID`")
 	session := fs.String("session", "", "list: only the events of session `ID`")
@@ -83,7 +86,7 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 	after := fs.String("after", "", "list: continue after `CURSOR` (printed after a page)")
 	all := fs.Bool("all", false, "list: every page")
 	before := fs.String("before", "", "prune: cut at the newest checkpoint before `TIME` (RFC 3339)")
-	olderThan := durationFlag(fs, "older-than", 0, "prune: cut at the newest checkpoint older than `DURATION` (0s: the newest one)")
+	olderThan := cliflags.DurationFlag(fs, "older-than", 0, "prune: cut at the newest checkpoint older than `DURATION` (0s: the newest one)")
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	pos, err := g.parseAction(fs, sp, sub, args)
 	if err != nil {
@@ -92,7 +95,7 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
 		return err
 	}
-	name := sp.name + " " + sub
+	name := sp.Name + " " + sub
 	switch sub {
 	case "list":
 		f := store.AuditFilter{AgentID: *agent, SessionID: *session, Kind: store.AuditKind(*kind), Outcome: *outcome,
@@ -121,7 +124,7 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 			if err != nil {
 				return err
 			}
-			return g.say(*asJSON, map[string]int64{"checkpointed_chains": n}, "checkpointed %d %s\n", n, plural(int(n), "chain", "chains"))
+			return g.say(*asJSON, map[string]int64{"checkpointed_chains": n}, "checkpointed %d %s\n", n, clitext.Plural(int(n), "chain", "chains"))
 		}))
 	case "prune":
 		cut, err := optTime("before", *before)
@@ -130,7 +133,7 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 		}
 		// --older-than 0s is "every checkpoint made so far": what
 		// checkpoint then prune --older-than 0s is expected to do.
-		olderSet := isSet(fs, "older-than")
+		olderSet := cliflags.IsSet(fs, "older-than")
 		switch {
 		case olderSet == !cut.IsZero():
 			return g.usageErr(name, "give one of --before and --older-than")
@@ -142,7 +145,7 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 			if err != nil {
 				return err
 			}
-			return g.say(*asJSON, map[string]any{"before": jsonTime(cut), "removed_events": n}, "removed %d %s before the checkpoints made before %s\n", n, plural(int(n), "event", "events"), tableTime(cut))
+			return g.say(*asJSON, map[string]any{"before": jsonout.Time(cut), "removed_events": n}, "removed %d %s before the checkpoints made before %s\n", n, clitext.Plural(int(n), "event", "events"), tablefmt.Time(cut))
 		}))
 	}
 	return exitStatus(exitUsage)
@@ -150,7 +153,7 @@ func runAudit(ctx context.Context, g *globals, args []string) error {
 
 // jsonOr writes v as JSON (a failure is reported under name).
 func (g *globals) jsonOr(name string, v any) error {
-	return g.result(name, writeJSON(g.stdout, v))
+	return g.result(name, jsonout.Write(g.stdout, v))
 }
 
 // optTime parses an optional RFC 3339 flag value (zero when empty).
@@ -181,23 +184,7 @@ func (g *globals) auditList(ctx context.Context, name string, f store.AuditFilte
 			}{Events: view.AuditEvents(events), Next: next}
 			return g.jsonOr(name, doc)
 		}
-		tw := newTable(g.stdout)
-		fmt.Fprintln(tw, "AGENT\tCHAIN\tSEQ\tAT\tKIND\tOUTCOME\tSESSION\tREQUEST\tDETAIL")
-		for _, e := range events {
-			chain := "agent"
-			if e.Chain != "" {
-				chain = "session"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(e.AgentID), chain, e.Seq, tableTime(e.At), e.Kind, cell(e.Outcome),
-				orDash(cell(e.SessionID)), orDash(cell(e.RequestID)), cell(clip(string(humanize.AuditDetail(e.Detail)), 60)))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		if next != "" {
-			fmt.Fprintf(g.stdout, "more: --after %s\n", next)
-		}
-		return nil
+		return render.AuditEvents(g.stdout, events, next)
 	}))
 }
 
@@ -212,7 +199,7 @@ func (g *globals) auditVerify(ctx context.Context, name string, asJSON bool) err
 			code = exitStatus(exitError)
 		}
 		if asJSON {
-			if err := writeJSON(g.stdout, struct {
+			if err := jsonout.Write(g.stdout, struct {
 				OK bool `json:"ok"`
 				store.AuditReport
 			}{rep.OK(), rep}); err != nil {
@@ -220,26 +207,9 @@ func (g *globals) auditVerify(ctx context.Context, name string, asJSON bool) err
 			}
 			return code
 		}
-		writeAuditReport(g.stdout, rep)
+		render.AuditReport(g.stdout, rep)
 		return code
 	}))
-}
-
-// writeAuditReport prints what verify found.
-func writeAuditReport(w io.Writer, rep store.AuditReport) {
-	for _, p := range rep.Problems {
-		chain := "agent " + cell(p.AgentID)
-		if p.Chain != "" {
-			chain += " session " + cell(p.Chain)
-		}
-		fmt.Fprintf(w, "%s: event %d %s: %s\n", chain, p.Seq, p.Problem, cell(p.Reason))
-	}
-	verdict := "verified"
-	if !rep.OK() {
-		verdict = fmt.Sprintf("checked, %d did not verify", len(rep.Problems))
-	}
-	fmt.Fprintf(w, "%d %s with %d %s %s\ndigest %s\n", rep.Chains, plural(int(rep.Chains), "chain", "chains"),
-		rep.Events, plural(int(rep.Events), "event", "events"), verdict, rep.Digest)
 }
 
 // Maintenance of the audit facet.
@@ -267,5 +237,5 @@ func statsAuditRows(doc *statsJSON) [][2]string {
 	if doc.Audit == nil {
 		return nil
 	}
-	return [][2]string{{"audit chains", fmt.Sprintf("%d, %d %s appended", doc.Audit.Chains, doc.Audit.Events, plural(int(doc.Audit.Events), "event", "events"))}}
+	return [][2]string{{"audit chains", fmt.Sprintf("%d, %d %s appended", doc.Audit.Chains, doc.Audit.Events, clitext.Plural(int(doc.Audit.Events), "event", "events"))}}
 }

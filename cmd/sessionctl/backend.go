@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
@@ -168,14 +169,6 @@ func errNotOnPostgres(what, instead string) error {
 	return errors.New(what + " is not supported on PostgreSQL: " + instead)
 }
 
-// shellQuote quotes s for a shell command line when it needs it.
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`&;|<>()?*[]{}#~!") {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // pgSchemaHint names the store's schema as the URL sets it (the first entry
 // of search_path), else "public", for the advice of an error message.
 func (g *globals) pgSchemaHint() string {
@@ -187,5 +180,5 @@ func (g *globals) pgSchemaHint() string {
 	if first = strings.TrimSpace(first); first == "" || strings.HasPrefix(first, "$") {
 		return "public"
 	}
-	return shellQuote(first)
+	return clitext.ShellQuote(first)
 }

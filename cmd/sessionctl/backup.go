@@ -8,13 +8,15 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/statusline"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/sqlstore"
 )
 
 var backupSpec = spec{
-	name: "backup",
-	args: "FILE",
-	about: `Writes a consistent copy of the database to FILE: every page of one
+	Name: "backup",
+	Args: "FILE",
+	About: `Writes a consistent copy of the database to FILE: every page of one
 snapshot (one read transaction, so other processes may keep writing while
 it runs), with SQLite's online backup, into a temporary file beside FILE.
 The copy is then checked — PRAGMA integrity_check, and the row count of
@@ -36,7 +38,7 @@ pages copied of the total.
 Not supported on PostgreSQL (exit status 1): back the store's schema up
 with the server's own tools, e.g. pg_dump --schema=NAME, or continuous
 archiving.`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl backup /backups/sessions-$(date +%F).db",
 		"sessionctl backup --force /backups/sessions-latest.db",
 	},
@@ -59,31 +61,31 @@ func runBackup(ctx context.Context, g *globals, args []string) error {
 	}
 	dest := pos[0]
 	if g.isPG() {
-		return g.fail(sp.name, errNotOnPostgres("backup", "use pg_dump (for example pg_dump --format=custom --schema="+g.pgSchemaHint()+" URL > FILE)"))
+		return g.fail(sp.Name, errNotOnPostgres("backup", "use pg_dump (for example pg_dump --format=custom --schema="+g.pgSchemaHint()+" URL > FILE)"))
 	}
 	if dest == "" {
-		return g.usageErr(sp.name, "FILE must not be empty")
+		return g.usageErr(sp.Name, "FILE must not be empty")
 	}
 	if err := g.mustExistFile(); err != nil {
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
 	if own, ok := sqlstore.OwnFile(g.db, dest); ok {
-		return g.usageErr(sp.name, "%s is the database's own file %s: choose a file outside the database", dest, own)
+		return g.usageErr(sp.Name, "%s is the database's own file %s: choose a file outside the database", dest, own)
 	}
 	replaced := false
 	switch fi, err := os.Lstat(dest); {
 	case err == nil && fi.IsDir():
-		return g.fail(sp.name, fmt.Errorf("%s is a directory", dest))
+		return g.fail(sp.Name, fmt.Errorf("%s is a directory", dest))
 	case err == nil && !*force:
-		return g.fail(sp.name, fmt.Errorf("%s exists: remove it, choose another name, or give --force", dest))
+		return g.fail(sp.Name, fmt.Errorf("%s exists: remove it, choose another name, or give --force", dest))
 	case err == nil:
 		replaced = true
 	case !errors.Is(err, iofs.ErrNotExist):
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
 	dir := filepath.Dir(dest)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return g.fail(sp.name, fmt.Errorf("directory %s does not exist", dir))
+		return g.fail(sp.Name, fmt.Errorf("directory %s does not exist", dir))
 	}
 	p := g.startProgress(true)
 	res, err := sqlstore.Backup(ctx, g.db, dest, sqlstore.BackupOptions{Replace: *force, Progress: backupProgress(p)})
@@ -91,34 +93,34 @@ func runBackup(ctx context.Context, g *globals, args []string) error {
 		err = fmt.Errorf("%s exists: remove it, choose another name, or give --force", dest)
 	}
 	if err != nil {
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
-	g.status.clear()
+	g.status.Clear()
 	doc := backupJSON{BackupResult: res, Replaced: replaced}
-	return g.result(sp.name, g.say(*asJSON, doc, "backed up %s to %s: %s, schema version %d, integrity_check %s, %d rows in %d tables (as in the source)\n",
-		esc(doc.Source), esc(doc.Backup), humanBytes(doc.Bytes), doc.SchemaVersion, doc.IntegrityCheck, doc.Rows, doc.Tables))
+	return g.result(sp.Name, g.say(*asJSON, doc, "backed up %s to %s: %s, schema version %d, integrity_check %s, %d rows in %d tables (as in the source)\n",
+		humanize.Escape(doc.Source), humanize.Escape(doc.Backup), humanize.Bytes(doc.Bytes), doc.SchemaVersion, doc.IntegrityCheck, doc.Rows, doc.Tables))
 }
 
 // backupProgress shows the steps of a backup and the pages copied on the
 // status line p (nil: none).
-func backupProgress(p *progress) func(sqlstore.BackupProgress) {
+func backupProgress(p *statusline.Line) func(sqlstore.BackupProgress) {
 	return func(bp sqlstore.BackupProgress) {
 		switch bp.Step {
 		case sqlstore.BackupCounting:
-			p.show("backup: counting the rows of every table")
+			p.Show("backup: counting the rows of every table")
 		case sqlstore.BackupCopying:
 			if bp.PagesTotal == 0 {
-				p.show("backup: copying the pages")
+				p.Show("backup: copying the pages")
 				return
 			}
-			p.update(func() string {
+			p.Update(func() string {
 				return fmt.Sprintf("backup: copied %d of %d pages, %s", bp.PagesDone, bp.PagesTotal,
-					ofTotal(bp.PagesDone*bp.PageSize, bp.PagesTotal*bp.PageSize))
+					statusline.OfTotal(bp.PagesDone*bp.PageSize, bp.PagesTotal*bp.PageSize))
 			})
 		case sqlstore.BackupChecking:
-			p.show("backup: checking the copy (integrity_check, row counts)")
+			p.Show("backup: checking the copy (integrity_check, row counts)")
 		case sqlstore.BackupSyncing:
-			p.show("backup: syncing the copy and putting it in place")
+			p.Show("backup: syncing the copy and putting it in place")
 		}
 	}
 }

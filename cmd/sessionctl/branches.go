@@ -14,13 +14,18 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/store"
 )
 
 var forkSpec = spec{
-	name: "fork",
-	args: "APP USER SESSION | CONVERSATION",
-	about: `Forks an agent session (or, given one id, a conversation) at an event: the
+	Name: "fork",
+	Args: "APP USER SESSION | CONVERSATION",
+	About: `Forks an agent session (or, given one id, a conversation) at an event: the
 new session holds the events 1..--at of SESSION (all of them without --at)
 and its next event follows them. Its session state is the state at that
 point (the creation state with the state changes of the events up to it);
@@ -31,7 +36,7 @@ events of either session never reach the other. --as names the fork
 to and including position --at (default: the last) and copies its session
 data; usage, cost and cost records start empty, artifacts, traces, runs and
 reports stay.`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl fork support ada s1 --at 40 --as s1-retry",
 		"sessionctl fork c1 --at 12 --as c1-retry",
 		"sessionctl fork support ada s1 --json",
@@ -39,16 +44,16 @@ reports stay.`,
 }
 
 var rewindSpec = spec{
-	name: "rewind",
-	args: "APP USER SESSION | CONVERSATION",
-	about: `Rewinds an agent session (or, given one id, a conversation) to event --to:
+	Name: "rewind",
+	Args: "APP USER SESSION | CONVERSATION",
+	About: `Rewinds an agent session (or, given one id, a conversation) to event --to:
 the events after it are superseded (kept, shown by --superseded and by
 history, until retention removes them) and the session state returns to what
 it was at that event (--to 0: the state the session was created with). Forks
 taken earlier keep what they read. --superseded lists the superseded events
 instead. For a conversation, --to is the position of the last message kept
 (-1: none); its session data is not kept per message and stays as it is.`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl rewind support ada s1 --to 12",
 		"sessionctl rewind c1 --to 7",
 		"sessionctl rewind support ada s1 --superseded --json",
@@ -56,14 +61,14 @@ instead. For a conversation, --to is the position of the last message kept
 }
 
 var historySpec = spec{
-	name: "history",
-	args: "APP USER SESSION | CONVERSATION",
-	about: `Prints the tree an agent session (or, given one id, a conversation) belongs
+	Name: "history",
+	Args: "APP USER SESSION | CONVERSATION",
+	About: `Prints the tree an agent session (or, given one id, a conversation) belongs
 to: the session it was forked from (its lineage, not a conversation's parent
 field), its forks and theirs, deleted sessions whose events forks still
 read, the runs of events a rewind superseded, and the ranges compaction
 records summarise. The session asked for is marked with *.`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl history support ada s1",
 		"sessionctl history c1",
 		"sessionctl history support ada s1 --json",
@@ -78,7 +83,7 @@ func (g *globals) sessionKeyArgs(sp spec, pos []string) (store.SessionKey, error
 	k := store.SessionKey{App: pos[0], User: pos[1], Session: pos[2]}
 	for i, field := range []string{"app", "user", "session"} {
 		if err := store.ValidateID(field, pos[i]); err != nil {
-			return k, g.usageErr(sp.name, "%v", err)
+			return k, g.usageErr(sp.Name, "%v", err)
 		}
 	}
 	return k, nil
@@ -102,8 +107,8 @@ func runFork(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	if isSet(fs, "at") && *at < 0 {
-		return g.usageErr(sp.name, "--at must not be negative")
+	if cliflags.IsSet(fs, "at") && *at < 0 {
+		return g.usageErr(sp.Name, "--at must not be negative")
 	}
 	if id, ok, err := g.convTarget(sp, pos); ok || err != nil {
 		if err != nil {
@@ -117,10 +122,10 @@ func runFork(ctx context.Context, g *globals, args []string) error {
 	}
 	if *as != "" {
 		if err := store.ValidateID("session", *as); err != nil {
-			return g.usageErr(sp.name, "--as: %v", err)
+			return g.usageErr(sp.Name, "--as: %v", err)
 		}
 	}
-	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+	return g.result(sp.Name, g.withStore(ctx, func(st cliStore) error {
 		as2 := st.AgentSessions()
 		point := *at
 		if point < 0 {
@@ -135,7 +140,7 @@ func runFork(ctx context.Context, g *globals, args []string) error {
 			return err
 		}
 		return g.say(*asJSON, forkJSON{From: key, At: point, Key: f.Key, EventCount: f.EventCount}, "forked %s at event %d as %s (%d %s)\n", key.Session, point, f.Key.Session,
-			f.EventCount, plural(int(f.EventCount), "event", "events"))
+			f.EventCount, clitext.Plural(int(f.EventCount), "event", "events"))
 	}))
 }
 
@@ -168,12 +173,12 @@ func runRewind(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	switch {
-	case *superseded && isSet(fs, "to"):
-		return g.usageErr(sp.name, "--to does not apply with --superseded")
+	case *superseded && cliflags.IsSet(fs, "to"):
+		return g.usageErr(sp.Name, "--to does not apply with --superseded")
 	case !*superseded && *to < 0:
-		return g.usageErr(sp.name, "--to N is required (0 or more)")
+		return g.usageErr(sp.Name, "--to N is required (0 or more)")
 	}
-	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+	return g.result(sp.Name, g.withStore(ctx, func(st cliStore) error {
 		as := st.AgentSessions()
 		if *superseded {
 			runs, err := as.Superseded(ctx, key)
@@ -183,11 +188,11 @@ func runRewind(ctx context.Context, g *globals, args []string) error {
 			var rows []string
 			for _, r := range runs {
 				for _, ev := range r.Events {
-					rows = append(rows, fmt.Sprintf("%s\t%d\t%s\t%s\t%s", tableTime(r.RewoundAt), ev.Seq, ev.ID, ev.InvocationID, jsonTime(ev.Timestamp)))
+					rows = append(rows, fmt.Sprintf("%s\t%d\t%s\t%s\t%s", tablefmt.Time(r.RewoundAt), ev.Seq, ev.ID, ev.InvocationID, jsonout.Time(ev.Timestamp)))
 				}
 			}
-			return g.result(sp.name, printListing(g, *asJSON, listing[string]{doc: runs, items: rows, row: same,
-				none: "no superseded events in " + key.Session, header: "REWOUND\tSEQ\tEVENT\tINVOCATION\tTIMESTAMP"}))
+			return g.result(sp.Name, render.PrintListing(g.stdout, g.stderr, *asJSON, render.Listing[string]{Doc: runs, Items: rows, Row: render.Same,
+				None: "no superseded events in " + key.Session, Header: "REWOUND\tSEQ\tEVENT\tINVOCATION\tTIMESTAMP"}))
 		}
 		before, err := as.GetSession(ctx, store.GetAgentSessionRequest{Key: key})
 		if err != nil {
@@ -199,7 +204,7 @@ func runRewind(ctx context.Context, g *globals, args []string) error {
 		}
 		n := before.EventCount - s.EventCount
 		return g.say(*asJSON, rewindJSON{Key: key, EventCount: s.EventCount, Version: s.Version, Superseded: n}, "rewound %s to event %d: %d %s superseded (sessionctl rewind --superseded lists them)\n",
-			key.Session, s.EventCount, n, plural(int(n), "event", "events"))
+			key.Session, s.EventCount, n, clitext.Plural(int(n), "event", "events"))
 	}))
 }
 
@@ -221,15 +226,15 @@ func runHistory(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+	return g.result(sp.Name, g.withStore(ctx, func(st cliStore) error {
 		nodes, err := st.AgentSessions().History(ctx, key)
 		if err != nil {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(g.stdout, nodes)
+			return jsonout.Write(g.stdout, nodes)
 		}
-		tw := newTable(g.stdout)
+		tw := tablefmt.NewWriter(g.stdout)
 		fmt.Fprintln(tw, "SESSION\tSTATUS\tFORKED AT\tEVENTS\tCOMPACTED\tCREATED")
 		depths := store.LineageDepths(nodes)
 		for i, n := range nodes {
@@ -241,7 +246,7 @@ func runHistory(ctx context.Context, g *globals, args []string) error {
 			if n.Parent != 0 {
 				fork = fmt.Sprint(n.ForkSeq)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name, n.Status, fork, n.EventCount, compactedText(n.Compactions), tableTime(n.CreatedAt))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name, n.Status, fork, n.EventCount, compactedText(n.Compactions), tablefmt.Time(n.CreatedAt))
 		}
 		return tw.Flush()
 	}))

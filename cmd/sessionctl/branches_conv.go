@@ -11,6 +11,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -22,7 +28,7 @@ func (g *globals) convTarget(sp spec, pos []string) (string, bool, error) {
 		return "", false, nil
 	}
 	if err := store.ValidateID("id", pos[0]); err != nil {
-		return "", true, g.usageErr(sp.name, "%v", err)
+		return "", true, g.usageErr(sp.Name, "%v", err)
 	}
 	return pos[0], true, nil
 }
@@ -38,12 +44,12 @@ type convForkJSON struct {
 func forkConversation(ctx context.Context, g *globals, sp spec, fs *flag.FlagSet, id string, at int64, as string, asJSON bool) error {
 	if as != "" {
 		if err := store.ValidateID("id", as); err != nil {
-			return g.usageErr(sp.name, "--as: %v", err)
+			return g.usageErr(sp.Name, "--as: %v", err)
 		}
 	}
-	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+	return g.result(sp.Name, g.withStore(ctx, func(st cliStore) error {
 		c := st.Conversations()
-		if !isSet(fs, "at") {
+		if !cliflags.IsSet(fs, "at") {
 			last, err := c.LastMessages(ctx, id, 1)
 			if err != nil {
 				return withID(id, err)
@@ -58,7 +64,7 @@ func forkConversation(ctx context.Context, g *globals, sp spec, fs *flag.FlagSet
 			return withID(id, err)
 		}
 		return g.say(asJSON, convForkJSON{From: id, At: at, ID: f.ID, MessageCount: f.MessageCount}, "forked conversation %s at message %d as %s (%d %s)\n", id, at, f.ID,
-			f.MessageCount, plural(int(f.MessageCount), "message", "messages"))
+			f.MessageCount, clitext.Plural(int(f.MessageCount), "message", "messages"))
 	}))
 }
 
@@ -72,14 +78,14 @@ type convRewindJSON struct {
 
 func rewindConversation(ctx context.Context, g *globals, sp spec, fs *flag.FlagSet, id string, to int64, superseded, asJSON bool) error {
 	switch {
-	case superseded && isSet(fs, "to"):
-		return g.usageErr(sp.name, "--to does not apply with --superseded")
-	case !superseded && !isSet(fs, "to"):
-		return g.usageErr(sp.name, "--to N is required (the last message kept; -1: none)")
+	case superseded && cliflags.IsSet(fs, "to"):
+		return g.usageErr(sp.Name, "--to does not apply with --superseded")
+	case !superseded && !cliflags.IsSet(fs, "to"):
+		return g.usageErr(sp.Name, "--to N is required (the last message kept; -1: none)")
 	case to < -1:
-		return g.usageErr(sp.name, "--to must be -1 or a position")
+		return g.usageErr(sp.Name, "--to must be -1 or a position")
 	}
-	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+	return g.result(sp.Name, g.withStore(ctx, func(st cliStore) error {
 		c := st.Conversations()
 		if superseded {
 			runs, err := c.Superseded(ctx, id)
@@ -89,11 +95,11 @@ func rewindConversation(ctx context.Context, g *globals, sp spec, fs *flag.FlagS
 			var rows []string
 			for _, r := range runs {
 				for _, m := range r.Messages {
-					rows = append(rows, fmt.Sprintf("%s\t%d\t%s\t%s", tableTime(r.RewoundAt), m.Seq, esc(m.Role), clip(messageText(m), 60)))
+					rows = append(rows, fmt.Sprintf("%s\t%d\t%s\t%s", tablefmt.Time(r.RewoundAt), m.Seq, humanize.Escape(m.Role), tablefmt.Clip(render.MessageText(m), 60)))
 				}
 			}
-			return g.result(sp.name, printListing(g, asJSON, listing[string]{doc: runs, items: rows, row: same,
-				none: "no superseded messages in " + id, header: "REWOUND\tSEQ\tROLE\tTEXT"}))
+			return g.result(sp.Name, render.PrintListing(g.stdout, g.stderr, asJSON, render.Listing[string]{Doc: runs, Items: rows, Row: render.Same,
+				None: "no superseded messages in " + id, Header: "REWOUND\tSEQ\tROLE\tTEXT"}))
 		}
 		before, err := c.Info(ctx, id)
 		if err != nil {
@@ -105,20 +111,20 @@ func rewindConversation(ctx context.Context, g *globals, sp spec, fs *flag.FlagS
 		}
 		n := before.MessageCount - s.MessageCount
 		return g.say(asJSON, convRewindJSON{ID: id, MessageCount: s.MessageCount, Version: s.Version, Superseded: n}, "rewound conversation %s to message %d: %d %s superseded (sessionctl rewind %s --superseded lists them)\n",
-			id, to, n, plural(int(n), "message", "messages"), id)
+			id, to, n, clitext.Plural(int(n), "message", "messages"), id)
 	}))
 }
 
 func historyConversation(ctx context.Context, g *globals, sp spec, id string, asJSON bool) error {
-	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+	return g.result(sp.Name, g.withStore(ctx, func(st cliStore) error {
 		nodes, err := st.Conversations().History(ctx, id)
 		if err != nil {
 			return withID(id, err)
 		}
 		if asJSON {
-			return writeJSON(g.stdout, nodes)
+			return jsonout.Write(g.stdout, nodes)
 		}
-		tw := newTable(g.stdout)
+		tw := tablefmt.NewWriter(g.stdout)
 		fmt.Fprintln(tw, "CONVERSATION\tSTATUS\tFORKED AT\tMESSAGES\tCOMPACTED\tCREATED")
 		depths := store.ConversationDepths(nodes)
 		for i, n := range nodes {
@@ -134,7 +140,7 @@ func historyConversation(ctx context.Context, g *globals, sp spec, id string, as
 			if n.Parent != "" {
 				fork = fmt.Sprint(n.ForkNext - 1)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name, n.Status, fork, n.Messages, compactedText(n.Compactions), tableTime(n.CreatedAt))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", name, n.Status, fork, n.Messages, compactedText(n.Compactions), tablefmt.Time(n.CreatedAt))
 		}
 		return tw.Flush()
 	}))

@@ -3,17 +3,21 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
 	"github.com/agentstore/sessionstore/archive"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
 var cleanupSpec = spec{
-	name: "cleanup",
-	about: `Deletes governed sessions that are closed or past their time limit (one
+	Name: "cleanup",
+	About: `Deletes governed sessions that are closed or past their time limit (one
 sweep with that rule, see sessionctl sweep; held sessions are kept), then
 checkpoints the WAL into the database file and truncates it. With --vacuum
 the database file is also rewritten without its free pages, so that it
@@ -24,7 +28,7 @@ rewrite a damaged one. On PostgreSQL
 only the sessions are deleted: the server manages its WAL and reclaims
 space with autovacuum, and --vacuum is refused. --dry-run lists the
 sessions cleanup would remove and changes nothing.`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl cleanup --dry-run",
 		"sessionctl cleanup",
 		"sessionctl cleanup --vacuum --json",
@@ -48,20 +52,20 @@ func runCleanup(ctx context.Context, g *globals, args []string) error {
 	}
 	if *dryRun {
 		if *vacuum {
-			return g.usageErr(sp.name, "--vacuum does not go with --dry-run")
+			return g.usageErr(sp.Name, "--vacuum does not go with --dry-run")
 		}
-		return g.result(sp.name, g.cleanupDryRun(ctx, *asJSON))
+		return g.result(sp.Name, g.cleanupDryRun(ctx, *asJSON))
 	}
 	if *vacuum && g.isPG() {
-		return g.fail(sp.name, errNotOnPostgres("--vacuum", "autovacuum reclaims space (or run VACUUM yourself)"))
+		return g.fail(sp.Name, errNotOnPostgres("--vacuum", "autovacuum reclaims space (or run VACUUM yourself)"))
 	}
 	st, err := g.openExisting(ctx)
 	if err != nil {
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
 	if err := g.checkBeforeRewrite(ctx); err != nil {
 		st.Close()
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
 	// One sweep with the rule "ended governed sessions, at once" in
 	// place of the stored policies (held sessions are kept).
@@ -73,36 +77,24 @@ func runCleanup(ctx context.Context, g *globals, args []string) error {
 		err = cerr
 	}
 	if err != nil {
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
 	doc := cleanupJSON{Removed: n}
 	if !g.isPG() {
 		wal, err := checkpoint(ctx, g.db, *vacuum)
 		if err != nil {
-			return g.fail(sp.name, err)
+			return g.fail(sp.Name, err)
 		}
 		doc.WALResult = &wal
 	}
 	if *asJSON {
-		return g.result(sp.name, writeJSON(g.stdout, doc))
+		return g.result(sp.Name, jsonout.Write(g.stdout, doc))
 	}
-	fmt.Fprintf(g.stdout, "removed %d closed or expired governed %s\n", n, plural(int(n), "session", "sessions"))
+	fmt.Fprintf(g.stdout, "removed %d closed or expired governed %s\n", n, clitext.Plural(int(n), "session", "sessions"))
 	if doc.WALResult != nil {
-		printWAL(g.stdout, *doc.WALResult)
+		render.WAL(g.stdout, *doc.WALResult)
 	}
 	return nil
-}
-
-// printWAL reports a checkpoint (and vacuum) in one or two lines.
-func printWAL(w io.Writer, r WALResult) {
-	state := "truncated"
-	if !r.Complete {
-		state = "partly checkpointed (readers were active)"
-	}
-	fmt.Fprintf(w, "wal: %s -> %s, %s\n", humanBytes(r.WALBytesBefore), humanBytes(r.WALBytesAfter), state)
-	if r.Vacuumed {
-		fmt.Fprintf(w, "vacuum: database file %s smaller\n", humanBytes(r.VacuumedBytes))
-	}
 }
 
 // cleanupDryRunJSON is the JSON document of cleanup --dry-run.
@@ -128,16 +120,16 @@ func (g *globals) cleanupDryRun(ctx context.Context, asJSON bool) error {
 		now := g.clock()
 		doc := cleanupDryRunJSON{WouldRemove: int64(len(list)), Sessions: views(list, archive.NewGovernedSession)}
 		if asJSON {
-			return writeJSON(g.stdout, doc)
+			return jsonout.Write(g.stdout, doc)
 		}
-		fmt.Fprintf(g.stdout, "would remove %d closed or expired governed %s\n", len(list), plural(len(list), "session", "sessions"))
+		fmt.Fprintf(g.stdout, "would remove %d closed or expired governed %s\n", len(list), clitext.Plural(len(list), "session", "sessions"))
 		if len(list) == 0 {
 			return nil
 		}
-		tw := newTable(g.stdout)
+		tw := tablefmt.NewWriter(g.stdout)
 		fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tCALLS\tEXPIRES")
 		for _, s := range list {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\n", esc(s.ID), esc(s.AgentID), s.EffectiveStatus(now), s.CallsMade, s.CallBudget, tableTime(s.ExpiresAt))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\n", humanize.Escape(s.ID), humanize.Escape(s.AgentID), s.EffectiveStatus(now), s.CallsMade, s.CallBudget, tablefmt.Time(s.ExpiresAt))
 		}
 		return tw.Flush()
 	})

@@ -5,17 +5,18 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 	"github.com/agentstore/sessionstore/store"
 )
 
 var closeSpec = spec{
-	name: "close",
-	args: "ID [ID...]",
-	about: fmt.Sprintf(`Closes governed sessions: every later use is refused with status %d. Closing a
+	Name: "close",
+	Args: "ID [ID...]",
+	About: fmt.Sprintf(`Closes governed sessions: every later use is refused with status %d. Closing a
 session that is already closed is an error (exit status %[1]d), a missing one
 exit status %d; the other ids are still closed, and the exit status is the
 highest of them.`, exitClosed, exitNotFound),
-	examples: []string{
+	Examples: []string{
 		"sessionctl close task-7",
 		"sessionctl list --agent a1 --status active --json | jq -r '.items[].id' | xargs sessionctl close",
 	},
@@ -30,10 +31,10 @@ func runClose(ctx context.Context, g *globals, args []string) error {
 	}
 	for _, id := range pos {
 		if err := store.ValidateID("id", id); err != nil {
-			return g.usageErr(sp.name, "%v", err)
+			return g.usageErr(sp.Name, "%v", err)
 		}
 	}
-	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+	return g.result(sp.Name, g.withStore(ctx, func(st cliStore) error {
 		status := exitOK
 		for _, id := range pos {
 			s, err := st.Governance().Close(ctx, id)
@@ -41,7 +42,7 @@ func runClose(ctx context.Context, g *globals, args []string) error {
 				if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrClosed) {
 					err = fmt.Errorf("%s: %w", id, err)
 				}
-				status = max(status, g.reportItem(sp.name, err))
+				status = max(status, g.reportItem(sp.Name, err))
 				continue
 			}
 			fmt.Fprintf(g.stdout, "closed %s (%d of %d calls made)\n", s.ID, s.CallsMade, s.CallBudget)
@@ -54,11 +55,11 @@ func runClose(ctx context.Context, g *globals, args []string) error {
 }
 
 var closeAgentSpec = spec{
-	name: "close-agent",
-	args: "AGENT",
-	about: `Closes every active governed session of one agent, for example when its
+	Name: "close-agent",
+	Args: "AGENT",
+	About: `Closes every active governed session of one agent, for example when its
 credentials are revoked, and prints how many it closed.`,
-	examples: []string{"sessionctl close-agent agent-42"},
+	Examples: []string{"sessionctl close-agent agent-42"},
 }
 
 // closeAgentJSON is the JSON document of close-agent.
@@ -78,7 +79,7 @@ func runCloseAgent(ctx context.Context, g *globals, args []string) error {
 	defer st.Close()
 	n, err := st.Governance().CloseAllForAgent(ctx, agent)
 	if err != nil {
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
-	return g.result(sp.name, g.say(*asJSON, closeAgentJSON{AgentID: agent, Closed: n}, "closed %d active %s of agent %s\n", n, plural(int(n), "session", "sessions"), agent))
+	return g.result(sp.Name, g.say(*asJSON, closeAgentJSON{AgentID: agent, Closed: n}, "closed %d active %s of agent %s\n", n, clitext.Plural(int(n), "session", "sessions"), agent))
 }

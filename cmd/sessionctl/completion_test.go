@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 )
 
 // completionCases are command lines, the last word being completed, and
@@ -104,7 +107,7 @@ func TestCompletionScripts(t *testing.T) {
 		for _, c := range completionCases {
 			b.WriteString("COMP_WORDS=(sessionctl")
 			for _, w := range c.words {
-				b.WriteString(" " + shellQuote(w))
+				b.WriteString(" " + clitext.ShellQuote(w))
 			}
 			b.WriteString("); COMP_CWORD=" + strconv.Itoa(len(c.words)) + "; COMPREPLY=(); _sessionctl; echo \"${COMPREPLY[*]}\"\n")
 		}
@@ -117,7 +120,7 @@ func TestCompletionScripts(t *testing.T) {
 		for _, c := range completionCases {
 			b.WriteString("words=(sessionctl")
 			for _, w := range c.words {
-				b.WriteString(" " + shellQuote(w))
+				b.WriteString(" " + clitext.ShellQuote(w))
 			}
 			b.WriteString("); CURRENT=" + strconv.Itoa(len(c.words)+1) + "; _sessionctl\n")
 		}
@@ -131,7 +134,7 @@ func TestCompletionScripts(t *testing.T) {
 			for _, w := range c.words {
 				line += " " + w
 			}
-			b.WriteString("echo (complete -C" + shellQuote(line) + " | string replace -r '\\t.*' '')\n")
+			b.WriteString("echo (complete -C" + clitext.ShellQuote(line) + " | string replace -r '\\t.*' '')\n")
 		}
 		check(t, "fish", run(t, "fish", "--no-config", b.String()))
 	})
@@ -144,9 +147,9 @@ var (
 	actionsRE   = regexp.MustCompile(`^\[?([a-z-]+(?: ?\| ?[a-z-]+)+)`)
 	completeSet = func(words ...string) []string {
 		var out []string
-		for _, c := range completions(words) {
-			if strings.HasPrefix(c.word, words[len(words)-1]) {
-				out = append(out, c.word)
+		for _, c := range completionTable().Candidates(words) {
+			if strings.HasPrefix(c.Word, words[len(words)-1]) {
+				out = append(out, c.Word)
 			}
 		}
 		return out
@@ -216,7 +219,7 @@ func TestCommandTable(t *testing.T) {
 				t.Errorf("completion after list --%s v --facet offers %q", f.name, got)
 			}
 		}
-		if h := hoistGlobals(args); h[0] != "--"+f.name || h[len(h)-1] != "list" {
+		if h := cliflags.HoistGlobals(args, isGlobal); h[0] != "--"+f.name || h[len(h)-1] != "list" {
 			t.Errorf("--%s after the command is not taken as a global flag: %q", f.name, h)
 		}
 	}
@@ -243,8 +246,8 @@ var enumValueNames = map[string]bool{"FACET": true, "KIND": true, "KINDS": true,
 func testCommandTable(t *testing.T, c command) {
 	t.Helper()
 	d := describe(c)
-	if d.fs == nil || d.sp.name != c.name {
-		t.Errorf("%s: --help does not describe it (%q)", c.name, d.sp.name)
+	if d.Flags == nil || d.Spec.Name != c.name {
+		t.Errorf("%s: --help does not describe it (%q)", c.name, d.Spec.Name)
 		return
 	}
 	_, help, _ := sctl(t, c.name, "--help")
@@ -253,7 +256,7 @@ func testCommandTable(t *testing.T, c command) {
 		helpFlags[m[1]] = true
 	}
 	offered := completeSet(c.name, "--")
-	d.fs.VisitAll(func(f *flag.Flag) {
+	d.Flags.VisitAll(func(f *flag.Flag) {
 		if !helpFlags["--"+f.Name] {
 			t.Errorf("%s --help does not list --%s", c.name, f.Name)
 		}
@@ -267,7 +270,7 @@ func testCommandTable(t *testing.T, c command) {
 		}
 		// A value named as one of a few (FACET, KIND, ORDER, ...) is
 		// offered (search --kind, --facet and --order were not).
-		if name, _ := flag.UnquoteUsage(f); enumValueNames[name] && len(d.sp.values["--"+f.Name]) == 0 {
+		if name, _ := flag.UnquoteUsage(f); enumValueNames[name] && len(d.Spec.Values["--"+f.Name]) == 0 {
 			t.Errorf("%s --%s takes one %s of a few, which completion does not offer", c.name, f.Name, name)
 		}
 		// A value is named for the reader (DURATION, N), not by Go's
@@ -275,19 +278,19 @@ func testCommandTable(t *testing.T, c command) {
 		if name, _ := flag.UnquoteUsage(f); goTypeNames[name] {
 			t.Errorf("%s --%s names its value by Go's type %q", c.name, f.Name, name)
 		}
-		if takesValue(&d, f.Name) {
-			if got, want := completeSet(c.name, "--"+f.Name, ""), d.sp.values["--"+f.Name]; !slices.Equal(got, want) {
+		if completionTable().TakesValue(&d, f.Name) {
+			if got, want := completeSet(c.name, "--"+f.Name, ""), d.Spec.Values["--"+f.Name]; !slices.Equal(got, want) {
 				t.Errorf("completion after %s --%s offers %q, want its values %q", c.name, f.Name, got, want)
 			}
 		}
 	})
 	for name := range helpFlags {
-		if d.fs.Lookup(strings.TrimPrefix(name, "--")) == nil {
+		if d.Flags.Lookup(strings.TrimPrefix(name, "--")) == nil {
 			t.Errorf("%s --help lists %s, which its parser lacks", c.name, name)
 		}
 	}
 	for _, w := range offered {
-		if _, global := lookupGlobal(strings.TrimPrefix(w, "--")); !global && w != "--help" && d.fs.Lookup(strings.TrimPrefix(w, "--")) == nil {
+		if _, global := lookupGlobal(strings.TrimPrefix(w, "--")); !global && w != "--help" && d.Flags.Lookup(strings.TrimPrefix(w, "--")) == nil {
 			t.Errorf("completion of %s offers %s, which its parser lacks", c.name, w)
 		}
 	}
@@ -298,23 +301,23 @@ func testCommandTable(t *testing.T, c command) {
 	}
 	synopsis := m[1]
 	var declared []string
-	for _, a := range d.sp.actions {
-		declared = append(declared, a.name)
-		if a.bare {
+	for _, a := range d.Spec.Actions {
+		declared = append(declared, a.Name)
+		if a.Bare {
 			continue
 		}
-		if !regexp.MustCompile(`\b` + a.name + `\b`).MatchString(synopsis) {
-			t.Errorf("%s's synopsis %q does not name its action %s", c.name, synopsis, a.name)
+		if !regexp.MustCompile(`\b` + a.Name + `\b`).MatchString(synopsis) {
+			t.Errorf("%s's synopsis %q does not name its action %s", c.name, synopsis, a.Name)
 		}
-		if !slices.Contains(completeSet(c.name, ""), a.name) {
-			t.Errorf("completion of %s does not offer its action %s", c.name, a.name)
+		if !slices.Contains(completeSet(c.name, ""), a.Name) {
+			t.Errorf("completion of %s does not offer its action %s", c.name, a.Name)
 		}
-		if got, _ := d.sp.action([]string{a.name}); got != a.name {
-			t.Errorf("the parser takes %s %s as action %s", c.name, a.name, got)
+		if got, _ := d.Spec.Action([]string{a.Name}); got != a.Name {
+			t.Errorf("the parser takes %s %s as action %s", c.name, a.Name, got)
 		}
-		for _, f := range a.flags {
-			if d.fs.Lookup(f) == nil {
-				t.Errorf("%s %s declares --%s, which %s does not have", c.name, a.name, f, c.name)
+		for _, f := range a.Flags {
+			if d.Flags.Lookup(f) == nil {
+				t.Errorf("%s %s declares --%s, which %s does not have", c.name, a.Name, f, c.name)
 			}
 		}
 	}
@@ -325,11 +328,11 @@ func testCommandTable(t *testing.T, c command) {
 			}
 		}
 	}
-	for key, values := range d.sp.values {
+	for key, values := range d.Spec.Values {
 		var got []string
 		switch {
 		case strings.HasPrefix(key, "--"):
-			if !takesValue(&d, strings.TrimPrefix(key, "--")) {
+			if !completionTable().TakesValue(&d, strings.TrimPrefix(key, "--")) {
 				t.Errorf("%s: values for %s, which is not a flag that takes a value", c.name, key)
 			}
 			continue // offered: checked above
@@ -347,7 +350,7 @@ func testCommandTable(t *testing.T, c command) {
 			}
 		}
 	}
-	for key, values := range d.sp.values {
+	for key, values := range d.Spec.Values {
 		for _, v := range values {
 			if !strings.Contains(help, v) {
 				t.Errorf("%s --help does not name %s's value %q", c.name, key, v)

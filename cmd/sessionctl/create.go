@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/agentstore/sessionstore/archive"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
 	"github.com/agentstore/sessionstore/store"
 )
 
 var createSpec = spec{
-	name: "create",
-	about: `Creates a governed session and prints its id (the whole session with --json).
+	Name: "create",
+	About: `Creates a governed session and prints its id (the whole session with --json).
 The session allows --budget tool calls of the --tool names ("*" for any
 tool) until --time-limit has passed, at most --rate-limit calls per
 --rate-window when a rate limit is given. --max-active creates the session
@@ -20,20 +22,20 @@ only if the agent has fewer active sessions, atomically. --limit sets a
 spend limit of the session, METRIC=AMOUNT[/WINDOW] (see "sessionctl
 limits", which sets an agent's own). Creates the database file when it
 does not exist.`,
-	examples: []string{
+	Examples: []string{
 		`id=$(sessionctl create --agent agent-42 --tool read_file --tool list_dir --budget 100 --time-limit 1h)`,
 		`sessionctl create --id task-7 --agent a1 --tool '*' --budget 10 --rate-limit 5 --rate-window 1m --json`,
 		`sessionctl create --agent a1 --tool '*' --budget 50 --limit cost=2.50USD --limit tokens=200000/hour`,
 	},
-	values: map[string][]string{"--sensitivity": {string(store.SensitivityPublic), string(store.SensitivityInternal),
+	Values: map[string][]string{"--sensitivity": {string(store.SensitivityPublic), string(store.SensitivityInternal),
 		string(store.SensitivityConfidential), string(store.SensitivityRestricted)}},
 }
 
 func runCreate(ctx context.Context, g *globals, args []string) error {
 	sp := createSpec
 	fs := g.newFlags(sp)
-	var tools, creds nameList
-	var chain stringList
+	var tools, creds cliflags.NameList
+	var chain cliflags.StringList
 	id := fs.String("id", "", "session `ID` (default: a random UUID)")
 	agent := fs.String("agent", "", "the agent `ID` the session is bound to (required)")
 	fs.Var(&tools, "tool", "authorized tool `NAME`, repeatable or comma-separated; \"*\" for any tool")
@@ -41,8 +43,8 @@ func runCreate(ctx context.Context, g *globals, args []string) error {
 	fs.Var(&chain, "delegation", "delegation chain entry `ID`, outermost first, repeatable")
 	budget := fs.Int64("budget", -1, "number of tool calls allowed, `N` >= 0 (required)")
 	rateLimit := fs.Int64("rate-limit", 0, "at most `N` calls per rate window (0: unlimited)")
-	rateWindow := durationFlag(fs, "rate-window", store.DefaultRateWindow, "rate window `DURATION` (whole milliseconds, at least 1ms)")
-	timeLimit := durationFlag(fs, "time-limit", time.Hour, "the session expires after `DURATION` (whole milliseconds, at least 1s)")
+	rateWindow := cliflags.DurationFlag(fs, "rate-window", store.DefaultRateWindow, "rate window `DURATION` (whole milliseconds, at least 1ms)")
+	timeLimit := cliflags.DurationFlag(fs, "time-limit", time.Hour, "the session expires after `DURATION` (whole milliseconds, at least 1s)")
 	intent := fs.String("intent", "", "declared intent `TEXT`")
 	sensitivity := fs.String("sensitivity", string(store.SensitivityInternal), "data sensitivity ceiling `LEVEL`: public, internal, confidential or restricted")
 	maxActive := fs.Int64("max-active", 0, "create only if the agent has fewer than `N` active sessions (0: no cap)")
@@ -53,16 +55,16 @@ func runCreate(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	if *agent == "" {
-		return g.usageErr(sp.name, "--agent is required")
+		return g.usageErr(sp.Name, "--agent is required")
 	}
 	if *budget < 0 {
-		return g.usageErr(sp.name, "--budget is required and must not be negative")
+		return g.usageErr(sp.Name, "--budget is required and must not be negative")
 	}
-	if err := checkDuration("time-limit", *timeLimit, store.MinTimeLimit); err != nil {
-		return g.usageErr(sp.name, "%v", err)
+	if err := cliflags.CheckDuration("time-limit", *timeLimit, store.MinTimeLimit); err != nil {
+		return g.usageErr(sp.Name, "%v", err)
 	}
-	if err := checkDuration("rate-window", *rateWindow, durationPrecision); err != nil {
-		return g.usageErr(sp.name, "%v", err)
+	if err := cliflags.CheckDuration("rate-window", *rateWindow, cliflags.DurationPrecision); err != nil {
+		return g.usageErr(sp.Name, "%v", err)
 	}
 	req := store.CreateRequest{
 		ID:                    *id,
@@ -80,11 +82,11 @@ func runCreate(ctx context.Context, g *globals, args []string) error {
 		SpendLimits:           limits,
 	}
 	if _, err := req.Normalize(); err != nil {
-		return g.usageErr(sp.name, "%v", err)
+		return g.usageErr(sp.Name, "%v", err)
 	}
 	st, undo, err := g.openOrCreateUndo(ctx) // a refused create leaves no new file
 	if err != nil {
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
 	defer st.Close()
 	sess, err := st.Governance().Create(ctx, req)
@@ -97,10 +99,10 @@ func runCreate(ctx context.Context, g *globals, args []string) error {
 		case errors.Is(err, store.ErrConflict):
 			err = fmt.Errorf("session %s already exists: %w", *id, err)
 		}
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
 	if *asJSON {
-		return g.result(sp.name, writeJSON(g.stdout, archive.NewGovernedSession(sess)))
+		return g.result(sp.Name, jsonout.Write(g.stdout, archive.NewGovernedSession(sess)))
 	}
 	fmt.Fprintln(g.stdout, sess.ID)
 	return nil

@@ -12,13 +12,16 @@ import (
 	"io"
 	"strings"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
 var deleteSpec = spec{
-	name: "delete",
-	args: "ID",
-	about: `Deletes the runtime session and the conversation of one id, with everything
+	Name: "delete",
+	Args: "ID",
+	About: `Deletes the runtime session and the conversation of one id, with everything
 they own: the runtime session's uploads and turn (a running turn is
 cancelled with the cause session_removed), the conversation's messages,
 cost records, artifacts, trace events, runs and verification reports. One
@@ -33,12 +36,12 @@ with "sessionctl agents delete APP USER SESSION".
 delete names what it will remove and asks on a terminal; when stdin is
 not a terminal it needs --yes (without it: exit 2). --dry-run only prints
 what would be deleted.`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl delete conv-1",
 		"sessionctl delete conv-1 --facet conversations --yes",
 		"sessionctl delete rt-7 --dry-run --json",
 	},
-	values: map[string][]string{"--facet": {facetConversations, facetRuntime}},
+	Values: map[string][]string{"--facet": {facetConversations, facetRuntime}},
 }
 
 // deleteJSON is the JSON document of delete.
@@ -65,9 +68,9 @@ func runDelete(ctx context.Context, g *globals, args []string) error {
 	switch *facetFlag {
 	case "", facetConversations, facetRuntime:
 	default:
-		return g.usageErr(sp.name, "--facet must be conversations or runtime, not %q", *facetFlag)
+		return g.usageErr(sp.Name, "--facet must be conversations or runtime, not %q", *facetFlag)
 	}
-	return g.result(sp.name, g.deleteOne(ctx, sp.name, id, *facetFlag, *yes, *dryRun, *asJSON))
+	return g.result(sp.Name, g.deleteOne(ctx, sp.Name, id, *facetFlag, *yes, *dryRun, *asJSON))
 }
 
 func (g *globals) deleteOne(ctx context.Context, name, id, only string, yes, dryRun, asJSON bool) error {
@@ -102,7 +105,7 @@ func (g *globals) deleteOne(ctx context.Context, name, id, only string, yes, dry
 		}
 		what := deleteText(out)
 		if dryRun {
-			return g.say(asJSON, out, "would delete %s\n", esc(what))
+			return g.say(asJSON, out, "would delete %s\n", humanize.Escape(what))
 		}
 		if err := g.confirm(name, what, yes); err != nil {
 			return err
@@ -114,7 +117,7 @@ func (g *globals) deleteOne(ctx context.Context, name, id, only string, yes, dry
 		} else if err := st.Conversations().Delete(ctx, id); err != nil {
 			return withID(id, err)
 		}
-		return g.say(asJSON, out, "deleted %s\n", esc(what))
+		return g.say(asJSON, out, "deleted %s\n", humanize.Escape(what))
 	})
 }
 
@@ -123,12 +126,12 @@ func (g *globals) deleteOne(ctx context.Context, name, id, only string, yes, dry
 func deleteText(d deleteJSON) string {
 	var parts []string
 	if d.Runtime {
-		parts = append(parts, fmt.Sprintf("runtime session %s with %d %s", d.ID, d.Uploads, plural(int(d.Uploads), "upload", "uploads")))
+		parts = append(parts, fmt.Sprintf("runtime session %s with %d %s", d.ID, d.Uploads, clitext.Plural(int(d.Uploads), "upload", "uploads")))
 	}
 	if d.Conversation {
-		parts = append(parts, fmt.Sprintf("conversation %s with %d %s", d.ID, d.Messages, plural(int(d.Messages), "message", "messages")))
+		parts = append(parts, fmt.Sprintf("conversation %s with %d %s", d.ID, d.Messages, clitext.Plural(int(d.Messages), "message", "messages")))
 	}
-	return joinAnd(parts)
+	return clitext.JoinAnd(parts)
 }
 
 // confirm asks before a destructive command deletes what: with yes it does
@@ -142,7 +145,7 @@ func (g *globals) confirm(name, what string, yes bool) error {
 	if !g.stdinIsTerminal() {
 		return &usageError{fmt.Sprintf("refusing to delete %s without --yes: stdin is not a terminal to ask on", what)}
 	}
-	fmt.Fprintf(g.stderr, "sessionctl %s: delete %s? [y/N] ", name, esc(what))
+	fmt.Fprintf(g.stderr, "sessionctl %s: delete %s? [y/N] ", name, humanize.Escape(what))
 	line, err := bufio.NewReader(g.stdin).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return err
@@ -168,5 +171,5 @@ func (g *globals) stdinIsTerminal() bool {
 	if g.terminalStdin != nil {
 		return *g.terminalStdin
 	}
-	return isTerminal(g.stdin)
+	return termout.IsTerminal(g.stdin)
 }

@@ -6,13 +6,15 @@ import (
 	"strings"
 
 	"github.com/agentstore/sessionstore/check"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/sqlstore"
 )
 
 var doctorSpec = spec{
-	name: "doctor",
-	about: fmt.Sprintf(`Checks a database without changing it: that it is a SQLite file, its
+	Name: "doctor",
+	About: fmt.Sprintf(`Checks a database without changing it: that it is a SQLite file, its
 integrity (PRAGMA integrity_check, or quick_check with --quick), foreign
 keys (PRAGMA foreign_key_check), the schema version against this binary,
 that every table of every facet at that version is there (a table of no
@@ -36,7 +38,7 @@ session, and the privileges to change every table of the store), that no
 index of the store's schema is invalid, that every foreign key is validated
 and that no row refers to a missing parent row (a scan of every foreign key;
 --quick skips it), and that the store opens and answers.`, exitNotStore),
-	examples: []string{
+	Examples: []string{
 		"sessionctl doctor",
 		"sessionctl --db /var/lib/agent/sessions.db doctor --json || alert",
 		"sessionctl --db postgres://agent@db.internal/agents doctor",
@@ -68,20 +70,20 @@ func runDoctor(ctx context.Context, g *globals, args []string) error {
 		rep, err = pgstore.Check(ctx, g.db, opts, g.pgOptions()...)
 	} else {
 		if err := g.mustExistFile(); err != nil {
-			return g.fail(sp.name, err)
+			return g.fail(sp.Name, err)
 		}
 		rep, err = sqlstore.Check(ctx, g.db, opts, g.sqliteStoreOptions()...)
 	}
 	if err != nil {
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
 	doc := doctorJSON{Path: g.dbName(), Healthy: !rep.Failed(), Checks: rep.Results}
 	if *asJSON {
-		if err := writeJSON(g.stdout, doc); err != nil {
-			return g.fail(sp.name, err)
+		if err := jsonout.Write(g.stdout, doc); err != nil {
+			return g.fail(sp.Name, err)
 		}
 	} else {
-		tw := newTable(g.stdout)
+		tw := tablefmt.NewWriter(g.stdout)
 		fmt.Fprintln(tw, "CHECK\tSTATUS\tDETAIL")
 		for _, c := range doc.Checks {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, c.Status, c.Detail)

@@ -35,10 +35,10 @@ func TestDurationsAsPeopleTypeThem(t *testing.T) {
 
 	for _, c := range commands() {
 		d := describe(c)
-		if d.fs == nil {
+		if d.Flags == nil {
 			continue
 		}
-		d.fs.VisitAll(func(f *flag.Flag) {
+		d.Flags.VisitAll(func(f *flag.Flag) {
 			if typ := fmt.Sprintf("%T", f.Value); typ == "*flag.durationValue" {
 				t.Errorf("%s --%s reads Go's durations only (define it with durationFlag)", c.name, f.Name)
 			}

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -25,7 +25,7 @@ func safeForTerminal(s string) (bad rune, ok bool) {
 		if r == utf8.RuneError && n == 1 {
 			return rune(s[i]), false
 		}
-		if r != '\t' && r != '\n' && unsafeRune(r) {
+		if r != '\t' && r != '\n' && humanize.UnsafeRune(r) {
 			return r, false
 		}
 		i += n
@@ -118,25 +118,5 @@ func testHumanOutputEscapesControls(t *testing.T, newTestEnv envMaker) {
 	// Content printed "as it is" into a pipe or file stays exact.
 	if r := e.run("artifacts", id, "--uri", "u\u009b1m").want(t, 0); r.stdout != hostile {
 		t.Errorf("artifacts --uri: %q", r.stdout)
-	}
-}
-
-// TestTermWriter: the safety net escapes controls but tab and newline,
-// also when a UTF-8 sequence is split between two writes.
-func TestTermWriter(t *testing.T) {
-	t.Parallel()
-	var b bytes.Buffer
-	w := newTermWriter(&b)
-	c1 := []byte("\u009b")
-	for _, p := range [][]byte{[]byte("ok\tx\n\x1b[2J"), c1[:1], c1[1:], []byte("é\u202e"), {0xff}, []byte("end\n"), c1[:1]} {
-		if _, err := w.Write(p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.flush(); err != nil {
-		t.Fatal(err)
-	}
-	if want := "ok\tx\n\\x1b[2J\\u009bé\\u202e\\xffend\n\\xc2"; b.String() != want {
-		t.Errorf("got %q, want %q", b.String(), want)
 	}
 }

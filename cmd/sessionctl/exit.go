@@ -74,10 +74,6 @@ func exitList(codes ...int) string {
 	return strings.Join(parts, ", ")
 }
 
-// wrapText wraps text at 76 columns (help paragraphs with generated
-// parts).
-func wrapText(text string) string { return strings.Join(wrapWords(text, 76), "\n") }
-
 // refusal describes a refused request: its exit status and a short kind
 // word.
 type refusal struct {

@@ -5,13 +5,17 @@ import (
 	"fmt"
 
 	"github.com/agentstore/sessionstore/archive"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/statusline"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
 var exportSpec = spec{
-	name: "export",
-	args: "[ID...]",
-	about: fmt.Sprintf(`Exports sessions as one JSON document (format %q, version
+	Name: "export",
+	Args: "[ID...]",
+	About: fmt.Sprintf(`Exports sessions as one JSON document (format %q, version
 %d): every facet of the given ids, or everything. Governed sessions keep their
 counters, rate window, status and times, with their spend limits and
 reservations and their agents' limits (the "spend" section); runtime
@@ -44,7 +48,7 @@ version 6).
 spend, agent sessions and audit chains: the facets scoped by tenants so
 far), which import restores to T, or to the tenant its own --tenant names;
 --default-tenant-only exports the default tenant's rows alone.`, archive.Format, archive.Version),
-	examples: []string{
+	Examples: []string{
 		"sessionctl export > all.json",
 		"sessionctl export task-7 task-8 --output two.json",
 	},
@@ -61,56 +65,56 @@ func runExport(ctx context.Context, g *globals, args []string) error {
 	}
 	for _, id := range pos {
 		if err := store.ValidateID("id", id); err != nil {
-			return g.usageErr(sp.name, "%v", err)
+			return g.usageErr(sp.Name, "%v", err)
 		}
 	}
-	if isSet(fs, "output") && *output == "" {
-		return g.usageErr(sp.name, "--output must not be empty")
+	if cliflags.IsSet(fs, "output") && *output == "" {
+		return g.usageErr(sp.Name, "--output must not be empty")
 	}
-	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+	return g.result(sp.Name, g.withStore(ctx, func(st cliStore) error {
 
 		// The status line would tangle with a document written to a terminal.
 		p := g.startProgress(*output != "" || !g.stdoutIsTerminal())
 		if len(pos) > 0 {
-			p.show("exporting: checking the ids")
+			p.Show("exporting: checking the ids")
 		}
 		opts := archive.ExportOptions{IDs: pos, Now: g.clock(), Progress: exportStatus(p), Keys: g.keyRing(), DefaultTenantOnly: *defaultOnly,
 			Tenant: g.tenant}
 		st = untenanted(st)
 		if *output == "" {
-			if _, err := archive.Export(ctx, st, rawWriter(g.stdout), opts); err != nil {
+			if _, err := archive.Export(ctx, st, termout.Raw(g.stdout), opts); err != nil {
 				return err
 			}
-			p.clear()
+			p.Clear()
 			return nil
 		}
 		counts, err := archive.ExportFile(ctx, st, *output, opts)
 		if err != nil {
 			return err
 		}
-		p.clear()
-		fmt.Fprintf(g.stderr, "exported %s to %s\n", countsText(counts), esc(*output))
+		p.Clear()
+		fmt.Fprintf(g.stderr, "exported %s to %s\n", countsText(counts), humanize.Escape(*output))
 		return nil
 	}))
 }
 
 // exportStatus returns the status line's report of an export: the section
 // being written, its items and the bytes of the document written so far.
-func exportStatus(p *progress) func(archive.ExportProgress) {
+func exportStatus(p *statusline.Line) func(archive.ExportProgress) {
 	if p == nil {
 		return nil
 	}
 	return func(x archive.ExportProgress) {
 		text := func() string {
 			if x.Section == "" {
-				return fmt.Sprintf("exporting the end of the document: %s written", humanBytes(x.Bytes))
+				return fmt.Sprintf("exporting the end of the document: %s written", humanize.Bytes(x.Bytes))
 			}
-			return fmt.Sprintf("exporting %s: %d done, %s written", x.Section, x.Done, humanBytes(x.Bytes))
+			return fmt.Sprintf("exporting %s: %d done, %s written", x.Section, x.Done, humanize.Bytes(x.Bytes))
 		}
 		if x.Done == 0 { // a new section: at once
-			p.show("%s", text())
+			p.Show("%s", text())
 			return
 		}
-		p.update(text)
+		p.Update(text)
 	}
 }

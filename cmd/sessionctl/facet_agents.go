@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -39,10 +41,10 @@ func statsAgentSessions(c store.Counts, doc *statsJSON) {
 func statsAgentSessionsRows(doc *statsJSON) [][2]string {
 	c := doc.AgentSessions
 	return [][2]string{
-		{"agent sessions", fmt.Sprintf("%d in %d %s, %d %s; %d %s", c.Total, c.Apps, plural(int(c.Apps), "app", "apps"),
-			c.Users, plural(int(c.Users), "user", "users"), c.Events, plural(int(c.Events), "event", "events"))},
+		{"agent sessions", fmt.Sprintf("%d in %d %s, %d %s; %d %s", c.Total, c.Apps, clitext.Plural(int(c.Apps), "app", "apps"),
+			c.Users, clitext.Plural(int(c.Users), "user", "users"), c.Events, clitext.Plural(int(c.Events), "event", "events"))},
 		{"agent state", fmt.Sprintf("%d app, %d user, %d session %s", c.AppStateKeys, c.UserStateKeys, c.SessionStateKeys,
-			plural(int(c.SessionStateKeys), "key", "keys"))},
+			clitext.Plural(int(c.SessionStateKeys), "key", "keys"))},
 	}
 }
 
@@ -56,7 +58,7 @@ func gcAgentSessions(ctx context.Context, g *globals, st cliStore, req gcRequest
 	}
 	var seen int64
 	p := g.status
-	p.show("gc: counting idle agent sessions")
+	p.Show("gc: counting idle agent sessions")
 	for s, err := range store.AllAgentSessions(ctx, st.AgentSessions()) {
 		if err != nil {
 			return err
@@ -65,7 +67,7 @@ func gcAgentSessions(ctx context.Context, g *globals, st cliStore, req gcRequest
 		if s.UpdatedAt.Before(req.cutoff) {
 			doc.IdleAgentSessions++
 		}
-		p.update(func() string {
+		p.Update(func() string {
 			return fmt.Sprintf("gc: counting idle agent sessions: %d read, %d idle", seen, doc.IdleAgentSessions)
 		})
 	}
@@ -78,5 +80,5 @@ func gcAgentSessionsLines(req gcRequest, doc *gcJSON) []string {
 	}
 	n := doc.IdleAgentSessions
 	return []string{fmt.Sprintf("kept %d agent %s not updated since %s (gc does not delete agent sessions)",
-		n, plural(int(n), "session", "sessions"), tableTime(req.cutoff))}
+		n, clitext.Plural(int(n), "session", "sessions"), tablefmt.Time(req.cutoff))}
 }

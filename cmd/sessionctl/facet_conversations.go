@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -34,7 +35,7 @@ type convCounts struct {
 func statsConversations(c store.Counts, doc *statsJSON) {
 	cv := c.Conversations
 	doc.Conversations = convCounts{Total: cv.Total, ByState: map[string]int64{}, Messages: cv.Messages,
-		TotalTokens: cv.TotalTokens, TotalCost: usd(cv.TotalCost), TotalCostMicros: humanize.MicrosOf(cv.TotalCost)}
+		TotalTokens: cv.TotalTokens, TotalCost: render.USD(cv.TotalCost), TotalCostMicros: humanize.MicrosOf(cv.TotalCost)}
 	for st, n := range cv.ByState {
 		doc.Conversations.ByState[string(st)] = n
 	}

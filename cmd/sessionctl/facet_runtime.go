@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -38,7 +40,7 @@ func statsRuntime(c store.Counts, doc *statsJSON) {
 func statsRuntimeRows(doc *statsJSON) [][2]string {
 	return [][2]string{
 		{"runtime sessions", rtCountsText(doc.Runtime)},
-		{"uploads", fmt.Sprintf("%d, %s", doc.Runtime.Uploads, humanBytes(doc.Runtime.UploadBytes))},
+		{"uploads", fmt.Sprintf("%d, %s", doc.Runtime.Uploads, humanize.Bytes(doc.Runtime.UploadBytes))},
 	}
 }
 
@@ -52,5 +54,5 @@ func rtCountsText(c rtCounts) string {
 	if len(parts) > 0 {
 		s += ": " + strings.Join(parts, ", ")
 	}
-	return fmt.Sprintf("%s; %d %s running", s, c.RunningTurns, plural(int(c.RunningTurns), "turn", "turns"))
+	return fmt.Sprintf("%s; %d %s running", s, c.RunningTurns, clitext.Plural(int(c.RunningTurns), "turn", "turns"))
 }

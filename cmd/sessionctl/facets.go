@@ -11,9 +11,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/agentstore/sessionstore/archive"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 	"github.com/agentstore/sessionstore/facet"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -115,19 +115,11 @@ func countsText(c facetCounts) string {
 			continue
 		}
 		if n := *ops.count(&c); n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, plural(int(n), ops.one, ops.many)))
+			parts = append(parts, fmt.Sprintf("%d %s", n, clitext.Plural(int(n), ops.one, ops.many)))
 		}
 	}
 	if len(parts) == 0 {
 		return "nothing"
 	}
-	return joinAnd(parts)
-}
-
-// joinAnd lists words: "a, b and c".
-func joinAnd(words []string) string {
-	if len(words) < 2 {
-		return strings.Join(words, "")
-	}
-	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+	return clitext.JoinAnd(parts)
 }

@@ -14,8 +14,9 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"strings"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -35,7 +36,7 @@ func follow[T any](ctx context.Context, g *globals, feed iter.Seq2[store.Batch[T
 func followAs[T any](ctx context.Context, g *globals, feed iter.Seq2[store.Batch[T], error], asJSON bool, header string, line func(T) string, obj func(T) any) error {
 	out := g.stdout
 	if asJSON {
-		out = rawWriter(g.stdout)
+		out = termout.Raw(g.stdout)
 	} else if header != "" {
 		if _, err := fmt.Fprintln(out, header); err != nil {
 			return err
@@ -50,7 +51,7 @@ func followAs[T any](ctx context.Context, g *globals, feed iter.Seq2[store.Batch
 		}
 		for _, it := range batch.Items {
 			if asJSON {
-				err = encodeJSON(out, obj(it), "")
+				err = jsonout.Encode(out, obj(it), "")
 			} else {
 				_, err = io.WriteString(out, line(it)+"\n")
 			}
@@ -58,7 +59,7 @@ func followAs[T any](ctx context.Context, g *globals, feed iter.Seq2[store.Batch
 				return err
 			}
 		}
-		if f, ok := rawWriter(g.stdout).(interface{ Flush() error }); ok {
+		if f, ok := termout.Raw(g.stdout).(interface{ Flush() error }); ok {
 			if err := f.Flush(); err != nil {
 				return err
 			}
@@ -89,21 +90,3 @@ func (e *feedResetError) Error() string {
 
 // Unwrap returns the store's error.
 func (e *feedResetError) Unwrap() error { return e.err }
-
-// cols lays out one line of a follow: each value left-aligned in its
-// width (the last one as it is). Following prints line by line as rows
-// commit, so columns have fixed widths instead of a table's measured ones.
-func cols(widths []int, vals ...string) string {
-	var b strings.Builder
-	for i, v := range vals {
-		if i > 0 {
-			b.WriteString("  ")
-		}
-		if i < len(widths) && i < len(vals)-1 {
-			fmt.Fprintf(&b, "%-*s", widths[i], v)
-		} else {
-			b.WriteString(v)
-		}
-	}
-	return b.String()
-}

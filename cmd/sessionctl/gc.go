@@ -6,14 +6,19 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/facet"
 
 	"github.com/agentstore/sessionstore/store"
 )
 
 var gcSpec = spec{
-	name: "gc",
-	about: `Applies retention, facet by facet. Conversations: --older-than deletes
+	Name: "gc",
+	About: `Applies retention, facet by facet. Conversations: --older-than deletes
 conversations not updated for that long (with their messages, artifacts,
 traces, runs and reports), --keep-last keeps only the last N messages of
 each conversation (positions of the kept messages do not change). gc is one
@@ -34,7 +39,7 @@ database (SQLite's quick_check, and that every stored document decodes, as
 doctor does) and refuses to rewrite a damaged one. On PostgreSQL there is no
 checkpoint (the server manages its WAL; autovacuum reclaims space) and
 --vacuum is refused.`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl gc --older-than 30d --dry-run",
 		"sessionctl gc --older-than 90d --keep-last 500 --vacuum",
 	},
@@ -89,7 +94,7 @@ type gcRequest struct {
 func runGC(ctx context.Context, g *globals, args []string) error {
 	sp := gcSpec
 	fs := g.newFlags(sp)
-	olderThan := durationFlag(fs, "older-than", 0, "delete conversations not updated for `DURATION` (e.g. 30d)")
+	olderThan := cliflags.DurationFlag(fs, "older-than", 0, "delete conversations not updated for `DURATION` (e.g. 30d)")
 	keepLast := fs.Int("keep-last", -1, "keep only the last `N` messages of each conversation")
 	dryRun := fs.Bool("dry-run", false, "count what would be removed, change nothing")
 	vacuum := fs.Bool("vacuum", false, "also rewrite the database file without free pages")
@@ -97,42 +102,42 @@ func runGC(ctx context.Context, g *globals, args []string) error {
 	if _, err := g.parseArgs(fs, sp, args, 0, 0); err != nil {
 		return err
 	}
-	if isSet(fs, "older-than") {
-		if err := checkDuration("older-than", *olderThan, durationPrecision); err != nil {
-			return g.usageErr(sp.name, "%v", err)
+	if cliflags.IsSet(fs, "older-than") {
+		if err := cliflags.CheckDuration("older-than", *olderThan, cliflags.DurationPrecision); err != nil {
+			return g.usageErr(sp.Name, "%v", err)
 		}
 	}
 	switch {
-	case *keepLast < 0 && isSet(fs, "keep-last"):
-		return g.usageErr(sp.name, "--keep-last must not be negative")
+	case *keepLast < 0 && cliflags.IsSet(fs, "keep-last"):
+		return g.usageErr(sp.Name, "--keep-last must not be negative")
 	case *olderThan == 0 && *keepLast < 0:
-		return g.usageErr(sp.name, "give --older-than, --keep-last or both")
+		return g.usageErr(sp.Name, "give --older-than, --keep-last or both")
 	}
 	if *vacuum && g.isPG() {
-		return g.fail(sp.name, errNotOnPostgres("--vacuum", "autovacuum reclaims space (or run VACUUM yourself)"))
+		return g.fail(sp.Name, errNotOnPostgres("--vacuum", "autovacuum reclaims space (or run VACUUM yourself)"))
 	}
 	st, err := g.openExisting(ctx)
 	if err != nil {
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
 	p := g.startProgress(true)
 	if !*dryRun {
-		p.show("gc: checking the database before changing it")
+		p.Show("gc: checking the database before changing it")
 		if err := g.checkBeforeRewrite(ctx); err != nil {
 			st.Close()
-			return g.fail(sp.name, err)
+			return g.fail(sp.Name, err)
 		}
 	}
 	all, err := registeredFacets()
 	if err != nil {
 		st.Close()
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
 	doc := gcJSON{DryRun: *dryRun}
 	req := gcRequest{keepLast: *keepLast, dryRun: *dryRun}
 	if *olderThan > 0 {
 		req.cutoff = g.clock().Add(-*olderThan)
-		doc.UpdatedBefore = jsonTime(req.cutoff)
+		doc.UpdatedBefore = jsonout.Time(req.cutoff)
 	}
 	if *keepLast >= 0 {
 		doc.KeepLast = keepLast
@@ -150,23 +155,23 @@ func runGC(ctx context.Context, g *globals, args []string) error {
 		err = cerr
 	}
 	if err != nil {
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
 	if !*dryRun && !g.isPG() {
 		if *vacuum {
-			p.show("gc: rewriting the database file (vacuum), then checkpointing the WAL")
+			p.Show("gc: rewriting the database file (vacuum), then checkpointing the WAL")
 		} else {
-			p.show("gc: checkpointing the WAL")
+			p.Show("gc: checkpointing the WAL")
 		}
 		wal, err := checkpoint(ctx, g.db, *vacuum)
 		if err != nil {
-			return g.fail(sp.name, err)
+			return g.fail(sp.Name, err)
 		}
 		doc.WALResult = &wal
 	}
-	p.clear()
+	p.Clear()
 	if *asJSON {
-		return g.result(sp.name, writeJSON(g.stdout, doc))
+		return g.result(sp.Name, jsonout.Write(g.stdout, doc))
 	}
 	w := g.stdout
 	for _, f := range all {
@@ -177,7 +182,7 @@ func runGC(ctx context.Context, g *globals, args []string) error {
 		}
 	}
 	if doc.WALResult != nil {
-		printWAL(w, *doc.WALResult)
+		render.WAL(w, *doc.WALResult)
 	}
 	return nil
 }
@@ -199,17 +204,17 @@ func gcConversations(ctx context.Context, g *globals, st cliStore, req gcRequest
 	progress := func(k store.KindSweep) {
 		switch {
 		case req.dryRun:
-			g.status.update(func() string {
+			g.status.Update(func() string {
 				return fmt.Sprintf("gc: counting conversations (dry run): %s %d found", k.Kind, k.Sessions)
 			})
 		case k.Kind == store.PolicyConversationsIdle:
-			g.status.update(func() string {
-				return fmt.Sprintf("gc: deleting conversations not updated since %s: %d deleted", tableTime(req.cutoff), k.Sessions)
+			g.status.Update(func() string {
+				return fmt.Sprintf("gc: deleting conversations not updated since %s: %d deleted", tablefmt.Time(req.cutoff), k.Sessions)
 			})
 		default:
-			g.status.update(func() string {
+			g.status.Update(func() string {
 				return fmt.Sprintf("gc: trimming every conversation to its last %d %s: %d trimmed", req.keepLast,
-					plural(req.keepLast, "message", "messages"), k.Sessions)
+					clitext.Plural(req.keepLast, "message", "messages"), k.Sessions)
 			})
 		}
 	}
@@ -236,12 +241,12 @@ func gcConversationsLines(req gcRequest, doc *gcJSON) []string {
 	var lines []string
 	if !req.cutoff.IsZero() {
 		lines = append(lines, fmt.Sprintf("%s %d %s not updated since %s", verb, doc.DeletedConversations,
-			plural(int(doc.DeletedConversations), "conversation", "conversations"), tableTime(req.cutoff)))
+			clitext.Plural(int(doc.DeletedConversations), "conversation", "conversations"), tablefmt.Time(req.cutoff)))
 	}
 	if req.keepLast >= 0 {
 		lines = append(lines, fmt.Sprintf("%s %d %s from %d %s (keeping the last %d of each)", trimVerb, doc.RemovedMessages,
-			plural(int(doc.RemovedMessages), "message", "messages"), doc.TrimmedConversations,
-			plural(int(doc.TrimmedConversations), "conversation", "conversations"), req.keepLast))
+			clitext.Plural(int(doc.RemovedMessages), "message", "messages"), doc.TrimmedConversations,
+			clitext.Plural(int(doc.TrimmedConversations), "conversation", "conversations"), req.keepLast))
 	}
 	return lines
 }

@@ -7,12 +7,16 @@ import (
 	"path/filepath"
 
 	"github.com/agentstore/sessionstore/archive"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/statusline"
+	"github.com/agentstore/sessionstore/humanize"
 )
 
 var importSpec = spec{
-	name: "import",
-	args: "FILE...",
-	about: fmt.Sprintf(`Imports sessions from files ("-" reads stdin) of two formats, told apart by
+	Name: "import",
+	Args: "FILE...",
+	About: fmt.Sprintf(`Imports sessions from files ("-" reads stdin) of two formats, told apart by
 their content:
 
   - "sessionctl export" files (versions 1 to %d; a newer version is
@@ -50,7 +54,7 @@ The rows of each tenant go back to that tenant (export files since version
 6 hold every tenant's; earlier ones the default tenant's). With --tenant T
 every row goes to tenant T instead: the file must hold one tenant's rows
 (the default tenant's, or an export --tenant), not several tenants'.`, archive.Version),
-	examples: []string{
+	Examples: []string{
 		"sessionctl import all.json",
 		"sessionctl --db restored.db import --skip-existing ~/.a3s/sessions/*.json",
 	},
@@ -85,30 +89,30 @@ func runImport(ctx context.Context, g *globals, args []string) error {
 		switch err := g.mustExist(ctx); {
 		case err == nil:
 			if st, err = g.openExisting(ctx); err != nil {
-				return g.fail(sp.name, err)
+				return g.fail(sp.Name, err)
 			}
 			defer st.Close()
 			st = untenanted(st)
 		case errors.As(err, &none) || errors.As(err, &nofile):
 			// No store: the files alone are checked.
 		default:
-			return g.fail(sp.name, err)
+			return g.fail(sp.Name, err)
 		}
 	} else {
 		if st, undo, err = g.openOrCreateUndo(ctx); err != nil {
-			return g.fail(sp.name, err)
+			return g.fail(sp.Name, err)
 		}
 		defer st.Close()
 		st = untenanted(st) // the import names the tenant itself (--tenant)
 	}
 	ring, err := g.openKeyRing(!*dryRun)
 	if err != nil {
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
 	p := g.startProgress(true)
 	doc := importJSON{DryRun: *dryRun}
 	for i, name := range pos {
-		label := esc(filepath.Base(name)) // the line is short; the user gave the path
+		label := humanize.Escape(filepath.Base(name)) // the line is short; the user gave the path
 		if name == "-" {
 			label = "stdin"
 		}
@@ -122,11 +126,11 @@ func runImport(ctx context.Context, g *globals, args []string) error {
 		}
 		// Throttled like every update: many small files must not redraw
 		// the line for each.
-		p.update(func() string { return label })
+		p.Update(func() string { return label })
 		opts := archive.ImportOptions{SkipExisting: *skip, DryRun: *dryRun, Progress: importStatus(p, label), Keys: ring, Tenant: g.tenant}
 		var res archive.ImportResult
 		if name == "-" {
-			p.show("reading stdin")
+			p.Show("reading stdin")
 			res, err = archive.Import(ctx, st, g.stdin, opts)
 		} else {
 			res, err = archive.ImportFile(ctx, st, name, opts)
@@ -136,24 +140,24 @@ func runImport(ctx context.Context, g *globals, args []string) error {
 				undo() // nothing imported: a store this import created goes
 			}
 			if doc.Files > 0 {
-				err = fmt.Errorf("%w (the %d %s before it %s imported)", err, doc.Files, plural(doc.Files, "file", "files"), plural(doc.Files, "was", "were"))
+				err = fmt.Errorf("%w (the %d %s before it %s imported)", err, doc.Files, clitext.Plural(doc.Files, "file", "files"), clitext.Plural(doc.Files, "was", "were"))
 			}
-			return g.fail(sp.name, fmt.Errorf("%s: %w", name, err))
+			return g.fail(sp.Name, fmt.Errorf("%s: %w", name, err))
 		}
 		doc.Add(res.Counts)
 		doc.Skipped += res.Skipped
 		doc.Files++
 	}
-	p.clear()
+	p.Clear()
 	if *asJSON {
-		return g.result(sp.name, writeJSON(g.stdout, doc))
+		return g.result(sp.Name, jsonout.Write(g.stdout, doc))
 	}
 	verb := "imported"
 	if *dryRun {
 		verb = "checked (dry run, nothing written)"
 	}
 	fmt.Fprintf(g.stdout, "%s %s from %d %s", verb, countsText(doc.facetCounts),
-		doc.Files, plural(doc.Files, "file", "files"))
+		doc.Files, clitext.Plural(doc.Files, "file", "files"))
 	if doc.Skipped > 0 {
 		fmt.Fprintf(g.stdout, ", %d existing skipped", doc.Skipped)
 	}
@@ -164,14 +168,14 @@ func runImport(ctx context.Context, g *globals, args []string) error {
 // importStatus returns the status line's report of one file's import: the
 // records imported so far (every facet's, skipped ones aside) and the
 // bytes read of the file.
-func importStatus(p *progress, label string) func(archive.ImportProgress) {
+func importStatus(p *statusline.Line, label string) func(archive.ImportProgress) {
 	if p == nil {
 		return nil
 	}
 	return func(x archive.ImportProgress) {
-		p.update(func() string {
+		p.Update(func() string {
 			n := x.Counts.Total()
-			return fmt.Sprintf("%s: %d %s, %s read", label, n, plural(int(n), "record", "records"), ofTotal(x.Read, x.Size))
+			return fmt.Sprintf("%s: %d %s, %s read", label, n, clitext.Plural(int(n), "record", "records"), statusline.OfTotal(x.Read, x.Size))
 		})
 	}
 }

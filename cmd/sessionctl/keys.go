@@ -19,6 +19,10 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/keys"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/sqlstore"
@@ -26,9 +30,9 @@ import (
 )
 
 var keysSpec = spec{
-	name: "keys",
-	args: "[status | rotate | gc | new FILE]",
-	about: `Encryption at rest. With key-encryption keys (KEKs) given by --key-file FILE
+	Name: "keys",
+	Args: "[status | rotate | gc | new FILE]",
+	About: `Encryption at rest. With key-encryption keys (KEKs) given by --key-file FILE
 (default $SESSIONSTORE_KEY_FILE) or by $SESSIONSTORE_KEY, every command
 opens the store with its keyring and every new agent session, conversation
 and runtime session gets a data key of its own: its content (events and
@@ -55,17 +59,17 @@ database.
                  version --kek-version (default v1), mode 0600; it refuses a
                  FILE that exists. It needs no database. Keep the file
                  apart from the database and its backups.`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl --key-file /etc/sessionstore/kek keys status",
 		"SESSIONSTORE_KEY=\"$(cat kek)\" sessionctl keys rotate --json",
 		"sessionctl --key-file kek keys gc --dry-run --grace 1d",
 		"sessionctl keys new /etc/sessionstore/kek && sessionctl --key-file /etc/sessionstore/kek create --agent a",
 	},
-	actions: []action{
-		{name: "status", flags: []string{"json"}},
-		{name: "rotate", flags: []string{"json"}},
-		{name: "gc", flags: []string{"dry-run", "grace", "json"}},
-		{name: "new", flags: []string{"kek-version", "json"}},
+	Actions: []action{
+		{Name: "status", Flags: []string{"json"}},
+		{Name: "rotate", Flags: []string{"json"}},
+		{Name: "gc", Flags: []string{"dry-run", "grace", "json"}},
+		{Name: "new", Flags: []string{"kek-version", "json"}},
 	},
 }
 
@@ -123,7 +127,7 @@ func (g *globals) checkKeys(ctx context.Context, command string, args []string) 
 func (g *globals) keySource() string {
 	switch {
 	case g.keyFile != "":
-		return "--key-file " + esc(g.keyFile)
+		return "--key-file " + humanize.Escape(g.keyFile)
 	case os.Getenv(keys.EnvVar) != "":
 		return "$" + keys.EnvVar
 	}
@@ -171,7 +175,7 @@ func (g *globals) keyDetail(err error) string {
 		parts = append(parts, "data key "+ke.KeyID)
 	}
 	if version != "" {
-		parts = append(parts, "wrapped by key-encryption key version "+esc(version))
+		parts = append(parts, "wrapped by key-encryption key version "+humanize.Escape(version))
 	}
 	if ke.Ring != "" {
 		parts = append(parts, "keyring "+ke.Ring)
@@ -187,7 +191,7 @@ func (g *globals) keyDetail(err error) string {
 		return detail + ": give the key-encryption keys with --key-file FILE or $" + keys.EnvVar
 	case kp != nil && version != "" && !kp.Has(version):
 		return fmt.Sprintf("%s: %s holds version %s, not %s: add the line of version %s to it",
-			detail, g.keySource(), strings.Join(kp.Versions(), ", "), esc(version), esc(version))
+			detail, g.keySource(), strings.Join(kp.Versions(), ", "), humanize.Escape(version), humanize.Escape(version))
 	}
 	return detail
 }
@@ -307,17 +311,17 @@ type keysJSON struct {
 
 func runKeys(ctx context.Context, g *globals, args []string) error {
 	sp := keysSpec
-	sub, args := sp.action(args)
+	sub, args := sp.Action(args)
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	dryRun := fs.Bool("dry-run", false, "keys gc: list the orphan keys, shred nothing")
-	grace := durationFlag(fs, "grace", store.DefaultKeyGrace, "keys gc: how old an unnamed key must be to be shredded, `DURATION`")
+	grace := cliflags.DurationFlag(fs, "grace", store.DefaultKeyGrace, "keys gc: how old an unnamed key must be to be shredded, `DURATION`")
 	version := fs.String("kek-version", "v1", "keys new: the `VERSION` of the key-encryption key it writes")
 	pos, err := g.parseAction(fs, sp, sub, args)
 	if err != nil {
 		return err
 	}
-	name := sp.name + " " + sub
+	name := sp.Name + " " + sub
 	if sub == "new" {
 		if len(pos) != 1 {
 			return g.usageErr(name, "expected FILE, the key file to write")
@@ -367,13 +371,13 @@ func runKeys(ctx context.Context, g *globals, args []string) error {
 		return g.jsonOr(name, keysJSON{Dir: st.Dir, Current: st.Current, Keys: st.Keys, ByVersion: st.ByVersion, Rewrapped: rewrapped})
 	}
 	if rewrapped != nil {
-		fmt.Fprintf(g.stdout, "re-wrapped %d data %s under %s\n", *rewrapped, plural(*rewrapped, "key", "keys"), st.Current)
+		fmt.Fprintf(g.stdout, "re-wrapped %d data %s under %s\n", *rewrapped, clitext.Plural(*rewrapped, "key", "keys"), st.Current)
 	}
-	fmt.Fprintf(g.stdout, "keyring %s: %d data %s, current KEK version %s\n", st.Dir, st.Keys, plural(st.Keys, "key", "keys"), st.Current)
+	fmt.Fprintf(g.stdout, "keyring %s: %d data %s, current KEK version %s\n", st.Dir, st.Keys, clitext.Plural(st.Keys, "key", "keys"), st.Current)
 	if len(st.ByVersion) == 0 {
 		return nil
 	}
-	tw := newTable(g.stdout)
+	tw := tablefmt.NewWriter(g.stdout)
 	fmt.Fprintln(tw, "KEK VERSION\tDATA KEYS\t")
 	versions := make([]string, 0, len(st.ByVersion))
 	for v := range st.ByVersion {
@@ -422,7 +426,7 @@ func runKeysGC(ctx context.Context, g *globals, name string, req store.CollectKe
 			verb = "would shred"
 		}
 		fmt.Fprintf(g.stdout, "%d data %s: %d named by a session, %d unnamed within the grace period (%s), %s %d %s\n",
-			res.Keys, plural(res.Keys, "key", "keys"), res.Named, res.Young, durationText(req.Grace), verb, len(res.Orphans), plural(len(res.Orphans), "orphan", "orphans"))
+			res.Keys, clitext.Plural(res.Keys, "key", "keys"), res.Named, res.Young, humanize.Duration(req.Grace), verb, len(res.Orphans), clitext.Plural(len(res.Orphans), "orphan", "orphans"))
 		for _, id := range res.Orphans {
 			fmt.Fprintln(g.stdout, id)
 		}
@@ -444,11 +448,11 @@ func runKeysNew(g *globals, name, path, version string, asJSON bool) error {
 	err := keys.CreateFile(path, version)
 	switch {
 	case errors.Is(err, keys.ErrBadKeys):
-		return g.usageErr(name, "--kek-version %s: %v", esc(version), err)
+		return g.usageErr(name, "--kek-version %s: %v", humanize.Escape(version), err)
 	case errors.Is(err, fs.ErrExist):
-		return g.usageErr(name, "%s exists: a key file is never overwritten (its keys may still seal data)", esc(path))
+		return g.usageErr(name, "%s exists: a key file is never overwritten (its keys may still seal data)", humanize.Escape(path))
 	case err != nil:
 		return g.fail(name, err)
 	}
-	return g.result(name, g.say(asJSON, keysNewJSON{File: path, Version: version}, "wrote key-encryption key %s to %s (mode 0600); give it with --key-file %s\n", esc(version), esc(path), esc(path)))
+	return g.result(name, g.say(asJSON, keysNewJSON{File: path, Version: version}, "wrote key-encryption key %s to %s (mode 0600); give it with --key-file %s\n", humanize.Escape(version), humanize.Escape(path), humanize.Escape(path)))
 }

@@ -4,26 +4,27 @@ import (
 	"context"
 
 	"github.com/agentstore/sessionstore/archive"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/view"
 )
 
 var listSpec = spec{
-	name: "list",
-	about: `Lists sessions of one facet ordered by id, one page at a time: governed
+	Name: "list",
+	About: `Lists sessions of one facet ordered by id, one page at a time: governed
 sessions (the default; filters --agent and --status, where an active
 session past its time limit lists as expired), runtime sessions (--facet
 runtime; filter --owner, which implies it) or conversations (--facet
 conversations; filter --parent, which implies it). When more sessions
 follow, the cursor for the next page is printed (on stderr for tables, as
 "next" in JSON); pass it to --after, or use --all.`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl list --agent agent-42 --status active",
 		"sessionctl list --owner tui-7 --json",
 		"sessionctl list --parent conv-1",
 		"sessionctl list --facet conversations --limit 100 --after conv-0099",
 	},
-	values: map[string][]string{
+	Values: map[string][]string{
 		"--facet":  {facetGoverned, facetRuntime, facetConversations},
 		"--status": {string(store.StatusActive), string(store.StatusClosed), string(store.StatusExpired)},
 	},
@@ -95,7 +96,7 @@ func runList(ctx context.Context, g *globals, args []string) error {
 	if *facet == "" {
 		switch {
 		case *parent != "" && *owner != "":
-			return g.usageErr(sp.name, "--parent (conversations) and --owner (runtime sessions) do not go together")
+			return g.usageErr(sp.Name, "--parent (conversations) and --owner (runtime sessions) do not go together")
 		case *parent != "":
 			*facet = facetConversations
 		case *owner != "":
@@ -107,31 +108,31 @@ func runList(ctx context.Context, g *globals, args []string) error {
 	switch *facet {
 	case facetGoverned, facetRuntime, facetConversations:
 	default:
-		return g.usageErr(sp.name, "--facet must be governed, runtime or conversations, not %q", *facet)
+		return g.usageErr(sp.Name, "--facet must be governed, runtime or conversations, not %q", *facet)
 	}
 	if *facet != facetGoverned && (*agent != "" || *status != "") {
-		return g.usageErr(sp.name, "--agent and --status apply to governed sessions, not %s", *facet)
+		return g.usageErr(sp.Name, "--agent and --status apply to governed sessions, not %s", *facet)
 	}
 	if *facet != facetConversations && *parent != "" {
-		return g.usageErr(sp.name, "--parent applies to conversations, not %s", *facet)
+		return g.usageErr(sp.Name, "--parent applies to conversations, not %s", *facet)
 	}
 	if *facet != facetRuntime && *owner != "" {
-		return g.usageErr(sp.name, "--owner applies to runtime sessions, not %s", *facet)
+		return g.usageErr(sp.Name, "--owner applies to runtime sessions, not %s", *facet)
 	}
 	if *status != "" && !store.Status(*status).Valid() {
-		return g.usageErr(sp.name, "--status must be active, closed or expired, not %q", *status)
+		return g.usageErr(sp.Name, "--status must be active, closed or expired, not %q", *status)
 	}
 	if *limit < 1 || *limit > store.MaxPageSize {
-		return g.usageErr(sp.name, "--limit must be between 1 and %d", store.MaxPageSize)
+		return g.usageErr(sp.Name, "--limit must be between 1 and %d", store.MaxPageSize)
 	}
-	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+	return g.result(sp.Name, g.withStore(ctx, func(st cliStore) error {
 		switch *facet {
 		case facetConversations:
 			return listConversations(ctx, g, st, store.ConversationFilter{ParentID: *parent, After: *after, Limit: *limit}, *all, *asJSON)
 		case facetRuntime:
 			if *owner != "" {
 				if err := store.ValidateID("owner", *owner); err != nil {
-					return g.usageErr(sp.name, "%v", err)
+					return g.usageErr(sp.Name, "%v", err)
 				}
 			}
 			return listRuntime(ctx, g, st, *owner, *after, *limit, *all, *asJSON)
@@ -146,8 +147,8 @@ func runList(ctx context.Context, g *globals, args []string) error {
 			return err
 		}
 
-		return g.result(sp.name, printListing(g, *asJSON, listing[store.Session]{doc: listJSON{Items: views(items, archive.NewGovernedSession), Next: next},
-			items: items, none: "no governed sessions", header: govHeader, row: govRow, more: "more sessions follow", next: next}))
+		return g.result(sp.Name, render.PrintListing(g.stdout, g.stderr, *asJSON, render.Listing[store.Session]{Doc: listJSON{Items: views(items, archive.NewGovernedSession), Next: next},
+			Items: items, None: "no governed sessions", Header: render.GovHeader, Row: render.GovRow, More: "more sessions follow", Next: next}))
 	}))
 }
 
@@ -159,8 +160,8 @@ func listConversations(ctx context.Context, g *globals, st cliStore, f store.Con
 	if err != nil {
 		return g.fail("list", err)
 	}
-	return g.result("list", printListing(g, asJSON, listing[store.ConversationSummary]{doc: convListJSON{Items: views(items, view.NewConversation), Next: next},
-		items: items, none: "no conversations", header: convHeader, row: convRow, more: "more conversations follow", next: next}))
+	return g.result("list", render.PrintListing(g.stdout, g.stderr, asJSON, render.Listing[store.ConversationSummary]{Doc: convListJSON{Items: views(items, view.NewConversation), Next: next},
+		Items: items, None: "no conversations", Header: render.ConvHeader, Row: render.ConvRow, More: "more conversations follow", Next: next}))
 }
 
 // listRuntime lists the runtime sessions of owner (all when empty), one
@@ -172,6 +173,6 @@ func listRuntime(ctx context.Context, g *globals, st cliStore, owner, after stri
 	if err != nil {
 		return g.fail("list", err)
 	}
-	return g.result("list", printListing(g, asJSON, listing[store.RuntimeSession]{doc: rtListJSON{Items: views(items, view.NewRuntimeSession), Next: next},
-		items: items, none: "no runtime sessions", header: rtHeader, row: rtRow, more: "more runtime sessions may follow", next: next}))
+	return g.result("list", render.PrintListing(g.stdout, g.stderr, asJSON, render.Listing[store.RuntimeSession]{Doc: rtListJSON{Items: views(items, view.NewRuntimeSession), Next: next},
+		Items: items, None: "no runtime sessions", Header: render.RuntimeHeader, Row: render.RuntimeRow, More: "more runtime sessions may follow", Next: next}))
 }

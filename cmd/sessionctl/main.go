@@ -40,6 +40,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cmdspec"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/statusline"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/suggest"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
 	"github.com/agentstore/sessionstore/sqlstore"
 )
 
@@ -79,7 +85,7 @@ type globals struct {
 	// line: 0 is progressEvery, below 0 redraws on every update (tests).
 	progressEvery time.Duration
 	// status is the running command's status line (nil: none).
-	status *progress
+	status *statusline.Line
 	// buildInfo replaces debug.ReadBuildInfo (tests); nil reads the
 	// binary's.
 	buildInfo func() (*debug.BuildInfo, bool)
@@ -88,7 +94,7 @@ type globals struct {
 	sqliteOptions []sqlstore.Option
 	// describing, when set, receives the spec and flag set of the command
 	// run with --help, which prints nothing (describe).
-	describing *described
+	describing *cmdspec.Described
 }
 
 // globalFlag is a flag every command takes, anywhere on the line: the one
@@ -118,6 +124,13 @@ func lookupGlobal(name string) (globalFlag, bool) {
 		}
 	}
 	return globalFlag{}, false
+}
+
+// isGlobal reports whether name is a global flag and whether it takes a
+// value (cliflags.HoistGlobals).
+func isGlobal(name string) (bool, bool) {
+	f, ok := lookupGlobal(name)
+	return ok, f.arg != ""
 }
 
 // globalFlagSet returns the parser of the global flags, bound to g (and
@@ -213,29 +226,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func (g *globals) run(ctx context.Context, args []string) int {
-	// Human output escapes control characters (escape.go); JSON and raw
+	// Human output escapes control characters (package termout); JSON and raw
 	// content are written past it (rawWriter).
-	if _, ok := g.stdout.(*termWriter); !ok {
-		out := newTermWriter(g.stdout)
+	if _, ok := g.stdout.(*termout.Writer); !ok {
+		out := termout.NewWriter(g.stdout)
 		g.stdout = out
-		defer out.flush()
+		defer out.Flush()
 	}
-	if _, ok := g.stderr.(*termWriter); !ok {
-		errw := newTermWriter(g.stderr)
+	if _, ok := g.stderr.(*termout.Writer); !ok {
+		errw := termout.NewWriter(g.stderr)
 		g.stderr = errw
-		defer errw.flush()
+		defer errw.Flush()
 	}
 	if len(args) > 0 && args[0] == "__complete" { // completion.go
 		return g.runComplete(args[1:])
 	}
 	version := new(bool)
 	fs := g.globalFlagSet(version)
-	if err := fs.Parse(hoistGlobals(args)); err != nil {
+	if err := fs.Parse(cliflags.HoistGlobals(args, isGlobal)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			g.usage(g.stdout)
 			return exitOK
 		}
-		fmt.Fprintf(g.stderr, "sessionctl: %s (see sessionctl help)\n", clipEchoes(flagErr(err)))
+		fmt.Fprintf(g.stderr, "sessionctl: %s (see sessionctl help)\n", clitext.ClipEchoes(cliflags.ErrText(err)))
 		return exitUsage
 	}
 	if *version {
@@ -254,18 +267,18 @@ func (g *globals) run(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	if err := g.checkKeys(ctx, name, rest); err != nil { // keys.go
-		fmt.Fprintf(g.stderr, "sessionctl: %s\n", clipEchoes(oneLine(err.Error())))
+		fmt.Fprintf(g.stderr, "sessionctl: %s\n", clitext.ClipEchoes(clitext.OneLine(err.Error())))
 		return exitFor(err)
 	}
 	if c, ok := lookup(name); ok {
 		if err := g.checkTenant(c.name); err != nil {
-			fmt.Fprintf(g.stderr, "sessionctl: %s\n", clipEchoes(err.Error()))
+			fmt.Fprintf(g.stderr, "sessionctl: %s\n", clitext.ClipEchoes(err.Error()))
 			return exitUsage
 		}
 		g.command = c.name
 		return g.report(c.name, c.run(ctx, g, rest))
 	}
-	fmt.Fprintf(g.stderr, "sessionctl: %s (see sessionctl help)\n", clipEchoes(fmt.Sprintf("unknown command %q%s", name, didYouMean(name, commandNames()))))
+	fmt.Fprintf(g.stderr, "sessionctl: %s (see sessionctl help)\n", clitext.ClipEchoes(fmt.Sprintf("unknown command %q%s", name, suggest.DidYouMean(name, commandNames()))))
 	return exitUsage
 }
 
@@ -290,7 +303,7 @@ func (g *globals) help(args []string) int {
 	}
 	c, ok := lookup(args[0])
 	if !ok {
-		fmt.Fprintf(g.stderr, "sessionctl help: %s\n", clipEchoes(fmt.Sprintf("unknown command %q%s", args[0], didYouMean(args[0], commandNames()))))
+		fmt.Fprintf(g.stderr, "sessionctl help: %s\n", clitext.ClipEchoes(fmt.Sprintf("unknown command %q%s", args[0], suggest.DidYouMean(args[0], commandNames()))))
 		return exitUsage
 	}
 	return g.report(c.name, c.run(context.Background(), g, []string{"--help"}))
@@ -316,7 +329,7 @@ func (g *globals) usage(w io.Writer) {
 			help += "; only " + tenantCommandList() + " take it"
 		}
 		left := strings.TrimSpace("--" + f.name + " " + f.arg)
-		for i, line := range wrapWords(help, 58) {
+		for i, line := range clitext.WrapWords(help, 58) {
 			fmt.Fprintf(w, "  %-18s  %s\n", left, line)
 			if i == 0 {
 				left = ""
@@ -333,7 +346,7 @@ func (g *globals) usage(w io.Writer) {
 func printExitStatuses(w io.Writer) {
 	fmt.Fprintln(w, "Exit statuses:")
 	for _, e := range exitTable {
-		for i, line := range wrapWords(e.meaning, 80-6) {
+		for i, line := range clitext.WrapWords(e.meaning, 80-6) {
 			code := ""
 			if i == 0 {
 				code = strconv.Itoa(e.code)
@@ -341,4 +354,13 @@ func printExitStatuses(w io.Writer) {
 			fmt.Fprintf(w, "  %-4s%s\n", code, line)
 		}
 	}
+}
+
+// commandNames lists the commands and help, for suggestions.
+func commandNames() []string {
+	names := []string{"help"}
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	return names
 }

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -154,9 +155,9 @@ func TestStreamingMemory(t *testing.T) {
 	start := time.Now()
 	e.bigDatabase(mb)
 	e.run("cleanup").want(t, 0) // checkpoint the WAL into the file
-	t.Logf("database: %s in %s", humanBytes(fileSize(e.db)), time.Since(start).Round(time.Second))
+	t.Logf("database: %s in %s", humanize.Bytes(fileSize(e.db)), time.Since(start).Round(time.Second))
 	if fileSize(e.db) < 200<<20 && mb >= 200 {
-		t.Fatalf("the database is %s, want at least 200 MiB", humanBytes(fileSize(e.db)))
+		t.Fatalf("the database is %s, want at least 200 MiB", humanize.Bytes(fileSize(e.db)))
 	}
 	file := filepath.Join(e.dir, "all.json")
 	copyDB := filepath.Join(e.dir, "imported.db")
@@ -173,9 +174,9 @@ func TestStreamingMemory(t *testing.T) {
 	} {
 		t0 := time.Now()
 		rss := peakRSS(t, bin, c.args...)
-		t.Logf("%-16s peak RSS %s in %s (export file %s)", c.name, humanBytes(rss), time.Since(t0).Round(time.Millisecond), humanBytes(fileSize(file)))
+		t.Logf("%-16s peak RSS %s in %s (export file %s)", c.name, humanize.Bytes(rss), time.Since(t0).Round(time.Millisecond), humanize.Bytes(fileSize(file)))
 		if rss > maxRSS {
-			t.Errorf("%s: peak RSS %s, over %s", c.name, humanBytes(rss), humanBytes(maxRSS))
+			t.Errorf("%s: peak RSS %s, over %s", c.name, humanize.Bytes(rss), humanize.Bytes(maxRSS))
 		}
 	}
 }

@@ -4,13 +4,18 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
 var messagesSpec = spec{
-	name: "messages",
-	args: "ID",
-	about: `Prints a conversation's messages, oldest first: from position --from, at most
+	Name: "messages",
+	Args: "ID",
+	About: `Prints a conversation's messages, oldest first: from position --from, at most
 --limit of them, or the last --last ones (--last 0 prints none; --last
 does not go with --from or --limit). Positions are gapless and stay put
 when older messages are trimmed. Tables show each message on one line
@@ -22,7 +27,7 @@ every message as it is committed, also by other processes, until
 interrupted (Ctrl-C); --json then prints one JSON object per line. Each
 message is printed once, in order; to resume, pass the next position
 (the last seq printed plus one) to --from.`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl messages conv-1 --last 20",
 		"sessionctl messages conv-1 --last 5 --follow",
 		"sessionctl messages conv-1 --from 100 --limit 50 --json",
@@ -58,30 +63,30 @@ func runMessages(ctx context.Context, g *globals, args []string) error {
 	id := pos[0]
 	switch {
 	case store.ValidateID("id", id) != nil:
-		return g.usageErr(sp.name, "%v", store.ValidateID("id", id))
+		return g.usageErr(sp.Name, "%v", store.ValidateID("id", id))
 	case *from < 0:
-		return g.usageErr(sp.name, "--from must not be negative")
+		return g.usageErr(sp.Name, "--from must not be negative")
 	case *limit < 1 || *limit > maxMessagesLimit:
-		return g.usageErr(sp.name, "--limit must be between 1 and %d", maxMessagesLimit)
+		return g.usageErr(sp.Name, "--limit must be between 1 and %d", maxMessagesLimit)
 	case *last < 0 || *last > maxMessagesLimit:
-		return g.usageErr(sp.name, "--last must be between 0 and %d", maxMessagesLimit)
-	case isSet(fs, "last") && (isSet(fs, "from") || isSet(fs, "limit")):
-		return g.usageErr(sp.name, "--last does not go with --from or --limit")
+		return g.usageErr(sp.Name, "--last must be between 0 and %d", maxMessagesLimit)
+	case cliflags.IsSet(fs, "last") && (cliflags.IsSet(fs, "from") || cliflags.IsSet(fs, "limit")):
+		return g.usageErr(sp.Name, "--last does not go with --from or --limit")
 	case *width < 10:
-		return g.usageErr(sp.name, "--width must be at least 10")
-	case *followFlag && isSet(fs, "limit"):
-		return g.usageErr(sp.name, "--limit does not go with --follow")
+		return g.usageErr(sp.Name, "--width must be at least 10")
+	case *followFlag && cliflags.IsSet(fs, "limit"):
+		return g.usageErr(sp.Name, "--limit does not go with --follow")
 	}
-	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+	return g.result(sp.Name, g.withStore(ctx, func(st cliStore) error {
 		if *followFlag {
-			return followMessages(ctx, g, st, id, *from, *last, isSet(fs, "last"), *width, *asJSON)
+			return followMessages(ctx, g, st, id, *from, *last, cliflags.IsSet(fs, "last"), *width, *asJSON)
 		}
 		conv := st.Conversations()
 		doc := messagesJSON{ID: id}
 		switch {
-		case isSet(fs, "last") && *last == 0:
+		case cliflags.IsSet(fs, "last") && *last == 0:
 			doc.Messages = []store.Message{} // zero means zero, not "all"
-		case isSet(fs, "last"):
+		case cliflags.IsSet(fs, "last"):
 			doc.Messages, err = conv.LastMessages(ctx, id, *last)
 		default:
 			doc.Messages, err = conv.Messages(ctx, id, *from, *limit+1)
@@ -98,16 +103,16 @@ func runMessages(ctx context.Context, g *globals, args []string) error {
 			return withID(id, err)
 		}
 		if *asJSON {
-			return writeJSON(g.stdout, doc)
+			return jsonout.Write(g.stdout, doc)
 		}
 		if len(doc.Messages) == 0 {
 			fmt.Fprintf(g.stdout, "no messages (the conversation has %d)\n", doc.MessageCount)
 			return nil
 		}
-		tw := newTable(g.stdout)
+		tw := tablefmt.NewWriter(g.stdout)
 		fmt.Fprintln(tw, "SEQ\tROLE\tCREATED\tTEXT")
 		for _, m := range doc.Messages {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.Seq, esc(m.Role), tableTime(m.CreatedAt), clip(messageText(m), *width))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.Seq, humanize.Escape(m.Role), tablefmt.Time(m.CreatedAt), tablefmt.Clip(render.MessageText(m), *width))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -146,8 +151,8 @@ func followMessages(ctx context.Context, g *globals, st store.Store, id string, 
 	}
 	w := []int{5, 9, 20}
 	feed := st.Feed().Messages(ctx, store.MessageFeed{ID: id, From: store.Position{Seq: from}, Limit: followLimit})
-	err := follow(ctx, g, feed, asJSON, cols(w, "SEQ", "ROLE", "CREATED", "TEXT"), func(m store.Message) string {
-		return cols(w, fmt.Sprint(m.Seq), esc(m.Role), tableTime(m.CreatedAt), clip(messageText(m), width))
+	err := follow(ctx, g, feed, asJSON, tablefmt.Cols(w, "SEQ", "ROLE", "CREATED", "TEXT"), func(m store.Message) string {
+		return tablefmt.Cols(w, fmt.Sprint(m.Seq), humanize.Escape(m.Role), tablefmt.Time(m.CreatedAt), tablefmt.Clip(render.MessageText(m), width))
 	})
 	return withID(id, followErr("conversation "+id, err))
 }

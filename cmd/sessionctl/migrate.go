@@ -8,15 +8,17 @@ import (
 
 	"github.com/pressly/goose/v3"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
 
 var migrateSpec = spec{
-	name: "migrate",
-	args: "[status|up]",
-	about: fmt.Sprintf(`"status" (the default) lists the schema migrations this binary knows and
+	Name: "migrate",
+	Args: "[status|up]",
+	About: fmt.Sprintf(`"status" (the default) lists the schema migrations this binary knows and
 whether each is applied to the database; it never changes the file. It
 exits with status %d when the database's schema is newer than this binary
 (as every command does on such a database). "up"
@@ -27,12 +29,12 @@ exist. A database migrated by a newer binary is refused.
 On PostgreSQL (--db postgres://...) the store lives in the first schema of
 the URL's search_path (public by default); "up" creates its tables there
 when missing, under an advisory lock so that concurrent migrators are safe.`, exitSchemaTooNew),
-	examples: []string{
+	Examples: []string{
 		"sessionctl migrate status --json",
 		"sessionctl --db /var/lib/agent/sessions.db migrate up",
 		"sessionctl --db 'postgres://agent@db.internal/agents?search_path=sessions' migrate status",
 	},
-	actions: []action{{name: "status", flags: []string{"json"}}, {name: "up", flags: []string{"json"}}},
+	Actions: []action{{Name: "status", Flags: []string{"json"}}, {Name: "up", Flags: []string{"json"}}},
 }
 
 // migrationJSON is one migration in the JSON of migrate status.
@@ -78,7 +80,7 @@ func runMigrate(ctx context.Context, g *globals, args []string) error {
 	case "up":
 		return migrateUp(ctx, g, *asJSON)
 	}
-	return g.usageErr(sp.name, "unknown action %q: want status or up", action)
+	return g.usageErr(sp.Name, "unknown action %q: want status or up", action)
 }
 
 func migrateStatus(ctx context.Context, g *globals, asJSON bool) error {
@@ -98,12 +100,12 @@ func migrateStatus(ctx context.Context, g *globals, asJSON bool) error {
 		m := migrationJSON{Version: s.Source.Version, File: path.Base(s.Source.Path), State: "pending"}
 		if s.State == goose.StateApplied {
 			m.State = "applied"
-			m.AppliedAt = jsonTime(s.AppliedAt)
+			m.AppliedAt = jsonout.Time(s.AppliedAt)
 		}
 		doc.Migrations = append(doc.Migrations, m)
 	}
 	if asJSON {
-		if err := writeJSON(g.stdout, doc); err != nil {
+		if err := jsonout.Write(g.stdout, doc); err != nil {
 			return g.fail("migrate", err)
 		}
 		if current > latest {
@@ -113,7 +115,7 @@ func migrateStatus(ctx context.Context, g *globals, asJSON bool) error {
 	}
 	w := g.stdout
 	fmt.Fprintf(w, "database %s: schema version %d; this binary: %d\n", g.dbName(), current, latest)
-	tw := newTable(w)
+	tw := tablefmt.NewWriter(w)
 	fmt.Fprintln(tw, "VERSION\tFILE\tSTATE\tAPPLIED")
 	for _, m := range doc.Migrations {
 		applied := "-"
@@ -166,7 +168,7 @@ func migrateUp(ctx context.Context, g *globals, asJSON bool) error {
 		return g.fail("migrate", err)
 	}
 	if asJSON {
-		return g.result("migrate", writeJSON(g.stdout, doc))
+		return g.result("migrate", jsonout.Write(g.stdout, doc))
 	}
 	switch {
 	case doc.Created:

@@ -11,7 +11,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/statusline"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
 )
 
 const clearLine = "\r\033[K"
@@ -53,8 +55,8 @@ func statusLines(t *testing.T, stderr string) (lines []string, rest string) {
 		rest += status + "\n" + after
 	}
 	for _, l := range lines {
-		if n := len([]rune(l)); n > progressWidth {
-			t.Errorf("status line of %d runes, wider than %d: %q", n, progressWidth, l)
+		if n := len([]rune(l)); n > statusline.Width {
+			t.Errorf("status line of %d runes, wider than %d: %q", n, statusline.Width, l)
 		}
 	}
 	return lines, rest
@@ -87,37 +89,10 @@ next:
 	t.Errorf("no status line %q... with %q among:\n%s", prefix, parts, strings.Join(lines, "\n"))
 }
 
-// TestProgressUnit: the line is drawn with "\r" and an erase, throttled,
-// cut to progressWidth, cleared once; a nil progress does nothing; it is
-// never started when stderr is not a terminal.
+// TestProgressUnit: the status line is never started when stderr is not
+// a terminal (its drawing: package statusline's tests).
 func TestProgressUnit(t *testing.T) {
 	t.Parallel()
-	var buf bytes.Buffer
-	p := &progress{w: &buf, every: time.Hour}
-	p.show("phase %d", 1)
-	p.update(func() string { return "too soon" })
-	p.show("phase %d", 2)
-	p.clear()
-	p.clear()
-	p.update(func() string { return "after a clear" })
-	p.clear()
-	want := clearLine + "phase 1" + clearLine + "phase 2" + clearLine + clearLine + "after a clear" + clearLine
-	if got := buf.String(); got != want {
-		t.Errorf("got %q, want %q", got, want)
-	}
-
-	buf.Reset()
-	p = &progress{w: &buf, every: -1}
-	p.update(func() string { return strings.Repeat("é", 200) })
-	if got := strings.TrimPrefix(buf.String(), clearLine); len([]rune(got)) != progressWidth || !strings.HasSuffix(got, "…") {
-		t.Errorf("long line drawn as %q", got)
-	}
-
-	var none *progress
-	none.show("x")
-	none.update(func() string { t.Error("text asked of a nil progress"); return "" })
-	none.clear()
-
 	var errb bytes.Buffer
 	g := &globals{stderr: &errb}
 	if g.startProgress(true) != nil || g.status != nil {
@@ -128,7 +103,7 @@ func TestProgressUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	g = &globals{stderr: newTermWriter(f)}
+	g = &globals{stderr: termout.NewWriter(f)}
 	if g.startProgress(true) != nil {
 		t.Error("progress started on a file")
 	}
@@ -137,7 +112,7 @@ func TestProgressUnit(t *testing.T) {
 	if g.startProgress(false) != nil {
 		t.Error("progress started though the command turned it off")
 	}
-	if p := g.startProgress(true); p == nil || g.status != p || p.every != progressEvery {
+	if p := g.startProgress(true); p == nil || g.status != p || p.Interval() != statusline.Every {
 		t.Errorf("progress on a terminal: %+v", p)
 	}
 	// On a real terminal, the line is drawn; /dev/tty exists only with a

@@ -8,6 +8,11 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -26,19 +31,19 @@ func recordCmd(ctx context.Context, g *globals, sp spec, args []string, extra fu
 	}
 	defer st.Close()
 	if err := body(ctx, st, id, *asJSON); err != nil {
-		return g.fail(sp.name, withID(id, err))
+		return g.fail(sp.Name, withID(id, err))
 	}
 	return nil
 }
 
 var artifactsSpec = spec{
-	name: "artifacts",
-	args: "ID",
-	about: `Lists a conversation's artifacts (tool outputs kept aside from the history)
+	Name: "artifacts",
+	Args: "ID",
+	About: `Lists a conversation's artifacts (tool outputs kept aside from the history)
 ordered by URI: tool, sizes, times. --json includes each artifact's content;
 --uri prints one artifact's content as it is (on a terminal its control
 characters are escaped, as in every table).`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl artifacts conv-1",
 		"sessionctl artifacts conv-1 --uri a3s://tool-output/read/abc > output.txt",
 	},
@@ -64,33 +69,33 @@ func runArtifacts(ctx context.Context, g *globals, args []string) error {
 					return err
 				}
 				if asJSON {
-					return writeJSON(g.stdout, a)
+					return jsonout.Write(g.stdout, a)
 				}
-				_, err = fmt.Fprint(contentWriter(g.stdout), a.Content)
+				_, err = fmt.Fprint(termout.Content(g.stdout), a.Content)
 				return err
 			}
 			list, err := conv.Artifacts(ctx, id)
 			if err != nil {
 				return err
 			}
-			return printListing(g, asJSON, listing[store.Artifact]{doc: artifactsJSON{ID: id, Artifacts: nonNilSlice(list)},
-				items: list, none: "no artifacts", header: "URI\tTOOL\tBYTES\tSHOWN\tUPDATED",
-				row: func(a store.Artifact) string {
-					return fmt.Sprintf("%s\t%s\t%d\t%d\t%s", esc(a.URI), orDash(esc(a.ToolName)), a.OriginalBytes, a.ShownBytes, tableTime(a.UpdatedAt))
+			return render.PrintListing(g.stdout, g.stderr, asJSON, render.Listing[store.Artifact]{Doc: artifactsJSON{ID: id, Artifacts: nonNilSlice(list)},
+				Items: list, None: "no artifacts", Header: "URI\tTOOL\tBYTES\tSHOWN\tUPDATED",
+				Row: func(a store.Artifact) string {
+					return fmt.Sprintf("%s\t%s\t%d\t%d\t%s", humanize.Escape(a.URI), tablefmt.OrDash(humanize.Escape(a.ToolName)), a.OriginalBytes, a.ShownBytes, tablefmt.Time(a.UpdatedAt))
 				}})
 		})
 }
 
 var tracesSpec = spec{
-	name: "traces",
-	args: "ID",
-	about: `Lists a conversation's trace events (tool and program executions), oldest
+	Name: "traces",
+	Args: "ID",
+	About: `Lists a conversation's trace events (tool and program executions), oldest
 first, from position --from, at most --limit of them (0: all).
 
 With --follow, traces prints from --from on, then every trace event as it
 is committed, also by other processes, until interrupted (Ctrl-C); --json
 then prints one JSON object per line.`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl traces conv-1",
 		"sessionctl traces conv-1 --follow --json",
 		"sessionctl traces conv-1 --from 200 --limit 100 --json",
@@ -125,26 +130,26 @@ func runTraces(ctx context.Context, g *globals, args []string) error {
 			if err != nil {
 				return err
 			}
-			return printListing(g, asJSON, listing[store.TraceEvent]{doc: tracesJSON{ID: id, Traces: nonNilSlice(events)},
-				items: events, none: "no trace events", header: "SEQ\tKIND\tNAME\tOK\tEXIT\tDURATION\tOUTPUT\tCREATED",
-				row: func(e store.TraceEvent) string {
-					return fmt.Sprintf("%d\t%s\t%s\t%s\t%d\t%dms\t%d\t%s", e.Seq, esc(string(e.Kind)), esc(e.Name), yesNo(e.Success),
-						e.ExitCode, e.DurationMS, e.OutputBytes, tableTime(e.CreatedAt))
+			return render.PrintListing(g.stdout, g.stderr, asJSON, render.Listing[store.TraceEvent]{Doc: tracesJSON{ID: id, Traces: nonNilSlice(events)},
+				Items: events, None: "no trace events", Header: "SEQ\tKIND\tNAME\tOK\tEXIT\tDURATION\tOUTPUT\tCREATED",
+				Row: func(e store.TraceEvent) string {
+					return fmt.Sprintf("%d\t%s\t%s\t%s\t%d\t%dms\t%d\t%s", e.Seq, humanize.Escape(string(e.Kind)), humanize.Escape(e.Name), tablefmt.YesNo(e.Success),
+						e.ExitCode, e.DurationMS, e.OutputBytes, tablefmt.Time(e.CreatedAt))
 				}})
 		})
 }
 
 var runsSpec = spec{
-	name: "runs",
-	args: "ID",
-	about: `Lists a conversation's run records (agent runs with their status snapshot),
+	Name: "runs",
+	Args: "ID",
+	About: `Lists a conversation's run records (agent runs with their status snapshot),
 ordered by creation time. --events adds each run's replayable events to the
 table; --json prints the records with their events.
 
 With --follow --run RUN, runs prints the events of that run, then every
 event as it is appended, also by other processes, until interrupted
 (Ctrl-C); --json then prints one JSON object per line.`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl runs conv-1",
 		"sessionctl runs conv-1 --follow --run run-7",
 		"sessionctl runs conv-1 --json | jq '.runs[0].events'",
@@ -182,15 +187,15 @@ func runRuns(ctx context.Context, g *globals, args []string) error {
 			if err != nil {
 				return err
 			}
-			return printListing(g, asJSON, listing[store.RunRecord]{doc: runsJSON{ID: id, Runs: nonNilSlice(runs)},
-				items: runs, none: "no runs", header: "RUN\tSTATUS\tEVENTS\tCREATED\tUPDATED\tPROMPT",
-				row: func(r store.RunRecord) string {
+			return render.PrintListing(g.stdout, g.stderr, asJSON, render.Listing[store.RunRecord]{Doc: runsJSON{ID: id, Runs: nonNilSlice(runs)},
+				Items: runs, None: "no runs", Header: "RUN\tSTATUS\tEVENTS\tCREATED\tUPDATED\tPROMPT",
+				Row: func(r store.RunRecord) string {
 					s := r.Snapshot
-					row := fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%s", esc(s.ID), esc(string(s.Status)), s.EventCount,
-						tableTime(s.CreatedAt), tableTime(s.UpdatedAt), clip(s.Prompt, 60))
+					row := fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%s", humanize.Escape(s.ID), humanize.Escape(string(s.Status)), s.EventCount,
+						tablefmt.Time(s.CreatedAt), tablefmt.Time(s.UpdatedAt), tablefmt.Clip(s.Prompt, 60))
 					if *events {
 						for _, e := range r.Events {
-							row += fmt.Sprintf("\n  #%d\t\t\t%s\t\t%s", e.Seq, tableTime(e.Timestamp), clip(compactJSON(e.Event), 60))
+							row += fmt.Sprintf("\n  #%d\t\t\t%s\t\t%s", e.Seq, tablefmt.Time(e.Timestamp), tablefmt.Clip(render.CompactJSON(e.Event), 60))
 						}
 					}
 					return row
@@ -199,11 +204,11 @@ func runRuns(ctx context.Context, g *globals, args []string) error {
 }
 
 var reportsSpec = spec{
-	name: "reports",
-	args: "ID",
-	about: `Lists a conversation's verification reports, oldest first: subject, status
+	Name: "reports",
+	Args: "ID",
+	About: `Lists a conversation's verification reports, oldest first: subject, status
 and how many of their checks passed; --json prints every check.`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl reports conv-1",
 		"sessionctl reports conv-1 --json",
 	},
@@ -223,26 +228,19 @@ func runReports(ctx context.Context, g *globals, args []string) error {
 			if err != nil {
 				return err
 			}
-			return printListing(g, asJSON, listing[store.VerificationReport]{doc: reportsJSON{ID: id, Reports: nonNilSlice(reports)},
-				items: reports, none: "no verification reports", header: "SEQ\tSUBJECT\tSTATUS\tCHECKS PASSED\tRISKS\tCREATED",
-				row: func(r store.VerificationReport) string {
+			return render.PrintListing(g.stdout, g.stderr, asJSON, render.Listing[store.VerificationReport]{Doc: reportsJSON{ID: id, Reports: nonNilSlice(reports)},
+				Items: reports, None: "no verification reports", Header: "SEQ\tSUBJECT\tSTATUS\tCHECKS PASSED\tRISKS\tCREATED",
+				Row: func(r store.VerificationReport) string {
 					passed := 0
 					for _, c := range r.Checks {
 						if c.Status == store.VerificationPassed {
 							passed++
 						}
 					}
-					return fmt.Sprintf("%d\t%s\t%s\t%d/%d\t%d\t%s", r.Seq, clip(r.Subject, 40), esc(string(r.Status)),
-						passed, len(r.Checks), len(r.ResidualRisks), tableTime(r.CreatedAt))
+					return fmt.Sprintf("%d\t%s\t%s\t%d/%d\t%d\t%s", r.Seq, tablefmt.Clip(r.Subject, 40), humanize.Escape(string(r.Status)),
+						passed, len(r.Checks), len(r.ResidualRisks), tablefmt.Time(r.CreatedAt))
 				}})
 		})
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
 }
 
 // nonNilSlice makes JSON print [] rather than null.
@@ -267,9 +265,9 @@ func followTraces(ctx context.Context, g *globals, st store.Store, id string, fr
 	}
 	w := []int{5, 17, 20, 3, 4, 8, 6}
 	feed := st.Feed().Traces(ctx, store.TraceFeed{ID: id, From: store.Position{Seq: from}, Limit: followLimit})
-	err := followAs(ctx, g, feed, asJSON, cols(w, "SEQ", "KIND", "NAME", "OK", "EXIT", "DURATION", "OUTPUT", "CREATED"), func(e store.TraceEvent) string {
-		return cols(w, fmt.Sprint(e.Seq), esc(string(e.Kind)), esc(e.Name), yesNo(e.Success), fmt.Sprint(e.ExitCode),
-			fmt.Sprintf("%dms", e.DurationMS), fmt.Sprint(e.OutputBytes), tableTime(e.CreatedAt))
+	err := followAs(ctx, g, feed, asJSON, tablefmt.Cols(w, "SEQ", "KIND", "NAME", "OK", "EXIT", "DURATION", "OUTPUT", "CREATED"), func(e store.TraceEvent) string {
+		return tablefmt.Cols(w, fmt.Sprint(e.Seq), humanize.Escape(string(e.Kind)), humanize.Escape(e.Name), tablefmt.YesNo(e.Success), fmt.Sprint(e.ExitCode),
+			fmt.Sprintf("%dms", e.DurationMS), fmt.Sprint(e.OutputBytes), tablefmt.Time(e.CreatedAt))
 	}, func(e store.TraceEvent) any { return traceLine{e, e.Seq} })
 	return followErr("the trace events of conversation "+id, err)
 }
@@ -295,8 +293,8 @@ func followRunEvents(ctx context.Context, g *globals, st store.Store, id, run st
 	}
 	w := []int{6, 20}
 	feed := st.Feed().RunEvents(ctx, store.RunEventFeed{ID: id, RunID: run, From: store.Position{Seq: from}, Limit: followLimit})
-	err := follow(ctx, g, feed, asJSON, cols(w, "SEQ", "TIMESTAMP", "EVENT"), func(e store.RunEvent) string {
-		return cols(w, fmt.Sprint(e.Seq), tableTime(e.Timestamp), clip(compactJSON(e.Event), 100))
+	err := follow(ctx, g, feed, asJSON, tablefmt.Cols(w, "SEQ", "TIMESTAMP", "EVENT"), func(e store.RunEvent) string {
+		return tablefmt.Cols(w, fmt.Sprint(e.Seq), tablefmt.Time(e.Timestamp), tablefmt.Clip(render.CompactJSON(e.Event), 100))
 	})
 	return followErr("run "+run+" of conversation "+id, err)
 }

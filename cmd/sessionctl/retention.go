@@ -14,15 +14,19 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/suggest"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/view"
 )
 
 var retentionSpec = spec{
-	name: "retention",
-	args: "[show | set KIND [VALUE] | remove KIND]",
-	about: `The retention policies, stored in the database so that every process,
+	Name: "retention",
+	Args: "[show | set KIND [VALUE] | remove KIND]",
+	About: `The retention policies, stored in the database so that every process,
 sessionctl and the console see the same ones. A sweep (sessionctl sweep,
 or a store opened with a background sweeper) applies them.
 
@@ -39,17 +43,17 @@ or a store opened with a background sweeper) applies them.
 
 Kinds:
 ` + kindsHelp(),
-	examples: []string{
+	Examples: []string{
 		"sessionctl retention set conversations_idle 30d",
 		"sessionctl retention set size_budget 2GiB",
 		"sessionctl retention --json",
 	},
-	actions: []action{
-		{name: "show", flags: []string{"sweeps", "json"}},
-		{name: "set", flags: []string{"reads-count", "json"}},
-		{name: "remove", flags: []string{"json"}},
+	Actions: []action{
+		{Name: "show", Flags: []string{"sweeps", "json"}},
+		{Name: "set", Flags: []string{"reads-count", "json"}},
+		{Name: "remove", Flags: []string{"json"}},
 	},
-	values: map[string][]string{"set": policyKindNames(), "remove": policyKindNames()},
+	Values: map[string][]string{"set": policyKindNames(), "remove": policyKindNames()},
 }
 
 // policyKindNames are the retention policy kinds.
@@ -70,7 +74,7 @@ func kindsHelp() string {
 		// store's parameter (max_age, keep_last, max_bytes).
 		about := strings.NewReplacer(string(store.ParamMaxAge), "VALUE", string(store.ParamKeepLast), "VALUE",
 			string(store.ParamMaxBytes), "VALUE").Replace(k.About)
-		for i, line := range wrapWords(about, 80-23) {
+		for i, line := range clitext.WrapWords(about, 80-23) {
 			name := ""
 			if i == 0 {
 				name = string(k.Kind)
@@ -90,12 +94,12 @@ type retentionJSON struct {
 
 func runRetention(ctx context.Context, g *globals, args []string) error {
 	sp := retentionSpec
-	sub, args := sp.action(args)
+	sub, args := sp.Action(args)
 	if sub == "set" {
 		// "-5h" is a value, not a flag: say what is wrong with it.
 		for _, a := range args {
 			if len(a) > 1 && a[0] == '-' && (a[1] >= '0' && a[1] <= '9' || a[1] == '.') {
-				return g.usageErr(sp.name+" set", "%s: a negative value is refused (give a duration such as 30d, a count or a size)", esc(a))
+				return g.usageErr(sp.Name+" set", "%s: a negative value is refused (give a duration such as 30d, a count or a size)", humanize.Escape(a))
 			}
 		}
 	}
@@ -107,7 +111,7 @@ func runRetention(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	name := sp.name + " " + sub
+	name := sp.Name + " " + sub
 	switch sub {
 	case "show":
 		if err := g.wantArgs(sp, pos, 0, 0); err != nil {
@@ -128,7 +132,7 @@ func runRetention(ctx context.Context, g *globals, args []string) error {
 			}
 			doc := map[string]bool{"removed": ok}
 			if !ok {
-				return g.say(*asJSON, doc, "no %s policy was set\n", esc(pos[0]))
+				return g.say(*asJSON, doc, "no %s policy was set\n", humanize.Escape(pos[0]))
 			}
 			return g.say(*asJSON, doc, "removed the %s policy\n", pos[0])
 		}))
@@ -146,7 +150,7 @@ func runRetention(ctx context.Context, g *globals, args []string) error {
 		if err := st.Retention().SetPolicy(ctx, p); err != nil {
 			return err
 		}
-		return g.result(name, g.say(*asJSON, view.NewPolicy(p), "set %s: %s\n", p.Kind, policySetting(p)))
+		return g.result(name, g.say(*asJSON, view.NewPolicy(p), "set %s: %s\n", p.Kind, render.PolicySetting(p)))
 	}))
 }
 
@@ -155,7 +159,7 @@ func parsePolicy(pos []string, readsCount bool) (store.Policy, error) {
 	p := store.Policy{Kind: store.PolicyKind(pos[0]), ReadsCount: readsCount}
 	k, ok := store.KindInfo(p.Kind)
 	if !ok {
-		return p, fmt.Errorf("unknown policy kind %q", esc(pos[0]))
+		return p, fmt.Errorf("unknown policy kind %q", humanize.Escape(pos[0]))
 	}
 	if (k.Param == store.ParamNone) != (len(pos) == 1) {
 		if k.Param == store.ParamNone {
@@ -173,7 +177,7 @@ func parsePolicy(pos []string, readsCount bool) (store.Policy, error) {
 		p.MaxBytes, err = humanize.ParseBytes(pos[1])
 	}
 	if err != nil {
-		return p, fmt.Errorf("%s: %q is not %s", k.Kind, esc(pos[1]), paramWords[k.Param])
+		return p, fmt.Errorf("%s: %q is not %s", k.Kind, humanize.Escape(pos[1]), paramWords[k.Param])
 	}
 	return p, policyErr(p.Validate(), pos)
 }
@@ -198,30 +202,10 @@ func policyErr(err error, pos []string) error {
 		return fmt.Errorf("--reads-count: %s", ie.Reason)
 	case "max_age", "keep_last", "max_bytes":
 		if len(pos) > 1 {
-			return fmt.Errorf("%s %s: %s", pos[0], esc(pos[1]), ie.Reason)
+			return fmt.Errorf("%s %s: %s", pos[0], humanize.Escape(pos[1]), ie.Reason)
 		}
 	}
 	return err
-}
-
-// policySetting says what a policy is set to, for people.
-func policySetting(p store.Policy) string {
-	k, _ := store.KindInfo(p.Kind)
-	var s string
-	switch k.Param {
-	case store.ParamMaxAge:
-		s = "after " + durationText(p.MaxAge)
-	case store.ParamKeepLast:
-		s = fmt.Sprintf("keep the last %d", p.KeepLast)
-	case store.ParamMaxBytes:
-		s = "at most " + humanBytes(p.MaxBytes)
-	default:
-		s = "on"
-	}
-	if p.ReadsCount {
-		s += ", reads count"
-	}
-	return s
 }
 
 func (g *globals) retentionShow(ctx context.Context, last int, asJSON bool) error {
@@ -243,67 +227,15 @@ func (g *globals) retentionShow(ctx context.Context, last int, asJSON bool) erro
 			}
 		}
 		if asJSON {
-			return writeJSON(g.stdout, doc)
+			return jsonout.Write(g.stdout, doc)
 		}
-		w := g.stdout
-		if len(doc.Policies) == 0 {
-			fmt.Fprintln(w, "no retention policy is set: sweeps remove nothing (see sessionctl retention --help)")
-		} else {
-			tw := newTable(w)
-			fmt.Fprintln(tw, "POLICY\tFACET\tSETTING\tSET AT")
-			for _, p := range policies {
-				k, _ := store.KindInfo(p.Kind)
-				f := k.Facet
-				if f == "" {
-					f = "(all)"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Kind, f, policySetting(p), tableTime(p.UpdatedAt))
-			}
-			tw.Flush()
-		}
-		fmt.Fprintln(w)
-		if err := printHolds(g, doc.Holds); err != nil {
-			return err
-		}
-		if last > 0 {
-			fmt.Fprintf(w, "\nlast sweeps: %d\n", len(doc.Sweeps))
-			if len(doc.Sweeps) > 0 {
-				tw := newTable(w)
-				fmt.Fprintln(tw, "STARTED\tHOLDER\tSESSIONS\tROWS\tBATCHES\tFREED\tERROR")
-				for _, s := range doc.Sweeps {
-					n, rows := s.Report.Total()
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", tableTime(s.Report.StartedAt), esc(s.Holder), n, rows,
-						s.Report.Batches, humanBytes(s.Report.BytesFreed), esc(s.Error))
-				}
-				tw.Flush()
-			}
-		}
-		return nil
+		return render.Retention(g.stdout, policies, doc.Holds, doc.Sweeps, last > 0)
 	})
 }
 
-// printHolds prints how many holds there are, then (when there are any)
-// a table of them.
-func printHolds(g *globals, holds []store.Hold) error {
-	fmt.Fprintf(g.stdout, "%d %s\n", len(holds), plural(len(holds), "hold", "holds"))
-	if len(holds) == 0 {
-		return nil
-	}
-	tw := newTable(g.stdout)
-	fmt.Fprintln(tw, "FACET\tSESSION\tSINCE\tREASON")
-	for _, h := range holds {
-		id := h.ID
-		if h.Facet == store.HoldAgentSessions {
-			id = h.App + "/" + h.UserID + "/" + h.ID
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", h.Facet, esc(id), tableTime(h.CreatedAt), esc(h.Reason))
-	}
-	return tw.Flush()
-}
-
 var sweepSpec = spec{
-	name: "sweep",
-	about: `Applies the retention policies (sessionctl retention) once: removes what
+	Name: "sweep",
+	About: `Applies the retention policies (sessionctl retention) once: removes what
 is due, whole sessions at a time, in short transactions of about
 --batch-rows rows, so that other writers wait a few milliseconds at most;
 held sessions (sessionctl hold) are kept. Prints what each policy removed,
@@ -313,7 +245,7 @@ Sweeps are logged (sessionctl retention shows the last ones). With
 --dry-run it says what each policy would remove and changes nothing
 (a dry run does not foresee state that becomes an orphan when its
 sessions go, nor what the size budget would remove).`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl sweep --dry-run",
 		"sessionctl sweep --json",
 	},
@@ -329,9 +261,9 @@ func runSweep(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	if *batch < 1 {
-		return g.usageErr(sp.name, "--batch-rows must be at least 1")
+		return g.usageErr(sp.Name, "--batch-rows must be at least 1")
 	}
-	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+	return g.result(sp.Name, g.withStore(ctx, func(st cliStore) error {
 		p := g.startProgress(true)
 		verb := "sweeping"
 		if *dryRun {
@@ -339,70 +271,26 @@ func runSweep(ctx context.Context, g *globals, args []string) error {
 		}
 		rep, err := st.Retention().Sweep(ctx, store.SweepOptions{DryRun: *dryRun, BatchRows: *batch, Holder: "sessionctl",
 			Progress: func(k store.KindSweep) {
-				p.update(func() string {
-					return fmt.Sprintf("sweep: %s %s: %d %s", verb, k.Kind, k.Sessions, plural(int(k.Sessions), "session", "sessions"))
+				p.Update(func() string {
+					return fmt.Sprintf("sweep: %s %s: %d %s", verb, k.Kind, k.Sessions, clitext.Plural(int(k.Sessions), "session", "sessions"))
 				})
 			}})
-		p.clear()
+		p.Clear()
 		if err != nil {
 			return err
 		}
 		if *asJSON {
-			return g.jsonOr(sp.name, rep)
+			return g.jsonOr(sp.Name, rep)
 		}
-		printSweep(g, rep)
+		render.Sweep(g.stdout, rep)
 		return nil
 	}))
 }
 
-// printSweep prints a sweep's report: one row per facet and policy.
-func printSweep(g *globals, rep store.SweepReport) {
-	w := g.stdout
-	verb := "removed"
-	if rep.DryRun {
-		verb = "would remove"
-	}
-	tw := newTable(w)
-	fmt.Fprintf(tw, "FACET\tPOLICY\t%s\tROWS\tHELD\n", strings.ToUpper(verb))
-	any := false
-	for _, f := range rep.Facets {
-		if len(f.Kinds) == 0 {
-			why := "no policy set"
-			if f.Note != "" {
-				why = f.Note
-			}
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t(%s)\n", f.Facet, why)
-			continue
-		}
-		for _, k := range f.Kinds {
-			any = true
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", f.Facet, k.Kind, k.Sessions, k.Rows, k.Held)
-		}
-	}
-	if rep.Budget != nil {
-		any = true
-		fmt.Fprintf(tw, "(all)\t%s\t%d\t%d\t-\n", store.PolicySizeBudget, rep.Budget.Sessions, rep.Budget.Rows)
-	}
-	tw.Flush()
-	if !any {
-		fmt.Fprintln(w, "no retention policy is set (see sessionctl retention --help)")
-	}
-	n, rows := rep.Total()
-	if rep.DryRun {
-		fmt.Fprintf(w, "%s %d %s (%d %s); data: %s\n", verb, n, plural(int(n), "session", "sessions"), rows,
-			plural(int(rows), "row", "rows"), humanBytes(rep.SizeBefore))
-		return
-	}
-	fmt.Fprintf(w, "%s %d %s (%d %s) in %d %s\n", verb, n, plural(int(n), "session", "sessions"), rows,
-		plural(int(rows), "row", "rows"), rep.Batches, plural(rep.Batches, "transaction", "transactions"))
-	fmt.Fprintf(w, "data: %s -> %s; given back to the file system: %s; still free inside: %s\n",
-		humanBytes(rep.SizeBefore), humanBytes(rep.SizeAfter), humanBytes(rep.BytesFreed), humanBytes(rep.Reclaimable))
-}
-
 var holdSpec = spec{
-	name: "hold",
-	args: "[list | FACET ID... | agent_sessions APP USER SESSION | release FACET ID...]",
-	about: `Holds keep a session whatever the retention policies say, until
+	Name: "hold",
+	Args: "[list | FACET ID... | agent_sessions APP USER SESSION | release FACET ID...]",
+	About: `Holds keep a session whatever the retention policies say, until
 released. FACET is governance, runtime, conversations or agent_sessions;
 an agent session is named by its app, user and session id. A session need
 not exist to be held. With --tenant T the holds are tenant T's: hold lists,
@@ -413,17 +301,17 @@ name (without it, the default tenant's).
   hold FACET ID...         holds the sessions (--reason says why), in order:
                            it stops at the first it cannot hold
   hold release FACET ID... releases them`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl hold conversations conv-42 conv-43 --reason 'legal hold 2026-114'",
 		"sessionctl hold agent_sessions my-app user-1 session-9",
 		"sessionctl hold release conversations conv-42",
 	},
-	actions: []action{
-		{name: "list", flags: []string{"json"}},
-		{name: "add", flags: []string{"reason", "json"}, bare: true},
-		{name: "release", flags: []string{"json"}},
+	Actions: []action{
+		{Name: "list", Flags: []string{"json"}},
+		{Name: "add", Flags: []string{"reason", "json"}, Bare: true},
+		{Name: "release", Flags: []string{"json"}},
 	},
-	values: map[string][]string{"": holdFacets, "release": holdFacets},
+	Values: map[string][]string{"": holdFacets, "release": holdFacets},
 }
 
 // holdFacets are the facets a hold names.
@@ -431,7 +319,7 @@ var holdFacets = []string{store.HoldGovernance, store.HoldRuntime, store.HoldCon
 
 func runHold(ctx context.Context, g *globals, args []string) error {
 	sp := holdSpec
-	sub, args := sp.action(args)
+	sub, args := sp.Action(args)
 	fs := g.newFlags(sp)
 	reason := fs.String("reason", "", "hold FACET ID...: why the sessions are held, `TEXT`")
 	asJSON := fs.Bool("json", false, "print one JSON document")
@@ -439,7 +327,7 @@ func runHold(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	name := sp.name
+	name := sp.Name
 	if sub != "add" {
 		name += " " + sub
 	}
@@ -453,9 +341,9 @@ func runHold(ctx context.Context, g *globals, args []string) error {
 				return err
 			}
 			if *asJSON {
-				return writeJSON(g.stdout, map[string][]store.Hold{"holds": holds})
+				return jsonout.Write(g.stdout, map[string][]store.Hold{"holds": holds})
 			}
-			return printHolds(g, holds)
+			return render.Holds(g.stdout, holds)
 		}))
 	}
 	refs, err := parseRefs(pos)
@@ -484,11 +372,11 @@ func runHold(ctx context.Context, g *globals, args []string) error {
 			switch {
 			case *asJSON:
 			case sub == "add":
-				fmt.Fprintf(g.stdout, "held %s\n", esc(ref.String()))
+				fmt.Fprintf(g.stdout, "held %s\n", humanize.Escape(ref.String()))
 			case ok:
-				fmt.Fprintf(g.stdout, "released %s\n", esc(ref.String()))
+				fmt.Fprintf(g.stdout, "released %s\n", humanize.Escape(ref.String()))
 			default:
-				fmt.Fprintf(g.stdout, "%s was not held\n", esc(ref.String()))
+				fmt.Fprintf(g.stdout, "%s was not held\n", humanize.Escape(ref.String()))
 			}
 		}
 		switch {
@@ -504,7 +392,7 @@ func runHold(ctx context.Context, g *globals, args []string) error {
 // parseRefs reads "FACET ID..." or "agent_sessions APP USER SESSION".
 func parseRefs(pos []string) ([]store.SessionRef, error) {
 	if len(pos) > 0 && !slices.Contains(holdFacets, pos[0]) {
-		return nil, fmt.Errorf("%q is not a facet (one of %s)%s", pos[0], strings.Join(holdFacets, ", "), didYouMean(pos[0], holdFacets))
+		return nil, fmt.Errorf("%q is not a facet (one of %s)%s", pos[0], strings.Join(holdFacets, ", "), suggest.DidYouMean(pos[0], holdFacets))
 	}
 	if len(pos) < 2 {
 		return nil, fmt.Errorf("give a facet and a session")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -159,7 +160,7 @@ func testExportImportRuntime(t *testing.T, newTestEnv envMaker) {
 	// Fields, overrides, uploads and the turn's generation carry over; the
 	// turn is not running (it belonged to the process that ran it).
 	if a.Runtime.AgentAlias != b.Runtime.AgentAlias || a.Runtime.OwnerID != b.Runtime.OwnerID || a.Runtime.WorkspaceDir != b.Runtime.WorkspaceDir ||
-		overridesText(a.Runtime.Overrides) != overridesText(b.Runtime.Overrides) || a.Runtime.Uploads != b.Runtime.Uploads ||
+		render.Overrides(a.Runtime.Overrides) != render.Overrides(b.Runtime.Overrides) || a.Runtime.Uploads != b.Runtime.Uploads ||
 		a.Runtime.UploadBytes != b.Runtime.UploadBytes || b.Runtime.Turn.Running || b.Runtime.Turn.Generation != a.Runtime.Turn.Generation ||
 		a.Runtime.Turn.Generation == 0 {
 		t.Errorf("runtime session after import:\n%+v\nbefore:\n%+v", b.Runtime, a.Runtime)

@@ -9,13 +9,16 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
 	"github.com/agentstore/sessionstore/store"
 )
 
 var searchSpec = spec{
-	name: "search",
-	args: "QUERY...",
-	about: `Finds messages, agent events, trace events, artifacts and runs by what
+	Name: "search",
+	Args: "QUERY...",
+	About: `Finds messages, agent events, trace events, artifacts and runs by what
 was said in them. Every term of QUERY must occur in an item's text, as a
 substring, ignoring case; terms of one or two characters (a CJK word, say)
 are found too, but a query of only such terms scans the newest items
@@ -24,12 +27,12 @@ are found too, but a query of only such terms scans the newest items
 (--order time), with a snippet whose matches are marked «like this».
 --window N also prints the N items before and after each message or event
 hit. --limit per page, --after the cursor printed after a page.`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl search kafka lag",
 		"sessionctl search --app shop --user alice --order time refund",
 		"sessionctl search --kind message --window 2 --json 東京",
 	},
-	values: map[string][]string{"--kind": searchKinds(), "--facet": {facetConversations, store.HoldAgentSessions},
+	Values: map[string][]string{"--kind": searchKinds(), "--facet": {facetConversations, store.HoldAgentSessions},
 		"--order": {string(store.SearchByRank), string(store.SearchByTime)}},
 }
 
@@ -70,15 +73,15 @@ func runSearch(ctx context.Context, g *globals, args []string) error {
 		}
 	}
 	if q.Since, err = optTime("since", *since); err != nil {
-		return g.usageErr(sp.name, "%v", err)
+		return g.usageErr(sp.Name, "%v", err)
 	}
 	if q.Until, err = optTime("until", *until); err != nil {
-		return g.usageErr(sp.name, "%v", err)
+		return g.usageErr(sp.Name, "%v", err)
 	}
 	if _, err := q.Normalize(); err != nil {
-		return g.usageErr(sp.name, "%v", err)
+		return g.usageErr(sp.Name, "%v", err)
 	}
-	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+	return g.result(sp.Name, g.withStore(ctx, func(st cliStore) error {
 		res, err := st.Search(ctx, q)
 		if err != nil {
 			return err
@@ -87,96 +90,20 @@ func runSearch(ctx context.Context, g *globals, args []string) error {
 			if res.Hits == nil {
 				res.Hits = []store.SearchHit{}
 			}
-			return g.jsonOr(sp.name, res)
+			return g.jsonOr(sp.Name, res)
 		}
-		w := g.stdout
-		if note := store.PendingNote(res.Pending); note != "" {
-			fmt.Fprintln(w, note)
-		}
-		if res.Scanned {
-			if res.Partial {
-				fmt.Fprintf(w, "every term is shorter than %d characters: scanned the newest items only (--scan-limit); older ones were not searched\n", store.MinIndexedTerm)
-			} else {
-				fmt.Fprintf(w, "every term is shorter than %d characters: scanned every item\n", store.MinIndexedTerm)
-			}
-		}
-		if len(res.Hits) == 0 {
-			fmt.Fprintln(w, "no matches")
-			return nil
-		}
-		tw := newTable(w)
-		fmt.Fprintln(tw, "KIND\tSESSION\tPOS\tAT\tROLE\tSNIPPET")
-		for _, h := range res.Hits {
-			where := cell(h.SessionID)
-			if h.App != "" {
-				where = cell(h.App) + "/" + cell(h.User) + "/" + where
-			}
-			at := fmt.Sprint(h.Seq)
-			if h.Ref != "" {
-				at = clip(h.Ref, 40)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", h.Kind, where, at, tableTime(h.At), orDash(clip(h.Role, 20)), markSnippet(h.Snippet, 100))
-			for _, it := range h.Window {
-				mark := " "
-				if it.Seq == h.Seq {
-					mark = ">"
-				}
-				fmt.Fprintf(tw, "\t\t%s %d\t%s\t%s\t%s\n", mark, it.Seq, tableTime(it.At), orDash(clip(it.Role, 20)), clip(it.Text, 100))
-			}
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		if res.Next != "" {
-			fmt.Fprintf(w, "more: --after %s\n", res.Next)
-		}
-		return nil
+		return render.SearchResult(g.stdout, res)
 	}))
 }
 
-// markSnippet renders a snippet on one line for a table: white space
-// folded, unsafe characters escaped, matches between « and », at most
-// about n characters, "…" where the item's text goes on.
-func markSnippet(s store.Snippet, n int) string {
-	var b strings.Builder
-	if s.Before {
-		b.WriteString("…")
-	}
-	for _, p := range s.Pieces() {
-		text := esc(fold(p.Text))
-		if p.Match {
-			text = "«" + text + "»"
-		}
-		b.WriteString(text)
-	}
-	out := b.String()
-	if r := []rune(out); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	if s.After {
-		out += "…"
-	}
-	return out
-}
-
-// fold turns line breaks and tabs into spaces (same byte offsets).
-func fold(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\t' || r == '\n' || r == '\r' {
-			return ' '
-		}
-		return r
-	}, s)
-}
-
 var reindexSpec = spec{
-	name: "reindex",
-	about: `Rebuilds the search index from the content, online: in batches of
+	Name: "reindex",
+	About: `Rebuilds the search index from the content, online: in batches of
 --batch items, one short write transaction each, while other processes keep
 reading and writing. Index rows whose content is gone are removed. Without
 changes, --check only compares the index with the content (doctor does the
 same) and exits 1 when they differ.`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl reindex --check",
 		"sessionctl reindex --batch 5000",
 	},
@@ -192,9 +119,9 @@ func runReindex(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	if *batch < 1 {
-		return g.usageErr(sp.name, "--batch must be at least 1")
+		return g.usageErr(sp.Name, "--batch must be at least 1")
 	}
-	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+	return g.result(sp.Name, g.withStore(ctx, func(st cliStore) error {
 		if *checkOnly {
 			rep, err := st.CheckSearchIndex(ctx)
 			if err != nil {
@@ -205,7 +132,7 @@ func runReindex(ctx context.Context, g *globals, args []string) error {
 				code = exitStatus(exitError)
 			}
 			if *asJSON {
-				if err := writeJSON(g.stdout, struct {
+				if err := jsonout.Write(g.stdout, struct {
 					OK bool `json:"ok"`
 					store.SearchIndexReport
 				}{rep.OK(), rep}); err != nil {
@@ -213,38 +140,25 @@ func runReindex(ctx context.Context, g *globals, args []string) error {
 				}
 				return code
 			}
-			tw := newTable(g.stdout)
-			fmt.Fprintln(tw, "KIND\tITEMS\tINDEXED\tMISSING\tORPHANS")
-			for _, k := range rep.Kinds {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", k.Kind, k.Items, k.Indexed, k.Missing, k.Orphans)
-			}
-			if err := tw.Flush(); err != nil {
+			if err := render.SearchIndexReport(g.stdout, rep); err != nil {
 				return err
-			}
-			switch {
-			case !rep.IndexOK:
-				fmt.Fprintf(g.stdout, "the full-text index differs: %s; run sessionctl reindex\n", rep.IndexDetail)
-			case !rep.OK():
-				fmt.Fprintln(g.stdout, "the index differs from the content: run sessionctl reindex")
-			default:
-				fmt.Fprintln(g.stdout, "the index agrees with the content")
 			}
 			return code
 		}
 		p := g.startProgress(true)
 		res, err := st.Reindex(ctx, store.ReindexRequest{Batch: *batch, Progress: func(done int64) {
-			p.show("reindex: %d %s", done, plural(int(done), "item", "items"))
+			p.Show("reindex: %d %s", done, clitext.Plural(int(done), "item", "items"))
 		}})
-		p.clear()
+		p.Clear()
 		if err != nil {
 			return err
 		}
 		if *asJSON {
-			return g.jsonOr(sp.name, res)
+			return g.jsonOr(sp.Name, res)
 		}
 		fmt.Fprintf(g.stdout, "reindexed %d %s in %d %s, removed %d index %s without content\n",
-			res.Items, plural(int(res.Items), "item", "items"), res.Batches, plural(int(res.Batches), "batch", "batches"),
-			res.Orphans, plural(int(res.Orphans), "row", "rows"))
+			res.Items, clitext.Plural(int(res.Items), "item", "items"), res.Batches, clitext.Plural(int(res.Batches), "batch", "batches"),
+			res.Orphans, clitext.Plural(int(res.Orphans), "row", "rows"))
 		return nil
 	}))
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
 	"github.com/agentstore/sessionstore/console"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/sqlstore"
@@ -18,8 +20,8 @@ import (
 )
 
 var serveSpec = spec{
-	name: "serve",
-	about: `Serves the read-only web console (package console) over HTTP: an overview
+	Name: "serve",
+	About: `Serves the read-only web console (package console) over HTTP: an overview
 with charts, governed sessions, conversations, runtime sessions and agent
 sessions, every page also as JSON (?format=json), and Prometheus metrics at
 /metrics. The database is opened read-only, enforced by the database
@@ -31,7 +33,7 @@ address needs --basic-auth USER:PASSWORD or --token TOKEN (also read from
 $SESSIONCTL_BASIC_AUTH and $SESSIONCTL_TOKEN, which keeps them out of the
 process list); credentials are compared in constant time, and /healthz
 answers without them. It runs until interrupted.`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl serve",
 		"sessionctl --db sessions.db serve --addr 127.0.0.1:8080 --prefix /console",
 		"SESSIONCTL_TOKEN=$(openssl rand -hex 16) sessionctl serve --addr 0.0.0.0:7777",
@@ -51,61 +53,61 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	basic := fs.String("basic-auth", "", "require HTTP basic auth `USER:PASSWORD` (default $SESSIONCTL_BASIC_AUTH)")
 	token := fs.String("token", "", "require the bearer token `TOKEN` (default $SESSIONCTL_TOKEN)")
 	hide := fs.Bool("hide-content", false, "hide message bodies, tool inputs and state values until asked for")
-	refresh := durationFlag(fs, "refresh", 5*time.Second, "live refresh interval of growing pages, `DURATION` (0 disables)")
+	refresh := cliflags.DurationFlag(fs, "refresh", 5*time.Second, "live refresh interval of growing pages, `DURATION` (0 disables)")
 	_, err := g.parseArgs(fs, sp, args, 0, 0)
 	if err != nil {
 		return err
 	}
-	if !isSet(fs, "basic-auth") {
+	if !cliflags.IsSet(fs, "basic-auth") {
 		*basic = os.Getenv("SESSIONCTL_BASIC_AUTH")
 	}
-	if !isSet(fs, "token") {
+	if !cliflags.IsSet(fs, "token") {
 		*token = os.Getenv("SESSIONCTL_TOKEN")
 	}
 	auth := console.Auth{Token: *token, Realm: "sessionctl console"}
 	if *basic != "" {
 		if auth.User, auth.Password, err = console.ParseBasicAuth(*basic); err != nil {
-			return g.usageErr(sp.name, "--basic-auth must be USER:PASSWORD")
+			return g.usageErr(sp.Name, "--basic-auth must be USER:PASSWORD")
 		}
 	}
 	if *token != "" && len(*token) < 16 {
-		return g.usageErr(sp.name, "--token must be at least 16 characters")
+		return g.usageErr(sp.Name, "--token must be at least 16 characters")
 	}
 	loop, err := isLoopback(*addr)
 	if err != nil {
-		return g.usageErr(sp.name, "%s", err)
+		return g.usageErr(sp.Name, "%s", err)
 	}
 	if !loop && *basic == "" && *token == "" {
-		return g.usageErr(sp.name, "--addr %s is not a loopback address: give --basic-auth or --token", *addr)
+		return g.usageErr(sp.Name, "--addr %s is not a loopback address: give --basic-auth or --token", *addr)
 	}
 	if *refresh == 0 {
 		*refresh = -1
 	}
 	if err := g.mustExist(ctx); err != nil {
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
 	st, err := g.openReadOnly(ctx)
 	if err != nil {
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
 	defer st.Close()
 	if tr, ok := st.(store.Tenanter); ok && g.tenant != "" {
 		// As every command that reads a tenant's rows: a mistyped name is
 		// said to be unknown, not served as an empty console.
 		if err := knownTenant(ctx, tr, g.tenant); err != nil {
-			return g.fail(sp.name, err)
+			return g.fail(sp.Name, err)
 		}
 	}
 	h, err := console.New(st, console.Options{Prefix: *prefix, ReadOnly: true, HideContent: *hide, Refresh: *refresh,
 		Tenant: g.tenant, Clock: g.now, Keys: g.keyRing(), Logger: slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
-		return g.usageErr(sp.name, "%s", err)
+		return g.usageErr(sp.Name, "%s", err)
 	}
 	p := strings.TrimRight(*prefix, "/")
 	if *basic != "" || *token != "" {
 		auth.Exempt = []string{p + "/healthz"}
 		if h, err = console.RequireAuth(h, auth); err != nil {
-			return g.usageErr(sp.name, "%s", err)
+			return g.usageErr(sp.Name, "%s", err)
 		}
 	}
 	mux := http.NewServeMux()
@@ -115,12 +117,12 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	fmt.Fprintf(g.stdout, "sessionctl serve: console of %s on http://%s%s/ (read-only; interrupt to stop)\n", g.dbName(), ln.Addr(), p)
-	if f, ok := g.stdout.(*termWriter); ok {
-		f.flush()
+	if f, ok := g.stdout.(*termout.Writer); ok {
+		f.Flush()
 	}
 	if serveStarted != nil {
 		serveStarted(ln.Addr().String())
@@ -129,13 +131,13 @@ func runServe(ctx context.Context, g *globals, args []string) error {
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
 	return nil
 }

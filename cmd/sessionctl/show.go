@@ -6,20 +6,23 @@ import (
 	"fmt"
 
 	"github.com/agentstore/sessionstore/archive"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/view"
 )
 
 var showSpec = spec{
-	name: "show",
-	args: "ID",
-	about: `Shows every facet the store holds for one session id: the governed
+	Name: "show",
+	Args: "ID",
+	About: `Shows every facet the store holds for one session id: the governed
 session's counters and limits, and its spend limits and its agent's with
 what is spent and reserved; the runtime session's agent, workspace,
 owner, model overrides, uploads and current turn; and the conversation's
 metadata (state, message count, usage, cost). Facets the session does not
 have are left out (null in JSON); an id with no facet at all is an error.`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl show 3f2a9c1e-...",
 		"sessionctl show task-7 --json | jq .governed.calls_made",
 	},
@@ -60,25 +63,25 @@ func runShow(ctx context.Context, g *globals, args []string) error {
 
 	doc, f, err := loadFacets(ctx, st, id)
 	if err != nil {
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
 	if *asJSON {
-		if err := writeJSON(g.stdout, doc); err != nil {
-			return g.fail(sp.name, err)
+		if err := jsonout.Write(g.stdout, doc); err != nil {
+			return g.fail(sp.Name, err)
 		}
-		return g.showSealed(sp.name, f)
+		return g.showSealed(sp.Name, f)
 	}
 	w := g.stdout
-	fmt.Fprintf(w, "session %s\n", esc(id))
+	fmt.Fprintf(w, "session %s\n", humanize.Escape(id))
 	if f.gov != nil {
 		fmt.Fprintln(w, "\ngoverned:")
-		if err := govDetails(w, *f.gov); err != nil {
-			return g.fail(sp.name, err)
+		if err := render.GovDetails(w, *f.gov); err != nil {
+			return g.fail(sp.Name, err)
 		}
 		if doc.Spend != nil {
 			fmt.Fprintln(w, "\nspend:")
-			if err := spendDetails(w, *doc.Spend); err != nil {
-				return g.fail(sp.name, err)
+			if err := render.SpendDetails(w, *doc.Spend); err != nil {
+				return g.fail(sp.Name, err)
 			}
 		}
 	}
@@ -87,17 +90,17 @@ func runShow(ctx context.Context, g *globals, args []string) error {
 	}
 	if f.rt != nil {
 		fmt.Fprintln(w, "\nruntime:")
-		if err := rtDetails(w, *f.rt, doc.Runtime.Uploads, doc.Runtime.UploadBytes); err != nil {
-			return g.fail(sp.name, err)
+		if err := render.RuntimeDetails(w, *f.rt, doc.Runtime.Uploads, doc.Runtime.UploadBytes); err != nil {
+			return g.fail(sp.Name, err)
 		}
 	}
 	if f.conv != nil {
 		fmt.Fprintln(w, "\nconversation:")
-		if err := convDetails(w, *f.conv); err != nil {
-			return g.fail(sp.name, err)
+		if err := render.ConvDetails(w, *f.conv); err != nil {
+			return g.fail(sp.Name, err)
 		}
 	}
-	return g.showSealed(sp.name, f)
+	return g.showSealed(sp.Name, f)
 }
 
 // showSealed is show's error when a facet could not be read for want of

@@ -10,11 +10,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"strconv"
 	"strings"
-	"time"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/view"
@@ -57,9 +58,6 @@ func reason(err error) error {
 	return err
 }
 
-// moneyText formats micro-units with their currency: "2.50 USD".
-func moneyText(micros int64, cur string) string { return humanize.Money(micros, cur) }
-
 // amountFlags are the amount flags of reserve and settle.
 type amountFlags struct {
 	input, output *int64
@@ -82,7 +80,7 @@ func (f amountFlags) amount() (store.SpendAmount, string, error) {
 	var cur string
 	if *f.cost != "" {
 		if strings.HasPrefix(*f.cost, "-") {
-			return a, "", fmt.Errorf("%s: must not be negative", esc(*f.cost))
+			return a, "", fmt.Errorf("%s: must not be negative", humanize.Escape(*f.cost))
 		}
 		var err error
 		if a.CostMicros, cur, err = store.ParseMoney(*f.cost); err != nil {
@@ -90,24 +88,6 @@ func (f amountFlags) amount() (store.SpendAmount, string, error) {
 		}
 	}
 	return a, cur, nil
-}
-
-// spendDetails writes the spend block as aligned lines.
-func spendDetails(w io.Writer, v view.Spend) error {
-	tw := newTable(w)
-	for _, l := range v.Limits {
-		window := l.Window
-		if start, err := time.Parse(time.RFC3339Nano, l.WindowStart); err == nil {
-			window += " from " + tableTime(start) // as every table writes a time
-		}
-		fmt.Fprintf(tw, "  %s %s\t%v spent, %v reserved of %v (%v left)\t%s\n", l.Scope, l.Metric,
-			l.Spent, l.Reserved, l.Limit, l.Remaining, window)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(w, "  %d live %s\n", v.Live, plural(int(v.Live), "reservation", "reservations"))
-	return err
 }
 
 // loadSpend reads the spend of a governed session; nil when it has no
@@ -136,55 +116,19 @@ func spendRefusal(err error) (refusal, bool) {
 	return useRefusal(err)
 }
 
-// spendRefusalDetail explains a refusal to the operator (the store's
-// Error() strings are opaque on purpose).
-func spendRefusalDetail(err error, session, request string) string {
-	var se *store.SpendLimitError
-	var exp *store.ExpiredError
-	var agent *store.AgentMismatchError
-	var conf *store.ConflictError
-	var missing *store.NotFoundError
-	switch {
-	case errors.As(err, &se):
-		amount := func(n int64) string {
-			if se.Metric == store.MetricCost {
-				return moneyText(n, se.Currency)
-			}
-			return strconv.FormatInt(n, 10)
-		}
-		window := string(se.Window)
-		if se.Window != store.WindowLifetime {
-			window += " from " + tableTime(se.WindowStart)
-		}
-		return fmt.Sprintf("%v: the %s %s limit (%s) is %s, %s spent and %s reserved; %s requested",
-			err, se.Scope, se.Metric, window, amount(se.Limit), amount(se.Spent), amount(se.Reserved), amount(se.Requested))
-	case errors.As(err, &exp):
-		return fmt.Sprintf("%v at %s", err, tableTime(exp.ExpiresAt))
-	case errors.As(err, &agent):
-		return fmt.Sprintf("the session belongs to %s, not %s", agent.Expected, agent.Actual)
-	case errors.As(err, &conf):
-		return fmt.Sprintf("reservation %s: %s", request, conf.Reason)
-	case errors.As(err, &missing) && missing.Resource == "conversation":
-		return fmt.Sprintf("%v: %s", err, missing.ID)
-	case errors.Is(err, store.ErrNotFound):
-		return fmt.Sprintf("%v: %s %s", err, session, request)
-	}
-	return err.Error()
-}
-
 var reserveSpec = spec{
-	name: "reserve",
-	args: "SESSION",
-	about: `Reserves an upper bound of usage on a governed session before a model call:
+	Name: "reserve",
+	Args: "SESSION",
+	About: `Reserves an upper bound of usage on a governed session before a model call:
 checks the session (as use does) and every spend limit of the session and of
 its agent, and counts the reservation against all of them in one
 transaction. Prints the reservation id (the whole reservation with --json).
 Settle it after the call ("sessionctl settle"), or release it ("sessionctl
 release"); one that is neither by --ttl is released when it lapses.
 
-` + wrapText(fmt.Sprintf(`A --request-id makes a retry return the first outcome. A refusal by a spend limit exits %d; the session's refusals exit as use's (%s: the request id reused with another amount).`,
+` + clitext.Wrap(fmt.Sprintf(`A --request-id makes a retry return the first outcome. A refusal by a spend limit exits %d; the session's refusals exit as use's (%s: the request id reused with another amount).`,
 		exitSpend, exitList(exitNotFound, exitAgent, exitClosed, exitExpired, exitConflict))),
-	examples: []string{
+	Examples: []string{
 		`sessionctl reserve task-7 --agent a1 --input-tokens 8000 --output-tokens 2000 --cost 0.12USD --request-id call-17`,
 		`id=$(sessionctl reserve "$session" --cost 0.50USD --ttl 2m) || echo "refused: $?"`,
 	},
@@ -195,7 +139,7 @@ func runReserve(ctx context.Context, g *globals, args []string) error {
 	fs := g.newFlags(sp)
 	agent := fs.String("agent", "", "the presenting agent `ID`; refused when it is not the session's agent")
 	requestID := fs.String("request-id", "", "the reservation's `ID` (default: a random one); a retry returns the first outcome")
-	ttl := durationFlag(fs, "ttl", store.DefaultReservationTTL, "the reservation lapses after `DURATION` unless settled or released")
+	ttl := cliflags.DurationFlag(fs, "ttl", store.DefaultReservationTTL, "the reservation lapses after `DURATION` unless settled or released")
 	amounts := addAmountFlags(fs, "the upper bound of")
 	asJSON := fs.Bool("json", false, "print the reservation as JSON")
 	pos, err := g.parseArgs(fs, sp, args, 1, 1)
@@ -204,17 +148,17 @@ func runReserve(ctx context.Context, g *globals, args []string) error {
 	}
 	amount, cur, err := amounts.amount()
 	if err != nil {
-		return g.usageErr(sp.name, "--cost: %v", err)
+		return g.usageErr(sp.Name, "--cost: %v", err)
 	}
 	req := store.ReserveRequest{SessionID: pos[0], AgentID: *agent, RequestID: *requestID, Amount: amount, Currency: cur, TTL: *ttl}
 	if _, err := req.Normalize(); err != nil {
-		return g.usageErr(sp.name, "%v", err)
+		return g.usageErr(sp.Name, "%v", err)
 	}
-	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+	return g.result(sp.Name, g.withStore(ctx, func(st cliStore) error {
 		r, err := st.Spend().Reserve(ctx, req)
 		if err != nil {
 			if ref, ok := spendRefusal(err); ok {
-				fmt.Fprintf(g.stderr, "sessionctl reserve: refused (%s): %s\n", ref.kind, spendRefusalDetail(err, req.SessionID, req.RequestID))
+				fmt.Fprintf(g.stderr, "sessionctl reserve: refused (%s): %s\n", ref.kind, render.SpendRefusal(err, req.SessionID, req.RequestID))
 				return exitStatus(ref.code)
 			}
 			return err
@@ -224,16 +168,16 @@ func runReserve(ctx context.Context, g *globals, args []string) error {
 }
 
 var settleSpec = spec{
-	name: "settle",
-	args: "SESSION RESERVATION",
-	about: fmt.Sprintf(`Records the actual usage of a reservation and releases the rest of it, in one
+	Name: "settle",
+	Args: "SESSION RESERVATION",
+	About: fmt.Sprintf(`Records the actual usage of a reservation and releases the rest of it, in one
 transaction; every part of the usage must be at most what was reserved. A
 retry with the same usage changes nothing; another usage, or settling a
 released reservation, is a conflict (exit %d). A reservation that lapsed is
 still settled: the usage happened. --conversation also adds the usage to a
 conversation's totals in the same transaction (the cost when it is in USD,
 the conversation's currency).`, exitConflict),
-	examples: []string{
+	Examples: []string{
 		`sessionctl settle task-7 call-17 --input-tokens 7410 --output-tokens 388 --cost 0.0871USD`,
 		`sessionctl settle task-7 call-17 --output-tokens 120 --conversation task-7`,
 	},
@@ -252,13 +196,13 @@ func runSettle(ctx context.Context, g *globals, args []string) error {
 	}
 	actual, cur, err := amounts.amount()
 	if err != nil {
-		return g.usageErr(sp.name, "--cost: %v", err)
+		return g.usageErr(sp.Name, "--cost: %v", err)
 	}
 	req := store.SettleRequest{SessionID: pos[0], RequestID: pos[1], AgentID: *agent, Actual: actual, Conversation: *conversation}
 	if err := req.Validate(); err != nil {
-		return g.usageErr(sp.name, "%v", err)
+		return g.usageErr(sp.Name, "%v", err)
 	}
-	return g.finishReservation(ctx, sp.name, *asJSON, pos, func(st cliStore) (store.Reservation, error) {
+	return g.finishReservation(ctx, sp.Name, *asJSON, pos, func(st cliStore) (store.Reservation, error) {
 		if cur != "" {
 			// The store keeps the currency on the reservation: a cost in
 			// another one is a mistake of the caller.
@@ -272,11 +216,11 @@ func runSettle(ctx context.Context, g *globals, args []string) error {
 }
 
 var releaseSpec = spec{
-	name: "release",
-	args: "SESSION RESERVATION",
-	about: fmt.Sprintf(`Gives a reservation back unused. Releasing it again, or releasing one that
+	Name: "release",
+	Args: "SESSION RESERVATION",
+	About: fmt.Sprintf(`Gives a reservation back unused. Releasing it again, or releasing one that
 lapsed, changes nothing; releasing a settled one is a conflict (exit %d).`, exitConflict),
-	examples: []string{"sessionctl release task-7 call-17"},
+	Examples: []string{"sessionctl release task-7 call-17"},
 }
 
 func runRelease(ctx context.Context, g *globals, args []string) error {
@@ -290,9 +234,9 @@ func runRelease(ctx context.Context, g *globals, args []string) error {
 	}
 	req := store.ReleaseRequest{SessionID: pos[0], RequestID: pos[1], AgentID: *agent}
 	if err := req.Validate(); err != nil {
-		return g.usageErr(sp.name, "%v", err)
+		return g.usageErr(sp.Name, "%v", err)
 	}
-	return g.finishReservation(ctx, sp.name, *asJSON, pos, func(st cliStore) (store.Reservation, error) {
+	return g.finishReservation(ctx, sp.Name, *asJSON, pos, func(st cliStore) (store.Reservation, error) {
 		return st.Spend().Release(ctx, req)
 	})
 }
@@ -303,13 +247,13 @@ func (g *globals) finishReservation(ctx context.Context, name string, asJSON boo
 		r, err := fn(st)
 		if err != nil {
 			if ref, ok := spendRefusal(err); ok {
-				fmt.Fprintf(g.stderr, "sessionctl %s: refused (%s): %s\n", name, ref.kind, spendRefusalDetail(err, pos[0], pos[1]))
+				fmt.Fprintf(g.stderr, "sessionctl %s: refused (%s): %s\n", name, ref.kind, render.SpendRefusal(err, pos[0], pos[1]))
 				return exitStatus(ref.code)
 			}
 			return err
 		}
 		if asJSON {
-			return writeJSON(g.stdout, view.NewReservation(r))
+			return jsonout.Write(g.stdout, view.NewReservation(r))
 		}
 		switch r.Status {
 		case store.ReservationSettled:
@@ -322,16 +266,16 @@ func (g *globals) finishReservation(ctx context.Context, name string, asJSON boo
 }
 
 var limitsSpec = spec{
-	name: "limits",
-	args: "AGENT",
-	about: `Shows the spend limits an agent has across all of its sessions, with what is
+	Name: "limits",
+	Args: "AGENT",
+	About: `Shows the spend limits an agent has across all of its sessions, with what is
 spent and reserved in their current windows; with --limit or --clear,
 replaces them first. A limit is METRIC=AMOUNT[/WINDOW]: the metric input,
 output, tokens (input plus output) or cost (an amount with its currency
 code, kept exactly in micro-units); the window lifetime (the default),
 hour, day or month, calendar periods in UTC. A limit that keeps its metric
 and window keeps what was spent and reserved.`,
-	examples: []string{
+	Examples: []string{
 		`sessionctl limits agent-42 --limit cost=20USD/day --limit tokens=2000000/month`,
 		`sessionctl limits agent-42 --json`,
 	},
@@ -349,17 +293,17 @@ func runLimits(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	if *clear && len(limits) > 0 {
-		return g.usageErr(sp.name, "--clear and --limit exclude each other")
+		return g.usageErr(sp.Name, "--clear and --limit exclude each other")
 	}
 	if err := store.ValidateID("agent", pos[0]); err != nil {
-		return g.usageErr(sp.name, "%v", err)
+		return g.usageErr(sp.Name, "%v", err)
 	}
 	if _, err := store.NormalizeSpendLimits("limit", limits); err != nil {
-		return g.usageErr(sp.name, "%v", err)
+		return g.usageErr(sp.Name, "%v", err)
 	}
 	// Setting limits needs a store that exists: a mistyped --db must not
 	// make an empty one.
-	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+	return g.result(sp.Name, g.withStore(ctx, func(st cliStore) error {
 		if *clear || len(limits) > 0 {
 			if err := st.Spend().SetAgentLimits(ctx, pos[0], limits); err != nil {
 				return err
@@ -371,7 +315,7 @@ func runLimits(ctx context.Context, g *globals, args []string) error {
 		}
 		v := view.NewSpend(status)
 		if *asJSON {
-			if err := writeJSON(g.stdout, struct {
+			if err := jsonout.Write(g.stdout, struct {
 				AgentID string `json:"agent_id"`
 				view.Spend
 			}{pos[0], v}); err != nil {
@@ -384,7 +328,7 @@ func runLimits(ctx context.Context, g *globals, args []string) error {
 			return nil
 		}
 		fmt.Fprintf(g.stdout, "agent %s:\n", pos[0])
-		if err := spendDetails(g.stdout, v); err != nil {
+		if err := render.SpendDetails(g.stdout, v); err != nil {
 			return err
 		}
 		return nil

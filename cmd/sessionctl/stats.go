@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/sqlstore"
 )
 
 var statsSpec = spec{
-	name: "stats",
-	about: `Summarizes the database, facet by facet: governed sessions by effective
+	Name: "stats",
+	About: `Summarizes the database, facet by facet: governed sessions by effective
 status, runtime sessions by agent with running turns and uploads (count
 and bytes), conversations by state with their messages, tokens and cost,
 agent sessions with their applications, users and events and the keys of
@@ -21,7 +24,7 @@ and of the store's tables with their indexes; there is no WAL file or page
 count to report. With --tenant the counts are the tenant's rows only, and
 the sizes, which are the whole database's, are left out (the schema
 version is the database's).`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl stats",
 		"sessionctl stats --tenant acme",
 		"sessionctl stats --json | jq .governed.active",
@@ -59,15 +62,15 @@ func runStats(ctx context.Context, g *globals, args []string) error {
 	if _, err := g.parseArgs(fs, sp, args, 0, 0); err != nil {
 		return err
 	}
-	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+	return g.result(sp.Name, g.withStore(ctx, func(st cliStore) error {
 		doc, err := collectStats(ctx, g, st)
 		if err != nil {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(g.stdout, doc)
+			return jsonout.Write(g.stdout, doc)
 		}
-		tw := newTable(g.stdout)
+		tw := tablefmt.NewWriter(g.stdout)
 		rows := [][2]string{
 			{"database", doc.Path},
 			{"schema version", fmt.Sprintf("%d (this binary: %d)", doc.SchemaVersion, doc.BinarySchemaVersion)},
@@ -86,12 +89,12 @@ func runStats(ctx context.Context, g *globals, args []string) error {
 		case doc.DatabaseBytes == nil: // a tenant's stats
 		case doc.StoreBytes != nil:
 			rows = append(rows,
-				[2]string{"database size", humanBytes(*doc.DatabaseBytes)},
-				[2]string{"store tables", humanBytes(*doc.StoreBytes)})
+				[2]string{"database size", humanize.Bytes(*doc.DatabaseBytes)},
+				[2]string{"store tables", humanize.Bytes(*doc.StoreBytes)})
 		default:
 			rows = append(rows,
-				[2]string{"database file", humanBytes(*doc.DatabaseBytes)},
-				[2]string{"wal file", humanBytes(*doc.WALBytes)},
+				[2]string{"database file", humanize.Bytes(*doc.DatabaseBytes)},
+				[2]string{"wal file", humanize.Bytes(*doc.WALBytes)},
 				[2]string{"pages", fmt.Sprintf("%d x %d bytes, %d free", *doc.Pages, *doc.PageSize, *doc.FreePages)})
 		}
 		for _, r := range rows {

@@ -20,6 +20,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/suggest"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -41,27 +43,6 @@ var tenantRefusals = map[string]string{
 // tenantCommandList names tenantCommands for help and errors.
 func tenantCommandList() string {
 	return strings.Join(tenantCommands[:len(tenantCommands)-1], ", ") + " and " + tenantCommands[len(tenantCommands)-1]
-}
-
-// wrapWords breaks text into lines of at most width bytes at spaces (a
-// longer word makes a line of its own).
-func wrapWords(text string, width int) []string {
-	var lines []string
-	line := ""
-	for _, w := range strings.Fields(text) {
-		if line != "" && len(line)+1+len(w) > width {
-			lines = append(lines, line)
-			line = ""
-		}
-		if line != "" {
-			line += " "
-		}
-		line += w
-	}
-	if line != "" {
-		lines = append(lines, line)
-	}
-	return lines
 }
 
 // checkTenant refuses --tenant with a malformed name or on a command that
@@ -122,7 +103,7 @@ func tenantMayBeNew(command string) bool { return slices.Contains(tenantWriters,
 type errUnknownTenant struct{ name, hint string }
 
 func (e *errUnknownTenant) Error() string {
-	return fmt.Sprintf("tenant %s is unknown: no row belongs to it%s (sessionctl tenants lists the tenants)", esc(e.name), e.hint)
+	return fmt.Sprintf("tenant %s is unknown: no row belongs to it%s (sessionctl tenants lists the tenants)", humanize.Escape(e.name), e.hint)
 }
 
 // Unwrap makes the error store.ErrNotFound (exit 3).
@@ -158,7 +139,7 @@ func knownTenant(ctx context.Context, tr store.Tenanter, tenant string) error {
 		return err
 	}
 	if _, found := slices.BinarySearch(names, tenant); !found {
-		return &errUnknownTenant{tenant, didYouMean(tenant, names)}
+		return &errUnknownTenant{tenant, suggest.DidYouMean(tenant, names)}
 	}
 	return nil
 }

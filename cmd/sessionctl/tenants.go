@@ -5,18 +5,21 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
 var tenantsSpec = spec{
-	name: "tenants",
-	about: `Lists the tenants that own rows in the store (agent sessions or
+	Name: "tenants",
+	About: `Lists the tenants that own rows in the store (agent sessions or
 their state, governed sessions, audit chains, spend limits,
 conversations or runtime sessions), in byte order, with what each owns.
 The default tenant (the rows written without --tenant) is not listed:
 "sessionctl stats" counts it. A command run with --tenant NAME reads that
 tenant's rows only.`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl tenants",
 		"sessionctl tenants --json | jq -r '.items[].tenant'",
 	},
@@ -43,13 +46,13 @@ func runTenants(ctx context.Context, g *globals, args []string) error {
 	if err := g.wantArgs(sp, pos, 0, 0); err != nil {
 		return err
 	}
-	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+	return g.result(sp.Name, g.withStore(ctx, func(st cliStore) error {
 		rows, err := tenantRows(ctx, st)
 		if err != nil {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(g.stdout, struct {
+			return jsonout.Write(g.stdout, struct {
 				Items []tenantRow `json:"items"`
 			}{rows})
 		}
@@ -57,10 +60,10 @@ func runTenants(ctx context.Context, g *globals, args []string) error {
 			_, err := fmt.Fprintln(g.stdout, "no tenants: every row belongs to the default tenant")
 			return err
 		}
-		tw := newTable(g.stdout)
+		tw := tablefmt.NewWriter(g.stdout)
 		fmt.Fprintln(tw, "TENANT\tGOVERNED\tCONVERSATIONS\tRUNTIME\tAGENT SESSIONS\tAUDIT CHAINS")
 		for _, r := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", esc(r.Tenant), count(r.GovernedSessions), count(r.Conversations),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", humanize.Escape(r.Tenant), count(r.GovernedSessions), count(r.Conversations),
 				count(r.RuntimeSessions), count(r.AgentSessions), count(r.AuditChains))
 		}
 		return tw.Flush()

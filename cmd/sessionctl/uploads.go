@@ -5,18 +5,22 @@ import (
 	"encoding/base64"
 	"fmt"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
 var uploadsSpec = spec{
-	name: "uploads",
-	args: "ID",
-	about: `Lists a runtime session's uploads in ref order: marker, workspace path, size
+	Name: "uploads",
+	Args: "ID",
+	About: `Lists a runtime session's uploads in ref order: marker, workspace path, size
 and SHA-256 (content is stored once per digest). --ref prints one upload's
 content as it is (after checking it against its digest; on a terminal its
 control characters are escaped, as in every table); with --json, its
 metadata and the content in base64.`,
-	examples: []string{
+	Examples: []string{
 		"sessionctl uploads sess-42",
 		"sessionctl uploads sess-42 --ref photo-1 > photo.png",
 	},
@@ -49,37 +53,37 @@ func runUploads(ctx context.Context, g *globals, args []string) error {
 	if *ref != "" {
 		u, content, err := rt.ReadUpload(ctx, id, *ref)
 		if err != nil {
-			return g.fail(sp.name, withID(id, err))
+			return g.fail(sp.Name, withID(id, err))
 		}
 		if *asJSON {
-			err = writeJSON(g.stdout, uploadContentJSON{Upload: u, ContentBase64: base64.StdEncoding.EncodeToString(content)})
+			err = jsonout.Write(g.stdout, uploadContentJSON{Upload: u, ContentBase64: base64.StdEncoding.EncodeToString(content)})
 		} else {
-			_, err = contentWriter(g.stdout).Write(content)
+			_, err = termout.Content(g.stdout).Write(content)
 		}
 		if err != nil {
-			return g.fail(sp.name, err)
+			return g.fail(sp.Name, err)
 		}
 		return nil
 	}
 	list, err := allUploads(ctx, st, id)
 	if err != nil {
-		return g.fail(sp.name, withID(id, err))
+		return g.fail(sp.Name, withID(id, err))
 	}
 	if *asJSON {
-		return g.result(sp.name, writeJSON(g.stdout, uploadsJSON{ID: id, Uploads: nonNilSlice(list)}))
+		return g.result(sp.Name, jsonout.Write(g.stdout, uploadsJSON{ID: id, Uploads: nonNilSlice(list)}))
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(g.stdout, "no uploads")
 		return nil
 	}
-	tw := newTable(g.stdout)
+	tw := tablefmt.NewWriter(g.stdout)
 	fmt.Fprintln(tw, "REF\tMARKER\tPATH\tSIZE\tSHA256\tCREATED")
 	for _, u := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", esc(u.RefID), orDash(clip(u.Marker, 30)), cell(u.WorkspacePath),
-			humanBytes(u.SizeBytes), esc(u.SHA256[:min(12, len(u.SHA256))]), tableTime(u.CreatedAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", humanize.Escape(u.RefID), tablefmt.OrDash(tablefmt.Clip(u.Marker, 30)), tablefmt.Cell(u.WorkspacePath),
+			humanize.Bytes(u.SizeBytes), humanize.Escape(u.SHA256[:min(12, len(u.SHA256))]), tablefmt.Time(u.CreatedAt))
 	}
 	if err := tw.Flush(); err != nil {
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
 	return nil
 }

@@ -2,25 +2,27 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/agentstore/sessionstore/archive"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
 	"github.com/agentstore/sessionstore/store"
 )
 
 var useSpec = spec{
-	name: "use",
-	args: "ID",
-	about: `Records one call per --tool against a governed session, all or nothing, in
+	Name: "use",
+	Args: "ID",
+	About: `Records one call per --tool against a governed session, all or nothing, in
 one transaction: checks, in order, that the session exists, belongs to
 --agent (when given), is not closed, has not expired, has budget for every
 call, authorizes every tool and is within its rate limit. Several use
 processes may run at once on one database: the budget stays exact.
 
-` + wrapText(fmt.Sprintf(`Exit status %d means the calls were allowed and counted. A refusal exits with its own status (see "sessionctl help exit"): %s (the request id reused with different tools).`,
+` + clitext.Wrap(fmt.Sprintf(`Exit status %d means the calls were allowed and counted. A refusal exits with its own status (see "sessionctl help exit"): %s (the request id reused with different tools).`,
 		exitOK, exitList(exitNotFound, exitAgent, exitClosed, exitExpired, exitBudget, exitTool, exitRate, exitConflict))),
-	examples: []string{
+	Examples: []string{
 		"sessionctl use task-7 --agent agent-42 --tool read_file --tool list_dir",
 		`sessionctl use "$id" --agent a1 --tool search --request-id call-17 || echo "refused: $?"`,
 	},
@@ -29,7 +31,7 @@ processes may run at once on one database: the budget stays exact.
 func runUse(ctx context.Context, g *globals, args []string) error {
 	sp := useSpec
 	fs := g.newFlags(sp)
-	var tools nameList
+	var tools cliflags.NameList
 	agent := fs.String("agent", "", "the presenting agent `ID`; refused when it is not the session's agent")
 	fs.Var(&tools, "tool", "tool `NAME` of one call, repeatable or comma-separated")
 	requestID := fs.String("request-id", "", "idempotency `KEY`: a retry returns the first outcome and consumes nothing")
@@ -40,57 +42,18 @@ func runUse(ctx context.Context, g *globals, args []string) error {
 	}
 	req := store.UseRequest{SessionID: pos[0], AgentID: *agent, Tools: tools, RequestID: *requestID}
 	if err := req.Validate(); err != nil {
-		return g.usageErr(sp.name, "%v", err)
+		return g.usageErr(sp.Name, "%v", err)
 	}
-	return g.result(sp.name, g.withStore(ctx, func(st cliStore) error {
+	return g.result(sp.Name, g.withStore(ctx, func(st cliStore) error {
 		sess, err := st.Governance().Use(ctx, req)
 		if err != nil {
 			if r, ok := useRefusal(err); ok {
-				fmt.Fprintf(g.stderr, "sessionctl use: refused (%s): %s\n", r.kind, refusalDetail(err, req))
+				fmt.Fprintf(g.stderr, "sessionctl use: refused (%s): %s\n", r.kind, render.UseRefusal(err, req))
 				return exitStatus(r.code)
 			}
 			return err
 		}
 		return g.say(*asJSON, archive.NewGovernedSession(sess), "allowed %d %s: %d of %d calls made, %d remaining\n",
-			len(req.Tools), plural(len(req.Tools), "call", "calls"), sess.CallsMade, sess.CallBudget, sess.RemainingBudget())
+			len(req.Tools), clitext.Plural(len(req.Tools), "call", "calls"), sess.CallsMade, sess.CallBudget, sess.RemainingBudget())
 	}))
-}
-
-// refusalDetail explains a refusal to the operator. The store's Error()
-// strings are deliberately opaque (they may go back to an untrusted
-// agent); the operator running sessionctl sees the typed details.
-func refusalDetail(err error, req store.UseRequest) string {
-	var (
-		budget *store.BudgetError
-		tool   *store.ToolError
-		rate   *store.RateLimitError
-		exp    *store.ExpiredError
-		agent  *store.AgentMismatchError
-		conf   *store.ConflictError
-	)
-	switch {
-	case errors.As(err, &budget):
-		return fmt.Sprintf("%v: %d of %d calls made, %d requested", err, budget.Used, budget.Limit, budget.Requested)
-	case errors.As(err, &tool):
-		return fmt.Sprintf("%v: %s", err, tool.Tool)
-	case errors.As(err, &rate):
-		return fmt.Sprintf("%v: %d of %d calls made in the current %s window, %d requested",
-			err, rate.WindowCalls, rate.Limit, durationText(rate.Window), rate.Requested)
-	case errors.As(err, &exp):
-		return fmt.Sprintf("%v at %s", err, tableTime(exp.ExpiresAt))
-	case errors.As(err, &agent):
-		return fmt.Sprintf("the session belongs to %s, not %s", agent.Expected, agent.Actual)
-	case errors.As(err, &conf):
-		return fmt.Sprintf("request id %s was used with different tools", req.RequestID)
-	case errors.Is(err, store.ErrNotFound):
-		return fmt.Sprintf("%v: %s", err, req.SessionID)
-	}
-	return err.Error()
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

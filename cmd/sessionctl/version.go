@@ -6,13 +6,14 @@ import (
 	"runtime"
 	"runtime/debug"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
 	"github.com/agentstore/sessionstore/migrations"
 	"github.com/agentstore/sessionstore/sqlstore"
 )
 
 var versionSpec = spec{
-	name: "version",
-	about: `Prints the version of sessionctl (the module version and VCS revision it
+	Name: "version",
+	About: `Prints the version of sessionctl (the module version and VCS revision it
 was built from), the Go and SQLite versions, and the newest schema version
 it can read and migrate to. It does not open the database.
 
@@ -21,7 +22,7 @@ The revision is the one "go build" stamps when it runs in a git checkout
 Where Go stamps none (-buildvcs=false, a linked git worktree, a source
 tarball), a build may give it: go build -ldflags "-X
 main.buildRevision=$(git rev-parse HEAD)" ./cmd/sessionctl.`,
-	examples: []string{"sessionctl version", "sessionctl version --json"},
+	Examples: []string{"sessionctl version", "sessionctl version --json"},
 }
 
 // versionJSON is the JSON document of version.
@@ -49,13 +50,13 @@ func runVersion(ctx context.Context, g *globals, args []string) error {
 	}
 	doc := buildVersion(readBI())
 	if doc.SchemaVersion, err = migrations.Latest(); err != nil {
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
 	if doc.SQLiteVersion, err = sqlstore.SQLiteVersion(ctx); err != nil {
-		return g.fail(sp.name, err)
+		return g.fail(sp.Name, err)
 	}
 	if *asJSON {
-		return g.result(sp.name, writeJSON(g.stdout, doc))
+		return g.result(sp.Name, jsonout.Write(g.stdout, doc))
 	}
 	rev := ""
 	if doc.Revision != "" {
