@@ -35,15 +35,7 @@ func TestPagesPerCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	// Warm up: the first creates grow the file and its tables.
-	if _, err := benchkit.PagesPerCreate(ctx, target, db, 10, map[string]any{"turn": 0.0}); err != nil {
-		t.Fatal(err)
-	}
-	bare, err := benchkit.PagesPerCreate(ctx, target, db, 10, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	withState, err := benchkit.PagesPerCreate(ctx, target, db, 10, map[string]any{"turn": 0.0})
+	bare, withState, err := benchkit.CreatePages(ctx, target, db)
 	if err != nil {
 		t.Fatal(err)
 	}

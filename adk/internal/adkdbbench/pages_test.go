@@ -72,14 +72,7 @@ func TestADKPagesPerCreate(t *testing.T) {
 		extra []string
 	}{{"as shipped", nil}, {"with an index of update times", []string{adkIdleIndex}}} {
 		target, db := openADK(t, filepath.Join(t.TempDir(), "adk.db"), c.extra...)
-		if _, err := benchkit.PagesPerCreate(ctx, target, db, 10, map[string]any{"turn": 0.0}); err != nil {
-			t.Fatal(err)
-		}
-		bare, err := benchkit.PagesPerCreate(ctx, target, db, 10, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		withState, err := benchkit.PagesPerCreate(ctx, target, db, 10, map[string]any{"turn": 0.0})
+		bare, withState, err := benchkit.CreatePages(ctx, target, db)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,6 +28,21 @@ func PagesPerCreate(ctx context.Context, t Target, db *sql.DB, n int, state map[
 	return float64(total) / float64(n), nil
 }
 
+// CreatePages counts a create's pages as the pages tests report them:
+// after 10 creates that grow the file and its tables (not counted), the
+// mean of 10 creates without state and of 10 with a one-key state.
+func CreatePages(ctx context.Context, t Target, db *sql.DB) (bare, withState float64, err error) {
+	oneKey := map[string]any{"turn": 0.0}
+	if _, err = PagesPerCreate(ctx, t, db, 10, oneKey); err != nil {
+		return 0, 0, err
+	}
+	if bare, err = PagesPerCreate(ctx, t, db, 10, nil); err != nil {
+		return 0, 0, err
+	}
+	withState, err = PagesPerCreate(ctx, t, db, 10, oneKey)
+	return bare, withState, err
+}
+
 // PagesOf counts the database pages op writes, as PagesPerCreate counts a
 // create's: it empties the write-ahead log through db, runs op, and
 // returns the frames the log holds then.
