@@ -21,13 +21,15 @@ const (
 var HoldFacets = []string{store.HoldGovernance, store.HoldRuntime, store.HoldConversations, store.HoldAgentSessions}
 
 // Exits are the exit statuses the help texts quote. Package main passes
-// them from its one table of exit statuses (exit.go), which maps errors
-// to statuses; List lists statuses as help quotes them ("3 not found, 4
-// agent mismatch").
+// them from its one table of exit statuses (exit.go), the place that maps
+// errors to statuses.
 type Exits struct {
-	OK, NotFound, Agent, Closed, Expired, Budget, Tool, Rate, Conflict int
-	SchemaTooNew, Spend, NotStore                                      int
-	List                                                               func(codes ...int) string
+	// The statuses, named as in exit.go (exitNotFound: NotFound).
+	OK, NotFound, Agent, Closed, Expired, Budget, Tool, Rate, Conflict, SchemaTooNew, Spend, NotStore int
+
+	// List lists statuses as help quotes them ("3 not found, 4 agent
+	// mismatch").
+	List func(codes ...int) string
 }
 
 // leftAloneHelp is the paragraph of gc --help that lists the facets gc
