@@ -15,55 +15,15 @@ import (
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/view"
 )
 
-var agentsSpec = spec{
-	Name: "agents",
-	Args: "[list | show | events | state | delete] [APP USER SESSION]",
-	About: `Agent sessions (the sessions of an ADK-style runtime, keyed by application,
-user and session id): their state in three scopes and their event log.
-
-  agents [list]                   lists sessions ordered by application, user
-                                  and session id: of --app (every application
-                                  when not given), of --user, not updated for
-                                  --idle; --limit per page, --after the cursor
-                                  printed after a page (--all reads every page)
-  agents show APP USER SESSION    the session, its merged state (app: and
-                                  user: keys as ADK names them) and its last
-                                  --last events (default 10)
-  agents events APP USER SESSION  its event log, oldest first: from --from
-                                  (sequence number, from 1), at most --limit,
-                                  or the last --last; --invocation ID selects
-                                  one invocation's; --follow then prints new
-                                  events as they commit, until interrupted
-  agents state APP [USER [SESSION]]
-                                  the app state, and the user and session
-                                  state when named
-  agents delete APP USER SESSION  deletes the session with its events and
-                                  session state (app and user state stay);
-                                  asks on a terminal, else needs --yes`,
-	Examples: []string{
-		"sessionctl agents --app support --user ada",
-		"sessionctl agents show support ada s1",
-		"sessionctl agents events support ada s1 --last 5 --follow",
-		"sessionctl agents state support ada --json",
-		"sessionctl agents delete support ada s1 --yes",
-	},
-	Actions: []action{
-		{Name: "list", Flags: []string{"app", "user", "idle", "limit", "after", "all", "json"}},
-		{Name: "show", Flags: []string{"last", "json"}},
-		{Name: "events", Flags: []string{"limit", "last", "from", "invocation", "follow", "json"}},
-		{Name: "state", Flags: []string{"json"}},
-		{Name: "delete", Flags: []string{"yes", "json"}},
-	},
-}
-
 func runAgents(ctx context.Context, g *globals, args []string) error {
-	sp := agentsSpec
+	sp := specs.Agents
 	sub, args := sp.Action(args)
 	fs := g.newFlags(sp)
 	app := fs.String("app", "", "list: only the sessions of application `APP`")

@@ -15,65 +15,14 @@ import (
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/view"
 )
 
-var auditSpec = spec{
-	Name: "audit",
-	Args: "[list | verify | checkpoint | prune]",
-	About: `The audit trail: every governance decision (a create, each use or
-reservation allowed or refused, a settle, a release, a close, an expiry, a
-lapse, a cleanup, a change of limits), appended in the decision's own
-transaction to its agent's hash chain.
-
-  audit [list]      lists events in (agent, sequence) order, filtered by
-                    --agent, --session, --kind, --outcome, --since, --until;
-                    --limit per page, --after the cursor printed after it
-                    (--all reads every page)
-  audit verify      checks every chain: each event's hash covers its fields
-                    and its predecessor's hash, and the chain ends at its
-                    recorded head. Names the first event of each chain that
-                    was changed, removed or inserted, and prints one digest
-                    over every chain head: record it elsewhere to tell later
-                    that a whole chain was not removed or rewritten. Exits 1
-                    when a chain does not verify.
-  audit checkpoint  appends a checkpoint to every chain (or --agent's): the
-                    points where prune may cut
-  audit prune       removes the events before each chain's newest
-                    checkpoint made before --before (or --older-than ago;
-                    --older-than 0s: the newest checkpoint made so far),
-                    after checking that they verify; a chain that does not
-                    verify is not cut (exit 1)`,
-	Examples: []string{
-		"sessionctl audit --agent agent-42 --since 2026-01-02T00:00:00Z",
-		"sessionctl audit --outcome spend_limit_exceeded --json",
-		"sessionctl audit verify",
-		"sessionctl audit checkpoint && sessionctl audit prune --older-than 90d",
-	},
-	Actions: []action{
-		{Name: "list", Flags: []string{"agent", "session", "kind", "outcome", "since", "until", "limit", "after", "all", "json"}},
-		{Name: "verify", Flags: []string{"json"}},
-		{Name: "checkpoint", Flags: []string{"agent", "json"}},
-		{Name: "prune", Flags: []string{"agent", "before", "older-than", "json"}},
-	},
-	Values: map[string][]string{"--kind": auditKinds()},
-}
-
-// auditKinds are the kinds audit --kind takes.
-func auditKinds() []string {
-	var kinds []string
-	for _, k := range []store.AuditKind{store.AuditCreate, store.AuditUse, store.AuditReserve, store.AuditSettle,
-		store.AuditRelease, store.AuditClose, store.AuditExpire, store.AuditLapse, store.AuditCleanup,
-		store.AuditLimits, store.AuditCheckpoint} {
-		kinds = append(kinds, string(k))
-	}
-	return kinds
-}
-
 func runAudit(ctx context.Context, g *globals, args []string) error {
-	sp := auditSpec
+	sp := specs.Audit
 	sub, args := sp.Action(args)
 	fs := g.newFlags(sp)
 	agent := fs.String("agent", "", "only the chain of agent `ID`")

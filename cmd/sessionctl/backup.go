@@ -8,41 +8,11 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/statusline"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/sqlstore"
 )
-
-var backupSpec = spec{
-	Name: "backup",
-	Args: "FILE",
-	About: `Writes a consistent copy of the database to FILE: every page of one
-snapshot (one read transaction, so other processes may keep writing while
-it runs), with SQLite's online backup, into a temporary file beside FILE.
-The copy is then checked — PRAGMA integrity_check, and the row count of
-every table against the source's in the same snapshot — synced, renamed to
-FILE, and the directory synced, before backup reports success; a copy that
-fails a check is removed. The copy is one self-contained file (rollback
-journal mode, no -wal), readable and writable by its owner only (mode
-0600, as export files are); it keeps the source's free pages (cleanup
---vacuum first for a compact copy).
-
-FILE must not be empty, must not be one of the database's own files (the
-database, its -wal, -shm, -journal or -writer.lock), and must not exist
-unless --force is given. Never copy a live database file with cp: the WAL
-holds committed transactions the main file does not.
-
-When stderr is a terminal, a status line shows the step running and the
-pages copied of the total.
-
-Not supported on PostgreSQL (exit status 1): back the store's schema up
-with the server's own tools, e.g. pg_dump --schema=NAME, or continuous
-archiving.`,
-	Examples: []string{
-		"sessionctl backup /backups/sessions-$(date +%F).db",
-		"sessionctl backup --force /backups/sessions-latest.db",
-	},
-}
 
 // backupJSON is the JSON document of backup.
 type backupJSON struct {
@@ -51,7 +21,7 @@ type backupJSON struct {
 }
 
 func runBackup(ctx context.Context, g *globals, args []string) error {
-	sp := backupSpec
+	sp := specs.Backup
 	fs := g.newFlags(sp)
 	force := fs.Bool("force", false, "replace FILE if it exists")
 	asJSON := fs.Bool("json", false, "print one JSON document")

@@ -11,6 +11,7 @@ import (
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/statusline"
 	"github.com/agentstore/sessionstore/loadtest"
 	"github.com/agentstore/sessionstore/sqlstore"
@@ -22,32 +23,13 @@ type benchReport = loadtest.Report
 // benchScenarios are the scenarios "sessionctl bench" runs.
 func benchScenarios() []loadtest.Scenario { return loadtest.Scenarios() }
 
-var benchSpec = spec{
-	Name: "bench",
-	About: `Measures the fsync rate F of DIR, then Use (1 and N callers), a message
-append at 10 and at 10,000 messages of history, get by id and a list page
-(100 of 10,000) of governed sessions, and agent sessions (ADK's model):
-create, event append (1 caller, and 4 callers on sessions of their own: group
-commit puts their appends in one fsync), the last 100 of 1,000 events, a
-list page (100 of 1,000); prints ops/s, p50, p99 and the ratio to F. On
-SQLite each scenario gets a temporary database in DIR; the database of --db is
-not touched and its directory is the default DIR. With a postgres:// --db,
-each scenario runs in a temporary schema of that database, dropped at the
-end (--sync FULL is synchronous_commit=on, NORMAL is off), and F is the
-fsync rate of DIR (default: the system's temporary directory), meaningful
-when the server's data is on that disk.`,
-	Examples: []string{"sessionctl bench --dir /var/lib/agent --duration 5s",
-		"sessionctl --db postgres://localhost/agents bench --duration 5s"},
-	Values: map[string][]string{"--sync": {"FULL", "NORMAL"}},
-}
-
 // runBench measures the store on the user's disk, like pgbench or
 // redis-benchmark, through package loadtest.
 func runBench(ctx context.Context, g *globals, args []string) error {
 	var o loadtest.Options
 	var syncLevel string
 	var asJSON bool
-	sp := benchSpec
+	sp := specs.Bench
 	fs := g.newFlags(sp)
 	fs.StringVar(&o.Dir, "dir", "", "measure the disk of directory `DIR` (default: the directory of --db)")
 	cliflags.DurationVar(fs, &o.Duration, "duration", 2*time.Second, "time per scenario, `DURATION`")

@@ -18,62 +18,10 @@ import (
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/store"
 )
-
-var forkSpec = spec{
-	Name: "fork",
-	Args: "APP USER SESSION | CONVERSATION",
-	About: `Forks an agent session (or, given one id, a conversation) at an event: the
-new session holds the events 1..--at of SESSION (all of them without --at)
-and its next event follows them. Its session state is the state at that
-point (the creation state with the state changes of the events up to it);
-app and user state are shared as always. The fork copies no events, whatever
-the length of the history: it reads them from SESSION's lineage. Later
-events of either session never reach the other. --as names the fork
-(default: a random id, printed). A conversation's fork holds its messages up
-to and including position --at (default: the last) and copies its session
-data; usage, cost and cost records start empty, artifacts, traces, runs and
-reports stay.`,
-	Examples: []string{
-		"sessionctl fork support ada s1 --at 40 --as s1-retry",
-		"sessionctl fork c1 --at 12 --as c1-retry",
-		"sessionctl fork support ada s1 --json",
-	},
-}
-
-var rewindSpec = spec{
-	Name: "rewind",
-	Args: "APP USER SESSION | CONVERSATION",
-	About: `Rewinds an agent session (or, given one id, a conversation) to event --to:
-the events after it are superseded (kept, shown by --superseded and by
-history, until retention removes them) and the session state returns to what
-it was at that event (--to 0: the state the session was created with). Forks
-taken earlier keep what they read. --superseded lists the superseded events
-instead. For a conversation, --to is the position of the last message kept
-(-1: none); its session data is not kept per message and stays as it is.`,
-	Examples: []string{
-		"sessionctl rewind support ada s1 --to 12",
-		"sessionctl rewind c1 --to 7",
-		"sessionctl rewind support ada s1 --superseded --json",
-	},
-}
-
-var historySpec = spec{
-	Name: "history",
-	Args: "APP USER SESSION | CONVERSATION",
-	About: `Prints the tree an agent session (or, given one id, a conversation) belongs
-to: the session it was forked from (its lineage, not a conversation's parent
-field), its forks and theirs, deleted sessions whose events forks still
-read, the runs of events a rewind superseded, and the ranges compaction
-records summarise. The session asked for is marked with *.`,
-	Examples: []string{
-		"sessionctl history support ada s1",
-		"sessionctl history c1",
-		"sessionctl history support ada s1 --json",
-	},
-}
 
 // sessionKeyArgs parses APP USER SESSION.
 func (g *globals) sessionKeyArgs(sp spec, pos []string) (store.SessionKey, error) {
@@ -98,7 +46,7 @@ type forkJSON struct {
 }
 
 func runFork(ctx context.Context, g *globals, args []string) error {
-	sp := forkSpec
+	sp := specs.Fork
 	fs := g.newFlags(sp)
 	at := fs.Int64("at", -1, "fork after event `N` (a conversation: message position N; 0: no events; default: the last)")
 	as := fs.String("as", "", "the fork's session id `ID` (default: random)")
@@ -153,7 +101,7 @@ type rewindJSON struct {
 }
 
 func runRewind(ctx context.Context, g *globals, args []string) error {
-	sp := rewindSpec
+	sp := specs.Rewind
 	fs := g.newFlags(sp)
 	to := fs.Int64("to", -1, "keep the events up to `N` (0: none; a conversation: the messages up to position N, -1: none)")
 	superseded := fs.Bool("superseded", false, "list the superseded events instead")
@@ -209,7 +157,7 @@ func runRewind(ctx context.Context, g *globals, args []string) error {
 }
 
 func runHistory(ctx context.Context, g *globals, args []string) error {
-	sp := historySpec
+	sp := specs.History
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	pos, err := g.parse(fs, sp, args)

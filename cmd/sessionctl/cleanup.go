@@ -10,30 +10,11 @@ import (
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
-
-var cleanupSpec = spec{
-	Name: "cleanup",
-	About: `Deletes governed sessions that are closed or past their time limit (one
-sweep with that rule, see sessionctl sweep; held sessions are kept), then
-checkpoints the WAL into the database file and truncates it. With --vacuum
-the database file is also rewritten without its free pages, so that it
-shrinks on disk (this holds the write lock while it runs). Before it
-changes anything, cleanup checks the database (SQLite's quick_check, and
-that every stored document decodes, as doctor does) and refuses to
-rewrite a damaged one. On PostgreSQL
-only the sessions are deleted: the server manages its WAL and reclaims
-space with autovacuum, and --vacuum is refused. --dry-run lists the
-sessions cleanup would remove and changes nothing.`,
-	Examples: []string{
-		"sessionctl cleanup --dry-run",
-		"sessionctl cleanup",
-		"sessionctl cleanup --vacuum --json",
-	},
-}
 
 // cleanupJSON is the JSON document of cleanup.
 type cleanupJSON struct {
@@ -42,7 +23,7 @@ type cleanupJSON struct {
 }
 
 func runCleanup(ctx context.Context, g *globals, args []string) error {
-	sp := cleanupSpec
+	sp := specs.Cleanup
 	fs := g.newFlags(sp)
 	vacuum := fs.Bool("vacuum", false, "also rewrite the database file without free pages")
 	dryRun := fs.Bool("dry-run", false, "list what would be removed, change nothing")

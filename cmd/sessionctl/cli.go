@@ -21,12 +21,10 @@ import (
 	"github.com/agentstore/sessionstore/store"
 )
 
-// spec and action are a command's description (package cmdspec): the
-// table that help, the parser and shell completion read (describe).
-type (
-	spec   = cmdspec.Spec
-	action = cmdspec.Action
-)
+// spec is a command's description (package cmdspec; each command's is in
+// package specs): the table that help, the parser and shell completion
+// read (describe).
+type spec = cmdspec.Spec
 
 // checkActionFlags fails with a usage error when a flag given on the
 // command line (fs, parsed) is not one that action act of sp takes.

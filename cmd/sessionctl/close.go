@@ -6,24 +6,12 @@ import (
 	"fmt"
 
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/store"
 )
 
-var closeSpec = spec{
-	Name: "close",
-	Args: "ID [ID...]",
-	About: fmt.Sprintf(`Closes governed sessions: every later use is refused with status %d. Closing a
-session that is already closed is an error (exit status %[1]d), a missing one
-exit status %d; the other ids are still closed, and the exit status is the
-highest of them.`, exitClosed, exitNotFound),
-	Examples: []string{
-		"sessionctl close task-7",
-		"sessionctl list --agent a1 --status active --json | jq -r '.items[].id' | xargs sessionctl close",
-	},
-}
-
 func runClose(ctx context.Context, g *globals, args []string) error {
-	sp := closeSpec
+	sp := specs.Close(helpExits)
 	fs := g.newFlags(sp)
 	pos, err := g.parseArgs(fs, sp, args, 1, -1)
 	if err != nil {
@@ -54,14 +42,6 @@ func runClose(ctx context.Context, g *globals, args []string) error {
 	}))
 }
 
-var closeAgentSpec = spec{
-	Name: "close-agent",
-	Args: "AGENT",
-	About: `Closes every active governed session of one agent, for example when its
-credentials are revoked, and prints how many it closed.`,
-	Examples: []string{"sessionctl close-agent agent-42"},
-}
-
 // closeAgentJSON is the JSON document of close-agent.
 type closeAgentJSON struct {
 	AgentID string `json:"agent_id"`
@@ -69,7 +49,7 @@ type closeAgentJSON struct {
 }
 
 func runCloseAgent(ctx context.Context, g *globals, args []string) error {
-	sp := closeAgentSpec
+	sp := specs.CloseAgent
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	agent, st, err := g.openForID(ctx, fs, sp, args, "agent")

@@ -9,30 +9,13 @@ import (
 
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cmdspec"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/completion"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/suggest"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
 )
 
-var completionSpec = spec{
-	Name: "completion",
-	Args: "bash | zsh | fish",
-	About: `Prints a shell completion script for sessionctl: commands, their flags,
-their actions (agents show, audit verify, migrate up, completion bash, ...),
-the global flags, and the values of flags and operands that take one of a
-few (list --facet runtime, audit --kind checkpoint, hold release
-conversations, retention set conversations_idle, ...). The script asks
-sessionctl for the words, so they are always this binary's. Load it in the
-shell's start-up file.`,
-	Examples: []string{
-		`source <(sessionctl completion bash)     # in ~/.bashrc`,
-		`sessionctl completion zsh > "${fpath[1]}/_sessionctl"`,
-		`sessionctl completion fish > ~/.config/fish/completions/sessionctl.fish`,
-	},
-	Actions: []action{{Name: "bash"}, {Name: "zsh"}, {Name: "fish"}},
-}
-
 func runCompletion(ctx context.Context, g *globals, args []string) error {
-	sp := completionSpec
+	sp := specs.Completion
 	fs := g.newFlags(sp)
 	pos, err := g.parseArgs(fs, sp, args, 1, 1)
 	if err != nil {

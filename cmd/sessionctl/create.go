@@ -9,30 +9,12 @@ import (
 	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/store"
 )
 
-var createSpec = spec{
-	Name: "create",
-	About: `Creates a governed session and prints its id (the whole session with --json).
-The session allows --budget tool calls of the --tool names ("*" for any
-tool) until --time-limit has passed, at most --rate-limit calls per
---rate-window when a rate limit is given. --max-active creates the session
-only if the agent has fewer active sessions, atomically. --limit sets a
-spend limit of the session, METRIC=AMOUNT[/WINDOW] (see "sessionctl
-limits", which sets an agent's own). Creates the database file when it
-does not exist.`,
-	Examples: []string{
-		`id=$(sessionctl create --agent agent-42 --tool read_file --tool list_dir --budget 100 --time-limit 1h)`,
-		`sessionctl create --id task-7 --agent a1 --tool '*' --budget 10 --rate-limit 5 --rate-window 1m --json`,
-		`sessionctl create --agent a1 --tool '*' --budget 50 --limit cost=2.50USD --limit tokens=200000/hour`,
-	},
-	Values: map[string][]string{"--sensitivity": {string(store.SensitivityPublic), string(store.SensitivityInternal),
-		string(store.SensitivityConfidential), string(store.SensitivityRestricted)}},
-}
-
 func runCreate(ctx context.Context, g *globals, args []string) error {
-	sp := createSpec
+	sp := specs.Create
 	fs := g.newFlags(sp)
 	var tools, creds cliflags.NameList
 	var chain cliflags.StringList

@@ -13,36 +13,11 @@ import (
 	"strings"
 
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
-
-var deleteSpec = spec{
-	Name: "delete",
-	Args: "ID",
-	About: `Deletes the runtime session and the conversation of one id, with everything
-they own: the runtime session's uploads and turn (a running turn is
-cancelled with the cause session_removed), the conversation's messages,
-cost records, artifacts, trace events, runs and verification reports. One
-transaction per facet; nothing is left half deleted. --facet conversations
-deletes only the conversation (the runtime session stays); --facet runtime
-deletes the runtime session, which takes its conversation with it.
-
-A governed session is not deleted here: close it, and cleanup removes it
-(cleanup --dry-run lists what it would remove). Agent sessions are deleted
-with "sessionctl agents delete APP USER SESSION".
-
-delete names what it will remove and asks on a terminal; when stdin is
-not a terminal it needs --yes (without it: exit 2). --dry-run only prints
-what would be deleted.`,
-	Examples: []string{
-		"sessionctl delete conv-1",
-		"sessionctl delete conv-1 --facet conversations --yes",
-		"sessionctl delete rt-7 --dry-run --json",
-	},
-	Values: map[string][]string{"--facet": {facetConversations, facetRuntime}},
-}
 
 // deleteJSON is the JSON document of delete.
 type deleteJSON struct {
@@ -55,7 +30,7 @@ type deleteJSON struct {
 }
 
 func runDelete(ctx context.Context, g *globals, args []string) error {
-	sp := deleteSpec
+	sp := specs.Delete
 	fs := g.newFlags(sp)
 	facetFlag := fs.String("facet", "", "delete only `FACET`: conversations or runtime")
 	yes := fs.Bool("yes", false, "do not ask")
@@ -66,7 +41,7 @@ func runDelete(ctx context.Context, g *globals, args []string) error {
 		return err
 	}
 	switch *facetFlag {
-	case "", facetConversations, facetRuntime:
+	case "", specs.FacetConversations, specs.FacetRuntime:
 	default:
 		return g.usageErr(sp.Name, "--facet must be conversations or runtime, not %q", *facetFlag)
 	}
@@ -83,19 +58,19 @@ func (g *globals) deleteOne(ctx context.Context, name, id, only string, yes, dry
 			return f.sealed[0].err
 		}
 		out := deleteJSON{ID: id, DryRun: dryRun}
-		if f.rt != nil && only != facetConversations {
+		if f.rt != nil && only != specs.FacetConversations {
 			out.Runtime = true
 			out.Uploads = doc.Runtime.Uploads
 		}
 		// Removing a runtime session takes its conversation with it.
-		if f.conv != nil && (only != facetRuntime || out.Runtime) {
+		if f.conv != nil && (only != specs.FacetRuntime || out.Runtime) {
 			out.Conversation = true
 			out.Messages = f.conv.MessageCount
 		}
 		if !out.Runtime && !out.Conversation {
 			what := "runtime session or conversation"
 			if only != "" {
-				what = map[string]string{facetConversations: "conversation", facetRuntime: "runtime session"}[only]
+				what = map[string]string{specs.FacetConversations: "conversation", specs.FacetRuntime: "runtime session"}[only]
 			}
 			hint := ""
 			if f.gov != nil {

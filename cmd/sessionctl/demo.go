@@ -8,43 +8,14 @@ import (
 
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/demo"
 	"github.com/agentstore/sessionstore/migrations"
 	"github.com/agentstore/sessionstore/sqlstore"
 )
 
-var demoSpec = spec{
-	Name: "demo",
-	About: `Shows what the store does, on the database of --db (default ./sessions.db):
-creates a governed session with a budget of 3 calls and spends it (an
-unauthorized tool and the call past the budget are refused); records the
-same session's conversation (messages with a tool call, usage and cost);
-registers it with the runtime, stores an upload (content-addressed by
-SHA-256) and runs a turn that a client cancels (the cause is recorded
-durably and read back once); lets a cost limit stop the agent (each model
-call reserves an upper bound and settles what it cost, until the next
-reservation would pass the limit) and verifies the audit trail of every
-decision; branches an agent session's history (a compaction record that
-summarises its first events, and a fork that continues on its own); and
-prints what was stored. The file is created when it does not
-exist; an existing database is kept and the demo adds its own sessions to
-it, unless --fresh removes it first.
-
---fresh removes only a session store that no other process holds (open,
-locked or writing), and only one that holds nothing but what earlier demos
-wrote; a database with other data is removed only with --yes as well. A
-file that is not a session store is never removed. Inspect the result with
-"sessionctl list" and "sessionctl show ID". On PostgreSQL the store's
-tables are created in the schema when missing; --fresh is refused (drop
-the schema yourself).`,
-	Examples: []string{
-		"sessionctl demo",
-		"sessionctl --db /tmp/demo.db demo --fresh && sessionctl --db /tmp/demo.db list",
-	},
-}
-
 func runDemo(ctx context.Context, g *globals, args []string) error {
-	sp := demoSpec
+	sp := specs.Demo
 	fs := g.newFlags(sp)
 	fresh := fs.Bool("fresh", false, "remove the database file (and its -wal, -shm, -writer.lock) first: only a session store no other process holds")
 	yes := fs.Bool("yes", false, "with --fresh, also remove a database holding data the demo did not write")

@@ -7,43 +7,11 @@ import (
 
 	"github.com/agentstore/sessionstore/check"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/sqlstore"
 )
-
-var doctorSpec = spec{
-	Name: "doctor",
-	About: fmt.Sprintf(`Checks a database without changing it: that it is a SQLite file, its
-integrity (PRAGMA integrity_check, or quick_check with --quick), foreign
-keys (PRAGMA foreign_key_check), the schema version against this binary,
-that every table of every facet at that version is there (a table of no
-facet is a warning), that every stored document of every facet decodes
-(messages, trace events, run snapshots and events, reports, policies, agent
-events and state values, recorded use outcomes, upload content against its
-SHA-256; the first damaged ones are named by their ids), the journal mode,
-the WAL size, that the database can be written (a read-only or immutable
-file or directory fails; it is then read without creating anything beside
-it), the permissions of its files (one every user may write is a warning),
-whether another process holds it, and finally that the store opens and
-answers and its audit chains verify. Exits 1 when any check fails (%d when
-the file is not a session store, as every command does); warnings alone
-exit 0.
-
-On PostgreSQL (--db postgres://...) it checks the connection (server
-version, encoding, connections in use against max_connections), the schema
-version against this binary, the tables of every facet, that every stored
-document decodes, that the session may write (not a read-only server or
-session, and the privileges to change every table of the store), that no
-index of the store's schema is invalid, that every foreign key is validated
-and that no row refers to a missing parent row (a scan of every foreign key;
---quick skips it), and that the store opens and answers.`, exitNotStore),
-	Examples: []string{
-		"sessionctl doctor",
-		"sessionctl --db /var/lib/agent/sessions.db doctor --json || alert",
-		"sessionctl --db postgres://agent@db.internal/agents doctor",
-	},
-}
 
 // checkFail is the status of a failed check.
 const checkFail = check.Fail
@@ -56,7 +24,7 @@ type doctorJSON struct {
 }
 
 func runDoctor(ctx context.Context, g *globals, args []string) error {
-	sp := doctorSpec
+	sp := specs.Doctor(helpExits)
 	fs := g.newFlags(sp)
 	quick := fs.Bool("quick", false, "run quick_check instead of the full integrity_check (PostgreSQL: skip the orphan-row scan)")
 	asJSON := fs.Bool("json", false, "print one JSON document")

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -73,6 +74,12 @@ func exitList(codes ...int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// helpExits are the statuses the help texts quote (package specs), from
+// this table.
+var helpExits = specs.Exits{OK: exitOK, NotFound: exitNotFound, Agent: exitAgent, Closed: exitClosed,
+	Expired: exitExpired, Budget: exitBudget, Tool: exitTool, Rate: exitRate, Conflict: exitConflict,
+	SchemaTooNew: exitSchemaTooNew, Spend: exitSpend, NotStore: exitNotStore, List: exitList}
 
 // refusal describes a refused request: its exit status and a short kind
 // word.

@@ -6,56 +6,15 @@ import (
 
 	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/statusline"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
-var exportSpec = spec{
-	Name: "export",
-	Args: "[ID...]",
-	About: fmt.Sprintf(`Exports sessions as one JSON document (format %q, version
-%d): every facet of the given ids, or everything. Governed sessions keep their
-counters, rate window, status and times, with their spend limits and
-reservations and their agents' limits (the "spend" section); runtime
-sessions come with their overrides and uploads (content in base64);
-conversations with their messages, cost records, artifacts, trace events,
-run records and verification reports (never an LLM API key: the store does
-not keep one); agent sessions with their event logs and session state, and
-the app and user state they share once per application and per user (event
-data and state values are JSON text in strings, so that they come back byte
-for byte); the audit trail as whole hash chains with their heads (with ids,
-the chains of the agents of the selected governed sessions). An ID selects
-the governed session, runtime session and conversation of that id and the
-agent sessions of that session id in any application and user.
-"sessionctl import" reads the file back (and files of every earlier
-version); a Go program does both with package archive.
-
-Everything is read from one snapshot of the database, so a file taken while
-the store is in use is the state of one instant and always imports. Writes
-to stdout unless --output is given; --output FILE is written to a temporary
-file beside it (mode 0600) and put in place once complete. The document is
-written one item at a time, so export's memory does not grow with the
-database. When stderr is a terminal (and the document does not go to a
-terminal), a status line shows the section being written and the items and
-bytes written so far.
-
-The document holds the default tenant's rows and then every other
-tenant's, each restored to its tenant by import (tenants since format
-version 6).
---tenant T exports tenant T's rows alone (governed sessions with their
-spend, agent sessions and audit chains: the facets scoped by tenants so
-far), which import restores to T, or to the tenant its own --tenant names;
---default-tenant-only exports the default tenant's rows alone.`, archive.Format, archive.Version),
-	Examples: []string{
-		"sessionctl export > all.json",
-		"sessionctl export task-7 task-8 --output two.json",
-	},
-}
-
 func runExport(ctx context.Context, g *globals, args []string) error {
-	sp := exportSpec
+	sp := specs.Export
 	fs := g.newFlags(sp)
 	output := fs.String("output", "", "write to `FILE` instead of stdout (must not exist)")
 	defaultOnly := fs.Bool("default-tenant-only", false, "export the default tenant's rows alone (other tenants' are left out)")

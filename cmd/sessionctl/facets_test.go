@@ -34,7 +34,7 @@ func TestEveryFacetHasMaintenance(t *testing.T) {
 			t.Errorf("facets %s and %s share a counter", other, f.Name)
 		}
 		counters[p] = f.Name
-		if ops.gcNone != "" && !strings.Contains(strings.Join(strings.Fields(gcSpec.About), " "), ops.gcNone) {
+		if ops.gcNone != "" && !strings.Contains(strings.Join(strings.Fields(gcSpec().About), " "), ops.gcNone) {
 			t.Errorf("gc --help does not say why it leaves facet %s alone", f.Name)
 		}
 	}

@@ -3,71 +3,29 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/facet"
 
 	"github.com/agentstore/sessionstore/store"
 )
 
-var gcSpec = spec{
-	Name: "gc",
-	About: `Applies retention, facet by facet. Conversations: --older-than deletes
-conversations not updated for that long (with their messages, artifacts,
-traces, runs and reports), --keep-last keeps only the last N messages of
-each conversation (positions of the kept messages do not change). gc is one
-sweep (see sessionctl sweep) with these rules in place of the stored
-policies: deletions run in short transactions of whole conversations (a few
-hundred rows each), so that other writers are never held up for long, and
-held conversations (sessionctl hold) are kept. Agent sessions: with
---older-than, gc counts those not updated for that long and keeps them
-(their event logs are not trimmed either): the store has no delete-by-age
-for them, and deleting what a listing found would lose an event appended in
-between; delete them through the library (AgentSessions().DeleteSession).` + gcLeftAlone() + `
-
-Then the WAL is checkpointed and truncated; with --vacuum the database file
-is also rewritten without its free pages. --dry-run only counts what would
-go. When stderr is a terminal, a status line shows the step running and what
-it has deleted or counted so far. Before it changes anything, gc checks the
-database (SQLite's quick_check, and that every stored document decodes, as
-doctor does) and refuses to rewrite a damaged one. On PostgreSQL there is no
-checkpoint (the server manages its WAL; autovacuum reclaims space) and
---vacuum is refused.`,
-	Examples: []string{
-		"sessionctl gc --older-than 30d --dry-run",
-		"sessionctl gc --older-than 90d --keep-last 500 --vacuum",
-	},
-}
-
-// gcLeftAlone lists the facets gc does not touch, each with the reason
-// its maintenance entry gives, wrapped for --help.
-func gcLeftAlone() string {
-	var b strings.Builder
+// gcSpec is gc's spec, with the facets gc leaves alone: the reason of
+// each, from its maintenance entry, in registry order.
+func gcSpec() spec {
+	var leftAlone []string
 	for _, f := range facet.All() {
-		ops := maintenance[f.Name]
-		if ops == nil || ops.gcNone == "" {
-			continue
+		if ops := maintenance[f.Name]; ops != nil && ops.gcNone != "" {
+			leftAlone = append(leftAlone, ops.gcNone)
 		}
-		if b.Len() == 0 {
-			b.WriteString("\n\nLeft alone:")
-		}
-		line := "\n "
-		for _, w := range strings.Fields(ops.gcNone + ".") {
-			if len(line)+1+len(w) > 76 {
-				b.WriteString(line)
-				line = "\n   "
-			}
-			line += " " + w
-		}
-		b.WriteString(line)
 	}
-	return b.String()
+	return specs.GC(leftAlone)
 }
 
 // gcJSON is the JSON document of gc.
@@ -92,7 +50,7 @@ type gcRequest struct {
 }
 
 func runGC(ctx context.Context, g *globals, args []string) error {
-	sp := gcSpec
+	sp := gcSpec()
 	fs := g.newFlags(sp)
 	olderThan := cliflags.DurationFlag(fs, "older-than", 0, "delete conversations not updated for `DURATION` (e.g. 30d)")
 	keepLast := fs.Int("keep-last", -1, "keep only the last `N` messages of each conversation")

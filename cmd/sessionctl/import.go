@@ -9,56 +9,10 @@ import (
 	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/statusline"
 	"github.com/agentstore/sessionstore/humanize"
 )
-
-var importSpec = spec{
-	Name: "import",
-	Args: "FILE...",
-	About: fmt.Sprintf(`Imports sessions from files ("-" reads stdin) of two formats, told apart by
-their content:
-
-  - "sessionctl export" files (versions 1 to %d; a newer version is
-    refused): every record comes back exactly as exported — governed
-    sessions with their counters, rate window, status and times, spend
-    limits and reservations; runtime sessions with their times,
-    overrides, uploads (each checked against its SHA-256) and last turn
-    (no longer running: it belonged to the process that ran it);
-    conversations with their version, message positions and times, cost
-    records, artifacts, trace events, run records and reports;
-    agent sessions with their version, times, session state and event
-    logs, and the app and user state they share (a stored state key with
-    another value is a conflict, like an existing id); audit chains whole,
-    each checked to verify and end at its head (an agent with a chain is
-    a conflict, like an existing id);
-  - a3s session files (the JSON the a3s-code file store writes per
-    session), as conversations; an "api_key" in them is never stored.
-
-Each file is imported in one transaction, read one item at a time: it is
-imported completely or not at all — a bad record, an id that already
-exists (unless --skip-existing) or a killed process leaves nothing of it,
-and running the import again imports it whole. Files are imported in
-order; the first bad file stops the import (the files before it stay
-imported) — use --dry-run to check every file first: against the store
-when it exists (each file is imported and rolled back, so an id that
-exists is a conflict there as here; files are checked one by one, not
-against each other), changing nothing. Other writers wait while a file
-is imported or checked (on SQLite the write lock is held). Creates the
-database file when it does not exist, and removes it again when the
-first file fails. When stderr is a terminal, a status
-line shows the file being imported, the records imported so far and the
-bytes read of the file. A Go program imports with package archive.
-
-The rows of each tenant go back to that tenant (export files since version
-6 hold every tenant's; earlier ones the default tenant's). With --tenant T
-every row goes to tenant T instead: the file must hold one tenant's rows
-(the default tenant's, or an export --tenant), not several tenants'.`, archive.Version),
-	Examples: []string{
-		"sessionctl import all.json",
-		"sessionctl --db restored.db import --skip-existing ~/.a3s/sessions/*.json",
-	},
-}
 
 // importJSON is the JSON document of import.
 type importJSON struct {
@@ -69,7 +23,7 @@ type importJSON struct {
 }
 
 func runImport(ctx context.Context, g *globals, args []string) error {
-	sp := importSpec
+	sp := specs.Import
 	fs := g.newFlags(sp)
 	skip := fs.Bool("skip-existing", false, "leave sessions whose id exists untouched instead of failing")
 	dryRun := fs.Bool("dry-run", false, "parse and validate every file, write nothing")

@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/keys"
@@ -28,50 +29,6 @@ import (
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
-
-var keysSpec = spec{
-	Name: "keys",
-	Args: "[status | rotate | gc | new FILE]",
-	About: `Encryption at rest. With key-encryption keys (KEKs) given by --key-file FILE
-(default $SESSIONSTORE_KEY_FILE) or by $SESSIONSTORE_KEY, every command
-opens the store with its keyring and every new agent session, conversation
-and runtime session gets a data key of its own: its content (events and
-session state; messages, artifacts, traces, runs and reports; workspace and
-uploads) is stored sealed (AES-256-GCM). The keyring of a SQLite file is the
-directory <db>.keyring beside it; on PostgreSQL give --keyring DIR (default
-$SESSIONSTORE_KEYRING). A key file holds one "version:base64-key" line per
-KEK version (32 bytes); the last line is the current version. Deleting a
-session shreds its data key: its rows are unreadable in every copy of the
-database.
-
-  keys [status]  counts the keyring's data keys by the KEK version that
-                 wraps them
-  keys rotate    re-wraps every data key not under the current version
-                 (content is not touched); it can be interrupted and run
-                 again. Afterwards the old versions can be removed from the
-                 key file and destroyed.
-  keys gc        shreds orphan data keys: keys no session names, older
-                 than --grace (default 1h; a key is written before its
-                 session commits, so a crash in between leaves one).
-                 --dry-run lists them. The keyring must be this
-                 database's alone.
-  keys new FILE  writes a new key file: one KEK of 32 random bytes as
-                 version --kek-version (default v1), mode 0600; it refuses a
-                 FILE that exists. It needs no database. Keep the file
-                 apart from the database and its backups.`,
-	Examples: []string{
-		"sessionctl --key-file /etc/sessionstore/kek keys status",
-		"SESSIONSTORE_KEY=\"$(cat kek)\" sessionctl keys rotate --json",
-		"sessionctl --key-file kek keys gc --dry-run --grace 1d",
-		"sessionctl keys new /etc/sessionstore/kek && sessionctl --key-file /etc/sessionstore/kek create --agent a",
-	},
-	Actions: []action{
-		{Name: "status", Flags: []string{"json"}},
-		{Name: "rotate", Flags: []string{"json"}},
-		{Name: "gc", Flags: []string{"dry-run", "grace", "json"}},
-		{Name: "new", Flags: []string{"kek-version", "json"}},
-	},
-}
 
 // errNoKeys: a keys command was run without key-encryption keys.
 var errNoKeys = errors.New("no key-encryption keys: give --key-file FILE or set SESSIONSTORE_KEY")
@@ -310,7 +267,7 @@ type keysJSON struct {
 }
 
 func runKeys(ctx context.Context, g *globals, args []string) error {
-	sp := keysSpec
+	sp := specs.Keys
 	sub, args := sp.Action(args)
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")

@@ -5,30 +5,10 @@ import (
 
 	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/view"
 )
-
-var listSpec = spec{
-	Name: "list",
-	About: `Lists sessions of one facet ordered by id, one page at a time: governed
-sessions (the default; filters --agent and --status, where an active
-session past its time limit lists as expired), runtime sessions (--facet
-runtime; filter --owner, which implies it) or conversations (--facet
-conversations; filter --parent, which implies it). When more sessions
-follow, the cursor for the next page is printed (on stderr for tables, as
-"next" in JSON); pass it to --after, or use --all.`,
-	Examples: []string{
-		"sessionctl list --agent agent-42 --status active",
-		"sessionctl list --owner tui-7 --json",
-		"sessionctl list --parent conv-1",
-		"sessionctl list --facet conversations --limit 100 --after conv-0099",
-	},
-	Values: map[string][]string{
-		"--facet":  {facetGoverned, facetRuntime, facetConversations},
-		"--status": {string(store.StatusActive), string(store.StatusClosed), string(store.StatusExpired)},
-	},
-}
 
 // pageJSON is the JSON document of list: a page of views of one facet's
 // sessions and the cursor of the next page.
@@ -71,15 +51,8 @@ func views[T, V any](items []T, f func(T) V) []V {
 	return out
 }
 
-// Facets "list" can list.
-const (
-	facetGoverned      = "governed"
-	facetRuntime       = "runtime"
-	facetConversations = "conversations"
-)
-
 func runList(ctx context.Context, g *globals, args []string) error {
-	sp := listSpec
+	sp := specs.List
 	fs := g.newFlags(sp)
 	facet := fs.String("facet", "", "`FACET` to list: governed (default), runtime or conversations")
 	owner := fs.String("owner", "", "only runtime sessions owned by `ID`")
@@ -98,25 +71,25 @@ func runList(ctx context.Context, g *globals, args []string) error {
 		case *parent != "" && *owner != "":
 			return g.usageErr(sp.Name, "--parent (conversations) and --owner (runtime sessions) do not go together")
 		case *parent != "":
-			*facet = facetConversations
+			*facet = specs.FacetConversations
 		case *owner != "":
-			*facet = facetRuntime
+			*facet = specs.FacetRuntime
 		default:
-			*facet = facetGoverned
+			*facet = specs.FacetGoverned
 		}
 	}
 	switch *facet {
-	case facetGoverned, facetRuntime, facetConversations:
+	case specs.FacetGoverned, specs.FacetRuntime, specs.FacetConversations:
 	default:
 		return g.usageErr(sp.Name, "--facet must be governed, runtime or conversations, not %q", *facet)
 	}
-	if *facet != facetGoverned && (*agent != "" || *status != "") {
+	if *facet != specs.FacetGoverned && (*agent != "" || *status != "") {
 		return g.usageErr(sp.Name, "--agent and --status apply to governed sessions, not %s", *facet)
 	}
-	if *facet != facetConversations && *parent != "" {
+	if *facet != specs.FacetConversations && *parent != "" {
 		return g.usageErr(sp.Name, "--parent applies to conversations, not %s", *facet)
 	}
-	if *facet != facetRuntime && *owner != "" {
+	if *facet != specs.FacetRuntime && *owner != "" {
 		return g.usageErr(sp.Name, "--owner applies to runtime sessions, not %s", *facet)
 	}
 	if *status != "" && !store.Status(*status).Valid() {
@@ -127,9 +100,9 @@ func runList(ctx context.Context, g *globals, args []string) error {
 	}
 	return g.result(sp.Name, g.withStore(ctx, func(st cliStore) error {
 		switch *facet {
-		case facetConversations:
+		case specs.FacetConversations:
 			return listConversations(ctx, g, st, store.ConversationFilter{ParentID: *parent, After: *after, Limit: *limit}, *all, *asJSON)
-		case facetRuntime:
+		case specs.FacetRuntime:
 			if *owner != "" {
 				if err := store.ValidateID("owner", *owner); err != nil {
 					return g.usageErr(sp.Name, "%v", err)

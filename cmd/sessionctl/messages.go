@@ -7,32 +7,11 @@ import (
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
-
-var messagesSpec = spec{
-	Name: "messages",
-	Args: "ID",
-	About: `Prints a conversation's messages, oldest first: from position --from, at most
---limit of them, or the last --last ones (--last 0 prints none; --last
-does not go with --from or --limit). Positions are gapless and stay put
-when older messages are trimmed. Tables show each message on one line
-(text, "[tool_use NAME {...}]", "[tool_result: ...]"), cut to --width
-characters; --json prints the messages with every content block.
-
-With --follow, messages prints from --from (or the last --last) on, then
-every message as it is committed, also by other processes, until
-interrupted (Ctrl-C); --json then prints one JSON object per line. Each
-message is printed once, in order; to resume, pass the next position
-(the last seq printed plus one) to --from.`,
-	Examples: []string{
-		"sessionctl messages conv-1 --last 20",
-		"sessionctl messages conv-1 --last 5 --follow",
-		"sessionctl messages conv-1 --from 100 --limit 50 --json",
-	},
-}
 
 // maxMessagesLimit bounds --limit (one page of the store, less the probe
 // message that tells whether more follow).
@@ -48,7 +27,7 @@ type messagesJSON struct {
 }
 
 func runMessages(ctx context.Context, g *globals, args []string) error {
-	sp := messagesSpec
+	sp := specs.Messages
 	fs := g.newFlags(sp)
 	from := fs.Int64("from", 0, "first message position `N`")
 	limit := fs.Int("limit", 50, fmt.Sprintf("at most `N` messages (1 to %d)", maxMessagesLimit))

@@ -9,33 +9,12 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"
 )
-
-var migrateSpec = spec{
-	Name: "migrate",
-	Args: "[status|up]",
-	About: fmt.Sprintf(`"status" (the default) lists the schema migrations this binary knows and
-whether each is applied to the database; it never changes the file. It
-exits with status %d when the database's schema is newer than this binary
-(as every command does on such a database). "up"
-applies the pending ones under the writer lock, so that concurrent
-processes never migrate twice, and creates the database when it does not
-exist. A database migrated by a newer binary is refused.
-
-On PostgreSQL (--db postgres://...) the store lives in the first schema of
-the URL's search_path (public by default); "up" creates its tables there
-when missing, under an advisory lock so that concurrent migrators are safe.`, exitSchemaTooNew),
-	Examples: []string{
-		"sessionctl migrate status --json",
-		"sessionctl --db /var/lib/agent/sessions.db migrate up",
-		"sessionctl --db 'postgres://agent@db.internal/agents?search_path=sessions' migrate status",
-	},
-	Actions: []action{{Name: "status", Flags: []string{"json"}}, {Name: "up", Flags: []string{"json"}}},
-}
 
 // migrationJSON is one migration in the JSON of migrate status.
 type migrationJSON struct {
@@ -60,7 +39,7 @@ type migrateUpJSON struct {
 }
 
 func runMigrate(ctx context.Context, g *globals, args []string) error {
-	sp := migrateSpec
+	sp := specs.Migrate(helpExits)
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	pos, err := g.parseArgs(fs, sp, args, 0, 1)

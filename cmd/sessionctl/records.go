@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
 	"github.com/agentstore/sessionstore/humanize"
@@ -36,19 +37,6 @@ func recordCmd(ctx context.Context, g *globals, sp spec, args []string, extra fu
 	return nil
 }
 
-var artifactsSpec = spec{
-	Name: "artifacts",
-	Args: "ID",
-	About: `Lists a conversation's artifacts (tool outputs kept aside from the history)
-ordered by URI: tool, sizes, times. --json includes each artifact's content;
---uri prints one artifact's content as it is (on a terminal its control
-characters are escaped, as in every table).`,
-	Examples: []string{
-		"sessionctl artifacts conv-1",
-		"sessionctl artifacts conv-1 --uri a3s://tool-output/read/abc > output.txt",
-	},
-}
-
 // artifactsJSON is the JSON document of artifacts.
 type artifactsJSON struct {
 	ID        string           `json:"id"`
@@ -57,7 +45,7 @@ type artifactsJSON struct {
 
 func runArtifacts(ctx context.Context, g *globals, args []string) error {
 	var uri *string
-	return recordCmd(ctx, g, artifactsSpec, args,
+	return recordCmd(ctx, g, specs.Artifacts, args,
 		func(fs *flag.FlagSet) {
 			uri = fs.String("uri", "", "print only the content of the artifact with `URI`")
 		},
@@ -86,22 +74,6 @@ func runArtifacts(ctx context.Context, g *globals, args []string) error {
 		})
 }
 
-var tracesSpec = spec{
-	Name: "traces",
-	Args: "ID",
-	About: `Lists a conversation's trace events (tool and program executions), oldest
-first, from position --from, at most --limit of them (0: all).
-
-With --follow, traces prints from --from on, then every trace event as it
-is committed, also by other processes, until interrupted (Ctrl-C); --json
-then prints one JSON object per line.`,
-	Examples: []string{
-		"sessionctl traces conv-1",
-		"sessionctl traces conv-1 --follow --json",
-		"sessionctl traces conv-1 --from 200 --limit 100 --json",
-	},
-}
-
 // tracesJSON is the JSON document of traces.
 type tracesJSON struct {
 	ID     string             `json:"id"`
@@ -112,7 +84,7 @@ func runTraces(ctx context.Context, g *globals, args []string) error {
 	var from *int64
 	var limit *int
 	var followFlag *bool
-	return recordCmd(ctx, g, tracesSpec, args,
+	return recordCmd(ctx, g, specs.Traces, args,
 		func(fs *flag.FlagSet) {
 			from = fs.Int64("from", 0, "first event position `N`")
 			limit = fs.Int("limit", 0, "at most `N` events (0: all)")
@@ -139,23 +111,6 @@ func runTraces(ctx context.Context, g *globals, args []string) error {
 		})
 }
 
-var runsSpec = spec{
-	Name: "runs",
-	Args: "ID",
-	About: `Lists a conversation's run records (agent runs with their status snapshot),
-ordered by creation time. --events adds each run's replayable events to the
-table; --json prints the records with their events.
-
-With --follow --run RUN, runs prints the events of that run, then every
-event as it is appended, also by other processes, until interrupted
-(Ctrl-C); --json then prints one JSON object per line.`,
-	Examples: []string{
-		"sessionctl runs conv-1",
-		"sessionctl runs conv-1 --follow --run run-7",
-		"sessionctl runs conv-1 --json | jq '.runs[0].events'",
-	},
-}
-
 // runsJSON is the JSON document of runs.
 type runsJSON struct {
 	ID   string            `json:"id"`
@@ -166,7 +121,7 @@ func runRuns(ctx context.Context, g *globals, args []string) error {
 	var events, followFlag *bool
 	var run *string
 	var from *int64
-	return recordCmd(ctx, g, runsSpec, args,
+	return recordCmd(ctx, g, specs.Runs, args,
 		func(fs *flag.FlagSet) {
 			events = fs.Bool("events", false, "list each run's events under it")
 			followFlag = fs.Bool("follow", false, "print the events of --run as they are appended, until interrupted")
@@ -203,17 +158,6 @@ func runRuns(ctx context.Context, g *globals, args []string) error {
 		})
 }
 
-var reportsSpec = spec{
-	Name: "reports",
-	Args: "ID",
-	About: `Lists a conversation's verification reports, oldest first: subject, status
-and how many of their checks passed; --json prints every check.`,
-	Examples: []string{
-		"sessionctl reports conv-1",
-		"sessionctl reports conv-1 --json",
-	},
-}
-
 // reportsJSON is the JSON document of reports.
 type reportsJSON struct {
 	ID      string                     `json:"id"`
@@ -221,7 +165,7 @@ type reportsJSON struct {
 }
 
 func runReports(ctx context.Context, g *globals, args []string) error {
-	return recordCmd(ctx, g, reportsSpec, args, nil,
+	return recordCmd(ctx, g, specs.Reports, args, nil,
 		func(ctx context.Context, st store.Store, id string, asJSON bool) error {
 			conv := st.Conversations()
 			reports, err := conv.Reports(ctx, id)

@@ -17,73 +17,12 @@ import (
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/suggest"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/view"
 )
-
-var retentionSpec = spec{
-	Name: "retention",
-	Args: "[show | set KIND [VALUE] | remove KIND]",
-	About: `The retention policies, stored in the database so that every process,
-sessionctl and the console see the same ones. A sweep (sessionctl sweep,
-or a store opened with a background sweeper) applies them.
-
-  retention [show]           lists the policies, the holds and the last
-                             sweeps
-  retention set KIND VALUE   sets a policy: VALUE is a duration for the
-                             kinds that take an age (30d, 12h), a count for
-                             messages_keep_last, a size for size_budget
-                             (bytes, or with KB, MB, GB, KiB, MiB, GiB);
-                             orphan_state takes none. --reads-count lets
-                             reads recorded by the application extend the
-                             life of conversations and agent sessions
-  retention remove KIND      removes a policy
-
-Kinds:
-` + kindsHelp(),
-	Examples: []string{
-		"sessionctl retention set conversations_idle 30d",
-		"sessionctl retention set size_budget 2GiB",
-		"sessionctl retention --json",
-	},
-	Actions: []action{
-		{Name: "show", Flags: []string{"sweeps", "json"}},
-		{Name: "set", Flags: []string{"reads-count", "json"}},
-		{Name: "remove", Flags: []string{"json"}},
-	},
-	Values: map[string][]string{"set": policyKindNames(), "remove": policyKindNames()},
-}
-
-// policyKindNames are the retention policy kinds.
-func policyKindNames() []string {
-	var names []string
-	for _, k := range store.PolicyKinds() {
-		names = append(names, string(k.Kind))
-	}
-	return names
-}
-
-// kindsHelp lists the policy kinds for --help.
-func kindsHelp() string {
-	var b strings.Builder
-	for _, k := range store.PolicyKinds() {
-		// The description wraps under itself, within 80 columns.
-		// VALUE, as "retention set KIND VALUE" names it, stands for the
-		// store's parameter (max_age, keep_last, max_bytes).
-		about := strings.NewReplacer(string(store.ParamMaxAge), "VALUE", string(store.ParamKeepLast), "VALUE",
-			string(store.ParamMaxBytes), "VALUE").Replace(k.About)
-		for i, line := range clitext.WrapWords(about, 80-23) {
-			name := ""
-			if i == 0 {
-				name = string(k.Kind)
-			}
-			fmt.Fprintf(&b, "  %-20s %s\n", name, line)
-		}
-	}
-	return strings.TrimRight(b.String(), "\n")
-}
 
 // retentionJSON is the JSON document of retention show.
 type retentionJSON struct {
@@ -93,7 +32,7 @@ type retentionJSON struct {
 }
 
 func runRetention(ctx context.Context, g *globals, args []string) error {
-	sp := retentionSpec
+	sp := specs.Retention
 	sub, args := sp.Action(args)
 	if sub == "set" {
 		// "-5h" is a value, not a flag: say what is wrong with it.
@@ -233,26 +172,8 @@ func (g *globals) retentionShow(ctx context.Context, last int, asJSON bool) erro
 	})
 }
 
-var sweepSpec = spec{
-	Name: "sweep",
-	About: `Applies the retention policies (sessionctl retention) once: removes what
-is due, whole sessions at a time, in short transactions of about
---batch-rows rows, so that other writers wait a few milliseconds at most;
-held sessions (sessionctl hold) are kept. Prints what each policy removed,
-per facet, and the space given back (SQLite: incremental vacuum, for files
-in that mode; PostgreSQL: an estimate of what a VACUUM would reclaim).
-Sweeps are logged (sessionctl retention shows the last ones). With
---dry-run it says what each policy would remove and changes nothing
-(a dry run does not foresee state that becomes an orphan when its
-sessions go, nor what the size budget would remove).`,
-	Examples: []string{
-		"sessionctl sweep --dry-run",
-		"sessionctl sweep --json",
-	},
-}
-
 func runSweep(ctx context.Context, g *globals, args []string) error {
-	sp := sweepSpec
+	sp := specs.Sweep
 	fs := g.newFlags(sp)
 	dryRun := fs.Bool("dry-run", false, "say what would be removed, change nothing")
 	batch := fs.Int("batch-rows", store.DefaultSweepBatchRows, "rows per transaction, `N`")
@@ -287,38 +208,8 @@ func runSweep(ctx context.Context, g *globals, args []string) error {
 	}))
 }
 
-var holdSpec = spec{
-	Name: "hold",
-	Args: "[list | FACET ID... | agent_sessions APP USER SESSION | release FACET ID...]",
-	About: `Holds keep a session whatever the retention policies say, until
-released. FACET is governance, runtime, conversations or agent_sessions;
-an agent session is named by its app, user and session id. A session need
-not exist to be held. With --tenant T the holds are tenant T's: hold lists,
-places and releases T's own, and a hold keeps only T's session of that
-name (without it, the default tenant's).
-
-  hold [list]              lists the holds
-  hold FACET ID...         holds the sessions (--reason says why), in order:
-                           it stops at the first it cannot hold
-  hold release FACET ID... releases them`,
-	Examples: []string{
-		"sessionctl hold conversations conv-42 conv-43 --reason 'legal hold 2026-114'",
-		"sessionctl hold agent_sessions my-app user-1 session-9",
-		"sessionctl hold release conversations conv-42",
-	},
-	Actions: []action{
-		{Name: "list", Flags: []string{"json"}},
-		{Name: "add", Flags: []string{"reason", "json"}, Bare: true},
-		{Name: "release", Flags: []string{"json"}},
-	},
-	Values: map[string][]string{"": holdFacets, "release": holdFacets},
-}
-
-// holdFacets are the facets a hold names.
-var holdFacets = []string{store.HoldGovernance, store.HoldRuntime, store.HoldConversations, store.HoldAgentSessions}
-
 func runHold(ctx context.Context, g *globals, args []string) error {
-	sp := holdSpec
+	sp := specs.Hold
 	sub, args := sp.Action(args)
 	fs := g.newFlags(sp)
 	reason := fs.String("reason", "", "hold FACET ID...: why the sessions are held, `TEXT`")
@@ -391,8 +282,8 @@ func runHold(ctx context.Context, g *globals, args []string) error {
 
 // parseRefs reads "FACET ID..." or "agent_sessions APP USER SESSION".
 func parseRefs(pos []string) ([]store.SessionRef, error) {
-	if len(pos) > 0 && !slices.Contains(holdFacets, pos[0]) {
-		return nil, fmt.Errorf("%q is not a facet (one of %s)%s", pos[0], strings.Join(holdFacets, ", "), suggest.DidYouMean(pos[0], holdFacets))
+	if len(pos) > 0 && !slices.Contains(specs.HoldFacets, pos[0]) {
+		return nil, fmt.Errorf("%q is not a facet (one of %s)%s", pos[0], strings.Join(specs.HoldFacets, ", "), suggest.DidYouMean(pos[0], specs.HoldFacets))
 	}
 	if len(pos) < 2 {
 		return nil, fmt.Errorf("give a facet and a session")

@@ -12,41 +12,12 @@ import (
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/store"
 )
 
-var searchSpec = spec{
-	Name: "search",
-	Args: "QUERY...",
-	About: `Finds messages, agent events, trace events, artifacts and runs by what
-was said in them. Every term of QUERY must occur in an item's text, as a
-substring, ignoring case; terms of one or two characters (a CJK word, say)
-are found too, but a query of only such terms scans the newest items
-(--scan-limit) instead of the index and says so. Hits come best first
-(--order rank: bm25 on SQLite, ts_rank on PostgreSQL) or newest first
-(--order time), with a snippet whose matches are marked «like this».
---window N also prints the N items before and after each message or event
-hit. --limit per page, --after the cursor printed after a page.`,
-	Examples: []string{
-		"sessionctl search kafka lag",
-		"sessionctl search --app shop --user alice --order time refund",
-		"sessionctl search --kind message --window 2 --json 東京",
-	},
-	Values: map[string][]string{"--kind": searchKinds(), "--facet": {facetConversations, store.HoldAgentSessions},
-		"--order": {string(store.SearchByRank), string(store.SearchByTime)}},
-}
-
-// searchKinds are the kinds of searchable items, as --kind takes them.
-func searchKinds() []string {
-	var kinds []string
-	for _, k := range store.SearchKinds() {
-		kinds = append(kinds, string(k))
-	}
-	return kinds
-}
-
 func runSearch(ctx context.Context, g *globals, args []string) error {
-	sp := searchSpec
+	sp := specs.Search
 	fs := g.newFlags(sp)
 	kinds := fs.String("kind", "", "only items of `KINDS`, comma-separated (message, event, trace, artifact, run)")
 	facetName := fs.String("facet", "", "only items of `FACET` (conversations, agent_sessions)")
@@ -96,21 +67,8 @@ func runSearch(ctx context.Context, g *globals, args []string) error {
 	}))
 }
 
-var reindexSpec = spec{
-	Name: "reindex",
-	About: `Rebuilds the search index from the content, online: in batches of
---batch items, one short write transaction each, while other processes keep
-reading and writing. Index rows whose content is gone are removed. Without
-changes, --check only compares the index with the content (doctor does the
-same) and exits 1 when they differ.`,
-	Examples: []string{
-		"sessionctl reindex --check",
-		"sessionctl reindex --batch 5000",
-	},
-}
-
 func runReindex(ctx context.Context, g *globals, args []string) error {
-	sp := reindexSpec
+	sp := specs.Reindex
 	fs := g.newFlags(sp)
 	batch := fs.Int("batch", 1000, "items per write transaction, `N`")
 	checkOnly := fs.Bool("check", false, "only compare the index with the content")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
 	"github.com/agentstore/sessionstore/console"
 	"github.com/agentstore/sessionstore/pgstore"
@@ -19,32 +20,11 @@ import (
 	"github.com/agentstore/sessionstore/store"
 )
 
-var serveSpec = spec{
-	Name: "serve",
-	About: `Serves the read-only web console (package console) over HTTP: an overview
-with charts, governed sessions, conversations, runtime sessions and agent
-sessions, every page also as JSON (?format=json), and Prometheus metrics at
-/metrics. The database is opened read-only, enforced by the database
-itself (SQLite: mode=ro and query_only; PostgreSQL: read-only
-transactions), so nothing the console does can change it.
-
-It listens on the loopback interface by default. Listening on any other
-address needs --basic-auth USER:PASSWORD or --token TOKEN (also read from
-$SESSIONCTL_BASIC_AUTH and $SESSIONCTL_TOKEN, which keeps them out of the
-process list); credentials are compared in constant time, and /healthz
-answers without them. It runs until interrupted.`,
-	Examples: []string{
-		"sessionctl serve",
-		"sessionctl --db sessions.db serve --addr 127.0.0.1:8080 --prefix /console",
-		"SESSIONCTL_TOKEN=$(openssl rand -hex 16) sessionctl serve --addr 0.0.0.0:7777",
-	},
-}
-
 // serveStarted, when set (tests), is told the address the console listens on.
 var serveStarted func(addr string)
 
 func runServe(ctx context.Context, g *globals, args []string) error {
-	sp := serveSpec
+	sp := specs.Serve
 	fs := g.newFlags(sp)
 	addr := fs.String("addr", "127.0.0.1:7777", "address to listen on, `HOST:PORT`; a non-loopback host needs --basic-auth or --token")
 	prefix := fs.String("prefix", "", "path `PREFIX` to serve the console under, e.g. /console")

@@ -8,25 +8,11 @@ import (
 	"github.com/agentstore/sessionstore/archive"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/view"
 )
-
-var showSpec = spec{
-	Name: "show",
-	Args: "ID",
-	About: `Shows every facet the store holds for one session id: the governed
-session's counters and limits, and its spend limits and its agent's with
-what is spent and reserved; the runtime session's agent, workspace,
-owner, model overrides, uploads and current turn; and the conversation's
-metadata (state, message count, usage, cost). Facets the session does not
-have are left out (null in JSON); an id with no facet at all is an error.`,
-	Examples: []string{
-		"sessionctl show 3f2a9c1e-...",
-		"sessionctl show task-7 --json | jq .governed.calls_made",
-	},
-}
 
 // showJSON is the JSON document of show: one member per facet, null when
 // the session has no such facet.
@@ -52,7 +38,7 @@ type rtShow struct {
 }
 
 func runShow(ctx context.Context, g *globals, args []string) error {
-	sp := showSpec
+	sp := specs.Show
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	id, st, err := g.openForID(ctx, fs, sp, args, "id")

@@ -13,9 +13,9 @@ import (
 	"strings"
 
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/view"
@@ -116,26 +116,8 @@ func spendRefusal(err error) (refusal, bool) {
 	return useRefusal(err)
 }
 
-var reserveSpec = spec{
-	Name: "reserve",
-	Args: "SESSION",
-	About: `Reserves an upper bound of usage on a governed session before a model call:
-checks the session (as use does) and every spend limit of the session and of
-its agent, and counts the reservation against all of them in one
-transaction. Prints the reservation id (the whole reservation with --json).
-Settle it after the call ("sessionctl settle"), or release it ("sessionctl
-release"); one that is neither by --ttl is released when it lapses.
-
-` + clitext.Wrap(fmt.Sprintf(`A --request-id makes a retry return the first outcome. A refusal by a spend limit exits %d; the session's refusals exit as use's (%s: the request id reused with another amount).`,
-		exitSpend, exitList(exitNotFound, exitAgent, exitClosed, exitExpired, exitConflict))),
-	Examples: []string{
-		`sessionctl reserve task-7 --agent a1 --input-tokens 8000 --output-tokens 2000 --cost 0.12USD --request-id call-17`,
-		`id=$(sessionctl reserve "$session" --cost 0.50USD --ttl 2m) || echo "refused: $?"`,
-	},
-}
-
 func runReserve(ctx context.Context, g *globals, args []string) error {
-	sp := reserveSpec
+	sp := specs.Reserve(helpExits)
 	fs := g.newFlags(sp)
 	agent := fs.String("agent", "", "the presenting agent `ID`; refused when it is not the session's agent")
 	requestID := fs.String("request-id", "", "the reservation's `ID` (default: a random one); a retry returns the first outcome")
@@ -167,24 +149,8 @@ func runReserve(ctx context.Context, g *globals, args []string) error {
 	}))
 }
 
-var settleSpec = spec{
-	Name: "settle",
-	Args: "SESSION RESERVATION",
-	About: fmt.Sprintf(`Records the actual usage of a reservation and releases the rest of it, in one
-transaction; every part of the usage must be at most what was reserved. A
-retry with the same usage changes nothing; another usage, or settling a
-released reservation, is a conflict (exit %d). A reservation that lapsed is
-still settled: the usage happened. --conversation also adds the usage to a
-conversation's totals in the same transaction (the cost when it is in USD,
-the conversation's currency).`, exitConflict),
-	Examples: []string{
-		`sessionctl settle task-7 call-17 --input-tokens 7410 --output-tokens 388 --cost 0.0871USD`,
-		`sessionctl settle task-7 call-17 --output-tokens 120 --conversation task-7`,
-	},
-}
-
 func runSettle(ctx context.Context, g *globals, args []string) error {
-	sp := settleSpec
+	sp := specs.Settle(helpExits)
 	fs := g.newFlags(sp)
 	agent := fs.String("agent", "", "the presenting agent `ID`; refused when it is not the session's agent")
 	conversation := fs.String("conversation", "", "also add the usage to conversation `ID`")
@@ -215,16 +181,8 @@ func runSettle(ctx context.Context, g *globals, args []string) error {
 	})
 }
 
-var releaseSpec = spec{
-	Name: "release",
-	Args: "SESSION RESERVATION",
-	About: fmt.Sprintf(`Gives a reservation back unused. Releasing it again, or releasing one that
-lapsed, changes nothing; releasing a settled one is a conflict (exit %d).`, exitConflict),
-	Examples: []string{"sessionctl release task-7 call-17"},
-}
-
 func runRelease(ctx context.Context, g *globals, args []string) error {
-	sp := releaseSpec
+	sp := specs.Release(helpExits)
 	fs := g.newFlags(sp)
 	agent := fs.String("agent", "", "the presenting agent `ID`; refused when it is not the session's agent")
 	asJSON := fs.Bool("json", false, "print the reservation as JSON")
@@ -265,24 +223,8 @@ func (g *globals) finishReservation(ctx context.Context, name string, asJSON boo
 	}))
 }
 
-var limitsSpec = spec{
-	Name: "limits",
-	Args: "AGENT",
-	About: `Shows the spend limits an agent has across all of its sessions, with what is
-spent and reserved in their current windows; with --limit or --clear,
-replaces them first. A limit is METRIC=AMOUNT[/WINDOW]: the metric input,
-output, tokens (input plus output) or cost (an amount with its currency
-code, kept exactly in micro-units); the window lifetime (the default),
-hour, day or month, calendar periods in UTC. A limit that keeps its metric
-and window keeps what was spent and reserved.`,
-	Examples: []string{
-		`sessionctl limits agent-42 --limit cost=20USD/day --limit tokens=2000000/month`,
-		`sessionctl limits agent-42 --json`,
-	},
-}
-
 func runLimits(ctx context.Context, g *globals, args []string) error {
-	sp := limitsSpec
+	sp := specs.Limits
 	fs := g.newFlags(sp)
 	var limits limitList
 	fs.Var(&limits, "limit", "a spend limit `METRIC=AMOUNT[/WINDOW]`, repeatable (replaces the agent's limits)")

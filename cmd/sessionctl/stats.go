@@ -5,31 +5,12 @@ import (
 	"fmt"
 
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/sqlstore"
 )
-
-var statsSpec = spec{
-	Name: "stats",
-	About: `Summarizes the database, facet by facet: governed sessions by effective
-status, runtime sessions by agent with running turns and uploads (count
-and bytes), conversations by state with their messages, tokens and cost,
-agent sessions with their applications, users and events and the keys of
-their app, user and session state; then the database and WAL file sizes,
-pages and free pages, and the schema version. On
-PostgreSQL the sizes are those of the whole database (pg_database_size)
-and of the store's tables with their indexes; there is no WAL file or page
-count to report. With --tenant the counts are the tenant's rows only, and
-the sizes, which are the whole database's, are left out (the schema
-version is the database's).`,
-	Examples: []string{
-		"sessionctl stats",
-		"sessionctl stats --tenant acme",
-		"sessionctl stats --json | jq .governed.active",
-	},
-}
 
 // statsJSON is the JSON document of stats.
 type statsJSON struct {
@@ -56,7 +37,7 @@ type statsJSON struct {
 }
 
 func runStats(ctx context.Context, g *globals, args []string) error {
-	sp := statsSpec
+	sp := specs.Stats
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	if _, err := g.parseArgs(fs, sp, args, 0, 0); err != nil {

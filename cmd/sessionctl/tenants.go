@@ -6,24 +6,11 @@ import (
 	"strconv"
 
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
-
-var tenantsSpec = spec{
-	Name: "tenants",
-	About: `Lists the tenants that own rows in the store (agent sessions or
-their state, governed sessions, audit chains, spend limits,
-conversations or runtime sessions), in byte order, with what each owns.
-The default tenant (the rows written without --tenant) is not listed:
-"sessionctl stats" counts it. A command run with --tenant NAME reads that
-tenant's rows only.`,
-	Examples: []string{
-		"sessionctl tenants",
-		"sessionctl tenants --json | jq -r '.items[].tenant'",
-	},
-}
 
 // tenantRow is one tenant in tenants' output.
 type tenantRow struct {
@@ -36,7 +23,7 @@ type tenantRow struct {
 }
 
 func runTenants(ctx context.Context, g *globals, args []string) error {
-	sp := tenantsSpec
+	sp := specs.Tenants
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	pos, err := g.parse(fs, sp, args)

@@ -6,25 +6,12 @@ import (
 	"fmt"
 
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
-
-var uploadsSpec = spec{
-	Name: "uploads",
-	Args: "ID",
-	About: `Lists a runtime session's uploads in ref order: marker, workspace path, size
-and SHA-256 (content is stored once per digest). --ref prints one upload's
-content as it is (after checking it against its digest; on a terminal its
-control characters are escaped, as in every table); with --json, its
-metadata and the content in base64.`,
-	Examples: []string{
-		"sessionctl uploads sess-42",
-		"sessionctl uploads sess-42 --ref photo-1 > photo.png",
-	},
-}
 
 // uploadsJSON is the JSON document of uploads.
 type uploadsJSON struct {
@@ -40,7 +27,7 @@ type uploadContentJSON struct {
 }
 
 func runUploads(ctx context.Context, g *globals, args []string) error {
-	sp := uploadsSpec
+	sp := specs.Uploads
 	fs := g.newFlags(sp)
 	ref := fs.String("ref", "", "print the content of the upload `REF`")
 	asJSON := fs.Bool("json", false, "print one JSON document")

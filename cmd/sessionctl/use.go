@@ -8,28 +8,12 @@ import (
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/store"
 )
 
-var useSpec = spec{
-	Name: "use",
-	Args: "ID",
-	About: `Records one call per --tool against a governed session, all or nothing, in
-one transaction: checks, in order, that the session exists, belongs to
---agent (when given), is not closed, has not expired, has budget for every
-call, authorizes every tool and is within its rate limit. Several use
-processes may run at once on one database: the budget stays exact.
-
-` + clitext.Wrap(fmt.Sprintf(`Exit status %d means the calls were allowed and counted. A refusal exits with its own status (see "sessionctl help exit"): %s (the request id reused with different tools).`,
-		exitOK, exitList(exitNotFound, exitAgent, exitClosed, exitExpired, exitBudget, exitTool, exitRate, exitConflict))),
-	Examples: []string{
-		"sessionctl use task-7 --agent agent-42 --tool read_file --tool list_dir",
-		`sessionctl use "$id" --agent a1 --tool search --request-id call-17 || echo "refused: $?"`,
-	},
-}
-
 func runUse(ctx context.Context, g *globals, args []string) error {
-	sp := useSpec
+	sp := specs.Use(helpExits)
 	fs := g.newFlags(sp)
 	var tools cliflags.NameList
 	agent := fs.String("agent", "", "the presenting agent `ID`; refused when it is not the session's agent")

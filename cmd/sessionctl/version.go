@@ -7,23 +7,10 @@ import (
 	"runtime/debug"
 
 	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
 	"github.com/agentstore/sessionstore/migrations"
 	"github.com/agentstore/sessionstore/sqlstore"
 )
-
-var versionSpec = spec{
-	Name: "version",
-	About: `Prints the version of sessionctl (the module version and VCS revision it
-was built from), the Go and SQLite versions, and the newest schema version
-it can read and migrate to. It does not open the database.
-
-The revision is the one "go build" stamps when it runs in a git checkout
-(vcs.revision; "modified" when the work tree had uncommitted changes).
-Where Go stamps none (-buildvcs=false, a linked git worktree, a source
-tarball), a build may give it: go build -ldflags "-X
-main.buildRevision=$(git rev-parse HEAD)" ./cmd/sessionctl.`,
-	Examples: []string{"sessionctl version", "sessionctl version --json"},
-}
 
 // versionJSON is the JSON document of version.
 type versionJSON struct {
@@ -37,7 +24,7 @@ type versionJSON struct {
 }
 
 func runVersion(ctx context.Context, g *globals, args []string) error {
-	sp := versionSpec
+	sp := specs.Version
 	fs := g.newFlags(sp)
 	asJSON := fs.Bool("json", false, "print one JSON document")
 	_, err := g.parseArgs(fs, sp, args, 0, 0)
