@@ -110,16 +110,7 @@ func (v GovernedSession) Session() (store.Session, error) {
 func formatTime(t time.Time) string { return humanize.Time(t) }
 
 // parseTime parses a time written by formatTime (any RFC 3339 time).
-func parseTime(field, s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%s: not an RFC 3339 time: %q", field, s)
-	}
-	return t.UTC(), nil
-}
+func parseTime(field, s string) (time.Time, error) { return humanize.ParseTime(field, s) }
 
 // exportGoverned writes every governed session, or those of x.ids, then
 // their spend state (the "spend" section: limits with their counters,

@@ -2,6 +2,7 @@ package humanize
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/bits"
 	"strconv"
@@ -190,3 +191,16 @@ func ParseBytes(s string) (int64, error) {
 
 // errNotSize is ParseBytes' refusal.
 var errNotSize = errors.New("not a size")
+
+// ParseTime reads a time that Time wrote (any RFC 3339 time), in UTC; ""
+// is the zero time. field names the value in the error.
+func ParseTime(field, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s: not an RFC 3339 time: %q", field, s)
+	}
+	return t.UTC(), nil
+}

@@ -111,3 +111,19 @@ func TestParseBytes(t *testing.T) {
 		}
 	}
 }
+
+// ParseTime reads what Time writes, in UTC, "" as the zero time, and
+// names the field of a value that is not RFC 3339.
+func TestParseTime(t *testing.T) {
+	at := time.Date(2026, 11, 29, 7, 30, 1, 250_000_000, time.FixedZone("x", 3600))
+	got, err := ParseTime("at", Time(at))
+	if err != nil || !got.Equal(at) || got.Location() != time.UTC {
+		t.Errorf("ParseTime(Time(%v)) = %v, %v; want the same instant in UTC", at, got, err)
+	}
+	if got, err := ParseTime("at", ""); err != nil || !got.IsZero() {
+		t.Errorf(`ParseTime("") = %v, %v; want the zero time`, got, err)
+	}
+	if _, err := ParseTime("expires_at", "yesterday"); err == nil || !strings.Contains(err.Error(), "expires_at") {
+		t.Errorf("ParseTime of a non-time: %v; want an error naming expires_at", err)
+	}
+}

@@ -6,7 +6,6 @@ package jsonout
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"time"
 
@@ -41,13 +40,4 @@ func Time(t time.Time) string { return humanize.Time(t) }
 
 // ParseTime parses a time written by Time (any RFC 3339 time); field
 // names it in the error.
-func ParseTime(field, s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%s: not an RFC 3339 time: %q", field, s)
-	}
-	return t.UTC(), nil
-}
+func ParseTime(field, s string) (time.Time, error) { return humanize.ParseTime(field, s) }
