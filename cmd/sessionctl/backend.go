@@ -16,7 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/clitext"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/sqlstore"
 	"github.com/agentstore/sessionstore/store"

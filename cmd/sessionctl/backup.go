@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/statusline"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/specs"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/statusline"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/sqlstore"
 )

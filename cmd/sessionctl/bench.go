@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/statusline"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/cliflags"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/specs"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/statusline"
 	"github.com/agentstore/sessionstore/loadtest"
 	"github.com/agentstore/sessionstore/sqlstore"
 )

@@ -14,10 +14,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cmdspec"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/cliflags"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/cmdspec"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/jsonout"
 	"github.com/agentstore/sessionstore/store"
 )
 

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/specs"
 	"github.com/agentstore/sessionstore/store"
 )
 

@@ -7,11 +7,11 @@ import (
 	"context"
 	"io"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cmdspec"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/completion"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/suggest"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/cmdspec"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/completion"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/specs"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/suggest"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/termout"
 )
 
 func runCompletion(ctx context.Context, g *globals, args []string) error {

@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"github.com/agentstore/sessionstore/check"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/specs"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/tablefmt"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/sqlstore"
 )

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/specs"
 	"github.com/agentstore/sessionstore/store"
 )
 

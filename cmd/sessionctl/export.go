@@ -5,10 +5,10 @@ import (
 	"fmt"
 
 	"github.com/agentstore/sessionstore/archive"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/statusline"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/cliflags"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/specs"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/statusline"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/termout"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )

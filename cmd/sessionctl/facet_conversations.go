@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/render"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/clitext"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )

@@ -13,7 +13,7 @@ import (
 	"fmt"
 
 	"github.com/agentstore/sessionstore/archive"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/clitext"
 	"github.com/agentstore/sessionstore/facet"
 	"github.com/agentstore/sessionstore/store"
 )

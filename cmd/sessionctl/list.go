@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/agentstore/sessionstore/archive"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/specs"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/view"
 )

@@ -40,12 +40,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cmdspec"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/statusline"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/suggest"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/cliflags"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/cmdspec"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/statusline"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/suggest"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/termout"
 	"github.com/agentstore/sessionstore/sqlstore"
 )
 

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/statusline"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/statusline"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/termout"
 )
 
 // The status line of a long command (package statusline), shown only

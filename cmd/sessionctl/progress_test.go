@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/statusline"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/statusline"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/termout"
 )
 
 const clearLine = "\r\033[K"

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/render"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/store"
 )

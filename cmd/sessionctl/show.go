@@ -6,9 +6,9 @@ import (
 	"fmt"
 
 	"github.com/agentstore/sessionstore/archive"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/render"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/render"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/specs"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/view"

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/specs"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/tablefmt"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/pgstore"
 	"github.com/agentstore/sessionstore/sqlstore"

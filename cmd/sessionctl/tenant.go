@@ -20,7 +20,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/suggest"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/suggest"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )

@@ -5,10 +5,10 @@ import (
 	"encoding/base64"
 	"fmt"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/specs"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/tablefmt"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/termout"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )

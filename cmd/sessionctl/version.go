@@ -6,8 +6,8 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/jsonout"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/specs"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/jsonout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/specs"
 	"github.com/agentstore/sessionstore/migrations"
 	"github.com/agentstore/sessionstore/sqlstore"
 )

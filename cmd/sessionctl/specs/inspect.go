@@ -1,7 +1,7 @@
 package specs
 
 import (
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cmdspec"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/cmdspec"
 	"github.com/agentstore/sessionstore/store"
 )
 

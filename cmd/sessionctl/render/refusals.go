@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/tablefmt"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 	"github.com/agentstore/sessionstore/view"

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cliflags"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/cliflags"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/clitext"
 )
 
 // Spec describes a command: its --help text, its actions and the values

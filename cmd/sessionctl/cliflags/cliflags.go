@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/suggest"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/suggest"
 	"github.com/agentstore/sessionstore/humanize"
 )
 

@@ -13,7 +13,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cmdspec"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/cmdspec"
 )
 
 // Scripts are the completion scripts, by shell. Each passes the line's

@@ -3,8 +3,8 @@ package specs
 import (
 	"fmt"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/clitext"
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/cmdspec"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/clitext"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/cmdspec"
 	"github.com/agentstore/sessionstore/store"
 )
 

@@ -9,7 +9,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/termout"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/termout"
 	"github.com/agentstore/sessionstore/humanize"
 )
 

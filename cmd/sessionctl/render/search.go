@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/agentstore/sessionstore/cmd/sessionctl/internal/tablefmt"
+	"github.com/agentstore/sessionstore/cmd/sessionctl/tablefmt"
 	"github.com/agentstore/sessionstore/store"
 )
 
