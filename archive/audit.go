@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/agentstore/sessionstore/check"
+	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/store"
 )
 
@@ -49,7 +50,7 @@ func NewAuditEvent(e store.AuditEvent) AuditEvent {
 
 // Event converts the record back to a store.AuditEvent.
 func (v AuditEvent) Event() (store.AuditEvent, error) {
-	at, err := parseTime("at", v.At)
+	at, err := humanize.ParseTime("at", v.At)
 	if err != nil {
 		return store.AuditEvent{}, err
 	}

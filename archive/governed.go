@@ -93,13 +93,13 @@ func (v GovernedSession) Session() (store.Session, error) {
 		TimeLimit:             time.Duration(v.TimeLimitMS) * time.Millisecond,
 	}
 	var err error
-	if s.RateWindowStart, err = parseTime("rate_window_start", v.RateWindowStart); err != nil {
+	if s.RateWindowStart, err = humanize.ParseTime("rate_window_start", v.RateWindowStart); err != nil {
 		return s, err
 	}
-	if s.CreatedAt, err = parseTime("created_at", v.CreatedAt); err != nil {
+	if s.CreatedAt, err = humanize.ParseTime("created_at", v.CreatedAt); err != nil {
 		return s, err
 	}
-	if s.ExpiresAt, err = parseTime("expires_at", v.ExpiresAt); err != nil {
+	if s.ExpiresAt, err = humanize.ParseTime("expires_at", v.ExpiresAt); err != nil {
 		return s, err
 	}
 	return s, nil
@@ -108,9 +108,6 @@ func (v GovernedSession) Session() (store.Session, error) {
 // formatTime writes t as RFC 3339 in UTC with as many fraction digits as
 // needed ("" for the zero time).
 func formatTime(t time.Time) string { return humanize.Time(t) }
-
-// parseTime parses a time written by formatTime (any RFC 3339 time).
-func parseTime(field, s string) (time.Time, error) { return humanize.ParseTime(field, s) }
 
 // exportGoverned writes every governed session, or those of x.ids, then
 // their spend state (the "spend" section: limits with their counters,

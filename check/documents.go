@@ -20,6 +20,7 @@ import (
 	"github.com/agentstore/sessionstore/facet"
 	"github.com/agentstore/sessionstore/humanize"
 	"github.com/agentstore/sessionstore/internal/rowcodec"
+	"github.com/agentstore/sessionstore/internal/sqlcore"
 	"github.com/agentstore/sessionstore/keys"
 	"github.com/agentstore/sessionstore/store"
 )
@@ -203,12 +204,12 @@ var documentChecks = map[facet.Name][]docCheck{
 		{table: "agent_state_log", what: "logged session state value",
 			query: `SELECT s.app || '/' || s.user_id || '/' || s.session_id || ' key ' || t.key || ' at ' || CAST(t.seq AS TEXT), t.value
 				FROM agent_state_log AS t JOIN agent_sessions AS s ON s.pk = t.session_pk
-				WHERE t.seq < 9223372036854775807`,
+				WHERE t.seq < ` + sqlcore.StateHead,
 			decode: sealedOr(validJSON)},
 		{table: "agent_state_log", what: "session state value",
 			query: `SELECT s.app || '/' || s.user_id || '/' || s.session_id || ' key ' || t.key, t.value
 				FROM agent_state_log AS t JOIN agent_sessions AS s ON s.pk = t.session_pk
-				WHERE t.seq = 9223372036854775807`,
+				WHERE t.seq = ` + sqlcore.StateHead,
 			decode: sealedOr(validJSON)},
 	},
 	facet.Audit: {

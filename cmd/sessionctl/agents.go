@@ -153,7 +153,7 @@ func (g *globals) agentsList(ctx context.Context, req store.AgentSessionsPageReq
 		return render.PrintListing(g.stdout, g.stderr, asJSON, render.Listing[view.AgentSession]{Doc: doc, Items: doc.Items, None: "no agent sessions",
 			Header: "APP\tUSER\tSESSION\tVERSION\tEVENTS\tSTATE KEYS\tUPDATED", More: "more agent sessions follow", Next: doc.Next,
 			Row: func(v view.AgentSession) string {
-				up, _ := jsonout.ParseTime("updated_at", v.UpdatedAt)
+				up, _ := humanize.ParseTime("updated_at", v.UpdatedAt)
 				return fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%d\t%s", humanize.Escape(v.App), humanize.Escape(v.User), humanize.Escape(v.Session), v.Version, v.EventCount, v.StateKeys, tablefmt.Time(up))
 			}})
 	})

@@ -51,7 +51,7 @@ var (
 				UNION SELECT app, user_id FROM agent_user_state WHERE tenant = ?1) AS users),
 			(SELECT count(*) FROM agent_app_state WHERE tenant = ?1),
 			(SELECT count(*) FROM agent_user_state WHERE tenant = ?1),
-			(SELECT count(*) FROM agent_state_log WHERE tenant = ?1 AND seq = ` + stateHead + `),
+			(SELECT count(*) FROM agent_state_log WHERE tenant = ?1 AND seq = ` + StateHead + `),
 			(SELECT count(*) FROM audit_heads WHERE tenant = ?1)
 				+ (SELECT count(*) FROM governed_sessions WHERE tenant = ?1 AND audit_seq > 0),
 			(SELECT CAST(COALESCE(sum(seq), 0) AS BIGINT) FROM audit_heads WHERE tenant = ?1) +

@@ -33,7 +33,7 @@ const (
 			UNION SELECT app, user_id FROM agent_user_state) AS users),
 		(SELECT count(*) FROM agent_app_state),
 		(SELECT count(*) FROM agent_user_state),
-		(SELECT count(*) FROM agent_state_log WHERE seq = ` + stateHead + `),
+		(SELECT count(*) FROM agent_state_log WHERE seq = ` + StateHead + `),
 		(SELECT count(*) FROM audit_heads) + (SELECT count(*) FROM governed_sessions WHERE audit_seq > 0),
 		(SELECT CAST(COALESCE(sum(seq), 0) AS BIGINT) FROM audit_heads) +
 			(SELECT CAST(COALESCE(sum(audit_seq), 0) AS BIGINT) FROM governed_sessions)`

@@ -73,8 +73,8 @@ const (
 	stUserPutSQL = `INSERT INTO agent_user_state (app, user_id, key, value, tenant) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, app, user_id, key) DO UPDATE SET value = excluded.value`
 	// stSessionPutSQL writes a session-scope key's current value: its head
-	// in the state log (stateHead).
-	stSessionPutSQL = `INSERT INTO agent_state_log (session_pk, key, seq, value, tenant) VALUES (?, ?, ` + stateHead + `, ?, ?)
+	// in the state log (StateHead).
+	stSessionPutSQL = `INSERT INTO agent_state_log (session_pk, key, seq, value, tenant) VALUES (?, ?, ` + StateHead + `, ?, ?)
 		ON CONFLICT (session_pk, key, seq) DO UPDATE SET value = excluded.value`
 )
 
@@ -87,12 +87,12 @@ var stScopesGetSQL = `SELECT 0, key, value FROM agent_app_state WHERE app = ?1 A
 	UNION ALL SELECT 1, key, value FROM agent_user_state WHERE app = ?1 AND user_id = ?2 AND tenant = ?4
 	UNION ALL SELECT 2, key, value FROM (` + headsOfSQL("SELECT CAST(?3 AS BIGINT) AS pk") + `) AS h`
 
-// stateHead is the position of a session-scope key's current value in
+// StateHead is the position of a session-scope key's current value in
 // agent_state_log (migration 40): the largest 64-bit integer, which no
 // event's position reaches, so that the head sorts right after the key's
 // newest logged value (an append writes both on one leaf page) and every
 // read of the state at a position (seq <= it) passes it by.
-const stateHead = "9223372036854775807"
+const StateHead = "9223372036854775807"
 
 // headsOfSQL reads the current session state of the sessions whose pks
 // the query pks returns (one column, named pk): rows of (pk, key, value). It skips
@@ -113,7 +113,7 @@ func headsOfSQL(pks string) string {
 			FROM k WHERE k.key IS NOT NULL),
 		hv AS MATERIALIZED (
 			SELECT k.pk AS pk, k.key AS key, (SELECT h.value FROM agent_state_log AS h
-				WHERE h.session_pk = k.pk AND h.key = k.key AND h.seq = ` + stateHead + `) AS value
+				WHERE h.session_pk = k.pk AND h.key = k.key AND h.seq = ` + StateHead + `) AS value
 			FROM k WHERE k.key IS NOT NULL)
 		SELECT pk, key, value FROM hv WHERE value IS NOT NULL`
 }

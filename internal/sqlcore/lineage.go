@@ -49,8 +49,8 @@ const (
 	lnKeyAtSQL   = `SELECT seq, value FROM agent_state_log WHERE session_pk = ? AND key = ? AND seq <= ?
 		ORDER BY seq DESC LIMIT 1`
 	// lnMoveLogSQL moves a row's logged values after a position to
-	// another row; its heads (its current state, stateHead) stay.
-	lnMoveLogSQL = `UPDATE agent_state_log SET session_pk = ? WHERE session_pk = ? AND seq > ? AND seq < ` + stateHead
+	// another row; its heads (its current state, StateHead) stay.
+	lnMoveLogSQL = `UPDATE agent_state_log SET session_pk = ? WHERE session_pk = ? AND seq > ? AND seq < ` + StateHead
 
 	lnSummarySQL = `SELECT ` + evColumns + ` FROM agent_events WHERE session_pk = ? AND compact_to > 0 AND seq <= ?
 		ORDER BY seq DESC LIMIT 1`
@@ -61,8 +61,8 @@ const (
 	lnRewoundSQL    = `UPDATE agent_sessions SET event_count = ?, version = version + 1, updated_at_ms = ?,
 		epoch = ?, fork_seq = ?, lineage_parent = ?, initial_state = ? WHERE pk = ?`
 	// lnClearStateSQL deletes a row's current state: its heads in the
-	// state log (stateHead), not its logged values.
-	lnClearStateSQL = `DELETE FROM agent_state_log WHERE session_pk = ? AND seq = ` + stateHead
+	// state log (StateHead), not its logged values.
+	lnClearStateSQL = `DELETE FROM agent_state_log WHERE session_pk = ? AND seq = ` + StateHead
 
 	lnChildrenSQL = `SELECT pk FROM agent_sessions WHERE lineage_parent = ? ORDER BY pk`
 	lnHasChildSQL = `SELECT count(*) FROM agent_sessions WHERE lineage_parent = ?`

@@ -51,7 +51,7 @@ const (
 	stAppValueSQL       = `SELECT value FROM agent_app_state WHERE app = ? AND key = ? AND tenant = ?`
 	stUserRestoreSQL    = `INSERT INTO agent_user_state (app, user_id, key, value, tenant) VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, app, user_id, key) DO NOTHING`
 	stUserValueSQL      = `SELECT value FROM agent_user_state WHERE app = ? AND user_id = ? AND key = ? AND tenant = ?`
-	stSessionRestoreSQL = `INSERT INTO agent_state_log (session_pk, key, seq, value, tenant) VALUES (?, ?, ` + stateHead + `, ?, ?)`
+	stSessionRestoreSQL = `INSERT INTO agent_state_log (session_pk, key, seq, value, tenant) VALUES (?, ?, ` + StateHead + `, ?, ?)`
 
 	asRestoreForkSQL = `INSERT INTO agent_sessions
 		(app, user_id, session_id, version, event_count, created_at_ms, updated_at_ms, lineage_parent, fork_seq, initial_state, data_key, tenant)

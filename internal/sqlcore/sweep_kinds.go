@@ -270,7 +270,7 @@ var agentSessionsIdle = &sweepKind{
 		WHERE pk = ?1 AND retired = 0 AND updated_at_ms <= ?2 AND last_access_ms <= ?3` + notHeldAgent,
 	removeArgs: func(d due, u unit) []any { return []any{u.pk, d.cutoff, d.readsCap} },
 	rowsSQL: `SELECT 1 + (SELECT count(*) FROM agent_events WHERE session_pk = ?1)
-		+ (SELECT count(*) FROM agent_state_log WHERE session_pk = ?1 AND seq = ` + stateHead + `)`,
+		+ (SELECT count(*) FROM agent_state_log WHERE session_pk = ?1 AND seq = ` + StateHead + `)`,
 	rowsArgs: func(u unit) []any { return []any{u.pk} },
 	heldSQL: `SELECT count(*) FROM retention_holds AS h
 		JOIN agent_sessions AS a ON a.tenant = h.tenant AND a.app = h.app AND a.user_id = h.user_id AND a.session_id = h.id

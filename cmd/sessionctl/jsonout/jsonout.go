@@ -37,7 +37,3 @@ func Encode(w io.Writer, v any, indent string) error {
 // with as many fraction digits as needed, the encoding of time.Time
 // values in the store's own types.
 func Time(t time.Time) string { return humanize.Time(t) }
-
-// ParseTime parses a time written by Time (any RFC 3339 time); field
-// names it in the error.
-func ParseTime(field, s string) (time.Time, error) { return humanize.ParseTime(field, s) }
