@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -47,7 +48,7 @@ var govUseAuditedSQL = sqlcore.AuditedUpdateSQL(
 // appends their audit events; a call it refuses returns no row. The
 // sessions must be distinct (an UPDATE changes a row once), and their rows
 // locked by the transaction beforehand, in id order (useLockManySQL): the
-// join's order is then no lock order.
+// join's order is then no lock order. govUseManyFirstSQL locks them itself.
 var govUseManySQL = sqlcore.AuditedUpdateSQL(
 	strings.NewReplacer(
 		"$2::bigint", "1::bigint",
@@ -78,4 +79,30 @@ func (g *Governance) useStatement(now time.Time, req store.UseRequest, tools []s
 		return "", nil, err
 	}
 	return govUseAuditedSQL, append(args, payload, detail, nowUS), nil
+}
+
+// govUseManyFirstSQL is govUseManySQL for a batch that has not locked its
+// rows beforehand (decideBatch's first try, with no lock-first step): it
+// locks each row as it updates it, in the join's order, and bounds every
+// lock wait of the transaction to 1 ms before its first row (lw: SET
+// LOCAL lock_timeout, run by the gate that the join's rows pass through,
+// a one-time filter the plan evaluates before its first row). A row held
+// by another transaction then fails the statement after that wait with
+// lock_not_available (55P03), rather than making the batch's other
+// calls wait for it: the batch rolls back and reruns with the lock-first
+// step, which finds the rows held. Two such statements of two processes
+// that lock shared rows in opposite orders give up the same way, long
+// before a deadlock would be detected (deadlock_timeout, 1 s by default).
+// TestUseManyFirstLockWaitBounded checks the bound.
+var govUseManyFirstSQL = replaceOnce(
+	replaceOnce(govUseManySQL, "WITH u AS (", "WITH lw AS MATERIALIZED (SELECT set_config('lock_timeout', '1ms', true) AS v),\n\tu AS ("),
+	"\n\t\tWHERE id = r.sid AND tenant = $6::text", "\n\t\tWHERE id = r.sid AND tenant = $6::text AND (SELECT v FROM lw) IS NOT NULL")
+
+// replaceOnce replaces the one occurrence of old in s with new; it panics
+// (when the package's statements are built) if old occurs other than once.
+func replaceOnce(s, old, new string) string {
+	if n := strings.Count(s, old); n != 1 {
+		panic(fmt.Sprintf("pgstore: %d occurrences of %q in a statement, want 1", n, old))
+	}
+	return strings.Replace(s, old, new, 1)
 }

@@ -132,6 +132,10 @@ func (s *Store) SetUseTrace(fn func(UseEvent)) { s.uses.trace = fn }
 // their lock-first step found a row held by another transaction.
 func (s *Store) UseBusy() int64 { return s.uses.busy.Load() }
 
+// UseWary returns how many batches went without the lock-first step,
+// found a row held by another transaction, and were rerun with the step.
+func (s *Store) UseWary() int64 { return s.uses.wary.Load() }
+
 // UseQueued returns how many calls wait in the default tenant's queue.
 func (s *Store) UseQueued() int {
 	b := &s.uses
@@ -232,3 +236,7 @@ type FlushedResults = pipelineResults
 func SendFlushed(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, tracer pgx.BatchTracer) (FlushedResults, error) {
 	return flushPlan{on: true, tracer: tracer}.sendFlushed(ctx, conn, b)
 }
+
+// UseManyFirstSQL is the statement for many calls of a batch without the
+// lock-first step (govUseManyFirstSQL).
+var UseManyFirstSQL = govUseManyFirstSQL

@@ -265,7 +265,7 @@ func TestUseBatchSideQueueGivesSessionBack(t *testing.T) {
 		t.Fatalf("%d calls of the held session committed while its row was held", n)
 	}
 
-	busy, release := st.UseBusy(), tr.mark()
+	busy, wary, release := st.UseBusy(), st.UseWary(), tr.mark()
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -297,8 +297,8 @@ func TestUseBatchSideQueueGivesSessionBack(t *testing.T) {
 			t.Fatalf("a side batch found the row held after the release: %+v", commits)
 		}
 	}
-	if n := st.UseBusy(); n != busy {
-		t.Fatalf("%d batches paid a lock wait after the release", n-busy)
+	if n, w := st.UseBusy(), st.UseWary(); n != busy || w != wary {
+		t.Fatalf("%d batches paid a lock wait after the release (%d after their lock-first step, %d without it)", n-busy+w-wary, n-busy, w-wary)
 	}
 
 	shared := tr.mark()
@@ -326,7 +326,10 @@ func TestUseBatchSideQueueGivesSessionBack(t *testing.T) {
 // while the row is still held. A side batch that finds the row free
 // forgets it, and the session's next calls share a batch again; once the
 // clock passes pgstore.UseHeldFor, a row remembered as held is forgotten
-// too. Every call is counted once.
+// too. A shared batch that pays for the held row pays twice: its first
+// try, without the lock-first step, gives up on the row (UseWary), and
+// its rerun with the step finds it held (UseBusy). Every call is counted
+// once.
 func TestUseBatchRemembersHeldRow(t *testing.T) {
 	st, clock, conn, letGo := sideFixture(t)
 	ctx := context.Background()
@@ -377,16 +380,16 @@ func TestUseBatchRemembersHeldRow(t *testing.T) {
 	if ev := back(mark, "the session given back"); ev.Free {
 		t.Fatalf("given back as free: %+v", tr.since(mark))
 	}
-	if n := st.UseBusy(); n != 1 {
-		t.Fatalf("%d batches paid a lock wait; want the shared batch's 1", n)
+	if n, w := st.UseBusy(), st.UseWary(); n != 1 || w != 1 {
+		t.Fatalf("%d batches paid a lock wait after their lock-first step, %d without it; want the shared batch's 1", n, w)
 	}
 
 	// Held again: remembered, its call skips the shared batch at once.
 	tx = holdRow(t, conn, "held")
 	mark = tr.mark()
 	second := heldBatch("s-1")
-	if n := st.UseBusy(); n != 1 {
-		t.Fatalf("%d batches paid a lock wait; want none more (the row remembered as held)", n)
+	if n, w := st.UseBusy(), st.UseWary(); n != 1 || w != 1 {
+		t.Fatalf("%d batches paid a lock wait after their lock-first step, %d without it; want none more (the row remembered as held)", n, w)
 	}
 	evs := tr.since(mark)
 	if committedCalls(evs, "held", false) != 0 || committedCalls(evs, "s-1", false) != 1 || asideCalls(evs, "held") != 1 {
@@ -416,16 +419,16 @@ func TestUseBatchRemembersHeldRow(t *testing.T) {
 	tx = holdRow(t, conn, "held")
 	mark = tr.mark()
 	third := heldBatch("s-0")
-	if n := st.UseBusy(); n != 2 {
-		t.Fatalf("%d batches paid a lock wait; want 2", n)
+	if n, w := st.UseBusy(), st.UseWary(); n != 2 || w != 2 {
+		t.Fatalf("%d batches paid a lock wait after their lock-first step, %d without it; want 2", n, w)
 	}
 	tx.Commit(ctx)
 	waitAll(t, []<-chan error{third}, "the held session's call, its row released")
 	back(mark, "the session given back")
 	tx = holdRow(t, conn, "held")
 	fourth := heldBatch("s-1")
-	if n := st.UseBusy(); n != 2 {
-		t.Fatalf("%d batches paid a lock wait; want 2 (the row remembered)", n)
+	if n, w := st.UseBusy(), st.UseWary(); n != 2 || w != 2 {
+		t.Fatalf("%d batches paid a lock wait after their lock-first step, %d without it; want 2 (the row remembered)", n, w)
 	}
 	tx.Commit(ctx)
 	waitAll(t, []<-chan error{fourth}, "the held session's call, its row released")
@@ -433,8 +436,8 @@ func TestUseBatchRemembersHeldRow(t *testing.T) {
 	clock.Advance(pgstore.UseHeldFor)
 	tx = holdRow(t, conn, "held")
 	fifth := heldBatch("s-2")
-	if n := st.UseBusy(); n != 3 {
-		t.Fatalf("%d batches paid a lock wait; want 3 (the row forgotten after %v)", n, pgstore.UseHeldFor)
+	if n, w := st.UseBusy(), st.UseWary(); n != 3 || w != 3 {
+		t.Fatalf("%d batches paid a lock wait after their lock-first step, %d without it; want 3 (the row forgotten after %v)", n, w, pgstore.UseHeldFor)
 	}
 	tx.Commit(ctx)
 	waitAll(t, []<-chan error{fifth}, "the held session's call, its row released")

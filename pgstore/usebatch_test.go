@@ -827,7 +827,7 @@ func TestUseBatchStatements(t *testing.T) {
 		afterCommit bool // the batch follows one holding its rows while it commits
 		want, trips int
 	}{
-		{"three sessions", []store.UseRequest{use("s-a"), use("s-b"), use("s-c")}, false, 4, 1},
+		{"three sessions", []store.UseRequest{use("s-a"), use("s-b"), use("s-c")}, false, 3, 1},
 		{"one session", []store.UseRequest{use("s-a"), use("s-a"), use("s-a")}, false, 5, 2},
 		{"one session, eight calls", slices.Repeat([]store.UseRequest{use("s-c")}, 8), false, 5, 2},
 		{"two sessions", []store.UseRequest{use("s-b"), use("s-c"), use("s-b")}, false, 6, 2},
@@ -862,12 +862,13 @@ func TestUseBatchStatements(t *testing.T) {
 	}
 	wantCalls(t, st, map[string]int64{"s-a": 8, "s-b": 6, "s-c": 12})
 
-	// s-a's row held elsewhere: the batch sends its statements, finds the
-	// row held and rolls back (its statement on s-a gives up after the
-	// lock wait, and the server skips the COMMIT after it, unanswered and
-	// so not logged), reruns without s-a's call (four statements), and
-	// s-a's side queue decides it in one transaction that waits for the
-	// row.
+	// s-a's row held elsewhere: the batch, without the lock-first step,
+	// sends its statement, which gives up on s-a's row after its lock
+	// wait (the server skips the COMMIT after it, unanswered and so not
+	// logged), and rolls back; rerun with the lock-first step, it finds
+	// the row held and rolls back the same way, reruns without s-a's
+	// call (four statements), and s-a's side queue decides it in one
+	// transaction that waits for the row.
 	conn, err := pgx.Connect(ctx, loc)
 	if err != nil {
 		t.Fatal(err)
@@ -877,15 +878,18 @@ func TestUseBatchStatements(t *testing.T) {
 	defer tx.Rollback(ctx)
 	log.take()
 	done := make(chan []error, 1)
-	busy := st.UseBusy()
+	busy, wary := st.UseBusy(), st.UseWary()
 	go func() {
 		_, errs := st.DecideUseBatch(ctx, []store.UseRequest{use("s-a"), use("s-b")})
 		done <- errs
 	}()
-	// The first batch's statement on s-a waits for the row too, for its
-	// lock wait (1 ms): the row is given back only once that batch has
+	// The first batches' statements on s-a wait for the row too, for
+	// their lock wait (1 ms): the row is given back only once both have
 	// given up, so that the waiter found is the side batch.
 	waitBusy(t, st, busy+1)
+	if n := st.UseWary(); n != wary+1 {
+		t.Fatalf("%d batches rerun with the lock-first step; want %d", n, wary+1)
+	}
 	waitBlocked(t, tx, "the side batch of s-a waiting for its row")
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
@@ -900,6 +904,7 @@ func TestUseBatchStatements(t *testing.T) {
 		heads = append(heads, strings.Join(strings.Fields(sql), " ")[:min(20, len(sql))])
 	}
 	want := []string{
+		"BEGIN ISOLATION LEVE", "WITH lw AS MATERIALI", "ROLLBACK",
 		"BEGIN ISOLATION LEVE", "WITH locked AS MATER", "WITH u AS (UPDATE go", "ROLLBACK",
 		"BEGIN ISOLATION LEVE", "WITH locked AS MATER", "WITH u AS (UPDATE go", "COMMIT",
 		"BEGIN ISOLATION LEVE", "WITH locked AS MATER", "WITH u AS (UPDATE go", "COMMIT",
