@@ -41,14 +41,22 @@ import (
 // sessions of several calls sends its COMMIT in the pipeline of its
 // statements (one round trip), and the calls its UPDATEs refused are
 // decided after it, on their rows locked by one more transaction
-// (decideLate). The server's CPU and round trips of a transaction, and of
-// a statement, are then paid per batch instead of per call (per session
-// for the calls of one session), and callers on one row, which wait for
-// its lock anyway, wait together.
+// (decideLate). When, besides, every call of such a batch goes in the
+// UPDATE over arrays and no row of it is held by a batch of the queue
+// that commits (32 callers on sessions of their own), the batch goes
+// without the lock-first step: that UPDATE locks its rows itself, having
+// bounded the transaction's lock waits to 1 ms (govUseManyFirstSQL), and
+// a row held elsewhere makes it give up; the batch then reruns with the
+// step (errWary), which finds which rows are held, as below. The server's
+// CPU and round trips of a transaction, and of a statement, are then paid
+// per batch instead of per call (per session for the calls of one
+// session), and callers on one row, which wait for its lock anyway, wait
+// together.
 //
 // Decisions stay exact:
 //   - Each call is decided on its own session's row, locked by the
-//     transaction from the lock-first step to the COMMIT; every call sees
+//     transaction from the lock-first step (or, without it, from the
+//     UPDATE that decides the call) to the COMMIT; every call sees
 //     the counters its predecessors left, and nothing is acknowledged
 //     before the COMMIT. The calls of one session are decided in their
 //     queue order, each as it would be alone after the ones before it,
@@ -57,7 +65,10 @@ import (
 //   - Rows are locked in one order, by session id in byte order (the
 //     column's "C" collation), and the lock-first step waits for no row
 //     (a side queue's batch, which waits, holds one row): two batches, in
-//     two processes, cannot deadlock each other. A
+//     two processes, cannot deadlock each other. A batch without the
+//     step locks in its UPDATE's order, but waits at most 1 ms for a row:
+//     two such batches that hold what the other wants both give up, and
+//     rerun with the step. A
 //     deadlock with another kind of transaction (Cleanup removes many
 //     rows), or a serialization failure, reruns the whole batch
 //     (Store.retry, bounded): nothing of it was acknowledged.
@@ -844,7 +855,11 @@ func sessionEnded(err error) bool {
 // the COMMIT), calls handover once their answers are read, and returns
 // committed once the COMMIT's answer is;
 // the calls its UPDATEs refused are marked late, to be decided after it
-// (decideLate). An error the server did not answer, in that pipeline, is
+// (decideLate). Such a batch whose calls all go in the statement for
+// many, none of whose rows a batch of the queue holds, and none of whose
+// calls is wary, sends no lock-first step (govUseManyFirstSQL); when that
+// statement gives up on a row held elsewhere, it marks its calls wary
+// and returns errWary. An error the server did not answer, in that pipeline, is
 // a commitUnknownError unless the connection is left in a failed
 // transaction (pipelineErr).
 //
