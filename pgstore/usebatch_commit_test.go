@@ -13,7 +13,7 @@ import (
 )
 
 // TestUseBatchCommitPipelineFailures: a batch sends its COMMIT in a
-// pipeline with statements before it (usebatch.go): with the writes of
+// pipeline with statements before it (usebatch_tx.go): with the writes of
 // the rows of its sessions with several calls (commitWrites), or, in a
 // batch without such sessions, with all its statements (decideBatch). A
 // fault injected by a trigger on the first write of session g's row,
