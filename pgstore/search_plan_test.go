@@ -62,10 +62,25 @@ func searchPlanProblem(query string, plan []byte) string {
 	if out[0].JIT != nil {
 		problems = append(problems, fmt.Sprintf("the plan (cost %.0f) uses JIT", out[0].Plan.TotalCost))
 	}
-	return strings.Join(problems, "; ")
+	if len(problems) == 0 {
+		return ""
+	}
+	return strings.Join(problems, "; ") + "\nplan:\n" + planSummary(out[0].Plan, 0)
 }
 
-// After ANALYZE (which autovacuum runs on a production server), every
+// planSummary writes plan n as an indented list of its nodes, each with
+// its relation, index and total cost.
+func planSummary(n planNode, depth int) string {
+	s := fmt.Sprintf("%s%s %s %s (cost %.0f)\n", strings.Repeat("  ", depth), n.NodeType, n.Relation, n.IndexName, n.TotalCost)
+	for _, c := range n.Plans {
+		s += planSummary(c, depth+1)
+	}
+	return s
+}
+
+// After ANALYZE (which autovacuum runs on a production server), with
+// the trigram index's pending list as full as its limit lets a rewrite
+// of most documents leave it (migration 41), every
 // statement of a search by a term, ranked or newest first, common, rare
 // or filtered, first page and next, uses the trigram index and stays
 // below JIT's threshold: the plans are taken by EXPLAIN in the search's
@@ -104,6 +119,16 @@ func TestSearchPlansAfterAnalyze(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
+	// Rewrite seven documents in ten, as a fold that ran again or an
+	// edit would: their new entries wait in the trigram index's pending
+	// list, which the planner counts in the index's cost. Under
+	// PostgreSQL's default limit (4 MiB) the list then holds so many
+	// pages when ANALYZE runs that the search of messages only takes the
+	// key index alone and the test fails (checked by setting that limit
+	// in migration 41); migration 41's limit (1 MiB) keeps the list short.
+	if _, err := conn.Exec(ctx, "UPDATE search_docs SET body = body || ' ' WHERE doc % 10 < 7"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := conn.Exec(ctx, "ANALYZE search_docs"); err != nil {
 		t.Fatal(err)
 	}
