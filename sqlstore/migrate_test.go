@@ -106,6 +106,7 @@ var postgresOnlySteps = map[int64]bool{
 	26: true, // the search-index triggers file documents under the row's tenant
 	37: true, // the planner's cost of the trigram function
 	39: true, // the trigram function in linear time
+	41: true, // the trigram index's pending list limit
 	// Not PostgreSQL-only: a no-op on both engines that holds version 23
 	// for issue 29g's migration, written on another branch; goes with
 	// that placeholder when 29g's 00023 lands.
