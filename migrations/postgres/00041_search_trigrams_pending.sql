@@ -15,8 +15,10 @@
 --   computes sessionstore_trigrams of every message, milliseconds each.
 --   The test failed that way once in CI, whose autovacuum had flushed
 --   the list at another point of the fold.
--- - The search's speed. A rare term's search on that corpus took 3.7 to
---   7.6 ms with 287 pages pending, 2.4 to 3.1 ms with at most 1 MiB.
+-- - The search's speed, where the list is long. A rare term's search on
+--   that corpus took 3.7 to 7.6 ms with 287 pages pending, 2.4 to 3.1 ms
+--   with at most 1 MiB (on 10,000 documents, BenchmarkSearchCommonTerm
+--   showed no difference beyond its runs' noise).
 --
 -- With 1 MiB (128 pages) the index's cost stays below about 600 and the
 -- plan keeps the trigram index. The fold moves entries to the tree in
