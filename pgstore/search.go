@@ -19,6 +19,16 @@ func (s *Store) startIndexer(ctx context.Context) error {
 	return err
 }
 
+// trigramExtension reports whether the schema's search index is pg_trgm's
+// (search_docs_trgm, migration 42) rather than sessionstore_trigrams'.
+func (s *Store) trigramExtension(ctx context.Context) (bool, error) {
+	var on bool
+	if err := s.pool.QueryRow(ctx, `SELECT to_regclass('search_docs_trgm') IS NOT NULL`).Scan(&on); err != nil {
+		return false, mapErr(err)
+	}
+	return on, nil
+}
+
 // Search finds stored items by their text (see store.Searcher).
 func (s *Store) Search(ctx context.Context, q store.SearchQuery) (store.SearchResult, error) {
 	if s.closed.Load() {

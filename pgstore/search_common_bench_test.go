@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -43,9 +44,11 @@ func BenchmarkSearchCommonTerm(b *testing.B) {
 			if err := storetest.BuildCommonTermCorpus(ctx, st, n); err != nil {
 				b.Fatal(err)
 			}
+			start := time.Now()
 			if _, err := st.Search(ctx, store.SearchQuery{Query: "xylophone"}); err != nil { // folds
 				b.Fatal(err)
 			}
+			b.Logf("the fold of %d documents took %v", n, time.Since(start).Round(time.Millisecond))
 			st.Close()
 			// The statistics autovacuum would gather on a table this size.
 			conn, err := pgx.Connect(ctx, loc)

@@ -146,6 +146,11 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, cfg config) (*Store, erro
 	}
 	s.rlsBypassFound = bypass
 	s.core.SetRLSBypass(bypass)
+	trgm, err := s.trigramExtension(ctx) // search.go
+	if err != nil {
+		return nil, err
+	}
+	s.core.SetTrigramExtension(trgm)
 	s.channel = "sessionstore_turns_" + hash64(database, schema)
 	if err := s.startSweeper(); err != nil {
 		s.core.Close()

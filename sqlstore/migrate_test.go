@@ -107,6 +107,7 @@ var postgresOnlySteps = map[int64]bool{
 	37: true, // the planner's cost of the trigram function
 	39: true, // the trigram function in linear time
 	41: true, // the trigram index's pending list limit
+	42: true, // pg_trgm's index where the extension can be used
 	// Not PostgreSQL-only: a no-op on both engines that holds version 23
 	// for issue 29g's migration, written on another branch; goes with
 	// that placeholder when 29g's 00023 lands.

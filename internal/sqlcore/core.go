@@ -177,7 +177,10 @@ type Store struct {
 	// rlsBypass: the connections' role bypasses row-level security
 	// (SetRLSBypass, tenant.go).
 	rlsBypass bool
-	dks       *dataKeys // crypt.go
+	// trgm: the PostgreSQL search index is pg_trgm's
+	// (SetTrigramExtension, search.go).
+	trgm bool
+	dks  *dataKeys // crypt.go
 	// stats caches the search index's statistics (search_stats.go).
 	stats *ftsStats
 }

@@ -14,8 +14,9 @@ import (
 // The search index lives in search_docs (see migrations/00014): one row per
 // searchable item, folded in after the content's commit (migration 27,
 // search_fold.go). On SQLite search_fts is an FTS5
-// trigram index over search_docs.body; on PostgreSQL a GIN index over
-// sessionstore_trigrams(body).
+// trigram index over search_docs.body; on PostgreSQL a GIN index of
+// pg_trgm over lower(body) where the extension could be used (migration
+// 42), else a GIN index over sessionstore_trigrams(body).
 
 const searchColumns = `d.doc, d.kind, d.session_pk, d.owner, d.session_id, d.app, d.user_id, d.pos, d.ref, d.role, d.at_us, d.body`
 
@@ -57,6 +58,29 @@ const liveEventDocs = ` AND (d.kind <> 'event' OR EXISTS (SELECT 1 FROM agent_se
 const notRemovedConvDocs = ` AND (d.kind = 'event' OR NOT EXISTS (SELECT 1 FROM sweep_removals AS r WHERE r.kind = 'conversation' AND r.id = d.owner))`
 
 func (s *Store) postgres() bool { return s.d.Name == "postgres" }
+
+// SetTrigramExtension tells the Store that its PostgreSQL search index is
+// pg_trgm's (migration 42) rather than sessionstore_trigrams'. Call it
+// before the Store is used, with what the backend found at open.
+func (s *Store) SetTrigramExtension(on bool) { s.trgm = on }
+
+// likeEscaper escapes a term for a LIKE pattern (backslash, LIKE's
+// default escape character, and the two wildcards).
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// trigramMatch returns PostgreSQL's condition that its trigram index
+// matches term on document d's body, with the argument to bind to its
+// parameter: for pg_trgm's index (over lower(body)), a LIKE of the
+// lower-cased term anywhere in the lower-cased body, which is the search's
+// check of the term itself (Contains) in the index's terms; for
+// sessionstore_trigrams', the containment of the term's trigrams, which
+// that check implies.
+func (s *Store) trigramMatch(term string) (string, any) {
+	if s.trgm {
+		return `lower(d.body) LIKE lower(?)`, "%" + likeEscaper.Replace(term) + "%"
+	}
+	return `sessionstore_trigrams(d.body) @> sessionstore_trigrams(?)`, term
+}
 
 // splitTerms splits a query's terms into those long enough for the
 // index (long) and the others (short), each in the query's order.
@@ -248,8 +272,9 @@ WHERE search_fts MATCH ?`)
 		b.WriteString(`SELECT ` + keys + `, ` + score + ` AS score
 FROM search_docs AS d WHERE TRUE`)
 		for _, t := range long {
-			b.WriteString(` AND sessionstore_trigrams(d.body) @> sessionstore_trigrams(?) AND ` + s.d.Contains("d.body", "?"))
-			args = append(args, t, t)
+			match, arg := s.trigramMatch(t)
+			b.WriteString(` AND ` + match + ` AND ` + s.d.Contains("d.body", "?"))
+			args = append(args, arg, t)
 		}
 	default:
 		b.WriteString(`SELECT ` + keys + `, ` + score + ` AS score

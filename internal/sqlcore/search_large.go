@@ -600,8 +600,9 @@ func (s *Store) candidateKeysSQL(q store.SearchQuery, long []string, docs []int6
 	} else if s.postgres() {
 		b.WriteString(`SELECT d.doc, d.at_us FROM search_docs AS d WHERE TRUE`)
 		for _, t := range long {
-			b.WriteString(` AND sessionstore_trigrams(d.body) @> sessionstore_trigrams(?)`)
-			args = append(args, t)
+			match, arg := s.trigramMatch(t)
+			b.WriteString(` AND ` + match)
+			args = append(args, arg)
 		}
 	} else {
 		b.WriteString(`SELECT d.doc, d.at_us FROM search_fts JOIN search_docs AS d ON d.doc = search_fts.rowid WHERE search_fts MATCH ?`)

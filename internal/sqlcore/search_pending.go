@@ -185,8 +185,9 @@ func (s *Store) pendingSearch(tx Tx, plan pendingPlan, q store.SearchQuery, long
 		// folds case as the contains function does, so the term's
 		// occurrence implies its trigrams') and the term itself.
 		if s.postgres() {
-			b.WriteString(` AND sessionstore_trigrams(d.body) @> sessionstore_trigrams(?)`)
-			args = append(args, t)
+			match, arg := s.trigramMatch(t)
+			b.WriteString(` AND ` + match)
+			args = append(args, arg)
 		}
 		b.WriteString(` AND ` + s.d.Contains("d.body", "?"))
 		args = append(args, t)
