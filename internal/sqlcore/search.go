@@ -82,6 +82,20 @@ func (s *Store) trigramMatch(term string) (string, any) {
 	return `sessionstore_trigrams(d.body) @> sessionstore_trigrams(?)`, term
 }
 
+// longTermMatch returns PostgreSQL's conditions that document d holds
+// term, a term of three characters or more, with their arguments: the
+// index's match and the check of the term itself (Contains). pg_trgm's
+// match is that check (the same lower-cased text holds the same
+// lower-cased term), so it goes alone: checking again would fold the case
+// of every candidate's body twice.
+func (s *Store) longTermMatch(term string) (string, []any) {
+	match, arg := s.trigramMatch(term)
+	if s.trgm {
+		return match, []any{arg}
+	}
+	return match + ` AND ` + s.d.Contains("d.body", "?"), []any{arg, term}
+}
+
 // splitTerms splits a query's terms into those long enough for the
 // index (long) and the others (short), each in the query's order.
 func splitTerms(terms []string) (long, short []string) {
@@ -272,9 +286,9 @@ WHERE search_fts MATCH ?`)
 		b.WriteString(`SELECT ` + keys + `, ` + score + ` AS score
 FROM search_docs AS d WHERE TRUE`)
 		for _, t := range long {
-			match, arg := s.trigramMatch(t)
-			b.WriteString(` AND ` + match + ` AND ` + s.d.Contains("d.body", "?"))
-			args = append(args, arg, t)
+			cond, targs := s.longTermMatch(t)
+			b.WriteString(` AND ` + cond)
+			args = append(args, targs...)
 		}
 	default:
 		b.WriteString(`SELECT ` + keys + `, ` + score + ` AS score

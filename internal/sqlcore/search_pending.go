@@ -185,9 +185,10 @@ func (s *Store) pendingSearch(tx Tx, plan pendingPlan, q store.SearchQuery, long
 		// folds case as the contains function does, so the term's
 		// occurrence implies its trigrams') and the term itself.
 		if s.postgres() {
-			match, arg := s.trigramMatch(t)
-			b.WriteString(` AND ` + match)
-			args = append(args, arg)
+			cond, targs := s.longTermMatch(t)
+			b.WriteString(` AND ` + cond)
+			args = append(args, targs...)
+			continue
 		}
 		b.WriteString(` AND ` + s.d.Contains("d.body", "?"))
 		args = append(args, t)

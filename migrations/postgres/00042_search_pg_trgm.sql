@@ -22,6 +22,14 @@
 -- folded by lower() first. pgstore picks its statements by the index it
 -- finds at Open.
 --
+-- pg_trgm's match is lossy: the index's candidates are checked again
+-- (lower(body) LIKE) before any other condition, where sessionstore_trigrams'
+-- containment needed no second check. A common term searched in one
+-- session checked every document that holds it (10,000 documents: 65 to
+-- 98 ms against 15 ms). search_docs_session indexes the session filter's
+-- column, so that such a search reads the session's documents (6 ms; 12 ms
+-- with the function's index, in a BitmapAnd).
+--
 -- Where the extension lives: one per database, in one schema.
 -- - Installed already (by a DBA, in any schema): this step uses it there.
 -- - Not installed: this step creates it in a schema of its own,
@@ -37,6 +45,8 @@
 -- SQLite's step of this number does nothing.
 
 -- +goose Up
+CREATE INDEX search_docs_session ON search_docs (session_id);
+
 -- +goose StatementBegin
 DO $$
 DECLARE
@@ -69,6 +79,8 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
+DROP INDEX search_docs_session;
+
 -- +goose StatementBegin
 DO $$
 BEGIN
