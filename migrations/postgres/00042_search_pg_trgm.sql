@@ -13,8 +13,9 @@
 --
 -- The index is over lower(body), and a search asks for a term with
 -- lower(d.body) LIKE lower('%term%') (the term's % _ and \ escaped): the
--- same test as strpos(lower(d.body), lower(term)) > 0, which the searches
--- keep and which decides what is found on both indexes. Not ILIKE over
+-- same test as strpos(lower(d.body), lower(term)) > 0, which decides what
+-- is found on the function's index, so on pg_trgm's the LIKE replaces it
+-- (checking both folded each candidate's body twice). Not ILIKE over
 -- body: pg_trgm folds the case of each character alone, lower() of a
 -- whole text (ICU) in context, so an index over body missed 'ΣΟΦΟΣ' for
 -- the term 'σοφος', whose last letter is lower()'s final sigma
