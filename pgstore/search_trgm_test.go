@@ -166,3 +166,65 @@ func checkTermSearches(t *testing.T, st *pgstore.Store) {
 		}
 	}
 }
+
+// Stores whose first migrations run at once, each in a schema of its own
+// in a database without pg_trgm, race to create the extension: the
+// losers' CREATE EXTENSION fails, and migration 42 looks the extension up
+// again and finds the winner's. Every schema ends with pg_trgm's index.
+func TestSearchIndexExtensionRace(t *testing.T) {
+	ctx := context.Background()
+	admin := adminPool(t)
+	var b [6]byte
+	rand.Read(b[:])
+	db := "trgm_race_" + hex.EncodeToString(b[:])
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+db+" TEMPLATE template0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec(context.Background(), "DROP DATABASE "+db+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop database %s: %v", db, err)
+		}
+	})
+	base := asRoleOn(t, db, admin.Config().ConnConfig.User)
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	const n = 6
+	locs := make([]string, n)
+	for i := range locs {
+		schema := fmt.Sprintf("race_%d", i)
+		if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+			t.Fatal(err)
+		}
+		if locs[i], err = withParam(base, "search_path", schema); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, n)
+	for _, loc := range locs {
+		go func() {
+			st, err := pgstore.Open(ctx, loc, pgstore.WithoutIndexer())
+			if err == nil {
+				err = st.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		var trgm, function bool
+		if err := conn.QueryRow(ctx, fmt.Sprintf(`SELECT to_regclass('race_%d.search_docs_trgm') IS NOT NULL,
+			to_regclass('race_%d.search_docs_trigrams') IS NOT NULL`, i, i)).Scan(&trgm, &function); err != nil {
+			t.Fatal(err)
+		}
+		if !trgm || function {
+			t.Errorf("schema race_%d: pg_trgm index %v, function index %v; want pg_trgm's alone", i, trgm, function)
+		}
+	}
+}
