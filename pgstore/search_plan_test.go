@@ -33,8 +33,9 @@ func (n planNode) walk(fn func(planNode)) {
 	}
 }
 
-// planIndexes are the names of the two trigram indexes a search can
-// match: pg_trgm's (migration 42) and sessionstore_trigrams' (migration 14).
+// trgmIndex and functionIndex are the names of the two trigram indexes a
+// search can match: pg_trgm's (migration 42) and sessionstore_trigrams'
+// (migration 14).
 const (
 	trgmIndex     = "search_docs_trgm"
 	functionIndex = "search_docs_trigrams"

@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/url"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -19,21 +17,14 @@ import (
 // asRoleOn returns the server's URL with database db and user role.
 func asRoleOn(t *testing.T, db, role string) string {
 	t.Helper()
-	u := serverURL(t)
-	if strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://") {
-		pu, err := url.Parse(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pu.Path, pu.RawPath = "/"+db, ""
-		pu.User = url.User(role)
-		q := pu.Query()
-		q.Del("dbname")
-		q.Del("user")
-		pu.RawQuery = q.Encode()
-		return pu.String()
+	loc, err := withParam(serverURL(t), "dbname", db)
+	if err == nil {
+		loc, err = withParam(loc, "user", role)
 	}
-	return u + " dbname=" + db + " user=" + role
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
 }
 
 // A role without CREATE on its database cannot create pg_trgm (nor the
@@ -75,19 +66,9 @@ func TestSearchIndexWithoutExtensionRights(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	loc := asRoleOn(t, db, role)
-	st, err := pgstore.Open(ctx, loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	check, err := pgx.Connect(ctx, loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer check.Close(ctx)
+	st := open(t, asRoleOn(t, db, role))
 	var function, trgm, ext bool
-	if err := check.QueryRow(ctx, `SELECT to_regclass('search_docs_trigrams') IS NOT NULL, to_regclass('search_docs_trgm') IS NOT NULL,
+	if err := st.Pool().QueryRow(ctx, `SELECT to_regclass('search_docs_trigrams') IS NOT NULL, to_regclass('search_docs_trgm') IS NOT NULL,
 		EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm')`).Scan(&function, &trgm, &ext); err != nil {
 		t.Fatal(err)
 	}
@@ -102,12 +83,7 @@ func TestSearchIndexWithoutExtensionRights(t *testing.T) {
 // the test server does) the same searches find the same items.
 func TestSearchIndexTrigramExtension(t *testing.T) {
 	ctx := context.Background()
-	loc := newSchema(t)
-	st, err := pgstore.Open(ctx, loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := open(t, newSchema(t))
 	var trgm bool
 	if err := st.Pool().QueryRow(ctx, `SELECT to_regclass('search_docs_trgm') IS NOT NULL`).Scan(&trgm); err != nil {
 		t.Fatal(err)

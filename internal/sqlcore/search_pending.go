@@ -180,10 +180,10 @@ func (s *Store) pendingSearch(tx Tx, plan pendingPlan, q store.SearchQuery, long
 	b.WriteString(`SELECT d.n, d.kind, d.session_pk, d.owner, d.session_id, d.app, d.user_id, d.pos, d.ref, d.role, d.at_us, d.body,
 		d.ev_id, d.ev_invocation, d.ev_ts, d.ev_data, ` + score + ` AS score FROM pd AS d WHERE 1 = 1`)
 	for _, t := range long {
-		// The index's conditions on a term of three characters or more:
-		// the trigram match (PostgreSQL; SQLite's trigram tokenizer
-		// folds case as the contains function does, so the term's
-		// occurrence implies its trigrams') and the term itself.
+		// The index's conditions on a term of three characters or more
+		// (PostgreSQL: longTermMatch) or the term itself (SQLite's
+		// trigram tokenizer folds case as the contains function does, so
+		// the term's occurrence implies its trigrams').
 		if s.postgres() {
 			cond, targs := s.longTermMatch(t)
 			b.WriteString(` AND ` + cond)
